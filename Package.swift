@@ -1,0 +1,63 @@
+// swift-tools-version: 6.1
+// Coffer: the local storage layer of a mobile app, as one Swift package.
+import PackageDescription
+
+let package = Package(
+    name: "Coffer",
+    platforms: [.macOS(.v13), .iOS(.v16)],
+    products: [
+        .library(name: "Coffer", targets: ["Coffer"]),
+        .library(name: "CofferWallet", targets: ["CofferWallet"]),
+        .library(name: "CofferCrypto", targets: ["CofferCrypto"]),
+        .executable(name: "coffer", targets: ["coffer"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-crypto", exact: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
+        ),
+        .target(
+            name: "CofferCrypto",
+            dependencies: [
+                "CSodium",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "CofferWallet",
+            dependencies: [
+                "CofferCrypto",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "Coffer",
+            dependencies: ["CofferWallet", "CofferCrypto"]
+        ),
+        .executableTarget(
+            name: "coffer",
+            dependencies: [
+                "Coffer",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "CofferCryptoTests", dependencies: ["CofferCrypto"]),
+        .testTarget(
+            name: "CofferWalletTests",
+            dependencies: ["CofferWallet", .product(name: "GRDB", package: "GRDB.swift")],
+            resources: [.copy("Fixtures")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,3 @@
+// The umbrella module: one import for every Coffer component.
+@_exported import CofferCrypto
+@_exported import CofferWallet

@@ -1,0 +1,119 @@
+// Authenticated encryption through libsodium: ChaCha20-Poly1305 (IETF) and XChaCha20-Poly1305.
+import CSodium
+import Foundation
+
+/// An AEAD construction. A sealed box is `nonce ‖ ciphertext ‖ 16-byte tag`; the nonce is
+/// random for every seal.
+public enum AEAD: Sendable {
+    /// ChaCha20-Poly1305, IETF variant: 12-byte random nonce. Use under keys that seal few
+    /// messages (e.g. per-record keys).
+    case chacha20Poly1305
+    /// XChaCha20-Poly1305: 24-byte random nonce, safe for any number of messages per key.
+    case xchacha20Poly1305
+
+    /// Bytes of nonce at the start of a sealed box.
+    public var nonceByteCount: Int {
+        switch self {
+        case .chacha20Poly1305: return Int(crypto_aead_chacha20poly1305_ietf_NPUBBYTES)
+        case .xchacha20Poly1305: return Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
+        }
+    }
+
+    /// Bytes of authentication tag at the end of a sealed box.
+    public static let tagByteCount = 16
+
+    /// The key length both constructions take.
+    public static let keyByteCount = 32
+
+    /// Bytes a sealed box adds to its plaintext.
+    public var overhead: Int { nonceByteCount + Self.tagByteCount }
+
+    /// Seals `plaintext` under `key`, binding `associatedData` (authenticated, not stored).
+    public func seal<P: ContiguousBytes, A: ContiguousBytes>(_ plaintext: P, key: SecretKey, associatedData: A) throws(CryptoError) -> Data {
+        Sodium.ensureReady()
+        guard key.byteCount == Self.keyByteCount else {
+            throw .invalidLength(what: "AEAD key", expected: Self.keyByteCount, actual: key.byteCount)
+        }
+        let nonceCount = nonceByteCount
+        let algorithm = self
+        return plaintext.withUnsafeBytes { message in
+            associatedData.withUnsafeBytes { ad in
+                key.withUnsafeBytes { k in
+                    var out = Data(count: nonceCount + message.count + Self.tagByteCount)
+                    out.withUnsafeMutableBytes { buffer in
+                        let base = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                        randombytes_buf(base, nonceCount)
+                        var written: UInt64 = 0
+                        let m = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                        let a = ad.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                        let kp = k.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                        let rc: Int32
+                        switch algorithm {
+                        case .chacha20Poly1305:
+                            rc = crypto_aead_chacha20poly1305_ietf_encrypt(
+                                base + nonceCount, &written, m, UInt64(message.count), a, UInt64(ad.count), nil, base, kp)
+                        case .xchacha20Poly1305:
+                            rc = crypto_aead_xchacha20poly1305_ietf_encrypt(
+                                base + nonceCount, &written, m, UInt64(message.count), a, UInt64(ad.count), nil, base, kp)
+                        }
+                        precondition(rc == 0, "libsodium AEAD encryption cannot fail for valid lengths")
+                    }
+                    return out
+                }
+            }
+        }
+    }
+
+    /// Seals with no associated data.
+    public func seal<P: ContiguousBytes>(_ plaintext: P, key: SecretKey) throws(CryptoError) -> Data {
+        try seal(plaintext, key: key, associatedData: Data())
+    }
+
+    /// Opens a box made by ``seal(_:key:associatedData:)``.
+    /// - Throws: ``CryptoError/authenticationFailed`` for a wrong key, altered bytes or other
+    ///   associated data; never returns unauthenticated plaintext.
+    public func open<S: ContiguousBytes, A: ContiguousBytes>(_ sealed: S, key: SecretKey, associatedData: A) throws(CryptoError) -> Data {
+        Sodium.ensureReady()
+        guard key.byteCount == Self.keyByteCount else {
+            throw .invalidLength(what: "AEAD key", expected: Self.keyByteCount, actual: key.byteCount)
+        }
+        let nonceCount = nonceByteCount
+        let algorithm = self
+        let result: Data? = sealed.withUnsafeBytes { box in
+            guard box.count >= nonceCount + Self.tagByteCount else { return nil }
+            return associatedData.withUnsafeBytes { ad in
+                key.withUnsafeBytes { k in
+                    let plainCount = box.count - nonceCount - Self.tagByteCount
+                    // One spare byte so the output pointer is valid even for an empty plaintext.
+                    var out = Data(count: plainCount + 1)
+                    let ok = out.withUnsafeMutableBytes { buffer -> Bool in
+                        let base = box.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                        let o = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                        var written: UInt64 = 0
+                        let a = ad.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                        let kp = k.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                        let rc: Int32
+                        switch algorithm {
+                        case .chacha20Poly1305:
+                            rc = crypto_aead_chacha20poly1305_ietf_decrypt(
+                                o, &written, nil, base + nonceCount, UInt64(box.count - nonceCount), a, UInt64(ad.count), base, kp)
+                        case .xchacha20Poly1305:
+                            rc = crypto_aead_xchacha20poly1305_ietf_decrypt(
+                                o, &written, nil, base + nonceCount, UInt64(box.count - nonceCount), a, UInt64(ad.count), base, kp)
+                        }
+                        return rc == 0
+                    }
+                    out.removeLast()
+                    return ok ? out : nil
+                }
+            }
+        }
+        guard let result else { throw .authenticationFailed }
+        return result
+    }
+
+    /// Opens a box sealed with no associated data.
+    public func open<S: ContiguousBytes>(_ sealed: S, key: SecretKey) throws(CryptoError) -> Data {
+        try open(sealed, key: key, associatedData: Data())
+    }
+}

@@ -1,0 +1,26 @@
+// The one error type of CofferCrypto.
+
+/// Errors raised by Coffer's cryptographic wrappers. Messages never include key material.
+public enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Authenticated decryption failed: wrong key, or the ciphertext or its associated data was altered.
+    case authenticationFailed
+    /// A key or nonce had the wrong length.
+    case invalidLength(what: String, expected: Int, actual: Int)
+    /// A parameter (KDF cost, salt, …) is outside what the primitive accepts.
+    case invalidParameter(String)
+    /// The primitive itself failed (e.g. Argon2id could not allocate its memory).
+    case operationFailed(String)
+
+    public var description: String {
+        switch self {
+        case .authenticationFailed:
+            return "authentication failed: wrong key or altered data"
+        case let .invalidLength(what, expected, actual):
+            return "\(what) must be \(expected) bytes, got \(actual)"
+        case let .invalidParameter(message):
+            return "invalid parameter: \(message)"
+        case let .operationFailed(message):
+            return "cryptographic operation failed: \(message)"
+        }
+    }
+}

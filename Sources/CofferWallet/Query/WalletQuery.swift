@@ -1,0 +1,421 @@
+// WQL as a syntax tree: parsing (design/WQL.md, exactly) and the per-record meaning.
+import Foundation
+
+/// A WQL query over one record type's tags, parsed and validated.
+///
+/// Build one from JSON text with ``init(json:)``; ``all`` matches every record.
+/// The grammar and meaning are those of `design/WQL.md`.
+public struct WalletQuery: Sendable, CustomStringConvertible {
+    let root: WQLNode
+
+    /// Every record of the type.
+    public static let all = WalletQuery(root: .all)
+
+    init(root: WQLNode) { self.root = root.simplified }
+
+    /// Parses a JSON query.
+    /// - Throws: ``WalletError/invalidQuery(_:)`` naming the offending part; a query never half-runs.
+    public init(json: String) throws(WalletError) {
+        let value: JSONValue
+        do { value = try JSONValue.parse(json) } catch { throw .invalidQuery(error.message) }
+        self.init(root: try WQLParser.parseTop(value))
+    }
+
+    /// Parses an already-decoded JSON value.
+    public init(jsonValue: JSONValue) throws(WalletError) {
+        self.init(root: try WQLParser.parseTop(jsonValue))
+    }
+
+    /// Whether a record with these tags matches.
+    public func matches(_ tags: WalletTags) -> Bool {
+        root.matches(tags.valuesByName)
+    }
+
+    /// A canonical text form, for logs of query shape (holds operands: do not log it for secret data).
+    public var description: String { "\(root)" }
+}
+
+/// A comparison operand: a JSON string or a JSON number.
+enum WQLOperand: Sendable, Equatable, CustomStringConvertible {
+    case string(String)
+    case number(Double, literal: String)
+
+    var description: String {
+        switch self {
+        case let .string(s): return WalletError.quote(s)
+        case let .number(_, literal): return literal
+        }
+    }
+}
+
+enum WQLCompare: String, Sendable {
+    case eq = "$eq", neq = "$neq", gt = "$gt", gte = "$gte", lt = "$lt", lte = "$lte"
+}
+
+indirect enum WQLNode: Sendable, CustomStringConvertible {
+    case all
+    case none
+    case and([WQLNode])
+    case or([WQLNode])
+    case not(WQLNode)
+    case exist([String])
+    case compare(tag: String, WQLCompare, WQLOperand)
+    case isIn(tag: String, [WQLOperand])
+    case like(tag: String, String)
+    case regex(tag: String, String)
+
+    var description: String {
+        switch self {
+        case .all: return "true"
+        case .none: return "false"
+        case let .and(c): return "and(" + c.map(\.description).joined(separator: ", ") + ")"
+        case let .or(c): return "or(" + c.map(\.description).joined(separator: ", ") + ")"
+        case let .not(c): return "not(\(c))"
+        case let .exist(n): return "exist(" + n.map(WalletError.quote).joined(separator: ", ") + ")"
+        case let .compare(tag, op, v): return "\(WalletError.quote(tag)) \(op.rawValue) \(v)"
+        case let .isIn(tag, vs): return "\(WalletError.quote(tag)) $in [" + vs.map(\.description).joined(separator: ", ") + "]"
+        case let .like(tag, p): return "\(WalletError.quote(tag)) $like \(WalletError.quote(p))"
+        case let .regex(tag, p): return "\(WalletError.quote(tag)) $regex \(WalletError.quote(p))"
+        }
+    }
+
+    /// Folds constants and flattens nested and/or, keeping the meaning.
+    var simplified: WQLNode {
+        switch self {
+        case let .and(children):
+            var out = [WQLNode]()
+            for c in children.map(\.simplified) {
+                switch c {
+                case .all: continue
+                case .none: return .none
+                case let .and(inner): out.append(contentsOf: inner)
+                default: out.append(c)
+                }
+            }
+            if out.isEmpty { return .all }
+            return out.count == 1 ? out[0] : .and(out)
+        case let .or(children):
+            var out = [WQLNode]()
+            for c in children.map(\.simplified) {
+                switch c {
+                case .none: continue
+                case .all: return .all
+                case let .or(inner): out.append(contentsOf: inner)
+                default: out.append(c)
+                }
+            }
+            if out.isEmpty { return .none }
+            return out.count == 1 ? out[0] : .or(out)
+        case let .not(child):
+            switch child.simplified {
+            case .all: return .none
+            case .none: return .all
+            case let .not(inner): return inner
+            case let c: return .not(c)
+            }
+        case let .exist(names):
+            return names.isEmpty ? .all : self
+        case let .isIn(_, values):
+            return values.isEmpty ? .none : self
+        default:
+            return self
+        }
+    }
+
+    // MARK: Meaning per record (WQL.md, "Meaning, per record")
+
+    func matches(_ tags: [String: [String]]) -> Bool {
+        switch self {
+        case .all: return true
+        case .none: return false
+        case let .and(c): return c.allSatisfy { $0.matches(tags) }
+        case let .or(c): return c.contains { $0.matches(tags) }
+        case let .not(c): return !c.matches(tags)
+        case let .exist(names): return names.allSatisfy { !(tags[$0] ?? []).isEmpty }
+        case let .compare(tag, op, operand):
+            let values = tags[tag] ?? []
+            if op == .neq {
+                return !values.isEmpty && values.contains { !WQLNode.equals($0, operand) }
+            }
+            return values.contains { WQLNode.compare($0, op, operand) }
+        case let .isIn(tag, operands):
+            return (tags[tag] ?? []).contains { v in operands.contains { WQLNode.equals(v, $0) } }
+        case let .like(tag, pattern):
+            let p = Array(pattern.unicodeScalars)
+            return (tags[tag] ?? []).contains { LikePattern.matches(Array($0.unicodeScalars), p) }
+        case let .regex(tag, pattern):
+            guard let re = RegexCache.shared.regex(pattern) else { return false }
+            return (tags[tag] ?? []).contains { re.containsMatch($0) }
+        }
+    }
+
+    static func equals(_ value: String, _ operand: WQLOperand) -> Bool {
+        switch operand {
+        case let .string(s): return Array(value.utf8) == Array(s.utf8)
+        case let .number(x, _): return NumericTag.parse(value).map { $0 == x } ?? false
+        }
+    }
+
+    static func compare(_ value: String, _ op: WQLCompare, _ operand: WQLOperand) -> Bool {
+        switch operand {
+        case let .string(s):
+            // Byte-wise comparison of UTF-8, as SQLite's BINARY collation does.
+            let a = Array(value.utf8), b = Array(s.utf8)
+            switch op {
+            case .eq: return a == b
+            case .neq: return a != b
+            case .gt: return a.lexicographicallyPrecedes(b) == false && a != b
+            case .gte: return !a.lexicographicallyPrecedes(b)
+            case .lt: return a.lexicographicallyPrecedes(b)
+            case .lte: return a.lexicographicallyPrecedes(b) || a == b
+            }
+        case let .number(x, _):
+            guard let v = NumericTag.parse(value) else { return op == .neq }
+            switch op {
+            case .eq: return v == x
+            case .neq: return v != x
+            case .gt: return v > x
+            case .gte: return v >= x
+            case .lt: return v < x
+            case .lte: return v <= x
+            }
+        }
+    }
+}
+
+/// Reads a tag value as a number when it is written as one (`^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$`).
+enum NumericTag {
+    static func parse(_ s: String) -> Double? {
+        let b = Array(s.utf8)
+        var i = 0
+        func digits() -> Bool {
+            let start = i
+            while i < b.count, b[i] >= 0x30, b[i] <= 0x39 { i += 1 }
+            return i > start
+        }
+        if i < b.count, b[i] == UInt8(ascii: "-") { i += 1 }
+        guard digits() else { return nil }
+        if i < b.count, b[i] == UInt8(ascii: ".") {
+            i += 1
+            guard digits() else { return nil }
+        }
+        if i < b.count, b[i] == UInt8(ascii: "e") || b[i] == UInt8(ascii: "E") {
+            i += 1
+            if i < b.count, b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-") { i += 1 }
+            guard digits() else { return nil }
+        }
+        guard i == b.count else { return nil }
+        return Double(s)
+    }
+}
+
+/// SQLite's LIKE, reproduced for encrypted tags: `%` any run, `_` one character, ASCII letters
+/// case-insensitive, no escape character.
+enum LikePattern {
+    static func matches(_ text: [Unicode.Scalar], _ pattern: [Unicode.Scalar]) -> Bool {
+        var t = 0, p = 0
+        var starP = -1, starT = 0
+        while t < text.count {
+            if p < pattern.count, pattern[p] == "%" {
+                starP = p; starT = t; p += 1
+            } else if p < pattern.count, pattern[p] == "_" || fold(pattern[p]) == fold(text[t]) {
+                p += 1; t += 1
+            } else if starP >= 0 {
+                p = starP + 1; starT += 1; t = starT
+            } else {
+                return false
+            }
+        }
+        while p < pattern.count, pattern[p] == "%" { p += 1 }
+        return p == pattern.count
+    }
+
+    static func fold(_ c: Unicode.Scalar) -> UInt32 {
+        let v = c.value
+        return (v >= 0x41 && v <= 0x5A) ? v + 0x20 : v
+    }
+}
+
+/// Compiled regular expressions, shared by the in-memory evaluator and the SQL function.
+final class RegexCache: @unchecked Sendable {
+    static let shared = RegexCache()
+
+    final class Compiled: @unchecked Sendable {
+        // NSRegularExpression is immutable and documented thread-safe for matching.
+        let regex: NSRegularExpression
+        init(_ regex: NSRegularExpression) { self.regex = regex }
+        func containsMatch(_ s: String) -> Bool {
+            let ns = s as NSString
+            return regex.firstMatch(in: s, options: [], range: NSRange(location: 0, length: ns.length)) != nil
+        }
+    }
+
+    private let lock = NSLock()
+    private var cache = [String: Compiled]()
+
+    /// The compiled pattern, or nil when it does not compile.
+    func regex(_ pattern: String) -> Compiled? {
+        lock.lock()
+        if let hit = cache[pattern] { lock.unlock(); return hit }
+        lock.unlock()
+        guard let re = try? NSRegularExpression(pattern: pattern, options: []) else { return nil }
+        let compiled = Compiled(re)
+        lock.lock()
+        if cache.count > 256 { cache.removeAll() }
+        cache[pattern] = compiled
+        lock.unlock()
+        return compiled
+    }
+}
+
+/// Turns JSON into ``WQLNode`` per the grammar of WQL.md.
+enum WQLParser {
+    static func parseTop(_ value: JSONValue) throws(WalletError) -> WQLNode {
+        switch value {
+        case let .object(members):
+            return try parseObject(members, path: "query")
+        case let .array(items):
+            // The old "restrictions" form: OR of objects, null fields dropped; [] = all.
+            if items.isEmpty { return .all }
+            var branches = [WQLNode]()
+            for (i, item) in items.enumerated() {
+                guard case let .object(members) = item else {
+                    throw .invalidQuery("restriction [\(i)] must be an object, got \(item.kindName)")
+                }
+                let kept = members.filter { if case .null = $0.1 { return false } else { return true } }
+                branches.append(try parseObject(kept, path: "restriction [\(i)]"))
+            }
+            return .or(branches)
+        default:
+            throw .invalidQuery("a query must be a JSON object or an array of objects, got \(value.kindName)")
+        }
+    }
+
+    static func parseObject(_ members: [(String, JSONValue)], path: String) throws(WalletError) -> WQLNode {
+        var clauses = [WQLNode]()
+        for (key, value) in members {
+            clauses.append(try parseClause(key, value, path: path))
+        }
+        return .and(clauses)
+    }
+
+    static func parseClause(_ key: String, _ value: JSONValue, path: String) throws(WalletError) -> WQLNode {
+        switch key {
+        case "$and":
+            guard case let .array(items) = value else {
+                throw .invalidQuery("\(path): $and must be an array of objects, got \(value.kindName)")
+            }
+            var out = [WQLNode]()
+            for (i, item) in items.enumerated() {
+                guard case let .object(m) = item else {
+                    throw .invalidQuery("\(path): $and[\(i)] must be an object, got \(item.kindName)")
+                }
+                out.append(try parseObject(m, path: "\(path).$and[\(i)]"))
+            }
+            return .and(out)
+        case "$or":
+            switch value {
+            case let .array(items):
+                var out = [WQLNode]()
+                for (i, item) in items.enumerated() {
+                    guard case let .object(m) = item else {
+                        throw .invalidQuery("\(path): $or[\(i)] must be an object, got \(item.kindName)")
+                    }
+                    out.append(try parseObject(m, path: "\(path).$or[\(i)]"))
+                }
+                return .or(out)
+            case let .object(pairs):
+                // The Mobile SDK form: the object's key/clause pairs are ORed.
+                var out = [WQLNode]()
+                for (k, v) in pairs { out.append(try parseClause(k, v, path: "\(path).$or")) }
+                return .or(out)
+            default:
+                throw .invalidQuery("\(path): $or must be an array of objects or an object, got \(value.kindName)")
+            }
+        case "$not":
+            guard case let .object(m) = value else {
+                throw .invalidQuery("\(path): $not must be an object, got \(value.kindName)")
+            }
+            return .not(try parseObject(m, path: "\(path).$not"))
+        case "$exist":
+            switch value {
+            case let .string(name):
+                return .exist([name])
+            case let .array(items):
+                var names = [String]()
+                for item in items {
+                    guard case let .string(name) = item else {
+                        throw .invalidQuery("\(path): $exist must be a tag name or an array of tag names, found \(item.kindName) in the array")
+                    }
+                    names.append(name)
+                }
+                return .exist(names)
+            default:
+                throw .invalidQuery("\(path): $exist must be a tag name or an array of tag names, got \(value.kindName)")
+            }
+        default:
+            return try parseTagClause(tag: key, value, path: path)
+        }
+    }
+
+    static func parseTagClause(tag: String, _ value: JSONValue, path: String) throws(WalletError) -> WQLNode {
+        let at = "\(path): tag \(WalletError.quote(tag))"
+        switch value {
+        case .string, .number:
+            return .compare(tag: tag, .eq, try scalar(value, at: at))
+        case let .object(ops):
+            if ops.isEmpty { throw .invalidQuery("\(at): an operator object needs at least one operator") }
+            var out = [WQLNode]()
+            for (op, operand) in ops {
+                out.append(try parseOperator(tag: tag, op, operand, at: at))
+            }
+            return .and(out)
+        default:
+            throw .invalidQuery("\(at): value must be a string, a number or an operator object, got \(value.kindName)")
+        }
+    }
+
+    static func parseOperator(tag: String, _ op: String, _ operand: JSONValue, at: String) throws(WalletError) -> WQLNode {
+        if let cmp = WQLCompare(rawValue: op) {
+            return .compare(tag: tag, cmp, try scalar(operand, at: "\(at) \(op)"))
+        }
+        switch op {
+        case "$in":
+            guard case let .array(items) = operand else {
+                throw .invalidQuery("\(at) $in must be an array of strings or numbers, got \(operand.kindName)")
+            }
+            var values = [WQLOperand]()
+            for item in items { values.append(try scalar(item, at: "\(at) $in")) }
+            return .isIn(tag: tag, values)
+        case "$like":
+            guard case let .string(p) = operand else {
+                throw .invalidQuery("\(at) $like must be a string pattern, got \(operand.kindName)")
+            }
+            return .like(tag: tag, p)
+        case "$regex":
+            guard case let .string(p) = operand else {
+                throw .invalidQuery("\(at) $regex must be a string pattern, got \(operand.kindName)")
+            }
+            guard RegexCache.shared.regex(p) != nil else {
+                throw .invalidQuery("\(at) $regex pattern \(WalletError.quote(p)) does not compile")
+            }
+            return .regex(tag: tag, p)
+        default:
+            if op.hasPrefix("$") {
+                throw .invalidQuery("\(at): unknown operator \(op) (known: $eq $neq $gt $gte $lt $lte $in $like $regex)")
+            }
+            throw .invalidQuery("\(at): \(WalletError.quote(op)) is not an operator; an operator object holds only $-operators")
+        }
+    }
+
+    static func scalar(_ v: JSONValue, at: String) throws(WalletError) -> WQLOperand {
+        switch v {
+        case let .string(s): return .string(s)
+        case let .number(literal):
+            guard let d = Double(literal) else { throw .invalidQuery("\(at): number \(literal) is out of range") }
+            return .number(d, literal: literal)
+        default:
+            throw .invalidQuery("\(at): operand must be a string or a number, got \(v.kindName)")
+        }
+    }
+}

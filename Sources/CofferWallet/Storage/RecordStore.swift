@@ -1,0 +1,210 @@
+// Record operations on one open SQLite connection: the single place that writes items and tags.
+import CofferCrypto
+import Foundation
+import GRDB
+
+/// Checks every argument before anything is written.
+enum Validate {
+    static func type(_ type: String) throws(WalletError) {
+        if type.utf8.count > WalletLimits.maxTypeBytes {
+            throw .invalidInput("record type is longer than \(WalletLimits.maxTypeBytes) bytes")
+        }
+    }
+
+    static func id(_ id: String) throws(WalletError) {
+        if id.utf8.count > WalletLimits.maxIdBytes {
+            throw .invalidInput("record id is longer than \(WalletLimits.maxIdBytes) bytes")
+        }
+    }
+
+    static func value(_ value: String) throws(WalletError) {
+        if value.utf8.count > WalletLimits.maxValueBytes {
+            throw .invalidInput("record value is longer than \(WalletLimits.maxValueBytes) bytes")
+        }
+    }
+
+    static func tagNames(_ names: [String]) throws(WalletError) {
+        for name in names where name.isEmpty { throw .invalidInput("tag name must not be empty") }
+    }
+}
+
+/// Milliseconds since 1970 for the expiry column.
+func unixMillis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
+
+/// Record reads and writes against one connection, inside the caller's transaction.
+struct RecordStore {
+    let db: Database
+    let keys: WalletKeys
+    let now: Int64
+
+    init(db: Database, keys: WalletKeys, now: Date = Date()) {
+        self.db = db
+        self.keys = keys
+        self.now = unixMillis(now)
+    }
+
+    struct Located {
+        let rowid: Int64
+        let typeBlind: Data
+        let idBlind: Data
+        let sealed: Data
+        let expired: Bool
+    }
+
+    func locate(type: String, id: String) throws -> Located? {
+        let tb = keys.typeBlind(type)
+        let ib = keys.idBlind(typeBlind: tb, id: id)
+        let statement = try db.cachedStatement(sql: "SELECT id, value, expiry FROM items WHERE type = ? AND name = ?")
+        guard let row = try Row.fetchOne(statement, arguments: [tb, ib]) else { return nil }
+        let expiry: Int64? = row[2]
+        return Located(rowid: row[0], typeBlind: tb, idBlind: ib, sealed: row[1], expired: expiry.map { $0 <= now } ?? false)
+    }
+
+    func live(type: String, id: String) throws -> Located {
+        guard let found = try locate(type: type, id: id), !found.expired else {
+            throw WalletError.notFound(type: type, id: id)
+        }
+        return found
+    }
+
+    func open(_ located: Located) throws -> RecordCodec.Contents {
+        try RecordCodec.open(located.sealed, typeBlind: located.typeBlind, idBlind: located.idBlind, keys: keys)
+    }
+
+    // MARK: Writes
+
+    func add(type: String, id: String, value: String, tags: WalletTags, expiresAt: Date?) throws {
+        try Validate.type(type)
+        try Validate.id(id)
+        try Validate.value(value)
+        try tags.validate()
+        if let existing = try locate(type: type, id: id) {
+            guard existing.expired else { throw WalletError.duplicate(type: type, id: id) }
+            try removeRow(existing.rowid)
+        }
+        let tb = keys.typeBlind(type)
+        let ib = keys.idBlind(typeBlind: tb, id: id)
+        let sealed = RecordCodec.seal(.init(id: id, value: value, tags: tags), typeBlind: tb, idBlind: ib, keys: keys)
+        let insert = try db.cachedStatement(sql: "INSERT INTO items(type, name, value, expiry) VALUES (?, ?, ?, ?)")
+        try insert.execute(arguments: [tb, ib, sealed, expiresAt.map(unixMillis)])
+        try insertTags(item: db.lastInsertedRowID, typeBlind: tb, tags: tags)
+    }
+
+    func update(type: String, id: String, value: String) throws {
+        try Validate.type(type)
+        try Validate.id(id)
+        try Validate.value(value)
+        let found = try live(type: type, id: id)
+        var contents = try open(found)
+        contents.value = value
+        try rewrite(found, contents)
+    }
+
+    func replace(type: String, id: String, value: String, tags: WalletTags) throws {
+        try Validate.type(type)
+        try Validate.id(id)
+        try Validate.value(value)
+        try tags.validate()
+        let found = try live(type: type, id: id)
+        var contents = try open(found)
+        contents.value = value
+        contents.tags = tags
+        try rewrite(found, contents)
+        try replaceTags(found, tags)
+    }
+
+    func delete(type: String, id: String) throws {
+        try Validate.type(type)
+        try Validate.id(id)
+        let found = try live(type: type, id: id)
+        try removeRow(found.rowid)
+    }
+
+    func addTags(type: String, id: String, tags: WalletTags) throws {
+        try Validate.type(type)
+        try Validate.id(id)
+        try tags.validate()
+        let found = try live(type: type, id: id)
+        var contents = try open(found)
+        var merged = contents.tags
+        for (name, value) in tags.storage { merged[name] = value }
+        contents.tags = merged
+        try rewrite(found, contents)
+        try replaceTags(found, merged)
+    }
+
+    func updateTags(type: String, id: String, tags: WalletTags) throws {
+        try Validate.type(type)
+        try Validate.id(id)
+        try tags.validate()
+        let found = try live(type: type, id: id)
+        var contents = try open(found)
+        contents.tags = tags
+        try rewrite(found, contents)
+        try replaceTags(found, tags)
+    }
+
+    func deleteTags(type: String, id: String, names: [String]) throws {
+        try Validate.type(type)
+        try Validate.id(id)
+        try Validate.tagNames(names)
+        let found = try live(type: type, id: id)
+        var contents = try open(found)
+        var kept = contents.tags
+        for name in names { kept[name] = nil }
+        contents.tags = kept
+        try rewrite(found, contents)
+        try replaceTags(found, kept)
+    }
+
+    func get(type: String, id: String, options: RecordOptions) throws -> WalletRecord? {
+        try Validate.type(type)
+        try Validate.id(id)
+        guard let found = try locate(type: type, id: id), !found.expired else { return nil }
+        let contents = try open(found)
+        guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+        return Self.record(contents, type: type, options: options)
+    }
+
+    static func record(_ contents: RecordCodec.Contents, type: String, options: RecordOptions) -> WalletRecord {
+        WalletRecord(
+            id: contents.id,
+            type: options.retrieveType ? type : nil,
+            value: options.retrieveValue ? contents.value : nil,
+            tags: options.retrieveTags ? contents.tags : nil)
+    }
+
+    // MARK: Rows
+
+    private func rewrite(_ found: Located, _ contents: RecordCodec.Contents) throws {
+        let sealed = RecordCodec.seal(contents, typeBlind: found.typeBlind, idBlind: found.idBlind, keys: keys)
+        let statement = try db.cachedStatement(sql: "UPDATE items SET value = ? WHERE id = ?")
+        try statement.execute(arguments: [sealed, found.rowid])
+    }
+
+    private func replaceTags(_ found: Located, _ tags: WalletTags) throws {
+        let statement = try db.cachedStatement(sql: "DELETE FROM tags WHERE item = ?")
+        try statement.execute(arguments: [found.rowid])
+        try insertTags(item: found.rowid, typeBlind: found.typeBlind, tags: tags)
+    }
+
+    func removeRow(_ rowid: Int64) throws {
+        try db.cachedStatement(sql: "DELETE FROM tags WHERE item = ?").execute(arguments: [rowid])
+        try db.cachedStatement(sql: "DELETE FROM items WHERE id = ?").execute(arguments: [rowid])
+    }
+
+    private func insertTags(item: Int64, typeBlind: Data, tags: WalletTags) throws {
+        guard !tags.isEmpty else { return }
+        let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO tags(item, name, value) VALUES (?, ?, ?)")
+        for (name, value) in tags.storage {
+            let nb = keys.tagNameBlind(typeBlind: typeBlind, name: name)
+            let plaintext = WalletTags.isPlaintext(name)
+            for v in value.values {
+                let stored: DatabaseValue = plaintext
+                    ? v.databaseValue
+                    : keys.tagValueBlind(typeBlind: typeBlind, name: name, value: v).databaseValue
+                try statement.execute(arguments: [item, nb, stored])
+            }
+        }
+    }
+}

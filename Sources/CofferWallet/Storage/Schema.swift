@@ -1,0 +1,75 @@
+// The wallet file's tables, its metadata rows, and the SQL functions WQL needs.
+import Foundation
+import GRDB
+
+/// On disk (SQLite, WAL, `synchronous=FULL`):
+///
+///     coffer_meta(name TEXT PRIMARY KEY, value BLOB)     format, kdf (JSON), keys (sealed)
+///     items(id INTEGER PRIMARY KEY, type BLOB, name BLOB, value BLOB, expiry INTEGER)
+///         type  = blind(type), 8 bytes;  name = blind(type, id), 16 bytes
+///         value = sealed (id, value, tags);  expiry = Unix ms or NULL
+///         UNIQUE(type, name); INDEX(type) for insertion-ordered walks
+///     tags(item, name BLOB, value) WITHOUT ROWID, PRIMARY KEY(item, name, value)
+///         name  = blind(type, tag name), 8 bytes
+///         value = blind(type, name, value), 12 bytes, or the plaintext for `~` tags
+///         INDEX(name, value, item) for tag-driven walks and counts
+enum Schema {
+    /// The newest file format this code reads and writes.
+    static let format = 1
+
+    static func migrator() -> DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("wallet-v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE coffer_meta(name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL);
+                CREATE TABLE items(
+                    id INTEGER PRIMARY KEY,
+                    type BLOB NOT NULL,
+                    name BLOB NOT NULL,
+                    value BLOB NOT NULL,
+                    expiry INTEGER
+                );
+                CREATE UNIQUE INDEX items_type_name ON items(type, name);
+                CREATE INDEX items_type ON items(type);
+                CREATE INDEX items_expiry ON items(expiry) WHERE expiry IS NOT NULL;
+                CREATE TABLE tags(
+                    item INTEGER NOT NULL,
+                    name BLOB NOT NULL,
+                    value NOT NULL,
+                    PRIMARY KEY(item, name, value)
+                ) WITHOUT ROWID;
+                CREATE INDEX tags_lookup ON tags(name, value, item);
+                """)
+        }
+        return migrator
+    }
+
+    /// `coffer_num(text)`: the value as a number when it is written as one, else NULL.
+    static let numberFunction = DatabaseFunction("coffer_num", argumentCount: 1, pure: true) { values in
+        guard let s = String.fromDatabaseValue(values[0]) else { return nil }
+        return NumericTag.parse(s)
+    }
+
+    /// `coffer_regexp(pattern, text)`: whether `text` contains a match of `pattern`.
+    static let regexFunction = DatabaseFunction("coffer_regexp", argumentCount: 2, pure: true) { values in
+        guard let pattern = String.fromDatabaseValue(values[0]),
+              let s = String.fromDatabaseValue(values[1]),
+              let re = RegexCache.shared.regex(pattern)
+        else { return false }
+        return re.containsMatch(s)
+    }
+
+    static func configuration(label: String, readonly: Bool = false) -> Configuration {
+        var config = Configuration()
+        config.label = label
+        config.busyMode = .timeout(10)
+        config.readonly = readonly
+        config.prepareDatabase { db in
+            // Durable by default: a commit returns only once the WAL is on disk.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            db.add(function: Schema.numberFunction)
+            db.add(function: Schema.regexFunction)
+        }
+        return config
+    }
+}

@@ -1,0 +1,85 @@
+// The wallet's own keys: derived from one random master key that the store key seals.
+import CofferCrypto
+import Foundation
+
+/// Lengths of the keyed blind indexes stored in place of plaintext.
+enum BlindLength {
+    /// Type: few distinct values per wallet, so 8 bytes keep collisions out of reach.
+    static let type = 8
+    /// Record id: must be collision-free for the unique (type, id) index.
+    static let id = 16
+    /// Tag name, scoped by type.
+    static let tagName = 8
+    /// Encrypted tag value, scoped by type and name.
+    static let tagValue = 12
+}
+
+/// Keys derived from the wallet master key (HKDF-SHA256, one label each), plus caches of the
+/// blind indexes that repeat (types, tag names).
+final class WalletKeys: @unchecked Sendable {
+    private let typeHash: KeyedHash
+    private let idHash: KeyedHash
+    private let tagNameHash: KeyedHash
+    private let tagValueHash: KeyedHash
+    private let recordKeyHash: KeyedHash
+
+    // Caches guarded by `lock`; values are blind bytes, never plaintext.
+    private let lock = NSLock()
+    private var typeCache = [String: Data]()
+    private var tagNameCache = [TagNameKey: Data]()
+
+    private struct TagNameKey: Hashable {
+        let typeBlind: Data
+        let name: String
+    }
+
+    /// Kept only so that rekey can seal it under a new store key; never leaves the process.
+    let master: SecretKey
+
+    init(master: SecretKey) {
+        self.master = master
+        typeHash = KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.type"))
+        idHash = KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.id"))
+        tagNameHash = KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.tag-name"))
+        tagValueHash = KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.tag-value"))
+        recordKeyHash = KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.record-key"))
+    }
+
+    func typeBlind(_ type: String) -> Data {
+        lock.lock()
+        if let hit = typeCache[type] { lock.unlock(); return hit }
+        lock.unlock()
+        let blind = typeHash.hash(domain: 1, Data(type.utf8), byteCount: BlindLength.type)
+        lock.lock()
+        if typeCache.count >= 1024 { typeCache.removeAll(keepingCapacity: true) }
+        typeCache[type] = blind
+        lock.unlock()
+        return blind
+    }
+
+    func idBlind(typeBlind: Data, id: String) -> Data {
+        idHash.hash([typeBlind, Data(id.utf8)], byteCount: BlindLength.id)
+    }
+
+    func tagNameBlind(typeBlind: Data, name: String) -> Data {
+        let key = TagNameKey(typeBlind: typeBlind, name: name)
+        lock.lock()
+        if let hit = tagNameCache[key] { lock.unlock(); return hit }
+        lock.unlock()
+        let blind = tagNameHash.hash([typeBlind, Data(name.utf8)], byteCount: BlindLength.tagName)
+        lock.lock()
+        if tagNameCache.count >= 4096 { tagNameCache.removeAll(keepingCapacity: true) }
+        tagNameCache[key] = blind
+        lock.unlock()
+        return blind
+    }
+
+    func tagValueBlind(typeBlind: Data, name: String, value: String) -> Data {
+        tagValueHash.hash([typeBlind, Data(name.utf8), Data(value.utf8)], byteCount: BlindLength.tagValue)
+    }
+
+    /// The key that seals one record's contents: bound to the row's blind type and id.
+    func recordKey(typeBlind: Data, idBlind: Data) -> SecretKey {
+        recordKeyHash.deriveKey(domain: 2, typeBlind + idBlind)
+    }
+}

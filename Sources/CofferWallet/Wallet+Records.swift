@@ -1,0 +1,221 @@
+// Record and tag operations of a Wallet, each one transaction.
+import Foundation
+import GRDB
+
+extension Wallet {
+    /// Adds a record.
+    /// - Parameters:
+    ///   - expiresAt: when set, the record reads as absent from that moment on.
+    /// - Throws: ``WalletError/duplicate(type:id:)`` when (type, id) exists,
+    ///   ``WalletError/invalidInput(_:)`` for bad tags or oversized fields.
+    public func add(type: String, id: String, value: String, tags: WalletTags = [:], expiresAt: Date? = nil) async throws {
+        try await write { try $0.store.add(type: type, id: id, value: value, tags: tags, expiresAt: expiresAt) }
+    }
+
+    /// Replaces a record's value; its tags are kept.
+    /// - Throws: ``WalletError/notFound(type:id:)``.
+    public func update(type: String, id: String, value: String) async throws {
+        try await write { try $0.store.update(type: type, id: id, value: value) }
+    }
+
+    /// Replaces value and tags together (Askar's `replace`: the given tags become the whole set).
+    public func replace(type: String, id: String, value: String, tags: WalletTags) async throws {
+        try await write { try $0.store.replace(type: type, id: id, value: value, tags: tags) }
+    }
+
+    /// Reads a record.
+    /// - Throws: ``WalletError/notFound(type:id:)`` when absent; ``WalletError/corrupted(_:)`` when altered.
+    public func get(type: String, id: String, options: RecordOptions = RecordOptions()) async throws -> WalletRecord {
+        guard let record = try await fetch(type: type, id: id, options: options) else {
+            throw WalletError.notFound(type: type, id: id)
+        }
+        return record
+    }
+
+    /// Reads a record, or `nil` when there is none (as Askar's `fetch`).
+    public func fetch(type: String, id: String, options: RecordOptions = RecordOptions()) async throws -> WalletRecord? {
+        try await read { try $0.store.get(type: type, id: id, options: options) }
+    }
+
+    /// Deletes a record and its tags.
+    /// - Throws: ``WalletError/notFound(type:id:)``.
+    public func delete(type: String, id: String) async throws {
+        try await write { try $0.store.delete(type: type, id: id) }
+    }
+
+    /// Adds tags to a record; a given name replaces that tag's value, other tags stay.
+    public func addTags(type: String, id: String, tags: WalletTags) async throws {
+        try await write { try $0.store.addTags(type: type, id: id, tags: tags) }
+    }
+
+    /// Replaces the whole tag set of a record.
+    public func updateTags(type: String, id: String, tags: WalletTags) async throws {
+        try await write { try $0.store.updateTags(type: type, id: id, tags: tags) }
+    }
+
+    /// Deletes the named tags from a record (names it does not have are ignored).
+    public func deleteTags(type: String, id: String, names: [String]) async throws {
+        try await write { try $0.store.deleteTags(type: type, id: id, names: names) }
+    }
+
+    /// Counts the records of `type` that match `query`.
+    public func count(type: String, matching query: WalletQuery = .all) async throws -> Int {
+        try Validate.type(type)
+        let search = QueryCompiler.compile(type: type, query: query, keys: keys)
+        return try await read { try search.count($0.store.db, keys: $0.store.keys) }
+    }
+
+    /// Reads every matching record at once, in insertion order (or newest first), up to `limit`.
+    /// For large results prefer ``records(type:matching:options:pageSize:)``, which streams.
+    public func fetchAll(type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
+                         limit: Int? = nil, newestFirst: Bool = false) async throws -> [WalletRecord] {
+        try Validate.type(type)
+        if let limit, limit < 0 { throw WalletError.invalidInput("limit must not be negative, got \(limit)") }
+        let search = QueryCompiler.compile(type: type, query: query, keys: keys)
+        return try await read { reader in
+            var cursor = SearchCursor()
+            return try search.page(reader.store.db, keys: reader.store.keys, cursor: &cursor, limit: limit ?? Int.max / 2,
+                                   options: options, descending: newestFirst)
+        }
+    }
+
+    /// Deletes every record of `type` matching `query`; returns how many were removed.
+    @discardableResult
+    public func removeAll(type: String, matching query: WalletQuery = .all) async throws -> Int {
+        try await write { try $0.removeAll(type: type, matching: query) }
+    }
+
+    /// Runs `body` in one write transaction: everything it does commits together, or, when it
+    /// throws, nothing does.
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (WalletTransaction) throws -> T) async throws -> T {
+        try await write(body)
+    }
+
+    /// Runs `body` in one read transaction: it sees one consistent state, and many reads share
+    /// the cost of one transaction.
+    public func session<T: Sendable>(_ body: @escaping @Sendable (WalletReader) throws -> T) async throws -> T {
+        try await read(body)
+    }
+
+    func write<T: Sendable>(_ body: @escaping @Sendable (WalletTransaction) throws -> T) async throws -> T {
+        let keys = self.keys
+        do {
+            return try await pool.write { db in
+                try body(WalletTransaction(store: RecordStore(db: db, keys: keys)))
+            }
+        } catch {
+            throw Self.mapError(error)
+        }
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (WalletReader) throws -> T) async throws -> T {
+        let keys = self.keys
+        do {
+            return try await pool.read { db in
+                try body(WalletReader(store: RecordStore(db: db, keys: keys)))
+            }
+        } catch {
+            throw Self.mapError(error)
+        }
+    }
+}
+
+/// Reads inside one ``Wallet/session(_:)``. Valid only inside the closure.
+public final class WalletReader {
+    let store: RecordStore
+
+    init(store: RecordStore) { self.store = store }
+
+    /// Reads a record, or `nil`.
+    public func fetch(type: String, id: String, options: RecordOptions = RecordOptions()) throws -> WalletRecord? {
+        try store.get(type: type, id: id, options: options)
+    }
+
+    /// Reads a record or throws ``WalletError/notFound(type:id:)``.
+    public func get(type: String, id: String, options: RecordOptions = RecordOptions()) throws -> WalletRecord {
+        guard let r = try store.get(type: type, id: id, options: options) else { throw WalletError.notFound(type: type, id: id) }
+        return r
+    }
+
+    /// Counts matching records.
+    public func count(type: String, matching query: WalletQuery = .all) throws -> Int {
+        try Validate.type(type)
+        return try QueryCompiler.compile(type: type, query: query, keys: store.keys).count(store.db, keys: store.keys)
+    }
+
+    /// Every matching record, in insertion order (or newest first), up to `limit`.
+    public func fetchAll(type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
+                         limit: Int? = nil, newestFirst: Bool = false) throws -> [WalletRecord] {
+        try Validate.type(type)
+        let search = QueryCompiler.compile(type: type, query: query, keys: store.keys)
+        var cursor = SearchCursor()
+        return try search.page(store.db, keys: store.keys, cursor: &cursor, limit: limit ?? Int.max / 2, options: options, descending: newestFirst)
+    }
+}
+
+/// Writes inside one ``Wallet/transaction(_:)``: all commit together or not at all. Valid only
+/// inside the closure.
+public final class WalletTransaction {
+    let store: RecordStore
+
+    init(store: RecordStore) { self.store = store }
+
+    /// A reader over this transaction's state (sees its own uncommitted writes).
+    public var reader: WalletReader { WalletReader(store: store) }
+
+    /// Adds a record; see ``Wallet/add(type:id:value:tags:expiresAt:)``.
+    public func add(type: String, id: String, value: String, tags: WalletTags = [:], expiresAt: Date? = nil) throws {
+        try store.add(type: type, id: id, value: value, tags: tags, expiresAt: expiresAt)
+    }
+
+    /// Replaces a record's value, keeping its tags.
+    public func update(type: String, id: String, value: String) throws {
+        try store.update(type: type, id: id, value: value)
+    }
+
+    /// Replaces value and the whole tag set.
+    public func replace(type: String, id: String, value: String, tags: WalletTags) throws {
+        try store.replace(type: type, id: id, value: value, tags: tags)
+    }
+
+    /// Deletes a record.
+    public func delete(type: String, id: String) throws {
+        try store.delete(type: type, id: id)
+    }
+
+    /// Merges tags into a record.
+    public func addTags(type: String, id: String, tags: WalletTags) throws {
+        try store.addTags(type: type, id: id, tags: tags)
+    }
+
+    /// Replaces a record's tag set.
+    public func updateTags(type: String, id: String, tags: WalletTags) throws {
+        try store.updateTags(type: type, id: id, tags: tags)
+    }
+
+    /// Deletes named tags from a record.
+    public func deleteTags(type: String, id: String, names: [String]) throws {
+        try store.deleteTags(type: type, id: id, names: names)
+    }
+
+    /// Deletes every matching record; returns the count.
+    @discardableResult
+    public func removeAll(type: String, matching query: WalletQuery = .all) throws -> Int {
+        try Validate.type(type)
+        let search = QueryCompiler.compile(type: type, query: query, keys: store.keys)
+        var cursor = SearchCursor()
+        var removed = 0
+        let minimal = RecordOptions(retrieveType: false, retrieveValue: false, retrieveTags: false)
+        while !cursor.exhausted {
+            var next = cursor
+            let page = try search.page(store.db, keys: store.keys, cursor: &next, limit: 256, options: minimal)
+            // Delete by id after reading the page; the cursor is keyset, so deletions do not shift it.
+            for record in page {
+                try store.delete(type: search.type, id: record.id)
+                removed += 1
+            }
+            cursor = next
+        }
+        return removed
+    }
+}

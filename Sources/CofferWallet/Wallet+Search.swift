@@ -1,0 +1,122 @@
+// Searches: the seed's handle API (open / next / close) and a Swift AsyncSequence over the same paging.
+import Foundation
+import GRDB
+
+extension Wallet {
+    /// Opens a search over records of `type` matching `query`, and returns its handle.
+    /// The total count, when asked for, is computed once here.
+    public func openSearch(type: String, query: WalletQuery, options: SearchOptions = SearchOptions()) async throws -> Int {
+        try Validate.type(type)
+        let search = QueryCompiler.compile(type: type, query: query, keys: keys)
+        var total: Int?
+        if options.retrieveTotalCount {
+            total = try await read { try search.count($0.store.db, keys: $0.store.keys) }
+        }
+        return searches.open(search, options: options, totalCount: total)
+    }
+
+    /// Opens a search from JSON text (query and options as the Mobile SDK passes them).
+    public func openSearch(type: String, queryJSON: String, optionsJSON: String = "{}") async throws -> Int {
+        let query = try WalletQuery(json: queryJSON)
+        let options = try SearchOptions(json: optionsJSON)
+        return try await openSearch(type: type, query: query, options: options)
+    }
+
+    /// The next page of up to `count` records. An exhausted search returns an empty page.
+    /// - Throws: ``WalletError/invalidHandle(_:)`` for an unknown, closed or reclaimed handle;
+    ///   ``WalletError/invalidInput(_:)`` for a count below 1.
+    public func searchNext(_ handle: Int, count: Int) async throws -> SearchPage {
+        guard count >= 1 else { throw WalletError.invalidInput("count must be at least 1, got \(count)") }
+        let entry = try searches.checkOut(handle)
+        var updated = entry
+        do {
+            var page = SearchPage(totalCount: entry.totalCount)
+            if entry.options.retrieveRecords {
+                let search = entry.search
+                let options = entry.options.recordOptions
+                let start = entry.cursor
+                let (records, newCursor) = try await read { reader -> ([WalletRecord], SearchCursor) in
+                    var cursor = start
+                    let records = try search.page(reader.store.db, keys: reader.store.keys, cursor: &cursor, limit: count, options: options)
+                    return (records, cursor)
+                }
+                updated.cursor = newCursor
+                page.records = records
+            }
+            searches.checkIn(handle, updated)
+            return page
+        } catch {
+            searches.checkIn(handle, entry)
+            throw error
+        }
+    }
+
+    /// Closes a search and frees its state.
+    /// - Throws: ``WalletError/invalidHandle(_:)`` when it is not open.
+    public func closeSearch(_ handle: Int) async throws {
+        try searches.close(handle)
+    }
+
+    /// How many searches are open now.
+    public var openSearchCount: Int { searches.openCount }
+
+    /// Matching records as an `AsyncSequence`, fetched `pageSize` at a time (memory stays flat
+    /// however many match), in insertion order.
+    public func records(type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
+                        pageSize: Int = 256) throws -> WalletRecordSequence {
+        try Validate.type(type)
+        guard pageSize >= 1 else { throw WalletError.invalidInput("pageSize must be at least 1, got \(pageSize)") }
+        return WalletRecordSequence(wallet: self, search: QueryCompiler.compile(type: type, query: query, keys: keys),
+                                    options: options, pageSize: pageSize)
+    }
+}
+
+/// Matching records of one search, page by page. Iterating twice runs the search twice.
+public struct WalletRecordSequence: AsyncSequence, Sendable {
+    /// A record.
+    public typealias Element = WalletRecord
+
+    let wallet: Wallet
+    let search: CompiledSearch
+    let options: RecordOptions
+    let pageSize: Int
+
+    /// Starts a walk.
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(sequence: self)
+    }
+
+    /// Walks the records, fetching the next page when the current one is used up.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let sequence: WalletRecordSequence
+        var cursor = SearchCursor()
+        var buffer: [WalletRecord] = []
+        var index = 0
+
+        init(sequence: WalletRecordSequence) { self.sequence = sequence }
+
+        /// The next record, or nil at the end.
+        public mutating func next() async throws -> WalletRecord? {
+            if index < buffer.count {
+                defer { index += 1 }
+                return buffer[index]
+            }
+            if cursor.exhausted { return nil }
+            let search = sequence.search
+            let options = sequence.options
+            let limit = sequence.pageSize
+            let start = cursor
+            let (records, newCursor) = try await sequence.wallet.read { reader -> ([WalletRecord], SearchCursor) in
+                var c = start
+                let records = try search.page(reader.store.db, keys: reader.store.keys, cursor: &c, limit: limit, options: options)
+                return (records, c)
+            }
+            cursor = newCursor
+            buffer = records
+            index = 0
+            guard !buffer.isEmpty else { return nil }
+            index = 1
+            return buffer[0]
+        }
+    }
+}

@@ -1,0 +1,296 @@
+// The encrypted record wallet: opening, creating, rekeying and closing one wallet file.
+import CofferCrypto
+import Foundation
+import GRDB
+import Logging
+
+/// What unlocks a wallet: a raw 32-byte key, or a passphrase run through Argon2id.
+public enum WalletKey: Sendable, CustomStringConvertible {
+    /// A raw 32-byte key (for example from the platform keychain).
+    case raw(Data)
+    /// A passphrase; Argon2id turns it into the store key with the salt and costs kept in the file.
+    case passphrase(String)
+
+    /// A fresh random raw key. This is an explicit export: keep it in secure storage.
+    public static func generateRawKey() -> Data { SecureRandom.bytes(32) }
+
+    /// Never shows the secret.
+    public var description: String {
+        switch self {
+        case .raw: return "WalletKey.raw(redacted)"
+        case .passphrase: return "WalletKey.passphrase(redacted)"
+        }
+    }
+}
+
+/// An encrypted store of records (type, id, value, tags) on SQLite.
+///
+/// Values, ids, types, tag names and encrypted tag values are sealed or blind-indexed before
+/// they reach the file; only `~`-tag values are stored readable, by design. Every write runs in
+/// one transaction and returns after commit (WAL, `synchronous=FULL`). A `Wallet` is `Sendable`:
+/// many tasks may read and write it at once.
+///
+/// ## Topics
+/// - Opening: ``create(at:key:configuration:)``, ``open(at:key:configuration:)``
+/// - Records: ``add(type:id:value:tags:expiresAt:)``, ``get(type:id:options:)``, ``update(type:id:value:)``, ``delete(type:id:)``
+/// - Tags: ``addTags(type:id:tags:)``, ``updateTags(type:id:tags:)``, ``deleteTags(type:id:names:)``
+/// - Search: ``openSearch(type:query:options:)``, ``searchNext(_:count:)``, ``closeSearch(_:)``, ``records(type:matching:options:pageSize:)``
+/// - Keys: ``rekey(to:)``
+public final class Wallet: Sendable {
+    /// Settings of an opened wallet.
+    public struct Configuration: Sendable {
+        /// Argon2id costs used when a passphrase wallet is created or rekeyed (opening reads the stored ones).
+        public var passphraseParameters: Argon2idParameters = .interactive
+        /// How many searches may be open at once; opening one more reclaims the least recently used.
+        public var maxOpenSearches: Int = 128
+        /// A search not used for this long is reclaimed.
+        public var searchIdleTimeout: Duration = .seconds(600)
+        /// Where diagnostics go. Keys, values, ids and tags are never logged.
+        public var logger: Logger = Logger(label: "coffer.wallet")
+
+        /// Defaults: Argon2id INTERACTIVE, 128 searches, 10 minutes idle.
+        public init() {}
+    }
+
+    /// The wallet file's path.
+    public let path: String
+    let pool: DatabasePool
+    let keys: WalletKeys
+    let searches: SearchRegistry
+    let logger: Logger
+    let configuration: Configuration
+
+    private init(path: String, pool: DatabasePool, keys: WalletKeys, configuration: Configuration) {
+        self.path = path
+        self.pool = pool
+        self.keys = keys
+        self.configuration = configuration
+        self.logger = configuration.logger
+        self.searches = SearchRegistry(capacity: configuration.maxOpenSearches, idleTimeout: configuration.searchIdleTimeout)
+    }
+
+    // MARK: - Create and open
+
+    /// Creates a new wallet file at `url` (parent folders too) protected by `key`.
+    /// - Throws: ``WalletError/walletExists(path:)`` if a wallet is already there,
+    ///   ``WalletError/invalidInput(_:)`` for a raw key that is not 32 bytes.
+    public static func create(at url: URL, key: WalletKey, configuration: Configuration = Configuration()) async throws -> Wallet {
+        let path = url.path
+        let (storeKey, kdf) = try makeStoreKey(key, parameters: configuration.passphraseParameters)
+        do {
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        } catch {
+            throw WalletError.storage("cannot create folder for \(path): \(error.localizedDescription)")
+        }
+        let pool = try openPool(path: path)
+        let master = SecretKey.random()
+        let sealedKeys = try sealMaster(master, storeKey: storeKey)
+        do {
+            try Schema.migrator().migrate(pool)
+            try await pool.write { db in
+                if try Data.fetchOne(db, sql: "SELECT value FROM coffer_meta WHERE name = 'keys'") != nil {
+                    throw WalletError.walletExists(path: path)
+                }
+                try db.execute(sql: "INSERT INTO coffer_meta(name, value) VALUES ('format', ?), ('kdf', ?), ('keys', ?)",
+                               arguments: [Data(String(Schema.format).utf8), Data(kdf.jsonText.utf8), sealedKeys])
+            }
+        } catch {
+            try? pool.close()
+            throw mapError(error)
+        }
+        configuration.logger.info("created wallet", metadata: ["path": "\(path)", "kdf": "\(kdf.method)"])
+        return Wallet(path: path, pool: pool, keys: WalletKeys(master: master), configuration: configuration)
+    }
+
+    /// Opens an existing wallet file.
+    /// - Throws: ``WalletError/walletMissing(path:)`` when there is none,
+    ///   ``WalletError/wrongKey(_:)`` when `key` does not open it (never garbage),
+    ///   ``WalletError/corrupted(_:)`` when the file is not a wallet or was damaged.
+    public static func open(at url: URL, key: WalletKey, configuration: Configuration = Configuration()) async throws -> Wallet {
+        let path = url.path
+        guard FileManager.default.fileExists(atPath: path) else { throw WalletError.walletMissing(path: path) }
+        if case let .raw(data) = key, data.count != 32 {
+            throw WalletError.invalidInput("a raw key must be 32 bytes, got \(data.count)")
+        }
+        let pool = try openPool(path: path)
+        do {
+            let meta: [String: Data] = try await pool.read { db in
+                guard try db.tableExists("coffer_meta") else { return [:] }
+                var out = [String: Data]()
+                for row in try Row.fetchAll(db, sql: "SELECT name, value FROM coffer_meta") {
+                    out[row["name"]] = row["value"]
+                }
+                return out
+            }
+            guard let sealedKeys = meta["keys"], let kdfData = meta["kdf"] else {
+                throw WalletError.walletMissing(path: path)
+            }
+            if let formatData = meta["format"], let format = Int(String(decoding: formatData, as: UTF8.self)), format > Schema.format {
+                throw WalletError.invalidInput("the wallet at \(path) has format \(format), written by a newer Coffer; this one reads up to \(Schema.format)")
+            }
+            let kdf = try KDFRecord(json: String(decoding: kdfData, as: UTF8.self))
+            let storeKey = try deriveStoreKey(key, kdf: kdf)
+            let master = try openMaster(sealedKeys, storeKey: storeKey, kdf: kdf)
+            // Bring older files up to date (no-op for the current format).
+            try Schema.migrator().migrate(pool)
+            return Wallet(path: path, pool: pool, keys: WalletKeys(master: master), configuration: configuration)
+        } catch {
+            try? pool.close()
+            throw mapError(error)
+        }
+    }
+
+    /// Replaces the key that protects the wallet. Only the sealed wallet keys are rewritten, so
+    /// the cost does not depend on how many records there are.
+    public func rekey(to newKey: WalletKey) async throws {
+        let (storeKey, kdf) = try Self.makeStoreKey(newKey, parameters: configuration.passphraseParameters)
+        let sealed = try Self.sealMaster(keys.master, storeKey: storeKey)
+        do {
+            try await pool.write { db in
+                try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'kdf'", arguments: [Data(kdf.jsonText.utf8)])
+                try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'keys'", arguments: [sealed])
+            }
+        } catch { throw Self.mapError(error) }
+        logger.info("rekeyed wallet", metadata: ["kdf": "\(kdf.method)"])
+    }
+
+    /// Closes the wallet: open searches end and the file is released. Further calls fail.
+    public func close() throws {
+        searches.closeAll()
+        do { try pool.close() } catch { throw Self.mapError(error) }
+    }
+
+    // MARK: - Keys
+
+    static func makeStoreKey(_ key: WalletKey, parameters: Argon2idParameters) throws -> (SecretKey, KDFRecord) {
+        switch key {
+        case let .raw(data):
+            guard data.count == 32 else { throw WalletError.invalidInput("a raw key must be 32 bytes, got \(data.count)") }
+            return (try SecretKey(copying: data, expectedCount: 32), KDFRecord(method: "raw"))
+        case let .passphrase(passphrase):
+            guard !passphrase.isEmpty else { throw WalletError.invalidInput("the passphrase must not be empty") }
+            do { try parameters.validate() } catch { throw WalletError.invalidInput("\(error)") }
+            let salt = SecureRandom.bytes(Argon2idParameters.saltByteCount)
+            let record = KDFRecord(method: "argon2id", parameters: parameters, salt: salt)
+            do {
+                return (try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: parameters), record)
+            } catch { throw WalletError.storage("\(error)") }
+        }
+    }
+
+    static func deriveStoreKey(_ key: WalletKey, kdf: KDFRecord) throws -> SecretKey {
+        switch (key, kdf.method) {
+        case let (.raw(data), "raw"):
+            return try SecretKey(copying: data, expectedCount: 32)
+        case let (.passphrase(passphrase), "argon2id"):
+            guard let parameters = kdf.parameters, let salt = kdf.salt else {
+                throw WalletError.corrupted("the wallet's key-derivation record lacks its Argon2id parameters")
+            }
+            do { return try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: parameters) } catch {
+                throw WalletError.corrupted("stored Argon2id parameters are unusable: \(error)")
+            }
+        case (.raw, "argon2id"):
+            throw WalletError.wrongKey("this wallet is protected by a passphrase; a raw key was given")
+        case (.passphrase, "raw"):
+            throw WalletError.wrongKey("this wallet is protected by a raw key; a passphrase was given")
+        default:
+            throw WalletError.corrupted("unknown key-derivation method \(WalletError.quote(kdf.method))")
+        }
+    }
+
+    static let keysAssociatedData = Data("coffer.wallet.keys.v1".utf8)
+    static let keysMagic = Data("CWK1".utf8)
+
+    static func sealMaster(_ master: SecretKey, storeKey: SecretKey) throws -> Data {
+        var plain = keysMagic
+        plain.append(master.exportBytes())
+        defer { plain.resetBytes(in: 0..<plain.count) }
+        do { return try AEAD.xchacha20Poly1305.seal(plain, key: storeKey, associatedData: keysAssociatedData) } catch {
+            throw WalletError.storage("\(error)")
+        }
+    }
+
+    static func openMaster(_ sealed: Data, storeKey: SecretKey, kdf: KDFRecord) throws -> SecretKey {
+        var plain: Data
+        do { plain = try AEAD.xchacha20Poly1305.open(sealed, key: storeKey, associatedData: keysAssociatedData) } catch {
+            throw WalletError.wrongKey(kdf.method == "raw" ? "the raw key does not open this wallet" : "the passphrase does not open this wallet")
+        }
+        defer { plain.resetBytes(in: 0..<plain.count) }
+        guard plain.count == keysMagic.count + 32, plain.prefix(keysMagic.count) == keysMagic else {
+            throw WalletError.corrupted("the wallet's sealed keys do not decode")
+        }
+        return try SecretKey(copying: plain.suffix(32), expectedCount: 32)
+    }
+
+    static func openPool(path: String) throws -> DatabasePool {
+        do {
+            return try DatabasePool(path: path, configuration: Schema.configuration(label: "coffer.wallet"))
+        } catch {
+            throw mapError(error)
+        }
+    }
+
+    /// Turns any error from GRDB or below into a ``WalletError``.
+    static func mapError(_ error: Error) -> WalletError {
+        if let e = error as? WalletError { return e }
+        if let e = error as? DatabaseError {
+            switch e.resultCode {
+            case .SQLITE_NOTADB, .SQLITE_CORRUPT:
+                return .corrupted("the file is not a readable wallet database (\(e.resultCode))")
+            case .SQLITE_FULL:
+                return .storage("the disk is full")
+            case .SQLITE_BUSY, .SQLITE_LOCKED:
+                return .storage("the wallet stayed locked by another writer for too long")
+            case .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_PERM:
+                return .storage("cannot open the wallet file for writing (\(e.resultCode))")
+            default:
+                return .storage("SQLite error \(e.resultCode)")
+            }
+        }
+        if let e = error as? CryptoError { return .storage("\(e)") }
+        return .storage("\(error)")
+    }
+}
+
+/// The key-derivation record stored in plaintext beside the sealed keys: method, costs, salt.
+struct KDFRecord: Sendable {
+    var method: String
+    var parameters: Argon2idParameters?
+    var salt: Data?
+
+    init(method: String, parameters: Argon2idParameters? = nil, salt: Data? = nil) {
+        self.method = method
+        self.parameters = parameters
+        self.salt = salt
+    }
+
+    init(json: String) throws {
+        guard case let .object(members)? = try? JSONValue.parse(json) else {
+            throw WalletError.corrupted("the wallet's key-derivation record is not JSON")
+        }
+        var dict = [String: JSONValue]()
+        for (k, v) in members { dict[k] = v }
+        guard case let .string(method)? = dict["method"] else {
+            throw WalletError.corrupted("the wallet's key-derivation record has no method")
+        }
+        self.method = method
+        if method == "argon2id" {
+            guard case let .number(ops)? = dict["opsLimit"], case let .number(mem)? = dict["memLimit"],
+                  case let .string(salt64)? = dict["salt"], let o = UInt64(ops), let m = Int(mem),
+                  let salt = Data(base64Encoded: salt64)
+            else { throw WalletError.corrupted("the wallet's Argon2id record is incomplete") }
+            parameters = Argon2idParameters(opsLimit: o, memLimit: m)
+            self.salt = salt
+        }
+    }
+
+    var jsonText: String {
+        var members: [(String, JSONValue)] = [("method", .string(method))]
+        if let parameters, let salt {
+            members.append(("opsLimit", .number(String(parameters.opsLimit))))
+            members.append(("memLimit", .number(String(parameters.memLimit))))
+            members.append(("salt", .string(salt.base64EncodedString())))
+        }
+        return JSONValue.object(members).jsonText
+    }
+}

@@ -1,0 +1,57 @@
+// The one error type of CofferWallet: each case says what went wrong and carries what a caller needs.
+import Foundation
+
+/// Errors from a ``Wallet``. A call that throws has changed nothing.
+public enum WalletError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A record with this type and id already exists.
+    case duplicate(type: String, id: String)
+    /// No record with this type and id (or it has expired).
+    case notFound(type: String, id: String)
+    /// An argument is malformed: the message names the argument and the rule it broke.
+    case invalidInput(String)
+    /// A WQL query is malformed: the message names the offending part.
+    case invalidQuery(String)
+    /// The key or passphrase does not open this wallet.
+    case wrongKey(String)
+    /// Stored bytes failed authentication or do not decode: the wallet file was altered or damaged.
+    case corrupted(String)
+    /// A search handle that was never opened, was closed, or was reclaimed after going idle.
+    case invalidHandle(Int)
+    /// `create` found a wallet already there.
+    case walletExists(path: String)
+    /// `open` found no wallet there.
+    case walletMissing(path: String)
+    /// SQLite or the file system failed (disk full, permissions, locked too long, …).
+    case storage(String)
+
+    public var description: String {
+        switch self {
+        case let .duplicate(type, id):
+            return "duplicate: a record of type \(Self.quote(type)) with id \(Self.quote(id)) already exists"
+        case let .notFound(type, id):
+            return "not found: no record of type \(Self.quote(type)) with id \(Self.quote(id))"
+        case let .invalidInput(message):
+            return "invalid input: \(message)"
+        case let .invalidQuery(message):
+            return "invalid query: \(message)"
+        case let .wrongKey(message):
+            return "wrong key: \(message)"
+        case let .corrupted(message):
+            return "corrupted: \(message)"
+        case let .invalidHandle(handle):
+            return "invalid input: search handle \(handle) is not open (never opened, closed, or reclaimed after idling)"
+        case let .walletExists(path):
+            return "duplicate: a wallet already exists at \(path)"
+        case let .walletMissing(path):
+            return "not found: no wallet at \(path) (create one first)"
+        case let .storage(message):
+            return "storage: \(message)"
+        }
+    }
+
+    static func quote(_ s: String) -> String {
+        var out = ""
+        JSONValue.writeString(s, to: &out)
+        return out
+    }
+}

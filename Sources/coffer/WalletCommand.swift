@@ -1,0 +1,333 @@
+// `coffer wallet …`: record operations on the store's wallet.
+import ArgumentParser
+import Coffer
+import Foundation
+
+struct WalletCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "wallet",
+        abstract: "Create and use the encrypted record wallet.",
+        subcommands: [
+            Create.self, Add.self, Get.self, Update.self, Delete.self, AddTags.self, UpdateTags.self,
+            DeleteTags.self, Search.self, Import.self, Rekey.self,
+        ])
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create the wallet in the store.")
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() async throws {
+            let wallet = try await Wallet.create(at: storeOptions.walletURL, key: storeOptions.walletKey())
+            try wallet.close()
+            print(JSONValue.object([("created", .string(wallet.path))]).jsonText)
+        }
+    }
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Add a record.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument var type: String
+        @Argument var id: String
+        @Argument var value: String
+        @Option(help: "Tags as a JSON object.") var tags: String?
+
+        func run() async throws {
+            let parsed = try tags.map { try WalletTags(json: $0) } ?? WalletTags()
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            try await wallet.add(type: type, id: id, value: value, tags: parsed)
+        }
+    }
+
+    struct Get: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print a record as JSON.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument var type: String
+        @Argument var id: String
+        @Option(help: "Record options as JSON: retrieveType, retrieveValue, retrieveTags.") var options: String?
+
+        func run() async throws {
+            let opts = try options.map { try RecordOptions(json: $0) } ?? RecordOptions()
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            print(try await wallet.get(type: type, id: id, options: opts).json)
+        }
+    }
+
+    struct Update: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Replace a record's value (tags kept).")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument var type: String
+        @Argument var id: String
+        @Argument var value: String
+
+        func run() async throws {
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            try await wallet.update(type: type, id: id, value: value)
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a record.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument var type: String
+        @Argument var id: String
+
+        func run() async throws {
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            try await wallet.delete(type: type, id: id)
+        }
+    }
+
+    struct AddTags: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "add-tags", abstract: "Merge tags into a record.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument var type: String
+        @Argument var id: String
+        @Argument(help: "Tags as a JSON object.") var json: String
+
+        func run() async throws {
+            let tags = try WalletTags(json: json)
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            try await wallet.addTags(type: type, id: id, tags: tags)
+        }
+    }
+
+    struct UpdateTags: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "update-tags", abstract: "Replace a record's tags.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument var type: String
+        @Argument var id: String
+        @Argument(help: "Tags as a JSON object.") var json: String
+
+        func run() async throws {
+            let tags = try WalletTags(json: json)
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            try await wallet.updateTags(type: type, id: id, tags: tags)
+        }
+    }
+
+    struct DeleteTags: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "delete-tags", abstract: "Delete tags by name.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument var type: String
+        @Argument var id: String
+        @Argument(help: "Tag names as a JSON array.") var json: String
+
+        func run() async throws {
+            let names = try parseNames(json)
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            try await wallet.deleteTags(type: type, id: id, names: names)
+        }
+
+        func parseNames(_ json: String) throws -> [String] {
+            let value: JSONValue
+            do { value = try JSONValue.parse(json) } catch { throw WalletError.invalidInput("tag names: \(error)") }
+            guard case let .array(items) = value else {
+                throw WalletError.invalidInput("tag names must be a JSON array of strings, got \(value.kindName)")
+            }
+            return try items.map { item in
+                guard case let .string(s) = item else {
+                    throw WalletError.invalidInput("tag names must be strings, found \(item.kindName)")
+                }
+                return s
+            }
+        }
+    }
+
+    struct Search: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Search records of a type with a WQL query; prints one JSON page object.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument var type: String
+        @Argument(help: "WQL query (JSON).") var query: String
+        @Option(help: "Search options as JSON.") var options: String?
+        @Option(help: "Records in the page; without it, every match.") var count: Int?
+
+        func run() async throws {
+            let q = try WalletQuery(json: query)
+            let opts = try options.map { try SearchOptions(json: $0) } ?? SearchOptions()
+            if let count, count < 1 { throw WalletError.invalidInput("--count must be at least 1, got \(count)") }
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            if let count {
+                let handle = try await wallet.openSearch(type: type, query: q, options: opts)
+                let page = try await wallet.searchNext(handle, count: count)
+                try await wallet.closeSearch(handle)
+                print(page.json)
+                return
+            }
+            // Every match: streamed, so memory stays flat for large results.
+            var out = "{"
+            var first = true
+            if opts.retrieveTotalCount {
+                out += "\"totalCount\":\(try await wallet.count(type: type, matching: q))"
+                first = false
+            }
+            if opts.retrieveRecords {
+                out += (first ? "" : ",") + "\"records\":["
+                var n = 0
+                let stdout = FileHandle.standardOutput
+                for try await record in try wallet.records(type: type, matching: q, options: opts.recordOptionsForCLI) {
+                    out += (n == 0 ? "" : ",") + record.json
+                    n += 1
+                    if out.utf8.count > 1 << 16 {
+                        stdout.write(Data(out.utf8))
+                        out = ""
+                    }
+                }
+                out += "]"
+                stdout.write(Data(out.utf8))
+                out = ""
+            }
+            print(out + "}")
+        }
+    }
+
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Import records from JSON lines {\"type\",\"id\",\"value\",\"tags\"}: all or nothing, in one transaction.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument(help: "A .jsonl file.") var file: String
+
+        func run() async throws {
+            let records = try JSONLines.read(path: file)
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            let total = records.count
+            let progress = Progress(label: "import", total: total)
+            try await wallet.transaction { txn in
+                for (i, r) in records.enumerated() {
+                    do {
+                        try txn.add(type: r.type, id: r.id, value: r.value, tags: r.tags)
+                    } catch let error as WalletError {
+                        throw JSONLines.atLine(r.line, error)
+                    }
+                    progress.update(i + 1)
+                }
+            }
+            progress.finish()
+            print(JSONValue.object([("imported", .number(String(total)))]).jsonText)
+        }
+    }
+
+    struct Rekey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Protect the wallet with a new raw key or passphrase.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Option(name: .customLong("new-raw-key"), help: "New raw 32-byte key, base64.") var newRawKey: String?
+        @Option(name: .customLong("new-passphrase-env"), help: "Environment variable holding the new passphrase.") var newPassphraseEnv: String?
+
+        func run() async throws {
+            let newKey: WalletKey
+            switch (newRawKey, newPassphraseEnv) {
+            case let (raw?, nil): newKey = .raw(try CLIKeys.decodeRawKey(raw, option: "--new-raw-key"))
+            case let (nil, v?): newKey = .passphrase(try CLIKeys.passphrase(fromEnvironment: v, option: "--new-passphrase-env"))
+            default: throw WalletError.invalidInput("give exactly one of --new-raw-key BASE64 or --new-passphrase-env VAR")
+            }
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            try await wallet.rekey(to: newKey)
+            print(JSONValue.object([("rekeyed", .string(wallet.path))]).jsonText)
+        }
+    }
+}
+
+extension SearchOptions {
+    var recordOptionsForCLI: RecordOptions {
+        RecordOptions(retrieveType: retrieveType, retrieveValue: retrieveValue, retrieveTags: retrieveTags)
+    }
+}
+
+/// The import file format: one JSON object per line.
+enum JSONLines {
+    struct Line: Sendable {
+        let line: Int
+        let type: String
+        let id: String
+        let value: String
+        let tags: WalletTags
+    }
+
+    static func read(path: String) throws -> [Line] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw WalletError.invalidInput("cannot read \(path)")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw WalletError.invalidInput("\(path) is not UTF-8 text")
+        }
+        var out = [Line]()
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let lineNumber = index + 1
+            let line = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+            if line.isEmpty { continue }
+            let value: JSONValue
+            do { value = try JSONValue.parse(line) } catch {
+                throw WalletError.invalidInput("line \(lineNumber): \(error)")
+            }
+            guard case let .object(members) = value else {
+                throw WalletError.invalidInput("line \(lineNumber): expected a JSON object, got \(value.kindName)")
+            }
+            var fields = [String: JSONValue]()
+            for (k, v) in members { fields[k] = v }
+            func string(_ key: String) throws -> String {
+                guard case let .string(s)? = fields[key] else {
+                    throw WalletError.invalidInput("line \(lineNumber): \"\(key)\" must be a string")
+                }
+                return s
+            }
+            var tags = WalletTags()
+            if let t = fields["tags"], t != .null {
+                do { tags = try WalletTags(json: t.jsonText) } catch {
+                    throw atLine(lineNumber, error)
+                }
+            }
+            out.append(Line(line: lineNumber, type: try string("type"), id: try string("id"), value: try string("value"), tags: tags))
+        }
+        return out
+    }
+
+    static func atLine(_ line: Int, _ error: WalletError) -> WalletError {
+        switch error {
+        case let .invalidInput(m): return .invalidInput("line \(line): \(m)")
+        case .duplicate: return error // names type and id already
+        default: return error
+        }
+    }
+}
+
+/// A progress bar on stderr, redrawn at most ~20 times a second.
+final class Progress: @unchecked Sendable {
+    private let label: String
+    private let total: Int
+    private var lastDraw = Date.distantPast
+    private let lock = NSLock()
+
+    init(label: String, total: Int) {
+        self.label = label
+        self.total = total
+    }
+
+    func update(_ done: Int) {
+        lock.lock()
+        defer { lock.unlock() }
+        let now = Date()
+        guard done == total || now.timeIntervalSince(lastDraw) > 0.05 else { return }
+        lastDraw = now
+        let width = 30
+        let fraction = total == 0 ? 1 : Double(done) / Double(total)
+        let filled = Int(fraction * Double(width))
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        StandardError.write("\r\(label) [\(bar)] \(done)/\(total)")
+    }
+
+    func finish() {
+        StandardError.write("\n")
+    }
+}
