@@ -55,7 +55,7 @@ let package = Package(
         .testTarget(name: "CofferCryptoTests", dependencies: ["CofferCrypto"]),
         .testTarget(
             name: "CofferWalletTests",
-            dependencies: ["CofferWallet", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["CofferWallet", "CofferCrypto", .product(name: "GRDB", package: "GRDB.swift")],
             resources: [.copy("Fixtures")]
         ),
     ],

@@ -40,6 +40,13 @@ public struct KeyedHash: @unchecked Sendable {
         return Self.truncate(h.finalize(), byteCount)
     }
 
+    /// Plain HMAC-SHA256 of `message` (no framing), for interoperability checks.
+    public func raw(_ message: some ContiguousBytes) -> Data {
+        var h = keyed
+        message.withUnsafeBytes { h.update(data: $0) }
+        return Self.truncate(h.finalize(), Self.outputByteCount)
+    }
+
     /// HMAC of `message` as a new 32-byte ``SecretKey`` (key derivation).
     public func deriveKey(domain: UInt8, _ message: some ContiguousBytes) -> SecretKey {
         var h = keyed

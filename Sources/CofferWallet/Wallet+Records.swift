@@ -65,18 +65,12 @@ extension Wallet {
         return try await read { try search.count($0.store.db, keys: $0.store.keys) }
     }
 
-    /// Reads every matching record at once, in insertion order (or newest first), up to `limit`.
-    /// For large results prefer ``records(type:matching:options:pageSize:)``, which streams.
+    /// Reads every matching record at once, in insertion order (or newest first), skipping
+    /// `offset` and returning at most `limit`. For large results prefer
+    /// ``records(type:matching:options:pageSize:)``, which streams.
     public func fetchAll(type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
-                         limit: Int? = nil, newestFirst: Bool = false) async throws -> [WalletRecord] {
-        try Validate.type(type)
-        if let limit, limit < 0 { throw WalletError.invalidInput("limit must not be negative, got \(limit)") }
-        let search = QueryCompiler.compile(type: type, query: query, keys: keys)
-        return try await read { reader in
-            var cursor = SearchCursor()
-            return try search.page(reader.store.db, keys: reader.store.keys, cursor: &cursor, limit: limit ?? Int.max / 2,
-                                   options: options, descending: newestFirst)
-        }
+                         offset: Int = 0, limit: Int? = nil, newestFirst: Bool = false) async throws -> [WalletRecord] {
+        try await read { try $0.fetchAll(type: type, matching: query, options: options, offset: offset, limit: limit, newestFirst: newestFirst) }
     }
 
     /// Deletes every record of `type` matching `query`; returns how many were removed.
@@ -143,13 +137,22 @@ public final class WalletReader {
         return try QueryCompiler.compile(type: type, query: query, keys: store.keys).count(store.db, keys: store.keys)
     }
 
-    /// Every matching record, in insertion order (or newest first), up to `limit`.
+    /// Every matching record, in insertion order (or newest first), skipping `offset`, at most `limit`.
     public func fetchAll(type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
-                         limit: Int? = nil, newestFirst: Bool = false) throws -> [WalletRecord] {
+                         offset: Int = 0, limit: Int? = nil, newestFirst: Bool = false) throws -> [WalletRecord] {
         try Validate.type(type)
+        if let limit, limit < 0 { throw WalletError.invalidInput("limit must not be negative, got \(limit)") }
+        guard offset >= 0 else { throw WalletError.invalidInput("offset must not be negative, got \(offset)") }
         let search = QueryCompiler.compile(type: type, query: query, keys: store.keys)
         var cursor = SearchCursor()
-        return try search.page(store.db, keys: store.keys, cursor: &cursor, limit: limit ?? Int.max / 2, options: options, descending: newestFirst)
+        if offset > 0 {
+            // Skipping still walks the skipped rows; paging through a search handle does not.
+            let minimal = RecordOptions(retrieveType: false, retrieveValue: false, retrieveTags: false)
+            _ = try search.page(store.db, keys: store.keys, cursor: &cursor, limit: offset, options: minimal, descending: newestFirst)
+        }
+        let want = limit ?? Int.max / 2
+        if want == 0 { return [] }
+        return try search.page(store.db, keys: store.keys, cursor: &cursor, limit: want, options: options, descending: newestFirst)
     }
 }
 

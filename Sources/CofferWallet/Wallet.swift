@@ -98,7 +98,7 @@ public final class Wallet: Sendable {
             try? pool.close()
             throw mapError(error)
         }
-        configuration.logger.info("created wallet", metadata: ["path": "\(path)", "kdf": "\(kdf.method)"])
+        configuration.logger.debug("created wallet", metadata: ["path": "\(path)", "kdf": "\(kdf.method)"])
         return Wallet(path: path, pool: pool, keys: WalletKeys(master: master), configuration: configuration)
     }
 
@@ -151,7 +151,7 @@ public final class Wallet: Sendable {
                 try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'keys'", arguments: [sealed])
             }
         } catch { throw Self.mapError(error) }
-        logger.info("rekeyed wallet", metadata: ["kdf": "\(kdf.method)"])
+        logger.debug("rekeyed wallet", metadata: ["kdf": "\(kdf.method)"])
     }
 
     /// Closes the wallet: open searches end and the file is released. Further calls fail.

@@ -48,7 +48,7 @@ extension CompiledSearch {
         let statement = try db.cachedStatement(sql: sql)
         statement.setUncheckedArguments(StatementArguments(args))
         var out = [Candidate]()
-        out.reserveCapacity(limit)
+        out.reserveCapacity(min(limit, 4096))
         let rows = try Row.fetchCursor(statement)
         while let row = try rows.next() {
             out.append(Candidate(rowid: row[0], idBlind: row[1], sealed: row[2]))
@@ -64,7 +64,7 @@ extension CompiledSearch {
         if case .none = root { cursor.exhausted = true; return out }
         let nowMs = unixMillis(now)
         let expiry = try Self.expiryActive(db)
-        out.reserveCapacity(limit)
+        out.reserveCapacity(min(limit, 4096))
         while true {
             let want = limit - out.count
             let batch = exact ? want : max(want, 64)

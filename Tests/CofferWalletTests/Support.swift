@@ -1,0 +1,90 @@
+// Helpers the wallet specifications share: temporary wallets and the WQL case file.
+import CofferWallet
+import Foundation
+import Testing
+
+enum TestWallets {
+    static let rawKey = Data((0..<32).map { UInt8($0) })
+
+    static func folder() -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-tests-\(UUID().uuidString)", isDirectory: true)
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    static var fastConfiguration: Wallet.Configuration {
+        var c = Wallet.Configuration()
+        c.passphraseParameters = .minimum
+        return c
+    }
+
+    static func make(key: WalletKey = .raw(rawKey), configuration: Wallet.Configuration = fastConfiguration) async throws -> (Wallet, URL) {
+        let url = folder().appendingPathComponent("wallet.sqlite")
+        return (try await Wallet.create(at: url, key: key, configuration: configuration), url)
+    }
+
+    /// Every byte of the wallet's files (main, WAL, shared memory).
+    static func fileBytes(_ url: URL) -> Data {
+        var all = Data()
+        for suffix in ["", "-wal", "-shm"] {
+            if let d = FileManager.default.contents(atPath: url.path + suffix) { all.append(d) }
+        }
+        return all
+    }
+}
+
+/// The query cases of `shared/wql/askar-cases.json`, with Askar's and Coffer's expected results.
+struct WQLCase: Sendable, CustomTestStringConvertible {
+    let name: String
+    let query: String
+    /// Sorted ids, or nil when an invalid-query error is expected.
+    let expected: [String]?
+
+    var testDescription: String { name }
+
+    static let file: JSONValue = {
+        let url = Bundle.module.url(forResource: "askar-cases", withExtension: "json", subdirectory: "Fixtures")!
+        return try! JSONValue.parse(String(contentsOf: url, encoding: .utf8))
+    }()
+
+    static func member(_ v: JSONValue, _ key: String) -> JSONValue? {
+        guard case let .object(m) = v else { return nil }
+        return m.first { $0.0 == key }?.1
+    }
+
+    static let all: [WQLCase] = {
+        guard case let .array(cases)? = member(file, "cases") else { return [] }
+        return cases.map { c in
+            guard case let .string(name)? = member(c, "name") else { fatalError("case without name") }
+            let query: String
+            if case let .string(raw)? = member(c, "query_raw") { query = raw } else { query = member(c, "query")!.jsonText }
+            var expected: [String]?
+            if case let .array(ids)? = member(c, "coffer_expect") {
+                expected = ids.map { if case let .string(s) = $0 { return s } else { fatalError() } }.sorted()
+            }
+            return WQLCase(name: name, query: query, expected: expected)
+        }
+    }()
+
+    struct Record {
+        let type: String
+        let id: String
+        let value: String
+        let tags: WalletTags
+    }
+
+    static let records: [Record] = {
+        guard case let .array(items)? = member(file, "records") else { return [] }
+        return items.map { r in
+            guard case let .string(id)? = member(r, "id"), case let .string(type)? = member(r, "category"),
+                  case let .string(value)? = member(r, "value"), let tags = member(r, "tags")
+            else { fatalError("bad record") }
+            return Record(type: type, id: id, value: value, tags: try! WalletTags(json: tags.jsonText))
+        }
+    }()
+
+    static var category: String {
+        if case let .string(s)? = member(file, "category") { return s }
+        return "cred"
+    }
+}
