@@ -69,7 +69,7 @@ struct CofferCommand: AsyncParsableCommand {
             Exit codes: 0 ok, 1 not found, 2 invalid input or query, 3 duplicate, 4 wrong key, \
             5 corrupted, 6 storage failure.
             """,
-        subcommands: [WalletCommand.self, DemoCommand.self])
+        subcommands: [WalletCommand.self, DemoCommand.self, BenchCommand.self])
 
     @OptionGroup var storeOptions: StoreOptions
 

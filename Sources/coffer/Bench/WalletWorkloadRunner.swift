@@ -1,0 +1,226 @@
+// The Askar workload against Coffer's wallet, metric by metric.
+import Coffer
+import Foundation
+
+struct WalletWorkloadRunner {
+    let workload: BenchWorkload
+    let folder: URL
+    let kdfRepeats: Int
+
+    func run() async throws -> [(String, BenchValue)] {
+        let w = workload
+        let cat = BenchWorkload.category
+        var out = [(String, BenchValue)]()
+        let key = WalletKey.raw(WalletKey.generateRawKey())
+        func log(_ s: String) { StandardError.write("coffer: \(s)\n") }
+
+        // Insert, one record per transaction.
+        log("insert one-per-txn …")
+        let storeA = try await Wallet.create(at: folder.appendingPathComponent("one_per_txn.sqlite"), key: key)
+        let k = w.oneTxnCount
+        let (_, tA) = try await Clock.time {
+            for i in 0..<k { try await storeA.add(type: cat, id: w.names[i], value: w.values[i], tags: w.tags[i]) }
+        }
+        out.append(("insert_one_per_txn", .rate(ops: k, seconds: tA)))
+
+        // Insert, all N in one transaction.
+        log("insert batched …")
+        let pathB = folder.appendingPathComponent("batched.sqlite")
+        var storeB = try await Wallet.create(at: pathB, key: key)
+        let (_, tB) = try await Clock.time {
+            try await storeB.transaction { txn in
+                for i in 0..<w.n { try txn.add(type: cat, id: w.names[i], value: w.values[i], tags: w.tags[i]) }
+            }
+        }
+        out.append(("insert_batched_one_txn", .rate(ops: w.n, seconds: tB)))
+        try storeB.close()
+        let bytes = databaseBytes(pathB.path)
+        out.append(("db_bytes_after_insert", .number(Double(bytes))))
+        out.append(("db_bytes_per_record", .number((Double(bytes) / Double(w.n) * 10).rounded() / 10)))
+        storeB = try await Wallet.open(at: pathB, key: key)
+        let b = storeB
+
+        // Fetch by id, random order, one read session.
+        log("fetch …")
+        let order = w.fetchOrder
+        let (lat, tF) = try await Clock.time {
+            try await b.session { s in
+                var lat = [Double]()
+                lat.reserveCapacity(order.count)
+                for i in order {
+                    let t1 = Clock.now()
+                    guard let r = try s.fetch(type: cat, id: w.names[i]), r.value != nil else { throw WalletError.notFound(type: cat, id: w.names[i]) }
+                    lat.append(Clock.now() - t1)
+                }
+                return lat
+            }
+        }
+        out.append(("fetch_by_id_random", .rate(ops: order.count, seconds: tF, extra: [
+            ("p50_us", (percentile(lat, 50) * 1e7).rounded() / 10), ("p99_us", (percentile(lat, 99) * 1e7).rounded() / 10),
+        ])))
+        let (_, tM) = try await Clock.time {
+            try await b.session { s in
+                for i in 0..<order.count { _ = try s.fetch(type: cat, id: "missing-\(i)") }
+            }
+        }
+        out.append(("fetch_by_id_miss", .rate(ops: order.count, seconds: tM)))
+        let kk = min(order.count, 2000)
+        let (_, tN) = try await Clock.time {
+            for i in order.prefix(kk) { _ = try await b.get(type: cat, id: w.names[i]).value }
+        }
+        out.append(("fetch_by_id_new_session_each", .rate(ops: kk, seconds: tN)))
+
+        // Tag-equality scans on encrypted tags, each ~N/10 rows.
+        log("scans …")
+        var rows = 0
+        let queries = try (0..<BenchWorkload.schemas).map { try WalletQuery(json: #"{"schema_id": "schema:\#($0)"}"#) }
+        let (_, tS) = try await Clock.time {
+            for q in queries { rows += try await b.fetchAll(type: cat, matching: q).count }
+        }
+        out.append(("scan_tag_eq_encrypted_fetch_all", .rows(rows: rows, seconds: tS, queries: queries.count)))
+        rows = 0
+        let (_, tI) = try await Clock.time {
+            for q in queries {
+                for try await r in try b.records(type: cat, matching: q) where r.value != nil { rows += 1 }
+            }
+        }
+        out.append(("scan_tag_eq_encrypted_scan_iter", .rows(rows: rows, seconds: tI, queries: queries.count)))
+        rows = 0
+        let and2 = try (0..<BenchWorkload.schemas).map {
+            try WalletQuery(json: #"{"schema_id": "schema:\#($0)", "issuer_did": "did:example:issuer\#($0 % BenchWorkload.issuers)"}"#)
+        }
+        let (_, tA2) = try await Clock.time {
+            for q in and2 { rows += try await b.fetchAll(type: cat, matching: q).count }
+        }
+        out.append(("scan_tag_and_2_encrypted_fetch_all", .rows(rows: rows, seconds: tA2, queries: and2.count)))
+
+        // Plaintext range scans on ~seq, each N/10 rows.
+        rows = 0
+        let ranges = try (0..<10).map { j in
+            try WalletQuery(json: String(format: #"{"$and": [{"~seq": {"$gte": "%08d"}}, {"~seq": {"$lt": "%08d"}}]}"#, j * w.rangeWidth, (j + 1) * w.rangeWidth))
+        }
+        let (_, tR) = try await Clock.time {
+            for q in ranges { rows += try await b.fetchAll(type: cat, matching: q).count }
+        }
+        out.append(("scan_range_plaintext_fetch_all", .rows(rows: rows, seconds: tR, queries: ranges.count)))
+
+        // Whole type in one call.
+        let (all, tAll) = try await Clock.time { try await b.fetchAll(type: cat) }
+        out.append(("fetch_all_category_one_call", .rows(rows: all.count, seconds: tAll, queries: 1)))
+
+        // Paged walk through a search handle, 100 rows a page (keyset paging, no OFFSET).
+        let (pagedRows, tP) = try await Clock.time { () -> Int in
+            let h = try await b.openSearch(type: cat, query: .all)
+            var total = 0
+            while let page = try await b.searchNext(h, count: 100).records, !page.isEmpty { total += page.count }
+            try await b.closeSearch(h)
+            return total
+        }
+        out.append(("paged_scan_handle_100", .pages(pages: (w.n + 99) / 100, rows: pagedRows, seconds: tP)))
+
+        // Streaming walk of every record: resident memory must not grow with the result.
+        let rssBefore = residentBytes()
+        var peak = rssBefore
+        rows = 0
+        let (_, tW) = try await Clock.time {
+            for try await _ in try b.records(type: cat) {
+                rows += 1
+                if rows % 1000 == 0 { peak = max(peak, residentBytes()) }
+            }
+        }
+        out.append(("stream_walk_all", .rows(rows: rows, seconds: tW, queries: 1, extra: [("rss_growth_bytes", Double(max(0, peak - rssBefore)))])))
+
+        // Rekey rewrites only the sealed keys: the same time for N records as for 10.
+        let small = try await Wallet.create(at: folder.appendingPathComponent("small.sqlite"), key: key)
+        for i in 0..<10 { try await small.add(type: cat, id: w.names[i], value: w.values[i], tags: w.tags[i]) }
+        let (_, tRekeySmall) = try await Clock.time { try await small.rekey(to: .raw(WalletKey.generateRawKey())) }
+        try small.close()
+        let (_, tRekeyN) = try await Clock.time { try await b.rekey(to: .raw(WalletKey.generateRawKey())) }
+        try await b.rekey(to: key)
+        let rekeyTimes = [("rekey_10_records_s", tRekeySmall), ("rekey_n_records_s", tRekeyN)]
+
+        // Counts.
+        log("count …")
+        let reps = 100
+        let (cAll, tC) = try await Clock.time { () -> Int in
+            var c = 0
+            for _ in 0..<reps { c = try await b.count(type: cat) }
+            return c
+        }
+        out.append(("count_all", .rate(ops: reps, seconds: tC, extra: [("result", Double(cAll))])))
+        let (cTag, tCT) = try await Clock.time { () -> Int in
+            var c = 0
+            for j in 0..<reps { c = try await b.count(type: cat, matching: queries[j % queries.count]) }
+            return c
+        }
+        out.append(("count_tag_eq", .rate(ops: reps, seconds: tCT, extra: [("result", Double(cTag))])))
+        let (cRange, tCR) = try await Clock.time { () -> Int in
+            var c = 0
+            for j in 0..<reps { c = try await b.count(type: cat, matching: ranges[j % 10]) }
+            return c
+        }
+        out.append(("count_range_plaintext", .rate(ops: reps, seconds: tCR, extra: [("result", Double(cRange))])))
+
+        // Update (replace value and tags, as Askar's replace), one per transaction and batched.
+        log("update …")
+        let upd = Array(w.updateOrder.prefix(k))
+        let (_, tU) = try await Clock.time {
+            for i in upd { try await b.replace(type: cat, id: w.names[i], value: w.newValues[i], tags: w.tags[i]) }
+        }
+        out.append(("update_one_per_txn", .rate(ops: upd.count, seconds: tU)))
+        let (_, tUB) = try await Clock.time {
+            try await b.transaction { txn in
+                for i in w.updateOrder { try txn.replace(type: cat, id: w.names[i], value: w.values[i], tags: w.tags[i]) }
+            }
+        }
+        out.append(("update_batched_one_txn", .rate(ops: w.n, seconds: tUB)))
+
+        // Remove, one per transaction (store A) and batched (store B).
+        log("remove …")
+        let removeA = w.updateOrder.filter { $0 < k }
+        let (_, tRA) = try await Clock.time {
+            for i in removeA { try await storeA.delete(type: cat, id: w.names[i]) }
+        }
+        out.append(("remove_one_per_txn", .rate(ops: removeA.count, seconds: tRA)))
+        let (_, tRB) = try await Clock.time {
+            try await b.transaction { txn in
+                for i in w.updateOrder { try txn.delete(type: cat, id: w.names[i]) }
+            }
+        }
+        out.append(("remove_batched_one_txn", .rate(ops: w.n, seconds: tRB)))
+        try storeA.close()
+        try b.close()
+        out.append(("db_bytes_after_remove_all", .number(Double(databaseBytes(pathB.path)))))
+
+        // Open cost: raw key and Argon2id passphrases.
+        log("open timings …")
+        var opens = [(String, Double)]()
+        var rawTimes = [Double]()
+        for _ in 0..<kdfRepeats {
+            let (wallet, t) = try await Clock.time { try await Wallet.open(at: pathB, key: key) }
+            rawTimes.append(t)
+            try wallet.close()
+        }
+        opens.append(("raw_open_s_median", percentile(rawTimes, 50)))
+        for (label, parameters) in [("interactive", Argon2idParameters.interactive), ("moderate", Argon2idParameters.moderate)] {
+            var config = Wallet.Configuration()
+            config.passphraseParameters = parameters
+            let p = folder.appendingPathComponent("kdf_\(label).sqlite")
+            let (created, tProv) = try await Clock.time {
+                try await Wallet.create(at: p, key: .passphrase("correct horse battery staple"), configuration: config)
+            }
+            try created.close()
+            var times = [Double]()
+            for _ in 0..<kdfRepeats {
+                let (wallet, t) = try await Clock.time { try await Wallet.open(at: p, key: .passphrase("correct horse battery staple")) }
+                times.append(t)
+                try wallet.close()
+            }
+            opens.append(("argon2id_\(label)_provision_s", tProv))
+            opens.append(("argon2id_\(label)_open_s_median", percentile(times, 50)))
+        }
+        opens += rekeyTimes
+        out.append(("open", .group(opens)))
+        return out
+    }
+}
