@@ -53,6 +53,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "CofferCryptoTests", dependencies: ["CofferCrypto"]),
+        .testTarget(name: "CofferCLITests", dependencies: ["coffer", "CofferWallet", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "CofferWalletTests",
             dependencies: ["CofferWallet", "CofferCrypto", .product(name: "GRDB", package: "GRDB.swift")],

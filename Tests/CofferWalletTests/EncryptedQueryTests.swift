@@ -60,3 +60,34 @@ struct EncryptedQueryTests {
         #expect(seen == (250..<500).map { "r\($0)" })
     }
 }
+
+@Suite("Range plans")
+struct RangePlanTests {
+    @Test("two bounds on a multi-valued plaintext tag may be met by different values")
+    func multiValuedRange() async throws {
+        let (w, _) = try await TestWallets.make()
+        defer { try? w.close() }
+        try await w.add(type: "t", id: "both-sides", value: "v", tags: ["~v": ["1", "9"]])
+        try await w.add(type: "t", id: "inside", value: "v", tags: ["~v": "4"])
+        try await w.add(type: "t", id: "outside", value: "v", tags: ["~v": "8"])
+        let q = try WalletQuery(json: #"{"~v": {"$gt": "3", "$lt": "5"}}"#)
+        #expect(try await w.fetchAll(type: "t", matching: q).map(\.id) == ["both-sides", "inside"])
+        #expect(try await w.count(type: "t", matching: q) == 2)
+    }
+
+    @Test("a range on a single-valued plaintext tag counts and fetches exactly")
+    func singleValuedRange() async throws {
+        let (w, _) = try await TestWallets.make()
+        defer { try? w.close() }
+        try await w.transaction { txn in
+            for i in 0..<2000 { try txn.add(type: "t", id: "r\(i)", value: "v", tags: ["~seq": .string(String(format: "%05d", i)), "k": .string(String(i % 3))]) }
+        }
+        let q = try WalletQuery(json: #"{"$and": [{"~seq": {"$gte": "00500"}}, {"~seq": {"$lt": "01500"}}], "k": {"$neq": "0"}}"#)
+        let expected = (500..<1500).filter { $0 % 3 != 0 }.map { "r\($0)" }
+        #expect(try await w.fetchAll(type: "t", matching: q).map(\.id) == expected)
+        #expect(try await w.count(type: "t", matching: q) == expected.count)
+        var walked = [String]()
+        for try await r in try w.records(type: "t", matching: q, pageSize: 33) { walked.append(r.id) }
+        #expect(walked == expected)
+    }
+}

@@ -117,13 +117,6 @@ public struct WalletTags: Sendable, Hashable, ExpressibleByDictionaryLiteral, Se
         storage.filter { !$0.value.values.isEmpty }.sorted { $0.key < $1.key }
     }
 
-    /// The values by name, for query evaluation.
-    var valuesByName: [String: [String]] {
-        var out = [String: [String]]()
-        for (k, v) in storage where !v.values.isEmpty { out[k] = v.values }
-        return out
-    }
-
     /// The JSON object form, names sorted.
     public var jsonValue: JSONValue { .object(effective.map { ($0.0, $0.1.json) }) }
 

@@ -15,19 +15,32 @@ struct SQLFragment: Sendable {
 /// A query compiled for one record type: SQL that selects a superset of the matches (the exact
 /// set when `exact`), and the tree to confirm each candidate in memory.
 struct CompiledSearch: Sendable {
+    /// How the walk finds its candidates. Every driver yields records in row-id order, so one
+    /// keyset cursor (the last row id) serves them all.
     enum Driver: Sendable {
         /// Walk the type's records in insertion order.
         case type
         /// Walk the tag index entries of one (name, value) pair, which are in record order too.
         case tag(name: Data, value: DatabaseValue)
+        /// Read the tag index range of one plaintext tag, then sort by record: cheap for counts
+        /// and whole results, not for small pages of a large range.
+        case range(name: Data, conditions: SQLFragment)
+    }
+
+    /// One way to run the query: a driver and the rest of the predicate.
+    struct Plan: Sendable {
+        let driver: Driver
+        let predicate: SQLFragment
+        /// The plan is exact only while no record holds two values for this plaintext tag.
+        let requiresSingleValued: Data?
     }
 
     let type: String
     let typeBlind: Data
     let root: WQLNode
     let exact: Bool
-    let driver: Driver
-    let predicate: SQLFragment
+    /// Plans in order of preference; the last one (type driver) always applies.
+    let plans: [Plan]
 }
 
 enum QueryCompiler {
@@ -35,21 +48,38 @@ enum QueryCompiler {
         let tb = keys.typeBlind(type)
         var context = Context(typeBlind: tb, keys: keys)
         let root = query.root
-
-        // A positive, exactly indexable equality at the top level drives the walk.
-        var driver = CompiledSearch.Driver.type
-        var rest = root
         let conjuncts: [WQLNode]
         if case let .and(items) = root { conjuncts = items } else { conjuncts = [root] }
-        if let at = conjuncts.firstIndex(where: { context.driverLeaf($0) != nil }) {
-            let (name, value) = context.driverLeaf(conjuncts[at])!
-            driver = .tag(name: name, value: value)
-            var remaining = conjuncts
-            remaining.remove(at: at)
-            rest = WQLNode.and(remaining).simplified
+        var plans = [CompiledSearch.Plan]()
+
+        // A positive, exactly indexable equality at the top level drives the walk.
+        if let at = conjuncts.firstIndex(where: { context.equalityDriver($0) != nil }) {
+            let (name, value) = context.equalityDriver(conjuncts[at])!
+            var rest = conjuncts
+            rest.remove(at: at)
+            plans.append(.init(driver: .tag(name: name, value: value),
+                               predicate: context.sql(WQLNode.and(rest).simplified, positive: true), requiresSingleValued: nil))
         }
-        let predicate = context.sql(rest, positive: true)
-        return CompiledSearch(type: type, typeBlind: tb, root: root, exact: context.exact, driver: driver, predicate: predicate)
+        // String ranges on one plaintext tag: one index range, exact while the tag is single-valued.
+        if let tag = conjuncts.lazy.compactMap({ Context.rangeTag($0) }).first {
+            var conditions = [SQLFragment]()
+            var rest = [WQLNode]()
+            for c in conjuncts {
+                if Context.rangeTag(c) == tag, case let .compare(_, op, .string(s)) = c {
+                    conditions.append(SQLFragment(sql: "d.value \(Context.symbol(op)) ?", arguments: [s.databaseValue]))
+                } else {
+                    rest.append(c)
+                }
+            }
+            let name = context.nameBlind(tag)
+            plans.append(.init(driver: .range(name: name, conditions: context.join(conditions, "AND")),
+                               predicate: context.sql(WQLNode.and(rest).simplified, positive: true), requiresSingleValued: name))
+        }
+        var typeContext = context
+        let full = typeContext.sql(root, positive: true)
+        plans.append(.init(driver: .type, predicate: full, requiresSingleValued: nil))
+        // Inexact leaves widen the SQL the same way in every plan; the full tree decides.
+        return CompiledSearch(type: type, typeBlind: tb, root: root, exact: typeContext.exact, plans: plans)
     }
 
     struct Context {
@@ -59,7 +89,26 @@ enum QueryCompiler {
 
         func nameBlind(_ name: String) -> Data { keys.tagNameBlind(typeBlind: typeBlind, name: name) }
 
-        func driverLeaf(_ node: WQLNode) -> (Data, DatabaseValue)? {
+        static func rangeTag(_ node: WQLNode) -> String? {
+            guard case let .compare(tag, op, .string) = node, WalletTags.isPlaintext(tag) else { return nil }
+            switch op {
+            case .gt, .gte, .lt, .lte: return tag
+            case .eq, .neq: return nil
+            }
+        }
+
+        static func symbol(_ op: WQLCompare) -> String {
+            switch op {
+            case .eq: return "="
+            case .neq: return "<>"
+            case .gt: return ">"
+            case .gte: return ">="
+            case .lt: return "<"
+            case .lte: return "<="
+            }
+        }
+
+        func equalityDriver(_ node: WQLNode) -> (Data, DatabaseValue)? {
             guard case let .compare(tag, .eq, .string(s)) = node else { return nil }
             let value: DatabaseValue = WalletTags.isPlaintext(tag)
                 ? s.databaseValue
@@ -100,15 +149,7 @@ enum QueryCompiler {
 
         /// The tag-row condition for one comparison, or nil when only decryption can answer it.
         func condition(tag: String, op: WQLCompare, operand: WQLOperand) -> SQLFragment? {
-            let symbol: String
-            switch op {
-            case .eq: symbol = "="
-            case .neq: symbol = "<>"
-            case .gt: symbol = ">"
-            case .gte: symbol = ">="
-            case .lt: symbol = "<"
-            case .lte: symbol = "<="
-            }
+            let symbol = Self.symbol(op)
             if WalletTags.isPlaintext(tag) {
                 switch operand {
                 case let .string(s):

@@ -28,7 +28,7 @@ public struct WalletQuery: Sendable, CustomStringConvertible {
 
     /// Whether a record with these tags matches.
     public func matches(_ tags: WalletTags) -> Bool {
-        root.matches(tags.valuesByName)
+        root.matches(tags.storage)
     }
 
     /// A canonical text form, for logs of query shape (holds operands: do not log it for secret data).
@@ -124,34 +124,53 @@ indirect enum WQLNode: Sendable, CustomStringConvertible {
 
     // MARK: Meaning per record (WQL.md, "Meaning, per record")
 
-    func matches(_ tags: [String: [String]]) -> Bool {
+    /// Whether a record with these tags matches. Works on the stored form without copying it.
+    func matches(_ tags: [String: TagValue]) -> Bool {
         switch self {
         case .all: return true
         case .none: return false
         case let .and(c): return c.allSatisfy { $0.matches(tags) }
         case let .or(c): return c.contains { $0.matches(tags) }
         case let .not(c): return !c.matches(tags)
-        case let .exist(names): return names.allSatisfy { !(tags[$0] ?? []).isEmpty }
+        case let .exist(names): return names.allSatisfy { WQLNode.present(tags[$0]) }
         case let .compare(tag, op, operand):
-            let values = tags[tag] ?? []
+            let values = tags[tag]
             if op == .neq {
-                return !values.isEmpty && values.contains { !WQLNode.equals($0, operand) }
+                return WQLNode.present(values) && WQLNode.any(values) { !WQLNode.equals($0, operand) }
             }
-            return values.contains { WQLNode.compare($0, op, operand) }
+            return WQLNode.any(values) { WQLNode.compare($0, op, operand) }
         case let .isIn(tag, operands):
-            return (tags[tag] ?? []).contains { v in operands.contains { WQLNode.equals(v, $0) } }
+            return WQLNode.any(tags[tag]) { v in operands.contains { WQLNode.equals(v, $0) } }
         case let .like(tag, pattern):
             let p = Array(pattern.unicodeScalars)
-            return (tags[tag] ?? []).contains { LikePattern.matches(Array($0.unicodeScalars), p) }
+            return WQLNode.any(tags[tag]) { LikePattern.matches(Array($0.unicodeScalars), p) }
         case let .regex(tag, pattern):
             guard let re = RegexCache.shared.regex(pattern) else { return false }
-            return (tags[tag] ?? []).contains { re.containsMatch($0) }
+            return WQLNode.any(tags[tag]) { re.containsMatch($0) }
+        }
+    }
+
+    @inline(__always)
+    static func present(_ value: TagValue?) -> Bool {
+        switch value {
+        case nil: return false
+        case .string?: return true
+        case let .list(l)?: return !l.isEmpty
+        }
+    }
+
+    @inline(__always)
+    static func any(_ value: TagValue?, _ predicate: (String) -> Bool) -> Bool {
+        switch value {
+        case nil: return false
+        case let .string(s)?: return predicate(s)
+        case let .list(l)?: return l.contains(where: predicate)
         }
     }
 
     static func equals(_ value: String, _ operand: WQLOperand) -> Bool {
         switch operand {
-        case let .string(s): return Array(value.utf8) == Array(s.utf8)
+        case let .string(s): return value.utf8.elementsEqual(s.utf8)
         case let .number(x, _): return NumericTag.parse(value).map { $0 == x } ?? false
         }
     }
@@ -160,14 +179,14 @@ indirect enum WQLNode: Sendable, CustomStringConvertible {
         switch operand {
         case let .string(s):
             // Byte-wise comparison of UTF-8, as SQLite's BINARY collation does.
-            let a = Array(value.utf8), b = Array(s.utf8)
+            let a = value.utf8, b = s.utf8
             switch op {
-            case .eq: return a == b
-            case .neq: return a != b
-            case .gt: return a.lexicographicallyPrecedes(b) == false && a != b
+            case .eq: return a.elementsEqual(b)
+            case .neq: return !a.elementsEqual(b)
+            case .gt: return b.lexicographicallyPrecedes(a)
             case .gte: return !a.lexicographicallyPrecedes(b)
             case .lt: return a.lexicographicallyPrecedes(b)
-            case .lte: return a.lexicographicallyPrecedes(b) || a == b
+            case .lte: return !b.lexicographicallyPrecedes(a)
             }
         case let .number(x, _):
             guard let v = NumericTag.parse(value) else { return op == .neq }

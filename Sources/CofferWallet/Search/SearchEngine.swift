@@ -15,35 +15,53 @@ struct SearchCursor: Sendable {
     var exhausted = false
 }
 
+/// Pages at least this large may use a range plan (its cost is the whole range, then a sort).
+let rangePlanMinimumLimit = 1000
+
 extension CompiledSearch {
     /// Whether any record carries an expiry (a partial index makes this a single probe).
     static func expiryActive(_ db: Database) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM items WHERE expiry IS NOT NULL)")) ?? false
     }
 
-    func candidates(_ db: Database, after: Int64?, limit: Int, descending: Bool, now: Int64, expiry: Bool) throws -> [Candidate] {
+    /// The preferred plan that is valid now, in this transaction.
+    func plan(_ db: Database, allowRange: Bool) throws -> Plan {
+        for plan in plans {
+            if case .range = plan.driver, !allowRange { continue }
+            if let name = plan.requiresSingleValued {
+                let multi = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM tag_multi WHERE name = ?)"),
+                                              arguments: [name]) ?? true
+                if multi { continue }
+            }
+            return plan
+        }
+        return plans[plans.count - 1]
+    }
+
+    func candidates(_ db: Database, plan: Plan, after: Int64?, limit: Int, descending: Bool, now: Int64, expiry: Bool) throws -> [Candidate] {
         var sql: String
         var args: [DatabaseValue]
         let cmp = descending ? "<" : ">"
         let order = descending ? "DESC" : "ASC"
-        switch driver {
+        let itemColumn: String
+        switch plan.driver {
         case .type:
             sql = "SELECT i.id, i.name, i.value FROM items i WHERE i.type = ?"
             args = [typeBlind.databaseValue]
-            if let after { sql += " AND i.id \(cmp) ?"; args.append(after.databaseValue) }
+            itemColumn = "i.id"
         case let .tag(name, value):
-            sql = "SELECT i.id, i.name, i.value FROM tags d CROSS JOIN items i ON i.id = d.item WHERE d.name = ? AND d.value = ?"
-            args = [name.databaseValue, value]
-            if let after { sql += " AND d.item \(cmp) ?"; args.append(after.databaseValue) }
-            sql += " AND i.type = ?"
-            args.append(typeBlind.databaseValue)
+            sql = "SELECT i.id, i.name, i.value FROM tags d CROSS JOIN items i ON i.id = d.item WHERE d.name = ? AND d.value = ? AND i.type = ?"
+            args = [name.databaseValue, value, typeBlind.databaseValue]
+            itemColumn = "d.item"
+        case let .range(name, conditions):
+            sql = "SELECT i.id, i.name, i.value FROM tags d CROSS JOIN items i ON i.id = d.item WHERE d.name = ? AND \(conditions.sql) AND i.type = ?"
+            args = [name.databaseValue] + conditions.arguments + [typeBlind.databaseValue]
+            itemColumn = "d.item"
         }
+        if let after { sql += " AND \(itemColumn) \(cmp) ?"; args.append(after.databaseValue) }
         if expiry { sql += " AND (i.expiry IS NULL OR i.expiry > ?)"; args.append(now.databaseValue) }
-        if predicate.sql != "1" { sql += " AND (\(predicate.sql))"; args += predicate.arguments }
-        switch driver {
-        case .type: sql += " ORDER BY i.id \(order) LIMIT ?"
-        case .tag: sql += " ORDER BY d.item \(order) LIMIT ?"
-        }
+        if plan.predicate.sql != "1" { sql += " AND (\(plan.predicate.sql))"; args += plan.predicate.arguments }
+        sql += " ORDER BY \(itemColumn) \(order) LIMIT ?"
         args.append(limit.databaseValue)
         let statement = try db.cachedStatement(sql: sql)
         statement.setUncheckedArguments(StatementArguments(args))
@@ -64,14 +82,17 @@ extension CompiledSearch {
         if case .none = root { cursor.exhausted = true; return out }
         let nowMs = unixMillis(now)
         let expiry = try Self.expiryActive(db)
+        let plan = try plan(db, allowRange: limit >= rangePlanMinimumLimit)
+        let checkAll: Bool
+        if case .all = root { checkAll = false } else { checkAll = true }
         out.reserveCapacity(min(limit, 4096))
         while true {
             let want = limit - out.count
             let batch = exact ? want : max(want, 64)
-            let found = try candidates(db, after: cursor.after, limit: batch, descending: descending, now: nowMs, expiry: expiry)
+            let found = try candidates(db, plan: plan, after: cursor.after, limit: batch, descending: descending, now: nowMs, expiry: expiry)
             for candidate in found {
                 let contents = try RecordCodec.open(candidate.sealed, typeBlind: typeBlind, idBlind: candidate.idBlind, keys: keys)
-                if !root.matches(contents.tags.valuesByName) {
+                if checkAll, !root.matches(contents.tags.storage) {
                     if exact {
                         throw WalletError.corrupted("the tag index disagrees with a record's sealed tags (the wallet file was altered)")
                     }
@@ -94,28 +115,39 @@ extension CompiledSearch {
         if case .none = root { return 0 }
         let nowMs = unixMillis(now)
         let expiry = try Self.expiryActive(db)
+        let plan = try plan(db, allowRange: true)
         if exact {
             var sql: String
             var args: [DatabaseValue]
-            switch driver {
+            // Without expiry and with nothing left to check, the index alone answers.
+            let indexOnly = !expiry && plan.predicate.sql == "1"
+            switch plan.driver {
             case .type:
                 sql = "SELECT COUNT(*) FROM items i WHERE i.type = ?"
                 args = [typeBlind.databaseValue]
             case let .tag(name, value):
-                sql = "SELECT COUNT(*) FROM tags d CROSS JOIN items i ON i.id = d.item WHERE d.name = ? AND d.value = ? AND i.type = ?"
-                args = [name.databaseValue, value, typeBlind.databaseValue]
+                sql = indexOnly
+                    ? "SELECT COUNT(*) FROM tags d WHERE d.name = ? AND d.value = ?"
+                    : "SELECT COUNT(*) FROM tags d CROSS JOIN items i ON i.id = d.item WHERE d.name = ? AND d.value = ? AND i.type = ?"
+                args = [name.databaseValue, value] + (indexOnly ? [] : [typeBlind.databaseValue])
+            case let .range(name, conditions):
+                sql = indexOnly
+                    ? "SELECT COUNT(*) FROM tags d WHERE d.name = ? AND \(conditions.sql)"
+                    : "SELECT COUNT(*) FROM tags d CROSS JOIN items i ON i.id = d.item WHERE d.name = ? AND \(conditions.sql) AND i.type = ?"
+                args = [name.databaseValue] + conditions.arguments + (indexOnly ? [] : [typeBlind.databaseValue])
             }
             if expiry { sql += " AND (i.expiry IS NULL OR i.expiry > ?)"; args.append(nowMs.databaseValue) }
-            if predicate.sql != "1" { sql += " AND (\(predicate.sql))"; args += predicate.arguments }
-            return try Int.fetchOne(db, sql: sql, arguments: StatementArguments(args)) ?? 0
+            if plan.predicate.sql != "1" { sql += " AND (\(plan.predicate.sql))"; args += plan.predicate.arguments }
+            let statement = try db.cachedStatement(sql: sql)
+            return try Int.fetchOne(statement, arguments: StatementArguments(args)) ?? 0
         }
         var cursor = SearchCursor()
         var total = 0
         while !cursor.exhausted {
-            let found = try candidates(db, after: cursor.after, limit: 512, descending: false, now: nowMs, expiry: expiry)
+            let found = try candidates(db, plan: plan, after: cursor.after, limit: 512, descending: false, now: nowMs, expiry: expiry)
             for candidate in found {
                 let contents = try RecordCodec.open(candidate.sealed, typeBlind: typeBlind, idBlind: candidate.idBlind, keys: keys)
-                if root.matches(contents.tags.valuesByName) { total += 1 }
+                if root.matches(contents.tags.storage) { total += 1 }
                 cursor.after = candidate.rowid
             }
             if found.count < 512 { cursor.exhausted = true }

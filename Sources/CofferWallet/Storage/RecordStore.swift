@@ -199,6 +199,9 @@ struct RecordStore {
         for (name, value) in tags.storage {
             let nb = keys.tagNameBlind(typeBlind: typeBlind, name: name)
             let plaintext = WalletTags.isPlaintext(name)
+            if plaintext, case let .list(list) = value, Set(list).count > 1 {
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO tag_multi(name) VALUES (?)").execute(arguments: [nb])
+            }
             for v in value.values {
                 let stored: DatabaseValue = plaintext
                     ? v.databaseValue

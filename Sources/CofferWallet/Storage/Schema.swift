@@ -13,6 +13,8 @@ import GRDB
 ///         name  = blind(type, tag name), 8 bytes
 ///         value = blind(type, name, value), 12 bytes, or the plaintext for `~` tags
 ///         INDEX(name, value, item) for tag-driven walks and counts
+///     tag_multi(name) blind names of plaintext tags some record holds several values of
+///         (while a tag is single-valued, ranges on it are answered from one index range)
 enum Schema {
     /// The newest file format this code reads and writes.
     static let format = 1
@@ -39,6 +41,7 @@ enum Schema {
                     PRIMARY KEY(item, name, value)
                 ) WITHOUT ROWID;
                 CREATE INDEX tags_lookup ON tags(name, value, item);
+                CREATE TABLE tag_multi(name BLOB PRIMARY KEY NOT NULL) WITHOUT ROWID;
                 """)
         }
         return migrator

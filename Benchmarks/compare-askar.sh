@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Runs Aries Askar (PyPI aries-askar in a venv) and Coffer on the same workload and N in one run,
+# then prints a ratio per metric. Usage: Benchmarks/compare-askar.sh [N] [--json]
+#   ASKAR_BENCH   path of askar_bench.py (default: ../shared/bench/askar_bench.py beside the repo)
+#   ASKAR_VENV    venv to use or create (default: .build-askar-venv in the repo, git-ignored)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+n="${1:-10000}"
+bench="${ASKAR_BENCH:-$root/../shared/bench/askar_bench.py}"
+venv="${ASKAR_VENV:-$root/.build-askar-venv}"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+
+if [ ! -f "$bench" ]; then
+    echo "error: askar_bench.py not found at $bench (set ASKAR_BENCH)" >&2
+    exit 2
+fi
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import aries_askar' 2>/dev/null; then
+    echo "setting up $venv with aries-askar from PyPI ..." >&2
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet aries-askar
+fi
+
+echo "building coffer (release) ..." >&2
+(cd "$root" && swift build -c release --product coffer >&2)
+
+echo "running Askar, N=$n ..." >&2
+"$venv/bin/python" "$bench" --n "$n" --fetch-cap 10000 --dir "$out/askar" > "$out/askar.json"
+echo "running Coffer, N=$n ..." >&2
+"$root/.build/release/coffer" bench wallet --n "$n" --txn-cap "$n" --json --dir "$out/coffer" > "$out/coffer.json"
+
+python3 - "$out/askar.json" "$out/coffer.json" "${2:-}" <<'PY'
+import json, sys
+askar = json.load(open(sys.argv[1]))["results"]
+full = json.load(open(sys.argv[2]))
+coffer, plain = full["results"], full.get("baseline_plain_sqlite", {}).get("results", {})
+pairs = {"paged_scan_offset_limit_100": "paged_scan_handle_100"}
+
+def rate(entry):
+    if not isinstance(entry, dict):
+        return None, None
+    for key in ("rows_per_sec", "pages_per_sec", "ops_per_sec"):
+        if entry.get(key) is not None:
+            return key, entry[key]
+    return None, None
+
+rows = []
+for name, a in askar.items():
+    if name.startswith("baseline_") or name in ("db_layout", "open", "db_bytes_after_insert", "db_bytes_after_remove_all"):
+        continue
+    c_name = pairs.get(name, name)
+    c = coffer.get(c_name)
+    if c is None:
+        continue
+    if name == "db_bytes_per_record":
+        rows.append((name, "bytes", a, c, a / c if c else None, plain.get(c_name), None))
+        continue
+    unit, av = rate(a)
+    _, cv = rate(c)
+    _, pv = rate(plain.get(c_name))
+    if av is None or cv is None:
+        continue
+    rows.append((name, unit, av, cv, cv / av if av else None, pv, cv / pv if pv else None))
+
+if sys.argv[3] == "--json":
+    print(json.dumps({r[0]: {"unit": r[1], "askar": r[2], "coffer": r[3], "coffer_vs_askar": r[4],
+                             "plain_sqlite": r[5], "coffer_vs_plain": r[6]} for r in rows}, indent=1))
+    sys.exit(0)
+fmt = "{:<36} {:>14} {:>14} {:>10} {:>14} {:>10}"
+print(fmt.format("metric (N=%s)" % full["params"]["n"], "askar", "coffer", "x askar", "plain sqlite", "x plain"))
+for name, unit, av, cv, ratio, pv, pratio in rows:
+    f = lambda v: "-" if v is None else ("%.0f" % v if v >= 100 else "%.2f" % v)
+    print(fmt.format(name, f(av), f(cv), "-" if ratio is None else "%.1f" % ratio, f(pv), "-" if pratio is None else "%.2f" % pratio))
+ao, co = askar.get("open", {}), coffer.get("open", {})
+print()
+print("open: askar argon2i mod %.3f s / int %.3f s; coffer argon2id moderate %.3f s / interactive %.3f s; raw %.4f s vs %.4f s" % (
+    ao.get("argon2i_mod_open_s_median", 0), ao.get("argon2i_int_open_s_median", 0),
+    co.get("argon2id_moderate_open_s_median", 0), co.get("argon2id_interactive_open_s_median", 0),
+    ao.get("raw_open_s_median", 0), co.get("raw_open_s_median", 0)))
+print("db bytes per record: askar %s, coffer %s (x askar = askar/coffer)" % (askar.get("db_bytes_per_record"), coffer.get("db_bytes_per_record")))
+PY

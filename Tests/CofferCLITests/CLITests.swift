@@ -1,0 +1,232 @@
+// The command line as other tools drive it: output formats and exit codes.
+import CofferWallet
+import Foundation
+import GRDB
+import Testing
+
+struct CLIResult {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+}
+
+/// Runs the built `coffer` binary (it sits beside the test bundle).
+enum CLI {
+    static let binary: URL = {
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = dir.appendingPathComponent("coffer")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return URL(fileURLWithPath: ".build/debug/coffer")
+    }()
+
+    static let key = Data(repeating: 9, count: 32).base64EncodedString()
+
+    static func run(_ args: [String], store: URL, env: [String: String] = [:]) throws -> CLIResult {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["--store", store.path] + args
+        var environment = ProcessInfo.processInfo.environment
+        for (k, v) in env { environment[k] = v }
+        process.environment = environment
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return CLIResult(status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    }
+
+    static func wallet(_ args: [String], store: URL) throws -> CLIResult {
+        try run(["--raw-key", key, "wallet"] + args, store: store)
+    }
+
+    static func newStore() throws -> URL {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-cli-\(UUID().uuidString)")
+        let r = try wallet(["create"], store: store)
+        precondition(r.status == 0, "create failed: \(r.stderr)")
+        return store
+    }
+}
+
+@Suite("coffer command line")
+struct CLITests {
+    @Test("the binary is built beside the tests")
+    func binaryExists() {
+        #expect(FileManager.default.isExecutableFile(atPath: CLI.binary.path), "no coffer binary at \(CLI.binary.path)")
+    }
+
+    @Test("add then get prints the record as JSON")
+    func addGet() throws {
+        let store = try CLI.newStore()
+        #expect(try CLI.wallet(["add", "cred", "c1", "hello", "--tags", #"{"a":"1","~b":["x","y"]}"#], store: store).status == 0)
+        let r = try CLI.wallet(["get", "cred", "c1", "--options", #"{"retrieveType":true}"#], store: store)
+        #expect(r.status == 0)
+        #expect(r.stdout == #"{"id":"c1","type":"cred","value":"hello","tags":{"a":"1","~b":["x","y"]}}"# + "\n")
+    }
+
+    @Test("a missing record exits 1 with error: on stderr")
+    func notFound() throws {
+        let store = try CLI.newStore()
+        let r = try CLI.wallet(["get", "cred", "nope"], store: store)
+        #expect(r.status == 1)
+        #expect(r.stderr.hasPrefix("error: "))
+        #expect(r.stdout.isEmpty)
+    }
+
+    @Test("an invalid query exits 2")
+    func invalidQuery() throws {
+        let store = try CLI.newStore()
+        #expect(try CLI.wallet(["search", "cred", #"{"a": {"$nope": "x"}}"#], store: store).status == 2)
+    }
+
+    @Test("invalid tags exit 2")
+    func invalidTags() throws {
+        let store = try CLI.newStore()
+        #expect(try CLI.wallet(["add", "cred", "c1", "v", "--tags", #"{"a": 1}"#], store: store).status == 2)
+    }
+
+    @Test("no key option exits 2")
+    func noKey() throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-cli-\(UUID().uuidString)")
+        let r = try CLI.run(["wallet", "create"], store: store)
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("--raw-key"))
+    }
+
+    @Test("an unknown subcommand exits 2")
+    func unknownCommand() throws {
+        let store = try CLI.newStore()
+        #expect(try CLI.wallet(["frobnicate"], store: store).status == 2)
+    }
+
+    @Test("a duplicate exits 3")
+    func duplicate() throws {
+        let store = try CLI.newStore()
+        #expect(try CLI.wallet(["add", "cred", "c1", "v"], store: store).status == 0)
+        #expect(try CLI.wallet(["add", "cred", "c1", "v"], store: store).status == 3)
+    }
+
+    @Test("a wrong key exits 4")
+    func wrongKey() throws {
+        let store = try CLI.newStore()
+        let other = Data(repeating: 8, count: 32).base64EncodedString()
+        #expect(try CLI.run(["--raw-key", other, "wallet", "get", "cred", "x"], store: store).status == 4)
+    }
+
+    @Test("a tampered record exits 5")
+    func corrupted() async throws {
+        let store = try CLI.newStore()
+        #expect(try CLI.wallet(["add", "cred", "c1", "v"], store: store).status == 0)
+        let db = try DatabaseQueue(path: store.appendingPathComponent("wallet.sqlite").path)
+        try await db.write { db in
+            var blob = try Data.fetchOne(db, sql: "SELECT value FROM items")!
+            blob[blob.count - 1] ^= 1
+            try db.execute(sql: "UPDATE items SET value = ?", arguments: [blob])
+        }
+        try db.close()
+        #expect(try CLI.wallet(["get", "cred", "c1"], store: store).status == 5)
+    }
+
+    @Test("search without --count prints every match in one object; with --count one page")
+    func search() throws {
+        let store = try CLI.newStore()
+        for i in 0..<5 {
+            #expect(try CLI.wallet(["add", "cred", "c\(i)", "v\(i)", "--tags", #"{"~n":"\#(i)"}"#], store: store).status == 0)
+        }
+        let all = try CLI.wallet(["search", "cred", #"{"~n": {"$gte": 1}}"#, "--options", #"{"retrieveTags":false,"retrieveTotalCount":true}"#], store: store)
+        #expect(all.status == 0)
+        #expect(all.stdout == #"{"totalCount":4,"records":[{"id":"c1","value":"v1"},{"id":"c2","value":"v2"},{"id":"c3","value":"v3"},{"id":"c4","value":"v4"}]}"# + "\n")
+        let page = try CLI.wallet(["search", "cred", "{}", "--options", #"{"retrieveTags":false}"#, "--count", "2"], store: store)
+        #expect(page.stdout == #"{"records":[{"id":"c0","value":"v0"},{"id":"c1","value":"v1"}]}"# + "\n")
+    }
+
+    @Test("update, tag commands and delete work from the command line")
+    func tagCommands() throws {
+        let store = try CLI.newStore()
+        #expect(try CLI.wallet(["add", "cred", "c1", "v", "--tags", #"{"a":"1","b":"2"}"#], store: store).status == 0)
+        #expect(try CLI.wallet(["update", "cred", "c1", "v2"], store: store).status == 0)
+        #expect(try CLI.wallet(["add-tags", "cred", "c1", #"{"c":"3"}"#], store: store).status == 0)
+        #expect(try CLI.wallet(["delete-tags", "cred", "c1", #"["a"]"#], store: store).status == 0)
+        #expect(try CLI.wallet(["get", "cred", "c1"], store: store).stdout == #"{"id":"c1","value":"v2","tags":{"b":"2","c":"3"}}"# + "\n")
+        #expect(try CLI.wallet(["update-tags", "cred", "c1", #"{"z":"9"}"#], store: store).status == 0)
+        #expect(try CLI.wallet(["get", "cred", "c1"], store: store).stdout == #"{"id":"c1","value":"v2","tags":{"z":"9"}}"# + "\n")
+        #expect(try CLI.wallet(["delete", "cred", "c1"], store: store).status == 0)
+        #expect(try CLI.wallet(["get", "cred", "c1"], store: store).status == 1)
+    }
+
+    @Test("import is all or nothing: a duplicate on a later line imports nothing")
+    func importAllOrNothing() throws {
+        let store = try CLI.newStore()
+        let file = store.appendingPathComponent("in.jsonl")
+        try """
+            {"type":"cred","id":"a","value":"1","tags":{"x":"1"}}
+            {"type":"cred","id":"b","value":"2"}
+            {"type":"cred","id":"a","value":"3"}
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let r = try CLI.wallet(["import", file.path], store: store)
+        #expect(r.status == 3)
+        #expect(try CLI.wallet(["search", "cred", "{}"], store: store).stdout == #"{"records":[]}"# + "\n")
+    }
+
+    @Test("import adds every line and reports progress on stderr")
+    func importOK() throws {
+        let store = try CLI.newStore()
+        let file = store.appendingPathComponent("in.jsonl")
+        try (0..<50).map { #"{"type":"cred","id":"r\#($0)","value":"v","tags":{"n":"\#($0 % 2)"}}"# }.joined(separator: "\n")
+            .write(to: file, atomically: true, encoding: .utf8)
+        let r = try CLI.wallet(["import", file.path], store: store)
+        #expect(r.status == 0)
+        #expect(r.stderr.contains("50/50"))
+        let s = try CLI.wallet(["search", "cred", #"{"n":"1"}"#, "--options", #"{"retrieveRecords":false,"retrieveTotalCount":true}"#], store: store)
+        #expect(s.stdout == #"{"totalCount":25}"# + "\n")
+    }
+
+    @Test("a malformed import line exits 2 and names the line")
+    func importBadLine() throws {
+        let store = try CLI.newStore()
+        let file = store.appendingPathComponent("in.jsonl")
+        try "{\"type\":\"cred\",\"id\":\"a\",\"value\":\"1\"}\n{\"type\":\"cred\",\"id\":5,\"value\":\"1\"}\n".write(to: file, atomically: true, encoding: .utf8)
+        let r = try CLI.wallet(["import", file.path], store: store)
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("line 2"))
+    }
+
+    @Test("rekey to a passphrase: the passphrase opens it, the old key does not")
+    func rekey() throws {
+        let store = try CLI.newStore()
+        #expect(try CLI.wallet(["add", "cred", "c1", "v"], store: store).status == 0)
+        let env = ["NEWPASS": "a new passphrase"]
+        #expect(try CLI.run(["--raw-key", CLI.key, "wallet", "rekey", "--new-passphrase-env", "NEWPASS"], store: store, env: env).status == 0)
+        #expect(try CLI.wallet(["get", "cred", "c1"], store: store).status == 4)
+        #expect(try CLI.run(["--passphrase-env", "NEWPASS", "wallet", "get", "cred", "c1"], store: store, env: env).status == 0)
+    }
+
+    @Test("COFFER_HOME picks the default store")
+    func cofferHome() throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-home-\(UUID().uuidString)")
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["--raw-key", CLI.key, "wallet", "create"]
+        var env = ProcessInfo.processInfo.environment
+        env["COFFER_HOME"] = home.path
+        process.environment = env
+        process.standardOutput = Pipe()
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(FileManager.default.fileExists(atPath: home.appendingPathComponent("wallet.sqlite").path))
+    }
+
+    @Test("the demo runs end to end on a store")
+    func demo() throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-demo-\(UUID().uuidString)")
+        let r = try CLI.run(["demo"], store: store)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("count = 3"))
+    }
+}
