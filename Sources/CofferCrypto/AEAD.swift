@@ -30,15 +30,25 @@ public enum AEAD: Sendable {
 
     /// Seals `plaintext` under `key`, binding `associatedData` (authenticated, not stored).
     public func seal<P: ContiguousBytes, A: ContiguousBytes>(_ plaintext: P, key: SecretKey, associatedData: A) throws(CryptoError) -> Data {
-        Sodium.ensureReady()
         guard key.byteCount == Self.keyByteCount else {
             throw .invalidLength(what: "AEAD key", expected: Self.keyByteCount, actual: key.byteCount)
         }
-        let nonceCount = nonceByteCount
-        let algorithm = self
         return plaintext.withUnsafeBytes { message in
             associatedData.withUnsafeBytes { ad in
-                key.withUnsafeBytes { k in
+                key.withUnsafeBytes { k in seal(message, keyBytes: k, associatedData: ad) }
+            }
+        }
+    }
+
+    /// Seals under raw key bytes (32), e.g. from ``KeyedHash/withDerivedKey(domain:_:_:_:)``.
+    public func seal(_ message: UnsafeRawBufferPointer, keyBytes k: UnsafeRawBufferPointer, associatedData ad: UnsafeRawBufferPointer) -> Data {
+        Sodium.ensureReady()
+        precondition(k.count == Self.keyByteCount, "AEAD key must be 32 bytes")
+        let nonceCount = nonceByteCount
+        let algorithm = self
+        do {
+            do {
+                do {
                     var out = Data(count: nonceCount + message.count + Self.tagByteCount)
                     out.withUnsafeMutableBytes { buffer in
                         let base = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
@@ -73,16 +83,34 @@ public enum AEAD: Sendable {
     /// - Throws: ``CryptoError/authenticationFailed`` for a wrong key, altered bytes or other
     ///   associated data; never returns unauthenticated plaintext.
     public func open<S: ContiguousBytes, A: ContiguousBytes>(_ sealed: S, key: SecretKey, associatedData: A) throws(CryptoError) -> Data {
-        Sodium.ensureReady()
         guard key.byteCount == Self.keyByteCount else {
             throw .invalidLength(what: "AEAD key", expected: Self.keyByteCount, actual: key.byteCount)
         }
+        do {
+            return try sealed.withUnsafeBytes { box in
+                try associatedData.withUnsafeBytes { ad in
+                    try key.withUnsafeBytes { k in try open(box, keyBytes: k, associatedData: ad) }
+                }
+            }
+        } catch let error as CryptoError {
+            throw error
+        } catch {
+            throw .authenticationFailed // unreachable: only `open` throws, and only CryptoError
+        }
+    }
+
+    /// Opens under raw key bytes (32), e.g. from ``KeyedHash/withDerivedKey(domain:_:_:_:)``.
+    public func open(_ box: UnsafeRawBufferPointer, keyBytes k: UnsafeRawBufferPointer, associatedData ad: UnsafeRawBufferPointer) throws(CryptoError) -> Data {
+        Sodium.ensureReady()
+        guard k.count == Self.keyByteCount else {
+            throw .invalidLength(what: "AEAD key", expected: Self.keyByteCount, actual: k.count)
+        }
         let nonceCount = nonceByteCount
         let algorithm = self
-        let result: Data? = sealed.withUnsafeBytes { box in
+        let result: Data? = {
             guard box.count >= nonceCount + Self.tagByteCount else { return nil }
-            return associatedData.withUnsafeBytes { ad in
-                key.withUnsafeBytes { k in
+            do {
+                do {
                     let plainCount = box.count - nonceCount - Self.tagByteCount
                     // One spare byte so the output pointer is valid even for an empty plaintext.
                     var out = Data(count: plainCount + 1)
@@ -107,7 +135,7 @@ public enum AEAD: Sendable {
                     return ok ? out : nil
                 }
             }
-        }
+        }()
         guard let result else { throw .authenticationFailed }
         return result
     }

@@ -1,66 +1,128 @@
-// HMAC-SHA256 (swift-crypto) with the key schedule done once: blind indexes and key derivation.
+// HMAC-SHA256 (libsodium) with the key schedule done once: blind indexes and key derivation.
+import CSodium
 import Crypto
 import Foundation
 
 /// HMAC-SHA256 under one fixed key, for blind indexes (equal inputs give equal outputs,
 /// nothing else is revealed) and per-item key derivation.
 ///
-/// The HMAC state after absorbing the key is computed once and copied for each use, so a
-/// call costs only the message blocks.
-public struct KeyedHash: @unchecked Sendable {
-    // HMAC<SHA256> is a value type; `keyed` is never mutated, only copied.
-    private let keyed: HMAC<SHA256>
+/// The HMAC state after absorbing the key is computed once, kept in memory this type owns
+/// (wiped on release), and copied for each use, so a call costs only the message blocks and
+/// allocates nothing but its result.
+public final class KeyedHash: @unchecked Sendable {
+    // Written once in init, then only copied from: safe to share.
+    private let keyed: UnsafeMutablePointer<crypto_auth_hmacsha256_state>
 
     /// Output length of HMAC-SHA256.
     public static let outputByteCount = 32
 
     /// A hasher under `key`.
     public init(key: SecretKey) {
-        keyed = key.withUnsafeBytes { HMAC<SHA256>(key: SymmetricKey(data: $0)) }
-    }
-
-    /// HMAC of the concatenation of `parts`, each prefixed with its length so that
-    /// ("ab","c") and ("a","bc") differ; truncated to `byteCount` bytes (at most 32).
-    public func hash(_ parts: [Data], byteCount: Int = outputByteCount) -> Data {
-        var h = keyed
-        for part in parts {
-            var length = UInt32(truncatingIfNeeded: part.count).littleEndian
-            withUnsafeBytes(of: &length) { h.update(data: $0) }
-            h.update(data: part)
+        Sodium.ensureReady()
+        keyed = .allocate(capacity: 1)
+        keyed.initialize(to: crypto_auth_hmacsha256_state())
+        key.withUnsafeBytes { k in
+            _ = crypto_auth_hmacsha256_init(keyed, k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
         }
-        return Self.truncate(h.finalize(), byteCount)
     }
 
-    /// HMAC of a single byte string with a one-byte domain label, truncated.
-    public func hash(domain: UInt8, _ message: some ContiguousBytes, byteCount: Int = outputByteCount) -> Data {
-        var h = keyed
-        var d = domain
-        withUnsafeBytes(of: &d) { h.update(data: $0) }
-        message.withUnsafeBytes { h.update(data: $0) }
-        return Self.truncate(h.finalize(), byteCount)
+    deinit {
+        sodium_memzero(keyed, MemoryLayout<crypto_auth_hmacsha256_state>.size)
+        keyed.deallocate()
+    }
+
+    /// The message being hashed: parts are framed by their length, so ("ab","c") ≠ ("a","bc").
+    public struct Input: ~Copyable {
+        fileprivate var state: crypto_auth_hmacsha256_state
+
+        /// Adds one length-prefixed part.
+        public mutating func add(_ bytes: UnsafeRawBufferPointer) {
+            var length = UInt32(truncatingIfNeeded: bytes.count).littleEndian
+            withUnsafeBytes(of: &length) { raw($0) }
+            raw(bytes)
+        }
+
+        /// Adds one length-prefixed part.
+        public mutating func add(_ data: Data) {
+            data.withUnsafeBytes { add($0) }
+        }
+
+        /// Adds one length-prefixed part: the string's UTF-8.
+        public mutating func add(_ string: String) {
+            var s = string
+            s.withUTF8 { add(UnsafeRawBufferPointer($0)) }
+        }
+
+        /// Adds bytes without framing.
+        public mutating func raw(_ bytes: UnsafeRawBufferPointer) {
+            guard bytes.count > 0 else { return }
+            _ = crypto_auth_hmacsha256_update(&state, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
+        }
+
+        fileprivate mutating func finish(into out: UnsafeMutableRawBufferPointer) {
+            _ = crypto_auth_hmacsha256_final(&state, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            withUnsafeMutableBytes(of: &state) { sodium_memzero($0.baseAddress!, $0.count) }
+        }
+    }
+
+    /// HMAC of the message `build` writes, truncated to `byteCount` bytes (1…32).
+    public func hash(byteCount: Int = outputByteCount, _ build: (inout Input) -> Void) -> Data {
+        precondition(byteCount > 0 && byteCount <= Self.outputByteCount, "blind index length must be 1…32 bytes")
+        var input = Input(state: keyed.pointee)
+        build(&input)
+        return withUnsafeTemporaryAllocation(byteCount: Self.outputByteCount, alignment: 8) { out in
+            input.finish(into: out)
+            defer { sodium_memzero(out.baseAddress!, out.count) }
+            return Data(UnsafeRawBufferPointer(rebasing: out[0..<byteCount]))
+        }
+    }
+
+    /// HMAC of the length-framed concatenation of `parts`, truncated to `byteCount` bytes.
+    public func hash(_ parts: [Data], byteCount: Int = outputByteCount) -> Data {
+        hash(byteCount: byteCount) { input in
+            for part in parts { input.add(part) }
+        }
+    }
+
+    /// HMAC of a one-byte domain label then `message` (unframed), truncated.
+    public func hash(domain: UInt8, _ message: Data, byteCount: Int = outputByteCount) -> Data {
+        hash(byteCount: byteCount) { input in
+            var d = domain
+            withUnsafeBytes(of: &d) { input.raw($0) }
+            message.withUnsafeBytes { input.raw($0) }
+        }
     }
 
     /// Plain HMAC-SHA256 of `message` (no framing), for interoperability checks.
-    public func raw(_ message: some ContiguousBytes) -> Data {
-        var h = keyed
-        message.withUnsafeBytes { h.update(data: $0) }
-        return Self.truncate(h.finalize(), Self.outputByteCount)
+    public func raw(_ message: Data) -> Data {
+        hash { input in message.withUnsafeBytes { input.raw($0) } }
     }
 
-    /// HMAC of `message` as a new 32-byte ``SecretKey`` (key derivation).
-    public func deriveKey(domain: UInt8, _ message: some ContiguousBytes) -> SecretKey {
-        var h = keyed
+    /// HMAC of a domain label and `message` as a new 32-byte ``SecretKey`` (key derivation).
+    public func deriveKey(domain: UInt8, _ message: Data) -> SecretKey {
+        var input = Input(state: keyed.pointee)
         var d = domain
-        withUnsafeBytes(of: &d) { h.update(data: $0) }
-        message.withUnsafeBytes { h.update(data: $0) }
-        let mac = h.finalize()
+        withUnsafeBytes(of: &d) { input.raw($0) }
+        message.withUnsafeBytes { input.raw($0) }
         // A 32-byte MAC always makes a valid key.
-        return mac.withUnsafeBytes { try! SecretKey(copying: $0) }
+        return try! SecretKey.filling(byteCount: Self.outputByteCount) { out in input.finish(into: out) }
     }
 
-    private static func truncate(_ mac: HMAC<SHA256>.MAC, _ byteCount: Int) -> Data {
-        precondition(byteCount > 0 && byteCount <= outputByteCount, "blind index length must be 1…32 bytes")
-        return mac.withUnsafeBytes { Data($0.prefix(byteCount)) }
+    /// Derives a 32-byte key from a domain label and the concatenation of `a` and `b`, and lends
+    /// its bytes to `body` on the stack; they are wiped when `body` returns.
+    public func withDerivedKey<R, E: Error>(domain: UInt8, _ a: Data, _ b: Data, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        var input = Input(state: keyed.pointee)
+        var d = domain
+        withUnsafeBytes(of: &d) { input.raw($0) }
+        a.withUnsafeBytes { input.raw($0) }
+        b.withUnsafeBytes { input.raw($0) }
+        let out = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.outputByteCount, alignment: 16)
+        defer {
+            sodium_memzero(out.baseAddress!, out.count)
+            out.deallocate()
+        }
+        input.finish(into: out)
+        return try body(UnsafeRawBufferPointer(out))
     }
 }
 

@@ -44,41 +44,54 @@ enum RecordCodec {
                 for v in values { appendString(v, to: &out) }
             }
         }
-        let key = keys.recordKey(typeBlind: typeBlind, idBlind: idBlind)
-        // Lengths are checked before sealing; a 32-byte derived key always fits.
-        return try! aead.seal(out, key: key, associatedData: typeBlind + idBlind)
+        let aad = typeBlind + idBlind
+        return keys.withRecordKey(typeBlind: typeBlind, idBlind: idBlind) { key in
+            out.withUnsafeBytes { message in
+                aad.withUnsafeBytes { ad in aead.seal(message, keyBytes: key, associatedData: ad) }
+            }
+        }
     }
 
     /// Opens and decodes a record box.
     /// - Throws: ``WalletError/corrupted(_:)`` when authentication or decoding fails.
-    static func open(_ sealed: Data, typeBlind: Data, idBlind: Data, keys: WalletKeys, decodeTags: Bool = true) throws(WalletError) -> Contents {
-        let key = keys.recordKey(typeBlind: typeBlind, idBlind: idBlind)
+    static func open(_ sealed: Data, typeBlind: Data, idBlind: Data, keys: WalletKeys) throws(WalletError) -> Contents {
+        let aad = typeBlind + idBlind
         let plain: Data
-        do { plain = try aead.open(sealed, key: key, associatedData: typeBlind + idBlind) } catch {
+        do {
+            plain = try keys.withRecordKey(typeBlind: typeBlind, idBlind: idBlind) { key in
+                try sealed.withUnsafeBytes { box in
+                    try aad.withUnsafeBytes { ad in try aead.open(box, keyBytes: key, associatedData: ad) }
+                }
+            }
+        } catch {
             throw .corrupted("a record failed authentication (the wallet file was altered or damaged)")
         }
-        var reader = ByteReader(plain)
-        guard let v = reader.byte(), v == version,
-              let id = reader.string(), let value = reader.string()
-        else { throw .corrupted("a record's sealed contents do not decode") }
-        var tags = [String: TagValue]()
-        if decodeTags {
-            guard let count = reader.varint() else { throw .corrupted("a record's tags do not decode") }
-            for _ in 0..<count {
-                guard let kind = reader.byte(), let name = reader.string() else { throw .corrupted("a record's tags do not decode") }
-                if kind == 0 {
-                    guard let s = reader.string() else { throw .corrupted("a record's tags do not decode") }
-                    tags[name] = .string(s)
-                } else {
-                    guard let n = reader.varint(), n <= UInt64(plain.count) else { throw .corrupted("a record's tags do not decode") }
-                    var list = [String]()
-                    list.reserveCapacity(Int(n))
-                    for _ in 0..<n {
-                        guard let s = reader.string() else { throw .corrupted("a record's tags do not decode") }
-                        list.append(s)
-                    }
-                    tags[name] = .list(list)
+        let decoded: Contents? = plain.withUnsafeBytes { decode($0) }
+        guard let decoded else { throw .corrupted("a record's sealed contents do not decode") }
+        return decoded
+    }
+
+    /// Reads the plaintext layout; nil when it is malformed.
+    static func decode(_ bytes: UnsafeRawBufferPointer) -> Contents? {
+        var reader = ByteReader(bytes)
+        guard reader.byte() == version, let id = reader.string(), let value = reader.string(),
+              let count = reader.varint(), count <= UInt64(bytes.count)
+        else { return nil }
+        var tags = [String: TagValue](minimumCapacity: Int(count))
+        for _ in 0..<count {
+            guard let kind = reader.byte(), let name = reader.string() else { return nil }
+            if kind == 0 {
+                guard let s = reader.string() else { return nil }
+                tags[name] = .string(s)
+            } else {
+                guard let n = reader.varint(), n <= UInt64(bytes.count) else { return nil }
+                var list = [String]()
+                list.reserveCapacity(Int(n))
+                for _ in 0..<n {
+                    guard let s = reader.string() else { return nil }
+                    list.append(s)
                 }
+                tags[name] = .list(list)
             }
         }
         return Contents(id: id, value: value, tags: WalletTags(tags))
@@ -100,16 +113,13 @@ enum RecordCodec {
     }
 
     struct ByteReader {
-        let bytes: Data
-        var index: Data.Index
+        let bytes: UnsafeRawBufferPointer
+        var index = 0
 
-        init(_ bytes: Data) {
-            self.bytes = bytes
-            index = bytes.startIndex
-        }
+        init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
         mutating func byte() -> UInt8? {
-            guard index < bytes.endIndex else { return nil }
+            guard index < bytes.count else { return nil }
             defer { index += 1 }
             return bytes[index]
         }
@@ -127,10 +137,11 @@ enum RecordCodec {
         }
 
         mutating func string() -> String? {
-            guard let n = varint(), n <= UInt64(bytes.endIndex - index) else { return nil }
+            guard let n = varint(), n <= UInt64(bytes.count - index) else { return nil }
             let end = index + Int(n)
             defer { index = end }
-            return String(validating: bytes[index..<end], as: UTF8.self)
+            // The box authenticated, and it was written from Swift strings: valid UTF-8.
+            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[index..<end]), as: UTF8.self)
         }
     }
 }

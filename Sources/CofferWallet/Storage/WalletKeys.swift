@@ -58,7 +58,10 @@ final class WalletKeys: @unchecked Sendable {
     }
 
     func idBlind(typeBlind: Data, id: String) -> Data {
-        idHash.hash([typeBlind, Data(id.utf8)], byteCount: BlindLength.id)
+        idHash.hash(byteCount: BlindLength.id) { input in
+            input.add(typeBlind)
+            input.add(id)
+        }
     }
 
     func tagNameBlind(typeBlind: Data, name: String) -> Data {
@@ -66,7 +69,10 @@ final class WalletKeys: @unchecked Sendable {
         lock.lock()
         if let hit = tagNameCache[key] { lock.unlock(); return hit }
         lock.unlock()
-        let blind = tagNameHash.hash([typeBlind, Data(name.utf8)], byteCount: BlindLength.tagName)
+        let blind = tagNameHash.hash(byteCount: BlindLength.tagName) { input in
+            input.add(typeBlind)
+            input.add(name)
+        }
         lock.lock()
         if tagNameCache.count >= 4096 { tagNameCache.removeAll(keepingCapacity: true) }
         tagNameCache[key] = blind
@@ -75,11 +81,16 @@ final class WalletKeys: @unchecked Sendable {
     }
 
     func tagValueBlind(typeBlind: Data, name: String, value: String) -> Data {
-        tagValueHash.hash([typeBlind, Data(name.utf8), Data(value.utf8)], byteCount: BlindLength.tagValue)
+        tagValueHash.hash(byteCount: BlindLength.tagValue) { input in
+            input.add(typeBlind)
+            input.add(name)
+            input.add(value)
+        }
     }
 
-    /// The key that seals one record's contents: bound to the row's blind type and id.
-    func recordKey(typeBlind: Data, idBlind: Data) -> SecretKey {
-        recordKeyHash.deriveKey(domain: 2, typeBlind + idBlind)
+    /// Lends the key that seals one record's contents (bound to the row's blind type and id) to
+    /// `body`; the bytes live on no heap and are wiped afterwards.
+    func withRecordKey<R, E: Error>(typeBlind: Data, idBlind: Data, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try recordKeyHash.withDerivedKey(domain: 2, typeBlind, idBlind, body)
     }
 }
