@@ -237,3 +237,19 @@ struct RecordTests {
         }
     }
 }
+
+@Suite("Records after errors")
+struct RecordsAfterErrorsTests {
+    @Test("a duplicate does not disturb later adds on the same connection")
+    func addAfterDuplicate() async throws {
+        let (w, _) = try await TestWallets.make()
+        defer { try? w.close() }
+        try await w.add(type: "t", id: "1", value: "v", tags: ["a": "1"])
+        for _ in 0..<3 {
+            await #expect(throws: WalletError.duplicate(type: "t", id: "1")) { try await w.add(type: "t", id: "1", value: "v") }
+        }
+        try await w.add(type: "t", id: "2", value: "v2", tags: ["a": "2"])
+        #expect(try await w.get(type: "t", id: "2").value == "v2")
+        #expect(try await w.count(type: "t") == 2)
+    }
+}

@@ -78,15 +78,25 @@ struct RecordStore {
         try Validate.id(id)
         try Validate.value(value)
         try tags.validate()
-        if let existing = try locate(type: type, id: id) {
-            guard existing.expired else { throw WalletError.duplicate(type: type, id: id) }
-            try removeRow(existing.rowid)
-        }
         let tb = keys.typeBlind(type)
         let ib = keys.idBlind(typeBlind: tb, id: id)
         let sealed = RecordCodec.seal(.init(id: id, value: value, tags: tags), typeBlind: tb, idBlind: ib, keys: keys)
         let insert = try db.cachedStatement(sql: "INSERT INTO items(type, name, value, expiry) VALUES (?, ?, ?, ?)")
-        try insert.execute(arguments: [tb, ib, sealed, expiresAt.map(unixMillis)])
+        insert.setUncheckedArguments([tb, ib, sealed, expiresAt.map(unixMillis)])
+        do {
+            try insert.execute()
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+            // The unique (type, id) index answers "does it exist" without a lookup first; an
+            // expired record gives way, a live one is a duplicate.
+            guard let existing = try locate(type: type, id: id), existing.expired else {
+                throw WalletError.duplicate(type: type, id: id)
+            }
+            try removeRow(existing.rowid)
+            // GRDB drops a failed statement from its cache: ask for a fresh one.
+            let retry = try db.cachedStatement(sql: "INSERT INTO items(type, name, value, expiry) VALUES (?, ?, ?, ?)")
+            retry.setUncheckedArguments([tb, ib, sealed, expiresAt.map(unixMillis)])
+            try retry.execute()
+        }
         try insertTags(item: db.lastInsertedRowID, typeBlind: tb, tags: tags)
     }
 
@@ -199,14 +209,22 @@ struct RecordStore {
         for (name, value) in tags.storage {
             let nb = keys.tagNameBlind(typeBlind: typeBlind, name: name)
             let plaintext = WalletTags.isPlaintext(name)
-            if plaintext, case let .list(list) = value, Set(list).count > 1 {
-                try db.cachedStatement(sql: "INSERT OR IGNORE INTO tag_multi(name) VALUES (?)").execute(arguments: [nb])
+            func insert(_ v: String) throws {
+                if plaintext {
+                    statement.setUncheckedArguments([item, nb, v])
+                } else {
+                    statement.setUncheckedArguments([item, nb, keys.tagValueBlind(typeBlind: typeBlind, name: name, value: v)])
+                }
+                try statement.execute()
             }
-            for v in value.values {
-                let stored: DatabaseValue = plaintext
-                    ? v.databaseValue
-                    : keys.tagValueBlind(typeBlind: typeBlind, name: name, value: v).databaseValue
-                try statement.execute(arguments: [item, nb, stored])
+            switch value {
+            case let .string(v):
+                try insert(v)
+            case let .list(list):
+                if plaintext, list.count > 1, Set(list).count > 1 {
+                    try db.cachedStatement(sql: "INSERT OR IGNORE INTO tag_multi(name) VALUES (?)").execute(arguments: [nb])
+                }
+                for v in list { try insert(v) }
             }
         }
     }
