@@ -36,10 +36,10 @@ full = json.load(open(sys.argv[2]))
 coffer, plain = full["results"], full.get("baseline_plain_sqlite", {}).get("results", {})
 pairs = {"paged_scan_offset_limit_100": "paged_scan_handle_100"}
 
-def rate(entry):
+def rate(entry, prefer=None):
     if not isinstance(entry, dict):
         return None, None
-    for key in ("rows_per_sec", "pages_per_sec", "ops_per_sec"):
+    for key in ((prefer,) if prefer else ()) + ("rows_per_sec", "pages_per_sec", "ops_per_sec"):
         if entry.get(key) is not None:
             return key, entry[key]
     return None, None
@@ -56,8 +56,8 @@ for name, a in askar.items():
         rows.append((name, "bytes", a, c, a / c if c else None, plain.get(c_name), None))
         continue
     unit, av = rate(a)
-    _, cv = rate(c)
-    _, pv = rate(plain.get(c_name))
+    _, cv = rate(c, unit)
+    _, pv = rate(plain.get(c_name), unit)
     if av is None or cv is None:
         continue
     rows.append((name, unit, av, cv, cv / av if av else None, pv, cv / pv if pv else None))

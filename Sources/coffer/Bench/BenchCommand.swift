@@ -27,12 +27,14 @@ struct WalletBench: AsyncParsableCommand {
     @Option(name: .customLong("value-size"), help: "Bytes per value.") var valueSize: Int = 200
     @Option(help: "Working folder (default: a new temporary folder, removed afterwards).") var dir: String?
     @Option(name: .customLong("kdf-repeats"), help: "Repeats of each passphrase open.") var kdfRepeats: Int = 3
+    @Option(name: .customLong("scan-repeats"), help: "Run each scan and count batch this many times (steadier numbers).")
+    var scanRepeats: Int = 1
     @Flag(help: "Print one JSON object instead of a table.") var json = false
     @Flag(name: .customLong("skip-baseline"), help: "Do not run the plain-SQLite baseline.") var skipBaseline = false
 
     func validate() throws {
         guard n >= 10 else { throw ValidationError("--n must be at least 10") }
-        guard fetchCap >= 1, txnCap >= 1, valueSize >= 64, kdfRepeats >= 1 else {
+        guard fetchCap >= 1, txnCap >= 1, valueSize >= 64, kdfRepeats >= 1, scanRepeats >= 1 else {
             throw ValidationError("--fetch-cap, --txn-cap and --kdf-repeats must be at least 1, --value-size at least 64")
         }
     }
@@ -45,7 +47,7 @@ struct WalletBench: AsyncParsableCommand {
         defer { if dir == nil { try? FileManager.default.removeItem(at: folder) } }
 
         let workload = BenchWorkload(n: n, valueSize: valueSize, fetchCap: fetchCap, txnCap: txnCap)
-        let wallet = try await WalletWorkloadRunner(workload: workload, folder: folder, kdfRepeats: kdfRepeats).run()
+        let wallet = try await WalletWorkloadRunner(workload: workload, folder: folder, kdfRepeats: kdfRepeats, scanRepeats: scanRepeats).run()
         var baseline: [String: BenchValue]?
         if !skipBaseline {
             baseline = try await PlainSQLiteRunner(workload: workload, folder: folder.appendingPathComponent("plain")).run()

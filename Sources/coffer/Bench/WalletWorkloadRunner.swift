@@ -6,6 +6,7 @@ struct WalletWorkloadRunner {
     let workload: BenchWorkload
     let folder: URL
     let kdfRepeats: Int
+    let scanRepeats: Int
 
     func run() async throws -> [(String, BenchValue)] {
         let w = workload
@@ -75,24 +76,26 @@ struct WalletWorkloadRunner {
         var rows = 0
         let queries = try (0..<BenchWorkload.schemas).map { try WalletQuery(json: #"{"schema_id": "schema:\#($0)"}"#) }
         let (_, tS) = try await Clock.time {
-            for q in queries { rows += try await b.fetchAll(type: cat, matching: q).count }
+            for _ in 0..<scanRepeats { for q in queries { rows += try await b.fetchAll(type: cat, matching: q).count } }
         }
-        out.append(("scan_tag_eq_encrypted_fetch_all", .rows(rows: rows, seconds: tS, queries: queries.count)))
+        out.append(("scan_tag_eq_encrypted_fetch_all", .rows(rows: rows, seconds: tS, queries: queries.count * scanRepeats)))
         rows = 0
         let (_, tI) = try await Clock.time {
-            for q in queries {
-                for try await r in try b.records(type: cat, matching: q) where r.value != nil { rows += 1 }
+            for _ in 0..<scanRepeats {
+                for q in queries {
+                    for try await r in try b.records(type: cat, matching: q) where r.value != nil { rows += 1 }
+                }
             }
         }
-        out.append(("scan_tag_eq_encrypted_scan_iter", .rows(rows: rows, seconds: tI, queries: queries.count)))
+        out.append(("scan_tag_eq_encrypted_scan_iter", .rows(rows: rows, seconds: tI, queries: queries.count * scanRepeats)))
         rows = 0
         let and2 = try (0..<BenchWorkload.schemas).map {
             try WalletQuery(json: #"{"schema_id": "schema:\#($0)", "issuer_did": "did:example:issuer\#($0 % BenchWorkload.issuers)"}"#)
         }
         let (_, tA2) = try await Clock.time {
-            for q in and2 { rows += try await b.fetchAll(type: cat, matching: q).count }
+            for _ in 0..<scanRepeats { for q in and2 { rows += try await b.fetchAll(type: cat, matching: q).count } }
         }
-        out.append(("scan_tag_and_2_encrypted_fetch_all", .rows(rows: rows, seconds: tA2, queries: and2.count)))
+        out.append(("scan_tag_and_2_encrypted_fetch_all", .rows(rows: rows, seconds: tA2, queries: and2.count * scanRepeats)))
 
         // Plaintext range scans on ~seq, each N/10 rows.
         rows = 0
@@ -100,13 +103,17 @@ struct WalletWorkloadRunner {
             try WalletQuery(json: String(format: #"{"$and": [{"~seq": {"$gte": "%08d"}}, {"~seq": {"$lt": "%08d"}}]}"#, j * w.rangeWidth, (j + 1) * w.rangeWidth))
         }
         let (_, tR) = try await Clock.time {
-            for q in ranges { rows += try await b.fetchAll(type: cat, matching: q).count }
+            for _ in 0..<scanRepeats { for q in ranges { rows += try await b.fetchAll(type: cat, matching: q).count } }
         }
-        out.append(("scan_range_plaintext_fetch_all", .rows(rows: rows, seconds: tR, queries: ranges.count)))
+        out.append(("scan_range_plaintext_fetch_all", .rows(rows: rows, seconds: tR, queries: ranges.count * scanRepeats)))
 
         // Whole type in one call.
-        let (all, tAll) = try await Clock.time { try await b.fetchAll(type: cat) }
-        out.append(("fetch_all_category_one_call", .rows(rows: all.count, seconds: tAll, queries: 1)))
+        let (allRows, tAll) = try await Clock.time { () -> Int in
+            var total = 0
+            for _ in 0..<scanRepeats { total += try await b.fetchAll(type: cat).count }
+            return total
+        }
+        out.append(("fetch_all_category_one_call", .rows(rows: allRows, seconds: tAll, queries: scanRepeats)))
 
         // Paged walk through a search handle, 100 rows a page (keyset paging, no OFFSET).
         let (pagedRows, tP) = try await Clock.time { () -> Int in
