@@ -157,13 +157,17 @@ struct PlainSQLiteRunner {
             var total = 0
             while true {
                 let cursor = after
-                let page = try await b.read { db in
-                    try Row.fetchAll(db, sql: "SELECT i.id, i.name, i.value FROM items i WHERE i.type = ? AND i.id > ? ORDER BY i.id LIMIT 100",
-                                     arguments: [BenchWorkload.category, cursor])
+                // A page of 100 with each record's tags, as a wallet page returns them.
+                let (count, last) = try await b.read { db -> (Int, Int64) in
+                    let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT i.id, i.name, i.value FROM items i WHERE i.type = ? AND i.id > ? ORDER BY i.id LIMIT 100"),
+                                                arguments: [BenchWorkload.category, cursor])
+                    let tagStatement = try db.cachedStatement(sql: "SELECT name, value FROM tags WHERE item = ?")
+                    for row in rows { _ = try Row.fetchAll(tagStatement, arguments: [row[0] as Int64]) }
+                    return (rows.count, rows.last?[0] ?? cursor)
                 }
-                guard let last = page.last else { break }
-                after = last[0]
-                total += page.count
+                if count == 0 { break }
+                after = last
+                total += count
             }
             return total
         }
