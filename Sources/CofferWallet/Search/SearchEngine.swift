@@ -1,5 +1,6 @@
 // Keyset paging over a compiled search: each page starts after the last record returned, so a
 // page costs the same at page 1 and page 1,000, and a walk never repeats or skips a record.
+import Dispatch
 import Foundation
 import GRDB
 
@@ -14,6 +15,15 @@ struct SearchCursor: Sendable {
     var after: Int64?
     var exhausted = false
 }
+
+/// A buffer handed to worker threads that each touch disjoint elements.
+struct SharedBuffer<Element>: @unchecked Sendable {
+    let buffer: UnsafeMutableBufferPointer<Element>
+    init(_ buffer: UnsafeMutableBufferPointer<Element>) { self.buffer = buffer }
+}
+
+/// Batches at least this large are opened on several threads.
+let parallelOpenThreshold = 512
 
 /// Pages at least this large may use a range plan (its cost is the whole range, then a sort).
 let rangePlanMinimumLimit = 1000
@@ -74,6 +84,34 @@ extension CompiledSearch {
         return out
     }
 
+    /// Opens a batch of sealed records, on every core when the batch is large: SQLite hands the
+    /// rows over on one thread, decryption and decoding need not wait for each other.
+    func open(_ found: [Candidate], keys: WalletKeys) throws -> [RecordCodec.Contents] {
+        let typeBlind = self.typeBlind
+        guard found.count >= parallelOpenThreshold, ProcessInfo.processInfo.activeProcessorCount > 1 else {
+            return try found.map { try RecordCodec.open($0.sealed, typeBlind: typeBlind, idBlind: $0.idBlind, keys: keys) }
+        }
+        var results = [Result<RecordCodec.Contents, WalletError>?](repeating: nil, count: found.count)
+        let workers = min(ProcessInfo.processInfo.activeProcessorCount, 8)
+        results.withUnsafeMutableBufferPointer { buffer in
+            found.withUnsafeBufferPointer { input in
+                let slots = SharedBuffer(buffer), candidates = SharedBuffer(UnsafeMutableBufferPointer(mutating: input))
+                DispatchQueue.concurrentPerform(iterations: workers) { worker in
+                    // Each worker fills its own stride of slots: no two threads touch one slot.
+                    var i = worker
+                    while i < candidates.buffer.count {
+                        let c = candidates.buffer[i]
+                        slots.buffer[i] = Result { () throws(WalletError) in
+                            try RecordCodec.open(c.sealed, typeBlind: typeBlind, idBlind: c.idBlind, keys: keys)
+                        }
+                        i += workers
+                    }
+                }
+            }
+        }
+        return try results.map { try $0!.get() }
+    }
+
     /// The next `limit` matching records after `cursor`.
     func page(_ db: Database, keys: WalletKeys, cursor: inout SearchCursor, limit: Int, options: RecordOptions,
               descending: Bool = false, now: Date = Date()) throws -> [WalletRecord] {
@@ -90,8 +128,8 @@ extension CompiledSearch {
             let want = limit - out.count
             let batch = exact ? want : max(want, 64)
             let found = try candidates(db, plan: plan, after: cursor.after, limit: batch, descending: descending, now: nowMs, expiry: expiry)
-            for candidate in found {
-                let contents = try RecordCodec.open(candidate.sealed, typeBlind: typeBlind, idBlind: candidate.idBlind, keys: keys)
+            let opened = try open(found, keys: keys)
+            for (candidate, contents) in zip(found, opened) {
                 if checkAll, !root.matches(contents.tags.storage) {
                     if exact {
                         throw WalletError.corrupted("the tag index disagrees with a record's sealed tags (the wallet file was altered)")
@@ -145,8 +183,8 @@ extension CompiledSearch {
         var total = 0
         while !cursor.exhausted {
             let found = try candidates(db, plan: plan, after: cursor.after, limit: 512, descending: false, now: nowMs, expiry: expiry)
-            for candidate in found {
-                let contents = try RecordCodec.open(candidate.sealed, typeBlind: typeBlind, idBlind: candidate.idBlind, keys: keys)
+            let opened = try open(found, keys: keys)
+            for (candidate, contents) in zip(found, opened) {
                 if root.matches(contents.tags.storage) { total += 1 }
                 cursor.after = candidate.rowid
             }
