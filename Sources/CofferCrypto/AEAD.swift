@@ -101,43 +101,49 @@ public enum AEAD: Sendable {
 
     /// Opens under raw key bytes (32), e.g. from ``KeyedHash/withDerivedKey(domain:_:_:_:)``.
     public func open(_ box: UnsafeRawBufferPointer, keyBytes k: UnsafeRawBufferPointer, associatedData ad: UnsafeRawBufferPointer) throws(CryptoError) -> Data {
+        let plainCount = max(box.count - overhead, 0)
+        // One spare byte so the output pointer is valid even for an empty plaintext.
+        var out = Data(count: plainCount + 1)
+        var failure: CryptoError?
+        let written = out.withUnsafeMutableBytes { buffer -> Int in
+            do throws(CryptoError) { return try open(box, keyBytes: k, associatedData: ad, into: buffer) } catch {
+                failure = error
+                return 0
+            }
+        }
+        if let failure { throw failure }
+        out.count = written
+        return out
+    }
+
+    /// Opens into `out` (at least `box.count - overhead` bytes, and at least 1) and returns
+    /// the plaintext length. On failure `out` holds no plaintext.
+    public func open(_ box: UnsafeRawBufferPointer, keyBytes k: UnsafeRawBufferPointer, associatedData ad: UnsafeRawBufferPointer,
+                     into out: UnsafeMutableRawBufferPointer) throws(CryptoError) -> Int {
         Sodium.ensureReady()
         guard k.count == Self.keyByteCount else {
             throw .invalidLength(what: "AEAD key", expected: Self.keyByteCount, actual: k.count)
         }
         let nonceCount = nonceByteCount
-        let algorithm = self
-        let result: Data? = {
-            guard box.count >= nonceCount + Self.tagByteCount else { return nil }
-            do {
-                do {
-                    let plainCount = box.count - nonceCount - Self.tagByteCount
-                    // One spare byte so the output pointer is valid even for an empty plaintext.
-                    var out = Data(count: plainCount + 1)
-                    let ok = out.withUnsafeMutableBytes { buffer -> Bool in
-                        let base = box.baseAddress!.assumingMemoryBound(to: UInt8.self)
-                        let o = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
-                        var written: UInt64 = 0
-                        let a = ad.baseAddress?.assumingMemoryBound(to: UInt8.self)
-                        let kp = k.baseAddress!.assumingMemoryBound(to: UInt8.self)
-                        let rc: Int32
-                        switch algorithm {
-                        case .chacha20Poly1305:
-                            rc = crypto_aead_chacha20poly1305_ietf_decrypt(
-                                o, &written, nil, base + nonceCount, UInt64(box.count - nonceCount), a, UInt64(ad.count), base, kp)
-                        case .xchacha20Poly1305:
-                            rc = crypto_aead_xchacha20poly1305_ietf_decrypt(
-                                o, &written, nil, base + nonceCount, UInt64(box.count - nonceCount), a, UInt64(ad.count), base, kp)
-                        }
-                        return rc == 0
-                    }
-                    out.removeLast()
-                    return ok ? out : nil
-                }
-            }
-        }()
-        guard let result else { throw .authenticationFailed }
-        return result
+        guard box.count >= nonceCount + Self.tagByteCount else { throw .authenticationFailed }
+        let plainCount = box.count - nonceCount - Self.tagByteCount
+        precondition(out.count >= max(plainCount, 1), "AEAD.open output buffer too small")
+        let base = box.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        let o = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        var written: UInt64 = 0
+        let a = ad.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        let kp = k.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        let rc: Int32
+        switch self {
+        case .chacha20Poly1305:
+            rc = crypto_aead_chacha20poly1305_ietf_decrypt(
+                o, &written, nil, base + nonceCount, UInt64(box.count - nonceCount), a, UInt64(ad.count), base, kp)
+        case .xchacha20Poly1305:
+            rc = crypto_aead_xchacha20poly1305_ietf_decrypt(
+                o, &written, nil, base + nonceCount, UInt64(box.count - nonceCount), a, UInt64(ad.count), base, kp)
+        }
+        guard rc == 0 else { throw .authenticationFailed }
+        return Int(written)
     }
 
     /// Opens a box sealed with no associated data.

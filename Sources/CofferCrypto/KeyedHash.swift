@@ -116,13 +116,11 @@ public final class KeyedHash: @unchecked Sendable {
         withUnsafeBytes(of: &d) { input.raw($0) }
         a.withUnsafeBytes { input.raw($0) }
         b.withUnsafeBytes { input.raw($0) }
-        let out = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.outputByteCount, alignment: 16)
-        defer {
-            sodium_memzero(out.baseAddress!, out.count)
-            out.deallocate()
+        return try withUnsafeTemporaryAllocation(byteCount: Self.outputByteCount, alignment: 16) { (out) throws(E) -> R in
+            defer { sodium_memzero(out.baseAddress!, out.count) }
+            input.finish(into: out)
+            return try body(UnsafeRawBufferPointer(out))
         }
-        input.finish(into: out)
-        return try body(UnsafeRawBufferPointer(out))
     }
 }
 

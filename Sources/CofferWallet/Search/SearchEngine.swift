@@ -23,7 +23,7 @@ struct SharedBuffer<Element>: @unchecked Sendable {
 }
 
 /// Batches at least this large are opened on several threads.
-let parallelOpenThreshold = 512
+let parallelOpenThreshold = 256
 
 /// Pages at least this large may use a range plan (its cost is the whole range, then a sort).
 let rangePlanMinimumLimit = 1000

@@ -55,18 +55,28 @@ enum RecordCodec {
     /// Opens and decodes a record box.
     /// - Throws: ``WalletError/corrupted(_:)`` when authentication or decoding fails.
     static func open(_ sealed: Data, typeBlind: Data, idBlind: Data, keys: WalletKeys) throws(WalletError) -> Contents {
-        let aad = typeBlind + idBlind
-        let plain: Data
+        let decoded: Contents?
         do {
-            plain = try keys.withRecordKey(typeBlind: typeBlind, idBlind: idBlind) { key in
+            decoded = try keys.withRecordKey(typeBlind: typeBlind, idBlind: idBlind) { key in
                 try sealed.withUnsafeBytes { box in
-                    try aad.withUnsafeBytes { ad in try aead.open(box, keyBytes: key, associatedData: ad) }
+                    // Associated data and plaintext live in temporary buffers (on the stack when
+                    // small), so opening a record allocates only what it returns.
+                    try withUnsafeTemporaryAllocation(byteCount: typeBlind.count + idBlind.count, alignment: 8) { ad in
+                        typeBlind.copyBytes(to: ad.baseAddress!.assumingMemoryBound(to: UInt8.self), count: typeBlind.count)
+                        (ad.baseAddress! + typeBlind.count).withMemoryRebound(to: UInt8.self, capacity: idBlind.count) {
+                            idBlind.copyBytes(to: $0, count: idBlind.count)
+                        }
+                        return try withUnsafeTemporaryAllocation(byteCount: max(box.count - aead.overhead, 1), alignment: 8) { plain in
+                            defer { plain.initializeMemory(as: UInt8.self, repeating: 0) }
+                            let n = try aead.open(box, keyBytes: key, associatedData: UnsafeRawBufferPointer(ad), into: plain)
+                            return decode(UnsafeRawBufferPointer(rebasing: plain[0..<n]))
+                        }
+                    }
                 }
             }
         } catch {
             throw .corrupted("a record failed authentication (the wallet file was altered or damaged)")
         }
-        let decoded: Contents? = plain.withUnsafeBytes { decode($0) }
         guard let decoded else { throw .corrupted("a record's sealed contents do not decode") }
         return decoded
     }
