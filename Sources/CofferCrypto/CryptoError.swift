@@ -11,6 +11,7 @@ public enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The primitive itself failed (e.g. Argon2id could not allocate its memory).
     case operationFailed(String)
 
+    /// What failed, without key material.
     public var description: String {
         switch self {
         case .authenticationFailed:

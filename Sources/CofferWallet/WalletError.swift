@@ -24,6 +24,7 @@ public enum WalletError: Error, Sendable, Equatable, CustomStringConvertible {
     /// SQLite or the file system failed (disk full, permissions, locked too long, …).
     case storage(String)
 
+    /// The message: what went wrong, naming the record, argument or query part.
     public var description: String {
         switch self {
         case let .duplicate(type, id):

@@ -17,6 +17,7 @@ public enum JSONValue: Sendable, Equatable {
     /// An object: its members in document order, a later duplicate key replacing an earlier one.
     case object([(String, JSONValue)])
 
+    /// Structural equality; object members compare in order.
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
