@@ -98,7 +98,7 @@ extension Wallet {
                 try body(WalletTransaction(store: RecordStore(db: db, keys: keys)))
             }
         } catch {
-            throw Self.mapError(error)
+            throw Self.translate(error)
         }
     }
 
@@ -112,7 +112,7 @@ extension Wallet {
                 try body(WalletReader(store: RecordStore(db: db, keys: keys)))
             }
         } catch {
-            throw Self.mapError(error)
+            throw Self.translate(error)
         }
     }
 
@@ -123,7 +123,7 @@ extension Wallet {
                 try body(WalletReader(store: RecordStore(db: db, keys: keys)))
             }
         } catch {
-            throw Self.mapError(error)
+            throw Self.translate(error)
         }
     }
 }
@@ -151,6 +151,22 @@ public final class WalletReader {
         return try QueryCompiler.compile(type: type, query: query, keys: store.keys).count(store.db, keys: store.keys)
     }
 
+    /// One search page read in this transaction: the total count (when asked for) and up to
+    /// `count` records (every match when nil) agree with each other.
+    public func search(type: String, matching query: WalletQuery, options: SearchOptions = SearchOptions(), count: Int? = nil) throws -> SearchPage {
+        try Validate.type(type)
+        if let count, count < 1 { throw WalletError.invalidInput("count must be at least 1, got \(count)") }
+        let search = QueryCompiler.compile(type: type, query: query, keys: store.keys)
+        var page = SearchPage()
+        if options.retrieveTotalCount { page.totalCount = try search.count(store.db, keys: store.keys) }
+        if options.retrieveRecords {
+            var cursor = SearchCursor()
+            page.records = try search.page(store.db, keys: store.keys, cursor: &cursor, limit: count ?? Int.max / 2,
+                                           options: options.recordOptions, allowRange: true)
+        }
+        return page
+    }
+
     /// Every matching record, in insertion order (or newest first), skipping `offset`, at most `limit`.
     public func fetchAll(type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
                          offset: Int = 0, limit: Int? = nil, newestFirst: Bool = false) throws -> [WalletRecord] {
@@ -166,12 +182,14 @@ public final class WalletReader {
         }
         let want = limit ?? Int.max / 2
         if want == 0 { return [] }
-        return try search.page(store.db, keys: store.keys, cursor: &cursor, limit: want, options: options, descending: newestFirst)
+        return try search.page(store.db, keys: store.keys, cursor: &cursor, limit: want, options: options, descending: newestFirst,
+                               allowRange: offset == 0)
     }
 }
 
-/// Writes inside one ``Wallet/transaction(_:)``: all commit together or not at all. Valid only
-/// inside the closure.
+/// Writes inside one ``Wallet/transaction(_:)``: all commit together or not at all. Each call
+/// is atomic on its own too (a savepoint), so one the closure catches leaves nothing half done.
+/// Valid only inside the closure.
 public final class WalletTransaction {
     let store: RecordStore
 
@@ -180,44 +198,57 @@ public final class WalletTransaction {
     /// A reader over this transaction's state (sees its own uncommitted writes).
     public var reader: WalletReader { WalletReader(store: store) }
 
+    private func atomically<T>(_ body: () throws -> T) throws -> T {
+        var result: T?
+        try store.db.inSavepoint {
+            result = try body()
+            return .commit
+        }
+        return result!
+    }
+
     /// Adds a record; see ``Wallet/add(type:id:value:tags:expiresAt:)``.
     public func add(type: String, id: String, value: String, tags: WalletTags = [:], expiresAt: Date? = nil) throws {
-        try store.add(type: type, id: id, value: value, tags: tags, expiresAt: expiresAt)
+        try atomically { try store.add(type: type, id: id, value: value, tags: tags, expiresAt: expiresAt) }
     }
 
     /// Replaces a record's value, keeping its tags.
     public func update(type: String, id: String, value: String) throws {
-        try store.update(type: type, id: id, value: value)
+        try atomically { try store.update(type: type, id: id, value: value) }
     }
 
     /// Replaces value and the whole tag set.
     public func replace(type: String, id: String, value: String, tags: WalletTags) throws {
-        try store.replace(type: type, id: id, value: value, tags: tags)
+        try atomically { try store.replace(type: type, id: id, value: value, tags: tags) }
     }
 
     /// Deletes a record.
     public func delete(type: String, id: String) throws {
-        try store.delete(type: type, id: id)
+        try atomically { try store.delete(type: type, id: id) }
     }
 
     /// Merges tags into a record.
     public func addTags(type: String, id: String, tags: WalletTags) throws {
-        try store.addTags(type: type, id: id, tags: tags)
+        try atomically { try store.addTags(type: type, id: id, tags: tags) }
     }
 
     /// Replaces a record's tag set.
     public func updateTags(type: String, id: String, tags: WalletTags) throws {
-        try store.updateTags(type: type, id: id, tags: tags)
+        try atomically { try store.updateTags(type: type, id: id, tags: tags) }
     }
 
     /// Deletes named tags from a record.
     public func deleteTags(type: String, id: String, names: [String]) throws {
-        try store.deleteTags(type: type, id: id, names: names)
+        try atomically { try store.deleteTags(type: type, id: id, names: names) }
     }
 
     /// Deletes every matching record; returns the count.
     @discardableResult
     public func removeAll(type: String, matching query: WalletQuery = .all) throws -> Int {
+        try atomically { try removeAllMatching(type: type, query: query) }
+    }
+
+    private func removeAllMatching(type: String, query: WalletQuery) throws -> Int {
         try Validate.type(type)
         let search = QueryCompiler.compile(type: type, query: query, keys: store.keys)
         var cursor = SearchCursor()
@@ -226,7 +257,7 @@ public final class WalletTransaction {
         while !cursor.exhausted {
             var next = cursor
             let page = try search.page(store.db, keys: store.keys, cursor: &next, limit: 256, options: minimal)
-            // Delete by id after reading the page; the cursor is keyset, so deletions do not shift it.
+            // Delete after reading the page; the cursor is a row id, so deletions do not shift it.
             for record in page {
                 try store.delete(type: search.type, id: record.id)
                 removed += 1

@@ -23,6 +23,13 @@ public enum WalletKey: Sendable, CustomStringConvertible {
     }
 }
 
+extension WalletKey: CustomDebugStringConvertible, CustomReflectable {
+    /// Never shows the secret.
+    public var debugDescription: String { description }
+    /// An empty mirror, so `dump` and debuggers show no secret.
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .enum) }
+}
+
 /// An encrypted store of records (type, id, value, tags) on SQLite.
 ///
 /// Values, ids, types, tag names and encrypted tag values are sealed or blind-indexed before
@@ -202,9 +209,9 @@ public final class Wallet: Sendable {
     static let keysMagic = Data("CWK1".utf8)
 
     static func sealMaster(_ master: SecretKey, storeKey: SecretKey) throws -> Data {
-        var plain = keysMagic
-        plain.append(master.exportBytes())
-        defer { plain.resetBytes(in: 0..<plain.count) }
+        var plain = [UInt8](keysMagic)
+        master.withUnsafeBytes { plain.append(contentsOf: $0) }
+        defer { SecureMemory.wipe(&plain) }
         do { return try AEAD.xchacha20Poly1305.seal(plain, key: storeKey, associatedData: keysAssociatedData) } catch {
             throw WalletError.storage("\(error)")
         }
@@ -227,6 +234,15 @@ public final class Wallet: Sendable {
             return try DatabasePool(path: path, configuration: Schema.configuration(label: "coffer.wallet"))
         } catch {
             throw mapError(error)
+        }
+    }
+
+    /// Errors of the store become ``WalletError``; an error the caller's own closure threw
+    /// passes through unchanged, so it can be caught as itself.
+    static func translate(_ error: Error) -> Error {
+        switch error {
+        case is WalletError, is DatabaseError, is CryptoError: return mapError(error)
+        default: return error
         }
     }
 
@@ -254,6 +270,9 @@ public final class Wallet: Sendable {
 
 /// The key-derivation record stored in plaintext beside the sealed keys: method, costs, salt.
 struct KDFRecord: Sendable {
+    static let maxOpsLimit: UInt64 = 64
+    static let maxMemLimit = 4 << 30
+
     var method: String
     var parameters: Argon2idParameters?
     var salt: Data?
@@ -279,6 +298,11 @@ struct KDFRecord: Sendable {
                   case let .string(salt64)? = dict["salt"], let o = UInt64(ops), let m = Int(mem),
                   let salt = Data(base64Encoded: salt64)
             else { throw WalletError.corrupted("the wallet's Argon2id record is incomplete") }
+            // The record is not authenticated: refuse costs no wallet would use, so an altered
+            // file cannot make opening hang or exhaust memory.
+            guard o >= 1, o <= KDFRecord.maxOpsLimit, m >= 8192, m <= KDFRecord.maxMemLimit, salt.count == Argon2idParameters.saltByteCount else {
+                throw WalletError.corrupted("the wallet's Argon2id costs are out of range (opsLimit \(o), memLimit \(m))")
+            }
             parameters = Argon2idParameters(opsLimit: o, memLimit: m)
             self.salt = salt
         }

@@ -157,37 +157,13 @@ struct WalletCommand: AsyncParsableCommand {
             if let count, count < 1 { throw WalletError.invalidInput("--count must be at least 1, got \(count)") }
             let wallet = try await storeOptions.openWallet()
             defer { try? wallet.close() }
-            if let count {
-                let handle = try await wallet.openSearch(type: type, query: q, options: opts)
-                let page = try await wallet.searchNext(handle, count: count)
-                try await wallet.closeSearch(handle)
-                print(page.json)
-                return
+            // Count and records come from one read transaction, so they agree, and nothing is
+            // printed unless the whole search succeeded.
+            let type = self.type, count = self.count
+            let page = try await wallet.session { reader in
+                try reader.search(type: type, matching: q, options: opts, count: count)
             }
-            // Every match: streamed, so memory stays flat for large results.
-            var out = "{"
-            var first = true
-            if opts.retrieveTotalCount {
-                out += "\"totalCount\":\(try await wallet.count(type: type, matching: q))"
-                first = false
-            }
-            if opts.retrieveRecords {
-                out += (first ? "" : ",") + "\"records\":["
-                var n = 0
-                let stdout = FileHandle.standardOutput
-                for try await record in try wallet.records(type: type, matching: q, options: opts.recordOptionsForCLI) {
-                    out += (n == 0 ? "" : ",") + record.json
-                    n += 1
-                    if out.utf8.count > 1 << 16 {
-                        stdout.write(Data(out.utf8))
-                        out = ""
-                    }
-                }
-                out += "]"
-                stdout.write(Data(out.utf8))
-                out = ""
-            }
-            print(out + "}")
+            print(page.json)
         }
     }
 
@@ -236,12 +212,6 @@ struct WalletCommand: AsyncParsableCommand {
             try await wallet.rekey(to: newKey)
             print(JSONValue.object([("rekeyed", .string(wallet.path))]).jsonText)
         }
-    }
-}
-
-extension SearchOptions {
-    var recordOptionsForCLI: RecordOptions {
-        RecordOptions(retrieveType: retrieveType, retrieveValue: retrieveValue, retrieveTags: retrieveTags)
     }
 }
 

@@ -230,3 +230,36 @@ struct CLITests {
         #expect(r.stdout.contains("count = 3"))
     }
 }
+
+@Suite("Crash safety")
+struct CrashTests {
+    @Test("a process killed in the middle of an import leaves the last committed state readable")
+    func killedImport() async throws {
+        let store = try CLI.newStore()
+        #expect(try CLI.wallet(["add", "cred", "before", "committed"], store: store).status == 0)
+        let file = store.appendingPathComponent("big.jsonl")
+        let lines = (0..<40_000).map { #"{"type":"cred","id":"r\#($0)","value":"\#(String(repeating: "v", count: 200))","tags":{"a":"\#($0 % 7)","~n":"\#($0)"}}"# }
+        try lines.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
+
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["--store", store.path, "--raw-key", CLI.key, "wallet", "import", file.path]
+        let err = Pipe()
+        process.standardError = err
+        process.standardOutput = Pipe()
+        try process.run()
+        // Wait until the import is writing (its progress bar moved), then kill it outright.
+        var seen = Data()
+        while process.isRunning, seen.count < 200 {
+            seen.append(err.fileHandleForReading.availableData)
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+
+        let wallet = try await Wallet.open(at: store.appendingPathComponent("wallet.sqlite"), key: .raw(Data(repeating: 9, count: 32)))
+        defer { try? wallet.close() }
+        #expect(try await wallet.get(type: "cred", id: "before").value == "committed")
+        let count = try await wallet.count(type: "cred")
+        #expect(count == 1 || count == 40_001, "an import is all or nothing, found \(count) records")
+    }
+}

@@ -201,7 +201,8 @@ private struct JSONParser {
             switch b {
             case UInt8(ascii: "\""):
                 index += 1
-                guard let s = String(validating: out, as: UTF8.self) else { throw fail("string is not valid UTF-8") }
+                // The text was a Swift string and \\u escapes were checked: the bytes are valid UTF-8.
+                let s = String(decoding: out, as: UTF8.self)
                 return s
             case UInt8(ascii: "\\"):
                 index += 1
@@ -284,7 +285,7 @@ private struct JSONParser {
         if depth > Self.maxDepth { throw fail("nesting deeper than \(Self.maxDepth)") }
         index += 1
         var members = [(String, JSONValue)]()
-        var positions = [String: Int]()
+        var positions = [ByteString: Int]()
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
         while true {
@@ -296,10 +297,10 @@ private struct JSONParser {
             index += 1
             skipWhitespace()
             let value = try parseValue()
-            if let at = positions[key] {
+            if let at = positions[ByteString(key)] {
                 members[at].1 = value // the last duplicate wins, as serde_json does
             } else {
-                positions[key] = members.count
+                positions[ByteString(key)] = members.count
                 members.append((key, value))
             }
             skipWhitespace()

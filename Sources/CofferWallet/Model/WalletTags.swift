@@ -29,21 +29,47 @@ public enum TagValue: Sendable, Hashable, ExpressibleByStringLiteral, Expressibl
     }
 }
 
+/// A string compared and hashed by its UTF-8 bytes, not by Unicode canonical equivalence:
+/// blind indexes hash bytes, so "é" and "e\u{301}" must stay two different names here too.
+struct ByteString: Hashable, Sendable, Comparable {
+    let string: String
+
+    init(_ string: String) { self.string = string }
+
+    static func == (a: ByteString, b: ByteString) -> Bool { a.string.utf8.elementsEqual(b.string.utf8) }
+
+    func hash(into hasher: inout Hasher) {
+        var s = string
+        s.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    static func < (a: ByteString, b: ByteString) -> Bool { a.string.utf8.lexicographicallyPrecedes(b.string.utf8) }
+}
+
 /// A record's tags. Names starting with `~` are plaintext tags (their values are stored
 /// readable so range, `$like` and `$regex` run inside SQLite); all others are encrypted.
+///
+/// Names are told apart by their UTF-8 bytes, as the store does: two spellings of one accented
+/// letter are two tags.
 public struct WalletTags: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence {
-    /// The tags by name. An empty list means the tag is absent and is dropped.
-    public private(set) var storage: [String: TagValue]
+    /// The tags by name (byte-exact). An empty list means the tag is absent and is dropped.
+    var entries: [ByteString: TagValue]
 
-    /// Tags from a dictionary literal.
+    /// Tags from a dictionary literal; a later duplicate name replaces an earlier one.
     public init(dictionaryLiteral elements: (String, TagValue)...) {
-        var s = [String: TagValue]()
-        for (k, v) in elements { s[k] = v }
-        storage = s
+        var s = [ByteString: TagValue]()
+        for (k, v) in elements { s[ByteString(k)] = v }
+        entries = s
     }
 
     /// Tags from a dictionary.
-    public init(_ tags: [String: TagValue] = [:]) { storage = tags }
+    public init(_ tags: [String: TagValue] = [:]) {
+        var s = [ByteString: TagValue]()
+        for (k, v) in tags { s[ByteString(k)] = v }
+        entries = s
+    }
+
+    init(entries: [ByteString: TagValue]) { self.entries = entries }
 
     /// Parses the JSON form `{"name": "value", "multi": ["a", "b"]}`.
     /// - Throws: ``WalletError/invalidInput(_:)`` naming the tag whose value is not a string
@@ -58,10 +84,10 @@ public struct WalletTags: Sendable, Hashable, ExpressibleByDictionaryLiteral, Se
         guard case let .object(members) = jsonValue else {
             throw .invalidInput("tags must be a JSON object of tag name → string or list of strings, got \(jsonValue.kindName)")
         }
-        var s = [String: TagValue]()
+        var s = [ByteString: TagValue]()
         for (name, v) in members {
             switch v {
-            case let .string(x): s[name] = .string(x)
+            case let .string(x): s[ByteString(name)] = .string(x)
             case let .array(items):
                 var list = [String]()
                 for item in items {
@@ -70,18 +96,19 @@ public struct WalletTags: Sendable, Hashable, ExpressibleByDictionaryLiteral, Se
                     }
                     list.append(x)
                 }
-                s[name] = .list(list)
+                s[ByteString(name)] = .list(list)
             default:
                 throw .invalidInput("tag \(WalletError.quote(name)): value must be a string or a list of strings, got \(v.kindName)")
             }
         }
-        storage = s
+        entries = s
         try validate()
     }
 
     /// Checks the tag rules: no empty names, names and values within size limits.
     public func validate() throws(WalletError) {
-        for (name, value) in storage {
+        for (key, value) in entries {
+            let name = key.string
             if name.isEmpty { throw .invalidInput("tag name must not be empty") }
             if name.utf8.count > WalletLimits.maxTagNameBytes {
                 throw .invalidInput("tag name \(WalletError.quote(String(name.prefix(32))))… is longer than \(WalletLimits.maxTagNameBytes) bytes")
@@ -92,39 +119,47 @@ public struct WalletTags: Sendable, Hashable, ExpressibleByDictionaryLiteral, Se
         }
     }
 
-    /// The value of tag `name`, if present.
+    /// The value of tag `name` (matched byte for byte), if present.
     public subscript(name: String) -> TagValue? {
-        get { storage[name] }
-        set { storage[name] = newValue }
+        get { entries[ByteString(name)] }
+        set { entries[ByteString(name)] = newValue }
     }
 
-    /// Tag names, sorted.
-    public var names: [String] { storage.keys.sorted() }
+    /// Tag names, in byte order.
+    public var names: [String] { entries.keys.sorted().map(\.string) }
+
+    /// The tags as a dictionary. Names that differ only in Unicode normalisation collapse here
+    /// (Swift compares strings by canonical equivalence); iterate the tags to see every one.
+    public var dictionary: [String: TagValue] {
+        var out = [String: TagValue]()
+        for (k, v) in entries { out[k.string] = v }
+        return out
+    }
 
     /// Whether there are no tags.
-    public var isEmpty: Bool { storage.isEmpty }
+    public var isEmpty: Bool { entries.isEmpty }
 
     /// Number of tags.
-    public var count: Int { storage.count }
+    public var count: Int { entries.count }
 
-    /// Iterates `(name, value)` pairs in name order.
+    /// Iterates `(name, value)` pairs in byte order of the names.
     public func makeIterator() -> IndexingIterator<[(key: String, value: TagValue)]> {
-        storage.sorted { $0.key < $1.key }.makeIterator()
+        entries.sorted { $0.key < $1.key }.map { (key: $0.key.string, value: $0.value) }.makeIterator()
     }
 
-    /// Tags whose value holds at least one string (empty lists dropped).
+    /// Tags whose value holds at least one string (empty lists dropped), in byte order.
     var effective: [(String, TagValue)] {
-        storage.filter { !$0.value.values.isEmpty }.sorted { $0.key < $1.key }
+        entries.filter { !$0.value.values.isEmpty }.sorted { $0.key < $1.key }.map { ($0.key.string, $0.value) }
     }
 
-    /// The JSON object form, names sorted.
+    /// The JSON object form, names in byte order.
     public var jsonValue: JSONValue { .object(effective.map { ($0.0, $0.1.json) }) }
 
-    /// The JSON text form, names sorted.
+    /// The JSON text form, names in byte order.
     public var json: String { jsonValue.jsonText }
 
     /// Whether a name marks a plaintext tag.
-    public static func isPlaintext(_ name: String) -> Bool { name.hasPrefix("~") }
+    public static func isPlaintext(_ name: String) -> Bool { name.utf8.first == UInt8(ascii: "~") }
 }
 
 /// Size limits every entry point checks, so one bad call cannot bloat the store.

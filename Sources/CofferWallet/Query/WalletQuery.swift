@@ -28,7 +28,7 @@ public struct WalletQuery: Sendable, CustomStringConvertible {
 
     /// Whether a record with these tags matches.
     public func matches(_ tags: WalletTags) -> Bool {
-        root.matches(tags.storage)
+        root.matches(tags.entries)
     }
 
     /// A canonical text form, for logs of query shape (holds operands: do not log it for secret data).
@@ -125,28 +125,28 @@ indirect enum WQLNode: Sendable, CustomStringConvertible {
     // MARK: Meaning per record (WQL.md, "Meaning, per record")
 
     /// Whether a record with these tags matches. Works on the stored form without copying it.
-    func matches(_ tags: [String: TagValue]) -> Bool {
+    func matches(_ tags: [ByteString: TagValue]) -> Bool {
         switch self {
         case .all: return true
         case .none: return false
         case let .and(c): return c.allSatisfy { $0.matches(tags) }
         case let .or(c): return c.contains { $0.matches(tags) }
         case let .not(c): return !c.matches(tags)
-        case let .exist(names): return names.allSatisfy { WQLNode.present(tags[$0]) }
+        case let .exist(names): return names.allSatisfy { WQLNode.present(tags[ByteString($0)]) }
         case let .compare(tag, op, operand):
-            let values = tags[tag]
+            let values = tags[ByteString(tag)]
             if op == .neq {
                 return WQLNode.present(values) && WQLNode.any(values) { !WQLNode.equals($0, operand) }
             }
             return WQLNode.any(values) { WQLNode.compare($0, op, operand) }
         case let .isIn(tag, operands):
-            return WQLNode.any(tags[tag]) { v in operands.contains { WQLNode.equals(v, $0) } }
+            return WQLNode.any(tags[ByteString(tag)]) { v in operands.contains { WQLNode.equals(v, $0) } }
         case let .like(tag, pattern):
             let p = Array(pattern.unicodeScalars)
-            return WQLNode.any(tags[tag]) { LikePattern.matches(Array($0.unicodeScalars), p) }
+            return WQLNode.any(tags[ByteString(tag)]) { LikePattern.matches(Array($0.unicodeScalars), p) }
         case let .regex(tag, pattern):
             guard let re = RegexCache.shared.regex(pattern) else { return false }
-            return WQLNode.any(tags[tag]) { re.containsMatch($0) }
+            return WQLNode.any(tags[ByteString(tag)]) { re.containsMatch($0) }
         }
     }
 

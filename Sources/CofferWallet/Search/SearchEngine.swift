@@ -25,9 +25,6 @@ struct SharedBuffer<Element>: @unchecked Sendable {
 /// Batches at least this large are opened on several threads.
 let parallelOpenThreshold = 256
 
-/// Pages at least this large may use a range plan (its cost is the whole range, then a sort).
-let rangePlanMinimumLimit = 1000
-
 extension CompiledSearch {
     /// Whether any record carries an expiry (a partial index makes this a single probe).
     static func expiryActive(_ db: Database) throws -> Bool {
@@ -73,7 +70,9 @@ extension CompiledSearch {
         if plan.predicate.sql != "1" { sql += " AND (\(plan.predicate.sql))"; args += plan.predicate.arguments }
         sql += " ORDER BY \(itemColumn) \(order) LIMIT ?"
         args.append(limit.databaseValue)
-        let statement = try db.cachedStatement(sql: sql)
+        // Prepared per call: query shapes vary (each $in length is one), and a cache per
+        // connection would grow with every shape ever seen.
+        let statement = try db.makeStatement(sql: sql)
         statement.setUncheckedArguments(StatementArguments(args))
         var out = [Candidate]()
         out.reserveCapacity(min(limit, 4096))
@@ -113,14 +112,16 @@ extension CompiledSearch {
     }
 
     /// The next `limit` matching records after `cursor`.
+    /// A range plan reads its whole range and sorts it, so only one-shot reads (`allowRange`)
+    /// may use it; pages of a walk keep a driver whose cost does not grow with the position.
     func page(_ db: Database, keys: WalletKeys, cursor: inout SearchCursor, limit: Int, options: RecordOptions,
-              descending: Bool = false, now: Date = Date()) throws -> [WalletRecord] {
+              descending: Bool = false, allowRange: Bool = false, now: Date = Date()) throws -> [WalletRecord] {
         var out = [WalletRecord]()
         guard !cursor.exhausted, limit > 0 else { return out }
         if case .none = root { cursor.exhausted = true; return out }
         let nowMs = unixMillis(now)
         let expiry = try Self.expiryActive(db)
-        let plan = try plan(db, allowRange: limit >= rangePlanMinimumLimit)
+        let plan = try plan(db, allowRange: allowRange)
         let checkAll: Bool
         if case .all = root { checkAll = false } else { checkAll = true }
         out.reserveCapacity(min(limit, 4096))
@@ -130,7 +131,7 @@ extension CompiledSearch {
             let found = try candidates(db, plan: plan, after: cursor.after, limit: batch, descending: descending, now: nowMs, expiry: expiry)
             let opened = try open(found, keys: keys)
             for (candidate, contents) in zip(found, opened) {
-                if checkAll, !root.matches(contents.tags.storage) {
+                if checkAll, !root.matches(contents.tags.entries) {
                     if exact {
                         throw WalletError.corrupted("the tag index disagrees with a record's sealed tags (the wallet file was altered)")
                     }
@@ -176,7 +177,7 @@ extension CompiledSearch {
             }
             if expiry { sql += " AND (i.expiry IS NULL OR i.expiry > ?)"; args.append(nowMs.databaseValue) }
             if plan.predicate.sql != "1" { sql += " AND (\(plan.predicate.sql))"; args += plan.predicate.arguments }
-            let statement = try db.cachedStatement(sql: sql)
+            let statement = try db.makeStatement(sql: sql)
             return try Int.fetchOne(statement, arguments: StatementArguments(args)) ?? 0
         }
         var cursor = SearchCursor()
@@ -185,7 +186,7 @@ extension CompiledSearch {
             let found = try candidates(db, plan: plan, after: cursor.after, limit: 512, descending: false, now: nowMs, expiry: expiry)
             let opened = try open(found, keys: keys)
             for (candidate, contents) in zip(found, opened) {
-                if root.matches(contents.tags.storage) { total += 1 }
+                if root.matches(contents.tags.entries) { total += 1 }
                 cursor.after = candidate.rowid
             }
             if found.count < 512 { cursor.exhausted = true }

@@ -44,6 +44,7 @@ enum RecordCodec {
                 for v in values { appendString(v, to: &out) }
             }
         }
+        defer { SecureMemory.wipe(&out) }
         let aad = typeBlind + idBlind
         return keys.withRecordKey(typeBlind: typeBlind, idBlind: idBlind) { key in
             out.withUnsafeBytes { message in
@@ -67,7 +68,7 @@ enum RecordCodec {
                             idBlind.copyBytes(to: $0, count: idBlind.count)
                         }
                         return try withUnsafeTemporaryAllocation(byteCount: max(box.count - aead.overhead, 1), alignment: 8) { plain in
-                            defer { plain.initializeMemory(as: UInt8.self, repeating: 0) }
+                            defer { SecureMemory.wipe(plain) }
                             let n = try aead.open(box, keyBytes: key, associatedData: UnsafeRawBufferPointer(ad), into: plain)
                             return decode(UnsafeRawBufferPointer(rebasing: plain[0..<n]))
                         }
@@ -87,12 +88,12 @@ enum RecordCodec {
         guard reader.byte() == version, let id = reader.string(), let value = reader.string(),
               let count = reader.varint(), count <= UInt64(bytes.count)
         else { return nil }
-        var tags = [String: TagValue](minimumCapacity: Int(count))
+        var tags = [ByteString: TagValue](minimumCapacity: Int(count))
         for _ in 0..<count {
             guard let kind = reader.byte(), let name = reader.string() else { return nil }
             if kind == 0 {
                 guard let s = reader.string() else { return nil }
-                tags[name] = .string(s)
+                tags[ByteString(name)] = .string(s)
             } else {
                 guard let n = reader.varint(), n <= UInt64(bytes.count) else { return nil }
                 var list = [String]()
@@ -101,10 +102,10 @@ enum RecordCodec {
                     guard let s = reader.string() else { return nil }
                     list.append(s)
                 }
-                tags[name] = .list(list)
+                tags[ByteString(name)] = .list(list)
             }
         }
-        return Contents(id: id, value: value, tags: WalletTags(tags))
+        return Contents(id: id, value: value, tags: WalletTags(entries: tags))
     }
 
     static func appendVarint(_ value: UInt64, to out: inout [UInt8]) {

@@ -137,7 +137,7 @@ struct RecordStore {
         let found = try live(type: type, id: id)
         var contents = try open(found)
         var merged = contents.tags
-        for (name, value) in tags.storage { merged[name] = value }
+        for (name, value) in tags.entries { merged.entries[name] = value }
         contents.tags = merged
         try rewrite(found, contents)
         try replaceTags(found, merged)
@@ -161,7 +161,7 @@ struct RecordStore {
         let found = try live(type: type, id: id)
         var contents = try open(found)
         var kept = contents.tags
-        for name in names { kept[name] = nil }
+        for name in names { kept.entries[ByteString(name)] = nil }
         contents.tags = kept
         try rewrite(found, contents)
         try replaceTags(found, kept)
@@ -206,7 +206,8 @@ struct RecordStore {
     private func insertTags(item: Int64, typeBlind: Data, tags: WalletTags) throws {
         guard !tags.isEmpty else { return }
         let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO tags(item, name, value) VALUES (?, ?, ?)")
-        for (name, value) in tags.storage {
+        for (key, value) in tags.entries {
+            let name = key.string
             let nb = keys.tagNameBlind(typeBlind: typeBlind, name: name)
             let plaintext = WalletTags.isPlaintext(name)
             func insert(_ v: String) throws {

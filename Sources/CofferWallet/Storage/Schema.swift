@@ -5,7 +5,7 @@ import GRDB
 /// On disk (SQLite, WAL, `synchronous=FULL`):
 ///
 ///     coffer_meta(name TEXT PRIMARY KEY, value BLOB)     format, kdf (JSON), keys (sealed)
-///     items(id INTEGER PRIMARY KEY, type BLOB, name BLOB, value BLOB, expiry INTEGER)
+///     items(id INTEGER PRIMARY KEY AUTOINCREMENT (never reused: walks key on it), type BLOB, name BLOB, value BLOB, expiry INTEGER)
 ///         type  = blind(type), 8 bytes;  name = blind(type, id), 16 bytes
 ///         value = sealed (id, value, tags);  expiry = Unix ms or NULL
 ///         UNIQUE(type, name); INDEX(type) for insertion-ordered walks
@@ -25,7 +25,7 @@ enum Schema {
             try db.execute(sql: """
                 CREATE TABLE coffer_meta(name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL);
                 CREATE TABLE items(
-                    id INTEGER PRIMARY KEY,
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
                     type BLOB NOT NULL,
                     name BLOB NOT NULL,
                     value BLOB NOT NULL,

@@ -25,12 +25,12 @@ final class WalletKeys: @unchecked Sendable {
 
     // Caches guarded by `lock`; values are blind bytes, never plaintext.
     private let lock = NSLock()
-    private var typeCache = [String: Data]()
+    private var typeCache = [ByteString: Data]()
     private var tagNameCache = [TagNameKey: Data]()
 
     private struct TagNameKey: Hashable {
         let typeBlind: Data
-        let name: String
+        let name: ByteString
     }
 
     /// Kept only so that rekey can seal it under a new store key; never leaves the process.
@@ -47,12 +47,12 @@ final class WalletKeys: @unchecked Sendable {
 
     func typeBlind(_ type: String) -> Data {
         lock.lock()
-        if let hit = typeCache[type] { lock.unlock(); return hit }
+        if let hit = typeCache[ByteString(type)] { lock.unlock(); return hit }
         lock.unlock()
         let blind = typeHash.hash(domain: 1, Data(type.utf8), byteCount: BlindLength.type)
         lock.lock()
         if typeCache.count >= 1024 { typeCache.removeAll(keepingCapacity: true) }
-        typeCache[type] = blind
+        typeCache[ByteString(type)] = blind
         lock.unlock()
         return blind
     }
@@ -65,7 +65,7 @@ final class WalletKeys: @unchecked Sendable {
     }
 
     func tagNameBlind(typeBlind: Data, name: String) -> Data {
-        let key = TagNameKey(typeBlind: typeBlind, name: name)
+        let key = TagNameKey(typeBlind: typeBlind, name: ByteString(name))
         lock.lock()
         if let hit = tagNameCache[key] { lock.unlock(); return hit }
         lock.unlock()
