@@ -50,6 +50,23 @@ public enum WalletError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The kind of failure without any record type, id, tag or query text: for logs that must
+    /// not carry the caller's data (``description`` names them, to help the caller act).
+    public var redactedDescription: String {
+        switch self {
+        case .duplicate: return "duplicate record"
+        case .notFound: return "record not found"
+        case .invalidInput: return "invalid input"
+        case .invalidQuery: return "invalid query"
+        case .wrongKey: return "wrong key"
+        case .corrupted: return "corrupted wallet data"
+        case let .invalidHandle(handle): return "search handle \(handle) is not open"
+        case .walletExists: return "a wallet already exists there"
+        case .walletMissing: return "no wallet there"
+        case .storage: return "storage failure"
+        }
+    }
+
     static func quote(_ s: String) -> String {
         var out = ""
         JSONValue.writeString(s, to: &out)

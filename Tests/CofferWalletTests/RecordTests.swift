@@ -408,3 +408,14 @@ struct TransactionTests {
         #expect(try await w.count(type: "t") == 2)
     }
 }
+
+@Suite("Error messages")
+struct ErrorMessageTests {
+    @Test("description names the record; redactedDescription does not")
+    func redaction() {
+        let e = WalletError.notFound(type: "credential", id: "alice-passport")
+        #expect(e.description.contains("alice-passport"))
+        #expect(!e.redactedDescription.contains("alice"))
+        #expect(!e.redactedDescription.contains("credential"))
+    }
+}
