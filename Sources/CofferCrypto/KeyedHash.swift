@@ -124,6 +124,41 @@ public final class KeyedHash: @unchecked Sendable {
     }
 }
 
+/// Keyed BLAKE2b (libsodium `crypto_generichash` with a key) for deriving many short-lived
+/// keys fast: one compression for a short input, against HMAC-SHA256's two.
+public final class KeyedBlake2b: @unchecked Sendable {
+    // Written once in init, then only read: safe to share.
+    private let key: SecretKey
+
+    /// A derivation function under `key` (32 bytes).
+    public init(key: SecretKey) {
+        Sodium.ensureReady()
+        precondition(key.byteCount == 32, "KeyedBlake2b takes a 32-byte key")
+        self.key = key
+    }
+
+    /// Derives a 32-byte key from a one-byte domain label and the concatenation of `a` and `b`,
+    /// and lends its bytes to `body` from temporary memory; they are wiped when `body` returns.
+    public func withDerivedKey<R, E: Error>(domain: UInt8, _ a: Data, _ b: Data, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        let inputCount = 1 + a.count + b.count
+        return try withUnsafeTemporaryAllocation(byteCount: inputCount + 32, alignment: 16) { (buffer) throws(E) -> R in
+            let input = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<inputCount])
+            let out = UnsafeMutableRawBufferPointer(rebasing: buffer[inputCount...])
+            defer { sodium_memzero(buffer.baseAddress!, buffer.count) }
+            input[0] = domain
+            a.copyBytes(to: UnsafeMutableRawBufferPointer(rebasing: input[1..<(1 + a.count)]))
+            b.copyBytes(to: UnsafeMutableRawBufferPointer(rebasing: input[(1 + a.count)...]))
+            key.withUnsafeBytes { k in
+                _ = crypto_generichash(
+                    out.baseAddress!.assumingMemoryBound(to: UInt8.self), 32,
+                    input.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(inputCount),
+                    k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+            }
+            return try body(UnsafeRawBufferPointer(out))
+        }
+    }
+}
+
 /// HKDF-SHA256 (RFC 5869) through swift-crypto.
 public enum KeyDerivation {
     /// Derives an independent subkey from `key` for the purpose named by `info`.

@@ -21,7 +21,7 @@ final class WalletKeys: @unchecked Sendable {
     private let idHash: KeyedHash
     private let tagNameHash: KeyedHash
     private let tagValueHash: KeyedHash
-    private let recordKeyHash: KeyedHash
+    private let recordKeyHash: KeyedBlake2b
 
     // Caches guarded by `lock`; values are blind bytes, never plaintext.
     private let lock = NSLock()
@@ -42,7 +42,7 @@ final class WalletKeys: @unchecked Sendable {
         idHash = KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.id"))
         tagNameHash = KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.tag-name"))
         tagValueHash = KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.tag-value"))
-        recordKeyHash = KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.record-key"))
+        recordKeyHash = KeyedBlake2b(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.record-key"))
     }
 
     func typeBlind(_ type: String) -> Data {
