@@ -188,7 +188,7 @@ public final class WalletReader {
 }
 
 /// Writes inside one ``Wallet/transaction(_:)``: all commit together or not at all. Each call
-/// is atomic on its own too (a savepoint), so one the closure catches leaves nothing half done.
+/// is atomic on its own too, so one the closure catches leaves nothing half done.
 /// Valid only inside the closure.
 public final class WalletTransaction {
     let store: RecordStore
@@ -198,7 +198,13 @@ public final class WalletTransaction {
     /// A reader over this transaction's state (sees its own uncommitted writes).
     public var reader: WalletReader { WalletReader(store: store) }
 
+    /// Every record call undoes its own partial work when it fails; only `removeAll`, which
+    /// deletes many records, needs a savepoint.
     private func atomically<T>(_ body: () throws -> T) throws -> T {
+        try body()
+    }
+
+    private func savepoint<T>(_ body: () throws -> T) throws -> T {
         var result: T?
         try store.db.inSavepoint {
             result = try body()
@@ -245,7 +251,7 @@ public final class WalletTransaction {
     /// Deletes every matching record; returns the count.
     @discardableResult
     public func removeAll(type: String, matching query: WalletQuery = .all) throws -> Int {
-        try atomically { try removeAllMatching(type: type, query: query) }
+        try savepoint { try removeAllMatching(type: type, query: query) }
     }
 
     private func removeAllMatching(type: String, query: WalletQuery) throws -> Int {

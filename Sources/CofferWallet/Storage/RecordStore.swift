@@ -48,6 +48,7 @@ struct RecordStore {
         let typeBlind: Data
         let idBlind: Data
         let sealed: Data
+        let expiry: Int64?
         let expired: Bool
     }
 
@@ -57,7 +58,7 @@ struct RecordStore {
         let statement = try db.cachedStatement(sql: "SELECT id, value, expiry FROM items WHERE type = ? AND name = ?")
         guard let row = try Row.fetchOne(statement, arguments: [tb, ib]) else { return nil }
         let expiry: Int64? = row[2]
-        return Located(rowid: row[0], typeBlind: tb, idBlind: ib, sealed: row[1], expired: expiry.map { $0 <= now } ?? false)
+        return Located(rowid: row[0], typeBlind: tb, idBlind: ib, sealed: row[1], expiry: expiry, expired: expiry.map { $0 <= now } ?? false)
     }
 
     func live(type: String, id: String) throws -> Located {
@@ -97,7 +98,8 @@ struct RecordStore {
             retry.setUncheckedArguments([tb, ib, sealed, expiresAt.map(unixMillis)])
             try retry.execute()
         }
-        try insertTags(item: db.lastInsertedRowID, typeBlind: tb, tags: tags)
+        let rowid = db.lastInsertedRowID
+        try undoingOnFailure({ try insertTags(item: rowid, typeBlind: tb, tags: tags) }, undo: { try removeRow(rowid) })
     }
 
     func update(type: String, id: String, value: String) throws {
@@ -119,15 +121,22 @@ struct RecordStore {
         var contents = try open(found)
         contents.value = value
         contents.tags = tags
-        try rewrite(found, contents)
-        try replaceTags(found, tags)
+        try rewriteWithTags(found, contents)
     }
 
     func delete(type: String, id: String) throws {
         try Validate.type(type)
         try Validate.id(id)
         let found = try live(type: type, id: id)
-        try removeRow(found.rowid)
+        try db.cachedStatement(sql: "DELETE FROM items WHERE id = ?").execute(arguments: [found.rowid])
+        // Index rows of a missing item never match (every walk joins items), but put the item
+        // back if they cannot be removed, so the call changes nothing.
+        try undoingOnFailure({
+            try db.cachedStatement(sql: "DELETE FROM tags WHERE item = ?").execute(arguments: [found.rowid])
+        }, undo: {
+            try db.execute(sql: "INSERT INTO items(id, type, name, value, expiry) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [found.rowid, found.typeBlind, found.idBlind, found.sealed, found.expiry])
+        })
     }
 
     func addTags(type: String, id: String, tags: WalletTags) throws {
@@ -139,8 +148,7 @@ struct RecordStore {
         var merged = contents.tags
         for (name, value) in tags.entries { merged.entries[name] = value }
         contents.tags = merged
-        try rewrite(found, contents)
-        try replaceTags(found, merged)
+        try rewriteWithTags(found, contents)
     }
 
     func updateTags(type: String, id: String, tags: WalletTags) throws {
@@ -150,8 +158,7 @@ struct RecordStore {
         let found = try live(type: type, id: id)
         var contents = try open(found)
         contents.tags = tags
-        try rewrite(found, contents)
-        try replaceTags(found, tags)
+        try rewriteWithTags(found, contents)
     }
 
     func deleteTags(type: String, id: String, names: [String]) throws {
@@ -163,8 +170,7 @@ struct RecordStore {
         var kept = contents.tags
         for name in names { kept.entries[ByteString(name)] = nil }
         contents.tags = kept
-        try rewrite(found, contents)
-        try replaceTags(found, kept)
+        try rewriteWithTags(found, contents)
     }
 
     func get(type: String, id: String, options: RecordOptions) throws -> WalletRecord? {
@@ -185,6 +191,26 @@ struct RecordStore {
     }
 
     // MARK: Rows
+
+    /// Runs `work`; if it fails, runs `undo` (best effort) and rethrows, so a call inside a
+    /// caller's transaction that fails part-way leaves nothing of itself behind. (A SQL
+    /// savepoint per call would do the same at ten times the cost inside large transactions.)
+    private func undoingOnFailure(_ work: () throws -> Void, undo: () throws -> Void) throws {
+        do { try work() } catch {
+            try? undo()
+            throw error
+        }
+    }
+
+    /// Rewrites a record's box and tag rows together; on failure the old box and rows return.
+    private func rewriteWithTags(_ found: Located, _ contents: RecordCodec.Contents) throws {
+        try rewrite(found, contents)
+        try undoingOnFailure({ try replaceTags(found, contents.tags) }, undo: {
+            try db.cachedStatement(sql: "UPDATE items SET value = ? WHERE id = ?").execute(arguments: [found.sealed, found.rowid])
+            let old = try open(found)
+            try replaceTags(found, old.tags)
+        })
+    }
 
     private func rewrite(_ found: Located, _ contents: RecordCodec.Contents) throws {
         let sealed = RecordCodec.seal(contents, typeBlind: found.typeBlind, idBlind: found.idBlind, keys: keys)

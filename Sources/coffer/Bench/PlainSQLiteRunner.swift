@@ -16,6 +16,7 @@ struct PlainSQLiteRunner {
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "PRAGMA mmap_size = \(256 << 20)")
+            try db.execute(sql: "PRAGMA cache_size = -\(16 * 1024)")
         }
         return config
     }
