@@ -30,6 +30,9 @@ struct CompiledSearch: Sendable {
     /// One way to run the query: a driver and the rest of the predicate.
     struct Plan: Sendable {
         let driver: Driver
+        /// Further exact equalities of a tag-driven plan, as unique joins on the tag index
+        /// (`CROSS JOIN tags eN ON eN.item = d.item AND …`): cheaper than correlated subqueries.
+        var joins = SQLFragment(sql: "", arguments: [])
         let predicate: SQLFragment
         /// The plan is exact only while no record holds two values for this plaintext tag.
         let requiresSingleValued: Data?
@@ -55,9 +58,20 @@ enum QueryCompiler {
         // A positive, exactly indexable equality at the top level drives the walk.
         if let at = conjuncts.firstIndex(where: { context.equalityDriver($0) != nil }) {
             let (name, value) = context.equalityDriver(conjuncts[at])!
-            var rest = conjuncts
-            rest.remove(at: at)
+            var rest = [WQLNode]()
+            var joins = [String]()
+            var joinArguments = [DatabaseValue]()
+            for (i, c) in conjuncts.enumerated() where i != at {
+                if let (n, v) = context.equalityDriver(c) {
+                    let alias = "e\(joins.count)"
+                    joins.append("CROSS JOIN tags \(alias) ON \(alias).item = d.item AND \(alias).name = ? AND \(alias).value = ?")
+                    joinArguments += [n.databaseValue, v]
+                } else {
+                    rest.append(c)
+                }
+            }
             plans.append(.init(driver: .tag(name: name, value: value),
+                               joins: SQLFragment(sql: joins.joined(separator: " "), arguments: joinArguments),
                                predicate: context.sql(WQLNode.and(rest).simplified, positive: true), requiresSingleValued: nil))
         }
         // String ranges on one plaintext tag: one index range, exact while the tag is single-valued.

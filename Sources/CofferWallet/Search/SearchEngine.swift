@@ -57,8 +57,8 @@ extension CompiledSearch {
             args = [typeBlind.databaseValue]
             itemColumn = "i.id"
         case let .tag(name, value):
-            sql = "SELECT i.id, i.name, i.value FROM tags d CROSS JOIN items i ON i.id = d.item WHERE d.name = ? AND d.value = ? AND i.type = ?"
-            args = [name.databaseValue, value, typeBlind.databaseValue]
+            sql = "SELECT i.id, i.name, i.value FROM tags d \(plan.joins.sql) CROSS JOIN items i ON i.id = d.item WHERE d.name = ? AND d.value = ? AND i.type = ?"
+            args = plan.joins.arguments + [name.databaseValue, value, typeBlind.databaseValue]
             itemColumn = "d.item"
         case let .range(name, conditions):
             sql = "SELECT i.id, i.name, i.value FROM tags d CROSS JOIN items i ON i.id = d.item WHERE d.name = ? AND \(conditions.sql) AND i.type = ?"
@@ -166,9 +166,9 @@ extension CompiledSearch {
                 args = [typeBlind.databaseValue]
             case let .tag(name, value):
                 sql = indexOnly
-                    ? "SELECT COUNT(*) FROM tags d WHERE d.name = ? AND d.value = ?"
-                    : "SELECT COUNT(*) FROM tags d CROSS JOIN items i ON i.id = d.item WHERE d.name = ? AND d.value = ? AND i.type = ?"
-                args = [name.databaseValue, value] + (indexOnly ? [] : [typeBlind.databaseValue])
+                    ? "SELECT COUNT(*) FROM tags d \(plan.joins.sql) WHERE d.name = ? AND d.value = ?"
+                    : "SELECT COUNT(*) FROM tags d \(plan.joins.sql) CROSS JOIN items i ON i.id = d.item WHERE d.name = ? AND d.value = ? AND i.type = ?"
+                args = plan.joins.arguments + [name.databaseValue, value] + (indexOnly ? [] : [typeBlind.databaseValue])
             case let .range(name, conditions):
                 sql = indexOnly
                     ? "SELECT COUNT(*) FROM tags d WHERE d.name = ? AND \(conditions.sql)"

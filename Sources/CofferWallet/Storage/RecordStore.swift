@@ -127,8 +127,14 @@ struct RecordStore {
     func delete(type: String, id: String) throws {
         try Validate.type(type)
         try Validate.id(id)
-        let found = try live(type: type, id: id)
-        try db.cachedStatement(sql: "DELETE FROM items WHERE id = ?").execute(arguments: [found.rowid])
+        let tb = keys.typeBlind(type)
+        let ib = keys.idBlind(typeBlind: tb, id: id)
+        // One statement finds and deletes the row, returning what an undo would need.
+        let statement = try db.cachedStatement(sql: "DELETE FROM items WHERE type = ? AND name = ? AND (expiry IS NULL OR expiry > ?) RETURNING id, value, expiry")
+        guard let row = try Row.fetchOne(statement, arguments: [tb, ib, now]) else {
+            throw WalletError.notFound(type: type, id: id)
+        }
+        let found = Located(rowid: row[0], typeBlind: tb, idBlind: ib, sealed: row[1], expiry: row[2], expired: false)
         // Index rows of a missing item never match (every walk joins items), but put the item
         // back if they cannot be removed, so the call changes nothing.
         try undoingOnFailure({
