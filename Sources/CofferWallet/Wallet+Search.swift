@@ -63,7 +63,7 @@ extension Wallet {
     /// Matching records as an `AsyncSequence`, fetched `pageSize` at a time (memory stays flat
     /// however many match), in insertion order.
     public func records(type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
-                        pageSize: Int = 1024) throws -> WalletRecordSequence {
+                        pageSize: Int = 4096) throws -> WalletRecordSequence {
         try Validate.type(type)
         guard pageSize >= 1 else { throw WalletError.invalidInput("pageSize must be at least 1, got \(pageSize)") }
         return WalletRecordSequence(wallet: self, search: QueryCompiler.compile(type: type, query: query, keys: keys),
