@@ -198,3 +198,31 @@ struct SearchTests {
         try w.close()
     }
 }
+
+@Suite("Paging while another task writes")
+struct ConcurrentPagingTests {
+    @Test("a walk concurrent with inserts and deletes of other records repeats and skips nothing")
+    func walkDuringWrites() async throws {
+        let w = try await SearchTests.filled(600)
+        defer { try? w.close() }
+        // The writer only touches records outside the walk's set ("churn-…"), so every
+        // original record must be seen exactly once however the two tasks interleave.
+        let writer = Task {
+            for i in 0..<300 {
+                try await w.add(type: "t", id: "churn-\(i)", value: "c", tags: ["parity": "even"])
+                if i % 3 == 0 { try await w.delete(type: "t", id: "churn-\(i)") }
+            }
+        }
+        let h = try await w.openSearch(type: "t", queryJSON: #"{"~i": {"$lt": "99999"}}"#)
+        var seen = [String]()
+        while true {
+            let page = try await w.searchNext(h, count: 13)
+            guard let records = page.records, !records.isEmpty else { break }
+            seen += records.map(\.id)
+            await Task.yield()
+        }
+        try await writer.value
+        #expect(Set(seen).count == seen.count, "a record was returned twice")
+        #expect(seen == (0..<600).map { String(format: "r%05d", $0) })
+    }
+}
