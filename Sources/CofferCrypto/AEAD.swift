@@ -40,38 +40,31 @@ public enum AEAD: Sendable {
         }
     }
 
-    /// Seals under raw key bytes (32), e.g. from ``KeyedHash/withDerivedKey(domain:_:_:_:)``.
+    /// Seals under raw key bytes (32), e.g. from ``KeyedBlake2b/withDerivedKey(domain:_:_:_:)``.
     public func seal(_ message: UnsafeRawBufferPointer, keyBytes k: UnsafeRawBufferPointer, associatedData ad: UnsafeRawBufferPointer) -> Data {
         Sodium.ensureReady()
         precondition(k.count == Self.keyByteCount, "AEAD key must be 32 bytes")
         let nonceCount = nonceByteCount
-        let algorithm = self
-        do {
-            do {
-                do {
-                    var out = Data(count: nonceCount + message.count + Self.tagByteCount)
-                    out.withUnsafeMutableBytes { buffer in
-                        let base = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
-                        randombytes_buf(base, nonceCount)
-                        var written: UInt64 = 0
-                        let m = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
-                        let a = ad.baseAddress?.assumingMemoryBound(to: UInt8.self)
-                        let kp = k.baseAddress!.assumingMemoryBound(to: UInt8.self)
-                        let rc: Int32
-                        switch algorithm {
-                        case .chacha20Poly1305:
-                            rc = crypto_aead_chacha20poly1305_ietf_encrypt(
-                                base + nonceCount, &written, m, UInt64(message.count), a, UInt64(ad.count), nil, base, kp)
-                        case .xchacha20Poly1305:
-                            rc = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                                base + nonceCount, &written, m, UInt64(message.count), a, UInt64(ad.count), nil, base, kp)
-                        }
-                        precondition(rc == 0, "libsodium AEAD encryption cannot fail for valid lengths")
-                    }
-                    return out
-                }
+        var out = Data(count: nonceCount + message.count + Self.tagByteCount)
+        out.withUnsafeMutableBytes { buffer in
+            let base = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            randombytes_buf(base, nonceCount)
+            var written: UInt64 = 0
+            let m = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            let a = ad.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            let kp = k.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            let rc: Int32
+            switch self {
+            case .chacha20Poly1305:
+                rc = crypto_aead_chacha20poly1305_ietf_encrypt(
+                    base + nonceCount, &written, m, UInt64(message.count), a, UInt64(ad.count), nil, base, kp)
+            case .xchacha20Poly1305:
+                rc = crypto_aead_xchacha20poly1305_ietf_encrypt(
+                    base + nonceCount, &written, m, UInt64(message.count), a, UInt64(ad.count), nil, base, kp)
             }
+            precondition(rc == 0, "libsodium AEAD encryption cannot fail for valid lengths")
         }
+        return out
     }
 
     /// Seals with no associated data.
@@ -99,7 +92,7 @@ public enum AEAD: Sendable {
         }
     }
 
-    /// Opens under raw key bytes (32), e.g. from ``KeyedHash/withDerivedKey(domain:_:_:_:)``.
+    /// Opens under raw key bytes (32), e.g. from ``KeyedBlake2b/withDerivedKey(domain:_:_:_:)``.
     public func open(_ box: UnsafeRawBufferPointer, keyBytes k: UnsafeRawBufferPointer, associatedData ad: UnsafeRawBufferPointer) throws(CryptoError) -> Data {
         let plainCount = max(box.count - overhead, 0)
         // One spare byte so the output pointer is valid even for an empty plaintext.

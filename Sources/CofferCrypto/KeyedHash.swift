@@ -1,10 +1,10 @@
-// HMAC-SHA256 (libsodium) with the key schedule done once: blind indexes and key derivation.
+// HMAC-SHA256 (libsodium) with the key schedule done once for blind indexes; keyed BLAKE2b for key derivation.
 import CSodium
 import Crypto
 import Foundation
 
 /// HMAC-SHA256 under one fixed key, for blind indexes (equal inputs give equal outputs,
-/// nothing else is revealed) and per-item key derivation.
+/// nothing else is revealed).
 ///
 /// The HMAC state after absorbing the key is computed once, kept in memory this type owns
 /// (wiped on release), and copied for each use, so a call costs only the message blocks and
@@ -96,31 +96,6 @@ public final class KeyedHash: @unchecked Sendable {
     /// Plain HMAC-SHA256 of `message` (no framing), for interoperability checks.
     public func raw(_ message: Data) -> Data {
         hash { input in message.withUnsafeBytes { input.raw($0) } }
-    }
-
-    /// HMAC of a domain label and `message` as a new 32-byte ``SecretKey`` (key derivation).
-    public func deriveKey(domain: UInt8, _ message: Data) -> SecretKey {
-        var input = Input(state: keyed.pointee)
-        var d = domain
-        withUnsafeBytes(of: &d) { input.raw($0) }
-        message.withUnsafeBytes { input.raw($0) }
-        // A 32-byte MAC always makes a valid key.
-        return try! SecretKey.filling(byteCount: Self.outputByteCount) { out in input.finish(into: out) }
-    }
-
-    /// Derives a 32-byte key from a domain label and the concatenation of `a` and `b`, and lends
-    /// its bytes to `body` on the stack; they are wiped when `body` returns.
-    public func withDerivedKey<R, E: Error>(domain: UInt8, _ a: Data, _ b: Data, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
-        var input = Input(state: keyed.pointee)
-        var d = domain
-        withUnsafeBytes(of: &d) { input.raw($0) }
-        a.withUnsafeBytes { input.raw($0) }
-        b.withUnsafeBytes { input.raw($0) }
-        return try withUnsafeTemporaryAllocation(byteCount: Self.outputByteCount, alignment: 16) { (out) throws(E) -> R in
-            defer { sodium_memzero(out.baseAddress!, out.count) }
-            input.finish(into: out)
-            return try body(UnsafeRawBufferPointer(out))
-        }
     }
 }
 

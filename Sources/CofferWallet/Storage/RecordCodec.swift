@@ -45,11 +45,21 @@ enum RecordCodec {
             }
         }
         defer { SecureMemory.wipe(&out) }
-        let aad = typeBlind + idBlind
         return keys.withRecordKey(typeBlind: typeBlind, idBlind: idBlind) { key in
             out.withUnsafeBytes { message in
-                aad.withUnsafeBytes { ad in aead.seal(message, keyBytes: key, associatedData: ad) }
+                withAssociatedData(typeBlind, idBlind) { ad in aead.seal(message, keyBytes: key, associatedData: ad) }
             }
+        }
+    }
+
+    /// Lends the associated data of a record box — its row's blind type then blind id — from a
+    /// temporary buffer (on the stack when small).
+    static func withAssociatedData<R, E: Error>(_ typeBlind: Data, _ idBlind: Data,
+                                                _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try withUnsafeTemporaryAllocation(byteCount: typeBlind.count + idBlind.count, alignment: 8) { (ad) throws(E) -> R in
+            typeBlind.copyBytes(to: UnsafeMutableRawBufferPointer(rebasing: ad[0..<typeBlind.count]))
+            idBlind.copyBytes(to: UnsafeMutableRawBufferPointer(rebasing: ad[typeBlind.count...]))
+            return try body(UnsafeRawBufferPointer(ad))
         }
     }
 
@@ -62,14 +72,10 @@ enum RecordCodec {
                 try sealed.withUnsafeBytes { box in
                     // Associated data and plaintext live in temporary buffers (on the stack when
                     // small), so opening a record allocates only what it returns.
-                    try withUnsafeTemporaryAllocation(byteCount: typeBlind.count + idBlind.count, alignment: 8) { ad in
-                        typeBlind.copyBytes(to: ad.baseAddress!.assumingMemoryBound(to: UInt8.self), count: typeBlind.count)
-                        (ad.baseAddress! + typeBlind.count).withMemoryRebound(to: UInt8.self, capacity: idBlind.count) {
-                            idBlind.copyBytes(to: $0, count: idBlind.count)
-                        }
-                        return try withUnsafeTemporaryAllocation(byteCount: max(box.count - aead.overhead, 1), alignment: 8) { plain in
+                    try withAssociatedData(typeBlind, idBlind) { ad in
+                        try withUnsafeTemporaryAllocation(byteCount: max(box.count - aead.overhead, 1), alignment: 8) { plain in
                             defer { SecureMemory.wipe(plain) }
-                            let n = try aead.open(box, keyBytes: key, associatedData: UnsafeRawBufferPointer(ad), into: plain)
+                            let n = try aead.open(box, keyBytes: key, associatedData: ad, into: plain)
                             return decode(UnsafeRawBufferPointer(rebasing: plain[0..<n]))
                         }
                     }
