@@ -45,30 +45,42 @@ extension CompiledSearch {
         return plans[plans.count - 1]
     }
 
-    func candidates(_ db: Database, plan: Plan, after: Int64?, limit: Int, descending: Bool, now: Int64, expiry: Bool) throws -> [Candidate] {
+    /// `FROM … WHERE …` of a plan: the driver, the type, expiry and the rest of the predicate.
+    /// With `joinItems` false (a tag-index driver only) the items table is left out, so a count
+    /// reads the index alone; that is only right when expiry and the predicate are not needed.
+    func source(_ plan: Plan, joinItems: Bool, now: Int64, expiry: Bool) -> (sql: String, arguments: [DatabaseValue], itemColumn: String) {
         var sql: String
         var args: [DatabaseValue]
-        let cmp = descending ? "<" : ">"
-        let order = descending ? "DESC" : "ASC"
         let itemColumn: String
+        let items = joinItems ? " CROSS JOIN items i ON i.id = d.item" : ""
         switch plan.driver {
         case .type:
-            sql = "SELECT i.id, i.name, i.value FROM items i WHERE i.type = ?"
+            sql = "FROM items i WHERE i.type = ?"
             args = [typeBlind.databaseValue]
             itemColumn = "i.id"
         case let .tag(name, value):
-            sql = "SELECT i.id, i.name, i.value FROM tags d \(plan.joins.sql) CROSS JOIN items i ON i.id = d.item WHERE d.name = ? AND d.value = ? AND i.type = ?"
-            args = plan.joins.arguments + [name.databaseValue, value, typeBlind.databaseValue]
+            sql = "FROM tags d \(plan.joins.sql)\(items) WHERE d.name = ? AND d.value = ?"
+            args = plan.joins.arguments + [name.databaseValue, value]
             itemColumn = "d.item"
         case let .range(name, conditions):
-            sql = "SELECT i.id, i.name, i.value FROM tags d CROSS JOIN items i ON i.id = d.item WHERE d.name = ? AND \(conditions.sql) AND i.type = ?"
-            args = [name.databaseValue] + conditions.arguments + [typeBlind.databaseValue]
+            sql = "FROM tags d\(items) WHERE d.name = ? AND \(conditions.sql)"
+            args = [name.databaseValue] + conditions.arguments
             itemColumn = "d.item"
         }
-        if let after { sql += " AND \(itemColumn) \(cmp) ?"; args.append(after.databaseValue) }
-        if expiry { sql += " AND (i.expiry IS NULL OR i.expiry > ?)"; args.append(now.databaseValue) }
-        if plan.predicate.sql != "1" { sql += " AND (\(plan.predicate.sql))"; args += plan.predicate.arguments }
-        sql += " ORDER BY \(itemColumn) \(order) LIMIT ?"
+        if joinItems {
+            if case .type = plan.driver {} else { sql += " AND i.type = ?"; args.append(typeBlind.databaseValue) }
+            if expiry { sql += " AND (i.expiry IS NULL OR i.expiry > ?)"; args.append(now.databaseValue) }
+            if plan.predicate.sql != "1" { sql += " AND (\(plan.predicate.sql))"; args += plan.predicate.arguments }
+        }
+        return (sql, args, itemColumn)
+    }
+
+    func candidates(_ db: Database, plan: Plan, after: Int64?, limit: Int, descending: Bool, now: Int64, expiry: Bool) throws -> [Candidate] {
+        let from = source(plan, joinItems: true, now: now, expiry: expiry)
+        var sql = "SELECT i.id, i.name, i.value " + from.sql
+        var args = from.arguments
+        if let after { sql += " AND \(from.itemColumn) \(descending ? "<" : ">") ?"; args.append(after.databaseValue) }
+        sql += " ORDER BY \(from.itemColumn) \(descending ? "DESC" : "ASC") LIMIT ?"
         args.append(limit.databaseValue)
         // Prepared per call: query shapes vary (each $in length is one), and a cache per
         // connection would grow with every shape ever seen.
@@ -156,27 +168,12 @@ extension CompiledSearch {
         let expiry = try Self.expiryActive(db)
         let plan = try plan(db, allowRange: true)
         if exact {
-            var sql: String
-            var args: [DatabaseValue]
             // Without expiry and with nothing left to check, the index alone answers.
-            let indexOnly = !expiry && plan.predicate.sql == "1"
-            switch plan.driver {
-            case .type:
-                sql = "SELECT COUNT(*) FROM items i WHERE i.type = ?"
-                args = [typeBlind.databaseValue]
-            case let .tag(name, value):
-                sql = indexOnly
-                    ? "SELECT COUNT(*) FROM tags d \(plan.joins.sql) WHERE d.name = ? AND d.value = ?"
-                    : "SELECT COUNT(*) FROM tags d \(plan.joins.sql) CROSS JOIN items i ON i.id = d.item WHERE d.name = ? AND d.value = ? AND i.type = ?"
-                args = plan.joins.arguments + [name.databaseValue, value] + (indexOnly ? [] : [typeBlind.databaseValue])
-            case let .range(name, conditions):
-                sql = indexOnly
-                    ? "SELECT COUNT(*) FROM tags d WHERE d.name = ? AND \(conditions.sql)"
-                    : "SELECT COUNT(*) FROM tags d CROSS JOIN items i ON i.id = d.item WHERE d.name = ? AND \(conditions.sql) AND i.type = ?"
-                args = [name.databaseValue] + conditions.arguments + (indexOnly ? [] : [typeBlind.databaseValue])
-            }
-            if expiry { sql += " AND (i.expiry IS NULL OR i.expiry > ?)"; args.append(nowMs.databaseValue) }
-            if plan.predicate.sql != "1" { sql += " AND (\(plan.predicate.sql))"; args += plan.predicate.arguments }
+            var indexOnly = !expiry && plan.predicate.sql == "1"
+            if case .type = plan.driver { indexOnly = false }
+            let from = source(plan, joinItems: !indexOnly, now: nowMs, expiry: expiry)
+            let sql = "SELECT COUNT(*) " + from.sql
+            let args = from.arguments
             let statement = try db.makeStatement(sql: sql)
             return try Int.fetchOne(statement, arguments: StatementArguments(args)) ?? 0
         }
