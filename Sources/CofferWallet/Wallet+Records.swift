@@ -198,12 +198,8 @@ public final class WalletTransaction {
     /// A reader over this transaction's state (sees its own uncommitted writes).
     public var reader: WalletReader { WalletReader(store: store) }
 
-    /// Every record call undoes its own partial work when it fails; only `removeAll`, which
-    /// deletes many records, needs a savepoint.
-    private func atomically<T>(_ body: () throws -> T) throws -> T {
-        try body()
-    }
-
+    /// Every record call undoes its own partial work when it fails (see `RecordStore`); only
+    /// `removeAll`, which deletes many records, needs a savepoint.
     private func savepoint<T>(_ body: () throws -> T) throws -> T {
         var result: T?
         try store.db.inSavepoint {
@@ -215,37 +211,37 @@ public final class WalletTransaction {
 
     /// Adds a record; see ``Wallet/add(type:id:value:tags:expiresAt:)``.
     public func add(type: String, id: String, value: String, tags: WalletTags = [:], expiresAt: Date? = nil) throws {
-        try atomically { try store.add(type: type, id: id, value: value, tags: tags, expiresAt: expiresAt) }
+        try store.add(type: type, id: id, value: value, tags: tags, expiresAt: expiresAt)
     }
 
     /// Replaces a record's value, keeping its tags.
     public func update(type: String, id: String, value: String) throws {
-        try atomically { try store.update(type: type, id: id, value: value) }
+        try store.update(type: type, id: id, value: value)
     }
 
     /// Replaces value and the whole tag set.
     public func replace(type: String, id: String, value: String, tags: WalletTags) throws {
-        try atomically { try store.replace(type: type, id: id, value: value, tags: tags) }
+        try store.replace(type: type, id: id, value: value, tags: tags)
     }
 
     /// Deletes a record.
     public func delete(type: String, id: String) throws {
-        try atomically { try store.delete(type: type, id: id) }
+        try store.delete(type: type, id: id)
     }
 
     /// Merges tags into a record.
     public func addTags(type: String, id: String, tags: WalletTags) throws {
-        try atomically { try store.addTags(type: type, id: id, tags: tags) }
+        try store.addTags(type: type, id: id, tags: tags)
     }
 
     /// Replaces a record's tag set.
     public func updateTags(type: String, id: String, tags: WalletTags) throws {
-        try atomically { try store.updateTags(type: type, id: id, tags: tags) }
+        try store.updateTags(type: type, id: id, tags: tags)
     }
 
     /// Deletes named tags from a record.
     public func deleteTags(type: String, id: String, names: [String]) throws {
-        try atomically { try store.deleteTags(type: type, id: id, names: names) }
+        try store.deleteTags(type: type, id: id, names: names)
     }
 
     /// Deletes every matching record; returns the count.

@@ -32,14 +32,8 @@ extension Wallet {
         do {
             var page = SearchPage(totalCount: entry.totalCount)
             if entry.options.retrieveRecords {
-                let search = entry.search
-                let options = entry.options.recordOptions
-                let start = entry.cursor
-                let (records, newCursor) = try await read { reader -> ([WalletRecord], SearchCursor) in
-                    var cursor = start
-                    let records = try search.page(reader.store.db, keys: reader.store.keys, cursor: &cursor, limit: count, options: options)
-                    return (records, cursor)
-                }
+                let (records, newCursor) = try await nextPage(entry.search, after: entry.cursor, limit: count,
+                                                              options: entry.options.recordOptions)
                 updated.cursor = newCursor
                 page.records = records
             }
@@ -55,6 +49,17 @@ extension Wallet {
     /// - Throws: ``WalletError/invalidHandle(_:)`` when it is not open.
     public func closeSearch(_ handle: Int) async throws {
         try searches.close(handle)
+    }
+
+    /// The page after `cursor` in one read transaction, and where the walk then stands: the
+    /// step both the handle API and the `AsyncSequence` take.
+    func nextPage(_ search: CompiledSearch, after cursor: SearchCursor, limit: Int,
+                  options: RecordOptions) async throws -> ([WalletRecord], SearchCursor) {
+        try await read { reader -> ([WalletRecord], SearchCursor) in
+            var position = cursor
+            let records = try search.page(reader.store.db, keys: reader.store.keys, cursor: &position, limit: limit, options: options)
+            return (records, position)
+        }
     }
 
     /// How many searches are open now.
@@ -102,15 +107,8 @@ public struct WalletRecordSequence: AsyncSequence, Sendable {
                 return buffer[index]
             }
             if cursor.exhausted { return nil }
-            let search = sequence.search
-            let options = sequence.options
-            let limit = sequence.pageSize
-            let start = cursor
-            let (records, newCursor) = try await sequence.wallet.read { reader -> ([WalletRecord], SearchCursor) in
-                var c = start
-                let records = try search.page(reader.store.db, keys: reader.store.keys, cursor: &c, limit: limit, options: options)
-                return (records, c)
-            }
+            let (records, newCursor) = try await sequence.wallet.nextPage(sequence.search, after: cursor, limit: sequence.pageSize,
+                                                                          options: sequence.options)
             cursor = newCursor
             buffer = records
             index = 0

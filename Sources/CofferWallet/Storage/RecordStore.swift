@@ -82,8 +82,10 @@ struct RecordStore {
         let tb = keys.typeBlind(type)
         let ib = keys.idBlind(typeBlind: tb, id: id)
         let sealed = RecordCodec.seal(.init(id: id, value: value, tags: tags), typeBlind: tb, idBlind: ib, keys: keys)
-        let insert = try db.cachedStatement(sql: "INSERT INTO items(type, name, value, expiry) VALUES (?, ?, ?, ?)")
-        insert.setUncheckedArguments([tb, ib, sealed, expiresAt.map(unixMillis)])
+        let insertSQL = "INSERT INTO items(type, name, value, expiry) VALUES (?, ?, ?, ?)"
+        let row: StatementArguments = [tb, ib, sealed, expiresAt.map(unixMillis)]
+        let insert = try db.cachedStatement(sql: insertSQL)
+        insert.setUncheckedArguments(row)
         do {
             try insert.execute()
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
@@ -94,8 +96,8 @@ struct RecordStore {
             }
             try removeRow(existing.rowid)
             // GRDB drops a failed statement from its cache: ask for a fresh one.
-            let retry = try db.cachedStatement(sql: "INSERT INTO items(type, name, value, expiry) VALUES (?, ?, ?, ?)")
-            retry.setUncheckedArguments([tb, ib, sealed, expiresAt.map(unixMillis)])
+            let retry = try db.cachedStatement(sql: insertSQL)
+            retry.setUncheckedArguments(row)
             try retry.execute()
         }
         let rowid = db.lastInsertedRowID
