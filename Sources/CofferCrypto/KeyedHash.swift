@@ -121,8 +121,8 @@ public final class KeyedBlake2b: @unchecked Sendable {
             let out = UnsafeMutableRawBufferPointer(rebasing: buffer[inputCount...])
             defer { sodium_memzero(buffer.baseAddress!, buffer.count) }
             input[0] = domain
-            a.copyBytes(to: UnsafeMutableRawBufferPointer(rebasing: input[1..<(1 + a.count)]))
-            b.copyBytes(to: UnsafeMutableRawBufferPointer(rebasing: input[(1 + a.count)...]))
+            SecureMemory.copy(a, to: UnsafeMutableRawBufferPointer(rebasing: input[1..<(1 + a.count)]))
+            SecureMemory.copy(b, to: UnsafeMutableRawBufferPointer(rebasing: input[(1 + a.count)...]))
             key.withUnsafeBytes { k in
                 _ = crypto_generichash(
                     out.baseAddress!.assumingMemoryBound(to: UInt8.self), 32,

@@ -10,20 +10,40 @@ struct Candidate {
     let sealed: Data
 }
 
+/// A candidate row with its sealed contents opened, and whether its tags satisfy the query.
+struct OpenedCandidate {
+    let rowid: Int64
+    let contents: RecordCodec.Contents
+    let matches: Bool
+}
+
+/// Rows opened together on one worker. Written by that worker only, read after the dispatch
+/// group that ran it has been waited on, which orders the write before the read.
+final class OpenedChunk: @unchecked Sendable {
+    let candidates: [Candidate]
+    private(set) var results = [Result<OpenedCandidate, WalletError>]()
+
+    init(_ candidates: [Candidate]) { self.candidates = candidates }
+
+    /// Opens every row and checks it against `root` (nil: every row matches).
+    func open(typeBlind: Data, keys: WalletKeys, root: WQLNode?) {
+        results = candidates.map { c in
+            Result { () throws(WalletError) in
+                let contents = try RecordCodec.open(c.sealed, typeBlind: typeBlind, idBlind: c.idBlind, keys: keys)
+                return OpenedCandidate(rowid: c.rowid, contents: contents, matches: root?.matches(contents.tags.entries) ?? true)
+            }
+        }
+    }
+}
+
+/// Rows per chunk handed to another core while the walk reads on.
+let pipelineChunk = 128
+
 /// Where a walk stands: the row id of the last record returned (records come in row-id order).
 struct SearchCursor: Sendable {
     var after: Int64?
     var exhausted = false
 }
-
-/// A buffer handed to worker threads that each touch disjoint elements.
-struct SharedBuffer<Element>: @unchecked Sendable {
-    let buffer: UnsafeMutableBufferPointer<Element>
-    init(_ buffer: UnsafeMutableBufferPointer<Element>) { self.buffer = buffer }
-}
-
-/// Batches at least this large are opened on several threads.
-let parallelOpenThreshold = 256
 
 extension CompiledSearch {
     /// Whether any record carries an expiry (a partial index makes this a single probe).
@@ -75,7 +95,11 @@ extension CompiledSearch {
         return (sql, args, itemColumn)
     }
 
-    func candidates(_ db: Database, plan: Plan, after: Int64?, limit: Int, descending: Bool, now: Int64, expiry: Bool) throws -> [Candidate] {
+    /// The next `limit` candidates after `after`, opened. SQLite hands rows over on this thread;
+    /// every full chunk of them is opened on another core while this thread reads the next, so
+    /// decryption overlaps the index walk instead of waiting for it.
+    func openedCandidates(_ db: Database, keys: WalletKeys, plan: Plan, after: Int64?, limit: Int, descending: Bool,
+                          now: Int64, expiry: Bool) throws -> [OpenedCandidate] {
         let from = source(plan, joinItems: true, now: now, expiry: expiry)
         var sql = "SELECT i.id, i.name, i.value " + from.sql
         var args = from.arguments
@@ -86,41 +110,35 @@ extension CompiledSearch {
         // connection would grow with every shape ever seen.
         let statement = try db.makeStatement(sql: sql)
         statement.setUncheckedArguments(StatementArguments(args))
-        var out = [Candidate]()
-        out.reserveCapacity(min(limit, 4096))
+        let typeBlind = self.typeBlind
+        let root: WQLNode?
+        if case .all = self.root { root = nil } else { root = self.root }
+        let pipelined = ProcessInfo.processInfo.activeProcessorCount > 1
+        let group = DispatchGroup()
+        var chunks = [OpenedChunk]()
+        var chunk = [Candidate]()
+        chunk.reserveCapacity(min(limit, pipelineChunk))
         let rows = try Row.fetchCursor(statement)
         while let row = try rows.next() {
-            out.append(Candidate(rowid: row[0], idBlind: row[1], sealed: row[2]))
-        }
-        return out
-    }
-
-    /// Opens a batch of sealed records, on every core when the batch is large: SQLite hands the
-    /// rows over on one thread, decryption and decoding need not wait for each other.
-    func open(_ found: [Candidate], keys: WalletKeys) throws -> [RecordCodec.Contents] {
-        let typeBlind = self.typeBlind
-        guard found.count >= parallelOpenThreshold, ProcessInfo.processInfo.activeProcessorCount > 1 else {
-            return try found.map { try RecordCodec.open($0.sealed, typeBlind: typeBlind, idBlind: $0.idBlind, keys: keys) }
-        }
-        var results = [Result<RecordCodec.Contents, WalletError>?](repeating: nil, count: found.count)
-        let workers = min(ProcessInfo.processInfo.activeProcessorCount, 8)
-        results.withUnsafeMutableBufferPointer { buffer in
-            found.withUnsafeBufferPointer { input in
-                let slots = SharedBuffer(buffer), candidates = SharedBuffer(UnsafeMutableBufferPointer(mutating: input))
-                DispatchQueue.concurrentPerform(iterations: workers) { worker in
-                    // Each worker fills its own stride of slots: no two threads touch one slot.
-                    var i = worker
-                    while i < candidates.buffer.count {
-                        let c = candidates.buffer[i]
-                        slots.buffer[i] = Result { () throws(WalletError) in
-                            try RecordCodec.open(c.sealed, typeBlind: typeBlind, idBlind: c.idBlind, keys: keys)
-                        }
-                        i += workers
-                    }
-                }
+            chunk.append(Candidate(rowid: row[0], idBlind: row[1], sealed: row[2]))
+            if pipelined, chunk.count == pipelineChunk {
+                let opened = OpenedChunk(chunk)
+                chunks.append(opened)
+                DispatchQueue.global().async(group: group) { opened.open(typeBlind: typeBlind, keys: keys, root: root) }
+                chunk = []
+                chunk.reserveCapacity(pipelineChunk)
             }
         }
-        return try results.map { try $0!.get() }
+        let last = OpenedChunk(chunk)
+        last.open(typeBlind: typeBlind, keys: keys, root: root)
+        chunks.append(last)
+        group.wait()
+        var out = [OpenedCandidate]()
+        out.reserveCapacity(chunks.reduce(0) { $0 + $1.candidates.count })
+        for opened in chunks {
+            for result in opened.results { out.append(try result.get()) }
+        }
+        return out
     }
 
     /// The next `limit` matching records after `cursor`.
@@ -134,16 +152,15 @@ extension CompiledSearch {
         let nowMs = unixMillis(now)
         let expiry = try Self.expiryActive(db)
         let plan = try plan(db, allowRange: allowRange)
-        let checkAll: Bool
-        if case .all = root { checkAll = false } else { checkAll = true }
         out.reserveCapacity(min(limit, 4096))
         while true {
             let want = limit - out.count
             let batch = exact ? want : max(want, 64)
-            let found = try candidates(db, plan: plan, after: cursor.after, limit: batch, descending: descending, now: nowMs, expiry: expiry)
-            let opened = try open(found, keys: keys)
-            for (candidate, contents) in zip(found, opened) {
-                if checkAll, !root.matches(contents.tags.entries) {
+            let found = try openedCandidates(db, keys: keys, plan: plan, after: cursor.after, limit: batch,
+                                             descending: descending, now: nowMs, expiry: expiry)
+            for candidate in found {
+                let contents = candidate.contents
+                if !candidate.matches {
                     if exact {
                         throw WalletError.corrupted("the tag index disagrees with a record's sealed tags (the wallet file was altered)")
                     }
@@ -180,10 +197,10 @@ extension CompiledSearch {
         var cursor = SearchCursor()
         var total = 0
         while !cursor.exhausted {
-            let found = try candidates(db, plan: plan, after: cursor.after, limit: 512, descending: false, now: nowMs, expiry: expiry)
-            let opened = try open(found, keys: keys)
-            for (candidate, contents) in zip(found, opened) {
-                if root.matches(contents.tags.entries) { total += 1 }
+            let found = try openedCandidates(db, keys: keys, plan: plan, after: cursor.after, limit: 512,
+                                             descending: false, now: nowMs, expiry: expiry)
+            for candidate in found {
+                if candidate.matches { total += 1 }
                 cursor.after = candidate.rowid
             }
             if found.count < 512 { cursor.exhausted = true }

@@ -57,8 +57,8 @@ enum RecordCodec {
     static func withAssociatedData<R, E: Error>(_ typeBlind: Data, _ idBlind: Data,
                                                 _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try withUnsafeTemporaryAllocation(byteCount: typeBlind.count + idBlind.count, alignment: 8) { (ad) throws(E) -> R in
-            typeBlind.copyBytes(to: UnsafeMutableRawBufferPointer(rebasing: ad[0..<typeBlind.count]))
-            idBlind.copyBytes(to: UnsafeMutableRawBufferPointer(rebasing: ad[typeBlind.count...]))
+            SecureMemory.copy(typeBlind, to: UnsafeMutableRawBufferPointer(rebasing: ad[0..<typeBlind.count]))
+            SecureMemory.copy(idBlind, to: UnsafeMutableRawBufferPointer(rebasing: ad[typeBlind.count...]))
             return try body(UnsafeRawBufferPointer(ad))
         }
     }
