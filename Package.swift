@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "Coffer", targets: ["Coffer"]),
         .library(name: "CofferWallet", targets: ["CofferWallet"]),
         .library(name: "CofferCrypto", targets: ["CofferCrypto"]),
+        .library(name: "CofferDeniable", targets: ["CofferDeniable"]),
         .executable(name: "coffer", targets: ["coffer"]),
     ],
     dependencies: [
@@ -40,8 +41,17 @@ let package = Package(
             ]
         ),
         .target(
+            name: "CofferDeniable",
+            dependencies: [
+                "CofferCrypto",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            resources: [.copy("Resources/eff_large_wordlist.txt")]
+        ),
+        .target(
             name: "Coffer",
-            dependencies: ["CofferWallet", "CofferCrypto"]
+            dependencies: ["CofferWallet", "CofferDeniable", "CofferCrypto"]
         ),
         .executableTarget(
             name: "coffer",
@@ -53,6 +63,10 @@ let package = Package(
             ]
         ),
         .testTarget(name: "CofferCryptoTests", dependencies: ["CofferCrypto"]),
+        .testTarget(
+            name: "CofferDeniableTests",
+            dependencies: ["CofferDeniable", "CofferCrypto", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(name: "CofferCLITests", dependencies: ["coffer", "CofferWallet", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "CofferWalletTests",

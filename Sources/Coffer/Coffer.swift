@@ -1,3 +1,4 @@
 // The umbrella module: one import for every Coffer component.
 @_exported import CofferCrypto
 @_exported import CofferWallet
+@_exported import CofferDeniable

@@ -49,6 +49,9 @@ public final class SecretKey: @unchecked Sendable {
         return key
     }
 
+    /// Lends the storage for filling at creation (libsodium writes key pairs in place).
+    func withUnsafeMutableStorage<R>(_ body: (UnsafeMutableRawBufferPointer) -> R) -> R { body(storage) }
+
     /// Calls `body` with the secret bytes. Do not let the pointer escape.
     public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(storage))

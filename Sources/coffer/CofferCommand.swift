@@ -67,9 +67,9 @@ struct CofferCommand: AsyncParsableCommand {
         abstract: "Coffer: encrypted local storage for mobile apps.",
         discussion: """
             Exit codes: 0 ok, 1 not found, 2 invalid input or query, 3 duplicate, 4 wrong key, \
-            5 corrupted, 6 storage failure.
+            5 corrupted, 6 storage failure, 7 sending queue full.
             """,
-        subcommands: [WalletCommand.self, DemoCommand.self, BenchCommand.self])
+        subcommands: [WalletCommand.self, DeniableCommand.self, DemoCommand.self, BenchCommand.self])
 
     @OptionGroup var storeOptions: StoreOptions
 
@@ -89,6 +89,8 @@ struct CofferCommand: AsyncParsableCommand {
                 try command.run()
             }
         } catch let error as WalletError {
+            fail(error.description, code: ExitCodes.code(for: error))
+        } catch let error as DeniableError {
             fail(error.description, code: ExitCodes.code(for: error))
         } catch {
             let code = exitCode(for: error)
@@ -114,6 +116,20 @@ enum ExitCodes {
         case .wrongKey: return 4
         case .corrupted: return 5
         case .storage: return 6
+        }
+    }
+}
+
+extension ExitCodes {
+    /// Deniable-storage errors on the same scale: a failed unlock is a wrong key.
+    static func code(for error: DeniableError) -> Int32 {
+        switch error {
+        case .noVerifiedKeys: return 1
+        case .invalidPassphrase, .invalidInput, .locked: return 2
+        case .unlockFailed: return 4
+        case .corrupted: return 5
+        case .storage, .secureElement: return 6
+        case .queueFull: return 7
         }
     }
 }

@@ -263,3 +263,56 @@ struct CrashTests {
         #expect(count == 1 || count == 40_001, "an import is all or nothing, found \(count) records")
     }
 }
+
+@Suite("coffer deniable")
+struct DeniableCLITests {
+    func initStore() throws -> (URL, String) {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-deniable-cli-\(UUID().uuidString)")
+        let r = try CLI.run(["deniable", "init"], store: store)
+        precondition(r.status == 0, "init failed: \(r.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+        return (store, object?["passphrase"] as? String ?? "")
+    }
+
+    @Test("send, dequeue and unlock by hand: the CoverNode reads the message, the mailbox keeps it")
+    func flow() throws {
+        let (store, passphrase) = try initStore()
+        let env = ["DENIABLE_PASS": passphrase]
+        let sent = try CLI.run(["--passphrase-env", "DENIABLE_PASS", "deniable", "send", "--to", "alice", "hello there"], store: store, env: env)
+        #expect(sent.status == 0, "\(sent.stderr)")
+        let head = try CLI.run(["deniable", "dequeue"], store: store)
+        #expect(head.stdout.contains(#""text":"hello there""#), "\(head.stdout)")
+        let unlocked = try CLI.run(["--passphrase-env", "DENIABLE_PASS", "deniable", "unlock"], store: store, env: env)
+        #expect(unlocked.stdout.contains(#""queued":0"#) && unlocked.stdout.contains("hello there"), "\(unlocked.stdout)")
+    }
+
+    @Test("a wrong passphrase exits 4 with the one unlock error")
+    func wrongPassphrase() throws {
+        let (store, _) = try initStore()
+        let r = try CLI.run(["--passphrase-env", "P", "deniable", "unlock"], store: store, env: ["P": "abacus abdomen abide"])
+        #expect(r.status == 4)
+        #expect(r.stderr == "error: the passphrase did not unlock the vault\n")
+    }
+
+    @Test("a process killed while saving leaves the old or the new vault, never a broken one")
+    func killedDuringSave() throws {
+        let (store, passphrase) = try initStore()
+        let vault = store.appendingPathComponent("deniable/vault")
+        let length = try Data(contentsOf: vault).count
+        for _ in 0..<16 {
+            let process = Process()
+            process.executableURL = CLI.binary
+            process.arguments = ["--store", store.path, "deniable", "lock"]
+            process.standardOutput = Pipe()
+            process.standardError = Pipe()
+            try process.run()
+            // A `deniable lock` run takes about 30 ms: kill it somewhere in there.
+            usleep(useconds_t.random(in: 1_000...40_000))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            #expect(try Data(contentsOf: vault).count == length)
+        }
+        let r = try CLI.run(["--passphrase-env", "P", "deniable", "unlock"], store: store, env: ["P": passphrase])
+        #expect(r.status == 0, "\(r.stderr)")
+    }
+}

@@ -1,0 +1,115 @@
+// The one error type of CofferDeniable, and its configuration.
+import CofferCrypto
+import Foundation
+
+/// Errors of deniable storage. Messages name what was wrong and never include key material,
+/// passphrases or message text.
+public enum DeniableError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The passphrase did not open the vault. A wrong passphrase and a vault that was never used
+    /// give this same error after the same work, so the two cannot be told apart.
+    case unlockFailed
+    /// The operation needs an unlocked session.
+    case locked
+    /// A passphrase is malformed or holds a word that is not in the word list.
+    case invalidPassphrase(String)
+    /// An argument was rejected (the message names it).
+    case invalidInput(String)
+    /// The sending queue holds only real messages; nothing can be added until one is sent.
+    case queueFull
+    /// No verified public key is available for the operation (fetch the keys first).
+    case noVerifiedKeys(String)
+    /// A file of deniable storage is damaged or not in the expected format.
+    case corrupted(String)
+    /// The secure element refused or failed (the message says why).
+    case secureElement(String)
+    /// Reading or writing a file failed.
+    case storage(String)
+
+    /// What went wrong.
+    public var description: String {
+        switch self {
+        case .unlockFailed: return "the passphrase did not unlock the vault"
+        case .locked: return "the session is locked: unlock it with the passphrase first"
+        case let .invalidPassphrase(m): return "invalid passphrase: \(m)"
+        case let .invalidInput(m): return "invalid input: \(m)"
+        case .queueFull: return "the sending queue is full of messages waiting to be sent"
+        case let .noVerifiedKeys(m): return "no verified public keys: \(m)"
+        case let .corrupted(m): return "corrupted: \(m)"
+        case let .secureElement(m): return "secure element: \(m)"
+        case let .storage(m): return "storage: \(m)"
+        }
+    }
+}
+
+/// Sizes, costs and time limits of deniable storage. The defaults follow the seed document
+/// (mailbox and dead drops kept 7 days, public keys re-fetched after 24 hours, the session ends
+/// as soon as the app goes to the background); ``coverDropCurrent`` holds the values CoverDrop's
+/// code uses today (14 days, 14 days, 1 hour, 5 minutes).
+public struct DeniableConfiguration: Sendable, Equatable {
+    /// Bytes of the vault's padded plaintext; the vault file is this plus ``Vault/overhead``.
+    public var vaultContentBytes = 512 * 1024
+    /// Words in a generated passphrase.
+    public var passphraseWordCount = 3
+    /// Argon2id costs for the passphrase (stored in the vault, so a vault keeps opening when the
+    /// default changes).
+    public var passphraseKDF = Argon2idParameters.moderate
+    /// Slots of the private sending queue.
+    public var queueSlots = 8
+    /// Bytes of one queue item (CoverDrop's user-to-CoverNode message is 773).
+    public var queueItemBytes = 773
+    /// Bytes of one message inside a dead drop (a sealed box to the user's key).
+    public var deadDropMessageBytes = 553
+    /// How long a mailbox message is kept after its date.
+    public var mailboxRetention: TimeInterval = 7 * 86_400
+    /// How far back from the newest dead drop dead drops are kept.
+    public var deadDropRetention: TimeInterval = 7 * 86_400
+    /// A dead drop dated further than this in the future is refused.
+    public var deadDropMaxFutureSkew: TimeInterval = 7 * 86_400
+    /// Cached public keys older than this are fetched again at start.
+    public var publicKeyMaxAge: TimeInterval = 86_400
+    /// How long the app may stay in the background before the session ends (0: at once).
+    public var backgroundGrace: TimeInterval = 0
+    /// An optional limit on how long a session lasts after unlocking.
+    public var sessionLifetime: TimeInterval?
+
+    /// The seed's defaults.
+    public init() {}
+
+    /// The values CoverDrop's code uses today: messages and dead drops kept 14 days, keys
+    /// re-fetched after an hour, five minutes in the background before the session ends.
+    public static var coverDropCurrent: DeniableConfiguration {
+        var c = DeniableConfiguration()
+        c.mailboxRetention = 14 * 86_400
+        c.deadDropRetention = 14 * 86_400
+        c.publicKeyMaxAge = 3_600
+        c.backgroundGrace = 300
+        return c
+    }
+
+    /// Checks that every size and limit is usable.
+    /// - Throws: ``DeniableError/invalidInput(_:)`` naming the first bad field.
+    public func validate() throws(DeniableError) {
+        guard vaultContentBytes >= 1024, vaultContentBytes <= 64 << 20 else {
+            throw .invalidInput("vaultContentBytes must be 1 KiB…64 MiB, got \(vaultContentBytes)")
+        }
+        guard (1...24).contains(passphraseWordCount) else {
+            throw .invalidInput("passphraseWordCount must be 1…24, got \(passphraseWordCount)")
+        }
+        guard (1...1024).contains(queueSlots) else { throw .invalidInput("queueSlots must be 1…1024, got \(queueSlots)") }
+        guard queueItemBytes >= SealedBox.overhead + 64, queueItemBytes <= 1 << 20 else {
+            throw .invalidInput("queueItemBytes must be \(SealedBox.overhead + 64)…1 MiB, got \(queueItemBytes)")
+        }
+        guard deadDropMessageBytes >= SealedBox.overhead + 16, deadDropMessageBytes <= 1 << 20 else {
+            throw .invalidInput("deadDropMessageBytes must be \(SealedBox.overhead + 16)…1 MiB, got \(deadDropMessageBytes)")
+        }
+        do { try passphraseKDF.validate() } catch { throw .invalidInput("passphraseKDF: \(error)") }
+        for (name, value) in [("mailboxRetention", mailboxRetention), ("deadDropRetention", deadDropRetention),
+                              ("deadDropMaxFutureSkew", deadDropMaxFutureSkew), ("publicKeyMaxAge", publicKeyMaxAge),
+                              ("backgroundGrace", backgroundGrace)] where !(value >= 0 && value.isFinite) {
+            throw .invalidInput("\(name) must be a finite, non-negative number of seconds")
+        }
+        if let sessionLifetime, !(sessionLifetime > 0 && sessionLifetime.isFinite) {
+            throw .invalidInput("sessionLifetime must be a positive number of seconds")
+        }
+    }
+}

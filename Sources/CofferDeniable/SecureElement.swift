@@ -1,0 +1,88 @@
+// The secure-element key k_se: held by hardware on a phone, by a 0600 file here.
+import CofferCrypto
+import Foundation
+
+/// A device-bound key that computes with its secret but never hands it out. The vault key mixes
+/// its output into the passphrase-derived key, so a copy of the vault file alone cannot be
+/// attacked offline, and the outer layer of the vault is keyed by it alone.
+public protocol SecureElement: Sendable {
+    /// HMAC-SHA256 of `message` under the element's key (32 bytes), computed inside.
+    func authenticate(_ message: Data) throws(DeniableError) -> SecretKey
+    /// Replaces the key with a fresh one (the vault is being reset): what the old key protected
+    /// can no longer be opened.
+    func regenerate() throws(DeniableError)
+}
+
+/// A real software stand-in for a secure element on platforms without one: a random 32-byte key
+/// in a file only its owner may read (mode 0600), created on first use. It refuses a key file
+/// whose permissions are wider, and no API returns the key.
+public final class FileSecureElement: SecureElement, @unchecked Sendable {
+    /// Where the key lives.
+    public let keyFile: URL
+    private let lock = NSLock()
+    private var cached: KeyedHash?
+
+    /// A secure element keeping its key at `keyFile` (created with mode 0600 when absent).
+    public init(keyFile: URL) {
+        self.keyFile = keyFile
+    }
+
+    /// HMAC-SHA256 of `message` under the key file's key.
+    /// - Throws: ``DeniableError/secureElement(_:)`` when the file's permissions are wider than
+    ///   0600, or it cannot be read or created.
+    public func authenticate(_ message: Data) throws(DeniableError) -> SecretKey {
+        let hasher = try keyed()
+        let mac = hasher.raw(message)
+        do { return try SecretKey(copying: mac) } catch { throw .secureElement("could not hold the result: \(error)") }
+    }
+
+    /// Writes a fresh key (atomically, 0600) and forgets the old one.
+    public func regenerate() throws(DeniableError) {
+        lock.lock()
+        defer { lock.unlock() }
+        cached = nil
+        try writeKey(SecretKey.random(byteCount: 32))
+    }
+
+    private func keyed() throws(DeniableError) -> KeyedHash {
+        lock.lock()
+        defer { lock.unlock() }
+        if let cached { return cached }
+        let key: SecretKey
+        if FileManager.default.fileExists(atPath: keyFile.path) {
+            key = try readKey()
+        } else {
+            key = SecretKey.random(byteCount: 32)
+            try writeKey(key)
+        }
+        let hasher = KeyedHash(key: key)
+        cached = hasher
+        return hasher
+    }
+
+    private func readKey() throws(DeniableError) -> SecretKey {
+        let attributes: [FileAttributeKey: Any]
+        do { attributes = try FileManager.default.attributesOfItem(atPath: keyFile.path) } catch {
+            throw .secureElement("cannot read \(keyFile.path): \(error.localizedDescription)")
+        }
+        let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue ?? 0o777
+        guard mode & 0o077 == 0 else {
+            throw .secureElement("\(keyFile.path) is readable by others (mode \(String(mode, radix: 8))); it must be 0600")
+        }
+        guard var bytes = try? Data(contentsOf: keyFile), bytes.count == 32 else {
+            throw .secureElement("\(keyFile.path) does not hold a 32-byte key")
+        }
+        defer { bytes.resetBytes(in: 0..<bytes.count) }
+        do { return try SecretKey(copying: bytes, expectedCount: 32) } catch { throw .secureElement("\(error)") }
+    }
+
+    private func writeKey(_ key: SecretKey) throws(DeniableError) {
+        do {
+            try key.withUnsafeBytes { bytes in
+                try AtomicFile.write(UnsafeRawBufferPointer(bytes), to: keyFile, permissions: 0o600)
+            }
+        } catch {
+            throw .secureElement("cannot write \(keyFile.path): \(error)")
+        }
+    }
+}

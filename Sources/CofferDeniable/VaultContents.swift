@@ -1,0 +1,199 @@
+// What the vault holds — the user's key pair, the sending-queue secret and the mailbox — and
+// its fixed-size binary form.
+import CofferCrypto
+import Foundation
+
+/// One message of the mailbox.
+public struct MailboxMessage: Sendable, Hashable, Identifiable {
+    /// Whether the user sent the message or received it.
+    public enum Direction: UInt8, Sendable, Hashable, Codable {
+        /// Written by the user and put in the sending queue.
+        case sent = 0
+        /// Found for the user in a dead drop.
+        case received = 1
+    }
+
+    /// A random identifier.
+    public let id: UUID
+    /// Sent or received.
+    public let direction: Direction
+    /// The other side: the recipient of a sent message, the sender of a received one.
+    public let peer: String
+    /// The message text.
+    public let text: String
+    /// When it was queued (sent) or when its dead drop was published (received); expiry counts from here.
+    public let date: Date
+    /// For a sent message, the hint that marks it in the sending queue while it waits there.
+    public let queueHint: Data?
+    /// For a received message, the dead drop it came in.
+    public let deadDropID: Int64?
+
+    /// A message as stored in the mailbox.
+    public init(id: UUID = UUID(), direction: Direction, peer: String, text: String, date: Date,
+                queueHint: Data? = nil, deadDropID: Int64? = nil) {
+        self.id = id
+        self.direction = direction
+        self.peer = peer
+        self.text = text
+        self.date = date
+        self.queueHint = queueHint
+        self.deadDropID = deadDropID
+    }
+}
+
+/// The secrets and messages kept inside the vault while a session is unlocked.
+struct VaultContents: Sendable {
+    var userKey: X25519KeyPair
+    var queueSecret: SecretKey
+    var messages: [MailboxMessage]
+
+    static let version: UInt8 = 1
+    static let queueSecretBytes = 16
+
+    /// A fresh state: a new key pair, a new queue secret, an empty mailbox.
+    static func fresh() -> VaultContents {
+        VaultContents(userKey: .generate(), queueSecret: .random(byteCount: queueSecretBytes), messages: [])
+    }
+
+    /// The padded plaintext of exactly `size` bytes: a 4-byte big-endian payload length, the
+    /// payload, zeros. When the mailbox does not fit, the oldest messages are dropped first;
+    /// `messages` is updated to what was kept.
+    /// - Throws: ``DeniableError/invalidInput(_:)`` when even an empty mailbox does not fit.
+    mutating func padded(size: Int) throws(DeniableError) -> [UInt8] {
+        // Newest first, so the kept messages are a prefix of this order.
+        let byAge = messages.enumerated().sorted { a, b in
+            a.element.date != b.element.date ? a.element.date > b.element.date : a.offset > b.offset
+        }.map(\.element)
+        var head = [UInt8]()
+        head.append(Self.version)
+        userKey.exportSecretKey().withUnsafeBytes { head.append(contentsOf: $0) }
+        queueSecret.withUnsafeBytes { head.append(contentsOf: $0) }
+        defer { SecureMemory.wipe(&head) }
+        var encoded = [[UInt8]]()
+        var total = 4 + head.count + 4
+        guard total <= size else { throw .invalidInput("a vault of \(size) bytes cannot hold even its keys") }
+        for message in byAge {
+            let bytes = Self.encode(message)
+            if total + bytes.count > size { break }
+            total += bytes.count
+            encoded.append(bytes)
+        }
+        if encoded.count < messages.count {
+            let kept = Set(byAge.prefix(encoded.count).map(\.id))
+            messages.removeAll { !kept.contains($0.id) }
+        }
+        var out = [UInt8](repeating: 0, count: size)
+        var w = Writer(buffer: out)
+        w.u32(UInt32(total - 4))
+        w.bytes(head)
+        w.u32(UInt32(encoded.count))
+        // Stored oldest first.
+        for bytes in encoded.reversed() { w.bytes(bytes) }
+        out = w.buffer
+        return out
+    }
+
+    /// Reads a padded plaintext.
+    /// - Throws: ``DeniableError/corrupted(_:)`` when it does not parse.
+    static func decode(_ plain: UnsafeRawBufferPointer) throws(DeniableError) -> VaultContents {
+        var r = Reader(bytes: plain)
+        guard let length = r.u32(), Int(length) <= plain.count - 4,
+              r.u8() == version,
+              let secret = r.take(X25519KeyPair.keyByteCount),
+              let queue = r.take(queueSecretBytes),
+              let count = r.u32()
+        else { throw .corrupted("the vault's contents do not parse") }
+        let userKey: X25519KeyPair
+        let queueSecret: SecretKey
+        do {
+            userKey = try X25519KeyPair(secretKey: SecretKey(copying: secret))
+            queueSecret = try SecretKey(copying: queue)
+        } catch { throw .corrupted("the vault's keys do not parse") }
+        var messages = [MailboxMessage]()
+        for _ in 0..<count {
+            guard let m = decodeMessage(&r) else { throw .corrupted("a mailbox message does not parse") }
+            messages.append(m)
+        }
+        return VaultContents(userKey: userKey, queueSecret: queueSecret, messages: messages)
+    }
+
+    private static func encode(_ m: MailboxMessage) -> [UInt8] {
+        var w = Writer(buffer: [])
+        w.u8(m.direction.rawValue)
+        withUnsafeBytes(of: m.id.uuid) { w.bytes(Array($0)) }
+        w.u64(UInt64(bitPattern: Int64((m.date.timeIntervalSince1970 * 1000).rounded())))
+        w.string(m.peer)
+        w.string(m.text)
+        let hint = m.queueHint ?? Data()
+        w.u8(UInt8(min(hint.count, 255)))
+        w.bytes(Array(hint.prefix(255)))
+        w.u8(m.deadDropID == nil ? 0 : 1)
+        w.u64(UInt64(bitPattern: m.deadDropID ?? 0))
+        return w.buffer
+    }
+
+    private static func decodeMessage(_ r: inout Reader) -> MailboxMessage? {
+        guard let kind = r.u8(), let direction = MailboxMessage.Direction(rawValue: kind),
+              let idBytes = r.take(16), let millis = r.u64(),
+              let peer = r.string(), let text = r.string(),
+              let hintCount = r.u8(), let hint = r.take(Int(hintCount)),
+              let hasDrop = r.u8(), let drop = r.u64()
+        else { return nil }
+        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &uuid) { $0.copyBytes(from: idBytes) }
+        return MailboxMessage(id: UUID(uuid: uuid), direction: direction, peer: peer, text: text,
+                              date: Date(timeIntervalSince1970: Double(Int64(bitPattern: millis)) / 1000),
+                              queueHint: hintCount == 0 ? nil : Data(hint),
+                              deadDropID: hasDrop == 1 ? Int64(bitPattern: drop) : nil)
+    }
+}
+
+/// Big-endian writer over a byte array.
+struct Writer {
+    var buffer: [UInt8]
+    var position = 0
+
+    init(buffer: [UInt8]) {
+        self.buffer = buffer
+        // Writing into a preallocated buffer overwrites it from the start; an empty one grows.
+    }
+
+    mutating func put(_ bytes: some Collection<UInt8>) {
+        for b in bytes {
+            if position < buffer.count { buffer[position] = b } else { buffer.append(b) }
+            position += 1
+        }
+    }
+
+    mutating func u8(_ v: UInt8) { put(CollectionOfOne(v)) }
+    mutating func u16(_ v: UInt16) { put([UInt8(v >> 8), UInt8(v & 0xFF)]) }
+    mutating func u32(_ v: UInt32) { put((0..<4).reversed().map { UInt8((v >> (8 * UInt32($0))) & 0xFF) }) }
+    mutating func u64(_ v: UInt64) { put((0..<8).reversed().map { UInt8((v >> (8 * UInt64($0))) & 0xFF) }) }
+    mutating func bytes(_ b: [UInt8]) { put(b) }
+    mutating func string(_ s: String) {
+        let utf8 = Array(s.utf8)
+        u32(UInt32(utf8.count))
+        put(utf8)
+    }
+}
+
+/// Big-endian reader over raw bytes; every read returns nil past the end.
+struct Reader {
+    let bytes: UnsafeRawBufferPointer
+    var position = 0
+
+    mutating func take(_ n: Int) -> UnsafeRawBufferPointer? {
+        guard n >= 0, position + n <= bytes.count else { return nil }
+        defer { position += n }
+        return UnsafeRawBufferPointer(rebasing: bytes[position..<(position + n)])
+    }
+
+    mutating func u8() -> UInt8? { take(1).map { $0[0] } }
+    mutating func u16() -> UInt16? { take(2).map { UInt16($0[0]) << 8 | UInt16($0[1]) } }
+    mutating func u32() -> UInt32? { take(4).map { $0.reduce(0) { $0 << 8 | UInt32($1) } } }
+    mutating func u64() -> UInt64? { take(8).map { $0.reduce(0) { $0 << 8 | UInt64($1) } } }
+    mutating func string() -> String? {
+        guard let n = u32(), let raw = take(Int(n)) else { return nil }
+        return String(validating: raw, as: UTF8.self)
+    }
+}

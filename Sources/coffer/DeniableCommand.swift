@@ -1,0 +1,172 @@
+// `coffer deniable …`: the CoverDrop-style deniable store, by hand. Each command is one
+// process, so a session lasts one command and ends (locks) when the process exits.
+import ArgumentParser
+import Coffer
+import Foundation
+
+struct DeniableCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "deniable",
+        abstract: "Deniable storage: vault, private sending queue, mailbox, dead drops.",
+        discussion: """
+            Files live in STORE/deniable. Public keys and dead drops come from a development CoverNode kept in \
+            STORE/deniable-dev-service (real keys; an app bundles its service's trust anchor instead). The \
+            passphrase comes from --passphrase-env VAR, else it is read from standard input.
+            """,
+        subcommands: [Init.self, Unlock.self, Status.self, Send.self, Dequeue.self, Lock.self, Reply.self])
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    struct Init: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Replace the vault with a new one and print its new passphrase (write it down).")
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() async throws {
+            let (store, _) = try await DeniableCLI.open(storeOptions)
+            let passphrase = try await store.createVault()
+            try await store.close()
+            print(JSONValue.object([("passphrase", .string(passphrase)),
+                                    ("vault", .string(store.folder.appendingPathComponent("vault").path))]).jsonText)
+        }
+    }
+
+    struct Unlock: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Unlock the vault, collect replies from dead drops, print the mailbox, lock again.")
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() async throws {
+            let (store, _) = try await DeniableCLI.open(storeOptions)
+            try await store.unlock(passphrase: DeniableCLI.passphrase(storeOptions))
+            let messages = try await store.mailbox()
+            let queued = try await store.queuedMessageCount()
+            try await store.close()
+            print(JSONValue.object([
+                ("unlocked", .bool(true)),
+                ("queued", .number(String(queued))),
+                ("mailbox", .array(messages.map(DeniableCLI.json))),
+            ]).jsonText)
+        }
+    }
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print sizes and counts; with a passphrase also the queue fill level and mailbox size.")
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() async throws {
+            let (store, _) = try await DeniableCLI.open(storeOptions)
+            if storeOptions.passphraseEnv != nil {
+                try await store.unlock(passphrase: DeniableCLI.passphrase(storeOptions))
+            }
+            let s = try await store.status()
+            try await store.close()
+            func n(_ v: Int) -> JSONValue { .number(String(v)) }
+            var fields: [(String, JSONValue)] = [
+                ("unlocked", .bool(s.unlocked)), ("vaultFileBytes", n(s.vaultFileBytes)),
+                ("queueFileBytes", n(s.queueFileBytes)), ("queueSlots", n(s.queueSlots)),
+                ("deadDrops", n(s.deadDrops)), ("verifiedKeys", n(s.verifiedKeys)),
+            ]
+            if let q = s.queuedMessages { fields.append(("queued", n(q))) }
+            if let m = s.mailboxMessages { fields.append(("mailbox", n(m))) }
+            if let t = s.publicKeysFetchedAt { fields.append(("publicKeysFetchedAt", .string(ISO8601DateFormatter().string(from: t)))) }
+            print(JSONValue.object(fields).jsonText)
+        }
+    }
+
+    struct Send: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Unlock, put a message in the sending queue, lock.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Option(help: "Recipient (journalist id).") var to: String
+        @Argument(help: "Message text.") var text: String
+
+        func run() async throws {
+            let (store, _) = try await DeniableCLI.open(storeOptions)
+            try await store.unlock(passphrase: DeniableCLI.passphrase(storeOptions))
+            let message = try await store.send(text, to: to)
+            let queued = try await store.queuedMessageCount()
+            try await store.close()
+            print(JSONValue.object([("sent", DeniableCLI.json(message)), ("queued", .number(String(queued)))]).jsonText)
+        }
+    }
+
+    struct Dequeue: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Background sender: take the head of the queue (no passphrase), append a cover, print the item.")
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() async throws {
+            let (store, node) = try await DeniableCLI.open(storeOptions)
+            let item = try await store.dequeue()
+            var fields: [(String, JSONValue)] = [("item", .string(item.base64EncodedString()))]
+            // What the development CoverNode reads from it: a real message, or a cover.
+            if let real = node.read(queueItem: item) {
+                fields.append(("coverNode", .object([("recipient", .string(real.recipient)), ("text", .string(real.text))])))
+            } else {
+                fields.append(("coverNode", .string("cover")))
+            }
+            print(JSONValue.object(fields).jsonText)
+        }
+    }
+
+    struct Lock: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "End any session: the vault is rewritten with fresh bytes, used or not.")
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() async throws {
+            let (store, _) = try await DeniableCLI.open(storeOptions)
+            try await store.lock()
+            print(JSONValue.object([("locked", .bool(true))]).jsonText)
+        }
+    }
+
+    struct Reply: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Development: publish a dead drop with a journalist's reply to this user (needs the passphrase to learn the user's public key).")
+        @OptionGroup var storeOptions: StoreOptions
+        @Option(help: "Sender (journalist id).") var from: String
+        @Argument(help: "Reply text.") var text: String
+
+        func run() async throws {
+            let (store, node) = try await DeniableCLI.open(storeOptions)
+            try await store.unlock(passphrase: DeniableCLI.passphrase(storeOptions))
+            let userKey = try await store.userPublicKey()
+            try await store.close()
+            let id = (try await store.newestDeadDropID() ?? 0) + 1
+            let drop = try node.deadDrop(id: id, createdAt: Date(), replies: [(from, text)], to: userKey, covers: 9)
+            let merge = try await store.receive(deadDrops: [drop])
+            print(JSONValue.object([("deadDrop", .number(String(id))), ("kept", .number(String(merge.kept)))]).jsonText)
+        }
+    }
+}
+
+enum DeniableCLI {
+    static func open(_ options: StoreOptions) async throws -> (DeniableStorage, DevelopmentCoverNode) {
+        let node = try DevelopmentCoverNode(folder: options.storeDirectory.appendingPathComponent("deniable-dev-service"))
+        let store = try await DeniableStorage(folder: options.storeDirectory.appendingPathComponent("deniable"),
+                                              trustAnchor: node.trustAnchor, keySource: node)
+        return (store, node)
+    }
+
+    static func passphrase(_ options: StoreOptions) throws -> String {
+        if let variable = options.passphraseEnv {
+            return try CLIKeys.passphrase(fromEnvironment: variable, option: "--passphrase-env")
+        }
+        StandardError.write("passphrase: ")
+        guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+            throw DeniableError.invalidPassphrase("none was given (use --passphrase-env VAR or type it)")
+        }
+        return line
+    }
+
+    static func json(_ m: MailboxMessage) -> JSONValue {
+        .object([
+            ("direction", .string(m.direction == .sent ? "sent" : "received")),
+            ("peer", .string(m.peer)),
+            ("text", .string(m.text)),
+            ("date", .string(ISO8601DateFormatter().string(from: m.date))),
+        ])
+    }
+}
