@@ -60,37 +60,33 @@ struct VaultContents: Sendable {
     /// `messages` is updated to what was kept.
     /// - Throws: ``DeniableError/invalidInput(_:)`` when even an empty mailbox does not fit.
     mutating func padded(size: Int) throws(DeniableError) -> [UInt8] {
-        // Newest first, so the kept messages are a prefix of this order.
-        let byAge = messages.enumerated().sorted { a, b in
-            a.element.date != b.element.date ? a.element.date > b.element.date : a.offset > b.offset
-        }.map(\.element)
-        var head = [UInt8]()
-        head.append(Self.version)
-        userKey.exportSecretKey().withUnsafeBytes { head.append(contentsOf: $0) }
-        queueSecret.withUnsafeBytes { head.append(contentsOf: $0) }
-        defer { SecureMemory.wipe(&head) }
-        var encoded = [[UInt8]]()
-        var total = 4 + head.count + 4
+        let headBytes = 1 + X25519KeyPair.keyByteCount + Self.queueSecretBytes
+        var total = 4 + headBytes + 4
         guard total <= size else { throw .invalidInput("a vault of \(size) bytes cannot hold even its keys") }
-        for message in byAge {
-            let bytes = Self.encode(message)
-            if total + bytes.count > size { break }
-            total += bytes.count
-            encoded.append(bytes)
+        // Newest first; the kept messages are a prefix of this order. Sizes are computed, not
+        // encoded, so the work before writing is the same small sort whatever the messages hold.
+        let byAge = messages.indices.sorted { a, b in
+            messages[a].date != messages[b].date ? messages[a].date > messages[b].date : a > b
         }
-        if encoded.count < messages.count {
-            let kept = Set(byAge.prefix(encoded.count).map(\.id))
-            messages.removeAll { !kept.contains($0.id) }
+        var kept = 0
+        for i in byAge {
+            let n = Self.encodedSize(messages[i])
+            if total + n > size { break }
+            total += n
+            kept += 1
         }
-        var out = [UInt8](repeating: 0, count: size)
-        var w = Writer(buffer: out)
+        if kept < messages.count {
+            let keep = Set(byAge.prefix(kept))
+            messages = messages.indices.filter { keep.contains($0) }.map { messages[$0] }
+        }
+        var w = Writer(buffer: [UInt8](repeating: 0, count: size))
         w.u32(UInt32(total - 4))
-        w.bytes(head)
-        w.u32(UInt32(encoded.count))
-        // Stored oldest first.
-        for bytes in encoded.reversed() { w.bytes(bytes) }
-        out = w.buffer
-        return out
+        w.u8(Self.version)
+        userKey.exportSecretKey().withUnsafeBytes { w.put($0) }
+        queueSecret.withUnsafeBytes { w.put($0) }
+        w.u32(UInt32(kept))
+        for m in messages { Self.encode(m, into: &w) }
+        return w.buffer
     }
 
     /// Reads a padded plaintext.
@@ -117,19 +113,22 @@ struct VaultContents: Sendable {
         return VaultContents(userKey: userKey, queueSecret: queueSecret, messages: messages)
     }
 
-    private static func encode(_ m: MailboxMessage) -> [UInt8] {
-        var w = Writer(buffer: [])
+    /// Bytes ``encode(_:into:)`` writes for `m`.
+    private static func encodedSize(_ m: MailboxMessage) -> Int {
+        1 + 16 + 8 + 4 + m.peer.utf8.count + 4 + m.text.utf8.count + 1 + min(m.queueHint?.count ?? 0, 255) + 1 + 8
+    }
+
+    private static func encode(_ m: MailboxMessage, into w: inout Writer) {
         w.u8(m.direction.rawValue)
-        withUnsafeBytes(of: m.id.uuid) { w.bytes(Array($0)) }
-        w.u64(UInt64(bitPattern: Int64((m.date.timeIntervalSince1970 * 1000).rounded())))
+        withUnsafeBytes(of: m.id.uuid) { w.put($0) }
+        w.u64(UInt64(bitPattern: unixMillis(m.date)))
         w.string(m.peer)
         w.string(m.text)
-        let hint = m.queueHint ?? Data()
-        w.u8(UInt8(min(hint.count, 255)))
-        w.bytes(Array(hint.prefix(255)))
+        let hint = (m.queueHint ?? Data()).prefix(255)
+        w.u8(UInt8(hint.count))
+        hint.withUnsafeBytes { w.put($0) }
         w.u8(m.deadDropID == nil ? 0 : 1)
         w.u64(UInt64(bitPattern: m.deadDropID ?? 0))
-        return w.buffer
     }
 
     private static func decodeMessage(_ r: inout Reader) -> MailboxMessage? {
@@ -148,32 +147,37 @@ struct VaultContents: Sendable {
     }
 }
 
-/// Big-endian writer over a byte array.
+/// Big-endian writer over a byte array: it overwrites a preallocated buffer from the start, and
+/// grows it past its end. Bytes are copied in blocks, so encoding costs little beside sealing.
 struct Writer {
     var buffer: [UInt8]
     var position = 0
 
-    init(buffer: [UInt8]) {
-        self.buffer = buffer
-        // Writing into a preallocated buffer overwrites it from the start; an empty one grows.
-    }
+    init(buffer: [UInt8]) { self.buffer = buffer }
 
-    mutating func put(_ bytes: some Collection<UInt8>) {
-        for b in bytes {
-            if position < buffer.count { buffer[position] = b } else { buffer.append(b) }
-            position += 1
+    mutating func put(_ bytes: UnsafeRawBufferPointer) {
+        let n = bytes.count
+        let inPlace = min(n, buffer.count - position)
+        if inPlace > 0 {
+            buffer.withUnsafeMutableBytes { out in
+                out.baseAddress!.advanced(by: position).copyMemory(from: bytes.baseAddress!, byteCount: inPlace)
+            }
         }
+        if inPlace < n { buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[inPlace...])) }
+        position += n
     }
 
-    mutating func u8(_ v: UInt8) { put(CollectionOfOne(v)) }
-    mutating func u16(_ v: UInt16) { put([UInt8(v >> 8), UInt8(v & 0xFF)]) }
-    mutating func u32(_ v: UInt32) { put((0..<4).reversed().map { UInt8((v >> (8 * UInt32($0))) & 0xFF) }) }
-    mutating func u64(_ v: UInt64) { put((0..<8).reversed().map { UInt8((v >> (8 * UInt64($0))) & 0xFF) }) }
-    mutating func bytes(_ b: [UInt8]) { put(b) }
+    mutating func u8(_ v: UInt8) { withUnsafeBytes(of: v) { put($0) } }
+    mutating func u16(_ v: UInt16) { withUnsafeBytes(of: v.bigEndian) { put($0) } }
+    mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.bigEndian) { put($0) } }
+    mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.bigEndian) { put($0) } }
+    mutating func bytes(_ b: [UInt8]) { b.withUnsafeBytes { put($0) } }
     mutating func string(_ s: String) {
-        let utf8 = Array(s.utf8)
-        u32(UInt32(utf8.count))
-        put(utf8)
+        var s = s
+        s.withUTF8 { utf8 in
+            u32(UInt32(utf8.count))
+            put(UnsafeRawBufferPointer(utf8))
+        }
     }
 }
 
