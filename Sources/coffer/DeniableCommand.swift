@@ -3,6 +3,9 @@
 import ArgumentParser
 import Coffer
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct DeniableCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -154,8 +157,14 @@ enum DeniableCLI {
         if let variable = options.passphraseEnv {
             return try CLIKeys.passphrase(fromEnvironment: variable, option: "--passphrase-env")
         }
-        StandardError.write("passphrase: ")
-        guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+        // At a terminal the passphrase is typed without echo; otherwise it is read as one line.
+        let typed: String?
+        if isatty(STDIN_FILENO) == 1, let raw = getpass("passphrase: ") {
+            typed = String(cString: raw)
+        } else {
+            typed = readLine(strippingNewline: true)
+        }
+        guard let line = typed, !line.isEmpty else {
             throw DeniableError.invalidPassphrase("none was given (use --passphrase-env VAR or type it)")
         }
         return line
