@@ -61,7 +61,7 @@ extension Wallet {
     /// Counts the records of `type` that match `query`.
     public func count(type: String, matching query: WalletQuery = .all) async throws -> Int {
         try Validate.type(type)
-        let search = QueryCompiler.compile(type: type, query: query, keys: keys)
+        let search = try QueryCompiler.compile(type: type, query: query, keys: keys)
         return try await read { try search.count($0.store.db, keys: $0.store.keys) }
     }
 
@@ -148,7 +148,7 @@ public final class WalletReader {
     /// Counts matching records.
     public func count(type: String, matching query: WalletQuery = .all) throws -> Int {
         try Validate.type(type)
-        return try QueryCompiler.compile(type: type, query: query, keys: store.keys).count(store.db, keys: store.keys)
+        return try QueryCompiler.compile(type: type, query: query, keys: store.keys, allowReserved: store.allowReserved).count(store.db, keys: store.keys)
     }
 
     /// One search page read in this transaction: the total count (when asked for) and up to
@@ -156,7 +156,7 @@ public final class WalletReader {
     public func search(type: String, matching query: WalletQuery, options: SearchOptions = SearchOptions(), count: Int? = nil) throws -> SearchPage {
         try Validate.type(type)
         if let count, count < 1 { throw WalletError.invalidInput("count must be at least 1, got \(count)") }
-        let search = QueryCompiler.compile(type: type, query: query, keys: store.keys)
+        let search = try QueryCompiler.compile(type: type, query: query, keys: store.keys, allowReserved: store.allowReserved)
         var page = SearchPage()
         if options.retrieveTotalCount { page.totalCount = try search.count(store.db, keys: store.keys) }
         if options.retrieveRecords {
@@ -173,7 +173,7 @@ public final class WalletReader {
         try Validate.type(type)
         if let limit, limit < 0 { throw WalletError.invalidInput("limit must not be negative, got \(limit)") }
         guard offset >= 0 else { throw WalletError.invalidInput("offset must not be negative, got \(offset)") }
-        let search = QueryCompiler.compile(type: type, query: query, keys: store.keys)
+        let search = try QueryCompiler.compile(type: type, query: query, keys: store.keys, allowReserved: store.allowReserved)
         var cursor = SearchCursor()
         if offset > 0 {
             // Skipping still walks the skipped rows; paging through a search handle does not.
@@ -252,7 +252,7 @@ public final class WalletTransaction {
 
     private func removeAllMatching(type: String, query: WalletQuery) throws -> Int {
         try Validate.type(type)
-        let search = QueryCompiler.compile(type: type, query: query, keys: store.keys)
+        let search = try QueryCompiler.compile(type: type, query: query, keys: store.keys, allowReserved: store.allowReserved)
         var cursor = SearchCursor()
         var removed = 0
         let minimal = RecordOptions(retrieveType: false, retrieveValue: false, retrieveTags: false)

@@ -7,7 +7,7 @@ extension Wallet {
     /// The total count, when asked for, is computed once here.
     public func openSearch(type: String, query: WalletQuery, options: SearchOptions = SearchOptions()) async throws -> Int {
         try Validate.type(type)
-        let search = QueryCompiler.compile(type: type, query: query, keys: keys)
+        let search = try QueryCompiler.compile(type: type, query: query, keys: keys)
         var total: Int?
         if options.retrieveTotalCount {
             total = try await read { try search.count($0.store.db, keys: $0.store.keys) }
@@ -71,7 +71,7 @@ extension Wallet {
                         pageSize: Int = 4096) throws -> WalletRecordSequence {
         try Validate.type(type)
         guard pageSize >= 1 else { throw WalletError.invalidInput("pageSize must be at least 1, got \(pageSize)") }
-        return WalletRecordSequence(wallet: self, search: QueryCompiler.compile(type: type, query: query, keys: keys),
+        return WalletRecordSequence(wallet: self, search: try QueryCompiler.compile(type: type, query: query, keys: keys),
                                     options: options, pageSize: pageSize)
     }
 }

@@ -47,7 +47,8 @@ struct CompiledSearch: Sendable {
 }
 
 enum QueryCompiler {
-    static func compile(type: String, query: WalletQuery, keys: WalletKeys) -> CompiledSearch {
+    static func compile(type: String, query: WalletQuery, keys: WalletKeys, allowReserved: Bool = false) throws(WalletError) -> CompiledSearch {
+        try Validate.type(type, allowReserved: allowReserved)
         let tb = keys.typeBlind(type)
         var context = Context(typeBlind: tb, keys: keys)
         let root = query.root

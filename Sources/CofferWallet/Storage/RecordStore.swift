@@ -5,9 +5,15 @@ import GRDB
 
 /// Checks every argument before anything is written.
 enum Validate {
-    static func type(_ type: String) throws(WalletError) {
+    /// Record types starting with this belong to the wallet's secrets: the record API refuses them.
+    static let reservedTypePrefix = "__coffer"
+
+    static func type(_ type: String, allowReserved: Bool = false) throws(WalletError) {
         if type.utf8.count > WalletLimits.maxTypeBytes {
             throw .invalidInput("record type is longer than \(WalletLimits.maxTypeBytes) bytes")
+        }
+        if !allowReserved, type.hasPrefix(reservedTypePrefix) {
+            throw .invalidInput("record type \(WalletError.quote(type)) is reserved for the wallet's secrets (types starting with \"\(reservedTypePrefix)\" cannot be used by the record API)")
         }
     }
 
@@ -36,11 +42,14 @@ struct RecordStore {
     let db: Database
     let keys: WalletKeys
     let now: Int64
+    /// Whether reserved (secret) types may be touched: only the wallet's own secrets code says yes.
+    let allowReserved: Bool
 
-    init(db: Database, keys: WalletKeys, now: Date = Date()) {
+    init(db: Database, keys: WalletKeys, now: Date = Date(), allowReserved: Bool = false) {
         self.db = db
         self.keys = keys
         self.now = unixMillis(now)
+        self.allowReserved = allowReserved
     }
 
     struct Located {
@@ -75,7 +84,7 @@ struct RecordStore {
     // MARK: Writes
 
     func add(type: String, id: String, value: String, tags: WalletTags, expiresAt: Date?) throws {
-        try Validate.type(type)
+        try Validate.type(type, allowReserved: allowReserved)
         try Validate.id(id)
         try Validate.value(value)
         try tags.validate()
@@ -105,7 +114,7 @@ struct RecordStore {
     }
 
     func update(type: String, id: String, value: String) throws {
-        try Validate.type(type)
+        try Validate.type(type, allowReserved: allowReserved)
         try Validate.id(id)
         try Validate.value(value)
         let found = try live(type: type, id: id)
@@ -115,7 +124,7 @@ struct RecordStore {
     }
 
     func replace(type: String, id: String, value: String, tags: WalletTags) throws {
-        try Validate.type(type)
+        try Validate.type(type, allowReserved: allowReserved)
         try Validate.id(id)
         try Validate.value(value)
         try tags.validate()
@@ -127,8 +136,24 @@ struct RecordStore {
     }
 
     func delete(type: String, id: String) throws {
-        try Validate.type(type)
+        try Validate.type(type, allowReserved: allowReserved)
         try Validate.id(id)
+        // A credential's signature (a secret) goes with it, in the same savepoint.
+        if type == SecretTypes.credential {
+            try db.inSavepoint {
+                try deleteRecord(type: type, id: id)
+                let secrets = RecordStore(db: db, keys: keys, allowReserved: true)
+                if try secrets.locate(type: SecretTypes.credentialSignature, id: id) != nil {
+                    try secrets.deleteRecord(type: SecretTypes.credentialSignature, id: id)
+                }
+                return .commit
+            }
+            return
+        }
+        try deleteRecord(type: type, id: id)
+    }
+
+    private func deleteRecord(type: String, id: String) throws {
         let tb = keys.typeBlind(type)
         let ib = keys.idBlind(typeBlind: tb, id: id)
         // One statement finds and deletes the row, returning what an undo would need.
@@ -148,7 +173,7 @@ struct RecordStore {
     }
 
     func addTags(type: String, id: String, tags: WalletTags) throws {
-        try Validate.type(type)
+        try Validate.type(type, allowReserved: allowReserved)
         try Validate.id(id)
         try tags.validate()
         let found = try live(type: type, id: id)
@@ -160,7 +185,7 @@ struct RecordStore {
     }
 
     func updateTags(type: String, id: String, tags: WalletTags) throws {
-        try Validate.type(type)
+        try Validate.type(type, allowReserved: allowReserved)
         try Validate.id(id)
         try tags.validate()
         let found = try live(type: type, id: id)
@@ -170,7 +195,7 @@ struct RecordStore {
     }
 
     func deleteTags(type: String, id: String, names: [String]) throws {
-        try Validate.type(type)
+        try Validate.type(type, allowReserved: allowReserved)
         try Validate.id(id)
         try Validate.tagNames(names)
         let found = try live(type: type, id: id)
@@ -182,7 +207,7 @@ struct RecordStore {
     }
 
     func get(type: String, id: String, options: RecordOptions) throws -> WalletRecord? {
-        try Validate.type(type)
+        try Validate.type(type, allowReserved: allowReserved)
         try Validate.id(id)
         guard let found = try locate(type: type, id: id), !found.expired else { return nil }
         let contents = try open(found)

@@ -1,0 +1,258 @@
+// The wallet's secrets: keys, the credential master secret and credential signatures, kept in
+// reserved record types the record API refuses. They are used through the wallet, never read.
+import CofferCrypto
+import Foundation
+import GRDB
+
+/// The kinds of key pair a wallet can hold.
+public enum WalletKeyKind: String, Sendable, Hashable, CaseIterable {
+    /// Ed25519, for signatures (and, converted, for boxes addressed to a verkey).
+    case ed25519
+    /// X25519, for key agreement (boxes and sealed boxes).
+    case x25519
+}
+
+/// A key the wallet holds, by its public half.
+public struct WalletPublicKey: Sendable, Hashable {
+    /// The public key in Base58, as Indy writes verkeys.
+    public let verkey: String
+    /// Its algorithm.
+    public let kind: WalletKeyKind
+
+    /// A public key and its algorithm.
+    public init(verkey: String, kind: WalletKeyKind) {
+        self.verkey = verkey
+        self.kind = kind
+    }
+}
+
+/// A message encrypted with ``Wallet/box(_:from:to:recipientKind:)``.
+public struct BoxedMessage: Sendable, Hashable {
+    /// The random nonce.
+    public let nonce: Data
+    /// The ciphertext with its MAC.
+    public let ciphertext: Data
+
+    /// A nonce and ciphertext (e.g. received from the other side).
+    public init(nonce: Data, ciphertext: Data) {
+        self.nonce = nonce
+        self.ciphertext = ciphertext
+    }
+}
+
+/// Reserved record types (see `Validate.reservedTypePrefix`).
+enum SecretTypes {
+    static let key = "__coffer_key"
+    static let masterSecret = "__coffer_master_secret"
+    static let credentialSignature = "__coffer_credential_signature"
+    /// Records of this type are credentials: deleting one deletes its signature too.
+    static let credential = "credential"
+    static let masterSecretID = "default"
+}
+
+extension Wallet {
+    // MARK: Access to the reserved types
+
+    func secretWrite<T: Sendable>(_ body: @escaping @Sendable (RecordStore) throws -> T) async throws -> T {
+        let keys = self.keys
+        do {
+            return try await pool.write { db in try body(RecordStore(db: db, keys: keys, allowReserved: true)) }
+        } catch {
+            throw Self.translate(error)
+        }
+    }
+
+    func secretRead<T: Sendable>(_ body: @escaping @Sendable (RecordStore) throws -> T) async throws -> T {
+        let keys = self.keys
+        do {
+            return try await pool.read { db in try body(RecordStore(db: db, keys: keys, allowReserved: true)) }
+        } catch {
+            throw Self.translate(error)
+        }
+    }
+
+    // MARK: Keys
+
+    /// Creates a key pair inside the wallet and returns only its public key (Base58).
+    public func createKey(_ kind: WalletKeyKind = .ed25519) async throws -> String {
+        let secret = SecretKey.random(byteCount: 32)
+        let publicKey: Data
+        switch kind {
+        case .ed25519: publicKey = try Ed25519KeyPair(seed: secret).publicKey
+        case .x25519: publicKey = try X25519KeyPair(secretKey: secret).publicKey
+        }
+        let verkey = Base58.encode(publicKey)
+        let value = secret.withUnsafeBytes { Data($0).base64EncodedString() }
+        try await secretWrite { store in
+            try store.add(type: SecretTypes.key, id: verkey, value: value, tags: ["kind": .string(kind.rawValue)], expiresAt: nil)
+        }
+        return verkey
+    }
+
+    /// The public halves of every key the wallet holds.
+    public func listKeys() async throws -> [WalletPublicKey] {
+        try await secretRead { store in
+            let search = try QueryCompiler.compile(type: SecretTypes.key, query: .all, keys: store.keys, allowReserved: true)
+            var cursor = SearchCursor()
+            return try search.page(store.db, keys: store.keys, cursor: &cursor, limit: Int.max,
+                                   options: RecordOptions(retrieveValue: false, retrieveTags: true))
+                .compactMap { record in
+                    guard case let .string(k)? = record.tags?.entries[ByteString("kind")], let kind = WalletKeyKind(rawValue: k) else { return nil }
+                    return WalletPublicKey(verkey: record.id, kind: kind)
+                }
+        }
+    }
+
+    /// Loads a held key; internal, never returned.
+    func heldKey(_ verkey: String) async throws -> (WalletKeyKind, SecretKey) {
+        try Self.checkVerkey(verkey)
+        let record = try await secretRead { store in
+            try store.get(type: SecretTypes.key, id: verkey, options: RecordOptions(retrieveValue: true, retrieveTags: true))
+        }
+        guard let record else { throw WalletError.notFound(type: "key", id: verkey) }
+        guard case let .string(k)? = record.tags?.entries[ByteString("kind")], let kind = WalletKeyKind(rawValue: k),
+              let bytes = record.value.flatMap({ Data(base64Encoded: $0) }), bytes.count == 32
+        else { throw WalletError.corrupted("the stored key \(verkey) does not parse") }
+        return (kind, try SecretKey(copying: bytes))
+    }
+
+    static func checkVerkey(_ verkey: String) throws {
+        guard let bytes = Base58.decode(verkey), bytes.count == 32 else {
+            throw WalletError.invalidInput("\(WalletError.quote(verkey)) is not a Base58 32-byte public key")
+        }
+    }
+
+    /// Signs `message` with the Ed25519 key `verkey` holds.
+    /// - Throws: ``WalletError/notFound(type:id:)`` for a key the wallet does not hold,
+    ///   ``WalletError/invalidInput(_:)`` when it is not an Ed25519 key.
+    public func sign(_ message: Data, with verkey: String) async throws -> Data {
+        let (kind, secret) = try await heldKey(verkey)
+        guard kind == .ed25519 else { throw WalletError.invalidInput("key \(verkey) is \(kind.rawValue), not ed25519: it cannot sign") }
+        return try Ed25519KeyPair(seed: secret).sign(message)
+    }
+
+    /// Whether `signature` is `verkey`'s Ed25519 signature of `message`.
+    /// - Throws: ``WalletError/invalidInput(_:)`` for a verkey that is not Base58 of 32 bytes.
+    public static func verify(signature: Data, message: Data, verkey: String) throws -> Bool {
+        try checkVerkey(verkey)
+        return Ed25519KeyPair.verify(signature: signature, message: message, publicKey: Base58.decode(verkey)!)
+    }
+
+    /// The X25519 public key of a recipient given as a Base58 key of `kind`.
+    static func agreementKey(_ key: String, kind: WalletKeyKind) throws -> Data {
+        try checkVerkey(key)
+        let bytes = Base58.decode(key)!
+        switch kind {
+        case .x25519: return bytes
+        case .ed25519:
+            do { return try Ed25519KeyPair.keyAgreementPublicKey(of: bytes) } catch {
+                throw WalletError.invalidInput("\(WalletError.quote(key)) is not a valid Ed25519 public key")
+            }
+        }
+    }
+
+    func agreementPair(_ verkey: String) async throws -> X25519KeyPair {
+        let (kind, secret) = try await heldKey(verkey)
+        switch kind {
+        case .x25519: return try X25519KeyPair(secretKey: secret)
+        case .ed25519: return try Ed25519KeyPair(seed: secret).keyAgreementKeyPair()
+        }
+    }
+
+    /// Seals `message` to a recipient's public key (libsodium sealed box); only its holder opens it.
+    public static func sealedBox(_ message: Data, to recipient: String, recipientKind: WalletKeyKind = .x25519) throws -> Data {
+        try SealedBox.seal(message, to: agreementKey(recipient, kind: recipientKind))
+    }
+
+    /// Opens a sealed box addressed to a key the wallet holds.
+    /// - Throws: ``WalletError/invalidInput(_:)`` when the box is not for this key or was altered.
+    public func openSealedBox(_ box: Data, with verkey: String) async throws -> Data {
+        let pair = try await agreementPair(verkey)
+        do { return try pair.openSealed(box) } catch {
+            throw WalletError.invalidInput("the sealed box does not open with key \(verkey) (not addressed to it, or altered)")
+        }
+    }
+
+    /// Encrypts `message` from a key the wallet holds to a recipient's public key (libsodium box):
+    /// the recipient can tell it came from the sender.
+    public func box(_ message: Data, from sender: String, to recipient: String, recipientKind: WalletKeyKind = .x25519) async throws -> BoxedMessage {
+        let pair = try await agreementPair(sender)
+        let (nonce, ciphertext) = try Box.seal(message, from: pair, to: Self.agreementKey(recipient, kind: recipientKind))
+        return BoxedMessage(nonce: nonce, ciphertext: ciphertext)
+    }
+
+    /// Decrypts a box from `sender` to a key the wallet holds.
+    /// - Throws: ``WalletError/invalidInput(_:)`` when it does not authenticate.
+    public func openBox(_ boxed: BoxedMessage, from sender: String, senderKind: WalletKeyKind = .x25519, to recipient: String) async throws -> Data {
+        let pair = try await agreementPair(recipient)
+        do { return try Box.open(boxed.ciphertext, nonce: boxed.nonce, from: Self.agreementKey(sender, kind: senderKind), to: pair) } catch let e as WalletError {
+            throw e
+        } catch {
+            throw WalletError.invalidInput("the box does not open between \(sender) and \(recipient) (altered, or other keys)")
+        }
+    }
+
+    // MARK: Credential master secret and signatures
+
+    /// Creates the credential master secret if the wallet has none. It is made once, on the
+    /// first initialisation, and never replaced. Returns whether it was created now.
+    @discardableResult
+    public func initializeMasterSecret() async throws -> Bool {
+        try await secretWrite { store in
+            if try store.get(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID, options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil {
+                return false
+            }
+            let value = SecretKey.random(byteCount: 32).withUnsafeBytes { Data($0).base64EncodedString() }
+            try store.add(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID, value: value, tags: [:], expiresAt: nil)
+            return true
+        }
+    }
+
+    /// Whether the credential master secret exists.
+    public func hasMasterSecret() async throws -> Bool {
+        try await secretRead { store in
+            try store.get(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID, options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil
+        }
+    }
+
+    /// Lends the master secret to the SDK's credential code (blinding); not for apps.
+    @_spi(CofferSDK)
+    public func withMasterSecret<T>(_ body: (SecretKey) throws -> T) async throws -> T {
+        let record = try await secretRead { store in
+            try store.get(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID, options: RecordOptions(retrieveValue: true, retrieveTags: false))
+        }
+        guard let value = record?.value, let bytes = Data(base64Encoded: value) else {
+            throw WalletError.notFound(type: "master secret", id: SecretTypes.masterSecretID)
+        }
+        return try body(SecretKey(copying: bytes))
+    }
+
+    /// Stores a credential's signature as a secret; it is deleted with the credential record.
+    public func storeCredentialSignature(_ signature: String, credentialID: String) async throws {
+        try await secretWrite { store in
+            if try store.get(type: SecretTypes.credentialSignature, id: credentialID,
+                             options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil {
+                try store.update(type: SecretTypes.credentialSignature, id: credentialID, value: signature)
+            } else {
+                try store.add(type: SecretTypes.credentialSignature, id: credentialID, value: signature, tags: [:], expiresAt: nil)
+            }
+        }
+    }
+
+    /// Whether a signature is stored for the credential.
+    public func hasCredentialSignature(credentialID: String) async throws -> Bool {
+        try await secretRead { store in
+            try store.get(type: SecretTypes.credentialSignature, id: credentialID, options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil
+        }
+    }
+
+    /// Lends a credential's signature to the SDK's presentation code; not for apps.
+    @_spi(CofferSDK)
+    public func withCredentialSignature<T>(credentialID: String, _ body: (String) throws -> T) async throws -> T {
+        let record = try await secretRead { store in
+            try store.get(type: SecretTypes.credentialSignature, id: credentialID, options: RecordOptions(retrieveValue: true, retrieveTags: false))
+        }
+        guard let value = record?.value else { throw WalletError.notFound(type: "credential signature", id: credentialID) }
+        return try body(value)
+    }
+}
