@@ -9,7 +9,7 @@ struct WalletCommand: AsyncParsableCommand {
         abstract: "Create and use the encrypted record wallet.",
         subcommands: [
             Create.self, Add.self, Get.self, Update.self, Delete.self, AddTags.self, UpdateTags.self,
-            DeleteTags.self, Search.self, Import.self, Rekey.self,
+            DeleteTags.self, Search.self, Import.self, Rekey.self, WalletKeyCommand.self,
         ])
 
     @OptionGroup var storeOptions: StoreOptions

@@ -1,0 +1,106 @@
+// `coffer wallet key …`: the wallet's keys, used through the wallet (no command prints a private key).
+import ArgumentParser
+import Coffer
+import Foundation
+
+struct WalletKeyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "key",
+        abstract: "Create and use keys held in the wallet; only public keys are ever printed.",
+        subcommands: [Create.self, List.self, Sign.self, Verify.self, Seal.self, Open.self])
+
+    static func bytes(_ base64: String, _ what: String) throws -> Data {
+        guard let data = Data(base64Encoded: base64) else { throw WalletError.invalidInput("\(what) is not valid base64") }
+        return data
+    }
+
+    static func kind(_ text: String) throws -> WalletKeyKind {
+        guard let kind = WalletKeyKind(rawValue: text) else {
+            throw WalletError.invalidInput("--kind must be ed25519 or x25519, got \"\(text)\"")
+        }
+        return kind
+    }
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a key pair; prints {\"verkey\": BASE58}.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Option(help: "ed25519 (signing) or x25519 (key agreement).") var kind = "ed25519"
+
+        func run() async throws {
+            let kind = try WalletKeyCommand.kind(kind)
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            print(JSONValue.object([("verkey", .string(try await wallet.createKey(kind)))]).jsonText)
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the public keys the wallet holds.")
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() async throws {
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            let keys = try await wallet.listKeys().map { JSONValue.object([("verkey", .string($0.verkey)), ("kind", .string($0.kind.rawValue))]) }
+            print(JSONValue.array(keys).jsonText)
+        }
+    }
+
+    struct Sign: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Sign base64 MESSAGE with a held Ed25519 key; prints {\"signature\": B64}.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument var verkey: String
+        @Argument var message: String
+
+        func run() async throws {
+            let data = try WalletKeyCommand.bytes(message, "MESSAGE")
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            let signature = try await wallet.sign(data, with: verkey)
+            print(JSONValue.object([("signature", .string(signature.base64EncodedString()))]).jsonText)
+        }
+    }
+
+    struct Verify: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check an Ed25519 signature (base64) of base64 MESSAGE by VERKEY; prints {\"valid\": BOOL}, exit 2 when invalid.")
+        @Argument var verkey: String
+        @Argument var message: String
+        @Argument var signature: String
+
+        func run() async throws {
+            let valid = try Wallet.verify(signature: WalletKeyCommand.bytes(signature, "SIGNATURE"),
+                                          message: WalletKeyCommand.bytes(message, "MESSAGE"), verkey: verkey)
+            print(JSONValue.object([("valid", .bool(valid))]).jsonText)
+            if !valid { throw WalletError.invalidInput("the signature does not verify") }
+        }
+    }
+
+    struct Seal: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Seal base64 MESSAGE to RECIPIENT (Base58 public key); prints {\"box\": B64}.")
+        @Argument var recipient: String
+        @Argument var message: String
+        @Option(help: "The recipient key's kind: x25519 or ed25519.") var kind = "x25519"
+
+        func run() async throws {
+            let box = try Wallet.sealedBox(WalletKeyCommand.bytes(message, "MESSAGE"), to: recipient,
+                                           recipientKind: WalletKeyCommand.kind(kind))
+            print(JSONValue.object([("box", .string(box.base64EncodedString()))]).jsonText)
+        }
+    }
+
+    struct Open: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Open a sealed box (base64) addressed to a held key; prints {\"message\": B64}.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument var verkey: String
+        @Argument var box: String
+
+        func run() async throws {
+            let data = try WalletKeyCommand.bytes(box, "BOX")
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            let message = try await wallet.openSealedBox(data, with: verkey)
+            print(JSONValue.object([("message", .string(message.base64EncodedString()))]).jsonText)
+        }
+    }
+}
