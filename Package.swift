@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "CofferWallet", targets: ["CofferWallet"]),
         .library(name: "CofferCrypto", targets: ["CofferCrypto"]),
         .library(name: "CofferDeniable", targets: ["CofferDeniable"]),
+        .library(name: "CofferStateMachines", targets: ["CofferStateMachines"]),
         .executable(name: "coffer", targets: ["coffer"]),
     ],
     dependencies: [
@@ -50,8 +51,12 @@ let package = Package(
             resources: [.copy("Resources/eff_large_wordlist.txt")]
         ),
         .target(
+            name: "CofferStateMachines",
+            dependencies: ["CofferWallet", "CofferCrypto"]
+        ),
+        .target(
             name: "Coffer",
-            dependencies: ["CofferWallet", "CofferDeniable", "CofferCrypto"]
+            dependencies: ["CofferWallet", "CofferStateMachines", "CofferDeniable", "CofferCrypto"]
         ),
         .executableTarget(
             name: "coffer",
@@ -63,6 +68,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "CofferCryptoTests", dependencies: ["CofferCrypto"]),
+        .testTarget(name: "CofferStateMachinesTests", dependencies: ["CofferStateMachines", "CofferWallet", "CofferCrypto"]),
         .testTarget(
             name: "CofferDeniableTests",
             dependencies: ["CofferDeniable", "CofferCrypto", .product(name: "Crypto", package: "swift-crypto")]

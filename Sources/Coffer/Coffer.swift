@@ -2,3 +2,4 @@
 @_exported import CofferCrypto
 @_exported import CofferWallet
 @_exported import CofferDeniable
+@_exported import CofferStateMachines

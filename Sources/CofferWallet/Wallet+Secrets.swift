@@ -246,6 +246,16 @@ extension Wallet {
         }
     }
 
+    /// Stores an accepted credential and its signature in one transaction (the SDK's acceptance
+    /// step): the record under type `credential`, the signature as a secret.
+    @_spi(CofferSDK)
+    public func storeCredential(id: String, value: String, tags: WalletTags, signature: String) async throws {
+        try await secretWrite { store in
+            try store.add(type: SecretTypes.credential, id: id, value: value, tags: tags, expiresAt: nil)
+            try store.add(type: SecretTypes.credentialSignature, id: id, value: signature, tags: [:], expiresAt: nil)
+        }
+    }
+
     /// Lends a credential's signature to the SDK's presentation code; not for apps.
     @_spi(CofferSDK)
     public func withCredentialSignature<T>(credentialID: String, _ body: (String) throws -> T) async throws -> T {

@@ -1,0 +1,137 @@
+// Integer handles over live machines, and the JSON form machines are saved in.
+import Foundation
+
+/// Errors of the state-machine layer; each names what was wrong.
+public enum StateMachineError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The handle was never issued or has been released.
+    case unknownHandle(Int)
+    /// The handle points at a machine of another kind.
+    case wrongKind(handle: Int, expected: MachineKind, found: MachineKind)
+    /// The operation is not allowed in the machine's current state; nothing changed.
+    case invalidTransition(kind: MachineKind, operation: String, state: Int)
+    /// Serialized text that does not parse, or lacks a field.
+    case invalidJSON(String)
+    /// Serialized by a format version this code does not read.
+    case unsupportedVersion(found: Int, supported: Int)
+    /// Serialized text of another kind of machine.
+    case kindMismatch(expected: MachineKind, found: String)
+    /// The injected protocol failed; nothing changed.
+    case protocolFailed(String)
+
+    /// What went wrong.
+    public var description: String {
+        switch self {
+        case let .unknownHandle(h): return "unknown state machine handle \(h) (never issued, or released)"
+        case let .wrongKind(h, expected, found): return "handle \(h) is a \(found.rawValue) machine, not a \(expected.rawValue) machine"
+        case let .invalidTransition(kind, op, state): return "\(op) is not allowed for a \(kind.rawValue) machine in state \(state)"
+        case let .invalidJSON(m): return "serialized state machine does not parse: \(m)"
+        case let .unsupportedVersion(found, supported): return "serialized state machine has version \(found); this code reads version \(supported)"
+        case let .kindMismatch(expected, found): return "serialized state machine is a \(found) machine, not a \(expected.rawValue) machine"
+        case let .protocolFailed(m): return "the protocol exchange failed: \(m)"
+        }
+    }
+}
+
+/// Live machines behind integer handles. Thread-safe; handles count up and are never reused.
+public final class HandleTable: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var next = 1
+    private var machines = [Int: AnyMachine]()
+
+    /// An empty table.
+    public init() {}
+
+    /// Stores `machine` under a new handle.
+    public func insert(_ machine: AnyMachine) -> Int {
+        lock.withLock {
+            let handle = next
+            next += 1
+            machines[handle] = machine
+            return handle
+        }
+    }
+
+    /// The machine behind `handle`.
+    /// - Throws: ``StateMachineError/unknownHandle(_:)``.
+    public func machine(_ handle: Int) throws(StateMachineError) -> AnyMachine {
+        let found = lock.withLock { machines[handle] }
+        guard let found else { throw .unknownHandle(handle) }
+        return found
+    }
+
+    /// Replaces the machine behind `handle` with what `change` returns, atomically. When
+    /// `change` throws, the machine is left as it was.
+    @discardableResult
+    public func update(_ handle: Int, _ change: (AnyMachine) throws(StateMachineError) -> AnyMachine) throws(StateMachineError) -> AnyMachine {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let current = machines[handle] else { throw .unknownHandle(handle) }
+        let updated = try change(current)
+        machines[handle] = updated
+        return updated
+    }
+
+    /// Forgets the machine behind `handle`; the handle is never issued again.
+    /// - Throws: ``StateMachineError/unknownHandle(_:)``.
+    public func release(_ handle: Int) throws(StateMachineError) {
+        let removed = lock.withLock { machines.removeValue(forKey: handle) }
+        if removed == nil { throw .unknownHandle(handle) }
+    }
+
+    /// Number of live machines.
+    public var count: Int { lock.withLock { machines.count } }
+}
+
+/// The saved form: `{"version": 1, "kind": "…", "data": {…}}` (keys sorted).
+public enum MachineCoding {
+    /// The format version written and read.
+    public static let version = 1
+
+    struct Envelope<T: Codable>: Codable {
+        var version: Int
+        var kind: String
+        var data: T
+    }
+
+    struct Header: Decodable {
+        var version: Int?
+        var kind: String?
+    }
+
+    /// The JSON text of `machine`.
+    public static func serialize(_ machine: AnyMachine) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data: Data
+        switch machine {
+        case let .connection(m): data = try! encoder.encode(Envelope(version: version, kind: machine.kind.rawValue, data: m))
+        case let .credential(m): data = try! encoder.encode(Envelope(version: version, kind: machine.kind.rawValue, data: m))
+        case let .disclosedProof(m): data = try! encoder.encode(Envelope(version: version, kind: machine.kind.rawValue, data: m))
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The machine in `json`, which must be of `kind` and this version.
+    /// - Throws: ``StateMachineError/invalidJSON(_:)``, ``StateMachineError/unsupportedVersion(found:supported:)``,
+    ///   ``StateMachineError/kindMismatch(expected:found:)``.
+    public static func deserialize(_ json: String, as kind: MachineKind) throws(StateMachineError) -> AnyMachine {
+        let bytes = Data(json.utf8)
+        let decoder = JSONDecoder()
+        let header: Header
+        do { header = try decoder.decode(Header.self, from: bytes) } catch { throw .invalidJSON("not a JSON object with version and kind") }
+        guard let v = header.version else { throw .invalidJSON("missing \"version\"") }
+        guard v == version else { throw .unsupportedVersion(found: v, supported: version) }
+        guard let k = header.kind else { throw .invalidJSON("missing \"kind\"") }
+        guard k == kind.rawValue else { throw .kindMismatch(expected: kind, found: k) }
+        do {
+            switch kind {
+            case .connection: return .connection(try decoder.decode(Envelope<ConnectionMachine>.self, from: bytes).data)
+            case .credential: return .credential(try decoder.decode(Envelope<CredentialMachine>.self, from: bytes).data)
+            case .disclosedProof: return .disclosedProof(try decoder.decode(Envelope<DisclosedProofMachine>.self, from: bytes).data)
+            }
+        } catch {
+            throw .invalidJSON("\(kind.rawValue) data: \(error)")
+        }
+    }
+}
