@@ -1,0 +1,146 @@
+// The seed's Wallet API, exactly: its names and string arguments, as async functions and in the
+// completion-handler form of the iOS signatures. Bridges (React Native, Flutter) call this layer.
+import Foundation
+
+/// The Mobile SDK's `WalletApi` over a ``Wallet``: JSON strings in and out, as the seed documents.
+///
+/// Every call exists twice: `async throws`, and with a completion handler called once with the
+/// error or the result (`(Error?) -> Void`, `(Error?, String?) -> Void`, `(Error?, Int) -> Void`).
+public final class WalletApi: Sendable {
+    /// The wallet behind the API.
+    public let wallet: Wallet
+
+    /// The API over `wallet`.
+    public init(wallet: Wallet) { self.wallet = wallet }
+
+    // MARK: async
+
+    /// Adds a record (`tagsJson`: optional tags object).
+    public func addRecordWallet(_ recordType: String, _ recordId: String, _ recordValue: String, _ tagsJson: String? = nil) async throws {
+        let tags = try tagsJson.map { try WalletTags(json: $0) } ?? WalletTags()
+        try await wallet.add(type: recordType, id: recordId, value: recordValue, tags: tags)
+    }
+
+    /// Replaces a record's value; its tags are kept.
+    public func updateRecordWallet(_ recordType: String, _ recordId: String, _ recordValue: String) async throws {
+        try await wallet.update(type: recordType, id: recordId, value: recordValue)
+    }
+
+    /// The record as JSON `{"id", "type"?, "value"?, "tags"?}`; `optionsJson` as in the seed
+    /// (`retrieveType` false, `retrieveValue` true, `retrieveTags` true by default).
+    public func getRecordWallet(_ recordType: String, _ recordId: String, _ optionsJson: String = "{}") async throws -> String {
+        try await wallet.get(type: recordType, id: recordId, options: RecordOptions(json: optionsJson)).json
+    }
+
+    /// Deletes a record.
+    public func deleteRecordWallet(_ recordType: String, _ recordId: String) async throws {
+        try await wallet.delete(type: recordType, id: recordId)
+    }
+
+    /// Adds tags (`{"Tag1": "value1", …}`), overwriting those with the same names.
+    public func addRecordTags(_ recordType: String, _ recordId: String, _ recordTags: String) async throws {
+        try await wallet.addTags(type: recordType, id: recordId, tags: WalletTags(json: recordTags))
+    }
+
+    /// Replaces all tags with `recordTags`.
+    public func updateRecordTags(_ recordType: String, _ recordId: String, _ recordTags: String) async throws {
+        try await wallet.updateTags(type: recordType, id: recordId, tags: WalletTags(json: recordTags))
+    }
+
+    /// Deletes the tags named in `recordTags`, a JSON array of names (`["Tag1", "Tag2"]`).
+    public func deleteRecordTags(_ recordType: String, _ recordId: String, _ recordTags: String) async throws {
+        let parsed: JSONValue
+        do { parsed = try JSONValue.parse(recordTags) } catch { throw WalletError.invalidInput("recordTags: \(error.message)") }
+        guard case let .array(items) = parsed else {
+            throw WalletError.invalidInput("recordTags must be a JSON array of tag names, got \(parsed.kindName)")
+        }
+        let names = try items.map { item -> String in
+            guard case let .string(s) = item else { throw WalletError.invalidInput("recordTags: every name must be a string, found \(item.kindName)") }
+            return s
+        }
+        try await wallet.deleteTags(type: recordType, id: recordId, names: names)
+    }
+
+    /// Opens a search: `query` in WQL, `options` as the seed's search options. Returns the handle.
+    public func openSearch(_ recordType: String, _ query: String, _ options: String = "{}") async throws -> Int {
+        try await wallet.openSearch(type: recordType, queryJSON: query, optionsJSON: options)
+    }
+
+    /// The next `count` records: `{"totalCount"?: n, "records"?: [{id, type?, value?, tags?}]}`.
+    public func searchNextRecords(_ searchHandle: Int, _ count: Int) async throws -> String {
+        try await wallet.searchNext(searchHandle, count: count).json
+    }
+
+    /// Closes a search.
+    public func closeSearch(_ searchHandle: Int) async throws {
+        try await wallet.closeSearch(searchHandle)
+    }
+
+    // MARK: completion handlers (the iOS signatures)
+
+    private func run(_ completion: @escaping @Sendable (Error?) -> Void, _ body: @escaping @Sendable () async throws -> Void) {
+        Task {
+            do { try await body(); completion(nil) } catch { completion(error) }
+        }
+    }
+
+    private func run(_ completion: @escaping @Sendable (Error?, String?) -> Void, _ body: @escaping @Sendable () async throws -> String) {
+        Task {
+            do { completion(nil, try await body()) } catch { completion(error, nil) }
+        }
+    }
+
+    /// ``addRecordWallet(_:_:_:_:)`` with a completion handler.
+    public func addRecordWallet(_ recordType: String, recordId: String, recordValue: String, completion: @escaping @Sendable (Error?) -> Void) {
+        run(completion) { try await self.addRecordWallet(recordType, recordId, recordValue) }
+    }
+
+    /// ``updateRecordWallet(_:_:_:)`` with a completion handler.
+    public func updateRecordWallet(_ recordType: String, withRecordId recordId: String, withRecordValue recordValue: String,
+                                   withCompletion completion: @escaping @Sendable (Error?) -> Void) {
+        run(completion) { try await self.updateRecordWallet(recordType, recordId, recordValue) }
+    }
+
+    /// ``getRecordWallet(_:_:_:)`` with a completion handler.
+    public func getRecordWallet(_ recordType: String, recordId: String, optionsJson: String = "{}",
+                                completion: @escaping @Sendable (Error?, String?) -> Void) {
+        run(completion) { try await self.getRecordWallet(recordType, recordId, optionsJson) }
+    }
+
+    /// ``deleteRecordWallet(_:_:)`` with a completion handler.
+    public func deleteRecordWallet(_ recordType: String, recordId: String, completion: @escaping @Sendable (Error?) -> Void) {
+        run(completion) { try await self.deleteRecordWallet(recordType, recordId) }
+    }
+
+    /// ``addRecordTags(_:_:_:)`` with a completion handler.
+    public func addRecordTags(_ recordType: String, recordId: String, recordTags: String, completion: @escaping @Sendable (Error?) -> Void) {
+        run(completion) { try await self.addRecordTags(recordType, recordId, recordTags) }
+    }
+
+    /// ``updateRecordTags(_:_:_:)`` with a completion handler.
+    public func updateRecordTags(_ recordType: String, recordId: String, recordTags: String, completion: @escaping @Sendable (Error?) -> Void) {
+        run(completion) { try await self.updateRecordTags(recordType, recordId, recordTags) }
+    }
+
+    /// ``deleteRecordTags(_:_:_:)`` with a completion handler.
+    public func deleteRecordTags(_ recordType: String, recordId: String, recordTags: String, completion: @escaping @Sendable (Error?) -> Void) {
+        run(completion) { try await self.deleteRecordTags(recordType, recordId, recordTags) }
+    }
+
+    /// ``openSearch(_:_:_:)`` with a completion handler (`(Error?, Int)`; the handle is 0 on error).
+    public func openSearch(_ recordType: String, query: String, options: String = "{}", completion: @escaping @Sendable (Error?, Int) -> Void) {
+        Task {
+            do { completion(nil, try await self.openSearch(recordType, query, options)) } catch { completion(error, 0) }
+        }
+    }
+
+    /// ``searchNextRecords(_:_:)`` with a completion handler.
+    public func searchNextRecords(_ searchHandle: Int, count: Int, completion: @escaping @Sendable (Error?, String?) -> Void) {
+        run(completion) { try await self.searchNextRecords(searchHandle, count) }
+    }
+
+    /// ``closeSearch(_:)`` with a completion handler.
+    public func closeSearch(_ searchHandle: Int, completion: @escaping @Sendable (Error?) -> Void) {
+        run(completion) { try await self.closeSearch(searchHandle) }
+    }
+}
