@@ -2,9 +2,10 @@
 import CofferCrypto
 import Foundation
 
-/// Plaintext layout (version 1), all lengths unsigned LEB128:
+/// Plaintext layout (version 2), all lengths unsigned LEB128:
 ///
-///     u8 version = 1
+///     u8 version = 2
+///     type:  len, UTF-8   (version 1, the first format, had no type; it still reads)
 ///     id:    len, UTF-8
 ///     value: len, UTF-8
 ///     tags:  count, then per tag (sorted by name):
@@ -14,10 +15,12 @@ import Foundation
 /// Sealed as ChaCha20-Poly1305 (random 12-byte nonce) under the per-record key, with the
 /// row's blind type and id as associated data, so a box moved to another row fails.
 enum RecordCodec {
-    static let version: UInt8 = 1
+    static let version: UInt8 = 2
     static let aead = AEAD.chacha20Poly1305
 
     struct Contents {
+        /// The record's type; nil for a version-1 box, which did not hold it.
+        var type: String?
         var id: String
         var value: String
         var tags: WalletTags
@@ -27,6 +30,7 @@ enum RecordCodec {
         var out = [UInt8]()
         out.reserveCapacity(contents.value.utf8.count + contents.id.utf8.count + 64)
         out.append(version)
+        appendString(contents.type ?? "", to: &out)
         appendString(contents.id, to: &out)
         appendString(contents.value, to: &out)
         let tags = contents.tags.effective
@@ -91,7 +95,15 @@ enum RecordCodec {
     /// Reads the plaintext layout; nil when it is malformed.
     static func decode(_ bytes: UnsafeRawBufferPointer) -> Contents? {
         var reader = ByteReader(bytes)
-        guard reader.byte() == version, let id = reader.string(), let value = reader.string(),
+        let format = reader.byte()
+        var type: String?
+        if format == version {
+            guard let t = reader.string() else { return nil }
+            type = t
+        } else if format != 1 {
+            return nil
+        }
+        guard let id = reader.string(), let value = reader.string(),
               let count = reader.varint(), count <= UInt64(bytes.count)
         else { return nil }
         var tags = [ByteString: TagValue](minimumCapacity: Int(count))
@@ -111,7 +123,7 @@ enum RecordCodec {
                 tags[ByteString(name)] = .list(list)
             }
         }
-        return Contents(id: id, value: value, tags: WalletTags(entries: tags))
+        return Contents(type: type, id: id, value: value, tags: WalletTags(entries: tags))
     }
 
     static func appendVarint(_ value: UInt64, to out: inout [UInt8]) {

@@ -53,6 +53,7 @@ struct RecordStore {
     }
 
     struct Located {
+        let type: String
         let rowid: Int64
         let typeBlind: Data
         let idBlind: Data
@@ -67,7 +68,7 @@ struct RecordStore {
         let statement = try db.cachedStatement(sql: "SELECT id, value, expiry FROM items WHERE type = ? AND name = ?")
         guard let row = try Row.fetchOne(statement, arguments: [tb, ib]) else { return nil }
         let expiry: Int64? = row[2]
-        return Located(rowid: row[0], typeBlind: tb, idBlind: ib, sealed: row[1], expiry: expiry, expired: expiry.map { $0 <= now } ?? false)
+        return Located(type: type, rowid: row[0], typeBlind: tb, idBlind: ib, sealed: row[1], expiry: expiry, expired: expiry.map { $0 <= now } ?? false)
     }
 
     func live(type: String, id: String) throws -> Located {
@@ -90,7 +91,7 @@ struct RecordStore {
         try tags.validate()
         let tb = keys.typeBlind(type)
         let ib = keys.idBlind(typeBlind: tb, id: id)
-        let sealed = RecordCodec.seal(.init(id: id, value: value, tags: tags), typeBlind: tb, idBlind: ib, keys: keys)
+        let sealed = RecordCodec.seal(.init(type: type, id: id, value: value, tags: tags), typeBlind: tb, idBlind: ib, keys: keys)
         let insertSQL = "INSERT INTO items(type, name, value, expiry) VALUES (?, ?, ?, ?)"
         let row: StatementArguments = [tb, ib, sealed, expiresAt.map(unixMillis)]
         let insert = try db.cachedStatement(sql: insertSQL)
@@ -161,7 +162,7 @@ struct RecordStore {
         guard let row = try Row.fetchOne(statement, arguments: [tb, ib, now]) else {
             throw WalletError.notFound(type: type, id: id)
         }
-        let found = Located(rowid: row[0], typeBlind: tb, idBlind: ib, sealed: row[1], expiry: row[2], expired: false)
+        let found = Located(type: type, rowid: row[0], typeBlind: tb, idBlind: ib, sealed: row[1], expiry: row[2], expired: false)
         // Index rows of a missing item never match (every walk joins items), but put the item
         // back if they cannot be removed, so the call changes nothing.
         try undoingOnFailure({
@@ -246,6 +247,8 @@ struct RecordStore {
     }
 
     private func rewrite(_ found: Located, _ contents: RecordCodec.Contents) throws {
+        var contents = contents
+        contents.type = found.type
         let sealed = RecordCodec.seal(contents, typeBlind: found.typeBlind, idBlind: found.idBlind, keys: keys)
         let statement = try db.cachedStatement(sql: "UPDATE items SET value = ? WHERE id = ?")
         try statement.execute(arguments: [sealed, found.rowid])
