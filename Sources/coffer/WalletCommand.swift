@@ -9,7 +9,7 @@ struct WalletCommand: AsyncParsableCommand {
         abstract: "Create and use the encrypted record wallet.",
         subcommands: [
             Create.self, Add.self, Get.self, Update.self, Delete.self, AddTags.self, UpdateTags.self,
-            DeleteTags.self, Search.self, Import.self, Rekey.self, WalletKeyCommand.self,
+            DeleteTags.self, Search.self, Import.self, Rekey.self, WalletKeyCommand.self, Export.self, ImportBackup.self,
         ])
 
     @OptionGroup var storeOptions: StoreOptions
@@ -194,6 +194,45 @@ struct WalletCommand: AsyncParsableCommand {
         }
     }
 
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write every record and secret to FILE, encrypted under the backup passphrase (progress on stderr).")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument var file: String
+        @Option(name: .customLong("backup-passphrase-env"), help: "Environment variable holding the backup passphrase.")
+        var backupPassphraseEnv: String
+
+        func run() async throws {
+            let passphrase = try CLIKeys.passphrase(fromEnvironment: backupPassphraseEnv, option: "--backup-passphrase-env")
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            let bar = Progress(label: "export", total: 0)
+            let n = try await wallet.exportBackup(to: URL(fileURLWithPath: file), passphrase: passphrase) { bar.update($0.done, of: $0.total) }
+            bar.finish()
+            print(JSONValue.object([("exported", .number(String(n))), ("file", .string(file))]).jsonText)
+        }
+    }
+
+    struct ImportBackup: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "import-backup",
+            abstract: "Create the store's wallet from a backup FILE (all or nothing; progress on stderr).")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument var file: String
+        @Option(name: .customLong("backup-passphrase-env"), help: "Environment variable holding the backup passphrase.")
+        var backupPassphraseEnv: String
+
+        func run() async throws {
+            let passphrase = try CLIKeys.passphrase(fromEnvironment: backupPassphraseEnv, option: "--backup-passphrase-env")
+            let bar = Progress(label: "import", total: 0)
+            let wallet = try await Wallet.importBackup(from: URL(fileURLWithPath: file), passphrase: passphrase,
+                                                       into: storeOptions.walletURL, key: storeOptions.walletKey()) { bar.update($0.done, of: $0.total) }
+            bar.finish()
+            try wallet.close()
+            print(JSONValue.object([("imported", .string(storeOptions.walletURL.path))]).jsonText)
+        }
+    }
+
     struct Rekey: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Protect the wallet with a new raw key or passphrase.")
         @OptionGroup var storeOptions: StoreOptions
@@ -275,7 +314,7 @@ enum JSONLines {
 /// A progress bar on stderr, redrawn at most ~20 times a second.
 final class Progress: @unchecked Sendable {
     private let label: String
-    private let total: Int
+    private var total: Int
     private var lastDraw = Date.distantPast
     private let lock = NSLock()
 
@@ -284,9 +323,12 @@ final class Progress: @unchecked Sendable {
         self.total = total
     }
 
-    func update(_ done: Int) {
+    /// Moves the bar; `total` replaces the expected total when given.
+    func update(_ done: Int, of total: Int? = nil) {
         lock.lock()
         defer { lock.unlock() }
+        if let total { self.total = total }
+        let total = self.total
         let now = Date()
         guard done == total || now.timeIntervalSince(lastDraw) > 0.05 else { return }
         lastDraw = now
