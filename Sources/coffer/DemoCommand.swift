@@ -6,7 +6,7 @@ import Foundation
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Walk through the wallet: create, add credentials with tags, search, update tags.",
+        abstract: "Walk through the wallet (records, tags, searches) and the SDK flow (connection, credential, proof, backup).",
         discussion: """
             The demo wallet lives in <store>/demo/wallet.sqlite and is made anew on every run under a \
             random key that only this process holds, so it never touches the store's real wallet.
@@ -82,9 +82,74 @@ struct DemoCommand: AsyncParsableCommand {
         step("Count every credential")
         say("count = \(try await wallet.count(type: "credential"))")
 
+        try await sdkFlow(wallet, folder: folder)
+
         step("Done")
         say("The file holds no readable type, id, value or encrypted tag: try `strings \(url.path)`.")
     }
+
+    /// The seed's SDK flow: provision, connection, credential, proof, backup and restore.
+    func sdkFlow(_ wallet: Wallet, folder: URL) async throws {
+        let agent = DemoAgent(say: say)
+        let machines = StateMachines(wallet: wallet, protocol: agent)
+        let store = StateMachineStore(machines: machines, storage: WalletMachineStorage(wallet: wallet))
+
+        step("SDK: provision — a key for the cloud agent and the credential master secret, kept as wallet secrets")
+        let agentKey = try await wallet.createKey(.ed25519)
+        say("cloud-agent verkey \(agentKey) (its private key never leaves the wallet)")
+        say("master secret created now: \(try await wallet.initializeMasterSecret())")
+
+        step("SDK: connection — invited → requested → responded → completed (state numbers 1…4)")
+        let connection = machines.connectionCreate(invitation: #"{"label":"University","recipientKeys":["inviter"]}"#)
+        try await show(machines.connectionSendRequest(connection))
+        let inviter = try await wallet.createKey(.ed25519)
+        try show(machines.connectionReceiveResponse(connection, theirVerkey: inviter))
+        try await show(machines.connectionComplete(connection))
+        try await store.save(connection)
+
+        step("SDK: credential offer → request sent; the machine is serialized, stored, released")
+        let offer = CredentialOffer(issuerDID: "did:sov:university", schemaID: "schema:diploma:1.0",
+                                    credentialDefinitionID: "creddef:diploma:1", attributes: ["name": "Alice", "grade": "A"])
+        let credential = machines.credentialCreate(offer: offer)
+        try await show(machines.credentialSendRequest(credential))
+        let credentialID = try await store.save(credential)
+        say("saved: \(try machines.serialize(credential))")
+        try machines.release(credential)
+
+        step("SDK: restore it into a new handle after a \"restart\", receive the credential, accept it")
+        let restored = try await store.restore(id: credentialID, kind: .credential)
+        say("restored into handle \(restored) (was \(credential))")
+        try show(machines.credentialReceive(restored, credential: IssuedCredential(attributes: offer.attributes, signature: #"{"demo":"signature"}"#)))
+        try await show(machines.credentialAccept(restored))
+        try await store.save(restored)
+        say("stored: \(try await wallet.get(type: "credential", id: credentialID, options: RecordOptions(retrieveValue: true)).json)")
+        say("signature kept as a secret: \(try await wallet.hasCredentialSignature(credentialID: credentialID))")
+
+        step("SDK: proof request matched by WQL restrictions, presentation sent, acknowledged")
+        let request = ProofRequest(name: "diploma check", requestedAttributes: [
+            "grade": .init(name: "grade", restrictions: [["schema_id": "schema:diploma:1.0"], ["issuer_did": "did:sov:other"]]),
+        ])
+        let proof = machines.proofCreate(request: request)
+        let matches = try await machines.proofMatchingCredentials(proof)
+        say("matching credentials: \(matches)")
+        try await show(machines.proofSendPresentation(proof, credentials: ["grade": credentialID]))
+        try show(machines.proofReceiveAck(proof))
+
+        step("SDK: backup the whole wallet under its own passphrase, restore into a new wallet")
+        let backup = folder.appendingPathComponent("wallet.backup")
+        let restoredURL = folder.appendingPathComponent("restored.sqlite")
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: restoredURL.path + suffix) }
+        let passphrase = "demo backup passphrase"
+        let exported = try await wallet.exportBackup(to: backup, passphrase: passphrase)
+        say("exported \(exported) records and secrets to \(backup.path)")
+        let copy = try await Wallet.importBackup(from: backup, passphrase: passphrase, into: restoredURL, key: .raw(WalletKey.generateRawKey()))
+        defer { try? copy.close() }
+        say("restored: \(try await copy.count(type: "credential")) credentials, signature present: \(try await copy.hasCredentialSignature(credentialID: credentialID)), keys: \(try await copy.listKeys().count)")
+        let restoredMachines = StateMachineStore(machines: StateMachines(wallet: copy, protocol: agent), storage: WalletMachineStorage(wallet: copy))
+        say("state machines restored from the copy: \(try await restoredMachines.restoreAll(kind: .credential).count) credential, \(try await restoredMachines.restoreAll(kind: .connection).count) connection")
+    }
+
+    func show(_ t: Transition) { say("handle \(t.handle): state \(t.from) → \(t.to)\(t.mustSave ? " (save it again)" : "")") }
 
     func show(_ wallet: Wallet, _ query: String) async throws {
         let handle = try await wallet.openSearch(type: "credential", queryJSON: query, optionsJSON: #"{"retrieveValue": false}"#)
@@ -94,5 +159,22 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     func step(_ title: String) { print("\n== \(title)") }
+
+    /// The demo's stand-in for the network: it prints what the SDK would send.
+    struct DemoAgent: AriesProtocol {
+        let say: @Sendable (String) -> Void
+
+        func send(_ message: OutboundMessage) async throws {
+            switch message {
+            case let .connectionRequest(_, verkey): say("→ connection request from verkey \(verkey)")
+            case .connectionAck: say("→ connection ack")
+            case let .credentialRequest(_, offer, binding):
+                say("→ credential request for \(offer.credentialDefinitionID), bound to the master secret (\(binding.count)-byte binding)")
+            case .credentialRejection: say("→ credential rejected")
+            case let .presentation(_, referents): say("→ presentation using \(referents)")
+            case .proofRejection: say("→ proof request rejected")
+            }
+        }
+    }
     func say(_ line: String) { print("   \(line)") }
 }
