@@ -127,7 +127,11 @@ public final class StateMachines: Sendable {
         let c = try connection(handle)
         try require(c.state, in: [.invited], .connection, "sendRequest")
         let verkey = try await wallet.createKey(.ed25519)
-        try await deliver(.connectionRequest(invitation: c.invitation, verkey: verkey))
+        do { try await deliver(.connectionRequest(invitation: c.invitation, verkey: verkey)) } catch {
+            // The step failed: the key made for it goes too, so nothing changed.
+            try? await wallet.removeKey(verkey)
+            throw error
+        }
         return try commit(handle, expected: ConnectionState.invited, { m in
             guard case var .connection(c) = m else { return m }
             c.state = .requested

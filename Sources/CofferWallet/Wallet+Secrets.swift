@@ -89,6 +89,12 @@ extension Wallet {
         return verkey
     }
 
+    /// Removes a key the SDK made for a step that then failed; not for apps.
+    @_spi(CofferSDK)
+    public func removeKey(_ verkey: String) async throws {
+        try await secretWrite { store in try store.delete(type: SecretTypes.key, id: verkey) }
+    }
+
     /// The public halves of every key the wallet holds.
     public func listKeys() async throws -> [WalletPublicKey] {
         try await secretRead { store in

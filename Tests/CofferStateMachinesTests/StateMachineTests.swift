@@ -125,6 +125,16 @@ struct TransitionTests {
         #expect(try sm.state(h) == CredentialState.offerReceived.rawValue)
     }
 
+    @Test("a failed connection request leaves no key behind")
+    func failedRequestLeavesNoKey() async throws {
+        let (sm, messenger, wallet) = try await makeMachines()
+        let h = sm.connectionCreate(invitation: "i")
+        messenger.fail(true)
+        await #expect(throws: StateMachineError.self) { _ = try await sm.connectionSendRequest(h) }
+        #expect(try await wallet.listKeys().isEmpty)
+        #expect(try sm.state(h) == ConnectionState.invited.rawValue)
+    }
+
     @Test("accepting stores the attributes with their tags and the signature as a secret, and nothing else")
     func acceptStores() async throws {
         let (sm, _, wallet) = try await makeMachines()
