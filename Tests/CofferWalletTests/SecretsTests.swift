@@ -96,6 +96,16 @@ struct SecretsTests {
         #expect(try await wallet.hasCredentialSignature(credentialID: "c1") == false)
     }
 
+    @Test("deleting a credential that is not there keeps a signature stored under its id")
+    func failedDeleteKeepsSignature() async throws {
+        let (wallet, _) = try await TestWallets.make()
+        try await wallet.storeCredentialSignature("sig", credentialID: "missing")
+        await #expect(throws: WalletError.notFound(type: "credential", id: "missing")) {
+            try await wallet.delete(type: "credential", id: "missing")
+        }
+        #expect(try await wallet.hasCredentialSignature(credentialID: "missing"))
+    }
+
     @Test("Base58 round-trips and keeps leading zero bytes")
     func base58() {
         let data = Data([0, 0, 1, 2, 255, 128])
