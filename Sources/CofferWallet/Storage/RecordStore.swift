@@ -44,6 +44,13 @@ struct RecordStore {
     let now: Int64
     /// Whether reserved (secret) types may be touched: only the wallet's own secrets code says yes.
     let allowReserved: Bool
+    /// Facts learnt once per transaction (a store lives for one transaction).
+    let memo = Memo()
+
+    final class Memo {
+        /// Whether any credential signature exists; nil until asked.
+        var hasSignatures: Bool?
+    }
 
     init(db: Database, keys: WalletKeys, now: Date = Date(), allowReserved: Bool = false) {
         self.db = db
@@ -141,7 +148,7 @@ struct RecordStore {
         try Validate.id(id)
         // A credential's signature (a secret, stored without tags) goes with it: one statement
         // takes it out first, and it is put back if the credential's own delete fails.
-        if type == SecretTypes.credential {
+        if type == SecretTypes.credential, try hasSignatures() {
             let tb = keys.typeBlind(SecretTypes.credentialSignature)
             let statement = try db.cachedStatement(sql: "DELETE FROM items WHERE type = ? AND name = ? RETURNING id, value, expiry")
             let signature = try Row.fetchOne(statement, arguments: [tb, keys.idBlind(typeBlind: tb, id: id)])
@@ -155,6 +162,16 @@ struct RecordStore {
             return
         }
         try deleteRecord(type: type, id: id)
+    }
+
+    /// Whether the wallet holds any credential signature (asked once per transaction: within one,
+    /// only the secrets code, in transactions of its own, adds them).
+    private func hasSignatures() throws -> Bool {
+        if let known = memo.hasSignatures { return known }
+        let statement = try db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM items WHERE type = ?)")
+        let found = try Bool.fetchOne(statement, arguments: [keys.typeBlind(SecretTypes.credentialSignature)]) ?? false
+        memo.hasSignatures = found
+        return found
     }
 
     private func deleteRecord(type: String, id: String) throws {
