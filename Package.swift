@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "CofferCrypto", targets: ["CofferCrypto"]),
         .library(name: "CofferDeniable", targets: ["CofferDeniable"]),
         .library(name: "CofferStateMachines", targets: ["CofferStateMachines"]),
+        .library(name: "CofferSettings", targets: ["CofferSettings"]),
+        .library(name: "CofferDatabase", targets: ["CofferDatabase"]),
         .executable(name: "coffer", targets: ["coffer"]),
     ],
     dependencies: [
@@ -55,8 +57,16 @@ let package = Package(
             dependencies: ["CofferWallet", "CofferCrypto"]
         ),
         .target(
+            name: "CofferSettings",
+            dependencies: [.product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "CofferDatabase",
+            dependencies: ["CofferSettings", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
             name: "Coffer",
-            dependencies: ["CofferWallet", "CofferStateMachines", "CofferDeniable", "CofferCrypto"]
+            dependencies: ["CofferWallet", "CofferStateMachines", "CofferDeniable", "CofferSettings", "CofferDatabase", "CofferCrypto"]
         ),
         .executableTarget(
             name: "coffer",
@@ -68,6 +78,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "CofferCryptoTests", dependencies: ["CofferCrypto"]),
+        .testTarget(name: "CofferAppDataTests", dependencies: ["CofferSettings", "CofferDatabase", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "CofferStateMachinesTests", dependencies: ["CofferStateMachines", "CofferWallet", "CofferCrypto"]),
         .testTarget(
             name: "CofferDeniableTests",

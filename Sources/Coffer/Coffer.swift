@@ -3,3 +3,5 @@
 @_exported import CofferWallet
 @_exported import CofferDeniable
 @_exported import CofferStateMachines
+@_exported import CofferSettings
+@_exported import CofferDatabase

@@ -1,0 +1,283 @@
+// The app database (`app.sqlite`): schema migrations through GRDB's migrator, then the ordered
+// data-migration ladder whose version lives in the settings store, then integrity checks.
+import CofferSettings
+import Foundation
+import GRDB
+import Logging
+
+/// Errors of the app database; each names what was wrong.
+public enum DatabaseStoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A write would give two rows the same value of a unique key (named).
+    case uniqueViolation(key: String, table: String)
+    /// The file was written by a newer app version; it was not touched.
+    case newerVersion(String)
+    /// The integrity or foreign-key check after migrating failed.
+    case integrityFailed(String)
+    /// An argument was rejected.
+    case invalidInput(String)
+    /// SQLite or the file system failed.
+    case storage(String)
+
+    /// What went wrong.
+    public var description: String {
+        switch self {
+        case let .uniqueViolation(key, table): return "another \(table) row already has this \(key) (unique key \(key))"
+        case let .newerVersion(m): return "the database was written by a newer app version and was left untouched: \(m)"
+        case let .integrityFailed(m): return "the database failed its integrity check after migrating: \(m)"
+        case let .invalidInput(m): return "invalid input: \(m)"
+        case let .storage(m): return "database storage: \(m)"
+        }
+    }
+
+    /// Maps SQLite's unique-constraint errors to ``uniqueViolation(key:table:)``.
+    static func from(_ error: Error) -> Error {
+        if let e = error as? DatabaseStoreError { return e }
+        if let e = error as? DatabaseError, e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE || e.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY,
+           let message = e.message, let range = message.range(of: "constraint failed: ") {
+            // "UNIQUE constraint failed: assets.ownerId, assets.checksum"
+            let columns = message[range.upperBound...].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            let table = columns.first?.split(separator: ".").first.map(String.init) ?? "?"
+            let key = columns.compactMap { $0.split(separator: ".").last.map(String.init) }.joined(separator: "+")
+            return DatabaseStoreError.uniqueViolation(key: key, table: table)
+        }
+        if let e = error as? DatabaseError { return DatabaseStoreError.storage("\(e)") }
+        return error
+    }
+}
+
+/// One named step of the data-migration ladder. It must be safe to run again: a crash part-way
+/// rolls its transaction back, and it runs again at the next open.
+public struct DataMigration: Sendable {
+    /// The data version this step brings the database to.
+    public let version: Int
+    /// A name for logs and errors.
+    public let name: String
+    /// The step (inside one transaction, with the version bump).
+    public let run: @Sendable (Database) throws -> Void
+
+    /// A step.
+    public init(version: Int, name: String, run: @escaping @Sendable (Database) throws -> Void) {
+        self.version = version
+        self.name = name
+        self.run = run
+    }
+}
+
+/// The app database: one file shared by settings and the entity collections.
+public final class AppDatabase: Sendable {
+    /// The connection pool (one per file).
+    public let pool: DatabasePool
+    /// The typed settings store.
+    public let settings: Settings
+    /// One typed client per entity.
+    public let context: StorageContext
+
+    static let logger = Logger(label: "coffer.database")
+
+    /// Schema migrations, oldest first. Shipped steps never change; new ones are appended.
+    public static func migrator() -> DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        Settings.registerMigrations(&migrator)
+        migrator.registerMigration("app-v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE assets(
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    remoteId TEXT UNIQUE,
+                    localId TEXT UNIQUE,
+                    ownerId TEXT NOT NULL,
+                    checksum TEXT NOT NULL,
+                    fileName TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    fileCreatedAt DATETIME NOT NULL,
+                    fileModifiedAt DATETIME NOT NULL,
+                    updatedAt DATETIME NOT NULL,
+                    durationInSeconds INTEGER NOT NULL DEFAULT 0,
+                    width INTEGER, height INTEGER,
+                    isFavorite BOOLEAN NOT NULL DEFAULT 0,
+                    isArchived BOOLEAN NOT NULL DEFAULT 0,
+                    isTrashed BOOLEAN NOT NULL DEFAULT 0);
+                CREATE UNIQUE INDEX assets_owner_checksum ON assets(ownerId, checksum);
+                CREATE TABLE albums(
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    remoteId TEXT,
+                    name TEXT NOT NULL,
+                    createdAt DATETIME NOT NULL,
+                    modifiedAt DATETIME NOT NULL,
+                    startDate DATETIME, endDate DATETIME,
+                    ownerId TEXT NOT NULL,
+                    shared BOOLEAN NOT NULL DEFAULT 0);
+                CREATE INDEX albums_remote ON albums(remoteId);
+                CREATE TABLE album_assets(
+                    albumId INTEGER NOT NULL REFERENCES albums(id) ON DELETE CASCADE,
+                    assetId INTEGER NOT NULL REFERENCES assets(id) ON DELETE CASCADE,
+                    PRIMARY KEY(albumId, assetId)) WITHOUT ROWID;
+                CREATE INDEX album_assets_asset ON album_assets(assetId);
+                CREATE TABLE album_users(
+                    albumId INTEGER NOT NULL REFERENCES albums(id) ON DELETE CASCADE,
+                    userId TEXT NOT NULL,
+                    PRIMARY KEY(albumId, userId)) WITHOUT ROWID;
+                CREATE TABLE backup_albums(id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, selection TEXT NOT NULL, lastBackup DATETIME NOT NULL);
+                CREATE TABLE duplicated_assets(id TEXT PRIMARY KEY NOT NULL);
+                CREATE TABLE etags(id TEXT PRIMARY KEY NOT NULL, assetCount INTEGER NOT NULL, time DATETIME NOT NULL);
+                CREATE TABLE android_device_assets(id TEXT PRIMARY KEY NOT NULL, hash BLOB NOT NULL);
+                CREATE TABLE ios_device_assets(id TEXT PRIMARY KEY NOT NULL, hash BLOB NOT NULL, modifiedTime DATETIME NOT NULL);
+                CREATE TABLE brands(brandId TEXT PRIMARY KEY NOT NULL, image TEXT NOT NULL, keywords TEXT NOT NULL,
+                                    name TEXT NOT NULL, language TEXT NOT NULL DEFAULT '');
+                CREATE INDEX brands_language ON brands(language);
+                """)
+        }
+        migrator.registerMigration("app-v2") { db in
+            // Local file sizes for cleanup, and the date index created-between queries walk.
+            try db.execute(sql: """
+                ALTER TABLE assets ADD COLUMN fileSize INTEGER;
+                CREATE INDEX assets_owner_created ON assets(ownerId, fileCreatedAt);
+                CREATE INDEX assets_created ON assets(fileCreatedAt);
+                """)
+        }
+        return migrator
+    }
+
+    /// The data-migration ladder, in version order.
+    public static let dataMigrations: [DataMigration] = [
+        DataMigration(version: 1, name: "secrets-out-of-settings") { db in
+            // Secrets never live in settings: a legacy access token is removed (it belongs in
+            // secure storage, which the app fills at its next login).
+            try db.execute(sql: "DELETE FROM coffer_settings WHERE name IN ('accessToken', 'sslClientCertData', 'sslClientCertPassword')")
+        },
+        DataMigration(version: 2, name: "owner-ids-lower-case") { db in
+            // Server user ids are compared case-insensitively; store them one way.
+            try db.execute(sql: "UPDATE assets SET ownerId = lower(ownerId) WHERE ownerId <> lower(ownerId)")
+            try db.execute(sql: "UPDATE albums SET ownerId = lower(ownerId) WHERE ownerId <> lower(ownerId)")
+        },
+        DataMigration(version: 3, name: "album-date-range") { db in
+            try db.execute(sql: """
+                UPDATE albums SET
+                    startDate = (SELECT MIN(a.fileCreatedAt) FROM album_assets x JOIN assets a ON a.id = x.assetId WHERE x.albumId = albums.id),
+                    endDate = (SELECT MAX(a.fileCreatedAt) FROM album_assets x JOIN assets a ON a.id = x.assetId WHERE x.albumId = albums.id)
+                WHERE startDate IS NULL
+                """)
+        },
+    ]
+
+    /// Configuration: WAL, `synchronous=FULL` (a write returns after it is on disk), foreign keys.
+    static func configuration() -> Configuration {
+        var config = Configuration()
+        config.label = "coffer.app"
+        config.busyMode = .timeout(10)
+        config.foreignKeysEnabled = true
+        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        return config
+    }
+
+    /// Opens (creating when absent) the app database at `url`, runs the schema migrations, then
+    /// the data ladder, then `PRAGMA quick_check` and `foreign_key_check`.
+    /// - Throws: ``DatabaseStoreError/newerVersion(_:)`` before touching a file written by a newer
+    ///   app; ``DatabaseStoreError/integrityFailed(_:)`` when a check fails afterwards.
+    public static func open(at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,
+                            schemaUpTo lastMigration: String? = nil) throws -> AppDatabase {
+        let migrator = migrator()
+        let target = dataMigrations.map(\.version).max() ?? 0
+        if FileManager.default.fileExists(atPath: url.path) {
+            try refuseNewer(url, migrator: migrator, dataTarget: target)
+        } else {
+            try? FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        }
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool(path: url.path, configuration: configuration())
+            if let lastMigration { try migrator.migrate(pool, upTo: lastMigration) } else { try migrator.migrate(pool) }
+        } catch {
+            throw DatabaseStoreError.storage("opening or migrating \(url.path) failed: \(error)")
+        }
+        if lastMigration == nil {
+            try runLadder(pool, dataMigrations)
+            try check(pool)
+        }
+        let settings = try Settings(database: pool)
+        return AppDatabase(pool: pool, settings: settings)
+    }
+
+    private init(pool: DatabasePool, settings: Settings) {
+        self.pool = pool
+        self.settings = settings
+        self.context = StorageContext(pool: pool)
+    }
+
+    /// Reads the file read-only and refuses it when it is newer than this code knows.
+    static func refuseNewer(_ url: URL, migrator: DatabaseMigrator, dataTarget: Int) throws {
+        var config = Configuration()
+        config.readonly = true
+        do {
+            let queue = try DatabaseQueue(path: url.path, configuration: config)
+            defer { try? queue.close() }
+            try queue.read { db in
+                if try migrator.hasBeenSuperseded(db) {
+                    let applied = try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
+                    let known = Set(migrator.migrations)
+                    throw DatabaseStoreError.newerVersion("unknown schema migrations \(applied.filter { !known.contains($0) })")
+                }
+                if try db.tableExists("coffer_settings"),
+                   let version = try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version' AND kind = 'int'"),
+                   version > dataTarget {
+                    throw DatabaseStoreError.newerVersion("data version \(version), this app knows up to \(dataTarget)")
+                }
+            }
+        } catch let error as DatabaseStoreError {
+            throw error
+        } catch {
+            throw DatabaseStoreError.storage("cannot read \(url.path): \(error)")
+        }
+    }
+
+    /// Runs every step above the stored version, each in one transaction with its version bump.
+    static func runLadder(_ pool: DatabasePool, _ steps: [DataMigration]) throws {
+        let ordered = steps.sorted { $0.version < $1.version }
+        let fresh = try pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version' AND kind = 'int'") == nil
+                && (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM assets") ?? 0) == 0
+        }
+        for step in ordered {
+            let current = try pool.read { db in
+                try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version' AND kind = 'int'") ?? 0
+            }
+            guard step.version > current else { continue }
+            do {
+                try pool.write { db in
+                    // A fresh install has nothing to migrate: it only records the version.
+                    if !fresh { try step.run(db) }
+                    try db.execute(sql: """
+                        INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('version', 'int', ?, ?)
+                        ON CONFLICT(name) DO UPDATE SET kind = 'int', value = excluded.value, updated_at = excluded.updated_at
+                        """, arguments: [step.version, Int64(Date().timeIntervalSince1970 * 1000)])
+                }
+            } catch {
+                throw DatabaseStoreError.storage("data migration \(step.version) \"\(step.name)\" failed (it will run again): \(error)")
+            }
+            if !fresh { logger.info("data migration \(step.version) \(step.name) done") }
+        }
+    }
+
+    /// `PRAGMA quick_check` and `PRAGMA foreign_key_check`; a failure is reported, not ignored.
+    static func check(_ pool: DatabasePool) throws {
+        let (integrity, foreignKeys) = try pool.read { db in
+            (try String.fetchAll(db, sql: "PRAGMA quick_check"), try Row.fetchAll(db, sql: "PRAGMA foreign_key_check"))
+        }
+        guard integrity == ["ok"] else { throw DatabaseStoreError.integrityFailed(integrity.prefix(5).joined(separator: "; ")) }
+        guard foreignKeys.isEmpty else {
+            let first = foreignKeys.prefix(3).map { "\($0[0] as String? ?? "?") row \($0[1] as Int64? ?? -1) → \($0[2] as String? ?? "?")" }
+            throw DatabaseStoreError.integrityFailed("\(foreignKeys.count) foreign-key violations, e.g. \(first.joined(separator: ", "))")
+        }
+    }
+
+    /// Rows per collection (`coffer db stats`).
+    public func stats() throws -> [(table: String, rows: Int)] {
+        let tables = ["assets", "albums", "album_assets", "album_users", "backup_albums", "duplicated_assets", "etags",
+                      "android_device_assets", "ios_device_assets", "brands", "coffer_settings"]
+        return try pool.read { db in
+            try tables.map { ($0, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \($0)") ?? 0) }
+        }
+    }
+
+    /// Closes the pool.
+    public func close() throws { try pool.close() }
+}

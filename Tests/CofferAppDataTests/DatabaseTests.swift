@@ -1,0 +1,189 @@
+@testable import CofferDatabase
+import CofferSettings
+import Foundation
+import GRDB
+import Testing
+
+func asset(_ i: Int, owner: String = "owner-1", day: Int? = nil) -> Asset {
+    Asset(remoteId: "r\(i)", localId: "l\(i)", ownerId: owner, checksum: "sum\(i)", fileName: "IMG_\(i).jpg",
+          fileCreatedAt: Date(timeIntervalSince1970: Double(1_600_000_000 + (day ?? i) * 86_400)))
+}
+
+@Suite("Collections")
+struct CollectionTests {
+    @Test("the brand client works as seed 003 shows")
+    func brands() throws {
+        let app = try openApp()
+        let brand = app.context.brand
+        try brand.save(Brand(brandId: "b1", image: "i", keywords: "k", name: "Acme"), for: "en")
+        try brand.save(Brand(brandId: "b2", image: "i", keywords: "k", name: "Acme FR"), for: "fr")
+        #expect(try brand.getBrandByLanguage("en")?.map(\.brandId) == ["b1"])
+        try brand.clearBrandBy("en")
+        #expect(try brand.getBrandByLanguage("en") == nil)
+        #expect(try brand.delete("b2") == 1)
+        #expect(try brand.delete("b2") == 0)
+    }
+
+    @Test("find by remote id, all for an owner, created between")
+    func assetQueries() throws {
+        let app = try openApp()
+        try app.context.assets.putAll((0..<50).map { asset($0, owner: $0 % 2 == 0 ? "even" : "odd") })
+        #expect(try app.context.assets.findByRemoteId("r7")?.fileName == "IMG_7.jpg")
+        #expect(try app.context.assets.allForOwner("even").count == 25)
+        let start = Date(timeIntervalSince1970: Double(1_600_000_000 + 10 * 86_400))
+        let end = Date(timeIntervalSince1970: Double(1_600_000_000 + 19 * 86_400))
+        #expect(try app.context.assets.createdBetween(start, end).map(\.remoteId) == (10...19).map { "r\($0)" })
+    }
+
+    @Test("put upserts on the unique keys instead of adding a second row")
+    func upsert() throws {
+        let app = try openApp()
+        let first = try app.context.assets.put(asset(1))
+        var changed = asset(1)
+        changed.isFavorite = true
+        changed.localId = nil
+        let second = try app.context.assets.put(changed)
+        #expect(second.id == first.id)
+        #expect(try app.context.assets.count() == 1)
+        #expect(try app.context.assets.findByRemoteId("r1")?.isFavorite == true)
+    }
+
+    @Test("a unique-key clash is a clear error naming the key, and putAll changes nothing")
+    func uniqueClash() throws {
+        let app = try openApp()
+        try app.context.assets.put(asset(1))
+        try app.context.assets.put(asset(2))
+        // Matches asset 2 by remote id but takes asset 1's owner + checksum.
+        var clash = asset(2)
+        clash.checksum = "sum1"
+        #expect(throws: DatabaseStoreError.uniqueViolation(key: "ownerId+checksum", table: "assets")) {
+            try app.context.assets.putAll([asset(3), clash])
+        }
+        #expect(try app.context.assets.count() == 2)
+    }
+
+    @Test("deleteAllByRemoteId removes exactly those")
+    func deleteByRemote() throws {
+        let app = try openApp()
+        try app.context.assets.putAll((0..<10).map { asset($0) })
+        #expect(try app.context.assets.deleteAllByRemoteId(["r1", "r2", "nope"]) == 2)
+        #expect(try app.context.assets.count() == 8)
+    }
+
+    @Test("albums link assets and users; sync bookkeeping round-trips")
+    func albumsAndSync() throws {
+        let app = try openApp()
+        let assets = try app.context.assets.putAll((0..<3).map { asset($0) })
+        let album = try app.context.albums.put(Album(remoteId: "al1", name: "Trip", createdAt: Date(), ownerId: "owner-1"))
+        try app.context.albums.link(albumId: album.id!, assetIds: assets.compactMap(\.id))
+        try app.context.albums.share(albumId: album.id!, userIds: ["u2"])
+        #expect(try app.context.albums.assets(albumId: album.id!).count == 3)
+        try app.context.sync.putBackupAlbum(BackupAlbum(id: "dev1", name: "Camera", selection: .include, lastBackup: Date()))
+        #expect(try app.context.sync.backupAlbums(.include).map(\.id) == ["dev1"])
+        try app.context.sync.putDuplicated(["x"])
+        #expect(try app.context.sync.isDuplicated("x"))
+        try app.context.sync.putETag(ETag(id: "u1", assetCount: 5, time: Date()))
+        #expect(try app.context.sync.etag("u1")?.assetCount == 5)
+        try app.context.sync.putIOSAssets([IOSDeviceAsset(id: "i1", hash: Data([1]), modifiedTime: Date())])
+        #expect(try app.context.sync.iosAsset("i1")?.hash == Data([1]))
+    }
+
+    @Test("an observation yields on every committed change that affects it")
+    func observation() async throws {
+        let app = try openApp()
+        var iterator = app.context.assets.observeOwner("owner-1").makeAsyncIterator()
+        #expect(try await iterator.next()?.count == 0)
+        try app.context.assets.put(asset(1))
+        #expect(try await iterator.next()?.count == 1)
+        try app.context.assets.put(asset(2, owner: "someone-else"))
+        try app.context.assets.put(asset(3))
+        #expect(try await iterator.next()?.count == 2)
+    }
+}
+
+@Suite("Migrations")
+struct MigrationTests {
+    /// A file as schema v1 of an earlier app left it, with data, and no data version yet.
+    func v1File() throws -> URL {
+        let folder = appFolder()
+        let url = folder.appendingPathComponent("app.sqlite")
+        let old = try AppDatabase.open(at: url, schemaUpTo: "app-v1")
+        try old.pool.write { db in
+            try db.execute(sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('accessToken', 'string', 'secret', 0)")
+            for i in 0..<200 {
+                try db.execute(sql: """
+                    INSERT INTO assets(remoteId, localId, ownerId, checksum, fileName, type, fileCreatedAt, fileModifiedAt, updatedAt)
+                    VALUES (?, ?, ?, ?, 'f.jpg', 'image', ?, ?, ?)
+                    """, arguments: ["r\(i)", "l\(i)", i % 2 == 0 ? "OWNER-A" : "owner-b", "c\(i)", "2020-01-0\(i % 9 + 1) 00:00:00.000", "2020-01-01 00:00:00.000", "2020-01-01 00:00:00.000"])
+            }
+            try db.execute(sql: "INSERT INTO albums(remoteId, name, createdAt, modifiedAt, ownerId) VALUES ('al', 'A', '2020-01-01', '2020-01-01', 'OWNER-A')")
+            try db.execute(sql: "INSERT INTO album_assets(albumId, assetId) SELECT 1, id FROM assets WHERE id <= 10")
+        }
+        try old.close()
+        return url
+    }
+
+    @Test("a file made by schema v1 migrates: schema, data ladder, version in the settings store")
+    func migratesV1() throws {
+        let url = try v1File()
+        let app = try AppDatabase.open(at: url)
+        #expect(app.settings.get(SettingsCatalog.version) == 3)
+        #expect(app.settings.rawValue("accessToken") == nil)
+        #expect(try app.context.assets.allForOwner("owner-a").count == 100)
+        let album = try app.context.albums.findByRemoteId("al")
+        #expect(album?.startDate != nil)
+        #expect(try app.pool.read { db in try db.columns(in: "assets").contains { $0.name == "fileSize" } })
+    }
+
+    @Test("every step is safe to run again")
+    func rerunIsSafe() throws {
+        let url = try v1File()
+        _ = try AppDatabase.open(at: url)
+        // Force the ladder to run again from the start.
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.write { db in try db.execute(sql: "UPDATE coffer_settings SET value = 0 WHERE name = 'version'") }
+        try queue.close()
+        let app = try AppDatabase.open(at: url)
+        #expect(app.settings.get(SettingsCatalog.version) == 3)
+        #expect(try app.context.assets.count() == 200)
+    }
+
+    @Test("a database written by a newer app version is refused and left untouched")
+    func newerRefused() throws {
+        let url = try v1File()
+        _ = try AppDatabase.open(at: url)
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.write { db in try db.execute(sql: "INSERT INTO grdb_migrations(identifier) VALUES ('app-v99')") }
+        try queue.close()
+        let before = try Data(contentsOf: url)
+        #expect(throws: DatabaseStoreError.self) { _ = try AppDatabase.open(at: url) }
+        #expect(try Data(contentsOf: url) == before)
+    }
+
+    @Test("a newer data version is refused too")
+    func newerDataRefused() throws {
+        let url = try v1File()
+        _ = try AppDatabase.open(at: url)
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.write { db in try db.execute(sql: "UPDATE coffer_settings SET value = 42 WHERE name = 'version'") }
+        try queue.close()
+        #expect(throws: DatabaseStoreError.newerVersion("data version 42, this app knows up to 3")) { _ = try AppDatabase.open(at: url) }
+    }
+
+    @Test("a failed foreign-key check after migrating is reported, not ignored")
+    func foreignKeyFailure() throws {
+        let url = try v1File()
+        var config = Configuration()
+        config.foreignKeysEnabled = false  // a connection that does not enforce them, as a buggy writer would
+        let queue = try DatabaseQueue(path: url.path, configuration: config)
+        try queue.write { db in try db.execute(sql: "INSERT INTO album_assets(albumId, assetId) VALUES (99, 1)") }
+        try queue.close()
+        #expect(throws: DatabaseStoreError.self) { _ = try AppDatabase.open(at: url) }
+    }
+
+    @Test("a fresh install records the newest data version without running the steps")
+    func freshInstall() throws {
+        let app = try openApp()
+        #expect(app.settings.get(SettingsCatalog.version) == 3)
+    }
+}

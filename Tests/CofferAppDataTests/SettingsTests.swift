@@ -1,0 +1,101 @@
+@testable import CofferSettings
+@testable import CofferDatabase
+import Foundation
+import GRDB
+import Testing
+
+func appFolder(_ name: String = #function) -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-app-\(name.filter(\.isLetter))-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+func openApp(_ folder: URL = appFolder()) throws -> AppDatabase {
+    try AppDatabase.open(at: folder.appendingPathComponent("app.sqlite"))
+}
+
+@Suite("Settings")
+struct SettingsTests {
+    @Test("an unset key gives its default; tryGet gives nil")
+    func defaults() throws {
+        let app = try openApp()
+        #expect(app.settings.get(SettingsCatalog.tilesPerRow) == 4)
+        #expect(app.settings.tryGet(SettingsCatalog.tilesPerRow) == nil)
+        #expect(app.settings.get(SettingsCatalog.themeMode) == .system)
+        #expect(app.settings.get(SettingsCatalog.currentUser) == nil)
+    }
+
+    @Test("every kind of value round-trips through put and a reopen")
+    func roundTrips() throws {
+        let folder = appFolder()
+        let user = User(id: "u1", email: "a@example.com", name: "Alice")
+        let when = Date(timeIntervalSince1970: 1_700_000_000.123)
+        do {
+            let app = try openApp(folder)
+            try app.settings.put(SettingsCatalog.tilesPerRow, 6)
+            try app.settings.put(SettingsCatalog.loadOriginal, true)
+            try app.settings.put(SettingsCatalog.serverUrl, "https://photos.example")
+            try app.settings.put(StoreKey("ratio", default: 1.0), 1.5)
+            try app.settings.put(StoreKey("since", default: Date(timeIntervalSince1970: 0)), when)
+            try app.settings.put(StoreKey("blob", default: Data()), Data([1, 2, 3]))
+            try app.settings.put(SettingsCatalog.themeMode, .dark)
+            try app.settings.put(SettingsCatalog.currentUser, user)
+            try app.close()
+        }
+        let app = try openApp(folder)
+        #expect(app.settings.get(SettingsCatalog.tilesPerRow) == 6)
+        #expect(app.settings.get(SettingsCatalog.loadOriginal))
+        #expect(app.settings.get(SettingsCatalog.serverUrl) == "https://photos.example")
+        #expect(app.settings.get(StoreKey("ratio", default: 1.0)) == 1.5)
+        #expect(app.settings.get(StoreKey("since", default: Date(timeIntervalSince1970: 0))) == Date(timeIntervalSince1970: 1_700_000_000.123))
+        #expect(app.settings.get(StoreKey("blob", default: Data())) == Data([1, 2, 3]))
+        #expect(app.settings.get(SettingsCatalog.themeMode) == .dark)
+        #expect(app.settings.get(SettingsCatalog.currentUser) == user)
+    }
+
+    @Test("a value stored under another type is reported and the default returned")
+    func typeMismatch() throws {
+        let app = try openApp()
+        try app.settings.put(StoreKey("tiles", default: "four"), "seven")
+        let asInt = StoreKey("tiles", default: 4)
+        #expect(app.settings.get(asInt) == 4)
+        #expect(throws: SettingsError.typeMismatch(key: "tiles", stored: "string", expected: "int")) { try app.settings.value(asInt) }
+    }
+
+    @Test("delete brings the default back")
+    func deleteKey() throws {
+        let app = try openApp()
+        try app.settings.put(SettingsCatalog.tilesPerRow, 9)
+        try app.settings.delete(SettingsCatalog.tilesPerRow)
+        #expect(app.settings.get(SettingsCatalog.tilesPerRow) == 4)
+    }
+
+    @Test("changes() yields writes made by another Settings instance on the same file")
+    func crossInstanceChanges() async throws {
+        let folder = appFolder()
+        let app = try openApp(folder)
+        let other = try Settings(database: app.pool)
+        var iterator = app.settings.changes(SettingsCatalog.tilesPerRow).makeAsyncIterator()
+        try other.put(SettingsCatalog.tilesPerRow, 7)
+        try other.delete(SettingsCatalog.tilesPerRow)
+        #expect(await iterator.next() == 7)
+        #expect(await iterator.next() == 4)
+        #expect(app.settings.get(SettingsCatalog.tilesPerRow) == 4)
+    }
+
+    @Test("a put is on disk when it returns: a second connection reads it")
+    func durablePut() throws {
+        let folder = appFolder()
+        let app = try openApp(folder)
+        try app.settings.put(SettingsCatalog.assetETag, "etag-1")
+        let queue = try DatabaseQueue(path: folder.appendingPathComponent("app.sqlite").path)
+        let stored = try queue.read { db in try String.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'assetETag'") }
+        #expect(stored == "etag-1")
+    }
+
+    @Test("the catalogue has no secrets")
+    func noSecrets() {
+        #expect(!SettingsCatalog.all.contains { $0.name.lowercased().contains("token") })
+        #expect(SettingsCatalog.all.count == 33)
+    }
+}
