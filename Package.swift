@@ -78,13 +78,17 @@ let package = Package(
             ]
         ),
         .testTarget(name: "CofferCryptoTests", dependencies: ["CofferCrypto"]),
-        .testTarget(name: "CofferAppDataTests", dependencies: ["CofferSettings", "CofferDatabase", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(
+            name: "CofferAppDataTests",
+            dependencies: ["CofferSettings", "CofferDatabase", .product(name: "GRDB", package: "GRDB.swift")],
+            exclude: ["Fixtures"]
+        ),
         .testTarget(name: "CofferStateMachinesTests", dependencies: ["CofferStateMachines", "CofferWallet", "CofferCrypto"]),
         .testTarget(
             name: "CofferDeniableTests",
             dependencies: ["CofferDeniable", "CofferCrypto", .product(name: "Crypto", package: "swift-crypto")]
         ),
-        .testTarget(name: "CofferCLITests", dependencies: ["coffer", "CofferWallet", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "CofferCLITests", dependencies: ["coffer", "CofferWallet", "CofferDatabase", "CofferSettings", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "CofferWalletTests",
             dependencies: ["CofferWallet", "CofferCrypto", .product(name: "GRDB", package: "GRDB.swift")],

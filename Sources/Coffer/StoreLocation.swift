@@ -27,4 +27,9 @@ public enum StoreLocation {
     public static func walletFile(in store: URL) -> URL {
         store.appendingPathComponent("wallet.sqlite")
     }
+
+    /// The app database (settings and collections) of a store.
+    public static func appDatabaseFile(in store: URL) -> URL {
+        store.appendingPathComponent("app.sqlite")
+    }
 }

@@ -173,6 +173,16 @@ struct AssetClient: AssetClientType {
 
     static func upsert(_ db: Database, _ asset: Asset) throws -> Asset {
         var a = asset
+        // Most puts are new assets: try the insert first (one statement); a unique-key clash
+        // rolls back only that statement, and the existing row is then found and updated.
+        if asset.id == nil {
+            do {
+                try a.insert(db)
+                return a
+            } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+                a.id = nil
+            }
+        }
         if let id = try existingId(db, asset) {
             a.id = id
             try a.update(db)

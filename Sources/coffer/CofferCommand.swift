@@ -69,7 +69,7 @@ struct CofferCommand: AsyncParsableCommand {
             Exit codes: 0 ok, 1 not found, 2 invalid input or query, 3 duplicate, 4 wrong key, \
             5 corrupted, 6 storage failure, 7 sending queue full.
             """,
-        subcommands: [WalletCommand.self, DeniableCommand.self, DemoCommand.self, BenchCommand.self])
+        subcommands: [WalletCommand.self, DeniableCommand.self, SettingsCommand.self, DBCommand.self, DemoCommand.self, BenchCommand.self])
 
     @OptionGroup var storeOptions: StoreOptions
 
@@ -92,6 +92,11 @@ struct CofferCommand: AsyncParsableCommand {
             fail(error.description, code: ExitCodes.code(for: error))
         } catch let error as DeniableError {
             fail(error.description, code: ExitCodes.code(for: error))
+        } catch let error as DatabaseStoreError {
+            fail(error.description, code: ExitCodes.code(for: error))
+        } catch let error as SettingsError {
+            if case .storage = error { fail(error.description, code: 6) }
+            fail(error.description, code: 2)
         } catch {
             let code = exitCode(for: error)
             if code == .success { exit(withError: error) } // --help, --version
@@ -121,6 +126,16 @@ enum ExitCodes {
 }
 
 extension ExitCodes {
+    /// App-database errors: a clash is a duplicate, a newer or damaged file is corrupted-like.
+    static func code(for error: DatabaseStoreError) -> Int32 {
+        switch error {
+        case .uniqueViolation: return 3
+        case .invalidInput: return 2
+        case .newerVersion, .integrityFailed: return 5
+        case .storage: return 6
+        }
+    }
+
     /// Deniable-storage errors on the same scale: a failed unlock is a wrong key.
     static func code(for error: DeniableError) -> Int32 {
         switch error {

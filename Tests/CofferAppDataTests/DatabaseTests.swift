@@ -187,3 +187,44 @@ struct MigrationTests {
         #expect(app.settings.get(SettingsCatalog.version) == 3)
     }
 }
+
+/// Builds the committed fixture `Fixtures/app-v1.sqlite`: a database as schema v1 left it.
+/// Run with COFFER_WRITE_FIXTURES=1 to write it again; otherwise this checks it still opens as v1.
+@Suite("Fixtures")
+struct FixtureTests {
+    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/app-v1.sqlite")
+
+    static func build(at url: URL) throws {
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+        let old = try AppDatabase.open(at: url, schemaUpTo: "app-v1")
+        try old.pool.write { db in
+            try db.execute(sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('accessToken', 'string', 'legacy-token', 0)")
+            try db.execute(sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('tilesPerRow', 'int', 5, 0)")
+            for i in 0..<20 {
+                try db.execute(sql: """
+                    INSERT INTO assets(remoteId, localId, ownerId, checksum, fileName, type, fileCreatedAt, fileModifiedAt, updatedAt)
+                    VALUES (?, ?, 'OWNER-A', ?, 'f.jpg', 'image', ?, '2021-01-01 00:00:00.000', '2021-01-01 00:00:00.000')
+                    """, arguments: ["r\(i)", "l\(i)", "c\(i)", String(format: "2021-02-%02d 00:00:00.000", i + 1)])
+            }
+            try db.execute(sql: "INSERT INTO albums(remoteId, name, createdAt, modifiedAt, ownerId) VALUES ('al', 'A', '2021-01-01', '2021-01-01', 'OWNER-A')")
+            try db.execute(sql: "INSERT INTO album_assets(albumId, assetId) SELECT 1, id FROM assets WHERE id <= 5")
+        }
+        try old.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try old.close()
+        try? FileManager.default.removeItem(atPath: url.path + "-wal")
+        try? FileManager.default.removeItem(atPath: url.path + "-shm")
+    }
+
+    @Test("the committed v1 fixture migrates to the newest schema and data version")
+    func committedFixtureMigrates() throws {
+        if ProcessInfo.processInfo.environment["COFFER_WRITE_FIXTURES"] == "1" { try Self.build(at: Self.fixture) }
+        let copy = appFolder().appendingPathComponent("app.sqlite")
+        try FileManager.default.copyItem(at: Self.fixture, to: copy)
+        let app = try AppDatabase.open(at: copy)
+        #expect(app.settings.get(SettingsCatalog.version) == 3)
+        #expect(app.settings.get(SettingsCatalog.tilesPerRow) == 5)
+        #expect(app.settings.rawValue("accessToken") == nil)
+        #expect(try app.context.assets.allForOwner("owner-a").count == 20)
+        #expect(try app.context.albums.findByRemoteId("al")?.startDate != nil)
+    }
+}

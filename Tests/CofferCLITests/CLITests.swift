@@ -1,5 +1,7 @@
 // The command line as other tools drive it: output formats and exit codes.
 import CofferWallet
+import CofferDatabase
+import CofferSettings
 import Foundation
 import GRDB
 import Testing
@@ -339,5 +341,54 @@ struct InteropTests {
         }
         #expect(process.terminationStatus == 0, "\(o)\(e)")
         #expect(o.contains("interop ok"), "\(o)\(e)")
+    }
+}
+
+@Suite("App database from the command line")
+struct AppDataCLITests {
+    @Test("settings set, get, list and delete keep their formats and exit codes")
+    func settings() throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-settings-\(UUID().uuidString)")
+        #expect(try CLI.run(["settings", "set", "tilesPerRow", "6"], store: store).status == 0)
+        #expect(try CLI.run(["settings", "get", "tilesPerRow"], store: store).stdout == #"{"name":"tilesPerRow","kind":"int","value":6,"set":true}"# + "\n")
+        #expect(try CLI.run(["settings", "set", "tilesPerRow", "six"], store: store).status == 2)
+        #expect(try CLI.run(["settings", "list"], store: store).stdout.contains(#""tilesPerRow":6"#))
+        #expect(try CLI.run(["settings", "delete", "tilesPerRow"], store: store).status == 0)
+        #expect(try CLI.run(["settings", "get", "tilesPerRow"], store: store).stdout.contains(#""set":false"#))
+    }
+
+    @Test("a process killed in the middle of migrating leaves a file the next open migrates completely")
+    func killedMidMigration() throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-migrate-\(UUID().uuidString)")
+        let url = store.appendingPathComponent("app.sqlite")
+        let old = try AppDatabase.open(at: url, schemaUpTo: "app-v1")
+        let rows = 150_000
+        try old.pool.write { db in
+            let statement = try db.makeStatement(sql: """
+                INSERT INTO assets(remoteId, localId, ownerId, checksum, fileName, type, fileCreatedAt, fileModifiedAt, updatedAt)
+                VALUES (?, ?, ?, ?, 'f.jpg', 'image', '2021-01-01 00:00:00.000', '2021-01-01 00:00:00.000', '2021-01-01 00:00:00.000')
+                """)
+            for i in 0..<rows { try statement.execute(arguments: ["r\(i)", "l\(i)", "OWNER-\(i % 100)", "c\(i)"]) }
+        }
+        try old.close()
+        var killedWhileRunning = 0
+        for delay in [30_000, 120_000, 250_000, 500_000] as [useconds_t] {
+            let process = Process()
+            process.executableURL = CLI.binary
+            process.arguments = ["--store", store.path, "db", "stats"]
+            process.standardOutput = Pipe()
+            process.standardError = Pipe()
+            try process.run()
+            usleep(delay)
+            if process.isRunning { killedWhileRunning += 1 }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        #expect(killedWhileRunning > 0, "no run was still migrating when killed")
+        let app = try AppDatabase.open(at: url)
+        #expect(app.settings.get(SettingsCatalog.version) == 3)
+        #expect(try app.context.assets.count() == rows)
+        #expect(try app.context.assets.allForOwner("owner-7").count == rows / 100)
+        #expect(try app.context.assets.allForOwner("OWNER-7").isEmpty)
     }
 }
