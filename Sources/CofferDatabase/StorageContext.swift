@@ -138,22 +138,28 @@ struct BrandClient: BrandClientType {
 struct AssetClient: AssetClientType {
     let pool: DatabasePool
 
+    // Hot reads use cached prepared statements: building and preparing SQL per call would cost
+    // more than the indexed read itself.
+
     func findByRemoteId(_ remoteId: String) throws -> Asset? {
-        try read(pool) { db in try Asset.filter(Column("remoteId") == remoteId).fetchOne(db) }
+        try read(pool) { db in try Asset.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE remoteId = ?"), arguments: [remoteId]) }
     }
 
     func findByLocalId(_ localId: String) throws -> Asset? {
-        try read(pool) { db in try Asset.filter(Column("localId") == localId).fetchOne(db) }
+        try read(pool) { db in try Asset.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE localId = ?"), arguments: [localId]) }
     }
 
     func allForOwner(_ ownerId: String) throws -> [Asset] {
-        try read(pool) { db in try Asset.filter(Column("ownerId") == ownerId).order(Column("fileCreatedAt").desc).fetchAll(db) }
+        try read(pool) { db in
+            try Asset.fetchAll(db.cachedStatement(sql: "SELECT * FROM assets WHERE ownerId = ? ORDER BY fileCreatedAt DESC"), arguments: [ownerId])
+        }
     }
 
     func createdBetween(_ start: Date, _ end: Date) throws -> [Asset] {
         guard start <= end else { throw DatabaseStoreError.invalidInput("createdBetween: start \(start) is after end \(end)") }
         return try read(pool) { db in
-            try Asset.filter(Column("fileCreatedAt") >= start && Column("fileCreatedAt") <= end).order(Column("fileCreatedAt")).fetchAll(db)
+            try Asset.fetchAll(db.cachedStatement(sql: "SELECT * FROM assets WHERE fileCreatedAt >= ? AND fileCreatedAt <= ? ORDER BY fileCreatedAt"),
+                               arguments: [start, end])
         }
     }
 

@@ -35,10 +35,11 @@ struct StoredSetting: Sendable, Equatable {
 
 /// Typed settings over a table of the app database (`coffer_settings`).
 public final class Settings: @unchecked Sendable {
-    // `cache` and `observers` are guarded by `lock`; `database` is itself thread-safe.
+    // `observers` is guarded by `lock`; the cache by its own mutex (reads are the hot path);
+    // `database` is itself thread-safe.
     private let database: any DatabaseWriter
     private let lock = NSLock()
-    private var cache: [String: StoredSetting]
+    private let cache: FastLock<[String: StoredSetting]>
     private var observers: [String: [UUID: @Sendable (StoredSetting?) -> Void]] = [:]
     private let hub: SettingsHub
     private let logger = Logger(label: "coffer.settings")
@@ -61,13 +62,13 @@ public final class Settings: @unchecked Sendable {
     public init(database: any DatabaseWriter) throws {
         self.database = database
         do {
-            cache = try database.read { db in
+            cache = FastLock(try database.read { db in
                 var all = [String: StoredSetting]()
                 for row in try Row.fetchAll(db, sql: "SELECT name, kind, value FROM coffer_settings") {
                     all[row[0]] = StoredSetting(kind: row[1], value: row[2])
                 }
                 return all
-            }
+            })
         } catch {
             throw SettingsError.storage("cannot read the settings: \(error)")
         }
@@ -81,7 +82,9 @@ public final class Settings: @unchecked Sendable {
 
     /// The value, or the key's default when unset or stored as another type (which is logged).
     public func get<Value>(_ key: StoreKey<Value>) -> Value {
-        (try? value(key)) ?? key.defaultValue
+        guard let stored = cache.withLock({ $0[key.name] }) else { return key.defaultValue }
+        if stored.kind == key.codec.kind, let value = key.codec.decode(stored.value) { return value }
+        return (try? decode(stored, key)) ?? key.defaultValue
     }
 
     /// The value, or nil when unset (or stored as another type, which is logged).
@@ -93,7 +96,7 @@ public final class Settings: @unchecked Sendable {
     /// - Throws: ``SettingsError/typeMismatch(key:stored:expected:)`` when it was stored as
     ///   another type, ``SettingsError/undecodable(key:kind:)`` when it does not decode.
     public func value<Value>(_ key: StoreKey<Value>) throws(SettingsError) -> Value? {
-        guard let stored = lock.withLock({ cache[key.name] }) else { return nil }
+        guard let stored = cache.withLock({ $0[key.name] }) else { return nil }
         return try decode(stored, key)
     }
 
@@ -113,12 +116,12 @@ public final class Settings: @unchecked Sendable {
 
     /// Names of every stored setting with their kinds.
     public func storedNames() -> [String: String] {
-        lock.withLock { cache.mapValues(\.kind) }
+        cache.withLock { $0.mapValues(\.kind) }
     }
 
     /// The raw stored value of `name` as text (for tools), nil when unset.
     public func rawValue(_ name: String) -> (kind: String, value: DatabaseValue)? {
-        lock.withLock { cache[name].map { ($0.kind, $0.value) } }
+        cache.withLock { $0[name].map { ($0.kind, $0.value) } }
     }
 
     // MARK: Writes (database first)
@@ -149,12 +152,12 @@ public final class Settings: @unchecked Sendable {
         do {
             try database.write { db in
                 if let stored {
-                    try db.execute(sql: """
+                    try db.cachedStatement(sql: """
                         INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES (?, ?, ?, ?)
                         ON CONFLICT(name) DO UPDATE SET kind = excluded.kind, value = excluded.value, updated_at = excluded.updated_at
-                        """, arguments: [name, stored.kind, stored.value, Int64(Date().timeIntervalSince1970 * 1000)])
+                        """).execute(arguments: [name, stored.kind, stored.value, Int64(Date().timeIntervalSince1970 * 1000)])
                 } else {
-                    try db.execute(sql: "DELETE FROM coffer_settings WHERE name = ?", arguments: [name])
+                    try db.cachedStatement(sql: "DELETE FROM coffer_settings WHERE name = ?").execute(arguments: [name])
                 }
             }
         } catch {
@@ -165,10 +168,10 @@ public final class Settings: @unchecked Sendable {
 
     /// Called by the hub for every committed write on this file (own or another instance's).
     func apply(_ name: String, _ stored: StoredSetting?) {
-        let callbacks: [@Sendable (StoredSetting?) -> Void] = lock.withLock {
+        cache.withLock { cache in
             if let stored { cache[name] = stored } else { cache.removeValue(forKey: name) }
-            return Array((observers[name] ?? [:]).values)
         }
+        let callbacks: [@Sendable (StoredSetting?) -> Void] = lock.withLock { Array((observers[name] ?? [:]).values) }
         for callback in callbacks { callback(stored) }
     }
 

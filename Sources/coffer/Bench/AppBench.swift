@@ -1,0 +1,112 @@
+// `coffer bench app`: settings beside Foundation's UserDefaults, collections beside direct GRDB.
+import ArgumentParser
+import Coffer
+import Foundation
+import GRDB
+
+struct AppBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "app",
+        abstract: "Settings get/put beside UserDefaults; putAll, lookups and created-between beside direct GRDB.")
+
+    @Option(help: "Assets for the collection operations.") var assets: Int = 100_000
+    @Option(help: "Settings reads.") var reads: Int = 1_000_000
+    @Option(help: "Settings writes (each durable).") var writes: Int = 2_000
+    @Option(help: "Lookups by remote id.") var lookups: Int = 20_000
+    @Flag(help: "Print one JSON object instead of a table.") var json = false
+
+    func validate() throws {
+        guard assets >= 100, reads >= 1, writes >= 1, lookups >= 1 else { throw ValidationError("counts must be positive (--assets at least 100)") }
+    }
+
+    func run() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bench-app-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var results = [(String, Double)]()
+
+        // Settings vs UserDefaults.
+        let app = try AppDatabase.open(at: folder.appendingPathComponent("app.sqlite"))
+        defer { try? app.close() }
+        let key = SettingsCatalog.tilesPerRow
+        try app.settings.put(key, 5)
+        var sum = 0
+        let (_, tGet) = await Clock.time { for _ in 0..<reads { sum &+= app.settings.get(key) } }
+        let suite = "coffer-bench-\(UUID().uuidString)"
+        guard let defaults = UserDefaults(suiteName: suite) else { throw ValidationError("UserDefaults(suiteName:) is unavailable") }
+        defer { defaults.removePersistentDomain(forName: suite) }
+        defaults.set(5, forKey: "tilesPerRow")
+        let (_, tDefaultsGet) = await Clock.time { for _ in 0..<reads { sum &+= defaults.integer(forKey: "tilesPerRow") } }
+        let (_, tPut) = try await Clock.time { for i in 0..<writes { try app.settings.put(key, i) } }
+        let (_, tDefaultsSet) = await Clock.time { for i in 0..<writes { defaults.set(i, forKey: "tilesPerRow") } }
+        let (_, tDefaultsSync) = await Clock.time {
+            for i in 0..<writes {
+                defaults.set(i, forKey: "tilesPerRow")
+                defaults.synchronize()
+            }
+        }
+        if sum == 42 { print("") }  // keep the reads
+        results += [
+            ("settings_get_per_sec", Double(reads) / tGet), ("userdefaults_get_per_sec", Double(reads) / tDefaultsGet),
+            ("settings_put_durable_per_sec", Double(writes) / tPut), ("userdefaults_set_per_sec", Double(writes) / tDefaultsSet),
+            ("userdefaults_set_synchronize_per_sec", Double(writes) / tDefaultsSync),
+        ]
+
+        // Collections vs the same operations written directly against GRDB.
+        let t0 = Date(timeIntervalSince1970: 1_600_000_000)
+        let batch = (0..<assets).map { i in
+            Asset(remoteId: "remote-\(i)", localId: "local-\(i)", ownerId: "owner-\(i % 10)", checksum: "checksum-\(i)",
+                  fileName: "IMG_\(i).jpg", fileCreatedAt: t0.addingTimeInterval(Double(i) * 60))
+        }
+        let (_, tPutAll) = try await Clock.time { try app.context.assets.putAll(batch) }
+        let probe = (0..<lookups).map { "remote-\(($0 &* 7919) % assets)" }
+        var found = 0
+        let (_, tLookup) = try await Clock.time { for id in probe { if try app.context.assets.findByRemoteId(id) != nil { found += 1 } } }
+        let windows = (0..<20).map { j in (t0.addingTimeInterval(Double(j * assets / 20) * 60), t0.addingTimeInterval(Double((j + 1) * assets / 20 - 1) * 60)) }
+        var rows = 0
+        let (_, tBetween) = try await Clock.time { for (a, b) in windows { rows += try app.context.assets.createdBetween(a, b).count } }
+
+        let direct = try DatabasePool(path: folder.appendingPathComponent("direct.sqlite").path, configuration: {
+            var c = Configuration()
+            c.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            return c
+        }())
+        defer { try? direct.close() }
+        try AppDatabase.migrator().migrate(direct)
+        let (_, tDirectPutAll) = try await Clock.time {
+            try direct.write { db in for var a in batch { try a.insert(db) } }
+        }
+        var directFound = 0
+        let (_, tDirectLookup) = try await Clock.time {
+            for id in probe {
+                if try direct.read({ db in try Asset.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE remoteId = ?"), arguments: [id]) }) != nil {
+                    directFound += 1
+                }
+            }
+        }
+        var directRows = 0
+        let (_, tDirectBetween) = try await Clock.time {
+            for (a, b) in windows {
+                directRows += try direct.read { db in
+                    try Asset.fetchAll(db.cachedStatement(sql: "SELECT * FROM assets WHERE fileCreatedAt >= ? AND fileCreatedAt <= ? ORDER BY fileCreatedAt"),
+                                      arguments: [a, b]).count
+                }
+            }
+        }
+        guard found == directFound, rows == directRows, rows == assets else {
+            throw ValidationError("the two sides disagree: \(found)/\(directFound) lookups, \(rows)/\(directRows) rows")
+        }
+        results += [
+            ("putall_assets_per_sec", Double(assets) / tPutAll), ("direct_grdb_insert_assets_per_sec", Double(assets) / tDirectPutAll),
+            ("lookup_remote_id_per_sec", Double(lookups) / tLookup), ("direct_grdb_lookup_per_sec", Double(lookups) / tDirectLookup),
+            ("created_between_rows_per_sec", Double(rows) / tBetween), ("direct_grdb_created_between_rows_per_sec", Double(directRows) / tDirectBetween),
+        ]
+        if json {
+            var fields = results.map { ($0.0, JSONValue.number(String(format: "%.1f", $0.1))) }
+            fields.append(("assets", .number(String(assets))))
+            print(JSONValue.object([("tool", .string("coffer bench app")), ("results", .object(fields))]).jsonText)
+        } else {
+            for (k, v) in results { print(k.padding(toLength: 42, withPad: " ", startingAt: 0), String(format: "%14.1f", v)) }
+        }
+    }
+}
