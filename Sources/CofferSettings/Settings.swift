@@ -28,9 +28,16 @@ public enum SettingsError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 /// One stored row as the cache keeps it.
+@usableFromInline
 struct StoredSetting: Sendable, Equatable {
-    var kind: String
-    var value: DatabaseValue
+    @usableFromInline var kind: String
+    @usableFromInline var value: DatabaseValue
+
+    @usableFromInline
+    init(kind: String, value: DatabaseValue) {
+        self.kind = kind
+        self.value = value
+    }
 }
 
 /// Typed settings over a table of the app database (`coffer_settings`).
@@ -39,7 +46,7 @@ public final class Settings: @unchecked Sendable {
     // `database` is itself thread-safe.
     private let database: any DatabaseWriter
     private let lock = NSLock()
-    private let cache: FastLock<[String: StoredSetting]>
+    @usableFromInline let cache: FastLock<[String: StoredSetting]>
     private var observers: [String: [UUID: @Sendable (StoredSetting?) -> Void]] = [:]
     private let hub: SettingsHub
     private let logger = Logger(label: "coffer.settings")
@@ -81,6 +88,7 @@ public final class Settings: @unchecked Sendable {
     // MARK: Reads (memory)
 
     /// The value, or the key's default when unset or stored as another type (which is logged).
+    @inlinable
     public func get<Value>(_ key: StoreKey<Value>) -> Value {
         guard let stored = cache.withLock({ $0[key.name] }) else { return key.defaultValue }
         if stored.kind == key.codec.kind, let value = key.codec.decode(stored.value) { return value }
@@ -100,7 +108,8 @@ public final class Settings: @unchecked Sendable {
         return try decode(stored, key)
     }
 
-    private func decode<Value>(_ stored: StoredSetting, _ key: StoreKey<Value>) throws(SettingsError) -> Value {
+    @usableFromInline
+    func decode<Value>(_ stored: StoredSetting, _ key: StoreKey<Value>) throws(SettingsError) -> Value {
         guard stored.kind == key.codec.kind else {
             let error = SettingsError.typeMismatch(key: key.name, stored: stored.kind, expected: key.codec.kind)
             logger.warning("\(error)")

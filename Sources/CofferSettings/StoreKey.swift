@@ -8,7 +8,7 @@ public struct SettingCodec<Value: Sendable>: Sendable {
     /// `enum`, `json`); a stored kind that differs from the key's is a type mismatch.
     public let kind: String
     let encode: @Sendable (Value) throws -> DatabaseValue
-    let decode: @Sendable (DatabaseValue) -> Value?
+    @usableFromInline let decode: @Sendable (DatabaseValue) -> Value?
 
     /// A codec from its kind and two conversions.
     public init(kind: String, encode: @escaping @Sendable (Value) throws -> DatabaseValue,

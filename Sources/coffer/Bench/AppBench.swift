@@ -31,12 +31,16 @@ struct AppBench: AsyncParsableCommand {
         let key = SettingsCatalog.tilesPerRow
         try app.settings.put(key, 5)
         var sum = 0
-        let (_, tGet) = await Clock.time { for _ in 0..<reads { sum &+= app.settings.get(key) } }
         let suite = "coffer-bench-\(UUID().uuidString)"
         guard let defaults = UserDefaults(suiteName: suite) else { throw ValidationError("UserDefaults(suiteName:) is unavailable") }
         defer { defaults.removePersistentDomain(forName: suite) }
         defaults.set(5, forKey: "tilesPerRow")
-        let (_, tDefaultsGet) = await Clock.time { for _ in 0..<reads { sum &+= defaults.integer(forKey: "tilesPerRow") } }
+        // In alternating rounds, so both see the same machine load.
+        var tGet = 0.0, tDefaultsGet = 0.0
+        for _ in 0..<5 {
+            tGet += await Clock.time { for _ in 0..<(reads / 5) { sum &+= app.settings.get(key) } }.1
+            tDefaultsGet += await Clock.time { for _ in 0..<(reads / 5) { sum &+= defaults.integer(forKey: "tilesPerRow") } }.1
+        }
         let (_, tPut) = try await Clock.time { for i in 0..<writes { try app.settings.put(key, i) } }
         let (_, tDefaultsSet) = await Clock.time { for i in 0..<writes { defaults.set(i, forKey: "tilesPerRow") } }
         let (_, tDefaultsSync) = await Clock.time {
@@ -60,11 +64,7 @@ struct AppBench: AsyncParsableCommand {
         }
         let (_, tPutAll) = try await Clock.time { try app.context.assets.putAll(batch) }
         let probe = (0..<lookups).map { "remote-\(($0 &* 7919) % assets)" }
-        var found = 0
-        let (_, tLookup) = try await Clock.time { for id in probe { if try app.context.assets.findByRemoteId(id) != nil { found += 1 } } }
         let windows = (0..<20).map { j in (t0.addingTimeInterval(Double(j * assets / 20) * 60), t0.addingTimeInterval(Double((j + 1) * assets / 20 - 1) * 60)) }
-        var rows = 0
-        let (_, tBetween) = try await Clock.time { for (a, b) in windows { rows += try app.context.assets.createdBetween(a, b).count } }
 
         let direct = try DatabasePool(path: folder.appendingPathComponent("direct.sqlite").path, configuration: {
             var c = Configuration()
@@ -76,22 +76,30 @@ struct AppBench: AsyncParsableCommand {
         let (_, tDirectPutAll) = try await Clock.time {
             try direct.write { db in for var a in batch { try a.insert(db) } }
         }
-        var directFound = 0
-        let (_, tDirectLookup) = try await Clock.time {
-            for id in probe {
-                if try direct.read({ db in try Asset.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE remoteId = ?"), arguments: [id]) }) != nil {
-                    directFound += 1
+        // Reads alternate between the two sides in rounds, so both see the same machine load.
+        var found = 0, directFound = 0, rows = 0, directRows = 0
+        var tLookup = 0.0, tDirectLookup = 0.0, tBetween = 0.0, tDirectBetween = 0.0
+        let rounds = 5
+        for round in 0..<rounds {
+            let slice = probe[(round * probe.count / rounds)..<((round + 1) * probe.count / rounds)]
+            tLookup += try await Clock.time { for id in slice { if try app.context.assets.findByRemoteId(id) != nil { found += 1 } } }.1
+            tDirectLookup += try await Clock.time {
+                for id in slice {
+                    if try direct.read({ db in try Asset.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE remoteId = ?"), arguments: [id]) }) != nil {
+                        directFound += 1
+                    }
                 }
-            }
-        }
-        var directRows = 0
-        let (_, tDirectBetween) = try await Clock.time {
-            for (a, b) in windows {
-                directRows += try direct.read { db in
-                    try Asset.fetchAll(db.cachedStatement(sql: "SELECT * FROM assets WHERE fileCreatedAt >= ? AND fileCreatedAt <= ? ORDER BY fileCreatedAt"),
-                                      arguments: [a, b]).count
+            }.1
+            let windowSlice = windows[(round * windows.count / rounds)..<((round + 1) * windows.count / rounds)]
+            tBetween += try await Clock.time { for (a, b) in windowSlice { rows += try app.context.assets.createdBetween(a, b).count } }.1
+            tDirectBetween += try await Clock.time {
+                for (a, b) in windowSlice {
+                    directRows += try direct.read { db in
+                        try Asset.fetchAll(db.cachedStatement(sql: "SELECT * FROM assets WHERE fileCreatedAt >= ? AND fileCreatedAt <= ? ORDER BY fileCreatedAt"),
+                                          arguments: [a, b]).count
+                    }
                 }
-            }
+            }.1
         }
         guard found == directFound, rows == directRows, rows == assets else {
             throw ValidationError("the two sides disagree: \(found)/\(directFound) lookups, \(rows)/\(directRows) rows")
