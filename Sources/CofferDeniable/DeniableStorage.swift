@@ -298,7 +298,11 @@ public actor DeniableStorage {
         let hint = try queue.enqueue(item, secret: current.contents.queueSecret)
         let message = MailboxMessage(direction: .sent, peer: recipient, text: text, date: clock(), queueHint: hint)
         current.contents.messages.append(message)
-        try save(&current.contents, header: current.header, vaultKey: current.vaultKey)
+        do { try save(&current.contents, header: current.header, vaultKey: current.vaultKey) } catch {
+            // The mailbox could not record it: the message leaves the queue again, so nothing changed.
+            try? queue.withdraw(item)
+            throw error
+        }
         session = current
         return message
     }

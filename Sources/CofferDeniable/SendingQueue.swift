@@ -175,6 +175,13 @@ public final class SendingQueue: @unchecked Sendable {
         return item
     }
 
+    /// Takes a just-enqueued item back out (its caller could not record it), appending a cover.
+    func withdraw(_ item: Data) throws(DeniableError) {
+        lock.lock()
+        defer { lock.unlock() }
+        _ = try removeLocked(item)
+    }
+
     /// Whether a message with this hint still waits in the queue.
     public func contains(hint: Data) -> Bool {
         lock.lock()
