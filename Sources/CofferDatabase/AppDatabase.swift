@@ -177,7 +177,8 @@ public final class AppDatabase: Sendable {
                             schemaUpTo lastMigration: String? = nil) throws -> AppDatabase {
         let migrator = migrator()
         let target = dataMigrations.map(\.version).max() ?? 0
-        if FileManager.default.fileExists(atPath: url.path) {
+        let existed = FileManager.default.fileExists(atPath: url.path)
+        if existed {
             try refuseNewer(url, migrator: migrator, dataTarget: target)
         } else {
             try? FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -190,7 +191,7 @@ public final class AppDatabase: Sendable {
             throw DatabaseStoreError.storage("opening or migrating \(url.path) failed: \(error)")
         }
         if lastMigration == nil {
-            try runLadder(pool, dataMigrations)
+            try runLadder(pool, dataMigrations, freshInstall: !existed)
             try check(pool)
         }
         let settings = try Settings(database: pool)
@@ -230,12 +231,10 @@ public final class AppDatabase: Sendable {
     }
 
     /// Runs every step above the stored version, each in one transaction with its version bump.
-    static func runLadder(_ pool: DatabasePool, _ steps: [DataMigration]) throws {
+    /// On a fresh install (the file did not exist) there is nothing to migrate: the steps only
+    /// record their versions.
+    static func runLadder(_ pool: DatabasePool, _ steps: [DataMigration], freshInstall fresh: Bool) throws {
         let ordered = steps.sorted { $0.version < $1.version }
-        let fresh = try pool.read { db in
-            try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version' AND kind = 'int'") == nil
-                && (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM assets") ?? 0) == 0
-        }
         for step in ordered {
             let current = try pool.read { db in
                 try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version' AND kind = 'int'") ?? 0

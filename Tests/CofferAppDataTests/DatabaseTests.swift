@@ -181,6 +181,18 @@ struct MigrationTests {
         #expect(throws: DatabaseStoreError.self) { _ = try AppDatabase.open(at: url) }
     }
 
+    @Test("a v1 file with settings but no assets still runs every step")
+    func settingsOnlyFileMigrates() throws {
+        let url = appFolder().appendingPathComponent("app.sqlite")
+        let old = try AppDatabase.open(at: url, schemaUpTo: "app-v1")
+        try old.pool.write { db in
+            try db.execute(sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('accessToken', 'string', 'secret', 0)")
+        }
+        try old.close()
+        let app = try AppDatabase.open(at: url)
+        #expect(app.settings.rawValue("accessToken") == nil)
+    }
+
     @Test("a fresh install records the newest data version without running the steps")
     func freshInstall() throws {
         let app = try openApp()
