@@ -13,6 +13,8 @@ let package = Package(
         .library(name: "CofferStateMachines", targets: ["CofferStateMachines"]),
         .library(name: "CofferSettings", targets: ["CofferSettings"]),
         .library(name: "CofferDatabase", targets: ["CofferDatabase"]),
+        .library(name: "CofferMediaCache", targets: ["CofferMediaCache"]),
+        .library(name: "CofferSecureStorage", targets: ["CofferSecureStorage"]),
         .executable(name: "coffer", targets: ["coffer"]),
     ],
     dependencies: [
@@ -65,8 +67,17 @@ let package = Package(
             dependencies: ["CofferSettings", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]
         ),
         .target(
+            name: "CofferMediaCache",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "CofferSecureStorage",
+            dependencies: ["CofferCrypto", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
             name: "Coffer",
-            dependencies: ["CofferWallet", "CofferStateMachines", "CofferDeniable", "CofferSettings", "CofferDatabase", "CofferCrypto"]
+            dependencies: ["CofferWallet", "CofferStateMachines", "CofferDeniable", "CofferSettings", "CofferDatabase", "CofferCrypto",
+                           "CofferMediaCache", "CofferSecureStorage", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "coffer",
@@ -78,6 +89,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "CofferCryptoTests", dependencies: ["CofferCrypto"]),
+        .testTarget(name: "CofferMediaCacheTests", dependencies: ["CofferMediaCache"]),
+        .testTarget(name: "CofferSecureStorageTests", dependencies: ["CofferSecureStorage"]),
+        .testTarget(name: "CofferContainerTests", dependencies: ["Coffer", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "CofferAppDataTests",
             dependencies: ["CofferSettings", "CofferDatabase", .product(name: "GRDB", package: "GRDB.swift")],

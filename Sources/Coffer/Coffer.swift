@@ -5,3 +5,5 @@
 @_exported import CofferStateMachines
 @_exported import CofferSettings
 @_exported import CofferDatabase
+@_exported import CofferMediaCache
+@_exported import CofferSecureStorage

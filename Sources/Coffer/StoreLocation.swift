@@ -23,6 +23,26 @@ public enum StoreLocation {
         #endif
     }
 
+    /// The folder of the default store's caches (the OS may purge it): `STORE/caches` when
+    /// `$COFFER_HOME` is set, else `$XDG_CACHE_HOME/coffer` or `~/.cache/coffer` on Linux, and
+    /// `~/Library/Caches/Coffer` on Apple platforms.
+    public static func defaultCachesDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        if let home = environment["COFFER_HOME"], !home.isEmpty {
+            return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent("caches", isDirectory: true)
+        }
+        #if canImport(Darwin)
+        let base = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
+            ?? URL(fileURLWithPath: NSHomeDirectory()).appendingPathComponent("Library/Caches")
+        return base.appendingPathComponent("Coffer", isDirectory: true)
+        #else
+        if let xdg = environment["XDG_CACHE_HOME"], !xdg.isEmpty {
+            return URL(fileURLWithPath: xdg, isDirectory: true).appendingPathComponent("coffer", isDirectory: true)
+        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".cache/coffer", isDirectory: true)
+        #endif
+    }
+
     /// The wallet file inside a store folder.
     public static func walletFile(in store: URL) -> URL {
         store.appendingPathComponent("wallet.sqlite")

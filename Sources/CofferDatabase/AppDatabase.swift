@@ -71,6 +71,8 @@ public final class AppDatabase: Sendable {
     public let settings: Settings
     /// One typed client per entity.
     public let context: StorageContext
+    /// Whether this open created the file (a fresh install, or the first open after a reset).
+    public let isFreshInstall: Bool
 
     static let logger = Logger(label: "coffer.database")
 
@@ -195,13 +197,14 @@ public final class AppDatabase: Sendable {
             try check(pool)
         }
         let settings = try Settings(database: pool)
-        return AppDatabase(pool: pool, settings: settings)
+        return AppDatabase(pool: pool, settings: settings, isFreshInstall: !existed)
     }
 
-    private init(pool: DatabasePool, settings: Settings) {
+    private init(pool: DatabasePool, settings: Settings, isFreshInstall: Bool) {
         self.pool = pool
         self.settings = settings
         self.context = StorageContext(pool: pool)
+        self.isFreshInstall = isFreshInstall
     }
 
     /// Reads the file read-only and refuses it when it is newer than this code knows.

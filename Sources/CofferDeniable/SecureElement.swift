@@ -49,40 +49,13 @@ public final class FileSecureElement: SecureElement, @unchecked Sendable {
         defer { lock.unlock() }
         if let cached { return cached }
         let key: SecretKey
-        if FileManager.default.fileExists(atPath: keyFile.path) {
-            key = try readKey()
-        } else {
-            key = SecretKey.random(byteCount: 32)
-            try writeKey(key)
-        }
+        do { key = try OwnerOnlyKeyFile(url: keyFile).loadOrCreate() } catch { throw .secureElement(error.message) }
         let hasher = KeyedHash(key: key)
         cached = hasher
         return hasher
     }
 
-    private func readKey() throws(DeniableError) -> SecretKey {
-        let attributes: [FileAttributeKey: Any]
-        do { attributes = try FileManager.default.attributesOfItem(atPath: keyFile.path) } catch {
-            throw .secureElement("cannot read \(keyFile.path): \(error.localizedDescription)")
-        }
-        let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue ?? 0o777
-        guard mode & 0o077 == 0 else {
-            throw .secureElement("\(keyFile.path) is readable by others (mode \(String(mode, radix: 8))); it must be 0600")
-        }
-        guard var bytes = try? Data(contentsOf: keyFile), bytes.count == 32 else {
-            throw .secureElement("\(keyFile.path) does not hold a 32-byte key")
-        }
-        defer { bytes.resetBytes(in: 0..<bytes.count) }
-        do { return try SecretKey(copying: bytes, expectedCount: 32) } catch { throw .secureElement("\(error)") }
-    }
-
     private func writeKey(_ key: SecretKey) throws(DeniableError) {
-        do {
-            try key.withUnsafeBytes { bytes in
-                try AtomicFile.write(UnsafeRawBufferPointer(bytes), to: keyFile, permissions: 0o600)
-            }
-        } catch {
-            throw .secureElement("cannot write \(keyFile.path): \(error)")
-        }
+        do { try OwnerOnlyKeyFile(url: keyFile).write(key) } catch { throw .secureElement(error.message) }
     }
 }

@@ -1,0 +1,211 @@
+// The app container: every store of an app in one folder (plus a caches folder), opened together.
+import CofferCrypto
+import Foundation
+import Logging
+
+/// Where a container keeps its files.
+public struct CofferLocations: Sendable, Equatable {
+    /// Data that must last: `app.sqlite`, `wallet.sqlite`, `secure/`, `deniable/`.
+    public var data: URL
+    /// Data the OS may purge: the media cache's disk layer (`media/`).
+    public var caches: URL
+
+    /// Explicit folders.
+    public init(data: URL, caches: URL) {
+        self.data = data
+        self.caches = caches
+    }
+
+    /// One store folder holding everything, caches in `store/caches`.
+    public init(store: URL) {
+        self.init(data: store, caches: store.appendingPathComponent("caches", isDirectory: true))
+    }
+
+    /// The platform's folders: Application Support and Caches on Apple platforms, the XDG data
+    /// and cache folders on Linux; `$COFFER_HOME` (data) and `$COFFER_HOME/caches` when set.
+    public static func platformDefault(environment: [String: String] = ProcessInfo.processInfo.environment) -> CofferLocations {
+        CofferLocations(data: StoreLocation.defaultStoreDirectory(environment: environment),
+                        caches: StoreLocation.defaultCachesDirectory(environment: environment))
+    }
+
+    /// The app database (settings and collections).
+    public var appDatabase: URL { StoreLocation.appDatabaseFile(in: data) }
+    /// The encrypted wallet.
+    public var wallet: URL { StoreLocation.walletFile(in: data) }
+    /// The secure items' folder (where there is no Keychain).
+    public var secureFolder: URL { data.appendingPathComponent("secure", isDirectory: true) }
+    /// The deniable vault's folder.
+    public var deniableFolder: URL { data.appendingPathComponent("deniable", isDirectory: true) }
+    /// The media cache's disk layer.
+    public var mediaCacheFolder: URL { caches.appendingPathComponent("media", isDirectory: true) }
+
+    /// Everything a full reset removes from the data folder.
+    var resetItems: [URL] {
+        let files = ["app.sqlite", "wallet.sqlite"].flatMap { name in ["", "-wal", "-shm"].map { data.appendingPathComponent(name + $0) } }
+        return files + [secureFolder, deniableFolder, data.appendingPathComponent("deniable-dev-service", isDirectory: true), caches]
+    }
+}
+
+/// Why a container call failed.
+public enum ContainerError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The container was reset or closed; open a new one.
+    case closed
+    /// Removing the container's files failed (named).
+    case storage(String)
+
+    /// The message.
+    public var description: String {
+        switch self {
+        case .closed: return "the container was closed or reset; open it again"
+        case let .storage(m): return "container storage: \(m)"
+        }
+    }
+}
+
+/// Every store of an app, opened together in one container: the app database (settings and
+/// collections, migrated at open), the media cache (sized by the settings' cache-size keys and
+/// following their changes), secure storage (Keychain on Apple platforms) and, on request, the
+/// wallet.
+public final class CofferContainer: @unchecked Sendable {
+    /// The folders.
+    public let locations: CofferLocations
+    /// Settings and collections (`app.sqlite`).
+    public let database: AppDatabase
+    /// The two-layer media cache.
+    public let cache: MediaCache
+    /// Tokens, client certificates, custom headers.
+    public let secure: any SecureStorage
+    /// The typed settings.
+    public var settings: Settings { database.settings }
+    /// One typed client per entity.
+    public var context: StorageContext { database.context }
+
+    private let lock = NSLock()
+    private var wallets: [Wallet] = []
+    private var watchers: [Task<Void, Never>] = []
+    private var isClosed = false
+    private static let logger = Logger(label: "coffer.container")
+
+    /// Opens every store under `locations`, running schema and data migrations on the app
+    /// database. On a fresh install (no app database yet) it also empties secure storage, whose
+    /// Keychain items would otherwise survive an uninstall.
+    /// - Parameters:
+    ///   - secureStorage: the secure store to use; by default the Keychain (service
+    ///     `keychainService`) on Apple platforms, an encrypted file store in `data/secure` elsewhere.
+    public static func open(_ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
+                            keychainService: String = "coffer", cacheByteLimits: (memory: Int, disk: Int)? = nil,
+                            dataMigrations: [DataMigration] = AppDatabase.dataMigrations) throws -> CofferContainer {
+        let database = try AppDatabase.open(at: locations.appDatabase, dataMigrations: dataMigrations)
+        let secure = secureStorage ?? PlatformSecureStorage.make(folder: locations.secureFolder, service: keychainService)
+        if database.isFreshInstall {
+            do { try secure.deleteAll() } catch { logger.warning("could not clear secure items left by an earlier install: \(error)") }
+        }
+        var limits = MediaCacheLimits.default
+        if let cacheByteLimits {
+            limits.memoryBytes = cacheByteLimits.memory
+            limits.diskBytes = cacheByteLimits.disk
+        }
+        limits.entries = cacheEntries(database.settings)
+        let cache: MediaCache
+        do { cache = try MediaCache(folder: locations.mediaCacheFolder, limits: limits) } catch {
+            try? database.close()
+            throw error
+        }
+        let container = CofferContainer(locations: locations, database: database, cache: cache, secure: secure)
+        container.watchCacheSettings()
+        return container
+    }
+
+    private init(locations: CofferLocations, database: AppDatabase, cache: MediaCache, secure: any SecureStorage) {
+        self.locations = locations
+        self.database = database
+        self.cache = cache
+        self.secure = secure
+    }
+
+    static func cacheEntries(_ settings: Settings) -> [MediaKind: Int] {
+        [.thumbnail: max(0, settings.get(SettingsCatalog.thumbnailCacheSize)),
+         .preview: max(0, settings.get(SettingsCatalog.imageCacheSize)),
+         .albumThumbnail: max(0, settings.get(SettingsCatalog.albumThumbnailCacheSize))]
+    }
+
+    /// Applies the cache-size settings to the cache now and whenever one of them changes.
+    private func watchCacheSettings() {
+        let keys = [SettingsCatalog.thumbnailCacheSize, SettingsCatalog.imageCacheSize, SettingsCatalog.albumThumbnailCacheSize]
+        let tasks = keys.map { key in
+            Task { [settings, cache] in
+                for await _ in settings.changes(key) {
+                    var limits = cache.currentLimits
+                    limits.entries = Self.cacheEntries(settings)
+                    try? cache.setLimits(limits)
+                }
+            }
+        }
+        lock.withLock { watchers = tasks }
+    }
+
+    private func checkOpen() throws(ContainerError) {
+        let closed = lock.withLock { isClosed }
+        if closed { throw .closed }
+    }
+
+    /// Opens the container's wallet, creating it when `createIfMissing` and it does not exist.
+    /// The container closes it at ``close()`` and ``reset()``.
+    public func openWallet(_ key: WalletKey, createIfMissing: Bool = true) async throws -> Wallet {
+        try checkOpen()
+        let exists = FileManager.default.fileExists(atPath: locations.wallet.path)
+        let wallet = exists || !createIfMissing
+            ? try await Wallet.open(at: locations.wallet, key: key)
+            : try await Wallet.create(at: locations.wallet, key: key)
+        lock.withLock { wallets.append(wallet) }
+        return wallet
+    }
+
+    /// Free up space: removes the device copies of backed-up assets the options choose (by
+    /// default the settings' `cleanup…` keys), only for the logged-in user's assets when one is
+    /// set, through `library`; `dryRun` lists them without deleting. Their cached thumbnails and
+    /// previews stay (the server copy still shows them).
+    public func freeUpSpace(_ options: CleanupOptions? = nil, library: any LocalMediaLibrary, dryRun: Bool = false,
+                            now: Date = Date()) async throws -> CleanupResult {
+        try checkOpen()
+        let chosen = options ?? CleanupOptions(settings: settings)
+        let owner = settings.get(SettingsCatalog.currentUser)?.id
+        return try await AssetCleanup(database: database).run(chosen, library: library, dryRun: dryRun, now: now, ownerId: owner)
+    }
+
+    /// Clear cache: thumbnails, previews and album covers (or one kind); synced data untouched.
+    public func clearCache(_ kind: MediaKind? = nil) throws(ContainerError) {
+        try checkOpen()
+        cache.clear(kind)
+    }
+
+    /// Closes the wallets it opened and the app database. Idempotent.
+    public func close() {
+        let (opened, tasks, wasClosed) = lock.withLock { () -> ([Wallet], [Task<Void, Never>], Bool) in
+            defer { isClosed = true; wallets = []; watchers = [] }
+            return (wallets, watchers, isClosed)
+        }
+        guard !wasClosed else { return }
+        tasks.forEach { $0.cancel() }
+        for wallet in opened { try? wallet.close() }
+        try? database.close()
+    }
+
+    /// Full reset: closes everything, then removes the database (settings included), the wallet,
+    /// the deniable vault, the media cache and every secure item. The next
+    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)`` behaves exactly as
+    /// on a fresh install. This container is closed afterwards.
+    public func reset() throws {
+        try checkOpen()
+        cache.clear()
+        close()
+        var failures: [String] = []
+        do { try secure.deleteAll() } catch { failures.append("\(error)") }
+        for url in locations.resetItems {
+            do { try DurableFile.remove(url) } catch { failures.append(error.message) }
+        }
+        DurableFile.syncFolder(locations.data)
+        guard failures.isEmpty else { throw ContainerError.storage(failures.joined(separator: "; ")) }
+        Self.logger.notice("full reset done", metadata: ["folder": "\(locations.data.path)"])
+    }
+}

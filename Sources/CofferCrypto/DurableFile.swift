@@ -1,0 +1,160 @@
+// Whole-file replacement that a crash cannot tear (temporary file, fsync, rename, fsync folder),
+// and owner-only key files. Shared by the modules that keep files beside their databases.
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A file operation that failed; `message` names the file and the reason.
+package struct FileOperationError: Error, CustomStringConvertible {
+    /// What went wrong, with the path.
+    package let message: String
+    package init(_ message: String) { self.message = message }
+    package var description: String { message }
+}
+
+/// Writes files so that a reader (or a process restarted after a crash) sees either the old
+/// content or the new one, never a mix.
+package enum DurableFile {
+    /// Replaces `url` with `bytes`: writes a temporary file beside it (mode `permissions`),
+    /// flushes it to disk when `sync` is true, renames it over `url`, then flushes the folder so
+    /// the rename lasts. Without `sync` the replacement is still atomic for readers, but a crash
+    /// may leave the new name pointing at incomplete bytes (callers that do so check contents).
+    package static func write(_ bytes: UnsafeRawBufferPointer, to url: URL, permissions: mode_t = 0o600,
+                              sync: Bool = true) throws(FileOperationError) {
+        let folder = url.deletingLastPathComponent()
+        let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp")
+        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, permissions)
+        guard fd >= 0 else { throw FileOperationError("cannot create \(temporary.path): \(errnoText())") }
+        var ok = false
+        defer {
+            if !ok { close(fd); unlink(temporary.path) }
+        }
+        var offset = 0
+        while offset < bytes.count {
+            let n = posixWrite(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileOperationError("cannot write \(temporary.path): \(errnoText())")
+            }
+            offset += n
+        }
+        if sync {
+            guard fsync(fd) == 0 else { throw FileOperationError("cannot flush \(temporary.path): \(errnoText())") }
+        }
+        ok = true
+        close(fd)
+        guard rename(temporary.path, url.path) == 0 else {
+            let message = errnoText()
+            unlink(temporary.path)
+            throw FileOperationError("cannot replace \(url.path): \(message)")
+        }
+        if sync { syncFolder(folder) }
+    }
+
+    /// Replaces `url` with `data` (see ``write(_:to:permissions:sync:)-(UnsafeRawBufferPointer,_,_,_)``).
+    package static func write(_ data: Data, to url: URL, permissions: mode_t = 0o600, sync: Bool = true) throws(FileOperationError) {
+        try withBytes(data) { (bytes) throws(FileOperationError) in try write(bytes, to: url, permissions: permissions, sync: sync) }
+    }
+
+    /// Reads a whole file; nil when it does not exist.
+    package static func read(_ url: URL) throws(FileOperationError) -> Data? {
+        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
+        do { return try Data(contentsOf: url) } catch {
+            throw FileOperationError("cannot read \(url.path): \(error.localizedDescription)")
+        }
+    }
+
+    /// Creates `folder` (and its parents) with owner-only permissions when it is missing.
+    package static func ensureFolder(_ folder: URL) throws(FileOperationError) {
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw FileOperationError("cannot create \(folder.path): \(error.localizedDescription)")
+        }
+    }
+
+    /// Flushes a folder's entries (renames and unlinks in it) to disk.
+    package static func syncFolder(_ folder: URL) {
+        let dirfd = open(folder.path, O_RDONLY)
+        if dirfd >= 0 {
+            _ = fsync(dirfd)
+            close(dirfd)
+        }
+    }
+
+    /// Removes `url` if it exists (file or folder); missing is not an error.
+    package static func remove(_ url: URL) throws(FileOperationError) {
+        do {
+            try FileManager.default.removeItem(at: url)
+        } catch let error as CocoaError where error.code == .fileNoSuchFile {
+            return
+        } catch {
+            if !FileManager.default.fileExists(atPath: url.path) { return }
+            throw FileOperationError("cannot remove \(url.path): \(error.localizedDescription)")
+        }
+    }
+
+    static func errnoText() -> String { String(cString: strerror(errno)) }
+}
+
+/// A random 32-byte key in a file only its owner may read (mode 0600), created on first use.
+/// A file whose permissions are wider is refused, never silently used or repaired.
+package struct OwnerOnlyKeyFile: Sendable {
+    /// Where the key lives.
+    package let url: URL
+
+    package init(url: URL) { self.url = url }
+
+    /// The key, made (and written atomically, 0600) when the file does not exist.
+    package func loadOrCreate() throws(FileOperationError) -> SecretKey {
+        if FileManager.default.fileExists(atPath: url.path) { return try load() }
+        let key = SecretKey.random(byteCount: 32)
+        try write(key)
+        return key
+    }
+
+    /// Reads the key, checking the file's mode first.
+    package func load() throws(FileOperationError) -> SecretKey {
+        let attributes: [FileAttributeKey: Any]
+        do { attributes = try FileManager.default.attributesOfItem(atPath: url.path) } catch {
+            throw FileOperationError("cannot read \(url.path): \(error.localizedDescription)")
+        }
+        let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue ?? 0o777
+        guard mode & 0o077 == 0 else {
+            throw FileOperationError("\(url.path) is readable by others (mode \(String(mode, radix: 8))); it must be 0600")
+        }
+        guard var bytes = try? Data(contentsOf: url), bytes.count == 32 else {
+            throw FileOperationError("\(url.path) does not hold a 32-byte key")
+        }
+        defer { bytes.resetBytes(in: 0..<bytes.count) }
+        do { return try SecretKey(copying: bytes, expectedCount: 32) } catch { throw FileOperationError("\(error)") }
+    }
+
+    /// Replaces the key file with `key` (atomic, durable, 0600).
+    package func write(_ key: SecretKey) throws(FileOperationError) {
+        try DurableFile.ensureFolder(url.deletingLastPathComponent())
+        try key.withUnsafeBytes { (bytes) throws(FileOperationError) in
+            try DurableFile.write(bytes, to: url, permissions: 0o600)
+        }
+    }
+}
+
+/// `Data.withUnsafeBytes` keeping the body's typed error (the Foundation method is `rethrows`).
+package func withBytes<R, E: Error>(_ data: Data, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    let result: Result<R, E> = data.withUnsafeBytes { raw in Result { () throws(E) in try body(raw) } }
+    return try result.get()
+}
+
+/// `write(2)`, named apart from the enum's own `write` methods.
+@inline(__always)
+private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+    #if canImport(Glibc)
+    return Glibc.write(fd, buffer, count)
+    #else
+    return Darwin.write(fd, buffer, count)
+    #endif
+}

@@ -1,0 +1,171 @@
+// "Free up space": remove the device copies of assets the server already has, as the seed's four
+// cleanup settings choose them. The device's media library deletes; the records follow only what
+// it actually deleted.
+import CofferSettings
+import Foundation
+import GRDB
+
+/// Which local assets a cleanup may remove (the seed's `cleanup…` settings).
+public struct CleanupOptions: Sendable, Equatable {
+    /// Keep favourites.
+    public var keepFavorites: Bool
+    /// Keep every asset of this media type.
+    public var keepMediaType: KeepMediaType
+    /// Keep assets in these albums (album server ids, or local row ids as text).
+    public var keepAlbumIds: [String]
+    /// Only assets created at least this many days ago go; must be 0 or more.
+    public var cutoffDaysAgo: Int
+
+    /// Options given directly.
+    public init(keepFavorites: Bool = true, keepMediaType: KeepMediaType = .none, keepAlbumIds: [String] = [], cutoffDaysAgo: Int) {
+        self.keepFavorites = keepFavorites
+        self.keepMediaType = keepMediaType
+        self.keepAlbumIds = keepAlbumIds
+        self.cutoffDaysAgo = cutoffDaysAgo
+    }
+
+    /// The options the settings store holds.
+    public init(settings: Settings) {
+        self.init(keepFavorites: settings.get(SettingsCatalog.cleanupKeepFavorites),
+                  keepMediaType: settings.get(SettingsCatalog.cleanupKeepMediaType),
+                  keepAlbumIds: settings.get(SettingsCatalog.cleanupKeepAlbumIds),
+                  cutoffDaysAgo: settings.get(SettingsCatalog.cleanupCutoffDaysAgo))
+    }
+}
+
+/// One asset whose device copy a cleanup would remove.
+public struct CleanupCandidate: Sendable, Hashable, Codable {
+    /// The asset's row id.
+    public var assetId: Int64
+    /// The device id of the local copy (what the media library deletes).
+    public var localId: String
+    /// The server id of the copy that stays.
+    public var remoteId: String
+    /// The file name.
+    public var fileName: String
+    /// The local file's size in bytes (0 when unknown).
+    public var bytes: Int64
+    /// When the file was created.
+    public var fileCreatedAt: Date
+}
+
+/// What a cleanup did (or, in a dry run, would do).
+public struct CleanupResult: Sendable, Equatable {
+    /// The assets whose device copies are gone (dry run: would go).
+    public var removed: [CleanupCandidate]
+    /// Candidates the media library did not delete (the user declined, or the file was gone);
+    /// their records are unchanged.
+    public var notDeleted: [CleanupCandidate]
+    /// Bytes freed (dry run: would be freed).
+    public var bytes: Int64 { removed.reduce(0) { $0 + $1.bytes } }
+}
+
+/// The device's media library, which owns the local files. An app passes its platform's
+/// (e.g. PhotoKit's deletion request); on a desktop, ``DirectoryMediaLibrary``.
+public protocol LocalMediaLibrary: Sendable {
+    /// Deletes the local assets and returns the ids it actually deleted.
+    func delete(localIds: [String]) async throws -> Set<String>
+}
+
+/// Local media as files in one folder, the local id being the path inside it.
+public struct DirectoryMediaLibrary: LocalMediaLibrary {
+    /// The folder.
+    public let root: URL
+
+    /// A library rooted at `root`.
+    public init(root: URL) { self.root = root }
+
+    /// Deletes the files that exist; ids that would leave the folder are refused (not deleted).
+    public func delete(localIds: [String]) async throws -> Set<String> {
+        var deleted: Set<String> = []
+        for id in localIds {
+            let parts = id.split(separator: "/", omittingEmptySubsequences: false)
+            guard !id.isEmpty, !id.hasPrefix("/"), !parts.contains(".."), !parts.contains("") else { continue }
+            let url = root.appendingPathComponent(id)
+            do {
+                try FileManager.default.removeItem(at: url)
+                deleted.insert(id)
+            } catch {
+                continue
+            }
+        }
+        return deleted
+    }
+}
+
+/// Free-up-space over the assets collection.
+public struct AssetCleanup: Sendable {
+    let pool: DatabasePool
+
+    /// Cleanup over a database.
+    public init(database: AppDatabase) { pool = database.pool }
+
+    /// The assets a cleanup with `options` would remove, oldest first: local assets with a server
+    /// copy (not trashed, owned by the logged-in user when one is set), created on or before the
+    /// cutoff, minus favourites, the kept media type and assets in kept albums.
+    /// - Throws: ``DatabaseStoreError/invalidInput(_:)`` when no cutoff is chosen (negative).
+    public func candidates(_ options: CleanupOptions, now: Date = Date(), ownerId: String? = nil) throws -> [CleanupCandidate] {
+        guard options.cutoffDaysAgo >= 0 else {
+            throw DatabaseStoreError.invalidInput("no cleanup cutoff chosen: cutoffDaysAgo is \(options.cutoffDaysAgo); give 0 or more days")
+        }
+        let cutoff = now.addingTimeInterval(-Double(options.cutoffDaysAgo) * 86_400)
+        var sql = """
+            SELECT id, localId, remoteId, fileName, COALESCE(fileSize, 0) AS bytes, fileCreatedAt FROM assets a
+            WHERE localId IS NOT NULL AND remoteId IS NOT NULL AND isTrashed = 0 AND fileCreatedAt <= ?
+            """
+        var arguments: StatementArguments = [cutoff]
+        if let ownerId {
+            sql += " AND ownerId = ?"
+            arguments += [ownerId.lowercased()]
+        }
+        if options.keepFavorites { sql += " AND isFavorite = 0" }
+        switch options.keepMediaType {
+        case .none: break
+        case .photos: sql += " AND type <> 'image'"
+        case .videos: sql += " AND type <> 'video'"
+        }
+        if !options.keepAlbumIds.isEmpty {
+            let marks = Array(repeating: "?", count: options.keepAlbumIds.count).joined(separator: ",")
+            sql += """
+                 AND NOT EXISTS (SELECT 1 FROM album_assets x JOIN albums b ON b.id = x.albumId
+                                 WHERE x.assetId = a.id AND (b.remoteId IN (\(marks)) OR CAST(b.id AS TEXT) IN (\(marks))))
+                """
+            arguments += StatementArguments(options.keepAlbumIds)
+            arguments += StatementArguments(options.keepAlbumIds)
+        }
+        sql += " ORDER BY fileCreatedAt, id"
+        let query = sql
+        let queryArguments = arguments
+        do {
+            return try pool.read { db in
+                try Row.fetchAll(db, sql: query, arguments: queryArguments).map { row in
+                    CleanupCandidate(assetId: row["id"], localId: row["localId"], remoteId: row["remoteId"],
+                                     fileName: row["fileName"], bytes: row["bytes"], fileCreatedAt: row["fileCreatedAt"])
+                }
+            }
+        } catch { throw DatabaseStoreError.from(error) }
+    }
+
+    /// Runs a cleanup: asks `library` to delete the candidates' local copies, then, in one
+    /// transaction, forgets the local copy (local id, file size, device hash rows) of exactly the
+    /// assets it deleted. With `dryRun` nothing is deleted and `removed` lists the candidates.
+    public func run(_ options: CleanupOptions, library: any LocalMediaLibrary, dryRun: Bool = false,
+                    now: Date = Date(), ownerId: String? = nil) async throws -> CleanupResult {
+        let chosen = try candidates(options, now: now, ownerId: ownerId)
+        if dryRun || chosen.isEmpty { return CleanupResult(removed: chosen, notDeleted: []) }
+        let deleted = try await library.delete(localIds: chosen.map(\.localId))
+        let removed = chosen.filter { deleted.contains($0.localId) }
+        let kept = chosen.filter { !deleted.contains($0.localId) }
+        do {
+            try await pool.write { db in
+                for candidate in removed {
+                    try db.execute(sql: "UPDATE assets SET localId = NULL, fileSize = NULL WHERE id = ? AND localId = ?",
+                                   arguments: [candidate.assetId, candidate.localId])
+                    try db.execute(sql: "DELETE FROM ios_device_assets WHERE id = ?", arguments: [candidate.localId])
+                    try db.execute(sql: "DELETE FROM android_device_assets WHERE id = ?", arguments: [candidate.localId])
+                }
+            }
+        } catch { throw DatabaseStoreError.from(error) }
+        return CleanupResult(removed: removed, notDeleted: kept)
+    }
+}

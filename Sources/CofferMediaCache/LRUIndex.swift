@@ -1,0 +1,133 @@
+// Least-recently-used bookkeeping for one cache layer: O(1) lookup, touch, insert and eviction,
+// one recency list per kind so a kind's entry limit never evicts another kind.
+
+/// Entries of one layer, keyed by ``MediaKey``, with per-kind recency lists threaded through one
+/// slot array (no per-entry allocation).
+struct LRUIndex<Payload> {
+    struct Slot {
+        var key: MediaKey
+        var payload: Payload?
+        var bytes: Int
+        var stamp: UInt64
+        var prev: Int32
+        var next: Int32
+    }
+
+    private(set) var slots: [Slot] = []
+    private var free: [Int32] = []
+    private var map: [MediaKey: Int32] = [:]
+    private var heads = [Int32](repeating: -1, count: MediaKind.allCases.count)
+    private var tails = [Int32](repeating: -1, count: MediaKind.allCases.count)
+    private(set) var counts = [Int](repeating: 0, count: MediaKind.allCases.count)
+    private(set) var kindBytes = [Int](repeating: 0, count: MediaKind.allCases.count)
+    private(set) var totalBytes = 0
+    private var clock: UInt64 = 0
+
+    var count: Int { map.count }
+
+    /// The entry's payload and stamp, marking it most recently used.
+    mutating func touch(_ key: MediaKey) -> (payload: Payload, stamp: UInt64)? {
+        guard let index = map[key] else { return nil }
+        moveToFront(index)
+        clock &+= 1
+        slots[Int(index)].stamp = clock
+        return (slots[Int(index)].payload!, clock)
+    }
+
+    /// The entry's payload without changing its recency.
+    func peek(_ key: MediaKey) -> Payload? {
+        guard let index = map[key] else { return nil }
+        return slots[Int(index)].payload
+    }
+
+    /// The entry's stamp (its generation: it changes at every insert and touch).
+    func stamp(_ key: MediaKey) -> UInt64? {
+        map[key].map { slots[Int($0)].stamp }
+    }
+
+    /// Adds or replaces an entry as the most recently used; returns its new stamp.
+    @discardableResult
+    mutating func insert(_ key: MediaKey, _ payload: Payload, bytes: Int) -> UInt64 {
+        _ = remove(key)
+        clock &+= 1
+        let slot = Slot(key: key, payload: payload, bytes: bytes, stamp: clock, prev: -1, next: -1)
+        let index: Int32
+        if let reused = free.popLast() {
+            index = reused
+            slots[Int(index)] = slot
+        } else {
+            index = Int32(slots.count)
+            slots.append(slot)
+        }
+        map[key] = index
+        let k = key.kind.index
+        slots[Int(index)].next = heads[k]
+        if heads[k] >= 0 { slots[Int(heads[k])].prev = index }
+        heads[k] = index
+        if tails[k] < 0 { tails[k] = index }
+        counts[k] += 1
+        kindBytes[k] += bytes
+        totalBytes += bytes
+        return clock
+    }
+
+    /// Removes an entry; returns its payload and size.
+    @discardableResult
+    mutating func remove(_ key: MediaKey) -> (payload: Payload, bytes: Int)? {
+        guard let index = map.removeValue(forKey: key) else { return nil }
+        unlink(index)
+        let slot = slots[Int(index)]
+        let k = key.kind.index
+        counts[k] -= 1
+        kindBytes[k] -= slot.bytes
+        totalBytes -= slot.bytes
+        slots[Int(index)].payload = nil
+        free.append(index)
+        return (slot.payload!, slot.bytes)
+    }
+
+    /// The least recently used key of a kind.
+    func leastRecent(_ kind: MediaKind) -> MediaKey? {
+        let tail = tails[kind.index]
+        return tail >= 0 ? slots[Int(tail)].key : nil
+    }
+
+    /// The least recently used key of the whole layer (the oldest of the kinds' tails).
+    func leastRecentOverall() -> MediaKey? {
+        var best: Slot?
+        for tail in tails where tail >= 0 {
+            let slot = slots[Int(tail)]
+            if best == nil || slot.stamp < best!.stamp { best = slot }
+        }
+        return best?.key
+    }
+
+    /// Keys of one kind (or every kind), in no particular order.
+    func keys(_ kind: MediaKind? = nil) -> [MediaKey] {
+        map.keys.filter { kind == nil || $0.kind == kind }
+    }
+
+    /// Forgets everything.
+    mutating func removeAll() {
+        self = LRUIndex()
+    }
+
+    private mutating func unlink(_ index: Int32) {
+        let slot = slots[Int(index)]
+        let k = slot.key.kind.index
+        if slot.prev >= 0 { slots[Int(slot.prev)].next = slot.next } else { heads[k] = slot.next }
+        if slot.next >= 0 { slots[Int(slot.next)].prev = slot.prev } else { tails[k] = slot.prev }
+        slots[Int(index)].prev = -1
+        slots[Int(index)].next = -1
+    }
+
+    private mutating func moveToFront(_ index: Int32) {
+        let k = slots[Int(index)].key.kind.index
+        guard heads[k] != index else { return }
+        unlink(index)
+        slots[Int(index)].next = heads[k]
+        if heads[k] >= 0 { slots[Int(heads[k])].prev = index }
+        heads[k] = index
+        if tails[k] < 0 { tails[k] = index }
+    }
+}

@@ -1,0 +1,581 @@
+// The two-layer media cache: decoded-size bytes in memory over checksummed files on disk, with
+// per-kind entry limits and per-layer byte limits that hold after every write.
+import Crypto
+import Foundation
+import Logging
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What a cached image is for; each kind has its own entry limit, so one never evicts another.
+public enum MediaKind: String, Sendable, Codable, CaseIterable {
+    /// Grid thumbnails (seed default: 10,000 entries).
+    case thumbnail
+    /// Full-screen previews (seed default: 350 entries).
+    case preview
+    /// Album covers (seed default: 200 entries).
+    case albumThumbnail
+
+    var index: Int {
+        switch self {
+        case .thumbnail: return 0
+        case .preview: return 1
+        case .albumThumbnail: return 2
+        }
+    }
+}
+
+/// One cached image: its kind and the id it belongs to (an asset id for thumbnails and
+/// previews, an album id for album thumbnails).
+public struct MediaKey: Hashable, Sendable, CustomStringConvertible {
+    /// The kind.
+    public let kind: MediaKind
+    /// The asset id (thumbnail, preview) or album id (album thumbnail).
+    public let id: String
+
+    /// A key; the id is checked when the key is used.
+    public init(_ kind: MediaKind, _ id: String) {
+        self.kind = kind
+        self.id = id
+    }
+
+    /// An asset's grid thumbnail.
+    public static func thumbnail(_ assetId: String) -> MediaKey { MediaKey(.thumbnail, assetId) }
+    /// An asset's full-screen preview.
+    public static func preview(_ assetId: String) -> MediaKey { MediaKey(.preview, assetId) }
+    /// An album's cover.
+    public static func albumThumbnail(_ albumId: String) -> MediaKey { MediaKey(.albumThumbnail, albumId) }
+
+    /// `kind/id`.
+    public var description: String { "\(kind.rawValue)/\(id)" }
+}
+
+/// The cache's limits: entries per kind (in each layer) and bytes per layer.
+public struct MediaCacheLimits: Sendable, Equatable {
+    /// Most entries of each kind a layer holds.
+    public var entries: [MediaKind: Int]
+    /// Most bytes the memory layer holds.
+    public var memoryBytes: Int
+    /// Most bytes the disk layer holds (file sizes, headers included).
+    public var diskBytes: Int
+
+    /// Limits; kinds missing from `entries` take the seed's defaults.
+    public init(entries: [MediaKind: Int] = [:], memoryBytes: Int = 96 << 20, diskBytes: Int = 1 << 30) {
+        var all = Self.seedEntries
+        all.merge(entries) { _, new in new }
+        self.entries = all
+        self.memoryBytes = memoryBytes
+        self.diskBytes = diskBytes
+    }
+
+    /// The seed's entry counts: thumbnail 10,000, preview 350, album thumbnail 200.
+    public static let seedEntries: [MediaKind: Int] = [.thumbnail: 10_000, .preview: 350, .albumThumbnail: 200]
+
+    /// The seed's entry counts, 96 MiB of memory, 1 GiB of disk.
+    public static let `default` = MediaCacheLimits()
+
+    func entries(_ kind: MediaKind) -> Int { entries[kind] ?? Self.seedEntries[kind]! }
+}
+
+/// Entries and bytes of one kind in each layer.
+public struct MediaKindStatistics: Sendable, Equatable {
+    /// Entries in memory.
+    public var memoryEntries: Int
+    /// Bytes in memory.
+    public var memoryBytes: Int
+    /// Entries on disk.
+    public var diskEntries: Int
+    /// Bytes on disk.
+    public var diskBytes: Int
+}
+
+/// What the cache holds, per kind, for a storage indicator.
+public struct MediaCacheStatistics: Sendable, Equatable {
+    /// Per kind.
+    public var kinds: [MediaKind: MediaKindStatistics]
+    /// Times the cache found its disk folder purged (by the OS) and started over.
+    public var purgesNoticed: Int
+    /// Disk bytes of every kind.
+    public var diskBytes: Int { kinds.values.reduce(0) { $0 + $1.diskBytes } }
+    /// Memory bytes of every kind.
+    public var memoryBytes: Int { kinds.values.reduce(0) { $0 + $1.memoryBytes } }
+}
+
+/// Why a cache call failed.
+public enum MediaCacheError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The key or data is not acceptable.
+    case invalidInput(String)
+    /// The folder cannot be created or written.
+    case storage(String)
+
+    /// The message, naming what was wrong.
+    public var description: String {
+        switch self {
+        case let .invalidInput(m): return "invalid input: \(m)"
+        case let .storage(m): return "media cache storage: \(m)"
+        }
+    }
+}
+
+/// A memory layer over a disk layer, for image bytes keyed by ``MediaKey``.
+///
+/// - Every write keeps both layers within their limits (entries per kind, bytes per layer),
+///   evicting the least recently used first; the cost of a write does not grow with the entries.
+/// - Files are written to a temporary name and renamed, and carry a SHA-256 of their content: a
+///   torn, truncated or damaged file reads as a miss and is removed.
+/// - The disk layer survives restarts (recency from file times) and notices when its folder was
+///   purged (an anchor file vanishes) and starts over.
+/// - ``data(for:orLoad:)`` runs the loader once for concurrent requests of one missing key.
+public final class MediaCache: @unchecked Sendable {
+    /// The disk layer's folder.
+    public let folder: URL
+    private let lock = NSLock()
+    private var limits: MediaCacheLimits
+    private var memory = LRUIndex<Data>()
+    private var disk = LRUIndex<Void>()
+    private var inFlight: [MediaKey: Task<Data, any Error>] = [:]
+    private var invalidatedInFlight: Set<MediaKey> = []
+    private var purges = 0
+    private static let logger = Logger(label: "coffer.media-cache")
+    private static let anchorName = ".coffer-cache-anchor"
+
+    /// Opens (or creates) the cache in `folder`, indexing the files already there.
+    /// - Throws: ``MediaCacheError/storage(_:)`` when the folder cannot be created.
+    public init(folder: URL, limits: MediaCacheLimits = .default) throws(MediaCacheError) {
+        self.folder = folder
+        self.limits = try Self.checked(limits)
+        try prepareFolder()
+        loadIndex()
+        lock.lock()
+        enforceLimits()
+        lock.unlock()
+    }
+
+    // MARK: Reads
+
+    /// The cached bytes from memory only (no disk access), marking them recently used.
+    public func memoryData(for key: MediaKey) -> Data? {
+        lock.lock()
+        defer { lock.unlock() }
+        return memory.touch(key)?.payload
+    }
+
+    /// The cached bytes from memory, else from disk (then kept in memory), else nil.
+    public func data(for key: MediaKey) -> Data? {
+        lock.lock()
+        if let hit = memory.touch(key) {
+            lock.unlock()
+            return hit.payload
+        }
+        guard let seen = disk.touch(key) else {
+            lock.unlock()
+            return nil
+        }
+        lock.unlock()
+        switch readFile(key) {
+        case let .hit(data):
+            lock.lock()
+            // Keep it in memory unless it was removed or replaced while it was read.
+            if disk.stamp(key) == seen.stamp {
+                insertMemory(key, data)
+            }
+            lock.unlock()
+            return data
+        case .missing:
+            lock.lock()
+            if disk.stamp(key) == seen.stamp { disk.remove(key) }
+            lock.unlock()
+            if !FileManager.default.fileExists(atPath: folder.appendingPathComponent(Self.anchorName).path) {
+                noticePurge()
+            }
+            return nil
+        case .damaged:
+            lock.lock()
+            if disk.stamp(key) == seen.stamp {
+                disk.remove(key)
+                unlink(fileURL(key).path)
+            }
+            lock.unlock()
+            Self.logger.warning("a damaged cache file read as a miss and was removed", metadata: ["key": "\(key)"])
+            return nil
+        }
+    }
+
+    /// The cached bytes, or the loader's (then stored in both layers). Concurrent calls for one
+    /// missing key share one run of the loader; a failed load stores nothing and is rethrown to
+    /// every waiter.
+    public func data(for key: MediaKey, orLoad loader: @escaping @Sendable () async throws -> Data) async throws -> Data {
+        try Self.validate(key)
+        if let hit = data(for: key) { return hit }
+        let task: Task<Data, any Error> = lock.withLock {
+            if let running = inFlight[key] { return running }
+            let created = Task { [self] in
+                let result: Result<Data, any Error>
+                do { result = .success(try await loader()) } catch { result = .failure(error) }
+                let stale = lock.withLock {
+                    inFlight[key] = nil
+                    return invalidatedInFlight.remove(key) != nil
+                }
+                let data = try result.get()
+                if !stale { try store(data, for: key) }
+                return data
+            }
+            inFlight[key] = created
+            return created
+        }
+        return try await task.value
+    }
+
+    // MARK: Writes
+
+    /// Stores `data` in both layers, evicting least recently used entries to stay within limits.
+    /// - Throws: ``MediaCacheError/invalidInput(_:)`` for an empty id or data, or data larger
+    ///   than the disk layer's limit; ``MediaCacheError/storage(_:)`` when the file cannot be written.
+    public func store(_ data: Data, for key: MediaKey) throws(MediaCacheError) {
+        try Self.validate(key)
+        guard !data.isEmpty else { throw .invalidInput("no bytes to cache for \(key)") }
+        let file = Self.encode(data, key: key)
+        lock.lock()
+        let diskLimit = limits.diskBytes
+        lock.unlock()
+        guard file.count <= diskLimit else {
+            throw .invalidInput("\(key) is \(data.count) bytes, more than the disk layer's limit of \(diskLimit)")
+        }
+        if !FileManager.default.fileExists(atPath: folder.appendingPathComponent(Self.anchorName).path) {
+            noticePurge()
+        }
+        let final = fileURL(key)
+        let temporary = try writeTemporary(file, beside: final)
+        lock.lock()
+        guard rename(temporary.path, final.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            lock.unlock()
+            unlink(temporary.path)
+            throw .storage("cannot store \(final.path): \(reason)")
+        }
+        disk.insert(key, (), bytes: file.count)
+        insertMemory(key, data)
+        enforceLimits()
+        lock.unlock()
+    }
+
+    /// Removes one entry from both layers.
+    public func remove(_ key: MediaKey) {
+        lock.lock()
+        removeLocked([key])
+        lock.unlock()
+    }
+
+    /// Removes an asset's thumbnail and preview (the asset was deleted or changed).
+    public func invalidate(assetId: String) {
+        lock.lock()
+        removeLocked([.thumbnail(assetId), .preview(assetId)])
+        lock.unlock()
+    }
+
+    /// Removes an album's cover (the album changed).
+    public func invalidate(albumId: String) {
+        lock.lock()
+        removeLocked([.albumThumbnail(albumId)])
+        lock.unlock()
+    }
+
+    /// Removes every entry of one kind, or of every kind.
+    public func clear(_ kind: MediaKind? = nil) {
+        lock.lock()
+        var keys = Set(memory.keys(kind))
+        keys.formUnion(disk.keys(kind))
+        removeLocked(Array(keys))
+        lock.unlock()
+        // Files the index never knew (written by another process) go too.
+        for k in kind.map({ [$0] }) ?? MediaKind.allCases {
+            let dir = kindFolder(k)
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [] {
+                unlink(dir.appendingPathComponent(name).path)
+            }
+        }
+    }
+
+    /// Empties the memory layer (a memory warning); the disk layer keeps everything.
+    public func clearMemory() {
+        lock.lock()
+        memory.removeAll()
+        lock.unlock()
+    }
+
+    /// Applies new limits, evicting at once what no longer fits.
+    public func setLimits(_ newLimits: MediaCacheLimits) throws(MediaCacheError) {
+        let checked = try Self.checked(newLimits)
+        lock.lock()
+        limits = checked
+        enforceLimits()
+        lock.unlock()
+    }
+
+    /// The current limits.
+    public var currentLimits: MediaCacheLimits {
+        lock.lock()
+        defer { lock.unlock() }
+        return limits
+    }
+
+    /// Entries and bytes per kind in each layer.
+    public func statistics() -> MediaCacheStatistics {
+        lock.lock()
+        defer { lock.unlock() }
+        var kinds: [MediaKind: MediaKindStatistics] = [:]
+        for kind in MediaKind.allCases {
+            kinds[kind] = MediaKindStatistics(memoryEntries: memory.counts[kind.index], memoryBytes: memory.kindBytes[kind.index],
+                                              diskEntries: disk.counts[kind.index], diskBytes: disk.kindBytes[kind.index])
+        }
+        return MediaCacheStatistics(kinds: kinds, purgesNoticed: purges)
+    }
+
+    /// Checks the anchor file now (e.g. when the app returns to the foreground); when the OS
+    /// purged the folder, forgets the disk index and recreates the folder. Returns whether it had.
+    @discardableResult
+    public func checkForPurge() -> Bool {
+        guard !FileManager.default.fileExists(atPath: folder.appendingPathComponent(Self.anchorName).path) else { return false }
+        noticePurge()
+        return true
+    }
+
+    // MARK: - Internals (callers hold the lock where noted)
+
+    private static func checked(_ limits: MediaCacheLimits) throws(MediaCacheError) -> MediaCacheLimits {
+        for kind in MediaKind.allCases where limits.entries(kind) < 0 {
+            throw .invalidInput("the entry limit of \(kind.rawValue) is negative")
+        }
+        guard limits.memoryBytes >= 0, limits.diskBytes >= 0 else { throw .invalidInput("a byte limit is negative") }
+        return limits
+    }
+
+    private static func validate(_ key: MediaKey) throws(MediaCacheError) {
+        guard !key.id.isEmpty else { throw .invalidInput("the \(key.kind.rawValue) id is empty") }
+        guard key.id.utf8.count <= 1024 else { throw .invalidInput("the \(key.kind.rawValue) id is longer than 1024 bytes") }
+    }
+
+    /// Lock held.
+    private func insertMemory(_ key: MediaKey, _ data: Data) {
+        guard data.count <= limits.memoryBytes, limits.entries(key.kind) > 0 else {
+            memory.remove(key)
+            return
+        }
+        memory.insert(key, data, bytes: data.count)
+    }
+
+    /// Lock held. Evicts until every limit holds. A file is unlinked under the lock, so a
+    /// concurrent store of the same key cannot be lost.
+    private func enforceLimits() {
+        for kind in MediaKind.allCases {
+            let limit = limits.entries(kind)
+            while memory.counts[kind.index] > limit, let key = memory.leastRecent(kind) { memory.remove(key) }
+        }
+        while memory.totalBytes > limits.memoryBytes, let key = memory.leastRecentOverall() { memory.remove(key) }
+        for kind in MediaKind.allCases {
+            let limit = limits.entries(kind)
+            while disk.counts[kind.index] > limit, let key = disk.leastRecent(kind) {
+                disk.remove(key)
+                unlink(fileURL(key).path)
+            }
+        }
+        while disk.totalBytes > limits.diskBytes, let key = disk.leastRecentOverall() {
+            disk.remove(key)
+            unlink(fileURL(key).path)
+        }
+    }
+
+    /// Lock held.
+    private func removeLocked(_ keys: [MediaKey]) {
+        for key in keys {
+            memory.remove(key)
+            if disk.remove(key) != nil { unlink(fileURL(key).path) }
+            if inFlight[key] != nil { invalidatedInFlight.insert(key) }
+        }
+    }
+
+    private func noticePurge() {
+        lock.lock()
+        disk.removeAll()
+        purges += 1
+        lock.unlock()
+        Self.logger.notice("the media cache folder was purged; starting an empty disk layer", metadata: ["folder": "\(folder.path)"])
+        try? prepareFolder()
+    }
+
+    private func kindFolder(_ kind: MediaKind) -> URL { folder.appendingPathComponent(kind.rawValue, isDirectory: true) }
+
+    private func fileURL(_ key: MediaKey) -> URL {
+        let digest = SHA256.hash(data: Data(key.id.utf8))
+        var name = ""
+        name.reserveCapacity(32)
+        for byte in digest.prefix(16) {
+            name.append(Self.hex[Int(byte >> 4)])
+            name.append(Self.hex[Int(byte & 0x0f)])
+        }
+        return kindFolder(key.kind).appendingPathComponent(name)
+    }
+
+    private static let hex = Array("0123456789abcdef")
+
+    private func prepareFolder() throws(MediaCacheError) {
+        let anchor = folder.appendingPathComponent(Self.anchorName)
+        do {
+            let fm = FileManager.default
+            let fresh = !fm.fileExists(atPath: anchor.path)
+            for kind in MediaKind.allCases {
+                let dir = kindFolder(kind)
+                // Without the anchor, whatever is left is not ours to trust: start empty.
+                if fresh, fm.fileExists(atPath: dir.path) { try fm.removeItem(at: dir) }
+                try fm.createDirectory(at: dir, withIntermediateDirectories: true)
+            }
+            if fresh { try Data("coffer media cache\n".utf8).write(to: anchor) }
+        } catch {
+            throw .storage("cannot prepare \(folder.path): \(error.localizedDescription)")
+        }
+    }
+
+    /// Indexes the files on disk, oldest access first (so recency survives a restart).
+    private func loadIndex() {
+        var found: [(key: MediaKey, bytes: Int, time: Double)] = []
+        for kind in MediaKind.allCases {
+            let dir = kindFolder(kind)
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [] {
+                let path = dir.appendingPathComponent(name).path
+                var info = stat()
+                guard name.utf8.count == 32, !name.hasPrefix("."), stat(path, &info) == 0, info.st_size > 0 else {
+                    unlink(path) // a temporary file of an interrupted write, or a stranger
+                    continue
+                }
+                // The id is in the header; the file name is its hash.
+                guard let id = Self.readId(path), fileURL(MediaKey(kind, id)).lastPathComponent == name else {
+                    unlink(path)
+                    continue
+                }
+                #if canImport(Darwin)
+                let time = Double(info.st_mtimespec.tv_sec) + Double(info.st_mtimespec.tv_nsec) / 1e9
+                #else
+                let time = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+                #endif
+                found.append((MediaKey(kind, id), Int(info.st_size), time))
+            }
+        }
+        found.sort { $0.time < $1.time }
+        lock.lock()
+        for entry in found { disk.insert(entry.key, (), bytes: entry.bytes) }
+        lock.unlock()
+    }
+
+    // MARK: File format
+    //
+    // Little-endian: magic "CFMC" (4) · format 1 (1) · kind (1) · id length (2) · data length (8)
+    // · SHA-256 of id ‖ data (32) · id · data.
+
+    private static let headerSize = 48
+    private static let magic: [UInt8] = Array("CFMC".utf8)
+
+    private static func encode(_ data: Data, key: MediaKey) -> Data {
+        let id = Data(key.id.utf8)
+        var hasher = SHA256()
+        hasher.update(data: id)
+        hasher.update(data: data)
+        let digest = hasher.finalize()
+        var file = Data(capacity: headerSize + id.count + data.count)
+        file.append(contentsOf: magic)
+        file.append(1)
+        file.append(UInt8(key.kind.index))
+        withUnsafeBytes(of: UInt16(id.count).littleEndian) { file.append(contentsOf: $0) }
+        withUnsafeBytes(of: UInt64(data.count).littleEndian) { file.append(contentsOf: $0) }
+        file.append(contentsOf: digest)
+        file.append(id)
+        file.append(data)
+        return file
+    }
+
+    private enum ReadResult { case hit(Data), missing, damaged }
+
+    private static func readId(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var header = [UInt8](repeating: 0, count: headerSize)
+        guard readFully(fd, &header, offset: 0), Array(header[0..<4]) == magic else { return nil }
+        let idLength = Int(header[6]) | Int(header[7]) << 8
+        var id = [UInt8](repeating: 0, count: idLength)
+        guard idLength > 0, readFully(fd, &id, offset: headerSize) else { return nil }
+        return String(bytes: id, encoding: .utf8)
+    }
+
+    private func readFile(_ key: MediaKey) -> ReadResult {
+        let fd = open(fileURL(key).path, O_RDONLY)
+        guard fd >= 0 else { return errno == ENOENT ? .missing : .damaged }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return .damaged }
+        var header = [UInt8](repeating: 0, count: Self.headerSize)
+        guard Self.readFully(fd, &header, offset: 0), Array(header[0..<4]) == Self.magic, header[4] == 1,
+              header[5] == UInt8(key.kind.index) else { return .damaged }
+        let idLength = Int(header[6]) | Int(header[7]) << 8
+        var dataLength: UInt64 = 0
+        for i in 0..<8 { dataLength |= UInt64(header[8 + i]) << (8 * UInt64(i)) }
+        guard UInt64(info.st_size) == UInt64(Self.headerSize + idLength) + dataLength, dataLength > 0 else { return .damaged }
+        var id = [UInt8](repeating: 0, count: idLength)
+        guard Self.readFully(fd, &id, offset: Self.headerSize) else { return .damaged }
+        guard id.elementsEqual(key.id.utf8) else { return .missing } // another id with the same hash prefix
+        var data = Data(count: Int(dataLength))
+        let ok = data.withUnsafeMutableBytes { buffer in
+            Self.readFully(fd, buffer, offset: Self.headerSize + idLength)
+        }
+        guard ok else { return .damaged }
+        var hasher = SHA256()
+        hasher.update(data: id)
+        hasher.update(data: data)
+        guard hasher.finalize().elementsEqual(header[16..<48]) else { return .damaged }
+        _ = futimens(fd, nil) // recency that survives a restart
+        return .hit(data)
+    }
+
+    private static func readFully(_ fd: Int32, _ bytes: inout [UInt8], offset: Int) -> Bool {
+        bytes.withUnsafeMutableBytes { readFully(fd, $0, offset: offset) }
+    }
+
+    private static func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, offset: Int) -> Bool {
+        var done = 0
+        while done < buffer.count {
+            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { return false }
+            done += n
+        }
+        return true
+    }
+
+    private func writeTemporary(_ file: Data, beside final: URL) throws(MediaCacheError) -> URL {
+        let temporary = final.deletingLastPathComponent().appendingPathComponent(".\(UUID().uuidString).tmp")
+        var fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        if fd < 0, errno == ENOENT {
+            noticePurge()
+            fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        }
+        guard fd >= 0 else { throw .storage("cannot create \(temporary.path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let written = file.withUnsafeBytes { raw -> Bool in
+            var done = 0
+            while done < raw.count {
+                let n = write(fd, raw.baseAddress! + done, raw.count - done)
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { return false }
+                done += n
+            }
+            return true
+        }
+        guard written else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary.path)
+            throw .storage("cannot write \(temporary.path): \(reason)")
+        }
+        return temporary
+    }
+}

@@ -1,0 +1,152 @@
+// The secure storage of platforms without a Keychain: one sealed file per item, names blinded.
+import CofferCrypto
+import Foundation
+import Logging
+
+/// Secure items as files in one folder, each sealed with XChaCha20-Poly1305 under a key made on
+/// first use and kept in `folder/key` (mode 0600; a wider mode is refused with
+/// ``SecureStorageError/keyFile(_:)``). File names are keyed hashes of the item names, so the
+/// folder shows neither names nor values. Each item is replaced atomically and durably.
+public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendable {
+    /// The store's folder.
+    public let folder: URL
+    private let lock = NSLock()
+    private var keys: (names: KeyedHash, items: SecretKey)?
+    private static let logger = Logger(label: "coffer.secure")
+    private static let format: UInt8 = 1
+
+    /// A store in `folder` (created, 0700, on first write).
+    public init(folder: URL) {
+        self.folder = folder
+    }
+
+    private var itemsFolder: URL { folder.appendingPathComponent("items", isDirectory: true) }
+    private var keyFile: OwnerOnlyKeyFile { OwnerOnlyKeyFile(url: folder.appendingPathComponent("key")) }
+
+    /// Stores `data` under `name`, sealed, with its accessibility class.
+    public func save(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError) {
+        try validateName(name)
+        lock.lock()
+        defer { lock.unlock() }
+        let (names, itemKey) = try loadKeys(create: true)
+        let file = fileName(name, names)
+        var plain = Data()
+        plain.append(UInt8(SecureAccessibility.allCases.firstIndex(of: accessibility)!))
+        let nameBytes = Data(name.utf8)
+        plain.append(UInt8(nameBytes.count))
+        plain.append(nameBytes)
+        plain.append(data)
+        defer { plain.resetBytes(in: 0..<plain.count) }
+        var sealed = Data([Self.format])
+        do { sealed.append(try AEAD.xchacha20Poly1305.seal(plain, key: itemKey, associatedData: Data(file.utf8))) } catch {
+            throw .storage("cannot seal \(name): \(error)")
+        }
+        do {
+            try DurableFile.ensureFolder(itemsFolder)
+            try DurableFile.write(sealed, to: itemsFolder.appendingPathComponent(file), permissions: 0o600)
+        } catch { throw .storage(error.message) }
+    }
+
+    /// The item's bytes, or nil when there is none.
+    /// - Throws: ``SecureStorageError/corrupted(_:)`` when the file fails its check.
+    public func load(_ name: String) throws(SecureStorageError) -> Data? {
+        try validateName(name)
+        lock.lock()
+        defer { lock.unlock() }
+        guard FileManager.default.fileExists(atPath: keyFile.url.path) else { return nil }
+        let (names, itemKey) = try loadKeys(create: false)
+        let file = fileName(name, names)
+        guard let item = try open(file, itemKey) else { return nil }
+        guard item.name == name else { throw .corrupted("the file of \(name) holds another item") }
+        return item.data
+    }
+
+    /// The accessibility class an item was saved with, or nil when there is no such item.
+    public func accessibility(of name: String) throws(SecureStorageError) -> SecureAccessibility? {
+        try validateName(name)
+        lock.lock()
+        defer { lock.unlock() }
+        guard FileManager.default.fileExists(atPath: keyFile.url.path) else { return nil }
+        let (names, itemKey) = try loadKeys(create: false)
+        return try open(fileName(name, names), itemKey)?.accessibility
+    }
+
+    /// Removes the item (durably); a missing item is not an error.
+    public func delete(_ name: String) throws(SecureStorageError) {
+        try validateName(name)
+        lock.lock()
+        defer { lock.unlock() }
+        guard FileManager.default.fileExists(atPath: keyFile.url.path) else { return }
+        let (names, _) = try loadKeys(create: false)
+        let url = itemsFolder.appendingPathComponent(fileName(name, names))
+        guard FileManager.default.fileExists(atPath: url.path) else { return }
+        do { try DurableFile.remove(url) } catch { throw .storage(error.message) }
+        DurableFile.syncFolder(itemsFolder)
+    }
+
+    /// Every item's name, sorted (each file is opened to read it).
+    public func names() throws(SecureStorageError) -> [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        guard FileManager.default.fileExists(atPath: keyFile.url.path) else { return [] }
+        let (_, itemKey) = try loadKeys(create: false)
+        var found: [String] = []
+        for file in itemFiles() {
+            if let item = try open(file, itemKey) { found.append(item.name) }
+        }
+        return found.sorted()
+    }
+
+    /// Removes every item; the key stays.
+    public func deleteAll() throws(SecureStorageError) {
+        lock.lock()
+        defer { lock.unlock() }
+        for file in itemFiles() {
+            do { try DurableFile.remove(itemsFolder.appendingPathComponent(file)) } catch { throw .storage(error.message) }
+        }
+        DurableFile.syncFolder(itemsFolder)
+    }
+
+    // MARK: - Internals
+
+    private func itemFiles() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: itemsFolder.path)) ?? []).filter { !$0.hasPrefix(".") }
+    }
+
+    private func loadKeys(create: Bool) throws(SecureStorageError) -> (KeyedHash, SecretKey) {
+        if let keys { return keys }
+        let master: SecretKey
+        do {
+            if create { try DurableFile.ensureFolder(folder) }
+            master = create ? try keyFile.loadOrCreate() : try keyFile.load()
+        } catch { throw .keyFile(error.message) }
+        let loaded = (names: KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.secure.names")),
+                      items: KeyDerivation.hkdf(from: master, info: "coffer.secure.items"))
+        keys = loaded
+        return loaded
+    }
+
+    private func fileName(_ name: String, _ names: KeyedHash) -> String {
+        names.hash(domain: 1, Data(name.utf8), byteCount: 16).map { String(format: "%02x", $0) }.joined()
+    }
+
+    private func open(_ file: String, _ itemKey: SecretKey) throws(SecureStorageError)
+        -> (name: String, accessibility: SecureAccessibility, data: Data)? {
+        let url = itemsFolder.appendingPathComponent(file)
+        let sealed: Data
+        do { guard let read = try DurableFile.read(url) else { return nil }; sealed = read } catch { throw .storage(error.message) }
+        guard sealed.first == Self.format else { throw .corrupted("\(url.path) has an unknown format") }
+        var plain: Data
+        do { plain = try AEAD.xchacha20Poly1305.open(sealed.dropFirst(), key: itemKey, associatedData: Data(file.utf8)) } catch {
+            Self.logger.warning("a secure item failed its integrity check", metadata: ["file": "\(file)"])
+            throw .corrupted("\(url.path) failed its integrity check")
+        }
+        defer { plain.resetBytes(in: 0..<plain.count) }
+        let bytes = [UInt8](plain.prefix(2))
+        guard bytes.count == 2, Int(bytes[0]) < SecureAccessibility.allCases.count, plain.count >= 2 + Int(bytes[1]),
+              let name = String(data: plain.dropFirst(2).prefix(Int(bytes[1])), encoding: .utf8) else {
+            throw .corrupted("\(url.path) does not hold an item")
+        }
+        return (name, SecureAccessibility.allCases[Int(bytes[0])], Data(plain.dropFirst(2 + Int(bytes[1]))))
+    }
+}

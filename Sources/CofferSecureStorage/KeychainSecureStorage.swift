@@ -1,0 +1,112 @@
+// The Keychain behind the secure-storage protocol on Apple platforms (generic-password items).
+#if canImport(Security)
+import Foundation
+import Security
+
+/// Secure items as Keychain generic passwords of one service (and optional access group).
+/// Items are never synchronised to iCloud. The Keychain keeps items across app reinstalls;
+/// `CofferContainer` removes them when it sees a fresh install.
+public final class KeychainSecureStorage: SecureStorage, @unchecked Sendable {
+    /// The `kSecAttrService` of every item.
+    public let service: String
+    /// The `kSecAttrAccessGroup` (team-prefixed), or nil for the app's default group.
+    public let accessGroup: String?
+
+    /// A store for `service`, optionally in a shared access group.
+    public init(service: String, accessGroup: String? = nil) {
+        self.service = service
+        self.accessGroup = accessGroup
+    }
+
+    private func query(_ name: String?) -> [String: Any] {
+        var query: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword,
+            kSecAttrService as String: service,
+            kSecAttrSynchronizable as String: kCFBooleanFalse as Any,
+        ]
+        if let name { query[kSecAttrAccount as String] = name }
+        if let accessGroup { query[kSecAttrAccessGroup as String] = accessGroup }
+        #if os(macOS)
+        query[kSecUseDataProtectionKeychain as String] = true
+        #endif
+        return query
+    }
+
+    private static func attribute(_ accessibility: SecureAccessibility) -> CFString {
+        switch accessibility {
+        case .whenUnlocked: return kSecAttrAccessibleWhenUnlocked
+        case .afterFirstUnlock: return kSecAttrAccessibleAfterFirstUnlock
+        case .whenUnlockedThisDeviceOnly: return kSecAttrAccessibleWhenUnlockedThisDeviceOnly
+        case .afterFirstUnlockThisDeviceOnly: return kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
+        }
+    }
+
+    private static func failure(_ status: OSStatus, _ what: String) -> SecureStorageError {
+        let text = (SecCopyErrorMessageString(status, nil) as String?) ?? "OSStatus \(status)"
+        switch status {
+        case errSecInteractionNotAllowed:
+            return .unavailable("\(what): the device is locked or not yet unlocked since boot (\(text))")
+        case errSecMissingEntitlement:
+            return .unavailable("\(what): missing keychain entitlement for the access group (\(text))")
+        default:
+            return .storage("\(what): \(text)")
+        }
+    }
+
+    /// Adds or replaces the item with the given accessibility class.
+    public func save(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError) {
+        try validateName(name)
+        let attributes: [String: Any] = [
+            kSecValueData as String: data,
+            kSecAttrAccessible as String: Self.attribute(accessibility),
+        ]
+        var status = SecItemUpdate(query(name) as CFDictionary, attributes as CFDictionary)
+        if status == errSecItemNotFound {
+            var add = query(name)
+            add.merge(attributes) { _, new in new }
+            status = SecItemAdd(add as CFDictionary, nil)
+        }
+        guard status == errSecSuccess else { throw Self.failure(status, "cannot save \(name)") }
+    }
+
+    /// The item's bytes, or nil when there is none.
+    public func load(_ name: String) throws(SecureStorageError) -> Data? {
+        try validateName(name)
+        var q = query(name)
+        q[kSecReturnData as String] = true
+        q[kSecMatchLimit as String] = kSecMatchLimitOne
+        var result: AnyObject?
+        let status = SecItemCopyMatching(q as CFDictionary, &result)
+        if status == errSecItemNotFound { return nil }
+        guard status == errSecSuccess else { throw Self.failure(status, "cannot read \(name)") }
+        guard let data = result as? Data else { throw .corrupted("\(name) did not come back as bytes") }
+        return data
+    }
+
+    /// Removes the item; a missing item is not an error.
+    public func delete(_ name: String) throws(SecureStorageError) {
+        try validateName(name)
+        let status = SecItemDelete(query(name) as CFDictionary)
+        guard status == errSecSuccess || status == errSecItemNotFound else { throw Self.failure(status, "cannot delete \(name)") }
+    }
+
+    /// Every item name of the service, sorted.
+    public func names() throws(SecureStorageError) -> [String] {
+        var q = query(nil)
+        q[kSecReturnAttributes as String] = true
+        q[kSecMatchLimit as String] = kSecMatchLimitAll
+        var result: AnyObject?
+        let status = SecItemCopyMatching(q as CFDictionary, &result)
+        if status == errSecItemNotFound { return [] }
+        guard status == errSecSuccess else { throw Self.failure(status, "cannot list items") }
+        let items = (result as? [[String: Any]]) ?? []
+        return items.compactMap { $0[kSecAttrAccount as String] as? String }.sorted()
+    }
+
+    /// Removes every item of the service.
+    public func deleteAll() throws(SecureStorageError) {
+        let status = SecItemDelete(query(nil) as CFDictionary)
+        guard status == errSecSuccess || status == errSecItemNotFound else { throw Self.failure(status, "cannot delete all items") }
+    }
+}
+#endif

@@ -1,0 +1,191 @@
+// Secure storage for small secrets (tokens, client certificates, headers): one protocol, the
+// Keychain behind it on Apple platforms, an encrypted file store elsewhere.
+import Foundation
+
+/// When a stored item may be read, as the Keychain's accessibility classes. The file store
+/// records the class with the item (Linux has no device lock state to enforce it against).
+public enum SecureAccessibility: String, Sendable, Codable, CaseIterable {
+    /// Only while the device is unlocked.
+    case whenUnlocked
+    /// After the first unlock since boot, also in the background. The default: background
+    /// sync and uploads need the access token while the screen is locked.
+    case afterFirstUnlock
+    /// ``whenUnlocked``, never migrated to another device by a backup.
+    case whenUnlockedThisDeviceOnly
+    /// ``afterFirstUnlock``, never migrated to another device by a backup.
+    case afterFirstUnlockThisDeviceOnly
+}
+
+/// Why a secure-storage call failed.
+public enum SecureStorageError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The item name is not acceptable (empty, too long, control characters).
+    case invalidName(String)
+    /// The stored bytes do not decode as the item's type.
+    case invalidValue(String)
+    /// The store's key file is missing its protections or cannot be used.
+    case keyFile(String)
+    /// An item failed its integrity check (tampered, or sealed under another key).
+    case corrupted(String)
+    /// The items are not readable now (e.g. the Keychain before first unlock).
+    case unavailable(String)
+    /// Reading or writing the store failed.
+    case storage(String)
+
+    /// The message, naming what was wrong.
+    public var description: String {
+        switch self {
+        case let .invalidName(m): return "invalid secure item name: \(m)"
+        case let .invalidValue(m): return "invalid secure item value: \(m)"
+        case let .keyFile(m): return "secure storage key: \(m)"
+        case let .corrupted(m): return "secure item corrupted: \(m)"
+        case let .unavailable(m): return "secure storage unavailable: \(m)"
+        case let .storage(m): return "secure storage: \(m)"
+        }
+    }
+}
+
+/// Named secret items: `save`, `load`, `delete`. Implementations are thread-safe; every write is
+/// durable when it returns.
+public protocol SecureStorage: Sendable {
+    /// Stores `data` under `name` (replacing any item of that name) with an accessibility class.
+    func save(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError)
+    /// The item's bytes, or nil when there is none.
+    func load(_ name: String) throws(SecureStorageError) -> Data?
+    /// Removes the item; removing a missing item is not an error.
+    func delete(_ name: String) throws(SecureStorageError)
+    /// The names of every stored item, sorted.
+    func names() throws(SecureStorageError) -> [String]
+    /// Removes every item of this store.
+    func deleteAll() throws(SecureStorageError)
+}
+
+/// Checks an item name: 1–255 UTF-8 bytes, no control characters.
+func validateName(_ name: String) throws(SecureStorageError) {
+    guard !name.isEmpty else { throw .invalidName("the name is empty") }
+    guard name.utf8.count <= 255 else { throw .invalidName("\"\(name.prefix(32))…\" is longer than 255 bytes") }
+    guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        throw .invalidName("\(name.debugDescription) contains control characters")
+    }
+}
+
+// MARK: - Typed items
+
+/// A typed secure item: its name, its default accessibility, and how its value becomes bytes.
+public struct SecureItem<Value: Sendable>: Sendable {
+    /// The stored name.
+    public let name: String
+    /// The class used when saving without one.
+    public let accessibility: SecureAccessibility
+    let encode: @Sendable (Value) throws -> Data
+    let decode: @Sendable (Data) throws -> Value
+
+    /// An item whose value is JSON-coded.
+    public init(_ name: String, accessibility: SecureAccessibility = .afterFirstUnlock) where Value: Codable {
+        self.name = name
+        self.accessibility = accessibility
+        encode = { value in
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            return try encoder.encode(value)
+        }
+        decode = { data in try JSONDecoder().decode(Value.self, from: data) }
+    }
+
+    /// An item stored as UTF-8 text.
+    public init(text name: String, accessibility: SecureAccessibility = .afterFirstUnlock) where Value == String {
+        self.name = name
+        self.accessibility = accessibility
+        encode = { Data($0.utf8) }
+        decode = { data in
+            guard let text = String(data: data, encoding: .utf8) else {
+                throw SecureStorageError.invalidValue("\(name) is not UTF-8 text")
+            }
+            return text
+        }
+    }
+}
+
+/// An SSL client certificate for mutual TLS: the PKCS#12 bytes and the password that opens them.
+/// Printing one shows neither.
+public struct SSLClientCertificate: Codable, Sendable, Equatable, CustomStringConvertible {
+    /// The certificate bundle (PKCS#12), base64 in the stored JSON.
+    public var data: Data
+    /// The password that decrypts `data`.
+    public var password: String
+
+    /// A certificate with its password.
+    public init(data: Data, password: String) {
+        self.data = data
+        self.password = password
+    }
+
+    /// The size only: neither bytes nor password are printed.
+    public var description: String { "SSLClientCertificate(\(data.count) bytes, password: <redacted>)" }
+}
+
+extension SecureItem where Value == String {
+    /// The server access token (seed: "Access Token — Authentication").
+    public static let accessToken = SecureItem(text: "accessToken")
+}
+
+extension SecureItem where Value == SSLClientCertificate {
+    /// The SSL client certificate and its password (seed: `SSLClientCertStoreVal`).
+    public static let sslClientCertificate = SecureItem("sslClientCertificate")
+}
+
+extension SecureItem where Value == [String: String] {
+    /// Custom HTTP headers sent to the server (proxy authentication).
+    public static let customHeaders = SecureItem("customHeaders")
+}
+
+extension SecureStorage {
+    /// Stores a typed item under its name and default (or the given) accessibility.
+    public func save<Value>(_ value: Value, for item: SecureItem<Value>, accessibility: SecureAccessibility? = nil) throws(SecureStorageError) {
+        let data: Data
+        do { data = try item.encode(value) } catch { throw .invalidValue("\(item.name): \(error)") }
+        try save(data, for: item.name, accessibility: accessibility ?? item.accessibility)
+    }
+
+    /// A typed item's value, or nil when it is not stored.
+    /// - Throws: ``SecureStorageError/invalidValue(_:)`` when the stored bytes are not a `Value`.
+    public func load<Value>(_ item: SecureItem<Value>) throws(SecureStorageError) -> Value? {
+        guard let data = try load(item.name) else { return nil }
+        do { return try item.decode(data) } catch { throw .invalidValue("\(item.name) does not hold a \(Value.self)") }
+    }
+
+    /// Removes a typed item.
+    public func delete<Value>(_ item: SecureItem<Value>) throws(SecureStorageError) {
+        try delete(item.name)
+    }
+}
+
+extension SSLClientCertificate {
+    /// Saves this certificate to `storage` (seed: `save()`).
+    public func save(to storage: any SecureStorage) throws(SecureStorageError) {
+        try storage.save(self, for: .sslClientCertificate)
+    }
+
+    /// The stored certificate, if any (seed: `load()`).
+    public static func load(from storage: any SecureStorage) throws(SecureStorageError) -> SSLClientCertificate? {
+        try storage.load(.sslClientCertificate)
+    }
+
+    /// Removes the stored certificate (seed: `delete()`).
+    public static func delete(from storage: any SecureStorage) throws(SecureStorageError) {
+        try storage.delete(.sslClientCertificate)
+    }
+}
+
+/// The platform's secure storage: the Keychain on Apple platforms, an encrypted file store in
+/// `folder` elsewhere.
+public enum PlatformSecureStorage {
+    /// The default store for an app: Keychain items under `service` on Apple platforms; on other
+    /// platforms files in `folder` sealed under a key kept in `folder/key` (0600).
+    public static func make(folder: URL, service: String) -> any SecureStorage {
+        #if canImport(Security)
+        return KeychainSecureStorage(service: service)
+        #else
+        return EncryptedFileSecureStorage(folder: folder)
+        #endif
+    }
+}
