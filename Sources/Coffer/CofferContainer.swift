@@ -132,9 +132,11 @@ public final class CofferContainer: @unchecked Sendable {
     /// Applies the cache-size settings to the cache now and whenever one of them changes.
     private func watchCacheSettings() {
         let keys = [SettingsCatalog.thumbnailCacheSize, SettingsCatalog.imageCacheSize, SettingsCatalog.albumThumbnailCacheSize]
-        let tasks = keys.map { key in
+        // Subscribed here, before open returns, so no write after open can be missed.
+        let streams = keys.map { settings.changes($0) }
+        let tasks = streams.map { stream in
             Task { [settings, cache] in
-                for await _ in settings.changes(key) {
+                for await _ in stream {
                     var limits = cache.currentLimits
                     limits.entries = Self.cacheEntries(settings)
                     try? cache.setLimits(limits)

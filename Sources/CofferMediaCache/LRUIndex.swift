@@ -9,6 +9,7 @@ struct LRUIndex<Payload> {
         var payload: Payload?
         var bytes: Int
         var stamp: UInt64
+        var generation: UInt64
         var prev: Int32
         var next: Int32
     }
@@ -22,16 +23,17 @@ struct LRUIndex<Payload> {
     private(set) var kindBytes = [Int](repeating: 0, count: MediaKind.allCases.count)
     private(set) var totalBytes = 0
     private var clock: UInt64 = 0
+    private var generations: UInt64 = 0
 
     var count: Int { map.count }
 
-    /// The entry's payload and stamp, marking it most recently used.
-    mutating func touch(_ key: MediaKey) -> (payload: Payload, stamp: UInt64)? {
+    /// The entry's payload and generation, marking it most recently used.
+    mutating func touch(_ key: MediaKey) -> (payload: Payload, generation: UInt64)? {
         guard let index = map[key] else { return nil }
         moveToFront(index)
         clock &+= 1
         slots[Int(index)].stamp = clock
-        return (slots[Int(index)].payload!, clock)
+        return (slots[Int(index)].payload!, slots[Int(index)].generation)
     }
 
     /// The entry's payload without changing its recency.
@@ -40,17 +42,17 @@ struct LRUIndex<Payload> {
         return slots[Int(index)].payload
     }
 
-    /// The entry's stamp (its generation: it changes at every insert and touch).
-    func stamp(_ key: MediaKey) -> UInt64? {
-        map[key].map { slots[Int($0)].stamp }
+    /// The entry's generation: it changes each time the entry is inserted (replaced), not when read.
+    func generation(_ key: MediaKey) -> UInt64? {
+        map[key].map { slots[Int($0)].generation }
     }
 
-    /// Adds or replaces an entry as the most recently used; returns its new stamp.
-    @discardableResult
-    mutating func insert(_ key: MediaKey, _ payload: Payload, bytes: Int) -> UInt64 {
+    /// Adds or replaces an entry as the most recently used.
+    mutating func insert(_ key: MediaKey, _ payload: Payload, bytes: Int) {
         _ = remove(key)
         clock &+= 1
-        let slot = Slot(key: key, payload: payload, bytes: bytes, stamp: clock, prev: -1, next: -1)
+        generations &+= 1
+        let slot = Slot(key: key, payload: payload, bytes: bytes, stamp: clock, generation: generations, prev: -1, next: -1)
         let index: Int32
         if let reused = free.popLast() {
             index = reused
@@ -68,7 +70,6 @@ struct LRUIndex<Payload> {
         counts[k] += 1
         kindBytes[k] += bytes
         totalBytes += bytes
-        return clock
     }
 
     /// Removes an entry; returns its payload and size.

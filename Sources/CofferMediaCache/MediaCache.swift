@@ -155,17 +155,21 @@ public final class MediaCache: @unchecked Sendable {
 
     // MARK: Reads
 
-    /// The cached bytes from memory only (no disk access), marking them recently used.
+    /// The cached bytes from memory only (no disk access), marking them recently used in both
+    /// layers (an image shown from memory is not the disk layer's next victim).
     public func memoryData(for key: MediaKey) -> Data? {
         lock.lock()
         defer { lock.unlock() }
-        return memory.touch(key)?.payload
+        guard let hit = memory.touch(key) else { return nil }
+        _ = disk.touch(key)
+        return hit.payload
     }
 
     /// The cached bytes from memory, else from disk (then kept in memory), else nil.
     public func data(for key: MediaKey) -> Data? {
         lock.lock()
         if let hit = memory.touch(key) {
+            _ = disk.touch(key)
             lock.unlock()
             return hit.payload
         }
@@ -178,14 +182,14 @@ public final class MediaCache: @unchecked Sendable {
         case let .hit(data):
             lock.lock()
             // Keep it in memory unless it was removed or replaced while it was read.
-            if disk.stamp(key) == seen.stamp {
+            if disk.generation(key) == seen.generation {
                 insertMemory(key, data)
             }
             lock.unlock()
             return data
         case .missing:
             lock.lock()
-            if disk.stamp(key) == seen.stamp { disk.remove(key) }
+            if disk.generation(key) == seen.generation { disk.remove(key) }
             lock.unlock()
             if !FileManager.default.fileExists(atPath: folder.appendingPathComponent(Self.anchorName).path) {
                 noticePurge()
@@ -193,7 +197,7 @@ public final class MediaCache: @unchecked Sendable {
             return nil
         case .damaged:
             lock.lock()
-            if disk.stamp(key) == seen.stamp {
+            if disk.generation(key) == seen.generation {
                 disk.remove(key)
                 unlink(fileURL(key).path)
             }

@@ -1,0 +1,257 @@
+import Coffer
+import Foundation
+import GRDB
+import Testing
+
+func containerFolder() -> URL {
+    FileManager.default.temporaryDirectory.appendingPathComponent("coffer-container-\(UUID().uuidString)", isDirectory: true)
+}
+
+let now = Date(timeIntervalSince1970: 1_700_000_000)
+
+func daysAgo(_ days: Int) -> Date { now.addingTimeInterval(-Double(days) * 86_400) }
+
+/// A backed-up asset (local and server copy) with a real local file in `media`.
+@discardableResult
+func backedUp(_ c: CofferContainer, _ media: URL, _ n: Int, days: Int, type: Asset.MediaType = .image,
+              favorite: Bool = false, bytes: Int64 = 1_000, withFile: Bool = true) throws -> Asset {
+    let asset = Asset(remoteId: "r\(n)", localId: "l\(n).jpg", ownerId: "u1", checksum: "c\(n)", fileName: "IMG_\(n).jpg",
+                      type: type, fileCreatedAt: daysAgo(days), isFavorite: favorite, fileSize: bytes)
+    if withFile {
+        try FileManager.default.createDirectory(at: media, withIntermediateDirectories: true)
+        try Data(count: Int(bytes)).write(to: media.appendingPathComponent("l\(n).jpg"))
+    }
+    return try c.context.assets.put(asset)
+}
+
+@Suite("Container")
+struct ContainerTests {
+    @Test("open creates every store in one folder, caches beside")
+    func layout() throws {
+        let folder = containerFolder()
+        let c = try CofferContainer.open(CofferLocations(store: folder))
+        defer { c.close() }
+        try c.secure.save("t", for: .accessToken)
+        try c.cache.store(Data([1]), for: .thumbnail("a"))
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("app.sqlite").path))
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("secure/key").path))
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("caches/media/thumbnail").path))
+    }
+
+    @Test("the platform default on Linux follows XDG data and cache folders")
+    func platformDefault() {
+        let l = CofferLocations.platformDefault(environment: ["XDG_DATA_HOME": "/d", "XDG_CACHE_HOME": "/c", "HOME": "/h"])
+        #if canImport(Darwin)
+        #expect(l.caches.path.hasSuffix("Caches/Coffer"))
+        #else
+        #expect(l.data.path == "/d/coffer")
+        #expect(l.caches.path == "/c/coffer")
+        #endif
+    }
+
+    @Test("cache entry limits come from the settings' cache-size keys")
+    func limitsFromSettings() throws {
+        let folder = containerFolder()
+        do {
+            let c = try CofferContainer.open(CofferLocations(store: folder))
+            try c.settings.put(SettingsCatalog.thumbnailCacheSize, 7)
+            c.close()
+        }
+        let c = try CofferContainer.open(CofferLocations(store: folder))
+        defer { c.close() }
+        #expect(c.cache.currentLimits.entries[.thumbnail] == 7)
+        #expect(c.cache.currentLimits.entries[.preview] == 350)
+        #expect(c.cache.currentLimits.entries[.albumThumbnail] == 200)
+    }
+
+    @Test("changing a cache-size setting resizes the open cache")
+    func limitsFollowSettings() async throws {
+        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        defer { c.close() }
+        for i in 0..<10 { try c.cache.store(Data([UInt8(i)]), for: .preview("a\(i)")) }
+        try c.settings.put(SettingsCatalog.imageCacheSize, 4)
+        for _ in 0..<200 where c.cache.statistics().kinds[.preview]?.diskEntries != 4 {
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        #expect(c.cache.statistics().kinds[.preview]?.diskEntries == 4)
+    }
+
+    @Test("clear cache empties every kind and leaves synced data")
+    func clearCache() throws {
+        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        defer { c.close() }
+        let media = containerFolder()
+        try backedUp(c, media, 1, days: 40)
+        try c.cache.store(Data([1]), for: .thumbnail("r1"))
+        try c.cache.store(Data([2]), for: .albumThumbnail("al"))
+        try c.clearCache()
+        #expect(c.cache.statistics().diskBytes == 0)
+        #expect(try c.context.assets.count() == 1)
+    }
+
+    @Test("a fresh install clears secure items an earlier install left (Keychain survives uninstall)")
+    func freshInstallClearsSecureItems() throws {
+        let keychainLike = EncryptedFileSecureStorage(folder: containerFolder())
+        try keychainLike.save("stale", for: .accessToken)
+        let c = try CofferContainer.open(CofferLocations(store: containerFolder()), secureStorage: keychainLike)
+        defer { c.close() }
+        #expect(try c.secure.load(.accessToken) == nil)
+    }
+
+    @Test("reopening an existing container keeps secure items")
+    func reopenKeepsSecureItems() throws {
+        let folder = containerFolder()
+        do {
+            let c = try CofferContainer.open(CofferLocations(store: folder))
+            try c.secure.save("tok", for: .accessToken)
+            c.close()
+        }
+        let c = try CofferContainer.open(CofferLocations(store: folder))
+        defer { c.close() }
+        #expect(try c.secure.load(.accessToken) == "tok")
+    }
+}
+
+@Suite("Container: full reset")
+struct ResetTests {
+    @Test("after a reset the next open behaves exactly as a fresh install")
+    func resetIsFreshInstall() async throws {
+        let folder = containerFolder()
+        let c = try CofferContainer.open(CofferLocations(store: folder))
+        try c.settings.put(SettingsCatalog.themeMode, .dark)
+        try backedUp(c, containerFolder(), 1, days: 3)
+        try c.secure.save("tok", for: .accessToken)
+        try c.cache.store(Data([1, 2]), for: .preview("r1"))
+        let wallet = try await c.openWallet(.raw(Data(repeating: 7, count: 32)))
+        try await wallet.add(type: "note", id: "n1", value: "v")
+        try c.reset()
+
+        let fresh = try CofferContainer.open(CofferLocations(store: folder))
+        defer { fresh.close() }
+        #expect(fresh.database.isFreshInstall)
+        #expect(fresh.settings.get(SettingsCatalog.themeMode) == .system)
+        #expect(fresh.settings.get(SettingsCatalog.version) == AppDatabase.dataMigrations.map(\.version).max())
+        #expect(try fresh.context.assets.count() == 0)
+        #expect(try fresh.secure.names().isEmpty)
+        #expect(fresh.cache.data(for: .preview("r1")) == nil)
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("wallet.sqlite").path))
+    }
+
+    @Test("a reset container refuses further work")
+    func closedAfterReset() throws {
+        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        try c.reset()
+        #expect(throws: ContainerError.closed) { try c.clearCache() }
+        #expect(throws: ContainerError.closed) { try c.reset() }
+    }
+}
+
+@Suite("Container: free up space")
+struct CleanupTests {
+    @Test("without a chosen cutoff nothing runs and the error says why")
+    func noCutoff() async throws {
+        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        defer { c.close() }
+        await #expect(throws: DatabaseStoreError.self) {
+            try await c.freeUpSpace(library: DirectoryMediaLibrary(root: containerFolder()), dryRun: true, now: now)
+        }
+    }
+
+    @Test("only backed-up local assets older than the cutoff are chosen")
+    func cutoffAndServerCopy() async throws {
+        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        defer { c.close() }
+        let media = containerFolder()
+        try backedUp(c, media, 1, days: 40)
+        try backedUp(c, media, 2, days: 5)
+        try c.context.assets.put(Asset(remoteId: nil, localId: "only-local.jpg", ownerId: "u1", checksum: "c9", fileName: "x",
+                                       fileCreatedAt: daysAgo(90), fileSize: 10))
+        let result = try await c.freeUpSpace(CleanupOptions(cutoffDaysAgo: 30), library: DirectoryMediaLibrary(root: media),
+                                             dryRun: true, now: now)
+        #expect(result.removed.map(\.remoteId) == ["r1"])
+    }
+
+    @Test("favourites, the kept media type and kept albums stay")
+    func keeps() async throws {
+        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        defer { c.close() }
+        let media = containerFolder()
+        try backedUp(c, media, 1, days: 40, favorite: true)
+        try backedUp(c, media, 2, days: 40, type: .video)
+        let inAlbum = try backedUp(c, media, 3, days: 40)
+        try backedUp(c, media, 4, days: 40)
+        let album = try c.context.albums.put(Album(remoteId: "keep-me", name: "Trip", createdAt: now, modifiedAt: now, ownerId: "u1"))
+        try c.context.albums.link(albumId: album.id!, assetIds: [inAlbum.id!])
+        let options = CleanupOptions(keepFavorites: true, keepMediaType: .videos, keepAlbumIds: ["keep-me"], cutoffDaysAgo: 30)
+        let result = try await c.freeUpSpace(options, library: DirectoryMediaLibrary(root: media), dryRun: true, now: now)
+        #expect(result.removed.map(\.remoteId) == ["r4"])
+    }
+
+    @Test("the options default to the settings' cleanup keys")
+    func optionsFromSettings() async throws {
+        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        defer { c.close() }
+        let media = containerFolder()
+        try backedUp(c, media, 1, days: 40, favorite: true)
+        try backedUp(c, media, 2, days: 40)
+        try c.settings.put(SettingsCatalog.cleanupCutoffDaysAgo, 30)
+        try c.settings.put(SettingsCatalog.cleanupKeepFavorites, false)
+        let result = try await c.freeUpSpace(library: DirectoryMediaLibrary(root: media), dryRun: true, now: now)
+        #expect(result.removed.count == 2)
+    }
+
+    @Test("a dry run lists the bytes and deletes nothing")
+    func dryRun() async throws {
+        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        defer { c.close() }
+        let media = containerFolder()
+        try backedUp(c, media, 1, days: 40, bytes: 1_500)
+        try backedUp(c, media, 2, days: 50, bytes: 2_500)
+        let result = try await c.freeUpSpace(CleanupOptions(cutoffDaysAgo: 30), library: DirectoryMediaLibrary(root: media),
+                                             dryRun: true, now: now)
+        #expect(result.bytes == 4_000)
+        #expect(FileManager.default.fileExists(atPath: media.appendingPathComponent("l1.jpg").path))
+        #expect(try c.context.assets.findByRemoteId("r1")?.localId == "l1.jpg")
+    }
+
+    @Test("the real run forgets only the local copies the library actually deleted")
+    func realRun() async throws {
+        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        defer { c.close() }
+        let media = containerFolder()
+        try backedUp(c, media, 1, days: 40)
+        try backedUp(c, media, 2, days: 40, withFile: false) // the library cannot delete it
+        let result = try await c.freeUpSpace(CleanupOptions(cutoffDaysAgo: 30), library: DirectoryMediaLibrary(root: media), now: now)
+        #expect(result.removed.map(\.remoteId) == ["r1"])
+        #expect(result.notDeleted.map(\.remoteId) == ["r2"])
+        #expect(!FileManager.default.fileExists(atPath: media.appendingPathComponent("l1.jpg").path))
+        #expect(try c.context.assets.findByRemoteId("r1")?.localId == nil)
+        #expect(try c.context.assets.findByRemoteId("r2")?.localId == "l2.jpg")
+        #expect(try c.context.assets.count() == 2)
+    }
+
+    @Test("only the logged-in user's assets are chosen when a user is set")
+    func ownerOnly() async throws {
+        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        defer { c.close() }
+        let media = containerFolder()
+        try backedUp(c, media, 1, days: 40)
+        try c.context.assets.put(Asset(remoteId: "other", localId: "o.jpg", ownerId: "u2", checksum: "c8", fileName: "o",
+                                       fileCreatedAt: daysAgo(40), fileSize: 5))
+        try c.settings.put(SettingsCatalog.currentUser, User(id: "u1", email: "a@b", name: "A"))
+        let result = try await c.freeUpSpace(CleanupOptions(cutoffDaysAgo: 30), library: DirectoryMediaLibrary(root: media),
+                                             dryRun: true, now: now)
+        #expect(result.removed.map(\.remoteId) == ["r1"])
+    }
+
+    @Test("the directory library refuses ids that leave its folder")
+    func directoryLibraryStaysInside() async throws {
+        let root = containerFolder()
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let outside = root.deletingLastPathComponent().appendingPathComponent("outside-\(UUID().uuidString)")
+        try Data([1]).write(to: outside)
+        let deleted = try await DirectoryMediaLibrary(root: root).delete(localIds: ["../\(outside.lastPathComponent)", "/etc/hostname"])
+        #expect(deleted.isEmpty)
+        #expect(FileManager.default.fileExists(atPath: outside.path))
+    }
+}

@@ -1,0 +1,317 @@
+import CofferMediaCache
+import Foundation
+import Testing
+
+func cacheFolder() -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-cache-\(UUID().uuidString)", isDirectory: true)
+    return url
+}
+
+func bytes(_ seed: Int, count: Int = 1_000) -> Data {
+    Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed) })
+}
+
+/// The cache files of a kind on disk.
+func files(_ folder: URL, _ kind: MediaKind) -> [URL] {
+    let dir = folder.appendingPathComponent(kind.rawValue)
+    return ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).map { dir.appendingPathComponent($0) }
+}
+
+actor Counter {
+    var value = 0
+    func increment() { value += 1 }
+}
+
+@Suite("Media cache: layers")
+struct MediaCacheLayerTests {
+    @Test("a stored image comes back from memory")
+    func memoryHit() throws {
+        let cache = try MediaCache(folder: cacheFolder())
+        try cache.store(bytes(1), for: .thumbnail("a1"))
+        #expect(cache.memoryData(for: .thumbnail("a1")) == bytes(1))
+    }
+
+    @Test("after a memory purge the image comes back from disk")
+    func diskHit() throws {
+        let cache = try MediaCache(folder: cacheFolder())
+        try cache.store(bytes(2), for: .preview("a1"))
+        cache.clearMemory()
+        #expect(cache.memoryData(for: .preview("a1")) == nil)
+        #expect(cache.data(for: .preview("a1")) == bytes(2))
+        #expect(cache.memoryData(for: .preview("a1")) == bytes(2))
+    }
+
+    @Test("the disk layer survives a restart")
+    func restart() throws {
+        let folder = cacheFolder()
+        do {
+            let cache = try MediaCache(folder: folder)
+            try cache.store(bytes(3), for: .albumThumbnail("album-1"))
+        }
+        let reopened = try MediaCache(folder: folder)
+        #expect(reopened.data(for: .albumThumbnail("album-1")) == bytes(3))
+        #expect(reopened.statistics().kinds[.albumThumbnail]?.diskEntries == 1)
+    }
+
+    @Test("a miss is nil, and the same id of another kind is another entry")
+    func kindsAreSeparate() throws {
+        let cache = try MediaCache(folder: cacheFolder())
+        try cache.store(bytes(4), for: .thumbnail("x"))
+        #expect(cache.data(for: .preview("x")) == nil)
+        #expect(cache.data(for: .thumbnail("y")) == nil)
+    }
+
+    @Test("an empty id or empty data is refused by name")
+    func badInput() throws {
+        let cache = try MediaCache(folder: cacheFolder())
+        #expect(throws: MediaCacheError.invalidInput("the thumbnail id is empty")) { try cache.store(bytes(1), for: .thumbnail("")) }
+        #expect(throws: MediaCacheError.invalidInput("no bytes to cache for preview/p")) { try cache.store(Data(), for: .preview("p")) }
+    }
+
+    @Test("an image larger than the disk layer's limit is refused")
+    func tooLarge() throws {
+        let cache = try MediaCache(folder: cacheFolder(), limits: MediaCacheLimits(diskBytes: 10_000))
+        #expect(throws: MediaCacheError.self) { try cache.store(bytes(1, count: 20_000), for: .preview("big")) }
+        #expect(cache.statistics().diskBytes == 0)
+    }
+}
+
+@Suite("Media cache: limits and eviction")
+struct MediaCacheLimitTests {
+    @Test("a kind's entry limit holds after every write, oldest out first")
+    func entryLimit() throws {
+        let cache = try MediaCache(folder: cacheFolder(), limits: MediaCacheLimits(entries: [.thumbnail: 5]))
+        for i in 0..<20 {
+            try cache.store(bytes(i), for: .thumbnail("a\(i)"))
+            let stats = cache.statistics().kinds[.thumbnail]!
+            #expect(stats.diskEntries == min(i + 1, 5))
+            #expect(stats.memoryEntries == min(i + 1, 5))
+        }
+        #expect(cache.data(for: .thumbnail("a14")) == nil)
+        #expect(cache.data(for: .thumbnail("a15")) == bytes(15))
+    }
+
+    @Test("evicted entries leave no file behind")
+    func evictionRemovesFiles() throws {
+        let folder = cacheFolder()
+        let cache = try MediaCache(folder: folder, limits: MediaCacheLimits(entries: [.thumbnail: 3]))
+        for i in 0..<10 { try cache.store(bytes(i), for: .thumbnail("a\(i)")) }
+        #expect(files(folder, .thumbnail).count == 3)
+    }
+
+    @Test("a recently read entry outlives older unread ones")
+    func leastRecentlyUsedGoesFirst() throws {
+        let cache = try MediaCache(folder: cacheFolder(), limits: MediaCacheLimits(entries: [.preview: 3]))
+        for i in 0..<3 { try cache.store(bytes(i), for: .preview("a\(i)")) }
+        _ = cache.data(for: .preview("a0"))
+        try cache.store(bytes(3), for: .preview("a3"))
+        #expect(cache.data(for: .preview("a0")) != nil)
+        #expect(cache.data(for: .preview("a1")) == nil)
+    }
+
+    @Test("the disk layer's byte limit holds after every write")
+    func diskByteLimit() throws {
+        let cache = try MediaCache(folder: cacheFolder(), limits: MediaCacheLimits(diskBytes: 10_000))
+        for i in 0..<40 {
+            try cache.store(bytes(i, count: 1_500), for: .thumbnail("a\(i)"))
+            #expect(cache.statistics().diskBytes <= 10_000)
+        }
+        #expect(cache.data(for: .thumbnail("a39")) == bytes(39, count: 1_500))
+    }
+
+    @Test("the memory layer's byte limit holds while the disk keeps more")
+    func memoryByteLimit() throws {
+        let cache = try MediaCache(folder: cacheFolder(), limits: MediaCacheLimits(memoryBytes: 5_000))
+        for i in 0..<20 { try cache.store(bytes(i), for: .thumbnail("a\(i)")) }
+        let stats = cache.statistics()
+        #expect(stats.memoryBytes <= 5_000)
+        #expect(stats.kinds[.thumbnail]?.diskEntries == 20)
+    }
+
+    @Test("filling one kind never evicts another kind")
+    func kindsDoNotEvictEachOther() throws {
+        let cache = try MediaCache(folder: cacheFolder(), limits: MediaCacheLimits(entries: [.thumbnail: 4, .albumThumbnail: 2]))
+        try cache.store(bytes(1), for: .albumThumbnail("album"))
+        for i in 0..<50 { try cache.store(bytes(i), for: .thumbnail("a\(i)")) }
+        #expect(cache.data(for: .albumThumbnail("album")) == bytes(1))
+    }
+
+    @Test("lower limits apply at once")
+    func setLimits() throws {
+        let cache = try MediaCache(folder: cacheFolder())
+        for i in 0..<10 { try cache.store(bytes(i), for: .thumbnail("a\(i)")) }
+        try cache.setLimits(MediaCacheLimits(entries: [.thumbnail: 2]))
+        #expect(cache.statistics().kinds[.thumbnail]?.diskEntries == 2)
+        #expect(cache.data(for: .thumbnail("a9")) != nil)
+    }
+
+    @Test("recency survives a restart: what was read last before it is kept")
+    func recencyAfterRestart() throws {
+        let folder = cacheFolder()
+        do {
+            let cache = try MediaCache(folder: folder)
+            for i in 0..<3 {
+                try cache.store(bytes(i), for: .preview("a\(i)"))
+                usleep(20_000)
+            }
+            cache.clearMemory()
+            _ = cache.data(for: .preview("a0")) // a disk read marks the file
+        }
+        let reopened = try MediaCache(folder: folder, limits: MediaCacheLimits(entries: [.preview: 3]))
+        try reopened.store(bytes(3), for: .preview("a3"))
+        #expect(reopened.data(for: .preview("a0")) != nil)
+        #expect(reopened.data(for: .preview("a1")) == nil)
+    }
+}
+
+@Suite("Media cache: damage, purge, invalidation")
+struct MediaCacheDamageTests {
+    @Test("a file with a flipped byte reads as a miss and is removed")
+    func damagedFile() throws {
+        let folder = cacheFolder()
+        let cache = try MediaCache(folder: folder)
+        try cache.store(bytes(5), for: .thumbnail("a"))
+        cache.clearMemory()
+        let file = try #require(files(folder, .thumbnail).first)
+        var raw = try Data(contentsOf: file)
+        raw[raw.count - 10] ^= 0xff
+        try raw.write(to: file)
+        #expect(cache.data(for: .thumbnail("a")) == nil)
+        #expect(!FileManager.default.fileExists(atPath: file.path))
+        #expect(cache.statistics().kinds[.thumbnail]?.diskEntries == 0)
+    }
+
+    @Test("a truncated file (a torn write) reads as a miss")
+    func truncatedFile() throws {
+        let folder = cacheFolder()
+        let cache = try MediaCache(folder: folder)
+        try cache.store(bytes(6), for: .preview("a"))
+        cache.clearMemory()
+        let file = try #require(files(folder, .preview).first)
+        try Data(try Data(contentsOf: file).prefix(60)).write(to: file)
+        #expect(cache.data(for: .preview("a")) == nil)
+    }
+
+    @Test("leftover temporary files of an interrupted write are removed at open")
+    func leftoversRemoved() throws {
+        let folder = cacheFolder()
+        _ = try MediaCache(folder: folder)
+        let stray = folder.appendingPathComponent("thumbnail/.0000.tmp")
+        try Data([1, 2, 3]).write(to: stray)
+        _ = try MediaCache(folder: folder)
+        #expect(!FileManager.default.fileExists(atPath: stray.path))
+    }
+
+    @Test("a folder purged by the OS is noticed: misses, then writes work again")
+    func purged() throws {
+        let folder = cacheFolder()
+        let cache = try MediaCache(folder: folder)
+        try cache.store(bytes(7), for: .thumbnail("a"))
+        cache.clearMemory()
+        try FileManager.default.removeItem(at: folder)
+        #expect(cache.data(for: .thumbnail("a")) == nil)
+        #expect(cache.statistics().purgesNoticed == 1)
+        #expect(cache.statistics().kinds[.thumbnail]?.diskEntries == 0)
+        try cache.store(bytes(8), for: .thumbnail("b"))
+        cache.clearMemory()
+        #expect(cache.data(for: .thumbnail("b")) == bytes(8))
+    }
+
+    @Test("invalidating an asset removes its thumbnail and preview only")
+    func invalidateAsset() throws {
+        let cache = try MediaCache(folder: cacheFolder())
+        try cache.store(bytes(1), for: .thumbnail("a"))
+        try cache.store(bytes(2), for: .preview("a"))
+        try cache.store(bytes(3), for: .thumbnail("b"))
+        try cache.store(bytes(4), for: .albumThumbnail("a"))
+        cache.invalidate(assetId: "a")
+        #expect(cache.data(for: .thumbnail("a")) == nil)
+        #expect(cache.data(for: .preview("a")) == nil)
+        #expect(cache.data(for: .thumbnail("b")) == bytes(3))
+        #expect(cache.data(for: .albumThumbnail("a")) == bytes(4))
+    }
+
+    @Test("invalidating an album removes its cover")
+    func invalidateAlbum() throws {
+        let cache = try MediaCache(folder: cacheFolder())
+        try cache.store(bytes(1), for: .albumThumbnail("album"))
+        try cache.store(bytes(2), for: .thumbnail("album"))
+        cache.invalidate(albumId: "album")
+        #expect(cache.data(for: .albumThumbnail("album")) == nil)
+        #expect(cache.data(for: .thumbnail("album")) == bytes(2))
+    }
+
+    @Test("clearing one kind leaves the others; clearing all leaves no file")
+    func clearing() throws {
+        let folder = cacheFolder()
+        let cache = try MediaCache(folder: folder)
+        try cache.store(bytes(1), for: .thumbnail("a"))
+        try cache.store(bytes(2), for: .preview("a"))
+        cache.clear(.thumbnail)
+        #expect(cache.data(for: .thumbnail("a")) == nil)
+        #expect(cache.data(for: .preview("a")) == bytes(2))
+        cache.clear()
+        #expect(MediaKind.allCases.allSatisfy { files(folder, $0).isEmpty })
+        #expect(cache.statistics().diskBytes == 0)
+    }
+
+    @Test("statistics count entries and bytes per kind")
+    func statistics() throws {
+        let cache = try MediaCache(folder: cacheFolder())
+        try cache.store(bytes(1, count: 100), for: .thumbnail("a"))
+        try cache.store(bytes(2, count: 300), for: .thumbnail("b"))
+        let thumbs = try #require(cache.statistics().kinds[.thumbnail])
+        #expect(thumbs.memoryEntries == 2)
+        #expect(thumbs.memoryBytes == 400)
+        #expect(thumbs.diskEntries == 2)
+        #expect(thumbs.diskBytes > 400)
+    }
+}
+
+@Suite("Media cache: loading")
+struct MediaCacheLoadingTests {
+    @Test("concurrent requests for one missing key run the loader once")
+    func coalesced() async throws {
+        let cache = try MediaCache(folder: cacheFolder())
+        let calls = Counter()
+        let results = try await withThrowingTaskGroup(of: Data.self) { group in
+            for _ in 0..<40 {
+                group.addTask {
+                    try await cache.data(for: .thumbnail("slow")) {
+                        await calls.increment()
+                        try await Task.sleep(nanoseconds: 100_000_000)
+                        return bytes(9)
+                    }
+                }
+            }
+            return try await group.reduce(into: [Data]()) { $0.append($1) }
+        }
+        #expect(await calls.value == 1)
+        #expect(results.count == 40)
+        #expect(results.allSatisfy { $0 == bytes(9) })
+        #expect(cache.data(for: .thumbnail("slow")) == bytes(9))
+    }
+
+    @Test("a failed load stores nothing and the error reaches the caller")
+    func failedLoad() async throws {
+        struct Offline: Error {}
+        let cache = try MediaCache(folder: cacheFolder())
+        await #expect(throws: Offline.self) {
+            try await cache.data(for: .preview("p")) { throw Offline() }
+        }
+        #expect(cache.data(for: .preview("p")) == nil)
+    }
+
+    @Test("a cached key does not call the loader")
+    func cachedSkipsLoader() async throws {
+        let cache = try MediaCache(folder: cacheFolder())
+        try cache.store(bytes(1), for: .preview("p"))
+        let calls = Counter()
+        let data = try await cache.data(for: .preview("p")) {
+            await calls.increment()
+            return bytes(2)
+        }
+        #expect(data == bytes(1))
+        #expect(await calls.value == 0)
+    }
+}
