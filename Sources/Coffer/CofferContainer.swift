@@ -64,8 +64,8 @@ public enum ContainerError: Error, Equatable, Sendable, CustomStringConvertible 
 
 /// Every store of an app, opened together in one container: the app database (settings and
 /// collections, migrated at open), the media cache (sized by the settings' cache-size keys and
-/// following their changes), secure storage (Keychain on Apple platforms) and, on request, the
-/// wallet.
+/// following their changes; its memory layer is dropped on a UIKit memory warning), secure
+/// storage (Keychain on Apple platforms) and, on request, the wallet.
 public final class CofferContainer: @unchecked Sendable {
     /// The folders.
     public let locations: CofferLocations
@@ -83,6 +83,7 @@ public final class CofferContainer: @unchecked Sendable {
     private let lock = NSLock()
     private var wallets: [Wallet] = []
     private var watchers: [Task<Void, Never>] = []
+    private var memoryWarningObserver: (any NSObjectProtocol)?
     private var isClosed = false
     private static let logger = Logger(label: "coffer.container")
 
@@ -144,6 +145,13 @@ public final class CofferContainer: @unchecked Sendable {
             }
         }
         lock.withLock { watchers = tasks }
+        #if os(iOS) || os(tvOS) || os(visionOS)
+        // UIKit's memory warning (by its stable name, so this file needs no UIKit): drop the memory layer.
+        let observer = NotificationCenter.default.addObserver(
+            forName: Notification.Name("UIApplicationDidReceiveMemoryWarningNotification"), object: nil, queue: nil
+        ) { [cache] _ in cache.clearMemory() }
+        lock.withLock { memoryWarningObserver = observer }
+        #endif
     }
 
     private func checkOpen() throws(ContainerError) {
@@ -183,11 +191,12 @@ public final class CofferContainer: @unchecked Sendable {
 
     /// Closes the wallets it opened and the app database. Idempotent.
     public func close() {
-        let (opened, tasks, wasClosed) = lock.withLock { () -> ([Wallet], [Task<Void, Never>], Bool) in
-            defer { isClosed = true; wallets = []; watchers = [] }
-            return (wallets, watchers, isClosed)
+        let (opened, tasks, observer, wasClosed) = lock.withLock { () -> ([Wallet], [Task<Void, Never>], (any NSObjectProtocol)?, Bool) in
+            defer { isClosed = true; wallets = []; watchers = []; memoryWarningObserver = nil }
+            return (wallets, watchers, memoryWarningObserver, isClosed)
         }
         guard !wasClosed else { return }
+        if let observer { NotificationCenter.default.removeObserver(observer) }
         tasks.forEach { $0.cancel() }
         for wallet in opened { try? wallet.close() }
         try? database.close()

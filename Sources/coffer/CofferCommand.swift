@@ -22,6 +22,13 @@ struct StoreOptions: ParsableArguments {
 
     var walletURL: URL { StoreLocation.walletFile(in: storeDirectory) }
 
+    /// The app container's folders: `--store DIR` holds everything (caches in DIR/caches),
+    /// else the platform's data and cache folders.
+    var locations: CofferLocations {
+        if let store { return CofferLocations(store: URL(fileURLWithPath: store, isDirectory: true)) }
+        return .platformDefault()
+    }
+
     func walletKey() throws -> WalletKey {
         switch (rawKey, passphraseEnv) {
         case (nil, nil):
@@ -69,7 +76,8 @@ struct CofferCommand: AsyncParsableCommand {
             Exit codes: 0 ok, 1 not found, 2 invalid input or query, 3 duplicate, 4 wrong key, \
             5 corrupted, 6 storage failure, 7 sending queue full.
             """,
-        subcommands: [WalletCommand.self, DeniableCommand.self, SettingsCommand.self, DBCommand.self, DemoCommand.self, BenchCommand.self])
+        subcommands: [WalletCommand.self, DeniableCommand.self, SettingsCommand.self, DBCommand.self, CacheCommand.self,
+                      CleanupCommand.self, ResetCommand.self, SecureCommand.self, DemoCommand.self, BenchCommand.self])
 
     @OptionGroup var storeOptions: StoreOptions
 
@@ -94,6 +102,13 @@ struct CofferCommand: AsyncParsableCommand {
             fail(error.description, code: ExitCodes.code(for: error))
         } catch let error as DatabaseStoreError {
             fail(error.description, code: ExitCodes.code(for: error))
+        } catch let error as SecureStorageError {
+            fail(error.description, code: ExitCodes.code(for: error))
+        } catch let error as MediaCacheError {
+            if case .invalidInput = error { fail(error.description, code: 2) }
+            fail(error.description, code: 6)
+        } catch let error as ContainerError {
+            fail(error.description, code: 6)
         } catch let error as SettingsError {
             if case .storage = error { fail(error.description, code: 6) }
             fail(error.description, code: 2)
@@ -133,6 +148,15 @@ extension ExitCodes {
         case .invalidInput: return 2
         case .newerVersion, .integrityFailed: return 5
         case .storage: return 6
+        }
+    }
+
+    /// Secure-storage errors: bad names and values are input errors, a failed check is corruption.
+    static func code(for error: SecureStorageError) -> Int32 {
+        switch error {
+        case .invalidName, .invalidValue: return 2
+        case .corrupted: return 5
+        case .keyFile, .unavailable, .storage: return 6
         }
     }
 

@@ -7,7 +7,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure Coffer's speed (build with -c release for real numbers).",
-        subcommands: [WalletBench.self, DeniableBench.self, SDKBench.self, AppBench.self])
+        subcommands: [WalletBench.self, DeniableBench.self, SDKBench.self, AppBench.self, CacheBench.self])
 }
 
 struct WalletBench: AsyncParsableCommand {

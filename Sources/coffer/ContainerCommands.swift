@@ -1,0 +1,226 @@
+// `coffer cache …`, `coffer cleanup`, `coffer reset`, `coffer secure …`: the app container of a store.
+import ArgumentParser
+import Coffer
+import Foundation
+
+extension MediaKind: ExpressibleByArgument {}
+extension KeepMediaType: ExpressibleByArgument {}
+extension SecureAccessibility: ExpressibleByArgument {}
+
+enum ContainerCLI {
+    static func open(_ options: StoreOptions) throws -> CofferContainer {
+        try CofferContainer.open(options.locations)
+    }
+
+    static func statistics(_ cache: MediaCache) -> JSONValue {
+        let stats = cache.statistics()
+        let limits = cache.currentLimits
+        let kinds = MediaKind.allCases.map { kind -> (String, JSONValue) in
+            let s = stats.kinds[kind]!
+            return (kind.rawValue, .object([("entries", .number(String(s.diskEntries))), ("bytes", .number(String(s.diskBytes))),
+                                            ("limit", .number(String(limits.entries[kind] ?? 0)))]))
+        }
+        return .object([("kinds", .object(kinds)), ("bytes", .number(String(stats.diskBytes))),
+                        ("byteLimit", .number(String(limits.diskBytes))), ("folder", .string(cache.folder.path))])
+    }
+}
+
+struct CacheCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cache",
+        abstract: "The media cache (thumbnails, previews, album covers) of a store.",
+        subcommands: [Stats.self, Clear.self, Put.self, Get.self])
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    struct Stats: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print {\"kinds\": {KIND: {\"entries\", \"bytes\", \"limit\"}}, \"bytes\", \"byteLimit\", \"folder\"} (disk layer).")
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() async throws {
+            let container = try ContainerCLI.open(storeOptions)
+            defer { container.close() }
+            print(ContainerCLI.statistics(container.cache).jsonText)
+        }
+    }
+
+    struct Clear: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove cached images (every kind, or one with --kind); synced data is untouched. Prints {\"cleared\", \"bytes\"}.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Option(help: "Only this kind: thumbnail, preview or albumThumbnail.") var kind: MediaKind?
+
+        func run() async throws {
+            let container = try ContainerCLI.open(storeOptions)
+            defer { container.close() }
+            let before = container.cache.statistics().diskBytes
+            try container.clearCache(kind)
+            let freed = before - container.cache.statistics().diskBytes
+            print(JSONValue.object([("cleared", .string(kind?.rawValue ?? "all")), ("bytes", .number(String(freed)))]).jsonText)
+        }
+    }
+
+    struct Put: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Store FILE's bytes as the KIND image of ID.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument(help: "thumbnail, preview or albumThumbnail") var kind: MediaKind
+        @Argument(help: "Asset id (album id for albumThumbnail).") var id: String
+        @Argument var file: String
+
+        func run() async throws {
+            let data: Data
+            do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
+                throw WalletError.invalidInput("cannot read \(file): \(error.localizedDescription)")
+            }
+            let container = try ContainerCLI.open(storeOptions)
+            defer { container.close() }
+            try container.cache.store(data, for: MediaKey(kind, id))
+        }
+    }
+
+    struct Get: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Write the cached KIND image of ID to stdout (exit 1 when not cached).")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument(help: "thumbnail, preview or albumThumbnail") var kind: MediaKind
+        @Argument var id: String
+
+        func run() async throws {
+            let container = try ContainerCLI.open(storeOptions)
+            defer { container.close() }
+            guard let data = container.cache.data(for: MediaKey(kind, id)) else {
+                throw WalletError.notFound(type: "cached \(kind.rawValue)", id: id)
+            }
+            FileHandle.standardOutput.write(data)
+        }
+    }
+}
+
+struct CleanupCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cleanup",
+        abstract: "Free up space: remove local copies of backed-up assets older than the cutoff.",
+        discussion: """
+            Options default to the settings (cleanupCutoffDaysAgo, cleanupKeepFavorites, cleanupKeepMediaType, \
+            cleanupKeepAlbumIds). Local files live in --media-dir (the local id is the path inside it); only \
+            assets whose file was actually deleted lose their local copy in the records. Prints \
+            {"dryRun", "count", "bytes", "assets": [{"remoteId", "localId", "fileName", "bytes"}], "notDeleted": [...]}.
+            """)
+
+    @OptionGroup var storeOptions: StoreOptions
+    @Flag(help: "List what would be removed, with bytes; delete nothing.") var dryRun = false
+    @Option(help: "Only assets created at least this many days ago.") var cutoffDays: Int?
+    @Option(help: "Keep favourites (true/false).") var keepFavorites: Bool?
+    @Option(help: "Keep this media type: none, photos or videos.") var keepMediaType: KeepMediaType?
+    @Option(help: "Keep assets in this album (server id; repeatable).") var keepAlbum: [String] = []
+    @Option(help: "The folder of the device's local media files (required unless --dry-run).") var mediaDir: String?
+
+    func run() async throws {
+        if !dryRun, mediaDir == nil { throw WalletError.invalidInput("give --media-dir (where the local files are) or --dry-run") }
+        if let cutoffDays, cutoffDays < 0 { throw WalletError.invalidInput("--cutoff-days must be 0 or more") }
+        let container = try ContainerCLI.open(storeOptions)
+        defer { container.close() }
+        var options = CleanupOptions(settings: container.settings)
+        if let cutoffDays { options.cutoffDaysAgo = cutoffDays }
+        if let keepFavorites { options.keepFavorites = keepFavorites }
+        if let keepMediaType { options.keepMediaType = keepMediaType }
+        if !keepAlbum.isEmpty { options.keepAlbumIds = keepAlbum }
+        let library = DirectoryMediaLibrary(root: URL(fileURLWithPath: mediaDir ?? "/nonexistent", isDirectory: true))
+        let result = try await container.freeUpSpace(options, library: library, dryRun: dryRun)
+        func list(_ items: [CleanupCandidate]) -> JSONValue {
+            .array(items.map { .object([("remoteId", .string($0.remoteId)), ("localId", .string($0.localId)),
+                                        ("fileName", .string($0.fileName)), ("bytes", .number(String($0.bytes)))]) })
+        }
+        print(JSONValue.object([("dryRun", .bool(dryRun)), ("count", .number(String(result.removed.count))),
+                                ("bytes", .number(String(result.bytes))), ("assets", list(result.removed)),
+                                ("notDeleted", list(result.notDeleted))]).jsonText)
+    }
+}
+
+struct ResetCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reset",
+        abstract: "Full reset: remove the database, settings, wallet, deniable vault, media cache and secure items of the store.")
+
+    @OptionGroup var storeOptions: StoreOptions
+    @Flag(help: "Confirm: nothing is removed without it.") var yes = false
+
+    func run() async throws {
+        guard yes else { throw WalletError.invalidInput("reset removes every local store: confirm with --yes") }
+        let container = try ContainerCLI.open(storeOptions)
+        try container.reset()
+        StandardError.write("reset: \(storeOptions.locations.data.path) is back to a fresh install\n")
+    }
+}
+
+struct SecureCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "secure",
+        abstract: "Secure items (access token, client certificate, custom headers): Keychain on Apple platforms, sealed files in STORE/secure elsewhere.",
+        subcommands: [Get.self, Set.self, Delete.self, List.self])
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    struct Get: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Write the item's value to stdout (exit 1 when there is none).")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument var name: String
+        @Flag(help: "Print the value as base64 (for binary items).") var base64 = false
+
+        func run() async throws {
+            let container = try ContainerCLI.open(storeOptions)
+            defer { container.close() }
+            guard let data = try container.secure.load(name) else { throw WalletError.notFound(type: "secure item", id: name) }
+            if base64 { print(data.base64EncodedString()) } else { FileHandle.standardOutput.write(data) }
+        }
+    }
+
+    struct Set: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Store an item; the value comes from --value-env VAR, else from stdin (never from the command line).")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument var name: String
+        @Option(help: "Name of an environment variable holding the value.") var valueEnv: String?
+        @Option(help: "whenUnlocked, afterFirstUnlock, whenUnlockedThisDeviceOnly, afterFirstUnlockThisDeviceOnly.")
+        var accessibility: SecureAccessibility = .afterFirstUnlock
+
+        func run() async throws {
+            let value: Data
+            if let valueEnv {
+                guard let text = ProcessInfo.processInfo.environment[valueEnv] else {
+                    throw WalletError.invalidInput("--value-env: environment variable \(valueEnv) is not set")
+                }
+                value = Data(text.utf8)
+            } else {
+                value = FileHandle.standardInput.readDataToEndOfFile()
+            }
+            guard !value.isEmpty else { throw WalletError.invalidInput("the value of \(name) is empty") }
+            let container = try ContainerCLI.open(storeOptions)
+            defer { container.close() }
+            try container.secure.save(value, for: name, accessibility: accessibility)
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove an item (removing a missing item is not an error).")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument var name: String
+
+        func run() async throws {
+            let container = try ContainerCLI.open(storeOptions)
+            defer { container.close() }
+            try container.secure.delete(name)
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the item names as a JSON array (values are never listed).")
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() async throws {
+            let container = try ContainerCLI.open(storeOptions)
+            defer { container.close() }
+            print(JSONValue.array(try container.secure.names().map { .string($0) }).jsonText)
+        }
+    }
+}
