@@ -39,10 +39,11 @@ public struct CofferLocations: Sendable, Equatable {
     /// The media cache's disk layer.
     public var mediaCacheFolder: URL { caches.appendingPathComponent("media", isDirectory: true) }
 
-    /// Everything a full reset removes from the data folder.
+    /// Everything a full reset removes: Coffer's own files and folders only, never the rest of
+    /// `data` or `caches` (which may be shared folders).
     var resetItems: [URL] {
         let files = ["app.sqlite", "wallet.sqlite"].flatMap { name in ["", "-wal", "-shm"].map { data.appendingPathComponent(name + $0) } }
-        return files + [secureFolder, deniableFolder, data.appendingPathComponent("deniable-dev-service", isDirectory: true), caches]
+        return files + [secureFolder, deniableFolder, data.appendingPathComponent("deniable-dev-service", isDirectory: true), mediaCacheFolder]
     }
 }
 

@@ -1,11 +1,18 @@
 // Least-recently-used bookkeeping for one cache layer: O(1) lookup, touch, insert and eviction,
 // one recency list per kind so a kind's entry limit never evicts another kind.
 
-/// Entries of one layer, keyed by ``MediaKey``, with per-kind recency lists threaded through one
-/// slot array (no per-entry allocation).
-struct LRUIndex<Payload> {
+/// A key that belongs to one ``MediaKind``.
+protocol CacheIndexKey: Hashable {
+    var kind: MediaKind { get }
+}
+
+extension MediaKey: CacheIndexKey {}
+
+/// Entries of one layer with per-kind recency lists threaded through one slot array (no
+/// per-entry allocation).
+struct LRUIndex<Key: CacheIndexKey, Payload> {
     struct Slot {
-        var key: MediaKey
+        var key: Key
         var payload: Payload?
         var bytes: Int
         var stamp: UInt64
@@ -16,7 +23,7 @@ struct LRUIndex<Payload> {
 
     private(set) var slots: [Slot] = []
     private var free: [Int32] = []
-    private var map: [MediaKey: Int32] = [:]
+    private var map: [Key: Int32] = [:]
     private var heads = [Int32](repeating: -1, count: MediaKind.allCases.count)
     private var tails = [Int32](repeating: -1, count: MediaKind.allCases.count)
     private(set) var counts = [Int](repeating: 0, count: MediaKind.allCases.count)
@@ -28,7 +35,7 @@ struct LRUIndex<Payload> {
     var count: Int { map.count }
 
     /// The entry's payload and generation, marking it most recently used.
-    mutating func touch(_ key: MediaKey) -> (payload: Payload, generation: UInt64)? {
+    mutating func touch(_ key: Key) -> (payload: Payload, generation: UInt64)? {
         guard let index = map[key] else { return nil }
         moveToFront(index)
         clock &+= 1
@@ -37,18 +44,18 @@ struct LRUIndex<Payload> {
     }
 
     /// The entry's payload without changing its recency.
-    func peek(_ key: MediaKey) -> Payload? {
+    func peek(_ key: Key) -> Payload? {
         guard let index = map[key] else { return nil }
         return slots[Int(index)].payload
     }
 
     /// The entry's generation: it changes each time the entry is inserted (replaced), not when read.
-    func generation(_ key: MediaKey) -> UInt64? {
+    func generation(_ key: Key) -> UInt64? {
         map[key].map { slots[Int($0)].generation }
     }
 
     /// Adds or replaces an entry as the most recently used.
-    mutating func insert(_ key: MediaKey, _ payload: Payload, bytes: Int) {
+    mutating func insert(_ key: Key, _ payload: Payload, bytes: Int) {
         _ = remove(key)
         clock &+= 1
         generations &+= 1
@@ -74,7 +81,7 @@ struct LRUIndex<Payload> {
 
     /// Removes an entry; returns its payload and size.
     @discardableResult
-    mutating func remove(_ key: MediaKey) -> (payload: Payload, bytes: Int)? {
+    mutating func remove(_ key: Key) -> (payload: Payload, bytes: Int)? {
         guard let index = map.removeValue(forKey: key) else { return nil }
         unlink(index)
         let slot = slots[Int(index)]
@@ -88,13 +95,13 @@ struct LRUIndex<Payload> {
     }
 
     /// The least recently used key of a kind.
-    func leastRecent(_ kind: MediaKind) -> MediaKey? {
+    func leastRecent(_ kind: MediaKind) -> Key? {
         let tail = tails[kind.index]
         return tail >= 0 ? slots[Int(tail)].key : nil
     }
 
     /// The least recently used key of the whole layer (the oldest of the kinds' tails).
-    func leastRecentOverall() -> MediaKey? {
+    func leastRecentOverall() -> Key? {
         var best: Slot?
         for tail in tails where tail >= 0 {
             let slot = slots[Int(tail)]
@@ -104,7 +111,7 @@ struct LRUIndex<Payload> {
     }
 
     /// Keys of one kind (or every kind), in no particular order.
-    func keys(_ kind: MediaKind? = nil) -> [MediaKey] {
+    func keys(_ kind: MediaKind? = nil) -> [Key] {
         map.keys.filter { kind == nil || $0.kind == kind }
     }
 

@@ -133,8 +133,8 @@ public final class MediaCache: @unchecked Sendable {
     public let folder: URL
     private let lock = NSLock()
     private var limits: MediaCacheLimits
-    private var memory = LRUIndex<Data>()
-    private var disk = LRUIndex<Void>()
+    private var memory = LRUIndex<MediaKey, MemoryEntry>()
+    private var disk = LRUIndex<DiskKey, Void>()
     private var inFlight: [MediaKey: Task<Data, any Error>] = [:]
     private var invalidatedInFlight: Set<MediaKey> = []
     private var purges = 0
@@ -161,35 +161,38 @@ public final class MediaCache: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard let hit = memory.touch(key) else { return nil }
-        _ = disk.touch(key)
-        return hit.payload
+        _ = disk.touch(hit.payload.disk)
+        return hit.payload.data
     }
 
     /// The cached bytes from memory, else from disk (then kept in memory), else nil.
     public func data(for key: MediaKey) -> Data? {
         lock.lock()
         if let hit = memory.touch(key) {
-            _ = disk.touch(key)
+            _ = disk.touch(hit.payload.disk)
             lock.unlock()
-            return hit.payload
+            return hit.payload.data
         }
-        guard let seen = disk.touch(key) else {
+        lock.unlock()
+        let diskKey = DiskKey(key)
+        lock.lock()
+        guard let seen = disk.touch(diskKey) else {
             lock.unlock()
             return nil
         }
         lock.unlock()
-        switch readFile(key) {
+        switch readFile(key, diskKey) {
         case let .hit(data):
             lock.lock()
             // Keep it in memory unless it was removed or replaced while it was read.
-            if disk.generation(key) == seen.generation {
-                insertMemory(key, data)
+            if disk.generation(diskKey) == seen.generation {
+                insertMemory(key, diskKey, data)
             }
             lock.unlock()
             return data
         case .missing:
             lock.lock()
-            if disk.generation(key) == seen.generation { disk.remove(key) }
+            if disk.generation(diskKey) == seen.generation { disk.remove(diskKey) }
             lock.unlock()
             if !FileManager.default.fileExists(atPath: folder.appendingPathComponent(Self.anchorName).path) {
                 noticePurge()
@@ -197,9 +200,9 @@ public final class MediaCache: @unchecked Sendable {
             return nil
         case .damaged:
             lock.lock()
-            if disk.generation(key) == seen.generation {
-                disk.remove(key)
-                unlink(fileURL(key).path)
+            if disk.generation(diskKey) == seen.generation {
+                disk.remove(diskKey)
+                unlink(fileURL(diskKey).path)
             }
             lock.unlock()
             Self.logger.warning("a damaged cache file read as a miss and was removed", metadata: ["key": "\(key)"])
@@ -250,7 +253,8 @@ public final class MediaCache: @unchecked Sendable {
         if !FileManager.default.fileExists(atPath: folder.appendingPathComponent(Self.anchorName).path) {
             noticePurge()
         }
-        let final = fileURL(key)
+        let diskKey = DiskKey(key)
+        let final = fileURL(diskKey)
         let temporary = try writeTemporary(file, beside: final)
         lock.lock()
         guard rename(temporary.path, final.path) == 0 else {
@@ -259,8 +263,8 @@ public final class MediaCache: @unchecked Sendable {
             unlink(temporary.path)
             throw .storage("cannot store \(final.path): \(reason)")
         }
-        disk.insert(key, (), bytes: file.count)
-        insertMemory(key, data)
+        disk.insert(diskKey, (), bytes: file.count)
+        insertMemory(key, diskKey, data)
         enforceLimits()
         lock.unlock()
     }
@@ -289,9 +293,12 @@ public final class MediaCache: @unchecked Sendable {
     /// Removes every entry of one kind, or of every kind.
     public func clear(_ kind: MediaKind? = nil) {
         lock.lock()
-        var keys = Set(memory.keys(kind))
-        keys.formUnion(disk.keys(kind))
-        removeLocked(Array(keys))
+        for key in memory.keys(kind) { memory.remove(key) }
+        for key in disk.keys(kind) {
+            disk.remove(key)
+            unlink(fileURL(key).path)
+        }
+        for key in inFlight.keys where kind == nil || key.kind == kind { invalidatedInFlight.insert(key) }
         lock.unlock()
         // Files the index never knew (written by another process) go too.
         for k in kind.map({ [$0] }) ?? MediaKind.allCases {
@@ -362,12 +369,12 @@ public final class MediaCache: @unchecked Sendable {
     }
 
     /// Lock held.
-    private func insertMemory(_ key: MediaKey, _ data: Data) {
+    private func insertMemory(_ key: MediaKey, _ diskKey: DiskKey, _ data: Data) {
         guard data.count <= limits.memoryBytes, limits.entries(key.kind) > 0 else {
             memory.remove(key)
             return
         }
-        memory.insert(key, data, bytes: data.count)
+        memory.insert(key, MemoryEntry(data: data, disk: diskKey), bytes: data.count)
     }
 
     /// Lock held. Evicts until every limit holds. A file is unlinked under the lock, so a
@@ -395,7 +402,8 @@ public final class MediaCache: @unchecked Sendable {
     private func removeLocked(_ keys: [MediaKey]) {
         for key in keys {
             memory.remove(key)
-            if disk.remove(key) != nil { unlink(fileURL(key).path) }
+            let diskKey = DiskKey(key)
+            if disk.remove(diskKey) != nil { unlink(fileURL(diskKey).path) }
             if inFlight[key] != nil { invalidatedInFlight.insert(key) }
         }
     }
@@ -411,18 +419,9 @@ public final class MediaCache: @unchecked Sendable {
 
     private func kindFolder(_ kind: MediaKind) -> URL { folder.appendingPathComponent(kind.rawValue, isDirectory: true) }
 
-    private func fileURL(_ key: MediaKey) -> URL {
-        let digest = SHA256.hash(data: Data(key.id.utf8))
-        var name = ""
-        name.reserveCapacity(32)
-        for byte in digest.prefix(16) {
-            name.append(Self.hex[Int(byte >> 4)])
-            name.append(Self.hex[Int(byte & 0x0f)])
-        }
-        return kindFolder(key.kind).appendingPathComponent(name)
+    private func fileURL(_ key: DiskKey) -> URL {
+        kindFolder(key.kind).appendingPathComponent(key.fileName)
     }
-
-    private static let hex = Array("0123456789abcdef")
 
     private func prepareFolder() throws(MediaCacheError) {
         let anchor = folder.appendingPathComponent(Self.anchorName)
@@ -441,21 +440,17 @@ public final class MediaCache: @unchecked Sendable {
         }
     }
 
-    /// Indexes the files on disk, oldest access first (so recency survives a restart).
+    /// Indexes the files on disk, oldest access first (so recency survives a restart). Only names
+    /// and file times are read; contents are checked when an entry is read.
     private func loadIndex() {
-        var found: [(key: MediaKey, bytes: Int, time: Double)] = []
+        var found: [(key: DiskKey, bytes: Int, time: Double)] = []
         for kind in MediaKind.allCases {
             let dir = kindFolder(kind)
             for name in (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [] {
                 let path = dir.appendingPathComponent(name).path
                 var info = stat()
-                guard name.utf8.count == 32, !name.hasPrefix("."), stat(path, &info) == 0, info.st_size > 0 else {
+                guard let key = DiskKey(kind, fileName: name), stat(path, &info) == 0, info.st_size > Self.headerSize else {
                     unlink(path) // a temporary file of an interrupted write, or a stranger
-                    continue
-                }
-                // The id is in the header; the file name is its hash.
-                guard let id = Self.readId(path), fileURL(MediaKey(kind, id)).lastPathComponent == name else {
-                    unlink(path)
                     continue
                 }
                 #if canImport(Darwin)
@@ -463,7 +458,7 @@ public final class MediaCache: @unchecked Sendable {
                 #else
                 let time = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
                 #endif
-                found.append((MediaKey(kind, id), Int(info.st_size), time))
+                found.append((key, Int(info.st_size), time))
             }
         }
         found.sort { $0.time < $1.time }
@@ -500,20 +495,8 @@ public final class MediaCache: @unchecked Sendable {
 
     private enum ReadResult { case hit(Data), missing, damaged }
 
-    private static func readId(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var header = [UInt8](repeating: 0, count: headerSize)
-        guard readFully(fd, &header, offset: 0), Array(header[0..<4]) == magic else { return nil }
-        let idLength = Int(header[6]) | Int(header[7]) << 8
-        var id = [UInt8](repeating: 0, count: idLength)
-        guard idLength > 0, readFully(fd, &id, offset: headerSize) else { return nil }
-        return String(bytes: id, encoding: .utf8)
-    }
-
-    private func readFile(_ key: MediaKey) -> ReadResult {
-        let fd = open(fileURL(key).path, O_RDONLY)
+    private func readFile(_ key: MediaKey, _ diskKey: DiskKey) -> ReadResult {
+        let fd = open(fileURL(diskKey).path, O_RDONLY)
         guard fd >= 0 else { return errno == ENOENT ? .missing : .damaged }
         defer { close(fd) }
         var info = stat()
@@ -527,7 +510,7 @@ public final class MediaCache: @unchecked Sendable {
         guard UInt64(info.st_size) == UInt64(Self.headerSize + idLength) + dataLength, dataLength > 0 else { return .damaged }
         var id = [UInt8](repeating: 0, count: idLength)
         guard Self.readFully(fd, &id, offset: Self.headerSize) else { return .damaged }
-        guard id.elementsEqual(key.id.utf8) else { return .missing } // another id with the same hash prefix
+        guard id.elementsEqual(key.id.utf8) else { return .damaged } // another id under this name: not ours to serve
         var data = Data(count: Int(dataLength))
         let ok = data.withUnsafeMutableBytes { buffer in
             Self.readFully(fd, buffer, offset: Self.headerSize + idLength)
@@ -581,5 +564,45 @@ public final class MediaCache: @unchecked Sendable {
             throw .storage("cannot write \(temporary.path): \(reason)")
         }
         return temporary
+    }
+}
+
+/// A memory entry: the bytes and the disk entry they mirror (so a memory hit refreshes the disk
+/// entry's recency without hashing the id).
+struct MemoryEntry {
+    let data: Data
+    let disk: DiskKey
+}
+
+/// A disk entry: its kind and the first 128 bits of the SHA-256 of its id, which is also its file
+/// name (hex), so the index is rebuilt from a directory listing alone.
+struct DiskKey: CacheIndexKey {
+    let kind: MediaKind
+    let high: UInt64
+    let low: UInt64
+
+    init(_ key: MediaKey) {
+        let digest = SHA256.hash(data: Data(key.id.utf8))
+        var high: UInt64 = 0, low: UInt64 = 0
+        for (i, byte) in digest.prefix(16).enumerated() {
+            if i < 8 { high = high << 8 | UInt64(byte) } else { low = low << 8 | UInt64(byte) }
+        }
+        self.kind = key.kind
+        self.high = high
+        self.low = low
+    }
+
+    init?(_ kind: MediaKind, fileName: String) {
+        guard fileName.utf8.count == 32, let high = UInt64(fileName.prefix(16), radix: 16),
+              let low = UInt64(fileName.suffix(16), radix: 16) else { return nil }
+        self.kind = kind
+        self.high = high
+        self.low = low
+        guard self.fileName == fileName else { return nil } // only names this type writes
+    }
+
+    var fileName: String {
+        let h = String(high, radix: 16), l = String(low, radix: 16)
+        return String(repeating: "0", count: 16 - h.count) + h + String(repeating: "0", count: 16 - l.count) + l
     }
 }

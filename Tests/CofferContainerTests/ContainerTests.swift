@@ -137,6 +137,18 @@ struct ResetTests {
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("wallet.sqlite").path))
     }
 
+    @Test("a reset removes only Coffer's files from shared folders")
+    func resetLeavesOthers() throws {
+        let data = containerFolder(), caches = containerFolder()
+        let c = try CofferContainer.open(CofferLocations(data: data, caches: caches))
+        try Data([1]).write(to: data.appendingPathComponent("someone-else.txt"))
+        try Data([2]).write(to: caches.appendingPathComponent("other-cache.bin"))
+        try c.reset()
+        #expect(FileManager.default.fileExists(atPath: data.appendingPathComponent("someone-else.txt").path))
+        #expect(FileManager.default.fileExists(atPath: caches.appendingPathComponent("other-cache.bin").path))
+        #expect(!FileManager.default.fileExists(atPath: caches.appendingPathComponent("media").path))
+    }
+
     @Test("a reset container refuses further work")
     func closedAfterReset() throws {
         let c = try CofferContainer.open(CofferLocations(store: containerFolder()))

@@ -268,6 +268,32 @@ struct MediaCacheDamageTests {
     }
 }
 
+@Suite("Media cache: concurrency")
+struct MediaCacheConcurrencyTests {
+    @Test("concurrent stores, reads and invalidations keep the limit, and index and files agree")
+    func concurrentWriters() async throws {
+        let folder = cacheFolder()
+        let cache = try MediaCache(folder: folder, limits: MediaCacheLimits(entries: [.thumbnail: 50]))
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    for i in 0..<150 {
+                        let id = "a\((i * 7 + worker) % 120)"
+                        try? cache.store(bytes(i, count: 200 + worker), for: .thumbnail(id))
+                        _ = cache.data(for: .thumbnail("a\(i % 120)"))
+                        if i % 25 == 0 { cache.invalidate(assetId: "a\(i % 120)") }
+                    }
+                }
+            }
+        }
+        let entries = try #require(cache.statistics().kinds[.thumbnail]?.diskEntries)
+        #expect(entries <= 50)
+        #expect(files(folder, .thumbnail).count == entries)
+        let reopened = try MediaCache(folder: folder, limits: MediaCacheLimits(entries: [.thumbnail: 50]))
+        #expect(reopened.statistics().kinds[.thumbnail]?.diskEntries == entries)
+    }
+}
+
 @Suite("Media cache: loading")
 struct MediaCacheLoadingTests {
     @Test("concurrent requests for one missing key run the loader once")

@@ -60,8 +60,12 @@ struct CacheBench: AsyncParsableCommand {
         results += [("memory_hit_per_sec", Double(reads) / tMemory), ("nscache_hit_per_sec", Double(reads) / tNSCache)]
 
         // Disk: our disk layer (memory layer off) vs URLCache with no memory capacity.
-        let diskOnly = try MediaCache(folder: folder.appendingPathComponent("coffer"),
-                                      limits: MediaCacheLimits(entries: [.thumbnail: entries], memoryBytes: 0, diskBytes: entries * size * 4))
+        let (diskOnly, tOpen) = try await Clock.time {
+            try MediaCache(folder: folder.appendingPathComponent("coffer"),
+                           limits: MediaCacheLimits(entries: [.thumbnail: entries], memoryBytes: 0, diskBytes: entries * size * 4))
+        }
+        guard diskOnly.statistics().kinds[.thumbnail]?.diskEntries == entries else { throw ValidationError("reopening lost entries") }
+        results += [("open_indexing_entries_ms", tOpen * 1000)]
         let urlCache = URLCache(memoryCapacity: 0, diskCapacity: entries * size * 4, diskPath: folder.appendingPathComponent("urlcache").path)
         let requests = ids.map { URLRequest(url: URL(string: "https://media.example/thumbnails/\($0)")!) }
         let (_, tURLPut) = await Clock.time {
