@@ -188,6 +188,9 @@ public final class AppDatabase: Sendable {
         let pool: DatabasePool
         do {
             pool = try DatabasePool(path: url.path, configuration: configuration())
+            // DatabasePool puts its writer in WAL with synchronous = NORMAL after
+            // prepareDatabase; a commit must reach the disk before it returns.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             if let lastMigration { try migrator.migrate(pool, upTo: lastMigration) } else { try migrator.migrate(pool) }
         } catch {
             throw DatabaseStoreError.storage("opening or migrating \(url.path) failed: \(error)")

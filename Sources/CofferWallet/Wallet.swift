@@ -231,7 +231,9 @@ public final class Wallet: Sendable {
 
     static func openPool(path: String) throws -> DatabasePool {
         do {
-            return try DatabasePool(path: path, configuration: Schema.configuration(label: "coffer.wallet"))
+            let pool = try DatabasePool(path: path, configuration: Schema.configuration(label: "coffer.wallet"))
+            try Schema.makeDurable(pool)
+            return pool
         } catch {
             throw mapError(error)
         }

@@ -240,3 +240,13 @@ struct FixtureTests {
         #expect(try app.context.albums.findByRemoteId("al")?.startDate != nil)
     }
 }
+
+@Suite("App database durability")
+struct AppDurabilityTests {
+    @Test("the app database's writer commits with synchronous = FULL")
+    func writerIsFull() throws {
+        let app = try openApp()
+        let level = try app.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+        #expect(level == 2)
+    }
+}

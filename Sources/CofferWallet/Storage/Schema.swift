@@ -68,13 +68,21 @@ enum Schema {
     /// KiB of page cache per connection (SQLite's default is 2,000 KiB).
     static let cacheKiB = 16 * 1024
 
+    /// Sets `synchronous = FULL` on the pool's writer. It must come after the pool is open:
+    /// `DatabasePool` switches its writer to WAL with `synchronous = NORMAL` after
+    /// `prepareDatabase` runs, which would let a commit return before the WAL reaches the disk.
+    static func makeDurable(_ pool: DatabasePool) throws {
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+    }
+
     static func configuration(label: String, readonly: Bool = false) -> Configuration {
         var config = Configuration()
         config.label = label
         config.busyMode = .timeout(10)
         config.readonly = readonly
         config.prepareDatabase { db in
-            // Durable by default: a commit returns only once the WAL is on disk.
+            // Durable by default: a commit returns only once the WAL is on disk (set again on the
+            // writer once the pool is open; see makeDurable).
             try db.execute(sql: "PRAGMA synchronous = FULL")
             // Read pages through a memory map instead of copying them with pread; writes still
             // go through the WAL, so durability is unchanged.

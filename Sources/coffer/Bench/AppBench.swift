@@ -72,6 +72,7 @@ struct AppBench: AsyncParsableCommand {
             return c
         }())
         defer { try? direct.close() }
+        try await direct.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
         try AppDatabase.migrator().migrate(direct)
         let (_, tDirectPutAll) = try await Clock.time {
             try direct.write { db in for var a in batch { try a.insert(db) } }

@@ -32,6 +32,8 @@ struct PlainSQLiteRunner {
     func open(_ name: String) throws -> DatabasePool {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let pool = try DatabasePool(path: folder.appendingPathComponent(name).path, configuration: Self.configuration())
+        // As the wallet: the writer back to FULL after DatabasePool set WAL + NORMAL.
+        try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
         try pool.write { try $0.execute(sql: Self.schema) }
         return pool
     }
