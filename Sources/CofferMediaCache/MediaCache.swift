@@ -212,7 +212,8 @@ public final class MediaCache: @unchecked Sendable {
 
     /// The cached bytes, or the loader's (then stored in both layers). Concurrent calls for one
     /// missing key share one run of the loader; a failed load stores nothing and is rethrown to
-    /// every waiter.
+    /// every waiter. Loaded bytes that cannot be cached (empty, larger than the disk limit, disk
+    /// full) are still returned, and the reason is logged.
     public func data(for key: MediaKey, orLoad loader: @escaping @Sendable () async throws -> Data) async throws -> Data {
         try Self.validate(key)
         if let hit = data(for: key) { return hit }
@@ -226,7 +227,12 @@ public final class MediaCache: @unchecked Sendable {
                     return invalidatedInFlight.remove(key) != nil
                 }
                 let data = try result.get()
-                if !stale { try store(data, for: key) }
+                if !stale {
+                    // The caller gets its image even when it cannot be cached (disk full, too large).
+                    do { try store(data, for: key) } catch {
+                        Self.logger.warning("a loaded image was not cached", metadata: ["key": "\(key)", "reason": "\(error)"])
+                    }
+                }
                 return data
             }
             inFlight[key] = created

@@ -341,3 +341,14 @@ struct MediaCacheLoadingTests {
         #expect(await calls.value == 0)
     }
 }
+
+@Suite("Media cache: loads that cannot be cached")
+struct MediaCacheUncachableTests {
+    @Test("a loaded image too large to cache still reaches the caller")
+    func tooLargeStillReturned() async throws {
+        let cache = try MediaCache(folder: cacheFolder(), limits: MediaCacheLimits(diskBytes: 1_000))
+        let data = try await cache.data(for: .preview("big")) { bytes(1, count: 5_000) }
+        #expect(data == bytes(1, count: 5_000))
+        #expect(cache.data(for: .preview("big")) == nil)
+    }
+}
