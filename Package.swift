@@ -42,6 +42,8 @@ let package = Package(
             dependencies: [
                 "CofferCrypto",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for the one loop that steps search rows without GRDB's Row.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -115,14 +115,22 @@ public final class KeyedBlake2b: @unchecked Sendable {
     /// Derives a 32-byte key from a one-byte domain label and the concatenation of `a` and `b`,
     /// and lends its bytes to `body` from temporary memory; they are wiped when `body` returns.
     public func withDerivedKey<R, E: Error>(domain: UInt8, _ a: Data, _ b: Data, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try withBytes(a) { (a) throws(E) -> R in
+            try withBytes(b) { (b) throws(E) -> R in try withDerivedKey(domain: domain, a, b, body) }
+        }
+    }
+
+    /// ``withDerivedKey(domain:_:_:_:)`` over bytes the caller already holds (no `Data` needed).
+    public func withDerivedKey<R, E: Error>(domain: UInt8, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer,
+                                            _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         let inputCount = 1 + a.count + b.count
         return try withUnsafeTemporaryAllocation(byteCount: inputCount + 32, alignment: 16) { (buffer) throws(E) -> R in
             let input = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<inputCount])
             let out = UnsafeMutableRawBufferPointer(rebasing: buffer[inputCount...])
             defer { sodium_memzero(buffer.baseAddress!, buffer.count) }
             input[0] = domain
-            SecureMemory.copy(a, to: UnsafeMutableRawBufferPointer(rebasing: input[1..<(1 + a.count)]))
-            SecureMemory.copy(b, to: UnsafeMutableRawBufferPointer(rebasing: input[(1 + a.count)...]))
+            if a.count > 0 { input.baseAddress!.advanced(by: 1).copyMemory(from: a.baseAddress!, byteCount: a.count) }
+            if b.count > 0 { input.baseAddress!.advanced(by: 1 + a.count).copyMemory(from: b.baseAddress!, byteCount: b.count) }
             key.withUnsafeBytes { k in
                 _ = crypto_generichash(
                     out.baseAddress!.assumingMemoryBound(to: UInt8.self), 32,

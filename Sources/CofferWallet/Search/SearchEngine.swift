@@ -1,37 +1,158 @@
 // Keyset paging over a compiled search: each page starts after the last record returned, so a
 // page costs the same at page 1 and page 1,000, and a walk never repeats or skips a record.
+import CofferCrypto
 import Dispatch
 import Foundation
 import GRDB
+import GRDBSQLite
 
-struct Candidate {
-    let rowid: Int64
-    let idBlind: Data
-    let sealed: Data
-}
-
-/// A candidate row with its sealed contents opened, and whether its tags satisfy the query.
+/// A row of a search, opened: its record (built with the search's options, or nil when the
+/// caller only counts), and whether its decrypted tags satisfy the query.
 struct OpenedCandidate {
     let rowid: Int64
-    let contents: RecordCodec.Contents
+    let record: WalletRecord?
     let matches: Bool
 }
 
-/// Rows opened together on one worker. Written by that worker only, read after the dispatch
-/// group that ran it has been waited on, which orders the write before the read.
+/// What a search builds of each opened row: the records it returns carry `type` and follow
+/// `options`. Nil where only matches are counted.
+struct RecordShape {
+    let type: String
+    let options: RecordOptions
+}
+
+/// A batch of rows read from SQLite: row ids, and every row's blind id and sealed box copied
+/// back to back into one buffer (one allocation per batch, not two per row).
+///
+/// Filled by the walking thread, then opened by whichever thread takes it from its
+/// ``ChunkQueue``; the results are read after every thread that could take it is done (the
+/// dispatch group has been waited on and the walking thread has drained the queue), which
+/// orders the writes before the read.
 final class OpenedChunk: @unchecked Sendable {
-    let candidates: [Candidate]
+    private(set) var rowids = [Int64]()
+    /// Per row: where its blind id starts in `bytes`, then where its box starts; the box ends
+    /// where the next row's id starts (or at the end).
+    private var starts = [Int]()
+    private var bytes = [UInt8]()
     private(set) var results = [Result<OpenedCandidate, WalletError>]()
 
-    init(_ candidates: [Candidate]) { self.candidates = candidates }
+    init(capacity: Int) {
+        rowids.reserveCapacity(capacity)
+        starts.reserveCapacity(capacity * 2)
+        bytes.reserveCapacity(capacity * 400)
+    }
 
-    /// Opens every row and checks it against `root` (nil: every row matches).
-    func open(typeBlind: Data, keys: WalletKeys, root: WQLNode?) {
-        results = candidates.map { c in
-            Result { () throws(WalletError) in
-                let contents = try RecordCodec.open(c.sealed, typeBlind: typeBlind, idBlind: c.idBlind, keys: keys)
-                return OpenedCandidate(rowid: c.rowid, contents: contents, matches: root?.matches(contents.tags.entries) ?? true)
+    var count: Int { rowids.count }
+
+    /// Bytes of row data a pooled chunk may keep; one that grew past this (very large values)
+    /// is dropped instead of pooled.
+    static let pooledBytesLimit = 1 << 20
+
+    /// Empties the chunk for reuse, keeping its buffers' capacity. Drops its results (records
+    /// are the caller's by now; nothing readable stays behind). False when it is too large to
+    /// keep.
+    func reset() -> Bool {
+        guard bytes.capacity <= Self.pooledBytesLimit else { return false }
+        rowids.removeAll(keepingCapacity: true)
+        starts.removeAll(keepingCapacity: true)
+        bytes.removeAll(keepingCapacity: true)
+        results.removeAll(keepingCapacity: true)
+        return true
+    }
+
+    /// Appends a row from the bytes SQLite lends (valid only during this call).
+    func append(rowid: Int64, idBlind: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer) {
+        rowids.append(rowid)
+        starts.append(bytes.count)
+        bytes.append(contentsOf: idBlind)
+        starts.append(bytes.count)
+        bytes.append(contentsOf: sealed)
+    }
+
+    /// Opens every row and checks it against `root` (nil: every row matches); builds each
+    /// record in `shape` when given.
+    func open(typeBlind: Data, keys: WalletKeys, root: WQLNode?, shape: RecordShape?) {
+        let rowids = self.rowids, starts = self.starts
+        results = withBytes(typeBlind) { type in
+            bytes.withUnsafeBytes { all in
+                (0..<rowids.count).map { i in
+                    let idStart = starts[2 * i], boxStart = starts[2 * i + 1]
+                    let boxEnd = i + 1 < rowids.count ? starts[2 * i + 2] : all.count
+                    return Result { () throws(WalletError) in
+                        let contents = try RecordCodec.open(UnsafeRawBufferPointer(rebasing: all[boxStart..<boxEnd]), typeBlind: type,
+                                                            idBlind: UnsafeRawBufferPointer(rebasing: all[idStart..<boxStart]),
+                                                            keys: keys, withType: false)
+                        let record = shape.map { RecordStore.record(contents, type: $0.type, options: $0.options) }
+                        return OpenedCandidate(rowid: rowids[i], record: record, matches: root?.matches(contents.tags.entries) ?? true)
+                    }
+                }
             }
+        }
+    }
+}
+
+/// Chunks of rows waiting to be opened, shared by the walking thread and at most `maxWorkers`
+/// workers. The walk reads on one core while the workers open chunks on the others; once the
+/// walk is over, the walking thread opens what is left alongside them instead of waiting.
+final class ChunkQueue: @unchecked Sendable {
+    private let lock = NSLock()
+    private var chunks = [OpenedChunk]()
+    private var taken = 0
+    private var workers = 0
+    private let maxWorkers: Int
+
+    init(maxWorkers: Int) { self.maxWorkers = maxWorkers }
+
+    /// Queues a chunk; true when a new worker should be started for it (fewer than
+    /// `maxWorkers` are running).
+    func push(_ chunk: OpenedChunk) -> Bool {
+        lock.withLock {
+            chunks.append(chunk)
+            guard workers < maxWorkers else { return false }
+            workers += 1
+            return true
+        }
+    }
+
+    /// The oldest chunk no thread has taken yet; nil when there is none, and then a worker
+    /// asking (`worker` true) stops counting as running.
+    func take(worker: Bool) -> OpenedChunk? {
+        lock.withLock {
+            guard taken < chunks.count else {
+                if worker { workers -= 1 }
+                return nil
+            }
+            defer { taken += 1 }
+            return chunks[taken]
+        }
+    }
+
+    /// Every chunk in the order pushed (read after all takers are done).
+    var all: [OpenedChunk] { lock.withLock { chunks } }
+}
+
+/// Chunks kept between searches. A search reads its rows into a few chunk buffers and frees
+/// them when it returns; allocated afresh each time, those buffers come back as new pages from
+/// the system (glibc trims freed heap tops), and touching them costs a page fault per 4 KiB —
+/// more than the rows themselves. Reused, they stay mapped.
+final class ChunkPool: @unchecked Sendable {
+    static let shared = ChunkPool()
+    /// Chunks kept at most (about 50 KiB each).
+    static let limit = 32
+
+    private let lock = NSLock()
+    private var free = [OpenedChunk]()
+
+    /// An empty chunk, reused when one is free.
+    func get() -> OpenedChunk {
+        lock.withLock { free.popLast() } ?? OpenedChunk(capacity: pipelineChunk)
+    }
+
+    /// Takes back chunks whose results have been read.
+    func recycle(_ chunks: [OpenedChunk]) {
+        let reusable = chunks.filter { $0.reset() }
+        lock.withLock {
+            for chunk in reusable where free.count < Self.limit { free.append(chunk) }
         }
     }
 }
@@ -99,7 +220,7 @@ extension CompiledSearch {
     /// every full chunk of them is opened on another core while this thread reads the next, so
     /// decryption overlaps the index walk instead of waiting for it.
     func openedCandidates(_ db: Database, keys: WalletKeys, plan: Plan, after: Int64?, limit: Int, descending: Bool,
-                          now: Int64, expiry: Bool) throws -> [OpenedCandidate] {
+                          now: Int64, expiry: Bool, shape: RecordShape?) throws -> [OpenedCandidate] {
         let from = source(plan, joinItems: true, now: now, expiry: expiry)
         var sql = "SELECT i.id, i.name, i.value " + from.sql
         var args = from.arguments
@@ -113,32 +234,50 @@ extension CompiledSearch {
         let typeBlind = self.typeBlind
         let root: WQLNode?
         if case .all = self.root { root = nil } else { root = self.root }
-        let pipelined = ProcessInfo.processInfo.activeProcessorCount > 1
+        // The walking thread keeps one core; the others open chunks.
+        let queue = ChunkQueue(maxWorkers: ProcessInfo.processInfo.activeProcessorCount - 1)
         let group = DispatchGroup()
-        var chunks = [OpenedChunk]()
-        var chunk = [Candidate]()
-        chunk.reserveCapacity(min(limit, pipelineChunk))
-        let rows = try Row.fetchCursor(statement)
-        while let row = try rows.next() {
-            chunk.append(Candidate(rowid: row[0], idBlind: row[1], sealed: row[2]))
-            if pipelined, chunk.count == pipelineChunk {
-                let opened = OpenedChunk(chunk)
-                chunks.append(opened)
-                DispatchQueue.global().async(group: group) { opened.open(typeBlind: typeBlind, keys: keys, root: root) }
-                chunk = []
-                chunk.reserveCapacity(pipelineChunk)
+        var chunk = ChunkPool.shared.get()
+        // SQLite's own stepping: the row's blobs are copied once, straight into the chunk,
+        // instead of into a `Data` each through GRDB's `Row`.
+        let stmt = statement.sqliteStatement
+        defer { sqlite3_reset(stmt) }
+        while true {
+            let code = sqlite3_step(stmt)
+            if code == SQLITE_DONE { break }
+            guard code == SQLITE_ROW else {
+                throw DatabaseError(resultCode: ResultCode(rawValue: code),
+                                    message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
+            }
+            chunk.append(rowid: sqlite3_column_int64(stmt, 0), idBlind: Self.blob(stmt, 1), sealed: Self.blob(stmt, 2))
+            if chunk.count == pipelineChunk {
+                if queue.push(chunk) {
+                    DispatchQueue.global().async(group: group) {
+                        while let next = queue.take(worker: true) { next.open(typeBlind: typeBlind, keys: keys, root: root, shape: shape) }
+                    }
+                }
+                chunk = ChunkPool.shared.get()
             }
         }
-        let last = OpenedChunk(chunk)
-        last.open(typeBlind: typeBlind, keys: keys, root: root)
-        chunks.append(last)
+        if chunk.count > 0 { _ = queue.push(chunk) } else { ChunkPool.shared.recycle([chunk]) }
+        // The walk is over: open what no worker has started yet here instead of waiting.
+        while let pending = queue.take(worker: false) { pending.open(typeBlind: typeBlind, keys: keys, root: root, shape: shape) }
         group.wait()
+        let chunks = queue.all
         var out = [OpenedCandidate]()
-        out.reserveCapacity(chunks.reduce(0) { $0 + $1.candidates.count })
+        out.reserveCapacity(chunks.reduce(0) { $0 + $1.count })
         for opened in chunks {
             for result in opened.results { out.append(try result.get()) }
         }
+        ChunkPool.shared.recycle(chunks)
         return out
+    }
+
+    /// The bytes of a blob column of the current row, lent until the statement moves on.
+    private static func blob(_ stmt: SQLiteStatement, _ column: Int32) -> UnsafeRawBufferPointer {
+        let count = Int(sqlite3_column_bytes(stmt, column))
+        guard count > 0, let base = sqlite3_column_blob(stmt, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: base, count: count)
     }
 
     /// The next `limit` matching records after `cursor`.
@@ -152,14 +291,14 @@ extension CompiledSearch {
         let nowMs = unixMillis(now)
         let expiry = try Self.expiryActive(db)
         let plan = try plan(db, allowRange: allowRange)
+        let shape = RecordShape(type: type, options: options)
         out.reserveCapacity(min(limit, 4096))
         while true {
             let want = limit - out.count
             let batch = exact ? want : max(want, 64)
             let found = try openedCandidates(db, keys: keys, plan: plan, after: cursor.after, limit: batch,
-                                             descending: descending, now: nowMs, expiry: expiry)
+                                             descending: descending, now: nowMs, expiry: expiry, shape: shape)
             for candidate in found {
-                let contents = candidate.contents
                 if !candidate.matches {
                     if exact {
                         throw WalletError.corrupted("the tag index disagrees with a record's sealed tags (the wallet file was altered)")
@@ -167,7 +306,7 @@ extension CompiledSearch {
                     cursor.after = candidate.rowid
                     continue
                 }
-                out.append(RecordStore.record(contents, type: type, options: options))
+                if let record = candidate.record { out.append(record) }
                 cursor.after = candidate.rowid
                 if out.count == limit { return out }
             }
@@ -198,7 +337,7 @@ extension CompiledSearch {
         var total = 0
         while !cursor.exhausted {
             let found = try openedCandidates(db, keys: keys, plan: plan, after: cursor.after, limit: 512,
-                                             descending: false, now: nowMs, expiry: expiry)
+                                             descending: false, now: nowMs, expiry: expiry, shape: nil)
             for candidate in found {
                 if candidate.matches { total += 1 }
                 cursor.after = candidate.rowid

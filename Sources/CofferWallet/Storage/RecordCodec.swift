@@ -60,9 +60,16 @@ enum RecordCodec {
     /// temporary buffer (on the stack when small).
     static func withAssociatedData<R, E: Error>(_ typeBlind: Data, _ idBlind: Data,
                                                 _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try withBytes(typeBlind) { (t) throws(E) -> R in
+            try withBytes(idBlind) { (i) throws(E) -> R in try withAssociatedData(t, i, body) }
+        }
+    }
+
+    static func withAssociatedData<R, E: Error>(_ typeBlind: UnsafeRawBufferPointer, _ idBlind: UnsafeRawBufferPointer,
+                                                _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try withUnsafeTemporaryAllocation(byteCount: typeBlind.count + idBlind.count, alignment: 8) { (ad) throws(E) -> R in
-            SecureMemory.copy(typeBlind, to: UnsafeMutableRawBufferPointer(rebasing: ad[0..<typeBlind.count]))
-            SecureMemory.copy(idBlind, to: UnsafeMutableRawBufferPointer(rebasing: ad[typeBlind.count...]))
+            UnsafeMutableRawBufferPointer(rebasing: ad[0..<typeBlind.count]).copyMemory(from: typeBlind)
+            UnsafeMutableRawBufferPointer(rebasing: ad[typeBlind.count...]).copyMemory(from: idBlind)
             return try body(UnsafeRawBufferPointer(ad))
         }
     }
@@ -70,18 +77,29 @@ enum RecordCodec {
     /// Opens and decodes a record box.
     /// - Throws: ``WalletError/corrupted(_:)`` when authentication or decoding fails.
     static func open(_ sealed: Data, typeBlind: Data, idBlind: Data, keys: WalletKeys) throws(WalletError) -> Contents {
+        try withBytes(sealed) { (box) throws(WalletError) -> Contents in
+            try withBytes(typeBlind) { (t) throws(WalletError) -> Contents in
+                try withBytes(idBlind) { (i) throws(WalletError) -> Contents in try open(box, typeBlind: t, idBlind: i, keys: keys) }
+            }
+        }
+    }
+
+    /// Opens and decodes a record box held in memory the caller lends (a search reads rows
+    /// straight from SQLite into one buffer per batch). With `withType` false the type is not
+    /// read back (a search knows it already) and ``Contents/type`` is nil.
+    /// - Throws: ``WalletError/corrupted(_:)`` when authentication or decoding fails.
+    static func open(_ box: UnsafeRawBufferPointer, typeBlind: UnsafeRawBufferPointer, idBlind: UnsafeRawBufferPointer,
+                     keys: WalletKeys, withType: Bool = true) throws(WalletError) -> Contents {
         let decoded: Contents?
         do {
-            decoded = try keys.withRecordKey(typeBlind: typeBlind, idBlind: idBlind) { key in
-                try sealed.withUnsafeBytes { box in
-                    // Associated data and plaintext live in temporary buffers (on the stack when
-                    // small), so opening a record allocates only what it returns.
-                    try withAssociatedData(typeBlind, idBlind) { ad in
-                        try withUnsafeTemporaryAllocation(byteCount: max(box.count - aead.overhead, 1), alignment: 8) { plain in
-                            defer { SecureMemory.wipe(plain) }
-                            let n = try aead.open(box, keyBytes: key, associatedData: ad, into: plain)
-                            return decode(UnsafeRawBufferPointer(rebasing: plain[0..<n]))
-                        }
+            decoded = try keys.withRecordKey(typeBlind: typeBlind, idBlind: idBlind) { (key) throws(CryptoError) -> Contents? in
+                // Associated data and plaintext live in temporary buffers (on the stack when
+                // small), so opening a record allocates only what it returns.
+                try withAssociatedData(typeBlind, idBlind) { (ad) throws(CryptoError) -> Contents? in
+                    try withUnsafeTemporaryAllocation(byteCount: max(box.count - aead.overhead, 1), alignment: 8) { (plain) throws(CryptoError) -> Contents? in
+                        defer { SecureMemory.wipe(plain) }
+                        let n = try aead.open(box, keyBytes: key, associatedData: ad, into: plain)
+                        return decode(UnsafeRawBufferPointer(rebasing: plain[0..<n]), withType: withType)
                     }
                 }
             }
@@ -93,13 +111,17 @@ enum RecordCodec {
     }
 
     /// Reads the plaintext layout; nil when it is malformed.
-    static func decode(_ bytes: UnsafeRawBufferPointer) -> Contents? {
+    static func decode(_ bytes: UnsafeRawBufferPointer, withType: Bool = true) -> Contents? {
         var reader = ByteReader(bytes)
         let format = reader.byte()
         var type: String?
         if format == version {
-            guard let t = reader.string() else { return nil }
-            type = t
+            if withType {
+                guard let t = reader.string() else { return nil }
+                type = t
+            } else {
+                guard reader.skipString() else { return nil }
+            }
         } else if format != 1 {
             return nil
         }
@@ -163,6 +185,13 @@ enum RecordCodec {
                 if shift > 63 { return nil }
             }
             return nil
+        }
+
+        /// Steps over a length-prefixed string; false when it runs past the end.
+        mutating func skipString() -> Bool {
+            guard let n = varint(), n <= UInt64(bytes.count - index) else { return false }
+            index += Int(n)
+            return true
         }
 
         mutating func string() -> String? {

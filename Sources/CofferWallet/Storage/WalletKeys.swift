@@ -93,4 +93,10 @@ final class WalletKeys: @unchecked Sendable {
     func withRecordKey<R, E: Error>(typeBlind: Data, idBlind: Data, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try recordKeyHash.withDerivedKey(domain: 2, typeBlind, idBlind, body)
     }
+
+    /// ``withRecordKey(typeBlind:idBlind:_:)`` over blind bytes the caller already holds.
+    func withRecordKey<R, E: Error>(typeBlind: UnsafeRawBufferPointer, idBlind: UnsafeRawBufferPointer,
+                                    _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try recordKeyHash.withDerivedKey(domain: 2, typeBlind, idBlind, body)
+    }
 }
