@@ -203,8 +203,14 @@ extension CompiledSearch {
             sql = "FROM tags d \(plan.joins.sql)\(items) WHERE d.name = ? AND d.value = ?"
             args = plan.joins.arguments + [name.databaseValue, value]
             itemColumn = "d.item"
+        case let .range(name, conditions) where joinItems:
+            // The range comes in value order: SQLite collects its record ids (index only) and
+            // visits them in id order, instead of sorting whole joined rows.
+            sql = "FROM items i NOT INDEXED WHERE i.id IN (SELECT d.item FROM tags d WHERE d.name = ? AND \(conditions.sql))"
+            args = [name.databaseValue] + conditions.arguments
+            itemColumn = "i.id"
         case let .range(name, conditions):
-            sql = "FROM tags d\(items) WHERE d.name = ? AND \(conditions.sql)"
+            sql = "FROM tags d WHERE d.name = ? AND \(conditions.sql)"
             args = [name.databaseValue] + conditions.arguments
             itemColumn = "d.item"
         }
