@@ -36,6 +36,18 @@ struct CompiledSearch: Sendable {
         let predicate: SQLFragment
         /// The plan is exact only while no record holds two values for this plaintext tag.
         let requiresSingleValued: Data?
+        /// The joins' equalities are left to the in-memory check (see ``withoutJoins``), so the
+        /// SQL selects a superset of the matches.
+        var joinsDropped = false
+
+        /// This plan with its further equalities checked on the decrypted tags instead of by
+        /// one index probe per row: cheaper when nearly every row of the driver satisfies them.
+        var withoutJoins: Plan {
+            var plan = self
+            plan.joins = SQLFragment(sql: "", arguments: [])
+            plan.joinsDropped = true
+            return plan
+        }
     }
 
     let type: String

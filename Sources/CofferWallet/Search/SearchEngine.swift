@@ -164,7 +164,13 @@ let pipelineChunk = 128
 struct SearchCursor: Sendable {
     var after: Int64?
     var exhausted = false
+    /// Whether this walk checks the driver's further equalities in memory rather than by
+    /// index joins; decided on its first page (nil until then).
+    var joinsDropped: Bool?
 }
+
+/// Rows of the driver sampled to decide whether its further equalities are worth index joins.
+let joinSample = 64
 
 extension CompiledSearch {
     /// Whether any record carries an expiry (a partial index makes this a single probe).
@@ -296,7 +302,13 @@ extension CompiledSearch {
         if case .none = root { cursor.exhausted = true; return out }
         let nowMs = unixMillis(now)
         let expiry = try Self.expiryActive(db)
-        let plan = try plan(db, allowRange: allowRange)
+        var plan = try plan(db, allowRange: allowRange)
+        if !plan.joins.sql.isEmpty {
+            if cursor.joinsDropped == nil { cursor.joinsDropped = try joinsMostlyHold(db, plan, after: cursor.after, descending: descending) }
+            if cursor.joinsDropped == true { plan = plan.withoutJoins }
+        }
+        // Without joins, rows the decrypted tags reject are expected, not a sign of tampering.
+        let exact = self.exact && !plan.joinsDropped
         let shape = RecordShape(type: type, options: options)
         out.reserveCapacity(min(limit, 4096))
         while true {
@@ -321,6 +333,23 @@ extension CompiledSearch {
                 return out
             }
         }
+    }
+
+    /// Whether nearly every one of the next `joinSample` index entries of the plan's driver also
+    /// satisfies its joined equalities (seven in eight or more). Then the walk drops the joins
+    /// and leaves them to the in-memory check, which costs less than a probe per row; tags that
+    /// are set together (schema and issuer of a credential) are the common case.
+    func joinsMostlyHold(_ db: Database, _ plan: Plan, after: Int64?, descending: Bool) throws -> Bool {
+        guard case let .tag(name, value) = plan.driver else { return false }
+        var sample = "SELECT d.item FROM tags d WHERE d.name = ? AND d.value = ?"
+        var sampleArgs: [DatabaseValue] = [name.databaseValue, value]
+        if let after { sample += " AND d.item \(descending ? "<" : ">") ?"; sampleArgs.append(after.databaseValue) }
+        sample += " ORDER BY d.item \(descending ? "DESC" : "ASC") LIMIT \(joinSample)"
+        let sql = "SELECT (SELECT COUNT(*) FROM (\(sample)) d), (SELECT COUNT(*) FROM (\(sample)) d \(plan.joins.sql))"
+        let row = try Row.fetchOne(db, sql: sql, arguments: StatementArguments(sampleArgs + sampleArgs + plan.joins.arguments))
+        let total: Int = row?[0] ?? 0
+        let kept: Int = row?[1] ?? 0
+        return kept * 8 >= total * 7
     }
 
     /// How many records match.

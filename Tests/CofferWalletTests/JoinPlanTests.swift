@@ -1,0 +1,62 @@
+// A walk driven by one tag equality either probes the index for the query's other equalities or,
+// when a sample shows they nearly always hold, leaves them to the decrypted tags. Either way the
+// result is exact.
+@testable import CofferWallet
+import Foundation
+import GRDB
+import Testing
+
+@Suite("Search: further equalities, joined or checked in memory")
+struct JoinPlanTests {
+    /// `first` records tagged a=1,b=1, then `second` records tagged a=1,b=2 (in that order).
+    static func wallet(first: Int, second: Int) async throws -> Wallet {
+        let (wallet, _) = try await TestWallets.make()
+        try await wallet.transaction { txn in
+            for i in 0..<first { try txn.add(type: "t", id: "one-\(i)", value: "v", tags: ["a": "1", "b": "1"]) }
+            for i in 0..<second { try txn.add(type: "t", id: "two-\(i)", value: "v", tags: ["a": "1", "b": "2"]) }
+        }
+        return wallet
+    }
+
+    /// Whether the first page of a walk for `query` dropped its joins.
+    static func joinsDropped(_ wallet: Wallet, _ query: String) async throws -> Bool? {
+        let search = try QueryCompiler.compile(type: "t", query: WalletQuery(json: query), keys: wallet.keys)
+        let keys = wallet.keys
+        return try await wallet.pool.read { db in
+            var cursor = SearchCursor()
+            _ = try search.page(db, keys: keys, cursor: &cursor, limit: 10, options: RecordOptions())
+            return cursor.joinsDropped
+        }
+    }
+
+    @Test("equalities that hold for the sampled rows are checked in memory")
+    func correlatedDropsJoins() async throws {
+        let wallet = try await Self.wallet(first: 200, second: 0)
+        #expect(try await Self.joinsDropped(wallet, #"{"a": "1", "b": "1"}"#) == true)
+    }
+
+    @Test("equalities that fail for many sampled rows keep their index joins")
+    func uncorrelatedKeepsJoins() async throws {
+        let wallet = try await Self.wallet(first: 0, second: 200)
+        #expect(try await Self.joinsDropped(wallet, #"{"a": "1", "b": "1"}"#) == false)
+    }
+
+    @Test("with joins dropped, rows past the sample that fail the equality are left out")
+    func droppedJoinsStayExact() async throws {
+        let wallet = try await Self.wallet(first: 100, second: 100)
+        #expect(try await Self.joinsDropped(wallet, #"{"a": "1", "b": "1"}"#) == true)
+        let ids = try await wallet.fetchAll(type: "t", matching: WalletQuery(json: #"{"a": "1", "b": "1"}"#)).map(\.id)
+        #expect(ids == (0..<100).map { "one-\($0)" })
+    }
+
+    @Test("a paged walk with joins dropped returns the same records as one read")
+    func pagedWalkMatchesFetchAll() async throws {
+        let wallet = try await Self.wallet(first: 100, second: 100)
+        let query = try WalletQuery(json: #"{"a": "1", "b": "1"}"#)
+        let handle = try await wallet.openSearch(type: "t", query: query)
+        var paged = [String]()
+        while let page = try await wallet.searchNext(handle, count: 7).records, !page.isEmpty { paged += page.map(\.id) }
+        try await wallet.closeSearch(handle)
+        #expect(paged == (0..<100).map { "one-\($0)" })
+    }
+}
