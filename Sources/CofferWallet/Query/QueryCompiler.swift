@@ -22,8 +22,8 @@ struct CompiledSearch: Sendable {
         case type
         /// Walk the tag index entries of one (name, value) pair, which are in record order too.
         case tag(name: Data, value: DatabaseValue)
-        /// Read the tag index range of one plaintext tag, then sort by record: cheap for counts
-        /// and whole results, not for small pages of a large range.
+        /// Read the tag index range of one plaintext tag, then visit its records in id order:
+        /// cheap for counts and whole results, not for small pages of a large range.
         case range(name: Data, conditions: SQLFragment)
     }
 

@@ -230,7 +230,8 @@ extension CompiledSearch {
 
     /// The next `limit` candidates after `after`, opened. SQLite hands rows over on this thread;
     /// every full chunk of them is opened on another core while this thread reads the next, so
-    /// decryption overlaps the index walk instead of waiting for it.
+    /// decryption overlaps the index walk instead of waiting for it, and what is left when the
+    /// walk ends is opened on this thread too.
     func openedCandidates(_ db: Database, keys: WalletKeys, plan: Plan, after: Int64?, limit: Int, descending: Bool,
                           now: Int64, expiry: Bool, shape: RecordShape?) throws -> [OpenedCandidate] {
         let from = source(plan, joinItems: true, now: now, expiry: expiry)
@@ -287,13 +288,15 @@ extension CompiledSearch {
 
     /// The bytes of a blob column of the current row, lent until the statement moves on.
     private static func blob(_ stmt: SQLiteStatement, _ column: Int32) -> UnsafeRawBufferPointer {
+        // The pointer first, then the size of what it points to (SQLite's documented order).
+        let base = sqlite3_column_blob(stmt, column)
         let count = Int(sqlite3_column_bytes(stmt, column))
-        guard count > 0, let base = sqlite3_column_blob(stmt, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        guard count > 0, let base else { return UnsafeRawBufferPointer(start: nil, count: 0) }
         return UnsafeRawBufferPointer(start: base, count: count)
     }
 
     /// The next `limit` matching records after `cursor`.
-    /// A range plan reads its whole range and sorts it, so only one-shot reads (`allowRange`)
+    /// A range plan reads its whole range before the first row, so only one-shot reads (`allowRange`)
     /// may use it; pages of a walk keep a driver whose cost does not grow with the position.
     func page(_ db: Database, keys: WalletKeys, cursor: inout SearchCursor, limit: Int, options: RecordOptions,
               descending: Bool = false, allowRange: Bool = false, now: Date = Date()) throws -> [WalletRecord] {
