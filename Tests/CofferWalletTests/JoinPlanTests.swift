@@ -59,4 +59,65 @@ struct JoinPlanTests {
         try await wallet.closeSearch(handle)
         #expect(paged == (0..<100).map { "one-\($0)" })
     }
+
+    /// Walks `query` in pages of `count` through the engine; the ids returned and whether the
+    /// walk ended with its joins dropped.
+    static func walk(_ wallet: Wallet, _ query: String, count: Int) async throws -> (ids: [String], joinsDropped: Bool?) {
+        let search = try QueryCompiler.compile(type: "t", query: WalletQuery(json: query), keys: wallet.keys)
+        let keys = wallet.keys
+        return try await wallet.pool.read { db in
+            var cursor = SearchCursor()
+            var ids = [String]()
+            while !cursor.exhausted {
+                ids += try search.page(db, keys: keys, cursor: &cursor, limit: count, options: RecordOptions()).map(\.id)
+            }
+            return (ids, cursor.joinsDropped)
+        }
+    }
+
+    @Test("a walk whose equalities stop holding past the sample goes back to index joins")
+    func fadingCorrelationRejoins() async throws {
+        let wallet = try await Self.wallet(first: 100, second: 400)
+        let walked = try await Self.walk(wallet, #"{"a": "1", "b": "1"}"#, count: 7)
+        #expect(walked.ids == (0..<100).map { "one-\($0)" })
+        #expect(walked.joinsDropped == false)
+    }
+
+    @Test("with joins dropped, counting and searching agree")
+    func countAgreesWithDroppedJoins() async throws {
+        let wallet = try await Self.wallet(first: 100, second: 100)
+        let query = try WalletQuery(json: #"{"a": "1", "b": "1"}"#)
+        #expect(try await Self.joinsDropped(wallet, #"{"a": "1", "b": "1"}"#) == true)
+        let found = try await wallet.fetchAll(type: "t", matching: query).count
+        #expect(try await wallet.count(type: "t", matching: query) == found)
+        #expect(found == 100)
+    }
+
+    @Test("with joins dropped, a row the driver's index entry misattributes reads as corrupted")
+    func droppedJoinsCatchTamperedDriver() async throws {
+        let (wallet, url) = try await TestWallets.make()
+        try await wallet.transaction { txn in
+            for i in 0..<100 { try txn.add(type: "t", id: "one-\(i)", value: "v", tags: ["a": "1", "b": "1"]) }
+            try txn.add(type: "t", id: "odd", value: "v", tags: ["a": "2", "b": "1"])
+        }
+        try wallet.close()
+        let db = try DatabaseQueue(path: url.path)
+        try await db.write { db in
+            // Give the last record the first record's index entries: the index now claims a=1.
+            try db.execute(sql: """
+                UPDATE tags SET value = (SELECT f.value FROM tags f WHERE f.name = tags.name AND f.item = (SELECT MIN(id) FROM items))
+                WHERE item = (SELECT MAX(id) FROM items)
+                """)
+        }
+        try db.close()
+        let reopened = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
+        defer { try? reopened.close() }
+        #expect(try await Self.joinsDropped(reopened, #"{"a": "1", "b": "1"}"#) == true)
+        do {
+            _ = try await reopened.fetchAll(type: "t", matching: WalletQuery(json: #"{"a": "1", "b": "1"}"#))
+            Issue.record("search trusted a tampered index")
+        } catch let e as WalletError {
+            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
+        }
+    }
 }

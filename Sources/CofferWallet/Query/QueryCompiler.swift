@@ -39,6 +39,10 @@ struct CompiledSearch: Sendable {
         /// The joins' equalities are left to the in-memory check (see ``withoutJoins``), so the
         /// SQL selects a superset of the matches.
         var joinsDropped = false
+        /// What every row the SQL of ``withoutJoins`` selects must still satisfy when the query
+        /// is exact: the query without the joined equalities (the driver and the predicate). A
+        /// row that fails it was let through by an altered index. Nil for other drivers.
+        var residual: WQLNode? = nil
 
         /// This plan with its further equalities checked on the decrypted tags instead of by
         /// one index probe per row: cheaper when nearly every row of the driver satisfies them.
@@ -85,7 +89,8 @@ enum QueryCompiler {
             }
             plans.append(.init(driver: .tag(name: name, value: value),
                                joins: SQLFragment(sql: joins.joined(separator: " "), arguments: joinArguments),
-                               predicate: context.sql(WQLNode.and(rest).simplified, positive: true), requiresSingleValued: nil))
+                               predicate: context.sql(WQLNode.and(rest).simplified, positive: true), requiresSingleValued: nil,
+                               residual: WQLNode.and([conjuncts[at]] + rest)))
         }
         // String ranges on one plaintext tag: one index range, exact while the tag is single-valued.
         if let tag = conjuncts.lazy.compactMap({ Context.rangeTag($0) }).first {

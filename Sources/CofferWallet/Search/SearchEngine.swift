@@ -69,9 +69,10 @@ final class OpenedChunk: @unchecked Sendable {
         bytes.append(contentsOf: sealed)
     }
 
-    /// Opens every row and checks it against `root` (nil: every row matches); builds each
-    /// record in `shape` when given.
-    func open(typeBlind: Data, keys: WalletKeys, root: WQLNode?, shape: RecordShape?) {
+    /// Opens every row and checks it against `root` (nil: every row matches); builds the
+    /// record of each matching row in `shape` when given. A row whose decrypted tags fail
+    /// `mustHold` (what the SQL that selected it already checked on the index) is `corrupted`.
+    func open(typeBlind: Data, keys: WalletKeys, root: WQLNode?, mustHold: WQLNode?, shape: RecordShape?) {
         let rowids = self.rowids, starts = self.starts
         results = withBytes(typeBlind) { type in
             bytes.withUnsafeBytes { all in
@@ -82,8 +83,11 @@ final class OpenedChunk: @unchecked Sendable {
                         let contents = try RecordCodec.open(UnsafeRawBufferPointer(rebasing: all[boxStart..<boxEnd]), typeBlind: type,
                                                             idBlind: UnsafeRawBufferPointer(rebasing: all[idStart..<boxStart]),
                                                             keys: keys, withType: false)
-                        let record = shape.map { RecordStore.record(contents, type: $0.type, options: $0.options) }
-                        return OpenedCandidate(rowid: rowids[i], record: record, matches: root?.matches(contents.tags.entries) ?? true)
+                        if let mustHold, !mustHold.matches(contents.tags.entries) { throw WalletError.indexDisagrees }
+                        let matches = root?.matches(contents.tags.entries) ?? true
+                        // Records the query rejects are not built: no plaintext of them is kept.
+                        let record = matches ? shape.map { RecordStore.record(contents, type: $0.type, options: $0.options) } : nil
+                        return OpenedCandidate(rowid: rowids[i], record: record, matches: matches)
                     }
                 }
             }
@@ -99,6 +103,7 @@ final class ChunkQueue: @unchecked Sendable {
     private var chunks = [OpenedChunk]()
     private var taken = 0
     private var workers = 0
+    private var cancelled = false
     private let maxWorkers: Int
 
     init(maxWorkers: Int) { self.maxWorkers = maxWorkers }
@@ -118,7 +123,7 @@ final class ChunkQueue: @unchecked Sendable {
     /// asking (`worker` true) stops counting as running.
     func take(worker: Bool) -> OpenedChunk? {
         lock.withLock {
-            guard taken < chunks.count else {
+            guard taken < chunks.count, !cancelled else {
                 if worker { workers -= 1 }
                 return nil
             }
@@ -126,6 +131,9 @@ final class ChunkQueue: @unchecked Sendable {
             return chunks[taken]
         }
     }
+
+    /// Stops handing out chunks (the walk failed; its remaining rows are not wanted).
+    func cancel() { lock.withLock { cancelled = true } }
 
     /// Every chunk in the order pushed (read after all takers are done).
     var all: [OpenedChunk] { lock.withLock { chunks } }
@@ -137,7 +145,8 @@ final class ChunkQueue: @unchecked Sendable {
 /// more than the rows themselves. Reused, they stay mapped.
 final class ChunkPool: @unchecked Sendable {
     static let shared = ChunkPool()
-    /// Chunks kept at most (about 50 KiB each).
+    /// Chunks kept at most: usually about 50 KiB each (128 rows of a few hundred bytes), never
+    /// more than ``OpenedChunk/pooledBytesLimit``.
     static let limit = 32
 
     private let lock = NSLock()
@@ -157,6 +166,11 @@ final class ChunkPool: @unchecked Sendable {
     }
 }
 
+extension WalletError {
+    /// A row the index selected whose sealed tags say it should not have been.
+    static let indexDisagrees = WalletError.corrupted("the tag index disagrees with a record's sealed tags (the wallet file was altered)")
+}
+
 /// Rows per chunk handed to another core while the walk reads on.
 let pipelineChunk = 128
 
@@ -165,7 +179,8 @@ struct SearchCursor: Sendable {
     var after: Int64?
     var exhausted = false
     /// Whether this walk checks the driver's further equalities in memory rather than by
-    /// index joins; decided on its first page (nil until then).
+    /// index joins; decided on its first page (nil until then), and set back to false for
+    /// the rest of the walk when the rows read stop bearing the decision out.
     var joinsDropped: Bool?
 }
 
@@ -229,11 +244,12 @@ extension CompiledSearch {
     }
 
     /// The next `limit` candidates after `after`, opened. SQLite hands rows over on this thread;
-    /// every full chunk of them is opened on another core while this thread reads the next, so
-    /// decryption overlaps the index walk instead of waiting for it, and what is left when the
-    /// walk ends is opened on this thread too.
+    /// with more than one core, every full chunk of them is opened on another core while this
+    /// thread reads the next, so decryption overlaps the index walk instead of waiting for it,
+    /// and what is left when the walk ends is opened on this thread too. `mustHold`: see
+    /// ``OpenedChunk/open(typeBlind:keys:root:mustHold:shape:)``.
     func openedCandidates(_ db: Database, keys: WalletKeys, plan: Plan, after: Int64?, limit: Int, descending: Bool,
-                          now: Int64, expiry: Bool, shape: RecordShape?) throws -> [OpenedCandidate] {
+                          now: Int64, expiry: Bool, mustHold: WQLNode? = nil, shape: RecordShape?) throws -> [OpenedCandidate] {
         let from = source(plan, joinItems: true, now: now, expiry: expiry)
         var sql = "SELECT i.id, i.name, i.value " + from.sql
         var args = from.arguments
@@ -250,6 +266,8 @@ extension CompiledSearch {
         // The walking thread keeps one core; the others open chunks.
         let queue = ChunkQueue(maxWorkers: ProcessInfo.processInfo.activeProcessorCount - 1)
         let group = DispatchGroup()
+        // On a failed step, workers stop taking chunks and are waited for before this returns.
+        defer { queue.cancel(); group.wait() }
         var chunk = ChunkPool.shared.get()
         // SQLite's own stepping: the row's blobs are copied once, straight into the chunk,
         // instead of into a `Data` each through GRDB's `Row`.
@@ -266,7 +284,9 @@ extension CompiledSearch {
             if chunk.count == pipelineChunk {
                 if queue.push(chunk) {
                     DispatchQueue.global().async(group: group) {
-                        while let next = queue.take(worker: true) { next.open(typeBlind: typeBlind, keys: keys, root: root, shape: shape) }
+                        while let next = queue.take(worker: true) {
+                            next.open(typeBlind: typeBlind, keys: keys, root: root, mustHold: mustHold, shape: shape)
+                        }
                     }
                 }
                 chunk = ChunkPool.shared.get()
@@ -274,7 +294,9 @@ extension CompiledSearch {
         }
         if chunk.count > 0 { _ = queue.push(chunk) } else { ChunkPool.shared.recycle([chunk]) }
         // The walk is over: open what no worker has started yet here instead of waiting.
-        while let pending = queue.take(worker: false) { pending.open(typeBlind: typeBlind, keys: keys, root: root, shape: shape) }
+        while let pending = queue.take(worker: false) {
+            pending.open(typeBlind: typeBlind, keys: keys, root: root, mustHold: mustHold, shape: shape)
+        }
         group.wait()
         let chunks = queue.all
         var out = [OpenedCandidate]()
@@ -305,28 +327,33 @@ extension CompiledSearch {
         if case .none = root { cursor.exhausted = true; return out }
         let nowMs = unixMillis(now)
         let expiry = try Self.expiryActive(db)
-        var plan = try plan(db, allowRange: allowRange)
-        if !plan.joins.sql.isEmpty {
-            if cursor.joinsDropped == nil { cursor.joinsDropped = try joinsMostlyHold(db, plan, after: cursor.after, descending: descending) }
-            if cursor.joinsDropped == true { plan = plan.withoutJoins }
+        let joined = try plan(db, allowRange: allowRange)
+        var plan = joined
+        if !joined.joins.sql.isEmpty {
+            if cursor.joinsDropped == nil { cursor.joinsDropped = try joinsMostlyHold(db, joined, after: cursor.after, descending: descending) }
+            if cursor.joinsDropped == true { plan = joined.withoutJoins }
         }
-        // Without joins, rows the decrypted tags reject are expected, not a sign of tampering.
-        let exact = self.exact && !plan.joinsDropped
         let shape = RecordShape(type: type, options: options)
+        // Rows read and rows kept since the joins were dropped on this page.
+        var read = 0, kept = 0
         out.reserveCapacity(min(limit, 4096))
         while true {
+            // Without joins, rows the decrypted tags reject are expected; what the SQL still
+            // checked (driver and predicate) must hold, or the index was altered.
+            let exact = self.exact && !plan.joinsDropped
+            let mustHold = self.exact && plan.joinsDropped ? plan.residual : nil
             let want = limit - out.count
             let batch = exact ? want : max(want, 64)
             let found = try openedCandidates(db, keys: keys, plan: plan, after: cursor.after, limit: batch,
-                                             descending: descending, now: nowMs, expiry: expiry, shape: shape)
+                                             descending: descending, now: nowMs, expiry: expiry, mustHold: mustHold, shape: shape)
             for candidate in found {
+                read += 1
                 if !candidate.matches {
-                    if exact {
-                        throw WalletError.corrupted("the tag index disagrees with a record's sealed tags (the wallet file was altered)")
-                    }
+                    if exact { throw WalletError.indexDisagrees }
                     cursor.after = candidate.rowid
                     continue
                 }
+                kept += 1
                 if let record = candidate.record { out.append(record) }
                 cursor.after = candidate.rowid
                 if out.count == limit { return out }
@@ -335,13 +362,21 @@ extension CompiledSearch {
                 cursor.exhausted = true
                 return out
             }
+            // The sample misled (the equalities stopped holding further on): back to the
+            // index joins for the rest of the walk, so a page never reads far more rows than
+            // it returns. Both plans walk the driver in item order, so the cursor carries over.
+            if plan.joinsDropped, read >= 4 * joinSample, kept * 2 < read {
+                plan = joined
+                cursor.joinsDropped = false
+            }
         }
     }
 
     /// Whether nearly every one of the next `joinSample` index entries of the plan's driver also
     /// satisfies its joined equalities (seven in eight or more). Then the walk drops the joins
     /// and leaves them to the in-memory check, which costs less than a probe per row; tags that
-    /// are set together (schema and issuer of a credential) are the common case.
+    /// are set together (schema and issuer of a credential) are the common case. An empty
+    /// sample (nothing left to walk) answers true; the walk ends on its first read either way.
     func joinsMostlyHold(_ db: Database, _ plan: Plan, after: Int64?, descending: Bool) throws -> Bool {
         guard case let .tag(name, value) = plan.driver else { return false }
         var sample = "SELECT d.item FROM tags d WHERE d.name = ? AND d.value = ?"
