@@ -1,5 +1,6 @@
 // Record-level behaviour: the Askar record cases and the seed's operations.
-import CofferWallet
+@testable import CofferWallet
+import GRDB
 import Foundation
 import Testing
 
@@ -144,6 +145,19 @@ struct RecordTests {
         try await w.updateTags(type: "t", id: "1", tags: ["c": "3"])
         #expect(try await w.get(type: "t", id: "1").tags == ["c": "3"])
         #expect(try await w.count(type: "t", matching: WalletQuery(json: #"{"$exist": "a"}"#)) == 0)
+    }
+
+    @Test("replacing tags that partly overlap leaves exactly the new index rows")
+    func replaceOverlappingTags() async throws {
+        let (w, _) = try await TestWallets.make()
+        defer { try? w.close() }
+        try await w.add(type: "t", id: "1", value: "v", tags: ["keep": "k", "change": "old", "drop": "d", "~list": ["1", "2"]])
+        try await w.replace(type: "t", id: "1", value: "v2", tags: ["keep": "k", "change": "new", "add": "a", "~list": ["2", "3"]])
+        let hits = [#"{"keep": "k"}"#, #"{"change": "new"}"#, #"{"add": "a"}"#, #"{"~list": "2"}"#, #"{"~list": "3"}"#]
+        let misses = [#"{"change": "old"}"#, #"{"drop": "d"}"#, #"{"~list": "1"}"#, #"{"$exist": "drop"}"#]
+        for query in hits { #expect(try await w.count(type: "t", matching: WalletQuery(json: query)) == 1, "\(query)") }
+        for query in misses { #expect(try await w.count(type: "t", matching: WalletQuery(json: query)) == 0, "\(query)") }
+        #expect(try await w.pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM tags") } == 5)
     }
 
     @Test("delete-tags removes the named tags only")

@@ -274,10 +274,21 @@ struct RecordStore {
         try statement.execute(arguments: [sealed, found.rowid])
     }
 
+    /// Makes the record's tag rows those of `tags`, touching only the rows that differ: a
+    /// replace that keeps a tag (the common case) writes no index entry for it.
     private func replaceTags(_ found: Located, _ tags: WalletTags) throws {
-        let statement = try db.cachedStatement(sql: "DELETE FROM tags WHERE item = ?")
-        try statement.execute(arguments: [found.rowid])
-        try insertTags(item: found.rowid, typeBlind: found.typeBlind, tags: tags)
+        let (rows, multi) = tagRows(typeBlind: found.typeBlind, tags: tags)
+        let wanted = Set(rows)
+        var present = Set<TagRow>()
+        let existing = try Row.fetchCursor(db.cachedStatement(sql: "SELECT name, value FROM tags WHERE item = ?"), arguments: [found.rowid])
+        while let row = try existing.next() { present.insert(TagRow(name: row[0], value: row[1])) }
+        if present != wanted {
+            let delete = try db.cachedStatement(sql: "DELETE FROM tags WHERE item = ? AND name = ? AND value = ?")
+            for row in present.subtracting(wanted) { try delete.execute(arguments: [found.rowid, row.name, row.value]) }
+            let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO tags(item, name, value) VALUES (?, ?, ?)")
+            for row in rows where !present.contains(row) { try insert.execute(arguments: [found.rowid, row.name, row.value]) }
+        }
+        try markMultiValued(multi)
     }
 
     func removeRow(_ rowid: Int64) throws {
@@ -287,28 +298,49 @@ struct RecordStore {
 
     private func insertTags(item: Int64, typeBlind: Data, tags: WalletTags) throws {
         guard !tags.isEmpty else { return }
+        let (rows, multi) = tagRows(typeBlind: typeBlind, tags: tags)
         let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO tags(item, name, value) VALUES (?, ?, ?)")
+        for row in rows {
+            statement.setUncheckedArguments([item, row.name, row.value])
+            try statement.execute()
+        }
+        try markMultiValued(multi)
+    }
+
+    /// One row of the tag index: the name's blind index and the value (plaintext for `~` tags,
+    /// else its blind index).
+    struct TagRow: Hashable {
+        let name: Data
+        let value: DatabaseValue
+    }
+
+    /// The index rows of `tags`, and the names of plaintext tags that hold more than one value
+    /// (a range over those is not exact; see `tag_multi`).
+    private func tagRows(typeBlind: Data, tags: WalletTags) -> (rows: [TagRow], multiValued: [Data]) {
+        var rows = [TagRow]()
+        var multi = [Data]()
         for (key, value) in tags.entries {
             let name = key.string
             let nb = keys.tagNameBlind(typeBlind: typeBlind, name: name)
             let plaintext = WalletTags.isPlaintext(name)
-            func insert(_ v: String) throws {
-                if plaintext {
-                    statement.setUncheckedArguments([item, nb, v])
-                } else {
-                    statement.setUncheckedArguments([item, nb, keys.tagValueBlind(typeBlind: typeBlind, name: name, value: v)])
-                }
-                try statement.execute()
+            func row(_ v: String) -> TagRow {
+                TagRow(name: nb, value: plaintext ? v.databaseValue : keys.tagValueBlind(typeBlind: typeBlind, name: name, value: v).databaseValue)
             }
             switch value {
             case let .string(v):
-                try insert(v)
+                rows.append(row(v))
             case let .list(list):
-                if plaintext, list.count > 1, Set(list).count > 1 {
-                    try db.cachedStatement(sql: "INSERT OR IGNORE INTO tag_multi(name) VALUES (?)").execute(arguments: [nb])
-                }
-                for v in list { try insert(v) }
+                if plaintext, list.count > 1, Set(list).count > 1 { multi.append(nb) }
+                for v in list { rows.append(row(v)) }
             }
         }
+        return (rows, multi)
+    }
+
+    /// Records that these plaintext tag names hold several values in some record (never undone).
+    private func markMultiValued(_ names: [Data]) throws {
+        guard !names.isEmpty else { return }
+        let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO tag_multi(name) VALUES (?)")
+        for name in names { try statement.execute(arguments: [name]) }
     }
 }

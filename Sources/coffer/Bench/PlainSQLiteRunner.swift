@@ -75,9 +75,17 @@ struct PlainSQLiteRunner {
         guard let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM items WHERE type = ? AND name = ?"),
                                           arguments: [BenchWorkload.category, name]) else { return }
         try db.cachedStatement(sql: "UPDATE items SET value = ? WHERE id = ?").execute(arguments: [value, id])
-        try db.cachedStatement(sql: "DELETE FROM tags WHERE item = ?").execute(arguments: [id])
-        let statement = try db.cachedStatement(sql: "INSERT INTO tags(item, name, value) VALUES (?, ?, ?)")
-        for (n, v) in tags { for x in v.values { try statement.execute(arguments: [id, n, x]) } }
+        // As the wallet does: only the tag rows that change are written.
+        var wanted = Set<[String]>()
+        for (n, v) in tags { for x in v.values { wanted.insert([n, x]) } }
+        var present = Set<[String]>()
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT name, value FROM tags WHERE item = ?"), arguments: [id]) {
+            present.insert([row[0], row[1]])
+        }
+        let delete = try db.cachedStatement(sql: "DELETE FROM tags WHERE item = ? AND name = ? AND value = ?")
+        for row in present.subtracting(wanted) { try delete.execute(arguments: [id, row[0], row[1]]) }
+        let insert = try db.cachedStatement(sql: "INSERT INTO tags(item, name, value) VALUES (?, ?, ?)")
+        for row in wanted.subtracting(present) { try insert.execute(arguments: [id, row[0], row[1]]) }
     }
 
     static func remove(_ db: Database, _ name: String) throws {
