@@ -83,8 +83,9 @@ final class OpenedChunk: @unchecked Sendable {
                         let contents = try RecordCodec.open(UnsafeRawBufferPointer(rebasing: all[boxStart..<boxEnd]), typeBlind: type,
                                                             idBlind: UnsafeRawBufferPointer(rebasing: all[idStart..<boxStart]),
                                                             keys: keys, withType: false)
-                        if let mustHold, !mustHold.matches(contents.tags.entries) { throw WalletError.indexDisagrees }
                         let matches = root?.matches(contents.tags.entries) ?? true
+                        // `mustHold` is part of `root`, so only a rejected row can fail it.
+                        if !matches, let mustHold, !mustHold.matches(contents.tags.entries) { throw WalletError.indexDisagrees }
                         // Records the query rejects are not built: no plaintext of them is kept.
                         let record = matches ? shape.map { RecordStore.record(contents, type: $0.type, options: $0.options) } : nil
                         return OpenedCandidate(rowid: rowids[i], record: record, matches: matches)
@@ -334,7 +335,7 @@ extension CompiledSearch {
             if cursor.joinsDropped == true { plan = joined.withoutJoins }
         }
         let shape = RecordShape(type: type, options: options)
-        // Rows read and rows kept since the joins were dropped on this page.
+        // Rows this page has read and kept: whether leaving the joins to memory still pays.
         var read = 0, kept = 0
         out.reserveCapacity(min(limit, 4096))
         while true {
