@@ -48,7 +48,7 @@ public enum AEAD: Sendable {
         var out = Data(count: nonceCount + message.count + Self.tagByteCount)
         out.withUnsafeMutableBytes { buffer in
             let base = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            randombytes_buf(base, nonceCount)
+            NonceSource.shared.fill(base, count: nonceCount)
             var written: UInt64 = 0
             let m = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
             let a = ad.baseAddress?.assumingMemoryBound(to: UInt8.self)

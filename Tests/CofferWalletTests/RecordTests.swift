@@ -160,6 +160,24 @@ struct RecordTests {
         #expect(try await w.pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM tags") } == 5)
     }
 
+    @Test("a record with more tag rows than one insert statement writes keeps every row, and a repeated list value once")
+    func manyTagRows() async throws {
+        let (w, _) = try await TestWallets.make()
+        defer { try? w.close() }
+        var tags = WalletTags()
+        for i in 0..<19 { tags["t\(i)"] = .string("v\(i)") }
+        tags["~list"] = ["a", "b", "a"]
+        try await w.add(type: "t", id: "1", value: "v", tags: tags)
+        for i in 0..<19 {
+            #expect(try await w.count(type: "t", matching: WalletQuery(json: #"{"t\#(i)": "v\#(i)"}"#)) == 1, "t\(i)")
+        }
+        #expect(try await w.count(type: "t", matching: WalletQuery(json: #"{"~list": "b"}"#)) == 1)
+        // 19 single tags plus the list's two distinct values.
+        #expect(try await w.pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM tags") } == 21)
+        try await w.delete(type: "t", id: "1")
+        #expect(try await w.pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM tags") } == 0)
+    }
+
     @Test("delete-tags removes the named tags only")
     func deleteTags() async throws {
         let (w, _) = try await TestWallets.make()

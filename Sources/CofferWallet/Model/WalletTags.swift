@@ -36,14 +36,33 @@ struct ByteString: Hashable, Sendable, Comparable {
 
     init(_ string: String) { self.string = string }
 
-    static func == (a: ByteString, b: ByteString) -> Bool { a.string.utf8.elementsEqual(b.string.utf8) }
+    static func == (a: ByteString, b: ByteString) -> Bool {
+        // Native strings lend their UTF-8 bytes directly: compare them with memcmp.
+        let fast = a.string.utf8.withContiguousStorageIfAvailable { x in
+            b.string.utf8.withContiguousStorageIfAvailable { y in
+                x.count == y.count && (x.isEmpty || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0)
+            }
+        }
+        if let fast, let fast { return fast }
+        return a.string.utf8.elementsEqual(b.string.utf8)
+    }
 
     func hash(into hasher: inout Hasher) {
         var s = string
         s.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 
-    static func < (a: ByteString, b: ByteString) -> Bool { a.string.utf8.lexicographicallyPrecedes(b.string.utf8) }
+    static func < (a: ByteString, b: ByteString) -> Bool {
+        let fast = a.string.utf8.withContiguousStorageIfAvailable { x in
+            b.string.utf8.withContiguousStorageIfAvailable { y in
+                let common = min(x.count, y.count)
+                let order = common == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, common)
+                return order != 0 ? order < 0 : x.count < y.count
+            }
+        }
+        if let fast, let fast { return fast }
+        return a.string.utf8.lexicographicallyPrecedes(b.string.utf8)
+    }
 }
 
 /// A record's tags. Names starting with `~` are plaintext tags (their values are stored
@@ -149,7 +168,14 @@ public struct WalletTags: Sendable, Hashable, ExpressibleByDictionaryLiteral, Se
 
     /// Tags whose value holds at least one string (empty lists dropped), in byte order.
     var effective: [(String, TagValue)] {
-        entries.filter { !$0.value.values.isEmpty }.sorted { $0.key < $1.key }.map { ($0.key.string, $0.value) }
+        var out = [(ByteString, TagValue)]()
+        out.reserveCapacity(entries.count)
+        for (name, value) in entries {
+            if case let .list(list) = value, list.isEmpty { continue }
+            out.append((name, value))
+        }
+        out.sort { $0.0 < $1.0 }
+        return out.map { ($0.0.string, $0.1) }
     }
 
     /// The JSON object form, names in byte order.

@@ -50,6 +50,41 @@ struct RecordStore {
     final class Memo {
         /// Whether any credential signature exists; nil until asked.
         var hasSignatures: Bool?
+        /// The write path's statements, prepared on first use (indexed by `HotSQL`).
+        var statements = [DirectStatement?](repeating: nil, count: HotSQL.allCases.count)
+        /// Multi-row tag inserts, by row count (1…`tagRowsPerInsert`).
+        var tagInserts = [DirectStatement?](repeating: nil, count: RecordStore.tagRowsPerInsert + 1)
+    }
+
+    /// Most tag rows one INSERT writes: one statement per record's tags instead of one per tag
+    /// saves SQLite's per-statement work, which is most of the cost of a small row.
+    static let tagRowsPerInsert = 8
+
+    /// The statements every record call runs, stepped without GRDB's typed arguments (see
+    /// ``DirectStatement``).
+    enum HotSQL: Int, CaseIterable {
+        case locate, insertItem, updateValue, selectLive, deleteItem, deleteTagsOfItem, tagsOfItem, deleteTagRow
+
+        var sql: String {
+            switch self {
+            case .locate: return "SELECT id, value, expiry FROM items WHERE type = ? AND name = ?"
+            case .insertItem: return "INSERT INTO items(type, name, value, expiry) VALUES (?, ?, ?, ?)"
+            case .updateValue: return "UPDATE items SET value = ? WHERE id = ?"
+            case .selectLive: return "SELECT id, value, expiry FROM items WHERE type = ? AND name = ? AND (expiry IS NULL OR expiry > ?)"
+            case .deleteItem: return "DELETE FROM items WHERE id = ?"
+            case .deleteTagsOfItem: return "DELETE FROM tags WHERE item = ?"
+            case .tagsOfItem: return "SELECT name, value FROM tags WHERE item = ?"
+            case .deleteTagRow: return "DELETE FROM tags WHERE item = ? AND name = ? AND value = ?"
+            }
+        }
+    }
+
+    /// The prepared statement for `sql`, kept for the rest of this store's transaction.
+    private func statement(_ sql: HotSQL) throws -> DirectStatement {
+        if let prepared = memo.statements[sql.rawValue] { return prepared }
+        let prepared = try DirectStatement(db, sql: sql.sql)
+        memo.statements[sql.rawValue] = prepared
+        return prepared
     }
 
     init(db: Database, keys: WalletKeys, now: Date = Date(), allowReserved: Bool = false) {
@@ -72,10 +107,15 @@ struct RecordStore {
     func locate(type: String, id: String) throws -> Located? {
         let tb = keys.typeBlind(type)
         let ib = keys.idBlind(typeBlind: tb, id: id)
-        let statement = try db.cachedStatement(sql: "SELECT id, value, expiry FROM items WHERE type = ? AND name = ?")
-        guard let row = try Row.fetchOne(statement, arguments: [tb, ib]) else { return nil }
-        let expiry: Int64? = row[2]
-        return Located(type: type, rowid: row[0], typeBlind: tb, idBlind: ib, sealed: row[1], expiry: expiry, expired: expiry.map { $0 <= now } ?? false)
+        let select = try statement(.locate)
+        select.bind(1, tb)
+        select.bind(2, ib)
+        let now = self.now
+        return try select.fetchOne { row in
+            let expiry = row.optionalInt64(2)
+            return Located(type: type, rowid: row.int64(0), typeBlind: tb, idBlind: ib, sealed: row.data(1), expiry: expiry,
+                           expired: expiry.map { $0 <= now } ?? false)
+        }
     }
 
     func live(type: String, id: String) throws -> Located {
@@ -99,10 +139,14 @@ struct RecordStore {
         let tb = keys.typeBlind(type)
         let ib = keys.idBlind(typeBlind: tb, id: id)
         let sealed = RecordCodec.seal(.init(type: type, id: id, value: value, tags: tags), typeBlind: tb, idBlind: ib, keys: keys)
-        let insertSQL = "INSERT INTO items(type, name, value, expiry) VALUES (?, ?, ?, ?)"
-        let row: StatementArguments = [tb, ib, sealed, expiresAt.map(unixMillis)]
-        let insert = try db.cachedStatement(sql: insertSQL)
-        insert.setUncheckedArguments(row)
+        let insert = try statement(.insertItem)
+        func bindRow() {
+            insert.bind(1, tb)
+            insert.bind(2, ib)
+            insert.bind(3, sealed)
+            insert.bind(4, expiresAt.map(unixMillis))
+        }
+        bindRow()
         do {
             try insert.execute()
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
@@ -112,10 +156,8 @@ struct RecordStore {
                 throw WalletError.duplicate(type: type, id: id)
             }
             try removeRow(existing.rowid)
-            // GRDB drops a failed statement from its cache: ask for a fresh one.
-            let retry = try db.cachedStatement(sql: insertSQL)
-            retry.setUncheckedArguments(row)
-            try retry.execute()
+            bindRow()
+            try insert.execute()
         }
         let rowid = db.lastInsertedRowID
         try undoingOnFailure({ try insertTags(item: rowid, typeBlind: tb, tags: tags) }, undo: { try removeRow(rowid) })
@@ -177,16 +219,26 @@ struct RecordStore {
     private func deleteRecord(type: String, id: String) throws {
         let tb = keys.typeBlind(type)
         let ib = keys.idBlind(typeBlind: tb, id: id)
-        // One statement finds and deletes the row, returning what an undo would need.
-        let statement = try db.cachedStatement(sql: "DELETE FROM items WHERE type = ? AND name = ? AND (expiry IS NULL OR expiry > ?) RETURNING id, value, expiry")
-        guard let row = try Row.fetchOne(statement, arguments: [tb, ib, now]) else {
+        // Read what an undo would need, then delete by row id. (`DELETE … RETURNING` does it in
+        // one statement, but SQLite buffers returned rows in a temporary table: slower.)
+        let select = try statement(.selectLive)
+        select.bind(1, tb)
+        select.bind(2, ib)
+        select.bind(3, now)
+        guard let found = try select.fetchOne({ row in
+            Located(type: type, rowid: row.int64(0), typeBlind: tb, idBlind: ib, sealed: row.data(1), expiry: row.optionalInt64(2), expired: false)
+        }) else {
             throw WalletError.notFound(type: type, id: id)
         }
-        let found = Located(type: type, rowid: row[0], typeBlind: tb, idBlind: ib, sealed: row[1], expiry: row[2], expired: false)
+        let deleteItem = try statement(.deleteItem)
+        deleteItem.bind(1, found.rowid)
+        try deleteItem.execute()
         // Index rows of a missing item never match (every walk joins items), but put the item
         // back if they cannot be removed, so the call changes nothing.
         try undoingOnFailure({
-            try db.cachedStatement(sql: "DELETE FROM tags WHERE item = ?").execute(arguments: [found.rowid])
+            let deleteTags = try statement(.deleteTagsOfItem)
+            deleteTags.bind(1, found.rowid)
+            try deleteTags.execute()
         }, undo: {
             try db.execute(sql: "INSERT INTO items(id, type, name, value, expiry) VALUES (?, ?, ?, ?, ?)",
                            arguments: [found.rowid, found.typeBlind, found.idBlind, found.sealed, found.expiry])
@@ -270,41 +322,86 @@ struct RecordStore {
         var contents = contents
         contents.type = found.type
         let sealed = RecordCodec.seal(contents, typeBlind: found.typeBlind, idBlind: found.idBlind, keys: keys)
-        let statement = try db.cachedStatement(sql: "UPDATE items SET value = ? WHERE id = ?")
-        try statement.execute(arguments: [sealed, found.rowid])
+        let update = try statement(.updateValue)
+        update.bind(1, sealed)
+        update.bind(2, found.rowid)
+        try update.execute()
     }
 
     /// Makes the record's tag rows those of `tags`, touching only the rows that differ: a
     /// replace that keeps a tag (the common case) writes no index entry for it.
     private func replaceTags(_ found: Located, _ tags: WalletTags) throws {
         let (rows, multi) = tagRows(typeBlind: found.typeBlind, tags: tags)
-        let wanted = Set(rows)
-        var present = Set<TagRow>()
-        let existing = try Row.fetchCursor(db.cachedStatement(sql: "SELECT name, value FROM tags WHERE item = ?"), arguments: [found.rowid])
-        while let row = try existing.next() { present.insert(TagRow(name: row[0], value: row[1])) }
-        if present != wanted {
-            let delete = try db.cachedStatement(sql: "DELETE FROM tags WHERE item = ? AND name = ? AND value = ?")
-            for row in present.subtracting(wanted) { try delete.execute(arguments: [found.rowid, row.name, row.value]) }
-            let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO tags(item, name, value) VALUES (?, ?, ?)")
-            for row in rows where !present.contains(row) { try insert.execute(arguments: [found.rowid, row.name, row.value]) }
+        var present = [TagRow]()
+        let existing = try statement(.tagsOfItem)
+        existing.bind(1, found.rowid)
+        try existing.forEach { row in present.append(TagRow(name: row.data(0), value: row.value(1))) }
+        // A record holds a handful of tags: comparing arrays beats hashing them. Sets take over
+        // for large tag sets.
+        let stale: [TagRow]
+        let missing: [TagRow]
+        if rows.count + present.count <= 32 {
+            stale = present.filter { !rows.contains($0) }
+            missing = rows.filter { !present.contains($0) }
+        } else {
+            let wanted = Set(rows)
+            let had = Set(present)
+            stale = present.filter { !wanted.contains($0) }
+            missing = rows.filter { !had.contains($0) }
         }
+        if !stale.isEmpty {
+            let delete = try statement(.deleteTagRow)
+            for row in stale {
+                delete.bind(1, found.rowid)
+                delete.bind(2, row.name)
+                delete.bind(3, row.value)
+                try delete.execute()
+            }
+        }
+        try insertTagRows(item: found.rowid, missing[...])
         try markMultiValued(multi)
     }
 
     func removeRow(_ rowid: Int64) throws {
-        try db.cachedStatement(sql: "DELETE FROM tags WHERE item = ?").execute(arguments: [rowid])
-        try db.cachedStatement(sql: "DELETE FROM items WHERE id = ?").execute(arguments: [rowid])
+        let deleteTags = try statement(.deleteTagsOfItem)
+        deleteTags.bind(1, rowid)
+        try deleteTags.execute()
+        let deleteItem = try statement(.deleteItem)
+        deleteItem.bind(1, rowid)
+        try deleteItem.execute()
     }
 
     private func insertTags(item: Int64, typeBlind: Data, tags: WalletTags) throws {
         guard !tags.isEmpty else { return }
         let (rows, multi) = tagRows(typeBlind: typeBlind, tags: tags)
-        let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO tags(item, name, value) VALUES (?, ?, ?)")
-        for row in rows {
-            statement.setUncheckedArguments([item, row.name, row.value])
-            try statement.execute()
-        }
+        try insertTagRows(item: item, rows[...])
         try markMultiValued(multi)
+    }
+
+    /// Inserts tag rows of one item, up to ``tagRowsPerInsert`` per statement (a row already
+    /// there, as a list's repeated value, is skipped).
+    private func insertTagRows(item: Int64, _ rows: ArraySlice<TagRow>) throws {
+        var rest = rows
+        while !rest.isEmpty {
+            let chunk = rest.prefix(Self.tagRowsPerInsert)
+            rest = rest.dropFirst(chunk.count)
+            let insert: DirectStatement
+            if let prepared = memo.tagInserts[chunk.count] {
+                insert = prepared
+            } else {
+                let values = Array(repeating: "(?, ?, ?)", count: chunk.count).joined(separator: ", ")
+                insert = try DirectStatement(db, sql: "INSERT OR IGNORE INTO tags(item, name, value) VALUES \(values)")
+                memo.tagInserts[chunk.count] = insert
+            }
+            var parameter: Int32 = 1
+            for row in chunk {
+                insert.bind(parameter, item)
+                insert.bind(parameter + 1, row.name)
+                insert.bind(parameter + 2, row.value)
+                parameter += 3
+            }
+            try insert.execute()
+        }
     }
 
     /// One row of the tag index: the name's blind index and the value (plaintext for `~` tags,

@@ -29,8 +29,19 @@ final class WalletKeys: @unchecked Sendable {
     private var tagNameCache = [TagNameKey: Data]()
 
     private struct TagNameKey: Hashable {
-        let typeBlind: Data
+        /// The type's 8-byte blind index as one integer (hashing `Data` costs several times more).
+        let typeBlind: UInt64
         let name: ByteString
+
+        init(typeBlind: Data, name: String) {
+            assert(typeBlind.count == BlindLength.type, "type blind indexes are 8 bytes")
+            var packed: UInt64 = 0
+            withUnsafeMutableBytes(of: &packed) { out in
+                typeBlind.withUnsafeBytes { out.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(8))) }
+            }
+            self.typeBlind = packed
+            self.name = ByteString(name)
+        }
     }
 
     /// Kept only so that rekey can seal it under a new store key; never leaves the process.
@@ -65,7 +76,7 @@ final class WalletKeys: @unchecked Sendable {
     }
 
     func tagNameBlind(typeBlind: Data, name: String) -> Data {
-        let key = TagNameKey(typeBlind: typeBlind, name: ByteString(name))
+        let key = TagNameKey(typeBlind: typeBlind, name: name)
         lock.lock()
         if let hit = tagNameCache[key] { lock.unlock(); return hit }
         lock.unlock()
