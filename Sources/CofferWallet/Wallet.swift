@@ -62,14 +62,16 @@ public final class Wallet: Sendable {
     /// The wallet file's path.
     public let path: String
     let pool: DatabasePool
+    /// Runs the pool's WAL checkpoints after commits return.
+    let checkpointer: Checkpointer
     let keys: WalletKeys
     let searches: SearchRegistry
     let logger: Logger
     let configuration: Configuration
 
-    private init(path: String, pool: DatabasePool, keys: WalletKeys, configuration: Configuration) {
+    private init(path: String, pool: (DatabasePool, Checkpointer), keys: WalletKeys, configuration: Configuration) {
         self.path = path
-        self.pool = pool
+        (self.pool, self.checkpointer) = pool
         self.keys = keys
         self.configuration = configuration
         self.logger = configuration.logger
@@ -89,7 +91,8 @@ public final class Wallet: Sendable {
         } catch {
             throw WalletError.storage("cannot create folder for \(path): \(error.localizedDescription)")
         }
-        let pool = try openPool(path: path)
+        let opened = try openPool(path: path)
+        let pool = opened.pool
         let master = SecretKey.random()
         let sealedKeys = try sealMaster(master, storeKey: storeKey)
         do {
@@ -102,11 +105,11 @@ public final class Wallet: Sendable {
                                arguments: [Data(String(Schema.format).utf8), Data(kdf.jsonText.utf8), sealedKeys])
             }
         } catch {
-            try? pool.close()
+            closePool(opened)
             throw mapError(error)
         }
         configuration.logger.debug("created wallet", metadata: ["path": "\(path)", "kdf": "\(kdf.method)"])
-        return Wallet(path: path, pool: pool, keys: WalletKeys(master: master), configuration: configuration)
+        return Wallet(path: path, pool: opened, keys: WalletKeys(master: master), configuration: configuration)
     }
 
     /// Opens an existing wallet file.
@@ -119,7 +122,8 @@ public final class Wallet: Sendable {
         if case let .raw(data) = key, data.count != 32 {
             throw WalletError.invalidInput("a raw key must be 32 bytes, got \(data.count)")
         }
-        let pool = try openPool(path: path)
+        let opened = try openPool(path: path)
+        let pool = opened.pool
         do {
             let meta: [String: Data] = try await pool.read { db in
                 guard try db.tableExists("coffer_meta") else { return [:] }
@@ -140,9 +144,9 @@ public final class Wallet: Sendable {
             let master = try openMaster(sealedKeys, storeKey: storeKey, kdf: kdf)
             // Bring older files up to date (no-op for the current format).
             try Schema.migrator().migrate(pool)
-            return Wallet(path: path, pool: pool, keys: WalletKeys(master: master), configuration: configuration)
+            return Wallet(path: path, pool: opened, keys: WalletKeys(master: master), configuration: configuration)
         } catch {
-            try? pool.close()
+            closePool(opened)
             throw mapError(error)
         }
     }
@@ -165,6 +169,7 @@ public final class Wallet: Sendable {
     public func close() throws {
         searches.closeAll()
         do { try pool.close() } catch { throw Self.mapError(error) }
+        checkpointer.poolClosed()
     }
 
     // MARK: - Keys
@@ -229,14 +234,19 @@ public final class Wallet: Sendable {
         return try SecretKey(copying: plain.suffix(32), expectedCount: 32)
     }
 
-    static func openPool(path: String) throws -> DatabasePool {
+    static func openPool(path: String) throws -> (pool: DatabasePool, checkpointer: Checkpointer) {
         do {
             let pool = try DatabasePool(path: path, configuration: Schema.configuration(label: "coffer.wallet"))
             try Schema.makeDurable(pool)
-            return pool
+            return (pool, Checkpointer.install(on: pool))
         } catch {
             throw mapError(error)
         }
+    }
+
+    /// Closes a pool that ``openPool(path:)`` opened, on a failure path (errors ignored).
+    static func closePool(_ opened: (pool: DatabasePool, checkpointer: Checkpointer)) {
+        if (try? opened.pool.close()) != nil { opened.checkpointer.poolClosed() }
     }
 
     /// Errors of the store become ``WalletError``; an error the caller's own closure threw
