@@ -105,10 +105,14 @@ extension Wallet {
     /// A read of a few microseconds (one indexed row): run on the calling task rather than
     /// hopping to a reader queue and back, which would cost ten times the read itself. WAL
     /// readers never wait for the writer, so this holds the thread only for the read.
+    ///
+    /// `body` must run a single SQL statement. It runs outside an explicit transaction: one
+    /// statement reads one consistent snapshot on its own, and BEGIN/COMMIT around it would cost
+    /// more than the read.
     func pointRead<T>(_ body: (WalletReader) throws -> T) throws -> T {
         let keys = self.keys
         do {
-            return try pool.read { db in
+            return try pool.unsafeRead { db in
                 try body(WalletReader(store: RecordStore(db: db, keys: keys)))
             }
         } catch {
