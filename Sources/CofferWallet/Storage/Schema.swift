@@ -65,14 +65,26 @@ enum Schema {
     /// Bytes of the file SQLite may memory-map for reads.
     static let mmapBytes = 256 << 20
 
-    /// KiB of page cache per connection (SQLite's default is 2,000 KiB).
+    /// KiB of page cache per reading connection (SQLite's default is 2,000 KiB). Readers get
+    /// most pages through the memory map.
     static let cacheKiB = 16 * 1024
 
-    /// Sets `synchronous = FULL` on the pool's writer. It must come after the pool is open:
-    /// `DatabasePool` switches its writer to WAL with `synchronous = NORMAL` after
-    /// `prepareDatabase` runs, which would let a commit return before the WAL reaches the disk.
+    /// KiB of page cache the writer may grow to. A write transaction over a large wallet touches
+    /// pages all over its indexes (blind indexes are random keys); when they no longer fit, each
+    /// record's write evicts and re-reads pages, and dirty ones spill to the WAL early. At
+    /// N = 100,000 (a 73 MB file) a batched remove ran 19k/s with 16 MiB, 27k/s with 64 MiB and
+    /// 30k/s with 128 MiB. SQLite allocates pages only as they are used, so a small wallet never
+    /// comes near this; GRDB releases the memory on an iOS memory warning.
+    static let writerCacheKiB = 128 * 1024
+
+    /// Sets `synchronous = FULL` on the pool's writer (and its larger page cache). It must come
+    /// after the pool is open: `DatabasePool` switches its writer to WAL with
+    /// `synchronous = NORMAL` after `prepareDatabase` runs, which would let a commit return before
+    /// the WAL reaches the disk.
     static func makeDurable(_ pool: DatabasePool) throws {
-        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA cache_size = -\(Schema.writerCacheKiB)")
+        }
     }
 
     static func configuration(label: String, readonly: Bool = false) -> Configuration {

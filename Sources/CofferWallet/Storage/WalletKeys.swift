@@ -15,7 +15,7 @@ enum BlindLength {
 }
 
 /// Keys derived from the wallet master key (HKDF-SHA256, one label each), plus caches of the
-/// blind indexes that repeat (types, tag names).
+/// blind indexes that repeat (types, tag names, short tag values).
 final class WalletKeys: @unchecked Sendable {
     private let typeHash: KeyedHash
     private let idHash: KeyedHash
@@ -23,10 +23,24 @@ final class WalletKeys: @unchecked Sendable {
     private let tagValueHash: KeyedHash
     private let recordKeyHash: KeyedBlake2b
 
-    // Caches guarded by `lock`; values are blind bytes, never plaintext.
+    // Caches guarded by `lock`. Their values are blind bytes. Their keys are types, tag names and
+    // short tag values this process has written or searched for: held in memory only, for no
+    // longer than the wallet is open, as the caller's own strings are.
     private let lock = NSLock()
     private var typeCache = [ByteString: Data]()
     private var tagNameCache = [TagNameKey: Data]()
+    private var tagValueCache = [TagValueKey: Data]()
+
+    /// Encrypted tag values at most this long have their blind index cached. Wallets repeat a
+    /// few values across many records (schema, issuer, definition ids): a hit skips an HMAC.
+    static let cachedTagValueBytes = 128
+    /// Entries the tag-value cache holds before it is emptied and refilled.
+    static let tagValueCacheEntries = 4096
+
+    private struct TagValueKey: Hashable {
+        let name: TagNameKey
+        let value: ByteString
+    }
 
     private struct TagNameKey: Hashable {
         /// The type's 8-byte blind index as one integer (hashing `Data` costs several times more).
@@ -92,11 +106,25 @@ final class WalletKeys: @unchecked Sendable {
     }
 
     func tagValueBlind(typeBlind: Data, name: String, value: String) -> Data {
-        tagValueHash.hash(byteCount: BlindLength.tagValue) { input in
+        let cacheable = value.utf8.count <= Self.cachedTagValueBytes
+        let key = cacheable ? TagValueKey(name: TagNameKey(typeBlind: typeBlind, name: name), value: ByteString(value)) : nil
+        if let key {
+            lock.lock()
+            if let hit = tagValueCache[key] { lock.unlock(); return hit }
+            lock.unlock()
+        }
+        let blind = tagValueHash.hash(byteCount: BlindLength.tagValue) { input in
             input.add(typeBlind)
             input.add(name)
             input.add(value)
         }
+        if let key {
+            lock.lock()
+            if tagValueCache.count >= Self.tagValueCacheEntries { tagValueCache.removeAll(keepingCapacity: true) }
+            tagValueCache[key] = blind
+            lock.unlock()
+        }
+        return blind
     }
 
     /// Lends the key that seals one record's contents (bound to the row's blind type and id) to
