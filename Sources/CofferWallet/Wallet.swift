@@ -170,6 +170,7 @@ public final class Wallet: Sendable {
         searches.closeAll()
         do { try pool.close() } catch { throw Self.mapError(error) }
         checkpointer.poolClosed()
+        keys.clearCaches()
     }
 
     // MARK: - Keys

@@ -34,6 +34,15 @@ struct BlindCacheTests {
         #expect(keys.tagValueBlind(typeBlind: b, name: "n", value: "é") == blinds[1])
     }
 
+    @Test("closing the wallet empties its blind-index caches")
+    func closeEmptiesCaches() async throws {
+        let (w, _) = try await TestWallets.make()
+        try await w.add(type: "t", id: "1", value: "v", tags: ["name": "value"])
+        #expect(w.keys.cachedEntryCount > 0)
+        try w.close()
+        #expect(w.keys.cachedEntryCount == 0)
+    }
+
     @Test("a value too long to cache still gives the same blind every time")
     func longValue() {
         let keys = WalletKeys(master: SecretKey.random())

@@ -24,8 +24,8 @@ final class WalletKeys: @unchecked Sendable {
     private let recordKeyHash: KeyedBlake2b
 
     // Caches guarded by `lock`. Their values are blind bytes. Their keys are types, tag names and
-    // short tag values this process has written or searched for: held in memory only, for no
-    // longer than the wallet is open, as the caller's own strings are.
+    // short tag values this process has written or searched for: held in memory only, and
+    // emptied when the wallet closes.
     private let lock = NSLock()
     private var typeCache = [ByteString: Data]()
     private var tagNameCache = [TagNameKey: Data]()
@@ -68,6 +68,23 @@ final class WalletKeys: @unchecked Sendable {
         tagNameHash = KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.tag-name"))
         tagValueHash = KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.tag-value"))
         recordKeyHash = KeyedBlake2b(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.record-key"))
+    }
+
+    /// Empties the blind-index caches (the wallet is closing: the strings they are keyed by need
+    /// not outlive it).
+    func clearCaches() {
+        lock.lock()
+        typeCache.removeAll()
+        tagNameCache.removeAll()
+        tagValueCache.removeAll()
+        lock.unlock()
+    }
+
+    /// Entries in the blind-index caches (for tests).
+    var cachedEntryCount: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return typeCache.count + tagNameCache.count + tagValueCache.count
     }
 
     func typeBlind(_ type: String) -> Data {
