@@ -23,13 +23,11 @@ final class WalletKeys: @unchecked Sendable {
     private let tagValueHash: KeyedHash
     private let recordKeyHash: KeyedBlake2b
 
-    // Caches guarded by `lock`. Their values are blind bytes. Their keys are types, tag names and
-    // short tag values this process has written or searched for: held in memory only, and
-    // emptied when the wallet closes.
-    private let lock = NSLock()
-    private var typeCache = [ByteString: Data]()
-    private var tagNameCache = [TagNameKey: Data]()
-    private var tagValueCache = [TagValueKey: Data]()
+    // Their values are blind bytes. Their keys are types, tag names and short tag values this
+    // process has written or searched for: held in memory only, and emptied when the wallet closes.
+    private let typeCache = BlindCache<ByteString>(capacity: 1024)
+    private let tagNameCache = BlindCache<TagNameKey>(capacity: 4096)
+    private let tagValueCache = BlindCache<TagValueKey>(capacity: WalletKeys.tagValueCacheEntries)
 
     /// Encrypted tag values at most this long have their blind index cached. Wallets repeat a
     /// few values across many records (schema, issuer, definition ids): a hit skips an HMAC.
@@ -73,30 +71,18 @@ final class WalletKeys: @unchecked Sendable {
     /// Empties the blind-index caches (the wallet is closing: the strings they are keyed by need
     /// not outlive it).
     func clearCaches() {
-        lock.lock()
         typeCache.removeAll()
         tagNameCache.removeAll()
         tagValueCache.removeAll()
-        lock.unlock()
     }
 
     /// Entries in the blind-index caches (for tests).
-    var cachedEntryCount: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return typeCache.count + tagNameCache.count + tagValueCache.count
-    }
+    var cachedEntryCount: Int { typeCache.count + tagNameCache.count + tagValueCache.count }
 
     func typeBlind(_ type: String) -> Data {
-        lock.lock()
-        if let hit = typeCache[ByteString(type)] { lock.unlock(); return hit }
-        lock.unlock()
-        let blind = typeHash.hash(domain: 1, Data(type.utf8), byteCount: BlindLength.type)
-        lock.lock()
-        if typeCache.count >= 1024 { typeCache.removeAll(keepingCapacity: true) }
-        typeCache[ByteString(type)] = blind
-        lock.unlock()
-        return blind
+        typeCache.blind(for: ByteString(type)) {
+            typeHash.hash(domain: 1, Data(type.utf8), byteCount: BlindLength.type)
+        }
     }
 
     func idBlind(typeBlind: Data, id: String) -> Data {
@@ -107,41 +93,24 @@ final class WalletKeys: @unchecked Sendable {
     }
 
     func tagNameBlind(typeBlind: Data, name: String) -> Data {
-        let key = TagNameKey(typeBlind: typeBlind, name: name)
-        lock.lock()
-        if let hit = tagNameCache[key] { lock.unlock(); return hit }
-        lock.unlock()
-        let blind = tagNameHash.hash(byteCount: BlindLength.tagName) { input in
-            input.add(typeBlind)
-            input.add(name)
+        tagNameCache.blind(for: TagNameKey(typeBlind: typeBlind, name: name)) {
+            tagNameHash.hash(byteCount: BlindLength.tagName) { input in
+                input.add(typeBlind)
+                input.add(name)
+            }
         }
-        lock.lock()
-        if tagNameCache.count >= 4096 { tagNameCache.removeAll(keepingCapacity: true) }
-        tagNameCache[key] = blind
-        lock.unlock()
-        return blind
     }
 
     func tagValueBlind(typeBlind: Data, name: String, value: String) -> Data {
-        let cacheable = value.utf8.count <= Self.cachedTagValueBytes
-        let key = cacheable ? TagValueKey(name: TagNameKey(typeBlind: typeBlind, name: name), value: ByteString(value)) : nil
-        if let key {
-            lock.lock()
-            if let hit = tagValueCache[key] { lock.unlock(); return hit }
-            lock.unlock()
+        func compute() -> Data {
+            tagValueHash.hash(byteCount: BlindLength.tagValue) { input in
+                input.add(typeBlind)
+                input.add(name)
+                input.add(value)
+            }
         }
-        let blind = tagValueHash.hash(byteCount: BlindLength.tagValue) { input in
-            input.add(typeBlind)
-            input.add(name)
-            input.add(value)
-        }
-        if let key {
-            lock.lock()
-            if tagValueCache.count >= Self.tagValueCacheEntries { tagValueCache.removeAll(keepingCapacity: true) }
-            tagValueCache[key] = blind
-            lock.unlock()
-        }
-        return blind
+        guard value.utf8.count <= Self.cachedTagValueBytes else { return compute() }
+        return tagValueCache.blind(for: TagValueKey(name: TagNameKey(typeBlind: typeBlind, name: name), value: ByteString(value)), compute)
     }
 
     /// Lends the key that seals one record's contents (bound to the row's blind type and id) to
@@ -155,4 +124,31 @@ final class WalletKeys: @unchecked Sendable {
                                     _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try recordKeyHash.withDerivedKey(domain: 2, typeBlind, idBlind, body)
     }
+}
+
+/// Blind indexes by what they were computed from, behind one lock. When full it is emptied and
+/// refills: the entries that repeat come back at once.
+private final class BlindCache<Key: Hashable>: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var entries = [Key: Data]()
+    private let capacity: Int
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    /// The cached blind index of `key`, or the one `compute` gives (then cached). `compute` runs
+    /// outside the lock.
+    func blind(for key: Key, _ compute: () -> Data) -> Data {
+        if let hit = lock.withLock({ entries[key] }) { return hit }
+        let blind = compute()
+        lock.withLock {
+            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+            entries[key] = blind
+        }
+        return blind
+    }
+
+    var count: Int { lock.withLock { entries.count } }
+
+    func removeAll() { lock.withLock { entries.removeAll() } }
 }
