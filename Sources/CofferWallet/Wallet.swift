@@ -84,6 +84,12 @@ public final class Wallet: Sendable {
     /// - Throws: ``WalletError/walletExists(path:)`` if a wallet is already there,
     ///   ``WalletError/invalidInput(_:)`` for a raw key that is not 32 bytes.
     public static func create(at url: URL, key: WalletKey, configuration: Configuration = Configuration()) async throws -> Wallet {
+        try await create(at: url, key: key, configuration: configuration, schemaUpTo: nil)
+    }
+
+    /// ``create(at:key:configuration:)`` with the file layout of an older release: the
+    /// migrations up to and including `schemaUpTo` (tests open such files to check upgrades).
+    static func create(at url: URL, key: WalletKey, configuration: Configuration, schemaUpTo: String?) async throws -> Wallet {
         let path = url.path
         let (storeKey, kdf) = try makeStoreKey(key, parameters: configuration.passphraseParameters)
         do {
@@ -96,7 +102,11 @@ public final class Wallet: Sendable {
         let master = SecretKey.random()
         let sealedKeys = try sealMaster(master, storeKey: storeKey)
         do {
-            try Schema.migrator().migrate(pool)
+            if let schemaUpTo {
+                try Schema.migrator().migrate(pool, upTo: schemaUpTo)
+            } else {
+                try Schema.migrator().migrate(pool)
+            }
             try await pool.write { db in
                 if try Data.fetchOne(db, sql: "SELECT value FROM coffer_meta WHERE name = 'keys'") != nil {
                     throw WalletError.walletExists(path: path)

@@ -5,7 +5,10 @@ import GRDB
 /// On disk (SQLite, WAL, `synchronous=FULL`):
 ///
 ///     coffer_meta(name TEXT PRIMARY KEY, value BLOB)     format, kdf (JSON), keys (sealed)
-///     items(id INTEGER PRIMARY KEY AUTOINCREMENT (never reused: walks key on it), type BLOB, name BLOB, value BLOB, expiry INTEGER)
+///     items(id INTEGER PRIMARY KEY, type BLOB, name BLOB, value BLOB, expiry INTEGER)
+///         id    = row id; walks key on it (a deleted record's id may be given to a later one:
+///                 a walk past that id misses the newcomer, as it misses any record added
+///                 behind its cursor, and never repeats or skips a record that stayed)
 ///         type  = blind(type), 8 bytes;  name = blind(type, id), 16 bytes
 ///         value = sealed (id, value, tags);  expiry = Unix ms or NULL
 ///         UNIQUE(type, name); INDEX(type) for insertion-ordered walks
@@ -19,9 +22,14 @@ enum Schema {
     /// The newest file format this code reads and writes.
     static let format = 1
 
+    /// The first file layout.
+    static let firstMigration = "wallet-v1"
+    /// Items without AUTOINCREMENT (same rows, same ids).
+    static let itemsRowidMigration = "wallet-v1-items-rowid"
+
     static func migrator() -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
-        migrator.registerMigration("wallet-v1") { db in
+        migrator.registerMigration(Schema.firstMigration) { db in
             try db.execute(sql: """
                 CREATE TABLE coffer_meta(name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL);
                 CREATE TABLE items(
@@ -42,6 +50,27 @@ enum Schema {
                 ) WITHOUT ROWID;
                 CREATE INDEX tags_lookup ON tags(name, value, item);
                 CREATE TABLE tag_multi(name BLOB PRIMARY KEY NOT NULL) WITHOUT ROWID;
+                """)
+        }
+        // v1 numbered items with AUTOINCREMENT, which keeps a counter row in sqlite_sequence
+        // and updates it on every insert (about 5% of a batched insert). Row ids are used only
+        // as keyset cursors and to join tag rows, neither of which needs ids never reused, so
+        // the table is rebuilt without it. The rows and their ids are copied as they are.
+        migrator.registerMigration(Schema.itemsRowidMigration) { db in
+            try db.execute(sql: """
+                CREATE TABLE items_rowid(
+                    id INTEGER PRIMARY KEY,
+                    type BLOB NOT NULL,
+                    name BLOB NOT NULL,
+                    value BLOB NOT NULL,
+                    expiry INTEGER
+                );
+                INSERT INTO items_rowid(id, type, name, value, expiry) SELECT id, type, name, value, expiry FROM items;
+                DROP TABLE items;
+                ALTER TABLE items_rowid RENAME TO items;
+                CREATE UNIQUE INDEX items_type_name ON items(type, name);
+                CREATE INDEX items_type ON items(type);
+                CREATE INDEX items_expiry ON items(expiry) WHERE expiry IS NOT NULL;
                 """)
         }
         return migrator

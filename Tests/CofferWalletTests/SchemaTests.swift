@@ -1,0 +1,95 @@
+// The file layout: items without AUTOINCREMENT, and the upgrade of files in the first layout.
+@testable import CofferWallet
+import Foundation
+import GRDB
+import Testing
+
+@Suite("File layout and upgrades")
+struct SchemaTests {
+    static func itemsSQL(_ wallet: Wallet) async throws -> String {
+        try await wallet.pool.read { db in
+            try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'items'") ?? ""
+        }
+    }
+
+    static func sequenceRows(_ wallet: Wallet) async throws -> Int {
+        try await wallet.pool.read { db in
+            guard try db.tableExists("sqlite_sequence") else { return 0 }
+            return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_sequence") ?? 0
+        }
+    }
+
+    /// A wallet in the first layout (items with AUTOINCREMENT) holding r0…r4 minus r2, closed.
+    static func firstLayoutWallet() async throws -> URL {
+        let url = TestWallets.folder().appendingPathComponent("wallet.sqlite")
+        let old = try await Wallet.create(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration,
+                                          schemaUpTo: Schema.firstMigration)
+        for i in 0..<5 {
+            try await old.add(type: "t", id: "r\(i)", value: "v\(i)", tags: ["parity": i % 2 == 0 ? "even" : "odd", "~i": .string("\(i)")])
+        }
+        try await old.delete(type: "t", id: "r2")
+        #expect(try await itemsSQL(old).contains("AUTOINCREMENT"))
+        try old.close()
+        return url
+    }
+
+    @Test("a new wallet's items table has no AUTOINCREMENT, so inserts write no counter row")
+    func newWalletHasNoAutoincrement() async throws {
+        let (wallet, _) = try await TestWallets.make()
+        defer { try? wallet.close() }
+        try await wallet.add(type: "t", id: "a", value: "1")
+        #expect(!(try await Self.itemsSQL(wallet).contains("AUTOINCREMENT")))
+        #expect(try await Self.sequenceRows(wallet) == 0)
+    }
+
+    @Test("a wallet in the first layout is upgraded on open")
+    func firstLayoutIsUpgraded() async throws {
+        let url = try await Self.firstLayoutWallet()
+        let wallet = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration)
+        defer { try? wallet.close() }
+        #expect(!(try await Self.itemsSQL(wallet).contains("AUTOINCREMENT")))
+    }
+
+    @Test("the upgrade keeps every record, its tags and the walk order")
+    func upgradeKeepsRecords() async throws {
+        let url = try await Self.firstLayoutWallet()
+        let wallet = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration)
+        defer { try? wallet.close() }
+        let all = try await wallet.fetchAll(type: "t", matching: .all)
+        #expect(all.map(\.id) == ["r0", "r1", "r3", "r4"])
+        #expect(all.map(\.value) == ["v0", "v1", "v3", "v4"])
+        let even = try await wallet.fetchAll(type: "t", matching: WalletQuery(json: #"{"parity": "even"}"#))
+        #expect(even.map(\.id) == ["r0", "r4"])
+        let range = try await wallet.fetchAll(type: "t", matching: WalletQuery(json: #"{"~i": {"$gte": "3"}}"#))
+        #expect(range.map(\.id) == ["r3", "r4"])
+        #expect(try await wallet.get(type: "t", id: "r3").tags == ["parity": "odd", "~i": "3"])
+    }
+
+    @Test("an upgraded wallet takes new records after the old ones and keeps (type, id) unique")
+    func upgradedWalletWrites() async throws {
+        let url = try await Self.firstLayoutWallet()
+        let wallet = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration)
+        defer { try? wallet.close() }
+        try await wallet.add(type: "t", id: "r5", value: "v5")
+        await #expect(throws: WalletError.duplicate(type: "t", id: "r1")) {
+            try await wallet.add(type: "t", id: "r1", value: "again")
+        }
+        #expect(try await wallet.fetchAll(type: "t", matching: .all).map(\.id) == ["r0", "r1", "r3", "r4", "r5"])
+    }
+
+    @Test("a record given a deleted record's row id behind the cursor is not returned, and nothing repeats")
+    func reusedRowidDoesNotRepeat() async throws {
+        let (wallet, _) = try await TestWallets.make()
+        defer { try? wallet.close() }
+        for id in ["a", "b", "c"] { try await wallet.add(type: "t", id: id, value: id) }
+        let handle = try await wallet.openSearch(type: "t", query: .all)
+        let first = try await wallet.searchNext(handle, count: 3)
+        #expect(first.records?.map(\.id) == ["a", "b", "c"])
+        // c held the highest row id; without AUTOINCREMENT the next insert takes it again.
+        try await wallet.delete(type: "t", id: "c")
+        try await wallet.add(type: "t", id: "d", value: "d")
+        try await wallet.add(type: "t", id: "e", value: "e")
+        let rest = try await wallet.searchNext(handle, count: 10)
+        #expect(rest.records?.map(\.id) == ["e"])
+    }
+}
