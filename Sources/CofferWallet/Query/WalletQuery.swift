@@ -170,7 +170,7 @@ indirect enum WQLNode: Sendable, CustomStringConvertible {
 
     static func equals(_ value: String, _ operand: WQLOperand) -> Bool {
         switch operand {
-        case let .string(s): return value.utf8.elementsEqual(s.utf8)
+        case let .string(s): return ByteString(value) == ByteString(s)
         case let .number(x, _): return NumericTag.parse(value).map { $0 == x } ?? false
         }
     }
@@ -178,15 +178,16 @@ indirect enum WQLNode: Sendable, CustomStringConvertible {
     static func compare(_ value: String, _ op: WQLCompare, _ operand: WQLOperand) -> Bool {
         switch operand {
         case let .string(s):
-            // Byte-wise comparison of UTF-8, as SQLite's BINARY collation does.
-            let a = value.utf8, b = s.utf8
+            // Byte-wise comparison of UTF-8, as SQLite's BINARY collation does (memcmp for
+            // native strings).
+            let a = ByteString(value), b = ByteString(s)
             switch op {
-            case .eq: return a.elementsEqual(b)
-            case .neq: return !a.elementsEqual(b)
-            case .gt: return b.lexicographicallyPrecedes(a)
-            case .gte: return !a.lexicographicallyPrecedes(b)
-            case .lt: return a.lexicographicallyPrecedes(b)
-            case .lte: return !b.lexicographicallyPrecedes(a)
+            case .eq: return a == b
+            case .neq: return a != b
+            case .gt: return b < a
+            case .gte: return !(a < b)
+            case .lt: return a < b
+            case .lte: return !(b < a)
             }
         case let .number(x, _):
             guard let v = NumericTag.parse(value) else { return op == .neq }
