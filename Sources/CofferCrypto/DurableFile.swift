@@ -144,6 +144,8 @@ package struct OwnerOnlyKeyFile: Sendable {
 }
 
 /// `Data.withUnsafeBytes` keeping the body's typed error (the Foundation method is `rethrows`).
+/// Inlinable so callers in other modules get it specialized (no generic metadata per call).
+@inlinable
 package func withBytes<R, E: Error>(_ data: Data, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
     let result: Result<R, E> = data.withUnsafeBytes { raw in Result { () throws(E) in try body(raw) } }
     return try result.get()

@@ -103,7 +103,7 @@ public final class KeyedHash: @unchecked Sendable {
 /// keys fast: one compression for a short input, against HMAC-SHA256's two.
 public final class KeyedBlake2b: @unchecked Sendable {
     // Written once in init, then only read: safe to share.
-    private let key: SecretKey
+    @usableFromInline let key: SecretKey
 
     /// A derivation function under `key` (32 bytes).
     public init(key: SecretKey) {
@@ -114,6 +114,7 @@ public final class KeyedBlake2b: @unchecked Sendable {
 
     /// Derives a 32-byte key from a one-byte domain label and the concatenation of `a` and `b`,
     /// and lends its bytes to `body` from temporary memory; they are wiped when `body` returns.
+    @inlinable
     public func withDerivedKey<R, E: Error>(domain: UInt8, _ a: Data, _ b: Data, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try withBytes(a) { (a) throws(E) -> R in
             try withBytes(b) { (b) throws(E) -> R in try withDerivedKey(domain: domain, a, b, body) }
@@ -121,6 +122,8 @@ public final class KeyedBlake2b: @unchecked Sendable {
     }
 
     /// ``withDerivedKey(domain:_:_:_:)`` over bytes the caller already holds (no `Data` needed).
+    /// Inlinable (as is the `Data` form) so callers in other modules get it specialized.
+    @inlinable
     public func withDerivedKey<R, E: Error>(domain: UInt8, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer,
                                             _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         let inputCount = 1 + a.count + b.count
