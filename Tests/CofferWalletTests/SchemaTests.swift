@@ -28,8 +28,27 @@ struct SchemaTests {
             try await old.add(type: "t", id: "r\(i)", value: "v\(i)", tags: ["parity": i % 2 == 0 ? "even" : "odd", "~i": .string("\(i)")])
         }
         try await old.delete(type: "t", id: "r2")
+        // A plaintext tag with two values in one record (recorded in tag_multi).
+        try await old.add(type: "m", id: "multi", value: "x", tags: ["~n": .list(["1", "5"])])
         #expect(try await itemsSQL(old).contains("AUTOINCREMENT"))
         try old.close()
+        // Today's code binds blind types and tag names as integers; the first layout's code
+        // wrote the same 8 bytes as blobs. Put them back that way.
+        let queue = try DatabaseQueue(path: url.path)
+        try await queue.write { db in
+            for row in try Row.fetchAll(db, sql: "SELECT id, type FROM items") {
+                try db.execute(sql: "UPDATE items SET type = ? WHERE id = ?", arguments: [BlindColumn.blind(row[1]), row[0] as Int64])
+            }
+            for row in try Row.fetchAll(db, sql: "SELECT item, name, value FROM tags") {
+                try db.execute(sql: "UPDATE tags SET name = ? WHERE item = ? AND name = ? AND value = ?",
+                               arguments: [BlindColumn.blind(row[1]), row[0] as Int64, row[1] as Int64, row[2] as DatabaseValue])
+            }
+            for name in try Int64.fetchAll(db, sql: "SELECT name FROM tag_multi") {
+                try db.execute(sql: "UPDATE tag_multi SET name = ? WHERE name = ?", arguments: [BlindColumn.blind(name), name])
+            }
+            #expect(try String.fetchAll(db, sql: "SELECT DISTINCT typeof(type) FROM items UNION SELECT DISTINCT typeof(name) FROM tags") == ["blob"])
+        }
+        try queue.close()
         return url
     }
 
@@ -75,6 +94,36 @@ struct SchemaTests {
             try await wallet.add(type: "t", id: "r1", value: "again")
         }
         #expect(try await wallet.fetchAll(type: "t", matching: .all).map(\.id) == ["r0", "r1", "r3", "r4", "r5"])
+    }
+
+    static func storageClasses(_ wallet: Wallet) async throws -> [String] {
+        try await wallet.pool.read { db in
+            try String.fetchAll(db, sql: """
+                SELECT DISTINCT typeof(type) FROM items UNION SELECT DISTINCT typeof(name) FROM tags
+                UNION SELECT DISTINCT typeof(name) FROM tag_multi
+                """)
+        }
+    }
+
+    @Test("blind types and tag names are stored as integers")
+    func blindsAreIntegers() async throws {
+        let (wallet, _) = try await TestWallets.make()
+        defer { try? wallet.close() }
+        try await wallet.add(type: "t", id: "a", value: "1", tags: ["color": "red", "~n": .list(["1", "2"])])
+        #expect(try await Self.storageClasses(wallet) == ["integer"])
+    }
+
+    @Test("an upgraded wallet stores its blinds as integers and keeps ranges over multi-valued tags exact")
+    func upgradedBlindsAreIntegers() async throws {
+        let url = try await Self.firstLayoutWallet()
+        let wallet = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration)
+        defer { try? wallet.close() }
+        #expect(try await Self.storageClasses(wallet) == ["integer"])
+        let high = try await wallet.fetchAll(type: "m", matching: WalletQuery(json: #"{"~n": {"$gt": "4"}}"#))
+        let low = try await wallet.fetchAll(type: "m", matching: WalletQuery(json: #"{"~n": {"$lt": "2"}}"#))
+        #expect(high.map(\.id) == ["multi"])
+        #expect(low.map(\.id) == ["multi"])
+        #expect(try await wallet.count(type: "m", matching: WalletQuery(json: #"{"~n": "5"}"#)) == 1)
     }
 
     @Test("a record given a deleted record's row id behind the cursor is not returned, and nothing repeats")

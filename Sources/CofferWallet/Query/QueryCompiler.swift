@@ -82,7 +82,7 @@ enum QueryCompiler {
                 if let (n, v) = context.equalityDriver(c) {
                     let alias = "e\(joins.count)"
                     joins.append("CROSS JOIN tags \(alias) ON \(alias).item = d.item AND \(alias).name = ? AND \(alias).value = ?")
-                    joinArguments += [n.databaseValue, v]
+                    joinArguments += [BlindColumn.value(n).databaseValue, v]
                 } else {
                     rest.append(c)
                 }
@@ -201,7 +201,7 @@ enum QueryCompiler {
 
         func exists(_ tag: String, condition: SQLFragment?) -> SQLFragment {
             var sql = "EXISTS (SELECT 1 FROM tags t WHERE t.item = i.id AND t.name = ?"
-            var args: [DatabaseValue] = [nameBlind(tag).databaseValue]
+            var args: [DatabaseValue] = [BlindColumn.value(nameBlind(tag)).databaseValue]
             if let condition {
                 sql += " AND (\(condition.sql))"
                 args += condition.arguments

@@ -200,7 +200,7 @@ extension CompiledSearch {
             if case .range = plan.driver, !allowRange { continue }
             if let name = plan.requiresSingleValued {
                 let multi = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM tag_multi WHERE name = ?)"),
-                                              arguments: [name]) ?? true
+                                              arguments: [BlindColumn.value(name)]) ?? true
                 if multi { continue }
             }
             return plan
@@ -219,25 +219,25 @@ extension CompiledSearch {
         switch plan.driver {
         case .type:
             sql = "FROM items i WHERE i.type = ?"
-            args = [typeBlind.databaseValue]
+            args = [BlindColumn.value(typeBlind).databaseValue]
             itemColumn = "i.id"
         case let .tag(name, value):
             sql = "FROM tags d \(plan.joins.sql)\(items) WHERE d.name = ? AND d.value = ?"
-            args = plan.joins.arguments + [name.databaseValue, value]
+            args = plan.joins.arguments + [BlindColumn.value(name).databaseValue, value]
             itemColumn = "d.item"
         case let .range(name, conditions) where joinItems:
             // The range comes in value order: SQLite collects its record ids (index only) and
             // visits them in id order, instead of sorting whole joined rows.
             sql = "FROM items i NOT INDEXED WHERE i.id IN (SELECT d.item FROM tags d WHERE d.name = ? AND \(conditions.sql))"
-            args = [name.databaseValue] + conditions.arguments
+            args = [BlindColumn.value(name).databaseValue] + conditions.arguments
             itemColumn = "i.id"
         case let .range(name, conditions):
             sql = "FROM tags d WHERE d.name = ? AND \(conditions.sql)"
-            args = [name.databaseValue] + conditions.arguments
+            args = [BlindColumn.value(name).databaseValue] + conditions.arguments
             itemColumn = "d.item"
         }
         if joinItems {
-            if case .type = plan.driver {} else { sql += " AND i.type = ?"; args.append(typeBlind.databaseValue) }
+            if case .type = plan.driver {} else { sql += " AND i.type = ?"; args.append(BlindColumn.value(typeBlind).databaseValue) }
             if expiry { sql += " AND (i.expiry IS NULL OR i.expiry > ?)"; args.append(now.databaseValue) }
             if plan.predicate.sql != "1" { sql += " AND (\(plan.predicate.sql))"; args += plan.predicate.arguments }
         }
@@ -381,7 +381,7 @@ extension CompiledSearch {
     func joinsMostlyHold(_ db: Database, _ plan: Plan, after: Int64?, descending: Bool) throws -> Bool {
         guard case let .tag(name, value) = plan.driver else { return false }
         var sample = "SELECT d.item FROM tags d WHERE d.name = ? AND d.value = ?"
-        var sampleArgs: [DatabaseValue] = [name.databaseValue, value]
+        var sampleArgs: [DatabaseValue] = [BlindColumn.value(name).databaseValue, value]
         if let after { sample += " AND d.item \(descending ? "<" : ">") ?"; sampleArgs.append(after.databaseValue) }
         sample += " ORDER BY d.item \(descending ? "DESC" : "ASC") LIMIT \(joinSample)"
         let sql = "SELECT (SELECT COUNT(*) FROM (\(sample)) d), (SELECT COUNT(*) FROM (\(sample)) d \(plan.joins.sql))"

