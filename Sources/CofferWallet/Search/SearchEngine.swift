@@ -244,13 +244,16 @@ extension CompiledSearch {
         return (sql, args, itemColumn)
     }
 
-    /// The next `limit` candidates after `after`, opened. SQLite hands rows over on this thread;
+    /// The next `limit` candidates after `after`, opened, as the chunks they were read in (walk
+    /// order); the caller reads their results and hands them back with ``ChunkPool/recycle(_:)``.
+    /// Handing over the chunks, instead of copying every candidate into one array, keeps that
+    /// copy off the part of a search no other core can share. SQLite hands rows over on this thread;
     /// with more than one core, every full chunk of them is opened on another core while this
     /// thread reads the next, so decryption overlaps the index walk instead of waiting for it,
     /// and what is left when the walk ends is opened on this thread too. `mustHold`: see
     /// ``OpenedChunk/open(typeBlind:keys:root:mustHold:shape:)``.
     func openedCandidates(_ db: Database, keys: WalletKeys, plan: Plan, after: Int64?, limit: Int, descending: Bool,
-                          now: Int64, expiry: Bool, mustHold: WQLNode? = nil, shape: RecordShape?) throws -> [OpenedCandidate] {
+                          now: Int64, expiry: Bool, mustHold: WQLNode? = nil, shape: RecordShape?) throws -> [OpenedChunk] {
         let from = source(plan, joinItems: true, now: now, expiry: expiry)
         var sql = "SELECT i.id, i.name, i.value " + from.sql
         var args = from.arguments
@@ -299,14 +302,7 @@ extension CompiledSearch {
             pending.open(typeBlind: typeBlind, keys: keys, root: root, mustHold: mustHold, shape: shape)
         }
         group.wait()
-        let chunks = queue.all
-        var out = [OpenedCandidate]()
-        out.reserveCapacity(chunks.reduce(0) { $0 + $1.count })
-        for opened in chunks {
-            for result in opened.results { out.append(try result.get()) }
-        }
-        ChunkPool.shared.recycle(chunks)
-        return out
+        return queue.all
     }
 
     /// The bytes of a blob column of the current row, lent until the statement moves on.
@@ -347,19 +343,23 @@ extension CompiledSearch {
             let batch = exact ? want : max(want, 64)
             let found = try openedCandidates(db, keys: keys, plan: plan, after: cursor.after, limit: batch,
                                              descending: descending, now: nowMs, expiry: expiry, mustHold: mustHold, shape: shape)
-            for candidate in found {
-                read += 1
-                if !candidate.matches {
-                    if exact { throw WalletError.indexDisagrees }
+            defer { ChunkPool.shared.recycle(found) }
+            for chunk in found {
+                for result in chunk.results {
+                    let candidate = try result.get()
+                    read += 1
+                    if !candidate.matches {
+                        if exact { throw WalletError.indexDisagrees }
+                        cursor.after = candidate.rowid
+                        continue
+                    }
+                    kept += 1
+                    if let record = candidate.record { out.append(record) }
                     cursor.after = candidate.rowid
-                    continue
+                    if out.count == limit { return out }
                 }
-                kept += 1
-                if let record = candidate.record { out.append(record) }
-                cursor.after = candidate.rowid
-                if out.count == limit { return out }
             }
-            if found.count < batch {
+            if found.reduce(0, { $0 + $1.count }) < batch {
                 cursor.exhausted = true
                 return out
             }
@@ -412,11 +412,15 @@ extension CompiledSearch {
         while !cursor.exhausted {
             let found = try openedCandidates(db, keys: keys, plan: plan, after: cursor.after, limit: 512,
                                              descending: false, now: nowMs, expiry: expiry, shape: nil)
-            for candidate in found {
-                if candidate.matches { total += 1 }
-                cursor.after = candidate.rowid
+            defer { ChunkPool.shared.recycle(found) }
+            for chunk in found {
+                for result in chunk.results {
+                    let candidate = try result.get()
+                    if candidate.matches { total += 1 }
+                    cursor.after = candidate.rowid
+                }
             }
-            if found.count < 512 { cursor.exhausted = true }
+            if found.reduce(0, { $0 + $1.count }) < 512 { cursor.exhausted = true }
         }
         return total
     }
