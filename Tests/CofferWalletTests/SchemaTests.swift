@@ -126,6 +126,46 @@ struct SchemaTests {
         #expect(try await wallet.count(type: "m", matching: WalletQuery(json: #"{"~n": "5"}"#)) == 1)
     }
 
+    static func format(_ wallet: Wallet) async throws -> String? {
+        try await wallet.pool.read { db in
+            try Data.fetchOne(db, sql: "SELECT value FROM coffer_meta WHERE name = 'format'").map { String(decoding: $0, as: UTF8.self) }
+        }
+    }
+
+    @Test("a new wallet records file format 2")
+    func newWalletFormat() async throws {
+        let (wallet, _) = try await TestWallets.make()
+        defer { try? wallet.close() }
+        #expect(try await Self.format(wallet) == "2")
+    }
+
+    @Test("an upgraded wallet records format 2, which a Coffer that reads only format 1 refuses")
+    func upgradedWalletFormat() async throws {
+        let url = try await Self.firstLayoutWallet()
+        let wallet = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration)
+        defer { try? wallet.close() }
+        #expect(try await Self.format(wallet) == "2")
+    }
+
+    @Test("a wallet of a newer format is refused with an error naming both formats, and left as it was")
+    func newerFormatRefused() async throws {
+        let (wallet, url) = try await TestWallets.make()
+        try await wallet.add(type: "t", id: "a", value: "1")
+        try await wallet.pool.write { db in
+            try db.execute(sql: "UPDATE coffer_meta SET value = CAST('3' AS BLOB) WHERE name = 'format'")
+        }
+        try wallet.close()
+        // Closed: everything is in the main file (opening adds the WAL and shared-memory files).
+        let before = FileManager.default.contents(atPath: url.path)
+        do {
+            _ = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration)
+            Issue.record("a wallet of format 3 opened")
+        } catch let WalletError.invalidInput(message) {
+            #expect(message.contains("format 3") && message.contains("up to 2"))
+        }
+        #expect(FileManager.default.contents(atPath: url.path) == before)
+    }
+
     @Test("a record given a deleted record's row id behind the cursor is not returned, and nothing repeats")
     func reusedRowidDoesNotRepeat() async throws {
         let (wallet, _) = try await TestWallets.make()

@@ -20,8 +20,11 @@ import GRDB
 ///     tag_multi(name INTEGER) blind names of plaintext tags some record holds several values of
 ///         (while a tag is single-valued, ranges on it are answered from one index range)
 enum Schema {
-    /// The newest file format this code reads and writes.
-    static let format = 1
+    /// The newest file format this code reads and writes. 2: blind types and tag names are
+    /// integers (a Coffer that reads only format 1 would bind them as blobs, find nothing and
+    /// write rows of the old form, so it must refuse these files, and does: it checks this).
+    /// Files of format 1 are brought to 2 when opened.
+    static let format = 2
 
     /// The first file layout.
     static let firstMigration = "wallet-v1"
@@ -86,6 +89,7 @@ enum Schema {
                 UPDATE items SET type = coffer_blind_int(type);
                 UPDATE tags SET name = coffer_blind_int(name);
                 UPDATE tag_multi SET name = coffer_blind_int(name);
+                UPDATE coffer_meta SET value = CAST('2' AS BLOB) WHERE name = 'format';
                 """)
         }
         return migrator
