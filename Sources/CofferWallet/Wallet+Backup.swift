@@ -69,7 +69,10 @@ extension Wallet {
             var done = 0
             let rows = try Row.fetchCursor(db, sql: "SELECT type, name, value, expiry FROM items ORDER BY id")
             while let row = try rows.next() {
-                let contents = try RecordCodec.open(row[2], typeBlind: BlindColumn.blind(row[0]), idBlind: row[1], keys: keys)
+                guard let typeColumn = Int64.fromDatabaseValue(row[0]) else {
+                    throw WalletError.corrupted("a record's blind type is not stored as an integer (the wallet file was altered)")
+                }
+                let contents = try RecordCodec.open(row[2], typeBlind: BlindColumn.blind(typeColumn), idBlind: row[1], keys: keys)
                 guard let type = contents.type else {
                     throw WalletError.invalidInput("record \(WalletError.quote(contents.id)) was written by the first wallet format, which did not keep its type; update it once to export it")
                 }
