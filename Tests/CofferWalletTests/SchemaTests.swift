@@ -1,4 +1,5 @@
-// The file layout: items without AUTOINCREMENT, and the upgrade of files in the first layout.
+// The file layout (format 2: items without AUTOINCREMENT, blind types and tag names as integers)
+// and the upgrade of files in the first layout.
 @testable import CofferWallet
 import Foundation
 import GRDB
@@ -19,7 +20,8 @@ struct SchemaTests {
         }
     }
 
-    /// A wallet in the first layout (items with AUTOINCREMENT) holding r0…r4 minus r2, closed.
+    /// A closed wallet in the first layout (items with AUTOINCREMENT, blob blinds, format 1) holding
+    /// r0…r4 minus r2 of type t and one record of type m with a two-valued plaintext tag.
     static func firstLayoutWallet() async throws -> URL {
         let url = TestWallets.folder().appendingPathComponent("wallet.sqlite")
         let old = try await Wallet.create(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration,
