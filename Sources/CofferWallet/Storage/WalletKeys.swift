@@ -41,17 +41,13 @@ final class WalletKeys: @unchecked Sendable {
     }
 
     private struct TagNameKey: Hashable {
-        /// The type's 8-byte blind index as one integer (hashing `Data` costs several times more).
-        let typeBlind: UInt64
+        /// The type's 8-byte blind index as the integer the file stores (hashing `Data` costs
+        /// several times more).
+        let typeBlind: Int64
         let name: ByteString
 
         init(typeBlind: Data, name: String) {
-            assert(typeBlind.count == BlindLength.type, "type blind indexes are 8 bytes")
-            var packed: UInt64 = 0
-            withUnsafeMutableBytes(of: &packed) { out in
-                typeBlind.withUnsafeBytes { out.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(8))) }
-            }
-            self.typeBlind = packed
+            self.typeBlind = BlindColumn.value(typeBlind)
             self.name = ByteString(name)
         }
     }
