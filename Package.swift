@@ -104,7 +104,7 @@ let package = Package(
             name: "CofferDeniableTests",
             dependencies: ["CofferDeniable", "CofferCrypto", .product(name: "Crypto", package: "swift-crypto")]
         ),
-        .testTarget(name: "CofferCLITests", dependencies: ["coffer", "CofferWallet", "CofferDatabase", "CofferSettings", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "CofferCLITests", dependencies: ["coffer", "CofferWallet", "CofferDatabase", "CofferSettings", "CofferDeniable", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "CofferWalletTests",
             dependencies: ["CofferWallet", "CofferCrypto", .product(name: "GRDB", package: "GRDB.swift")],

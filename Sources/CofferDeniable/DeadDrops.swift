@@ -39,17 +39,22 @@ public struct DeadDrop: Sendable, Hashable {
 func unixMillis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
 
 /// The dead-drop database (`dead-drops.sqlite`): verified dead drops, merged by id, trimmed to
-/// the retention window counted back from the newest one.
+/// the retention window counted back from the newest one. It uses a rollback journal, so between
+/// writes it is one file (mode 0600, made before SQLite opens it; SQLite gives its journal the
+/// same mode), and every install that fetches the same dead drops writes it the same way.
 final class DeadDropStore: Sendable {
     let queue: DatabaseQueue
 
     init(url: URL) throws(DeniableError) {
         do {
+            let fd = open(url.path, O_RDWR | O_CREAT, 0o600)
+            if fd >= 0 { close(fd) }
             var config = Configuration()
             config.label = "coffer.deniable.deaddrops"
+            config.busyMode = .timeout(5)
             config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             queue = try DatabaseQueue(path: url.path, configuration: config)
-            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = WAL") }
+            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = DELETE") }
             try queue.write { db in
                 try db.execute(sql: """
                     CREATE TABLE IF NOT EXISTS dead_drops(

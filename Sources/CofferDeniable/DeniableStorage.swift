@@ -24,6 +24,35 @@ public struct DeniableStatus: Sendable, Equatable {
     public let publicKeysFetchedAt: Date?
     /// Verified messaging and signing keys in the cache.
     public let verifiedKeys: Int
+    /// What the last app-start routine found and did.
+    public let lastStart: DeniableStartReport?
+}
+
+/// What one run of the app-start routine (``DeniableStorage/appDidStart()``) did. It does the
+/// same file work for every install; these fields say what it found, for status screens and
+/// support, and are never written anywhere.
+public struct DeniableStartReport: Sendable, Equatable {
+    /// Files that did not exist and were made (every file at the first start).
+    public var created: [String] = []
+    /// Files that were damaged, truncated or unreadable with the device key, and were replaced
+    /// by fresh ones. Whatever they held is gone: nobody could read it any more.
+    public var replaced: [String] = []
+    /// Files converted from an older layout (their contents kept).
+    public var converted: [String] = []
+    /// Whether the public keys were fetched (they were missing or older than the maximum age).
+    public var publicKeysRefreshed = false
+    /// New dead drops stored from the dead-drop source.
+    public var deadDropsReceived = 0
+
+    /// An empty report.
+    public init() {}
+}
+
+/// Fetches the dead drops a CoverDrop-style service publishes for all its users (network access
+/// is the app's business).
+public protocol DeadDropSource: Sendable {
+    /// The dead drops published after `id` (every one the service still serves when nil).
+    func fetchDeadDrops(after id: Int64?) async throws -> [DeadDrop]
 }
 
 /// CoverDrop-style deniable storage in one folder:
@@ -34,11 +63,19 @@ public struct DeniableStatus: Sendable, Equatable {
 ///     dead-drops.sqlite  verified dead drops
 ///     public-keys.json   the public key bundle and its fetch time
 ///
-/// Opening it creates the vault under a random passphrase nobody sees, whether or not the user
-/// ever uses the feature, and re-encrypts the vault's outer layer, so every install's vault
-/// changes at every start. A session is unlocked with the passphrase and ends on ``lock()``,
-/// on leaving the private views, on going to the background, at an optional expiry time, and
-/// at exit (``close()``); ending it saves the vault and drops every secret from memory.
+/// Opening it runs the app-start routine (``appDidStart()``), which does the same file work for
+/// every install whether or not its user ever set up the feature: the secure-element key is made
+/// once, at the first start; the vault (made under a random passphrase nobody sees when absent)
+/// and the sending queue are rewritten with fresh randomness; public keys are fetched when
+/// stale; the service's dead drops are fetched and merged, and expired ones pruned. A damaged,
+/// truncated or missing vault, queue or key file is replaced by a fresh one. Afterwards every
+/// file in the folder is mode 0600, the folder 0700, and their modification times are the
+/// start's time (writes later in the same run keep that time).
+///
+/// A session is unlocked with the passphrase and ends on ``lock()``, on leaving the private
+/// views, on going to the background, at an optional expiry time, and at exit (``close()``);
+/// ending it saves the vault and drops every secret from memory. Nothing is logged at `.info`
+/// or above that differs between an install that uses the feature and one that does not.
 public actor DeniableStorage {
     /// The folder holding the files.
     public nonisolated let folder: URL
@@ -46,6 +83,7 @@ public actor DeniableStorage {
     public nonisolated let configuration: DeniableConfiguration
     let secureElement: SecureElement
     let keySource: PublicKeySource?
+    let deadDropSource: DeadDropSource?
     let clock: @Sendable () -> Date
     let queue: SendingQueue
     let deadDropStore: DeadDropStore
@@ -66,59 +104,169 @@ public actor DeniableStorage {
     /// touches the store meanwhile.
     private var timer: Task<Void, Never>?
     private var keys: VerifiedKeys?
+    /// The wall-clock time of the last app start: every deniable file carries it as its mtime.
+    private var startedAt = Date()
+    private var lastStart: DeniableStartReport?
 
     var vaultURL: URL { folder.appendingPathComponent("vault") }
 
     deinit { timer?.cancel() }
 
-    /// Opens (creating when absent) deniable storage in `folder`.
+    /// Opens (creating when absent) deniable storage in `folder` and runs the app-start routine
+    /// (see ``appDidStart()``).
     /// - Parameters:
     ///   - trustAnchor: the bundled key that signs published keys.
     ///   - keySource: fetches the key bundle when the cache is missing or older than
     ///     ``DeniableConfiguration/publicKeyMaxAge`` (nil: use the cache only).
+    ///   - deadDropSource: fetches the service's dead drops at every start (nil: dead drops
+    ///     arrive only through ``receive(deadDrops:)``).
     ///   - secureElement: the device key (default: a ``FileSecureElement`` in the folder).
     ///   - clock: the current time (injected in tests).
-    /// - Throws: ``DeniableError`` when the configuration is invalid or a file is damaged.
+    /// - Throws: ``DeniableError`` when the configuration is invalid, the secure element refuses,
+    ///   or the folder cannot be written. Damaged files are replaced, not reported as errors.
     public init(folder: URL, configuration: DeniableConfiguration = .init(), trustAnchor: TrustAnchor,
-                keySource: PublicKeySource? = nil, secureElement: SecureElement? = nil,
+                keySource: PublicKeySource? = nil, deadDropSource: DeadDropSource? = nil,
+                secureElement: SecureElement? = nil,
                 clock: @escaping @Sendable () -> Date = { Date() }) async throws(DeniableError) {
         try configuration.validate()
         try AtomicFile.ensureFolder(folder)
         self.folder = folder
         self.configuration = configuration
-        self.secureElement = secureElement ?? FileSecureElement(keyFile: folder.appendingPathComponent("secure-element.key"))
+        let keyFile = folder.appendingPathComponent("secure-element.key")
+        self.secureElement = secureElement ?? FileSecureElement(keyFile: keyFile)
         self.keySource = keySource
+        self.deadDropSource = deadDropSource
         self.clock = clock
-        self.keyCache = PublicKeyCache(url: folder.appendingPathComponent("public-keys.json"), anchor: trustAnchor)
-        self.deadDropStore = try DeadDropStore(url: folder.appendingPathComponent("dead-drops.sqlite"))
-        let loaded = try keyCache.load(now: clock())
+        let log = Logger(label: "coffer.deniable")
+        var report = DeniableStartReport()
+        startedAt = Date()
+
+        // The device key first: when it had to be made, what it protected is replaced below.
+        let keyExisted = secureElement != nil || FileManager.default.fileExists(atPath: keyFile.path)
+        if try self.secureElement.prepare() {
+            if keyExisted { report.replaced.append("secure-element.key") } else { report.created.append("secure-element.key") }
+        }
+
+        let cache = PublicKeyCache(url: folder.appendingPathComponent("public-keys.json"), anchor: trustAnchor)
+        self.keyCache = cache
+        var loaded: VerifiedKeys?
+        do { loaded = try cache.load(now: clock()) } catch {
+            log.debug("replacing an unreadable public-key cache")
+            try Self.remove(cache.url)
+            report.replaced.append("public-keys.json")
+        }
+
+        let dropsURL = folder.appendingPathComponent("dead-drops.sqlite")
+        let dropsExisted = FileManager.default.fileExists(atPath: dropsURL.path)
+        do { self.deadDropStore = try DeadDropStore(url: dropsURL) } catch {
+            log.debug("replacing an unreadable dead-drop database")
+            for suffix in ["", "-journal", "-wal", "-shm"] { try Self.remove(URL(fileURLWithPath: dropsURL.path + suffix)) }
+            self.deadDropStore = try DeadDropStore(url: dropsURL)
+            report.replaced.append("dead-drops.sqlite")
+        }
+        if !dropsExisted { report.created.append("dead-drops.sqlite") }
+
         let itemBytes = configuration.queueItemBytes
         let coverKey = CoverKey(loaded?.messaging.first?.key)
         self.coverKey = coverKey
-        self.queue = try SendingQueue(url: folder.appendingPathComponent("sending-queue"), slots: configuration.queueSlots,
-                                      itemBytes: itemBytes) { Self.cover(itemBytes: itemBytes, to: coverKey.current) }
+        let queueURL = folder.appendingPathComponent("sending-queue")
+        let queueExisted = FileManager.default.fileExists(atPath: queueURL.path)
+        let makeQueue = { [se = self.secureElement] () throws(DeniableError) -> SendingQueue in
+            try SendingQueue(url: queueURL, slots: configuration.queueSlots, itemBytes: itemBytes, secureElement: se) {
+                Self.cover(itemBytes: itemBytes, to: coverKey.current)
+            }
+        }
+        do { self.queue = try makeQueue() } catch {
+            guard case .corrupted = error else { throw error }
+            log.debug("replacing an unreadable sending queue")
+            try Self.remove(queueURL)
+            self.queue = try makeQueue()
+            report.replaced.append("sending-queue")
+        }
+        if !queueExisted { report.created.append("sending-queue") }
         self.keys = loaded
-        try touchOrCreateVault()
-        await refreshKeysIfStale()
+        try await runStartRoutine(report)
+    }
+
+    /// The app-start routine, for an app that keeps this instance across launches of its UI
+    /// (opening ``DeniableStorage`` runs it already). It does the same file work for every
+    /// install, used or not: the vault and the sending queue are rewritten with fresh randomness
+    /// (a damaged or missing one is replaced by a fresh one), public keys are fetched when stale,
+    /// the dead-drop source's new dead drops are merged and expired ones pruned, file modes are
+    /// set to 0600 (folder 0700), and modification times to this start's time. Trial decryption
+    /// of dead drops waits for ``unlock(passphrase:)``. Failures to reach the network are logged
+    /// and do not throw.
+    /// - Returns: what it found and did.
+    @discardableResult
+    public func appDidStart() async throws(DeniableError) -> DeniableStartReport {
+        startedAt = Date()
+        var report = DeniableStartReport()
+        let keyFile = (secureElement as? FileSecureElement)?.keyFile
+        let keyExisted = keyFile.map { FileManager.default.fileExists(atPath: $0.path) } ?? true
+        if try secureElement.prepare() {
+            if keyExisted { report.replaced.append("secure-element.key") } else { report.created.append("secure-element.key") }
+        }
+        try await runStartRoutine(report)
+        return lastStart ?? report
+    }
+
+    private func runStartRoutine(_ start: DeniableStartReport) async throws(DeniableError) {
+        var report = start
+        // The queue rewrites its file from memory (which also repairs a file damaged since it was
+        // read), under a fresh outer salt and nonce.
+        try queue.rewrite()
+        try startVault(&report)
+        report.publicKeysRefreshed = await refreshKeysIfStale()
+        report.deadDropsReceived = await fetchDeadDrops()
+        lastStart = report
+        settle()
+    }
+
+    /// Removes a file; a missing one is fine.
+    private static func remove(_ url: URL) throws(DeniableError) {
+        do { try DurableFile.remove(url) } catch { throw .storage(error.message) }
+    }
+
+    /// Sets the folder to 0700 and every file in it to 0600, and gives them all this start's
+    /// modification time, so that a write later in the run (a send, an unlock) does not show in
+    /// the files' times. Called after every operation that writes.
+    private func settle() {
+        let fm = FileManager.default
+        let names = (try? fm.contentsOfDirectory(atPath: folder.path)) ?? []
+        for name in names where !name.hasPrefix(".") {
+            let path = folder.appendingPathComponent(name).path
+            try? fm.setAttributes([.posixPermissions: 0o600, .modificationDate: startedAt], ofItemAtPath: path)
+        }
+        try? fm.setAttributes([.posixPermissions: 0o700, .modificationDate: startedAt], ofItemAtPath: folder.path)
     }
 
     // MARK: Vault
 
-    /// Creates the vault under a random passphrase when absent, else re-encrypts its outer layer.
-    private func touchOrCreateVault() throws(DeniableError) {
+    /// Rewrites the vault's outer layer; creates the vault under a random passphrase when it is
+    /// missing, and replaces it when it cannot be read (damaged, truncated, or written under
+    /// another device key) — for every install alike, since nobody can open such a file.
+    private func startVault(_ report: inout DeniableStartReport) throws(DeniableError) {
         guard let file = try AtomicFile.read(vaultURL) else {
             try writeFreshVault(passphrase: Passphrase.generate(wordCount: configuration.passphraseWordCount))
-            logger.info("created the vault")
+            logger.debug("created the vault")
+            report.created.append("vault")
             return
         }
-        try rewrap(file)
+        let opened: Vault.Opened
+        do { opened = try Vault.open(file, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement) } catch {
+            guard case .corrupted = error else { throw error }
+            try writeFreshVault(passphrase: Passphrase.generate(wordCount: configuration.passphraseWordCount))
+            logger.debug("replaced an unreadable vault")
+            report.replaced.append("vault")
+            return
+        }
+        if opened.legacy { report.converted.append("vault") }
+        try AtomicFile.write(Vault.wrap(inner: opened.inner, header: opened.header, secureElement: secureElement), to: vaultURL)
     }
 
     private func rewrap(_ file: Data) throws(DeniableError) {
-        let header = try Vault.Header.parse(file, expectedContentBytes: configuration.vaultContentBytes)
-        let outer = try Vault.outerKey(salt: header.salt, secureElement: secureElement)
-        let inner = try Vault.unwrap(file, header: header, outerKey: outer)
-        try AtomicFile.write(Vault.wrap(inner: inner, header: header, outerKey: outer), to: vaultURL)
+        let opened = try Vault.open(file, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)
+        try AtomicFile.write(Vault.wrap(inner: opened.inner, header: opened.header, secureElement: secureElement), to: vaultURL)
     }
 
     /// Writes a new vault (new salt, fresh keys, empty mailbox) under `passphrase`.
@@ -133,21 +281,23 @@ public actor DeniableStorage {
     private func save(_ contents: inout VaultContents, header: Vault.Header, vaultKey: SecretKey) throws(DeniableError) {
         var plain = try contents.padded(size: header.contentBytes)
         defer { SecureMemory.wipe(&plain) }
-        let outer = try Vault.outerKey(salt: header.salt, secureElement: secureElement)
-        try AtomicFile.write(Vault.seal(plain, header: header, vaultKey: vaultKey, outerKey: outer), to: vaultURL)
+        try AtomicFile.write(Vault.seal(plain, header: header, vaultKey: vaultKey, secureElement: secureElement), to: vaultURL)
     }
 
     /// Replaces the vault with a new one under a freshly generated passphrase, which is returned
-    /// for the user to write down (it is not stored anywhere). The secure element's key, the
-    /// user's key pair and the queue secret are renewed, the sending queue is wiped, and the
-    /// session is locked. Unlock with the returned passphrase to start using it.
+    /// for the user to write down (it is not stored anywhere). The vault's Argon2id salt, the
+    /// user's key pair and the queue secret are new, the sending queue holds only fresh covers,
+    /// and the session is locked. The secure element's key stays (it was made at the first
+    /// start, for every install). Unlock with the returned passphrase to start using it.
+    /// It succeeds whatever the old vault's state: the app-start routine has already replaced a
+    /// damaged one.
     public func createVault() throws(DeniableError) -> String {
         session = nil
         let passphrase = Passphrase.generate(wordCount: configuration.passphraseWordCount)
-        try secureElement.regenerate()
         try writeFreshVault(passphrase: passphrase)
         try queue.wipe()
-        logger.info("replaced the vault")
+        settle()
+        logger.debug("vault operation finished")
         return passphrase
     }
 
@@ -165,17 +315,17 @@ public actor DeniableStorage {
     public func unlock(passphrase: String) throws(DeniableError) {
         let normalized = try Passphrase.normalize(passphrase)
         guard let file = try AtomicFile.read(vaultURL) else { throw .storage("the vault file is missing") }
-        let header = try Vault.Header.parse(file, expectedContentBytes: configuration.vaultContentBytes)
-        let outer = try Vault.outerKey(salt: header.salt, secureElement: secureElement)
-        let inner = try Vault.unwrap(file, header: header, outerKey: outer)
+        let opened = try Vault.open(file, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)
+        let header = opened.header
         let key = try Vault.vaultKey(passphrase: normalized, header: header, secureElement: secureElement)
-        var contents = try Vault.openInner(inner, header: header, vaultKey: key)
+        var contents = try Vault.openInner(opened.inner, header: header, vaultKey: key)
         _ = try collectMessages(into: &contents)
         try save(&contents, header: header, vaultKey: key)
+        settle()
         session = Session(contents: contents, vaultKey: key, header: header, unlockedAt: clock())
         backgroundedAt = nil
         if let lifetime = configuration.sessionLifetime { schedule(after: lifetime) }
-        logger.info("session unlocked")
+        logger.debug("session event")
     }
 
     /// Ends the session: removes expired messages, saves the vault, drops every secret from
@@ -186,6 +336,7 @@ public actor DeniableStorage {
         timer = nil
         guard var current = session else {
             if let file = try AtomicFile.read(vaultURL) { try rewrap(file) }
+            settle()
             return
         }
         session = nil
@@ -193,7 +344,8 @@ public actor DeniableStorage {
         let cutoff = clock().addingTimeInterval(-configuration.mailboxRetention)
         current.contents.messages.removeAll { $0.date < cutoff }
         try save(&current.contents, header: current.header, vaultKey: current.vaultKey)
-        logger.info("session locked")
+        settle()
+        logger.debug("session event")
     }
 
     /// Runs the due checks after `seconds` (real time).
@@ -209,14 +361,14 @@ public actor DeniableStorage {
     private func runDueChecks() {
         expireIfDue()
         if let since = backgroundedAt, clock().timeIntervalSince(since) >= configuration.backgroundGrace {
-            do { try lock() } catch { session = nil; logger.error("saving the vault after the background grace failed: \(error)") }
+            do { try lock() } catch { session = nil; logger.debug("saving the vault at a session end failed") }
         }
     }
 
     private func expireIfDue() {
         guard let current = session, let lifetime = configuration.sessionLifetime else { return }
         if clock().timeIntervalSince(current.unlockedAt) >= lifetime {
-            do { try lock() } catch { session = nil; logger.error("saving the vault at session expiry failed: \(error)") }
+            do { try lock() } catch { session = nil; logger.debug("saving the vault at a session end failed") }
         }
     }
 
@@ -301,9 +453,11 @@ public actor DeniableStorage {
         do { try save(&current.contents, header: current.header, vaultKey: current.vaultKey) } catch {
             // The mailbox could not record it: the message leaves the queue again, so nothing changed.
             try? queue.withdraw(item)
+            settle()
             throw error
         }
         session = current
+        settle()
         return message
     }
 
@@ -313,12 +467,16 @@ public actor DeniableStorage {
     /// `send` throws, the head stays for the next attempt.
     @discardableResult
     public func sendNextQueued(_ send: @Sendable (Data) async throws -> Void) async throws -> Data {
-        try await queue.sendHead(send)
+        defer { settle() }
+        return try await queue.sendHead(send)
     }
 
     /// Removes the head of the sending queue and appends a cover; returns the removed item.
     @discardableResult
-    public func dequeue() throws(DeniableError) -> Data { try queue.dequeue() }
+    public func dequeue() throws(DeniableError) -> Data {
+        defer { settle() }
+        return try queue.dequeue()
+    }
 
     /// Verifies and stores dead drops (merged by id, trimmed to the retention window before the
     /// newest); while unlocked, messages for the user move into the mailbox at once.
@@ -338,6 +496,7 @@ public actor DeniableStorage {
             }
             session = current
         }
+        settle()
         return DeadDropMerge(kept: r.kept, duplicates: r.duplicates, rejected: r.rejected, trimmed: r.trimmed)
     }
 
@@ -388,11 +547,31 @@ public actor DeniableStorage {
         return cached
     }
 
-    private func refreshKeysIfStale() async {
+    /// Fetches the keys when none are cached or the cache is older than the maximum age.
+    private func refreshKeysIfStale() async -> Bool {
         let now = clock()
-        if let keys, now.timeIntervalSince(keys.fetchedAt) < configuration.publicKeyMaxAge { return }
-        do { _ = try await refreshPublicKeys() } catch {
+        if let keys, now.timeIntervalSince(keys.fetchedAt) < configuration.publicKeyMaxAge { return false }
+        guard keySource != nil else { return false }
+        do {
+            _ = try await refreshPublicKeys()
+            return true
+        } catch {
             logger.warning("fetching public keys failed; using the cached copy: \(error)")
+            return false
+        }
+    }
+
+    /// Merges the dead-drop source's new dead drops (and prunes expired ones); how many were kept.
+    private func fetchDeadDrops() async -> Int {
+        guard let deadDropSource else { return 0 }
+        do {
+            let newest = try deadDropStore.newestID()
+            let drops = try await deadDropSource.fetchDeadDrops(after: newest)
+            guard !drops.isEmpty else { return 0 }
+            return try receive(deadDrops: drops).kept
+        } catch {
+            logger.warning("fetching dead drops failed; trying again at the next start: \(error)")
+            return 0
         }
     }
 
@@ -429,7 +608,8 @@ public actor DeniableStorage {
             mailboxMessages: session?.contents.messages.count,
             deadDrops: try deadDropStore.all().count,
             publicKeysFetchedAt: keys?.fetchedAt,
-            verifiedKeys: (keys?.messaging.count ?? 0) + (keys?.signing.count ?? 0))
+            verifiedKeys: (keys?.messaging.count ?? 0) + (keys?.signing.count ?? 0),
+            lastStart: lastStart)
     }
 
     /// A cover item: a zero byte (no recipient) and random bytes, sealed to the CoverNode key (to

@@ -9,18 +9,40 @@ import Foundation
 ///
 /// Its secret keys live in a folder (mode 0600 files) so separate processes can share one
 /// environment. Production apps bundle their service's real trust anchor instead.
-public final class DevelopmentCoverNode: Sendable, PublicKeySource {
+///
+/// Like CoverDrop's service, it publishes dead drops for all its users on its own schedule: a
+/// dead drop of ``messagesPerDeadDrop`` messages whenever ``deadDropInterval`` has passed since
+/// the last one (checked when a client fetches), holding the journalists' pending replies and
+/// covers, and one at once when a reply is published. Every store that fetches from it stores
+/// the same dead drops.
+public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSource {
     /// The trust anchor apps of this environment bundle.
     public let trustAnchor: TrustAnchor
     private let anchorKey: Ed25519KeyPair
     private let messagingKey: X25519KeyPair
     private let signingKey: Ed25519KeyPair
     private let configuration: DeniableConfiguration
+    private let folder: URL
+    private let clock: @Sendable () -> Date
+    private let publishLock = NSLock()
+    /// How often the service publishes a dead drop without replies.
+    public let deadDropInterval: TimeInterval
+    /// Messages in every dead drop (replies and covers together).
+    public let messagesPerDeadDrop: Int
 
     /// Loads the environment kept in `folder`, creating it (keys valid for a year) when absent.
-    public init(folder: URL, configuration: DeniableConfiguration = .init()) throws(DeniableError) {
+    /// - Parameters:
+    ///   - deadDropInterval: seconds between scheduled dead drops (default an hour).
+    ///   - messagesPerDeadDrop: messages in every dead drop (default 10).
+    ///   - clock: the service's time (injected in tests).
+    public init(folder: URL, configuration: DeniableConfiguration = .init(), deadDropInterval: TimeInterval = 3_600,
+                messagesPerDeadDrop: Int = 10, clock: @escaping @Sendable () -> Date = { Date() }) throws(DeniableError) {
         try AtomicFile.ensureFolder(folder)
         self.configuration = configuration
+        self.folder = folder
+        self.clock = clock
+        self.deadDropInterval = deadDropInterval
+        self.messagesPerDeadDrop = max(messagesPerDeadDrop, 1)
         func seed(_ name: String) throws(DeniableError) -> SecretKey {
             let url = folder.appendingPathComponent(name)
             if let data = try AtomicFile.read(url) {
@@ -41,7 +63,7 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource {
             expiry = Date(timeIntervalSince1970: s)
         } else {
             expiry = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 365 * 86_400).rounded(.down))
-            try AtomicFile.write(Data(String(Int(expiry.timeIntervalSince1970)).utf8), to: expiryURL, permissions: 0o644)
+            try AtomicFile.write(Data(String(Int(expiry.timeIntervalSince1970)).utf8), to: expiryURL, permissions: 0o600)
         }
         trustAnchor = TrustAnchor(publicKey: anchorKey.publicKey, notValidAfter: expiry)
     }
@@ -86,5 +108,86 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource {
     public func read(queueItem: Data) -> (recipient: String, text: String)? {
         guard let plain = try? messagingKey.openSealed(queueItem) else { return nil }
         return MessagePadding.decode(plain).map { ($0.peer, $0.text) }
+    }
+
+    // MARK: Publishing dead drops
+
+    private var publishedURL: URL { folder.appendingPathComponent("published-dead-drops.json") }
+
+    private struct Published: Codable {
+        var id: Int64
+        var createdAtMillis: Int64
+        var data: Data
+        var signature: Data
+    }
+
+    /// Every dead drop the service still serves (the retention window back from the newest), oldest first.
+    public func publishedDeadDrops() throws(DeniableError) -> [DeadDrop] {
+        try withPublicationLock { () throws(DeniableError) in try readPublished() }
+    }
+
+    /// Publishes a dead drop now holding `replies` sealed to `userPublicKey`, filled with covers
+    /// up to ``messagesPerDeadDrop`` (more messages when there are more replies).
+    @discardableResult
+    public func publishReplies(_ replies: [(sender: String, text: String)], to userPublicKey: Data) throws(DeniableError) -> DeadDrop {
+        try withPublicationLock { () throws(DeniableError) in
+            try publish(replies: replies, to: userPublicKey, existing: readPublished())
+        }
+    }
+
+    /// Publishes a cover dead drop when none was published within ``deadDropInterval``.
+    /// - Returns: the new dead drop, or nil when none was due.
+    @discardableResult
+    public func publishIfDue() throws(DeniableError) -> DeadDrop? {
+        try withPublicationLock { () throws(DeniableError) in
+            let existing = try readPublished()
+            if let newest = existing.last, clock().timeIntervalSince(newest.createdAt) < deadDropInterval { return nil }
+            return try publish(replies: [], to: nil, existing: existing)
+        }
+    }
+
+    /// The dead drops published after `id` (``DeadDropSource``); publishes one first when due.
+    public func fetchDeadDrops(after id: Int64?) async throws -> [DeadDrop] {
+        try publishIfDue()
+        return try publishedDeadDrops().filter { id == nil || $0.id > id! }
+    }
+
+    private func publish(replies: [(sender: String, text: String)], to userPublicKey: Data?,
+                         existing: [DeadDrop]) throws(DeniableError) -> DeadDrop {
+        let now = clock()
+        let createdAt = Date(timeIntervalSince1970: Double(unixMillis(now)) / 1000)
+        let id = (existing.last?.id ?? 0) + 1
+        let drop = try deadDrop(id: id, createdAt: createdAt, replies: replies, to: userPublicKey ?? X25519KeyPair.generate().publicKey,
+                                covers: max(messagesPerDeadDrop - replies.count, 0))
+        var kept = existing + [drop]
+        let cutoff = createdAt.addingTimeInterval(-configuration.deadDropRetention)
+        kept.removeAll { $0.createdAt < cutoff }
+        let stored = kept.map { Published(id: $0.id, createdAtMillis: unixMillis($0.createdAt), data: $0.data, signature: $0.signature) }
+        let json: Data
+        do { json = try JSONEncoder().encode(stored) } catch { throw .storage("cannot encode published dead drops: \(error)") }
+        try AtomicFile.write(json, to: publishedURL, permissions: 0o600)
+        return drop
+    }
+
+    private func readPublished() throws(DeniableError) -> [DeadDrop] {
+        guard let data = try AtomicFile.read(publishedURL) else { return [] }
+        do {
+            return try JSONDecoder().decode([Published].self, from: data).map {
+                DeadDrop(id: $0.id, createdAt: Date(timeIntervalSince1970: Double($0.createdAtMillis) / 1000), data: $0.data,
+                         signature: $0.signature)
+            }
+        } catch { throw .corrupted("\(publishedURL.path) does not parse: \(error)") }
+    }
+
+    /// Serialises publication between threads, and between processes sharing the folder (flock).
+    private func withPublicationLock<R>(_ body: () throws(DeniableError) -> R) throws(DeniableError) -> R {
+        publishLock.lock()
+        defer { publishLock.unlock() }
+        let fd = open(folder.appendingPathComponent("publish.lock").path, O_RDWR | O_CREAT, 0o600)
+        guard fd >= 0 else { throw .storage("cannot open the development service's lock file in \(folder.path)") }
+        defer { close(fd) }
+        _ = flock(fd, LOCK_EX)
+        defer { _ = flock(fd, LOCK_UN) }
+        return try body()
     }
 }

@@ -163,6 +163,6 @@ struct PublicKeyCache {
         do { data = try encoder.encode(Stored(fetchedAt: fetchedAt.timeIntervalSince1970, bundle: bundle)) } catch {
             throw .storage("cannot encode the key cache: \(error)")
         }
-        try AtomicFile.write(data, to: url, permissions: 0o644)
+        try AtomicFile.write(data, to: url, permissions: 0o600)
     }
 }

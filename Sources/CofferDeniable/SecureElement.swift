@@ -8,14 +8,30 @@ import Foundation
 public protocol SecureElement: Sendable {
     /// HMAC-SHA256 of `message` under the element's key (32 bytes), computed inside.
     func authenticate(_ message: Data) throws(DeniableError) -> SecretKey
-    /// Replaces the key with a fresh one (the vault is being reset): what the old key protected
-    /// can no longer be opened.
+    /// Replaces the key with a fresh one: what the old key protected can no longer be opened.
+    /// Deniable storage never calls it (a new vault keeps the device key; a missing or damaged key
+    /// is replaced by ``prepare()``); it is for an app that wants to destroy what the key protected.
     func regenerate() throws(DeniableError)
+    /// Makes sure the key exists and can be used, at every app start. Returns true when a new
+    /// key had to be made (none existed, or the stored one was damaged): whatever the old key
+    /// protected can no longer be opened and is replaced.
+    func prepare() throws(DeniableError) -> Bool
+}
+
+extension SecureElement {
+    /// A hardware element always has its key: compute once to surface a failure, make nothing.
+    public func prepare() throws(DeniableError) -> Bool {
+        _ = try authenticate(Data("coffer.deniable.prepare".utf8))
+        return false
+    }
 }
 
 /// A real software stand-in for a secure element on platforms without one: a random 32-byte key
-/// in a file only its owner may read (mode 0600), created on first use. It refuses a key file
-/// whose permissions are wider, and no API returns the key.
+/// in a file only its owner may read (mode 0600), created once, at the first app start. It
+/// refuses a key file whose permissions are wider, and no API returns the key.
+///
+/// Unlike hardware, the file sits beside the files it protects: a copy of the folder holds the
+/// key (see `docs/deniable-threat-model.md`).
 public final class FileSecureElement: SecureElement, @unchecked Sendable {
     /// Where the key lives.
     public let keyFile: URL
@@ -42,6 +58,28 @@ public final class FileSecureElement: SecureElement, @unchecked Sendable {
         defer { lock.unlock() }
         cached = nil
         try writeKey(SecretKey.random(byteCount: 32))
+    }
+
+    /// Creates the key file when it is missing, and replaces it when it does not hold a 32-byte
+    /// key. A key file readable by others is refused (``DeniableError/secureElement(_:)``): it is
+    /// not damaged, and replacing it would destroy what it protects; fix its mode to 0600.
+    public func prepare() throws(DeniableError) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        let file = OwnerOnlyKeyFile(url: keyFile)
+        if FileManager.default.fileExists(atPath: keyFile.path) {
+            do {
+                cached = KeyedHash(key: try file.load())
+                return false
+            } catch {
+                let mode = (try? FileManager.default.attributesOfItem(atPath: keyFile.path)[.posixPermissions] as? NSNumber)?.intValue ?? 0
+                if mode & 0o077 != 0 { throw .secureElement(error.message) }
+            }
+        }
+        let key = SecretKey.random(byteCount: 32)
+        try writeKey(key)
+        cached = KeyedHash(key: key)
+        return true
     }
 
     private func keyed() throws(DeniableError) -> KeyedHash {

@@ -3,25 +3,40 @@
 import CofferCrypto
 import Foundation
 
-/// The private sending queue, kept in one file of constant length. All integers big-endian:
+/// The private sending queue, kept in one file of constant length (version 2). All integers
+/// big-endian:
 ///
-///     offset  bytes  field
-///          0      8  magic "CFQUEUE1"
+///     offset  bytes  field (cleartext)
+///          0      8  magic "CFQUEUE2"
 ///          8      4  N, slots
 ///         12      4  item bytes
 ///         16      4  hint bytes (32)
-///         20  N×item items, head first
-///          …  N×32   hints, one per item
+///         20     16  outer salt, fresh at every write
+///         36     24  outer nonce, fresh at every write
+///         60      …  outer box (XChaCha20-Poly1305; key: the secure element's MAC of a label and
+///                    the outer salt; associated data = bytes 0..<36) of:
+///                        N×item items, head first ‖ N×32 hints, one per item
 ///
 /// Real items carry hint = HMAC-SHA256(queue secret, item); covers carry random hints. Real
 /// items always form a prefix (the fill level), so the sender needs no secret: it sends the head
 /// and appends a fresh cover. A new real item goes to the front-most free slot — inserted
 /// before the covers, pushing the last cover out — so the file's length and layout never change.
+/// The outer layer is keyed by the secure element alone (the background sender needs no
+/// passphrase) and is renewed at every write and at every app start, so a copy of the file
+/// taken before and after shows every byte but the constants changed, whether a real message
+/// was queued, sent, or nothing happened. Version 1 (`CFQUEUE1`, the same slots without the
+/// outer layer) is read and rewritten in version 2.
 public final class SendingQueue: @unchecked Sendable {
     /// Bytes of one hint (full HMAC-SHA256 output).
     public static let hintBytes = 32
-    static let magic = Array("CFQUEUE1".utf8)
-    static let headerBytes = 20
+    static let magic = Array("CFQUEUE2".utf8)
+    static let legacyMagic = Array("CFQUEUE1".utf8)
+    /// Bytes of the cleartext header the outer box authenticates.
+    static let headerBytes = 36
+    static let legacyHeaderBytes = 20
+    static let outerSaltBytes = 16
+    /// Bytes the outer layer adds: header, nonce, tag.
+    static let overhead = headerBytes + 24 + 16
 
     /// The queue's file.
     public let url: URL
@@ -29,6 +44,7 @@ public final class SendingQueue: @unchecked Sendable {
     public let slots: Int
     /// Bytes of every item.
     public let itemBytes: Int
+    private let secureElement: SecureElement
     private let makeCover: @Sendable () -> Data
     // Guarded by `lock`.
     private let lock = NSLock()
@@ -36,18 +52,25 @@ public final class SendingQueue: @unchecked Sendable {
     private var hints: [Data]
 
     /// The file length for `slots` items of `itemBytes`.
-    public static func fileLength(slots: Int, itemBytes: Int) -> Int { headerBytes + slots * (itemBytes + hintBytes) }
+    public static func fileLength(slots: Int, itemBytes: Int) -> Int { overhead + slots * (itemBytes + hintBytes) }
 
     /// Opens the queue at `url`, creating a queue of covers when there is none.
-    /// - Parameter makeCover: makes one cover item of exactly `itemBytes` bytes.
-    /// - Throws: ``DeniableError/corrupted(_:)`` when the file is not a queue of this shape.
-    public init(url: URL, slots: Int, itemBytes: Int, makeCover: @escaping @Sendable () -> Data) throws(DeniableError) {
+    /// - Parameters:
+    ///   - secureElement: keys the outer layer.
+    ///   - makeCover: makes one cover item of exactly `itemBytes` bytes.
+    /// - Throws: ``DeniableError/corrupted(_:)`` when the file is not a queue of this shape or its
+    ///   outer layer fails.
+    public init(url: URL, slots: Int, itemBytes: Int, secureElement: SecureElement,
+                makeCover: @escaping @Sendable () -> Data) throws(DeniableError) {
         self.url = url
         self.slots = slots
         self.itemBytes = itemBytes
+        self.secureElement = secureElement
         self.makeCover = makeCover
         if let data = try AtomicFile.read(url) {
-            (items, hints) = try Self.parse(data, slots: slots, itemBytes: itemBytes)
+            let legacy: Bool
+            (items, hints, legacy) = try Self.parse(data, slots: slots, itemBytes: itemBytes, secureElement: secureElement)
+            if legacy { try save() }
         } else {
             items = []
             hints = []
@@ -56,20 +79,55 @@ public final class SendingQueue: @unchecked Sendable {
         }
     }
 
-    static func parse(_ data: Data, slots: Int, itemBytes: Int) throws(DeniableError) -> ([Data], [Data]) {
-        guard data.count == fileLength(slots: slots, itemBytes: itemBytes) else {
-            throw .corrupted("the sending queue is \(data.count) bytes; \(slots) slots of \(itemBytes) bytes need \(fileLength(slots: slots, itemBytes: itemBytes))")
+    private static func header(magic: [UInt8], slots: Int, itemBytes: Int) -> [UInt8] {
+        var w = Writer(buffer: [])
+        w.bytes(magic)
+        w.u32(UInt32(slots))
+        w.u32(UInt32(itemBytes))
+        w.u32(UInt32(hintBytes))
+        return w.buffer
+    }
+
+    static func outerKey(salt: Data, secureElement: SecureElement) throws(DeniableError) -> SecretKey {
+        try secureElement.authenticate(Data("coffer.deniable.queue.outer.v2".utf8) + salt)
+    }
+
+    static func parse(_ data: Data, slots: Int, itemBytes: Int,
+                      secureElement: SecureElement) throws(DeniableError) -> ([Data], [Data], Bool) {
+        let body = slots * (itemBytes + hintBytes)
+        let legacy = Array(data.prefix(8)) == legacyMagic
+        let expectedHeader = header(magic: legacy ? legacyMagic : magic, slots: slots, itemBytes: itemBytes)
+        let expectedLength = legacy ? legacyHeaderBytes + body : fileLength(slots: slots, itemBytes: itemBytes)
+        guard data.count == expectedLength else {
+            throw .corrupted("the sending queue is \(data.count) bytes; \(slots) slots of \(itemBytes) bytes need \(expectedLength)")
         }
-        return try withBytes(data) { (raw) throws(DeniableError) -> ([Data], [Data]) in
-            var r = Reader(bytes: raw)
-            guard let m = r.take(8), Array(m) == magic, r.u32() == UInt32(slots), r.u32() == UInt32(itemBytes),
-                  r.u32() == UInt32(hintBytes)
-            else { throw .corrupted("the sending queue's header does not match its configuration") }
-            var items = [Data](), hints = [Data]()
-            for _ in 0..<slots { items.append(Data(r.take(itemBytes)!)) }
-            for _ in 0..<slots { hints.append(Data(r.take(hintBytes)!)) }
-            return (items, hints)
+        guard Array(data.prefix(expectedHeader.count)) == expectedHeader else {
+            throw .corrupted("the sending queue's header does not match its configuration")
         }
+        let plain: Data
+        if legacy {
+            plain = data.subdata(in: legacyHeaderBytes..<data.count)
+        } else {
+            let clear = data.prefix(headerBytes)
+            let key = try outerKey(salt: Data(clear.suffix(outerSaltBytes)), secureElement: secureElement)
+            do { plain = try AEAD.xchacha20Poly1305.open(data.subdata(in: headerBytes..<data.count), key: key, associatedData: Data(clear)) } catch {
+                throw .corrupted("the sending queue failed its integrity check (altered, or written with another secure-element key)")
+            }
+        }
+        var items = [Data](), hints = [Data]()
+        items.reserveCapacity(slots)
+        hints.reserveCapacity(slots)
+        for i in 0..<slots { items.append(plain.subdata(in: (i * itemBytes)..<((i + 1) * itemBytes))) }
+        let hintsStart = slots * itemBytes
+        for i in 0..<slots { hints.append(plain.subdata(in: (hintsStart + i * hintBytes)..<(hintsStart + (i + 1) * hintBytes))) }
+        return (items, hints, legacy)
+    }
+
+    /// Rewrites the file with a fresh outer salt and nonce and the same slots (every app start).
+    public func rewrite() throws(DeniableError) {
+        lock.lock()
+        defer { lock.unlock() }
+        try save()
     }
 
     private func appendCover() throws(DeniableError) {
@@ -80,15 +138,20 @@ public final class SendingQueue: @unchecked Sendable {
     }
 
     private func save() throws(DeniableError) {
-        var w = Writer(buffer: [])
-        w.bytes(Self.magic)
-        w.u32(UInt32(slots))
-        w.u32(UInt32(itemBytes))
-        w.u32(UInt32(Self.hintBytes))
-        var out = Data(w.buffer)
-        out.reserveCapacity(Self.fileLength(slots: slots, itemBytes: itemBytes))
-        for item in items { out.append(item) }
-        for hint in hints { out.append(hint) }
+        let salt = SecureRandom.bytes(Self.outerSaltBytes)
+        let clear = Self.header(magic: Self.magic, slots: slots, itemBytes: itemBytes) + Array(salt)
+        var plain = Data()
+        plain.reserveCapacity(slots * (itemBytes + Self.hintBytes))
+        for item in items { plain.append(item) }
+        for hint in hints { plain.append(hint) }
+        let key = try Self.outerKey(salt: salt, secureElement: secureElement)
+        let sealed: Data
+        do { sealed = try AEAD.xchacha20Poly1305.seal(plain, key: key, associatedData: clear) } catch {
+            throw .storage("sealing the sending queue failed: \(error)")
+        }
+        var out = Data(clear)
+        out.append(sealed)
+        precondition(out.count == Self.fileLength(slots: slots, itemBytes: itemBytes), "queue length must be constant")
         try AtomicFile.write(out, to: url, permissions: 0o600)
     }
 

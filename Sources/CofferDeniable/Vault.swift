@@ -2,47 +2,61 @@
 import CofferCrypto
 import Foundation
 
-/// The vault's file format. All integers are big-endian.
+/// The vault's file format (version 2). All integers are big-endian.
 ///
-///     offset  bytes  field
-///          0      8  magic "CFVAULT1"
-///          8      4  P, bytes of the padded plaintext
-///         12      4  Argon2id opslimit
-///         16      4  Argon2id memlimit, KiB
-///         20     16  Argon2id salt
-///         36     24  outer nonce, fresh at every write
-///         60      …  outer box (XChaCha20-Poly1305, key from the secure element alone,
-///                    associated data = bytes 0..<36) of:
+///     offset  bytes  field (cleartext)
+///          0      8  magic "CFVAULT2"
+///          8      4  P, bytes of the padded plaintext (from the configuration: every install alike)
+///         12     16  outer salt, fresh at every write
+///         28     24  outer nonce, fresh at every write
+///         52      …  outer box (XChaCha20-Poly1305; key: the secure element's MAC of a label and
+///                    the outer salt; associated data = bytes 0..<28) of:
+///                        inner header (36): magic ‖ P ‖ Argon2id opslimit ‖ memlimit (KiB) ‖ salt (16)
 ///                        inner nonce (24) ‖ inner box (P + 16) — XChaCha20-Poly1305 under the
-///                        vault key (passphrase and secure element), associated data = bytes 0..<36
+///                        vault key (passphrase and secure element), associated data = inner header
 ///
-/// The file is `P + 116` bytes whatever it holds. The outer layer needs no passphrase, so the
-/// app re-encrypts it with a fresh nonce at every open, unlock and lock — every byte after the
-/// header changes each time, in a vault that is used and in one that never was.
+/// The file is `P + 144` bytes whatever it holds. Nothing that belongs to one vault (its
+/// Argon2id salt and costs) is in cleartext: the cleartext header holds only constants and the
+/// outer layer's fresh salt and nonce. The outer layer needs no passphrase, so the app
+/// re-encrypts it at every start, unlock and lock — every byte after the first twelve changes
+/// each time, in a vault that is used and in one that never was.
+///
+/// Version 1 (`CFVAULT1`) kept the inner header in cleartext; such a file is read and rewritten
+/// in version 2 at the next start, its inner box unchanged (the inner header keeps magic
+/// `CFVAULT1`, which is what that box authenticates).
 public enum Vault {
     /// The file's first eight bytes.
-    static let magic = Array("CFVAULT1".utf8)
-    /// Bytes before the outer box.
-    static let headerBytes = 60
-    /// Bytes of the header the boxes authenticate (everything but the outer nonce).
-    static let authenticatedHeaderBytes = 36
-    /// Bytes the file adds to the padded plaintext: header, inner nonce, two tags.
-    public static let overhead = headerBytes + 24 + 16 + 16
+    static let magic = Array("CFVAULT2".utf8)
+    /// The first eight bytes of a version-1 file, and of the inner header of a converted one.
+    static let legacyMagic = Array("CFVAULT1".utf8)
+    /// Bytes of the cleartext header the outer box authenticates (magic, P, outer salt).
+    static let clearHeaderBytes = 28
+    /// Bytes before the outer box (the cleartext header and the outer nonce).
+    static let outerPrefixBytes = 52
+    /// Bytes of the inner header, inside the outer box.
+    static let innerHeaderBytes = 36
+    /// Bytes of the outer layer's salt.
+    static let outerSaltBytes = 16
+    /// Bytes the file adds to the padded plaintext: cleartext header, outer nonce, inner header,
+    /// inner nonce, two tags.
+    public static let overhead = outerPrefixBytes + innerHeaderBytes + 24 + 16 + 16
     static let aead = AEAD.xchacha20Poly1305
 
     /// The file length for a plaintext of `contentBytes`.
     public static func fileLength(contentBytes: Int) -> Int { contentBytes + overhead }
 
-    /// The parsed header.
+    /// The inner header: what one vault's key derivation needs.
     struct Header: Equatable {
         var contentBytes: Int
         var kdf: Argon2idParameters
         var salt: Data
+        /// `CFVAULT2` for vaults made in version 2, `CFVAULT1` for converted ones.
+        var magic: [UInt8] = Vault.magic
 
-        /// The authenticated part (bytes 0..<36).
+        /// The 36 bytes the inner box authenticates.
         var bytes: [UInt8] {
             var w = Writer(buffer: [])
-            w.bytes(Vault.magic)
+            w.bytes(magic)
             w.u32(UInt32(contentBytes))
             w.u32(UInt32(kdf.opsLimit))
             w.u32(UInt32(kdf.memLimit / 1024))
@@ -50,31 +64,79 @@ public enum Vault {
             return w.buffer
         }
 
-        static func parse(_ file: Data, expectedContentBytes: Int?) throws(DeniableError) -> Header {
-            guard file.count >= Vault.overhead else { throw .corrupted("the vault file is too short (\(file.count) bytes)") }
-            return try withBytes(file) { (raw) throws(DeniableError) -> Header in
-                var r = Reader(bytes: raw)
-                guard let m = r.take(8), Array(m) == Vault.magic,
-                      let p = r.u32(), let ops = r.u32(), let memKiB = r.u32(), let salt = r.take(16)
-                else { throw .corrupted("the vault file does not start with a vault header") }
-                let header = Header(contentBytes: Int(p),
-                                    kdf: Argon2idParameters(opsLimit: UInt64(ops), memLimit: Int(memKiB) * 1024),
-                                    salt: Data(salt))
-                guard file.count == Vault.fileLength(contentBytes: header.contentBytes) else {
-                    throw .corrupted("the vault file is \(file.count) bytes; its header says \(Vault.fileLength(contentBytes: header.contentBytes))")
-                }
-                if let expectedContentBytes, expectedContentBytes != header.contentBytes {
-                    throw .corrupted("the vault holds \(header.contentBytes) content bytes; the configuration says \(expectedContentBytes)")
-                }
-                do { try header.kdf.validate() } catch { throw .corrupted("the vault's Argon2id costs are out of range") }
-                return header
+        /// Parses 36 header bytes (a version-1 file's first bytes, or the inner header).
+        static func parse(_ raw: UnsafeRawBufferPointer, expectedContentBytes: Int?) throws(DeniableError) -> Header {
+            var r = Reader(bytes: raw)
+            guard let m = r.take(8), Array(m) == Vault.magic || Array(m) == Vault.legacyMagic,
+                  let p = r.u32(), let ops = r.u32(), let memKiB = r.u32(), let salt = r.take(16)
+            else { throw .corrupted("the vault does not hold a vault header") }
+            let header = Header(contentBytes: Int(p),
+                                kdf: Argon2idParameters(opsLimit: UInt64(ops), memLimit: Int(memKiB) * 1024),
+                                salt: Data(salt), magic: Array(m))
+            if let expectedContentBytes, expectedContentBytes != header.contentBytes {
+                throw .corrupted("the vault holds \(header.contentBytes) content bytes; the configuration says \(expectedContentBytes)")
             }
+            do { try header.kdf.validate() } catch { throw .corrupted("the vault's Argon2id costs are out of range") }
+            return header
         }
     }
 
-    /// The outer key: the secure element's MAC of a label and the salt.
+    /// A vault file with its outer layer removed.
+    struct Opened {
+        /// The inner header (key derivation).
+        var header: Header
+        /// Inner nonce ‖ inner box.
+        var inner: Data
+        /// Whether the file was in the version-1 layout (it should be rewritten).
+        var legacy: Bool
+    }
+
+    /// Checks a vault file's length and header and removes its outer layer.
+    /// - Throws: ``DeniableError/corrupted(_:)`` when the file is not a vault of this size, or the
+    ///   outer layer fails (the file was altered, or written with another secure-element key).
+    static func open(_ file: Data, expectedContentBytes: Int, secureElement: SecureElement) throws(DeniableError) -> Opened {
+        guard file.count >= 8 else { throw .corrupted("the vault file is too short (\(file.count) bytes)") }
+        if Array(file.prefix(8)) == legacyMagic { return try openLegacy(file, expectedContentBytes: expectedContentBytes, secureElement: secureElement) }
+        guard Array(file.prefix(8)) == magic else { throw .corrupted("the vault file does not start with a vault header") }
+        let expected = fileLength(contentBytes: expectedContentBytes)
+        guard file.count == expected else { throw .corrupted("the vault file is \(file.count) bytes; \(expected) were expected") }
+        let clear = Data(file.prefix(clearHeaderBytes))
+        let p = clear.subdata(in: 8..<12).reduce(0) { $0 << 8 | Int($1) }
+        guard p == expectedContentBytes else {
+            throw .corrupted("the vault holds \(p) content bytes; the configuration says \(expectedContentBytes)")
+        }
+        let outerKey = try outerKey(salt: clear.subdata(in: 12..<clearHeaderBytes), secureElement: secureElement)
+        var body: Data
+        do { body = try aead.open(file.subdata(in: clearHeaderBytes..<file.count), key: outerKey, associatedData: clear) } catch {
+            throw .corrupted("the vault file failed its integrity check (altered, or written with another secure-element key)")
+        }
+        defer { body.resetBytes(in: 0..<body.count) }
+        let header = try withBytes(body.prefix(innerHeaderBytes)) { (raw) throws(DeniableError) in
+            try Header.parse(raw, expectedContentBytes: expectedContentBytes)
+        }
+        return Opened(header: header, inner: Data(body.dropFirst(innerHeaderBytes)), legacy: false)
+    }
+
+    /// A version-1 file: cleartext inner header, outer key from the secure element and that salt.
+    private static func openLegacy(_ file: Data, expectedContentBytes: Int, secureElement: SecureElement) throws(DeniableError) -> Opened {
+        let legacyPrefix = 60, legacyAuthenticated = 36
+        guard file.count == expectedContentBytes + legacyPrefix + 24 + 32 else {
+            throw .corrupted("the version-1 vault file is \(file.count) bytes; \(expectedContentBytes + legacyPrefix + 56) were expected")
+        }
+        let header = try withBytes(file.prefix(legacyAuthenticated)) { (raw) throws(DeniableError) in
+            try Header.parse(raw, expectedContentBytes: expectedContentBytes)
+        }
+        let outer = try secureElement.authenticate(Data("coffer.deniable.vault.outer".utf8) + header.salt)
+        let inner: Data
+        do { inner = try aead.open(file.subdata(in: legacyAuthenticated..<file.count), key: outer, associatedData: header.bytes) } catch {
+            throw .corrupted("the version-1 vault file failed its integrity check")
+        }
+        return Opened(header: header, inner: inner, legacy: true)
+    }
+
+    /// The outer key: the secure element's MAC of a label and the write's outer salt.
     static func outerKey(salt: Data, secureElement: SecureElement) throws(DeniableError) -> SecretKey {
-        try secureElement.authenticate(Data("coffer.deniable.vault.outer".utf8) + salt)
+        try secureElement.authenticate(Data("coffer.deniable.vault.outer.v2".utf8) + salt)
     }
 
     /// The vault key: Argon2id of the normalised passphrase, mixed with the secure element's MAC
@@ -102,38 +164,34 @@ public enum Vault {
     }
 
     /// A whole vault file sealing `plain` (exactly `header.contentBytes` bytes).
-    static func seal(_ plain: [UInt8], header: Header, vaultKey: SecretKey, outerKey: SecretKey) throws(DeniableError) -> Data {
+    static func seal(_ plain: [UInt8], header: Header, vaultKey: SecretKey, secureElement: SecureElement) throws(DeniableError) -> Data {
         precondition(plain.count == header.contentBytes, "padded plaintext must fill the vault")
-        let ad = header.bytes
         do {
-            var inner = try aead.seal(plain, key: vaultKey, associatedData: ad)
+            var inner = try aead.seal(plain, key: vaultKey, associatedData: header.bytes)
             defer { inner.resetBytes(in: 0..<inner.count) }
-            return try wrap(inner: inner, header: header, outerKey: outerKey)
+            return try wrap(inner: inner, header: header, secureElement: secureElement)
         } catch let error as DeniableError { throw error } catch { throw .storage("sealing the vault failed: \(error)") }
     }
 
-    /// The file for an inner box (inner nonce ‖ ciphertext ‖ tag) under a fresh outer nonce.
-    static func wrap(inner: Data, header: Header, outerKey: SecretKey) throws(DeniableError) -> Data {
-        let ad = header.bytes
+    /// The file for an inner box (inner nonce ‖ ciphertext ‖ tag) under a fresh outer salt and nonce.
+    static func wrap(inner: Data, header: Header, secureElement: SecureElement) throws(DeniableError) -> Data {
+        var w = Writer(buffer: [])
+        w.bytes(magic)
+        w.u32(UInt32(header.contentBytes))
+        let salt = SecureRandom.bytes(outerSaltBytes)
+        w.bytes(Array(salt))
+        let clear = w.buffer
+        let key = try outerKey(salt: salt, secureElement: secureElement)
+        var body = Data(header.bytes)
+        body.append(inner)
+        defer { body.resetBytes(in: 0..<body.count) }
         let outer: Data
-        do { outer = try aead.seal(inner, key: outerKey, associatedData: ad) } catch { throw .storage("sealing the vault failed: \(error)") }
-        // `seal` puts its nonce first: header ‖ nonce ‖ box is the layout above.
-        var file = Data(ad)
+        do { outer = try aead.seal(body, key: key, associatedData: clear) } catch { throw .storage("sealing the vault failed: \(error)") }
+        // `seal` puts its nonce first: clear header ‖ nonce ‖ box is the layout above.
+        var file = Data(clear)
         file.append(outer)
         precondition(file.count == fileLength(contentBytes: header.contentBytes), "vault length must be constant")
         return file
-    }
-
-    /// The inner box of a vault file, after checking the outer layer.
-    /// - Throws: ``DeniableError/corrupted(_:)`` when the outer layer fails (the file was altered,
-    ///   or the secure element's key is not the one that wrote it).
-    static func unwrap(_ file: Data, header: Header, outerKey: SecretKey) throws(DeniableError) -> Data {
-        let ad = header.bytes
-        do {
-            return try aead.open(file.subdata(in: authenticatedHeaderBytes..<file.count), key: outerKey, associatedData: ad)
-        } catch {
-            throw .corrupted("the vault file failed its integrity check (altered, or written with another secure-element key)")
-        }
     }
 
     /// Opens the inner box with the vault key.

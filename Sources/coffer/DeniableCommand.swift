@@ -13,20 +13,37 @@ struct DeniableCommand: AsyncParsableCommand {
         abstract: "Deniable storage: vault, private sending queue, mailbox, dead drops.",
         discussion: """
             Files live in STORE/deniable. Public keys and dead drops come from a development CoverNode kept in \
-            STORE/deniable-dev-service (real keys; an app bundles its service's trust anchor instead). The \
-            passphrase comes from --passphrase-env VAR, else it is read from standard input.
+            STORE/deniable-dev-service, or in --dev-service DIR (real keys; an app bundles its service's trust \
+            anchor instead); stores that share one service receive the same dead drops. Every command first runs \
+            the app-start routine (the same file work for every install, used or not); `start` runs only it. \
+            The passphrase comes from --passphrase-env VAR, else it is read from standard input.
             """,
-        subcommands: [Init.self, Unlock.self, Status.self, Send.self, Dequeue.self, Lock.self, Reply.self])
+        subcommands: [Start.self, Init.self, Unlock.self, Status.self, Send.self, Dequeue.self, Lock.self, Reply.self])
 
     @OptionGroup var storeOptions: StoreOptions
+
+    struct Start: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run only the app-start routine: rewrite vault and queue, refresh keys, fetch dead drops.")
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var service: DeniableServiceOptions
+
+        func run() async throws {
+            let (store, _) = try await DeniableCLI.open(storeOptions, service)
+            let s = try await store.status()
+            try await store.close()
+            print(JSONValue.object([("started", .bool(true))] + DeniableCLI.startFields(s.lastStart)).jsonText)
+        }
+    }
 
     struct Init: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Replace the vault with a new one and print its new passphrase (write it down).")
         @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var service: DeniableServiceOptions
 
         func run() async throws {
-            let (store, _) = try await DeniableCLI.open(storeOptions)
+            let (store, _) = try await DeniableCLI.open(storeOptions, service)
             let passphrase = try await store.createVault()
             try await store.close()
             print(JSONValue.object([("passphrase", .string(passphrase)),
@@ -38,9 +55,10 @@ struct DeniableCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Unlock the vault, collect replies from dead drops, print the mailbox, lock again.")
         @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var service: DeniableServiceOptions
 
         func run() async throws {
-            let (store, _) = try await DeniableCLI.open(storeOptions)
+            let (store, _) = try await DeniableCLI.open(storeOptions, service)
             try await store.unlock(passphrase: DeniableCLI.passphrase(storeOptions))
             let messages = try await store.mailbox()
             let queued = try await store.queuedMessageCount()
@@ -57,9 +75,10 @@ struct DeniableCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print sizes and counts; with a passphrase also the queue fill level and mailbox size.")
         @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var service: DeniableServiceOptions
 
         func run() async throws {
-            let (store, _) = try await DeniableCLI.open(storeOptions)
+            let (store, _) = try await DeniableCLI.open(storeOptions, service)
             if storeOptions.passphraseEnv != nil {
                 try await store.unlock(passphrase: DeniableCLI.passphrase(storeOptions))
             }
@@ -74,6 +93,7 @@ struct DeniableCommand: AsyncParsableCommand {
             if let q = s.queuedMessages { fields.append(("queued", n(q))) }
             if let m = s.mailboxMessages { fields.append(("mailbox", n(m))) }
             if let t = s.publicKeysFetchedAt { fields.append(("publicKeysFetchedAt", .string(ISO8601DateFormatter().string(from: t)))) }
+            fields += DeniableCLI.startFields(s.lastStart)
             print(JSONValue.object(fields).jsonText)
         }
     }
@@ -81,11 +101,12 @@ struct DeniableCommand: AsyncParsableCommand {
     struct Send: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Unlock, put a message in the sending queue, lock.")
         @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var service: DeniableServiceOptions
         @Option(help: "Recipient (journalist id).") var to: String
         @Argument(help: "Message text.") var text: String
 
         func run() async throws {
-            let (store, _) = try await DeniableCLI.open(storeOptions)
+            let (store, _) = try await DeniableCLI.open(storeOptions, service)
             try await store.unlock(passphrase: DeniableCLI.passphrase(storeOptions))
             let message = try await store.send(text, to: to)
             let queued = try await store.queuedMessageCount()
@@ -98,9 +119,10 @@ struct DeniableCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Background sender: take the head of the queue (no passphrase), append a cover, print the item.")
         @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var service: DeniableServiceOptions
 
         func run() async throws {
-            let (store, node) = try await DeniableCLI.open(storeOptions)
+            let (store, node) = try await DeniableCLI.open(storeOptions, service)
             let item = try await store.dequeue()
             var fields: [(String, JSONValue)] = [("item", .string(item.base64EncodedString()))]
             // What the development CoverNode reads from it: a real message, or a cover.
@@ -117,9 +139,10 @@ struct DeniableCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "End any session: the vault is rewritten with fresh bytes, used or not.")
         @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var service: DeniableServiceOptions
 
         func run() async throws {
-            let (store, _) = try await DeniableCLI.open(storeOptions)
+            let (store, _) = try await DeniableCLI.open(storeOptions, service)
             try await store.lock()
             print(JSONValue.object([("locked", .bool(true))]).jsonText)
         }
@@ -127,30 +150,51 @@ struct DeniableCommand: AsyncParsableCommand {
 
     struct Reply: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Development: publish a dead drop with a journalist's reply to this user (needs the passphrase to learn the user's public key).")
+            abstract: "Development: the service publishes a dead drop with a journalist's reply to this user (needs the passphrase to learn the user's public key); every store of the service fetches it at its next start.")
         @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var service: DeniableServiceOptions
         @Option(help: "Sender (journalist id).") var from: String
         @Argument(help: "Reply text.") var text: String
 
         func run() async throws {
-            let (store, node) = try await DeniableCLI.open(storeOptions)
+            let (store, node) = try await DeniableCLI.open(storeOptions, service)
             try await store.unlock(passphrase: DeniableCLI.passphrase(storeOptions))
             let userKey = try await store.userPublicKey()
             try await store.close()
-            let id = (try await store.newestDeadDropID() ?? 0) + 1
-            let drop = try node.deadDrop(id: id, createdAt: Date(), replies: [(from, text)], to: userKey, covers: 9)
-            let merge = try await store.receive(deadDrops: [drop])
-            print(JSONValue.object([("deadDrop", .number(String(id))), ("kept", .number(String(merge.kept)))]).jsonText)
+            let drop = try node.publishReplies([(from, text)], to: userKey)
+            print(JSONValue.object([("deadDrop", .number(String(drop.id))), ("published", .bool(true))]).jsonText)
         }
     }
 }
 
+/// Where the development service lives (`deniable` subcommands).
+struct DeniableServiceOptions: ParsableArguments {
+    @Option(name: .customLong("dev-service"),
+            help: ArgumentHelp("Folder of the development CoverNode (default: STORE/deniable-dev-service); stores that share it receive the same dead drops.",
+                               valueName: "dir"))
+    var devService: String?
+}
+
 enum DeniableCLI {
-    static func open(_ options: StoreOptions) async throws -> (DeniableStorage, DevelopmentCoverNode) {
-        let node = try DevelopmentCoverNode(folder: options.storeDirectory.appendingPathComponent("deniable-dev-service"))
+    static func open(_ options: StoreOptions, _ service: DeniableServiceOptions) async throws -> (DeniableStorage, DevelopmentCoverNode) {
+        let serviceFolder = service.devService.map { URL(fileURLWithPath: $0) }
+            ?? options.storeDirectory.appendingPathComponent("deniable-dev-service")
+        let node = try DevelopmentCoverNode(folder: serviceFolder)
         let store = try await DeniableStorage(folder: options.storeDirectory.appendingPathComponent("deniable"),
-                                              trustAnchor: node.trustAnchor, keySource: node)
+                                              trustAnchor: node.trustAnchor, keySource: node, deadDropSource: node)
         return (store, node)
+    }
+
+    /// What the app-start routine of this run found, as JSON fields.
+    static func startFields(_ report: DeniableStartReport?) -> [(String, JSONValue)] {
+        guard let r = report else { return [] }
+        return [("start", .object([
+            ("created", .array(r.created.map { .string($0) })),
+            ("replaced", .array(r.replaced.map { .string($0) })),
+            ("converted", .array(r.converted.map { .string($0) })),
+            ("publicKeysRefreshed", .bool(r.publicKeysRefreshed)),
+            ("deadDropsReceived", .number(String(r.deadDropsReceived))),
+        ]))]
     }
 
     static func passphrase(_ options: StoreOptions) throws -> String {

@@ -6,7 +6,8 @@ import Testing
 @Suite("Private sending queue")
 struct QueueTests {
     func makeQueue(_ folder: URL, slots: Int = 8) throws -> SendingQueue {
-        try SendingQueue(url: folder.appendingPathComponent("queue"), slots: slots, itemBytes: 128) {
+        try SendingQueue(url: folder.appendingPathComponent("queue"), slots: slots, itemBytes: 128,
+                         secureElement: FileSecureElement(keyFile: folder.appendingPathComponent("se.key"))) {
             DeniableStorage.cover(itemBytes: 128, to: nil)
         }
     }
