@@ -192,14 +192,16 @@ struct DeniableSnapshotTests {
         expectIndistinguishable(before: before, after: after)
     }
 
-    @Test("through the CLI: start, init, send, dequeue and status change both stores the same way")
+    @Test("through the CLI: start, init, send, dequeue and status change both stores the same way and log nothing at info")
     func cliSchedule() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-deniable-cli-snapshot-\(UUID().uuidString)")
         let service = root.appendingPathComponent("service").path
         let user = root.appendingPathComponent("user"), plain = root.appendingPathComponent("plain")
+        // Logs at .info and above go to stderr: a user's commands must log nothing a non-user's do not.
         func run(_ store: URL, _ args: [String], env: [String: String] = [:]) throws -> CLIResult {
-            let r = try CLI.run(["deniable"] + args + ["--dev-service", service], store: store, env: env)
+            let r = try CLI.run(["deniable"] + args + ["--dev-service", service], store: store, env: env.merging(["COFFER_LOG_LEVEL": "info"]) { a, _ in a })
             #expect(r.status == 0, "\(args): \(r.stderr)")
+            #expect(r.stderr.isEmpty, "\(args) logged: \(r.stderr)")
             return r
         }
         for store in [user, plain] { _ = try run(store, ["start"]) }
@@ -210,8 +212,9 @@ struct DeniableSnapshotTests {
 
         let initialized = try run(user, ["init"])
         let passphrase = (try JSONSerialization.jsonObject(with: Data(initialized.stdout.utf8)) as? [String: Any])?["passphrase"] as? String ?? ""
-        _ = try CLI.run(["--passphrase-env", "P", "deniable", "send", "--to", "alice", "hello", "--dev-service", service],
-                        store: user, env: ["P": passphrase])
+        let sent = try CLI.run(["--passphrase-env", "P", "deniable", "send", "--to", "alice", "hello", "--dev-service", service],
+                               store: user, env: ["P": passphrase, "COFFER_LOG_LEVEL": "info"])
+        #expect(sent.status == 0 && sent.stderr.isEmpty, "send: \(sent.stderr)")
         _ = try run(plain, ["start"])
         for store in [user, plain] {
             _ = try run(store, ["dequeue"])

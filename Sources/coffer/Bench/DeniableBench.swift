@@ -1,4 +1,5 @@
-// `coffer bench deniable`: unlock time beside Argon2id alone, and save time against fill.
+// `coffer bench deniable`: unlock time beside Argon2id alone, save time against fill, and what
+// the app-start routine costs (the queue rewrite on its own, and the whole start).
 import ArgumentParser
 import Coffer
 import Foundation
@@ -6,7 +7,7 @@ import Foundation
 struct DeniableBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "deniable",
-        abstract: "Unlock time beside libsodium's Argon2id for the same costs, and vault save time empty vs full.")
+        abstract: "Unlock time beside libsodium's Argon2id for the same costs, vault save time empty vs full, queue rewrite and app-start time.")
 
     @Option(help: "Unlock and save repetitions.") var repeats: Int = 5
     @Option(name: .customLong("ops"), help: "Argon2id opslimit (default: MODERATE).") var ops: UInt64?
@@ -25,13 +26,17 @@ struct DeniableBench: AsyncParsableCommand {
         if let memMiB { config.passphraseKDF.memLimit = memMiB << 20 }
         config.queueSlots = 1024
         let node = try DevelopmentCoverNode(folder: folder.appendingPathComponent("dev"), configuration: config)
-        let store = try await DeniableStorage(folder: folder.appendingPathComponent("deniable"), configuration: config,
-                                              trustAnchor: node.trustAnchor, keySource: node)
+        func open(_ name: String) async throws -> DeniableStorage {
+            try await DeniableStorage(folder: folder.appendingPathComponent(name), configuration: config,
+                                      trustAnchor: node.trustAnchor, keySource: node)
+        }
+        let store = try await open("deniable")
         let passphrase = try await store.createVault()
 
         // Argon2id alone (same costs, output length and passphrase, fresh salt) and a whole unlock,
         // in alternation so both see the same machine load; the ratio is taken per pair.
         var argon = [Double](), unlock = [Double](), ratio = [Double](), saveEmpty = [Double](), saveFull = [Double]()
+        var saveRatio = [Double]()
         for _ in 0..<repeats {
             let salt = SecureRandom.bytes(16)
             let (_, a) = try await Clock.time { _ = try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: config.passphraseKDF) }
@@ -39,29 +44,57 @@ struct DeniableBench: AsyncParsableCommand {
             let (_, t) = try await Clock.time { try await store.unlock(passphrase: passphrase) }
             unlock.append(t)
             ratio.append(t / a)
-            let (_, s) = try await Clock.time { try await store.lock() }
-            saveEmpty.append(s)
+            try await store.lock()
         }
-        // Fill the mailbox until the vault trims (~512 KiB of messages).
-        try await store.unlock(passphrase: passphrase)
+        // A second vault, filled until it trims (~512 KiB of messages).
+        let full = try await open("deniable-full")
+        let fullPassphrase = try await full.createVault()
+        try await full.unlock(passphrase: fullPassphrase)
         let text = String(repeating: "lorem ipsum ", count: 50)
         var sent = 0
         while sent < 1_000 {
-            try await store.send(text, to: "journalist")
-            _ = try await store.dequeue()
+            try await full.send(text, to: "journalist")
+            _ = try await full.dequeue()
             sent += 1
         }
-        let held = try await store.mailbox().count
-        try await store.lock()
-        for _ in 0..<repeats {
+        let held = try await full.mailbox().count
+        try await full.lock()
+        // Saves of the empty and the full vault in alternation (each save is the lock that ends a
+        // session: trim, encode, two seals, atomic durable write); the ratio is taken per pair.
+        // The order within a pair alternates, so neither side always follows the unlocks.
+        for round in 0..<repeats {
             try await store.unlock(passphrase: passphrase)
-            let (_, s) = try await Clock.time { try await store.lock() }
-            saveFull.append(s)
+            try await full.unlock(passphrase: fullPassphrase)
+            var e = 0.0, f = 0.0
+            if round % 2 == 0 {
+                e = try await Clock.time { try await store.lock() }.1
+                f = try await Clock.time { try await full.lock() }.1
+            } else {
+                f = try await Clock.time { try await full.lock() }.1
+                e = try await Clock.time { try await store.lock() }.1
+            }
+            saveEmpty.append(e)
+            saveFull.append(f)
+            saveRatio.append(f / e)
+        }
+        // The app-start routine on this store (keys fresh, no dead-drop source: only file work),
+        // and the default 8-slot queue's rewrite alone (secure-element MAC, seal, atomic write).
+        var start = [Double](), rewrite = [Double]()
+        let defaults = DeniableConfiguration()
+        let queue = try SendingQueue(url: folder.appendingPathComponent("queue-bench"), slots: defaults.queueSlots,
+                                     itemBytes: defaults.queueItemBytes,
+                                     secureElement: FileSecureElement(keyFile: folder.appendingPathComponent("queue-bench.key"))) {
+            SecureRandom.bytes(defaults.queueItemBytes)
+        }
+        for _ in 0..<max(repeats, 5) {
+            start.append(try await Clock.time { try await store.appDidStart() }.1)
+            rewrite.append(try await Clock.time { try queue.rewrite() }.1)
         }
         let med = { (xs: [Double]) in xs.sorted()[xs.count / 2] }
         let results: [(String, Double)] = [
             ("argon2id_alone_s", med(argon)), ("unlock_s", med(unlock)), ("unlock_over_argon2id", med(ratio)),
-            ("save_empty_s", med(saveEmpty)), ("save_full_s", med(saveFull)), ("save_full_over_empty", med(saveFull) / med(saveEmpty)),
+            ("save_empty_s", med(saveEmpty)), ("save_full_s", med(saveFull)), ("save_full_over_empty", med(saveRatio)),
+            ("queue_rewrite_s", med(rewrite)), ("app_start_s", med(start)),
         ]
         if json {
             var fields: [(String, JSONValue)] = results.map { ($0.0, .number(String(format: "%.6f", $0.1))) }
