@@ -63,6 +63,13 @@ struct CompiledSearch: Sendable {
 }
 
 enum QueryCompiler {
+    /// Conditions (tag tests, after `$in` lists and `$exist` names collapse to one each) above
+    /// which a query is checked in memory over the type's records instead of in SQL.
+    static let maxSQLConditions = 1_000
+    /// `$in` operands and `$exist` names above which the list is bound as one JSON array
+    /// (`json_each`) instead of one SQL parameter each.
+    static let boundListThreshold = 16
+
     static func compile(type: String, query: WalletQuery, keys: WalletKeys, allowReserved: Bool = false) throws(WalletError) -> CompiledSearch {
         try Validate.type(type, allowReserved: allowReserved)
         let tb = keys.typeBlind(type)
@@ -108,6 +115,13 @@ enum QueryCompiler {
                                predicate: context.sql(WQLNode.and(rest).simplified, positive: true), requiresSingleValued: name))
         }
         var typeContext = context
+        // A query of more conditions than SQL should plan (each is a correlated subquery) is
+        // answered by decrypting every record of the type and checking the whole tree: the same
+        // results, at the cost of a full walk. `$in` lists and `$exist` names count as one.
+        if root.conditionCount > maxSQLConditions {
+            return CompiledSearch(type: type, typeBlind: tb, root: root, exact: false,
+                                  plans: [.init(driver: .type, predicate: .yes, requiresSingleValued: nil)])
+        }
         let full = typeContext.sql(root, positive: true)
         plans.append(.init(driver: .type, predicate: full, requiresSingleValued: nil))
         // Inexact leaves widen the SQL the same way in every plan; the full tree decides.
@@ -159,10 +173,19 @@ enum QueryCompiler {
                 let inner = sql(child, positive: !positive)
                 return SQLFragment(sql: "NOT (\(inner.sql))", arguments: inner.arguments)
             case let .exist(names):
-                return join(names.map { exists($0, condition: nil) }, "AND")
+                let unique = Array(Set(names))
+                guard unique.count > QueryCompiler.boundListThreshold else { return join(unique.map { exists($0, condition: nil) }, "AND") }
+                // Every name present: as many distinct listed names among the record's tag rows.
+                let list = "[" + unique.map { String(BlindColumn.value(nameBlind($0))) }.joined(separator: ",") + "]"
+                return SQLFragment(
+                    sql: "(SELECT COUNT(DISTINCT t.name) FROM tags t WHERE t.item = i.id AND t.name IN (SELECT value FROM json_each(?))) = ?",
+                    arguments: [list.databaseValue, unique.count.databaseValue])
             case let .compare(tag, op, operand):
                 if let cond = condition(tag: tag, op: op, operand: operand) { return exists(tag, condition: cond) }
                 return inexact(tag, positive: positive)
+            case let .isIn(tag, operands) where operands.count > QueryCompiler.boundListThreshold:
+                guard let cond = boundList(tag: tag, operands: operands) else { return inexact(tag, positive: positive) }
+                return exists(tag, condition: cond)
             case let .isIn(tag, operands):
                 var parts = [SQLFragment]()
                 for operand in operands {
@@ -199,6 +222,37 @@ enum QueryCompiler {
             return SQLFragment(sql: "t.value \(symbol) ?", arguments: [blind.databaseValue])
         }
 
+        /// A long `$in` as tag-row conditions over one bound JSON array per kind of operand; nil
+        /// when only decryption can answer it (numbers on an encrypted tag).
+        func boundList(tag: String, operands: WQLValueSet) -> SQLFragment? {
+            var strings = [String](), numbers = [String]()
+            for operand in operands {
+                switch operand {
+                case let .string(s): strings.append(s)
+                case let .number(x, _):
+                    guard WalletTags.isPlaintext(tag) else { return nil }
+                    numbers.append(x.description)
+                }
+            }
+            var parts = [SQLFragment]()
+            if !strings.isEmpty {
+                if WalletTags.isPlaintext(tag) {
+                    parts.append(SQLFragment(sql: "t.value IN (SELECT value FROM json_each(?))",
+                                             arguments: [JSONValue.array(strings.map { .string($0) }).jsonText.databaseValue]))
+                } else {
+                    // Blind indexes are blobs, which JSON cannot carry: compare their hex.
+                    let hex = strings.map { "\"" + keys.tagValueBlind(typeBlind: typeBlind, name: tag, value: $0).hexUppercase + "\"" }
+                    parts.append(SQLFragment(sql: "hex(t.value) IN (SELECT value FROM json_each(?))",
+                                             arguments: [("[" + hex.joined(separator: ",") + "]").databaseValue]))
+                }
+            }
+            if !numbers.isEmpty {
+                parts.append(SQLFragment(sql: "coffer_num(t.value) IN (SELECT value FROM json_each(?))",
+                                         arguments: [("[" + numbers.joined(separator: ",") + "]").databaseValue]))
+            }
+            return join(parts, "OR")
+        }
+
         func exists(_ tag: String, condition: SQLFragment?) -> SQLFragment {
             var sql = "EXISTS (SELECT 1 FROM tags t WHERE t.item = i.id AND t.name = ?"
             var args: [DatabaseValue] = [BlindColumn.value(nameBlind(tag)).databaseValue]
@@ -215,12 +269,47 @@ enum QueryCompiler {
             return positive ? exists(tag, condition: nil) : .no
         }
 
+        /// Joins `parts` with AND or OR as a balanced tree, so SQLite's expression depth grows
+        /// with the logarithm of the count (a flat chain of 1,000 hits its depth limit).
         func join(_ parts: [SQLFragment], _ op: String) -> SQLFragment {
             if parts.isEmpty { return op == "AND" ? .yes : .no }
             if parts.count == 1 { return parts[0] }
-            return SQLFragment(
-                sql: parts.map { "(\($0.sql))" }.joined(separator: " \(op) "),
-                arguments: parts.flatMap(\.arguments))
+            if parts.count <= 8 {
+                return SQLFragment(
+                    sql: parts.map { "(\($0.sql))" }.joined(separator: " \(op) "),
+                    arguments: parts.flatMap(\.arguments))
+            }
+            let middle = parts.count / 2
+            let left = join(Array(parts[..<middle]), op), right = join(Array(parts[middle...]), op)
+            return SQLFragment(sql: "(\(left.sql)) \(op) (\(right.sql))", arguments: left.arguments + right.arguments)
+        }
+    }
+}
+
+extension Data {
+    /// Upper-case hexadecimal, as SQLite's `hex()` prints a blob.
+    fileprivate var hexUppercase: String {
+        let digits = Array("0123456789ABCDEF".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(count * 2)
+        for byte in self {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+extension WQLNode {
+    /// Tag tests in the tree (a `$in` list or an `$exist` of many names counts as one): how many
+    /// correlated subqueries its SQL would hold.
+    var conditionCount: Int {
+        switch self {
+        case .all, .none: return 0
+        case let .and(children), let .or(children): return children.reduce(0) { $0 + $1.conditionCount }
+        case let .not(child): return child.conditionCount
+        case let .exist(names): return names.count > QueryCompiler.boundListThreshold ? 1 : names.count
+        case .compare, .isIn, .like, .regex: return 1
         }
     }
 }

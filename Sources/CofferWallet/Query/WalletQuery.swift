@@ -48,6 +48,38 @@ enum WQLOperand: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// The operands of a `$in`, with sets for the in-memory check: a list of 100,000 values costs
+/// one hash lookup per tag value, not 100,000 comparisons.
+struct WQLValueSet: Sendable, RandomAccessCollection {
+    let operands: [WQLOperand]
+    private let strings: Set<ByteString>
+    private let numbers: Set<Double>
+
+    init(_ operands: [WQLOperand]) {
+        self.operands = operands
+        var strings = Set<ByteString>(), numbers = Set<Double>()
+        for operand in operands {
+            switch operand {
+            case let .string(s): strings.insert(ByteString(s))
+            case let .number(x, _): numbers.insert(x)
+            }
+        }
+        self.strings = strings
+        self.numbers = numbers
+    }
+
+    var startIndex: Int { operands.startIndex }
+    var endIndex: Int { operands.endIndex }
+    subscript(position: Int) -> WQLOperand { operands[position] }
+
+    /// Whether `value` equals one operand (``WQLNode/equals(_:_:)`` for each, by lookup).
+    func containsEqual(to value: String) -> Bool {
+        if strings.contains(ByteString(value)) { return true }
+        guard !numbers.isEmpty, let x = NumericTag.parse(value) else { return false }
+        return numbers.contains(x)
+    }
+}
+
 enum WQLCompare: String, Sendable {
     case eq = "$eq", neq = "$neq", gt = "$gt", gte = "$gte", lt = "$lt", lte = "$lte"
 }
@@ -60,7 +92,7 @@ indirect enum WQLNode: Sendable, CustomStringConvertible {
     case not(WQLNode)
     case exist([String])
     case compare(tag: String, WQLCompare, WQLOperand)
-    case isIn(tag: String, [WQLOperand])
+    case isIn(tag: String, WQLValueSet)
     case like(tag: String, String)
     case regex(tag: String, String)
 
@@ -105,7 +137,16 @@ indirect enum WQLNode: Sendable, CustomStringConvertible {
                 }
             }
             if out.isEmpty { return .none }
-            return out.count == 1 ? out[0] : .or(out)
+            if out.count == 1 { return out[0] }
+            // Equalities on one tag, or'ed: one $in (one index probe with a bound list, and a
+            // set lookup in memory, however many there are). Same meaning: any value equals one.
+            if case let .compare(tag, .eq, _) = out[0],
+               let operands = Optional(out.compactMap({ c -> WQLOperand? in
+                   if case let .compare(t, .eq, v) = c, t == tag { return v } else { return nil }
+               })), operands.count == out.count {
+                return .isIn(tag: tag, WQLValueSet(operands))
+            }
+            return .or(out)
         case let .not(child):
             switch child.simplified {
             case .all: return .none
@@ -140,7 +181,7 @@ indirect enum WQLNode: Sendable, CustomStringConvertible {
             }
             return WQLNode.any(values) { WQLNode.compare($0, op, operand) }
         case let .isIn(tag, operands):
-            return WQLNode.any(tags[ByteString(tag)]) { v in operands.contains { WQLNode.equals(v, $0) } }
+            return WQLNode.any(tags[ByteString(tag)]) { operands.containsEqual(to: $0) }
         case let .like(tag, pattern):
             let p = Array(pattern.unicodeScalars)
             return WQLNode.any(tags[ByteString(tag)]) { LikePattern.matches(Array($0.unicodeScalars), p) }
@@ -405,8 +446,9 @@ enum WQLParser {
                 throw .invalidQuery("\(at) $in must be an array of strings or numbers, got \(operand.kindName)")
             }
             var values = [WQLOperand]()
+            values.reserveCapacity(items.count)
             for item in items { values.append(try scalar(item, at: "\(at) $in")) }
-            return .isIn(tag: tag, values)
+            return .isIn(tag: tag, WQLValueSet(values))
         case "$like":
             guard case let .string(p) = operand else {
                 throw .invalidQuery("\(at) $like must be a string pattern, got \(operand.kindName)")

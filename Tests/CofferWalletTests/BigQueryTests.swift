@@ -1,0 +1,85 @@
+// Queries of any size: long $in lists, wide $or / $and and many $exist names give the same
+// results as the small queries they expand to, never a storage error.
+import CofferWallet
+import Foundation
+import Testing
+
+@Suite("Queries of any size")
+struct BigQueryTests {
+    static let n = 120
+
+    /// Records r0…r119 with an encrypted tag e = "v<i>", a plaintext ~s = "s<i>" and ~n = i.
+    static func filled() async throws -> Wallet {
+        let (w, _) = try await TestWallets.make()
+        try await w.transaction { txn in
+            for i in 0..<n {
+                try txn.add(type: "t", id: "r\(i)", value: "x", tags: ["e": .string("v\(i)"), "~s": .string("s\(i)"), "~n": .string(String(i))])
+            }
+        }
+        return w
+    }
+
+    func ids(_ w: Wallet, _ json: String) async throws -> Set<String> {
+        let query = try WalletQuery(json: json)
+        let found = Set(try await w.fetchAll(type: "t", matching: query).map(\.id))
+        let counted = try await w.count(type: "t", matching: query)
+        #expect(counted == found.count, "count \(counted) vs \(found.count) records")
+        return found
+    }
+
+    func json(_ value: Any) -> String { String(decoding: try! JSONSerialization.data(withJSONObject: value), as: UTF8.self) }
+
+    static func expected(_ keep: (Int) -> Bool) -> Set<String> { Set((0..<n).filter(keep).map { "r\($0)" }) }
+
+    @Test("$in with 100,000 values on an encrypted tag finds exactly the listed records")
+    func inEncrypted() async throws {
+        let w = try await Self.filled()
+        defer { try? w.close() }
+        let values = (0..<100_000).map { "v\($0 * 7)" }
+        #expect(try await ids(w, json(["e": ["$in": values]])) == Self.expected { $0 % 7 == 0 })
+    }
+
+    @Test("$in with 100,000 strings and numbers on plaintext tags finds exactly the listed records")
+    func inPlaintext() async throws {
+        let w = try await Self.filled()
+        defer { try? w.close() }
+        let strings = (0..<100_000).map { "s\($0 * 3)" }
+        #expect(try await ids(w, json(["~s": ["$in": strings]])) == Self.expected { $0 % 3 == 0 })
+        let numbers: [Any] = (0..<100_000).map { $0 * 5 } + ["s1"]
+        #expect(try await ids(w, json(["~n": ["$in": numbers]])) == Self.expected { $0 % 5 == 0 })
+    }
+
+    @Test("$or of 100,000 equalities on one tag, and of 990 and 100,000 mixed branches, match their small meaning")
+    func wideOr() async throws {
+        let w = try await Self.filled()
+        defer { try? w.close() }
+        let sameTag = (0..<100_000).map { ["e": "v\($0 * 11)"] }
+        #expect(try await ids(w, json(["$or": sameTag])) == Self.expected { $0 % 11 == 0 })
+        for count in [990, 100_000] {
+            let mixed: [[String: Any]] = (0..<count).map { $0 % 2 == 0 ? ["e": "v\($0)"] : ["~s": ["$like": "s\($0)"]] }
+            #expect(try await ids(w, json(["$or": mixed])) == Self.expected { $0 < count }, "\(count) branches")
+        }
+    }
+
+    @Test("$and of 990 and 100,000 clauses matches its small meaning")
+    func wideAnd() async throws {
+        let w = try await Self.filled()
+        defer { try? w.close() }
+        for count in [990, 100_000] {
+            let clauses: [[String: Any]] = (0..<count).map { ["$not": ["e": "v\($0 * 2)"]] }
+            #expect(try await ids(w, json(["$and": clauses])) == Self.expected { $0 % 2 == 1 || $0 >= 2 * count }, "\(count) clauses")
+        }
+    }
+
+    @Test("$exist with 100,000 names needs every one; repeated present names need only those")
+    func manyExist() async throws {
+        let w = try await Self.filled()
+        defer { try? w.close() }
+        let absent = ["e", "~s"] + (0..<100_000).map { "missing\($0)" }
+        #expect(try await ids(w, json(["$exist": absent])).isEmpty)
+        let present = (0..<100_000).map { ["e", "~s", "~n"][$0 % 3] }
+        #expect(try await ids(w, json(["$exist": present])) == Self.expected { _ in true })
+        let negated = try await ids(w, json(["$not": ["$exist": absent]]))
+        #expect(negated == Self.expected { _ in true })
+    }
+}
