@@ -91,6 +91,8 @@ public final class Wallet: Sendable {
     /// migrations up to and including `schemaUpTo` (tests open such files to check upgrades).
     static func create(at url: URL, key: WalletKey, configuration: Configuration, schemaUpTo: String?) async throws -> Wallet {
         let path = url.path
+        // Whatever is at the path — a wallet, an empty file, another database — stays as it is.
+        if FileManager.default.fileExists(atPath: path) { throw WalletError.walletExists(path: path) }
         let (storeKey, kdf) = try makeStoreKey(key, parameters: configuration.passphraseParameters)
         do {
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -132,6 +134,7 @@ public final class Wallet: Sendable {
         if case let .raw(data) = key, data.count != 32 {
             throw WalletError.invalidInput("a raw key must be 32 bytes, got \(data.count)")
         }
+        try checkIsWallet(path: path)
         let opened = try openPool(path: path)
         let pool = opened.pool
         do {
@@ -144,7 +147,7 @@ public final class Wallet: Sendable {
                 return out
             }
             guard let sealedKeys = meta["keys"], let kdfData = meta["kdf"] else {
-                throw WalletError.walletMissing(path: path)
+                throw WalletError.corrupted("\(path) is an SQLite database without a Coffer wallet's keys")
             }
             if let formatData = meta["format"], let format = Int(String(decoding: formatData, as: UTF8.self)), format > Schema.format {
                 throw WalletError.invalidInput("the wallet at \(path) has format \(format), written by a newer Coffer; this one reads up to \(Schema.format)")
@@ -158,6 +161,26 @@ public final class Wallet: Sendable {
         } catch {
             closePool(opened)
             throw mapError(error)
+        }
+    }
+
+    /// Refuses, before anything could write to it, a file that is not a Coffer wallet: one that
+    /// does not start with SQLite's header (empty, truncated, garbage) or an SQLite database not
+    /// in WAL mode. The file is left exactly as it was. (A WAL-mode database without the
+    /// wallet's table is refused after opening, as `corrupted` too.)
+    static func checkIsWallet(path: String) throws(WalletError) {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw .storage("cannot read the wallet file at \(path)")
+        }
+        let head = (try? handle.read(upToCount: 100)) ?? Data()
+        try? handle.close()
+        guard head.count == 100, head.prefix(16) == Data("SQLite format 3\0".utf8) else {
+            throw .corrupted("\(path) is not a Coffer wallet (\(head.count < 100 ? "\(head.count) bytes" : "no SQLite header")); it was left as it was")
+        }
+        // A wallet is always in WAL mode (file format bytes 18 and 19 are 2). Any other SQLite
+        // file would be switched to WAL by opening it for writing, so it is refused unopened.
+        guard head[18] == 2, head[19] == 2 else {
+            throw .corrupted("\(path) is an SQLite database but not a Coffer wallet; it was left as it was")
         }
     }
 

@@ -9,8 +9,16 @@ struct StoreOptions: ParsableArguments {
     @Option(name: .long, help: "Store folder (default: $COFFER_HOME, else the platform's application-data folder).")
     var store: String?
 
-    @Option(name: .customLong("raw-key"), help: "The wallet's raw 32-byte key, base64.")
+    @Option(name: .customLong("raw-key"),
+            help: "The wallet's raw 32-byte key, base64 (other processes can read arguments: prefer --raw-key-env or --raw-key-file).")
     var rawKey: String?
+
+    @Option(name: .customLong("raw-key-env"), help: "Name of an environment variable holding the wallet's raw key, base64.")
+    var rawKeyEnv: String?
+
+    @Option(name: .customLong("raw-key-file"),
+            help: "A file holding the wallet's raw key, base64 (refused when group or others may read it).")
+    var rawKeyFile: String?
 
     @Option(name: .customLong("passphrase-env"), help: "Name of an environment variable holding the wallet passphrase.")
     var passphraseEnv: String?
@@ -30,16 +38,8 @@ struct StoreOptions: ParsableArguments {
     }
 
     func walletKey() throws -> WalletKey {
-        switch (rawKey, passphraseEnv) {
-        case (nil, nil):
-            throw WalletError.invalidInput("give the wallet key: --raw-key BASE64 or --passphrase-env VAR")
-        case (.some, .some):
-            throw WalletError.invalidInput("give either --raw-key or --passphrase-env, not both")
-        case let (raw?, nil):
-            return .raw(try CLIKeys.decodeRawKey(raw, option: "--raw-key"))
-        case let (nil, variable?):
-            return .passphrase(try CLIKeys.passphrase(fromEnvironment: variable, option: "--passphrase-env"))
-        }
+        try CLIKeys.key(raw: rawKey, rawOption: "--raw-key", rawEnv: rawKeyEnv, rawFile: rawKeyFile, passphraseEnv: passphraseEnv,
+                        passphraseOption: "--passphrase-env", missing: "give the wallet key: --raw-key-env VAR, --raw-key-file FILE, --raw-key BASE64 or --passphrase-env VAR")
     }
 
     func openWallet() async throws -> Wallet {
@@ -48,6 +48,50 @@ struct StoreOptions: ParsableArguments {
 }
 
 enum CLIKeys {
+    /// The one key given by exactly one of the four ways (`rawOption` names the argument form;
+    /// its `-env` and `-file` forms follow from it).
+    static func key(raw: String?, rawOption: String, rawEnv: String?, rawFile: String?, passphraseEnv: String?,
+                    passphraseOption: String, missing: String) throws -> WalletKey {
+        let given = [raw != nil, rawEnv != nil, rawFile != nil, passphraseEnv != nil].filter { $0 }.count
+        guard given > 0 else { throw WalletError.invalidInput(missing) }
+        guard given == 1 else {
+            throw WalletError.invalidInput("give one of \(rawOption)-env, \(rawOption)-file, \(rawOption) or \(passphraseOption), not several")
+        }
+        if let raw {
+            StandardError.note("warning: \(rawOption) on the command line can be read by other processes (ps); use \(rawOption)-env or \(rawOption)-file")
+            return .raw(try decodeRawKey(raw, option: rawOption))
+        }
+        if let rawEnv {
+            return .raw(try decodeRawKey(try environment(rawEnv, option: "\(rawOption)-env"), option: "\(rawOption)-env"))
+        }
+        if let rawFile { return .raw(try decodeRawKey(try ownerOnlyFile(rawFile, option: "\(rawOption)-file"), option: "\(rawOption)-file")) }
+        return .passphrase(try passphrase(fromEnvironment: passphraseEnv!, option: passphraseOption))
+    }
+
+    /// A key file's text, refused when its mode lets group or others read it.
+    static func ownerOnlyFile(_ path: String, option: String) throws -> String {
+        let mode: Int
+        do { mode = (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? 0o777 } catch {
+            throw WalletError.invalidInput("\(option): cannot read \(path)")
+        }
+        guard mode & 0o077 == 0 else {
+            throw WalletError.invalidInput("\(option): \(path) can be read by group or others (mode \(String(mode, radix: 8))); chmod 600 it")
+        }
+        return try CLIInput.text(path: path, what: option)
+    }
+
+    /// An environment variable's value, checked to be valid UTF-8 (never repaired).
+    static func environment(_ variable: String, option: String) throws -> String {
+        guard let raw = getenv(variable) else {
+            throw WalletError.invalidInput("\(option): environment variable \(variable) is not set")
+        }
+        guard let value = String(validatingCString: raw) else {
+            throw WalletError.invalidInput("\(option): environment variable \(variable) is not valid UTF-8")
+        }
+        guard !value.isEmpty else { throw WalletError.invalidInput("\(option): environment variable \(variable) is empty") }
+        return value
+    }
+
     static func decodeRawKey(_ base64: String, option: String) throws -> Data {
         guard let data = Data(base64Encoded: base64.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw WalletError.invalidInput("\(option) is not valid base64")
@@ -59,11 +103,52 @@ enum CLIKeys {
     }
 
     static func passphrase(fromEnvironment variable: String, option: String) throws -> String {
-        guard let value = ProcessInfo.processInfo.environment[variable] else {
-            throw WalletError.invalidInput("\(option): environment variable \(variable) is not set")
+        try environment(variable, option: option)
+    }
+}
+
+/// Text inputs: files, standard input and arguments, all checked to be valid UTF-8.
+enum CLIInput {
+    /// The whole text of `path` (`-`: standard input).
+    static func text(path: String, what: String) throws -> String {
+        let data: Data
+        if path == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            guard let contents = FileManager.default.contents(atPath: path) else {
+                throw WalletError.invalidInput("\(what): cannot read \(path)")
+            }
+            data = contents
         }
-        guard !value.isEmpty else { throw WalletError.invalidInput("\(option): environment variable \(variable) is empty") }
-        return value
+        guard let text = String(validating: data, as: UTF8.self) else {
+            throw WalletError.invalidInput("\(what): \(path == "-" ? "standard input" : path) is not valid UTF-8")
+        }
+        return text
+    }
+
+    /// Exactly one of an argument and a file option: the text.
+    static func one(argument: String?, file: String?, argumentName: String, fileOption: String) throws -> String {
+        switch (argument, file) {
+        case let (a?, nil): return a
+        case let (nil, f?): return try text(path: f, what: fileOption)
+        case (nil, nil): throw WalletError.invalidInput("give \(argumentName) or \(fileOption) FILE|-")
+        case (.some, .some): throw WalletError.invalidInput("give \(argumentName) or \(fileOption), not both")
+        }
+    }
+
+    /// The process's arguments as bytes, checked before parsing: Swift would otherwise replace
+    /// invalid UTF-8 with U+FFFD, and two different names would become one.
+    /// - Returns: a message naming the first argument that is not valid UTF-8, or nil.
+    static func invalidArgument() -> String? {
+        for i in 1..<Int(CommandLine.argc) {
+            guard let raw = CommandLine.unsafeArgv[i] else { continue }
+            if String(validatingCString: raw) == nil {
+                let previous = i > 1 ? CommandLine.unsafeArgv[i - 1].flatMap { String(validatingCString: $0) } : nil
+                let after = previous.map { " (after \($0))" } ?? ""
+                return "argument \(i)\(after) is not valid UTF-8; names and values are kept byte for byte, so they must be valid UTF-8"
+            }
+        }
+        return nil
     }
 }
 
@@ -89,6 +174,7 @@ struct CofferCommand: AsyncParsableCommand {
             handler.logLevel = level ?? .warning
             return handler
         }
+        if let message = CLIInput.invalidArgument() { fail(message, code: 2) }
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -121,6 +207,7 @@ struct CofferCommand: AsyncParsableCommand {
     }
 
     static func fail(_ message: String, code: Int32) -> Never {
+        StandardError.endProgressLine()
         FileHandle.standardError.write(Data("error: \(message)\n".utf8))
         Foundation.exit(code)
     }
@@ -175,7 +262,34 @@ extension ExitCodes {
 
 /// Writes to stderr (progress, notes) without touching stdout, which carries results.
 enum StandardError {
+    /// Whether stderr is a terminal (a progress bar redraws in place only there).
+    static let isTerminal = isatty(STDERR_FILENO) == 1
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var lineOpen = false
+
     static func write(_ s: String) {
         FileHandle.standardError.write(Data(s.utf8))
+    }
+
+    /// Part of a line that a later write continues (a progress bar drawn in place).
+    static func writeOpenLine(_ s: String) {
+        lock.withLock {
+            write(s)
+            lineOpen = true
+        }
+    }
+
+    /// Ends a progress line left open, so that what follows starts on its own line.
+    static func endProgressLine() {
+        lock.withLock {
+            if lineOpen { write("\n") }
+            lineOpen = false
+        }
+    }
+
+    /// A note on its own line.
+    static func note(_ s: String) {
+        endProgressLine()
+        write(s + "\n")
     }
 }

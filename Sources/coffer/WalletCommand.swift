@@ -28,13 +28,20 @@ struct WalletCommand: AsyncParsableCommand {
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Add a record.")
         @OptionGroup var storeOptions: StoreOptions
-        @Argument var type: String
-        @Argument var id: String
-        @Argument var value: String
+        @Argument(help: "Record type.") var type: String
+        @Argument(help: "Record id.") var id: String
+        @Argument(help: "Record value (or --value-file).") var value: String?
+        @Option(name: .customLong("value-file"), help: ArgumentHelp("Read the value from a file (- for standard input).", valueName: "file"))
+        var valueFile: String?
         @Option(help: "Tags as a JSON object.") var tags: String?
+        @Option(name: .customLong("tags-file"), help: ArgumentHelp("Read the tags' JSON object from a file (- for standard input).", valueName: "file"))
+        var tagsFile: String?
 
         func run() async throws {
-            let parsed = try tags.map { try WalletTags(json: $0) } ?? WalletTags()
+            let value = try CLIInput.one(argument: value, file: valueFile, argumentName: "a value", fileOption: "--value-file")
+            let tagsText: String? = tags != nil || tagsFile != nil
+                ? try CLIInput.one(argument: tags, file: tagsFile, argumentName: "--tags", fileOption: "--tags-file") : nil
+            let parsed = try tagsText.map { try WalletTags(json: $0) } ?? WalletTags()
             let wallet = try await storeOptions.openWallet()
             defer { try? wallet.close() }
             try await wallet.add(type: type, id: id, value: value, tags: parsed)
@@ -59,11 +66,14 @@ struct WalletCommand: AsyncParsableCommand {
     struct Update: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Replace a record's value (tags kept).")
         @OptionGroup var storeOptions: StoreOptions
-        @Argument var type: String
-        @Argument var id: String
-        @Argument var value: String
+        @Argument(help: "Record type.") var type: String
+        @Argument(help: "Record id.") var id: String
+        @Argument(help: "New value (or --value-file).") var value: String?
+        @Option(name: .customLong("value-file"), help: ArgumentHelp("Read the value from a file (- for standard input).", valueName: "file"))
+        var valueFile: String?
 
         func run() async throws {
+            let value = try CLIInput.one(argument: value, file: valueFile, argumentName: "a value", fileOption: "--value-file")
             let wallet = try await storeOptions.openWallet()
             defer { try? wallet.close() }
             try await wallet.update(type: type, id: id, value: value)
@@ -146,13 +156,15 @@ struct WalletCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Search records of a type with a WQL query; prints one JSON page object.")
         @OptionGroup var storeOptions: StoreOptions
-        @Argument var type: String
-        @Argument(help: "WQL query (JSON).") var query: String
+        @Argument(help: "Record type.") var type: String
+        @Argument(help: "WQL query (JSON), or --query-file.") var query: String?
+        @Option(name: .customLong("query-file"), help: ArgumentHelp("Read the WQL query from a file (- for standard input).", valueName: "file"))
+        var queryFile: String?
         @Option(help: "Search options as JSON.") var options: String?
         @Option(help: "Records in the page; without it, every match.") var count: Int?
 
         func run() async throws {
-            let q = try WalletQuery(json: query)
+            let q = try WalletQuery(json: CLIInput.one(argument: query, file: queryFile, argumentName: "a query", fileOption: "--query-file"))
             let opts = try options.map { try SearchOptions(json: $0) } ?? SearchOptions()
             if let count, count < 1 { throw WalletError.invalidInput("--count must be at least 1, got \(count)") }
             let wallet = try await storeOptions.openWallet()
@@ -236,16 +248,16 @@ struct WalletCommand: AsyncParsableCommand {
     struct Rekey: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Protect the wallet with a new raw key or passphrase.")
         @OptionGroup var storeOptions: StoreOptions
-        @Option(name: .customLong("new-raw-key"), help: "New raw 32-byte key, base64.") var newRawKey: String?
+        @Option(name: .customLong("new-raw-key"), help: "New raw 32-byte key, base64 (visible to other processes; prefer -env or -file).")
+        var newRawKey: String?
+        @Option(name: .customLong("new-raw-key-env"), help: "Environment variable holding the new raw key, base64.") var newRawKeyEnv: String?
+        @Option(name: .customLong("new-raw-key-file"), help: "File holding the new raw key, base64 (mode 0600).") var newRawKeyFile: String?
         @Option(name: .customLong("new-passphrase-env"), help: "Environment variable holding the new passphrase.") var newPassphraseEnv: String?
 
         func run() async throws {
-            let newKey: WalletKey
-            switch (newRawKey, newPassphraseEnv) {
-            case let (raw?, nil): newKey = .raw(try CLIKeys.decodeRawKey(raw, option: "--new-raw-key"))
-            case let (nil, v?): newKey = .passphrase(try CLIKeys.passphrase(fromEnvironment: v, option: "--new-passphrase-env"))
-            default: throw WalletError.invalidInput("give exactly one of --new-raw-key BASE64 or --new-passphrase-env VAR")
-            }
+            let newKey = try CLIKeys.key(raw: newRawKey, rawOption: "--new-raw-key", rawEnv: newRawKeyEnv, rawFile: newRawKeyFile,
+                                         passphraseEnv: newPassphraseEnv, passphraseOption: "--new-passphrase-env",
+                                         missing: "give the new key: --new-raw-key-env VAR, --new-raw-key-file FILE, --new-raw-key BASE64 or --new-passphrase-env VAR")
             let wallet = try await storeOptions.openWallet()
             defer { try? wallet.close() }
             try await wallet.rekey(to: newKey)
@@ -268,12 +280,12 @@ enum JSONLines {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw WalletError.invalidInput("cannot read \(path)")
         }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw WalletError.invalidInput("\(path) is not UTF-8 text")
-        }
         var out = [Line]()
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, rawBytes) in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
             let lineNumber = index + 1
+            guard let raw = String(validating: rawBytes, as: UTF8.self) else {
+                throw WalletError.invalidInput("line \(lineNumber) of \(path) is not valid UTF-8")
+            }
             let line = raw.trimmingCharacters(in: .whitespacesAndNewlines)
             if line.isEmpty { continue }
             let value: JSONValue
@@ -316,6 +328,7 @@ final class Progress: @unchecked Sendable {
     private let label: String
     private var total: Int
     private var lastDraw = Date.distantPast
+    private var lastTenth = -1
     private let lock = NSLock()
 
     init(label: String, total: Int) {
@@ -334,12 +347,21 @@ final class Progress: @unchecked Sendable {
         lastDraw = now
         let width = 30
         let fraction = total == 0 ? 1 : Double(done) / Double(total)
+        guard StandardError.isTerminal else {
+            // A log, not a screen: one line per tenth, no carriage returns.
+            let tenth = Int(fraction * 10)
+            guard tenth > lastTenth else { return }
+            lastTenth = tenth
+            StandardError.write("\(label): \(done)/\(total)\n")
+            return
+        }
         let filled = Int(fraction * Double(width))
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        StandardError.write("\r\(label) [\(bar)] \(done)/\(total)")
+        StandardError.writeOpenLine("\r\(label) [\(bar)] \(done)/\(total)")
     }
 
+    /// Ends the bar's line (nothing to end when stderr is not a terminal).
     func finish() {
-        StandardError.write("\n")
+        StandardError.endProgressLine()
     }
 }

@@ -26,7 +26,7 @@ enum CLI {
 
     static let key = Data(repeating: 9, count: 32).base64EncodedString()
 
-    static func run(_ args: [String], store: URL, env: [String: String] = [:]) throws -> CLIResult {
+    static func run(_ args: [String], store: URL, env: [String: String] = [:], stdin: Data? = nil) throws -> CLIResult {
         let process = Process()
         process.executableURL = binary
         process.arguments = ["--store", store.path] + args
@@ -36,15 +36,20 @@ enum CLI {
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
+        let input = Pipe()
+        process.standardInput = input
         try process.run()
+        if let stdin { input.fileHandleForWriting.write(stdin) }
+        try input.fileHandleForWriting.close()
         let o = out.fileHandleForReading.readDataToEndOfFile()
         let e = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return CLIResult(status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
     }
 
-    static func wallet(_ args: [String], store: URL) throws -> CLIResult {
-        try run(["--raw-key", key, "wallet"] + args, store: store)
+    /// A wallet command with the test key from the environment (not visible to `ps`).
+    static func wallet(_ args: [String], store: URL, stdin: Data? = nil) throws -> CLIResult {
+        try run(["--raw-key-env", "COFFER_TEST_KEY", "wallet"] + args, store: store, env: ["COFFER_TEST_KEY": key], stdin: stdin)
     }
 
     static func newStore() throws -> URL {

@@ -48,14 +48,24 @@ struct RecordTests {
         #expect(try await w.get(type: "b", id: "1").value == "y")
     }
 
-    @Test("empty type, id, value and tag values are allowed")
+    @Test("empty values and tag values are allowed")
     func empties() async throws {
         let (w, _) = try await TestWallets.make()
         defer { try? w.close() }
-        try await w.add(type: "", id: "", value: "", tags: ["a": "", "~b": "", "~": "x"])
-        let r = try await w.get(type: "", id: "")
+        try await w.add(type: "t", id: "i", value: "", tags: ["a": "", "~b": "", "~": "x"])
+        let r = try await w.get(type: "t", id: "i")
         #expect(r.value == "")
         #expect(r.tags == ["a": "", "~b": "", "~": "x"])
+    }
+
+    @Test("empty types and ids are refused with an error naming them, on every call")
+    func emptyNamesRefused() async throws {
+        let (w, _) = try await TestWallets.make()
+        defer { try? w.close() }
+        await #expect(throws: WalletError.invalidInput("record type must not be empty")) { try await w.add(type: "", id: "i", value: "v") }
+        await #expect(throws: WalletError.invalidInput("record id must not be empty")) { try await w.add(type: "t", id: "", value: "v") }
+        await #expect(throws: WalletError.invalidInput("record type must not be empty")) { _ = try await w.count(type: "") }
+        await #expect(throws: WalletError.invalidInput("record id must not be empty")) { _ = try await w.fetch(type: "t", id: "") }
     }
 
     @Test("an empty tag list stores no tag")
@@ -368,11 +378,15 @@ struct AskarRecordCaseTests {
             try await w.add(type: "c", id: "n", value: "", tags: ["a": "1"])
             #expect(try await w.get(type: "c", id: "n").value == "")
         case "category_empty_string":
-            try await w.add(type: "", id: "n", value: "v", tags: ["a": "1"])
-            #expect(try await w.get(type: "", id: "n").tags == ["a": "1"])
+            // Askar accepts it; Coffer refuses empty types (the wallet-hardening issue's choice).
+            await #expect(throws: WalletError.invalidInput("record type must not be empty")) {
+                try await w.add(type: "", id: "n", value: "v", tags: ["a": "1"])
+            }
         case "name_empty_string":
-            try await w.add(type: "c", id: "", value: "v", tags: ["a": "1"])
-            #expect(try await w.get(type: "c", id: "").tags == ["a": "1"])
+            // Askar accepts it; Coffer refuses empty ids.
+            await #expect(throws: WalletError.invalidInput("record id must not be empty")) {
+                try await w.add(type: "c", id: "", value: "v", tags: ["a": "1"])
+            }
         case "duplicate_category_name":
             try await w.add(type: "c", id: "n", value: "v")
             await #expect(throws: WalletError.duplicate(type: "c", id: "n")) { try await w.add(type: "c", id: "n", value: "v") }

@@ -9,6 +9,7 @@ enum Validate {
     static let reservedTypePrefix = "__coffer"
 
     static func type(_ type: String, allowReserved: Bool = false) throws(WalletError) {
+        if type.isEmpty { throw .invalidInput("record type must not be empty") }
         if type.utf8.count > WalletLimits.maxTypeBytes {
             throw .invalidInput("record type is longer than \(WalletLimits.maxTypeBytes) bytes")
         }
@@ -18,6 +19,7 @@ enum Validate {
     }
 
     static func id(_ id: String) throws(WalletError) {
+        if id.isEmpty { throw .invalidInput("record id must not be empty") }
         if id.utf8.count > WalletLimits.maxIdBytes {
             throw .invalidInput("record id is longer than \(WalletLimits.maxIdBytes) bytes")
         }

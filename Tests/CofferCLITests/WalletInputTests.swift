@@ -1,0 +1,152 @@
+// Wallet input from files, standard input and the environment; UTF-8 checked, never repaired;
+// nothing overwritten; progress lines that end before an error.
+import Foundation
+import Testing
+
+/// Runs `coffer` through bash, so that arguments can hold bytes that are not UTF-8 (Process
+/// takes Swift strings, which cannot).
+func runRawArguments(_ shellArguments: String, store: URL) throws -> CLIResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/bash")
+    process.arguments = ["-c", "exec \"$COFFER\" --store \"$STORE\" --raw-key-env K " + shellArguments]
+    var environment = ProcessInfo.processInfo.environment
+    environment["COFFER"] = CLI.binary.path
+    environment["STORE"] = store.path
+    environment["K"] = CLI.key
+    process.environment = environment
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return CLIResult(status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+}
+
+@Suite("coffer wallet input")
+struct WalletInputTests {
+    func temporaryFile(_ contents: Data, mode: Int = 0o600) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-input-\(UUID().uuidString)")
+        try contents.write(to: url)
+        try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: url.path)
+        return url
+    }
+
+    @Test("a query of about 1 MB from --query-file and from standard input searches like a small one")
+    func queryFile() throws {
+        let store = try CLI.newStore()
+        for i in 0..<20 { #expect(try CLI.wallet(["add", "t", "r\(i)", "v", "--tags", #"{"e":"v\#(i)"}"#], store: store).status == 0) }
+        let values = (0..<100_000).map { "\"v\($0 * 4)\"" }.joined(separator: ",")
+        let query = Data((#"{"e":{"$in":["# + values + "]}}").utf8)
+        #expect(query.count > 900_000)
+        let file = try temporaryFile(query)
+        for r in [try CLI.wallet(["search", "t", "--query-file", file.path], store: store),
+                  try CLI.wallet(["search", "t", "--query-file", "-"], store: store, stdin: query)] {
+            #expect(r.status == 0, "\(r.stderr)")
+            let records = (try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])?["records"] as? [[String: Any]]
+            #expect(Set(records?.compactMap { $0["id"] as? String } ?? []) == Set(stride(from: 0, to: 20, by: 4).map { "r\($0)" }))
+        }
+        #expect(try CLI.wallet(["search", "t", "{}", "--query-file", file.path], store: store).status == 2)
+    }
+
+    @Test("values and tags come from files and standard input, byte for byte")
+    func valueAndTagsFiles() throws {
+        let store = try CLI.newStore()
+        let value = String(repeating: "é\n", count: 100_000)
+        let valueFile = try temporaryFile(Data(value.utf8))
+        let tagsFile = try temporaryFile(Data(#"{"a":"1","~b":"2"}"#.utf8))
+        #expect(try CLI.wallet(["add", "t", "a", "--value-file", valueFile.path, "--tags-file", tagsFile.path], store: store).status == 0)
+        #expect(try CLI.wallet(["add", "t", "b", "--value-file", "-"], store: store, stdin: Data("from stdin".utf8)).status == 0)
+        #expect(try CLI.wallet(["update", "t", "b", "--value-file", "-"], store: store, stdin: Data("updated".utf8)).status == 0)
+        let a = try CLI.wallet(["get", "t", "a"], store: store)
+        let object = try JSONSerialization.jsonObject(with: Data(a.stdout.utf8)) as? [String: Any]
+        #expect(object?["value"] as? String == value)
+        #expect(object?["tags"] as? [String: String] == ["a": "1", "~b": "2"])
+        #expect(try CLI.wallet(["get", "t", "b"], store: store).stdout.contains(#""value":"updated""#))
+        #expect(try CLI.wallet(["add", "t", "c"], store: store).status == 2)
+    }
+
+    @Test("the raw key comes from the environment or an owner-only file; --raw-key warns once")
+    func keySources() throws {
+        let store = try CLI.newStore()
+        let keyFile = try temporaryFile(Data(CLI.key.utf8))
+        #expect(try CLI.run(["--raw-key-file", keyFile.path, "wallet", "add", "t", "1", "v"], store: store).status == 0)
+        let wide = try temporaryFile(Data(CLI.key.utf8), mode: 0o644)
+        let refused = try CLI.run(["--raw-key-file", wide.path, "wallet", "get", "t", "1"], store: store)
+        #expect(refused.status == 2 && refused.stderr.contains("group or others"), "\(refused.stderr)")
+        let visible = try CLI.run(["--raw-key", CLI.key, "wallet", "get", "t", "1"], store: store)
+        #expect(visible.status == 0)
+        #expect(visible.stderr.components(separatedBy: "\n").filter { $0.hasPrefix("warning:") }.count == 1, "\(visible.stderr)")
+        #expect(try CLI.wallet(["get", "t", "1"], store: store).stderr.isEmpty)
+        let both = try CLI.run(["--raw-key-file", keyFile.path, "--raw-key-env", "X", "wallet", "get", "t", "1"], store: store, env: ["X": CLI.key])
+        #expect(both.status == 2)
+        // rekey's new key the same ways.
+        let newKey = Data(repeating: 3, count: 32).base64EncodedString()
+        let newKeyFile = try temporaryFile(Data(newKey.utf8))
+        #expect(try CLI.wallet(["rekey", "--new-raw-key-file", newKeyFile.path], store: store).status == 0)
+        #expect(try CLI.run(["--raw-key-env", "N", "wallet", "get", "t", "1"], store: store, env: ["N": newKey]).status == 0)
+    }
+
+    @Test("arguments that are not valid UTF-8 are refused with exit 2, and nothing is written")
+    func invalidUTF8Arguments() throws {
+        let store = try CLI.newStore()
+        let add = try runRawArguments("wallet add t \"$(printf 'bad\\377')\" v1", store: store)
+        #expect(add.status == 2)
+        #expect(add.stderr.contains("argument 8 (after t)") && add.stderr.contains("not valid UTF-8"), "\(add.stderr)")
+        let tags = try runRawArguments("wallet add t ok v --tags \"$(printf '{\"a\":\"\\376\"}')\"", store: store)
+        #expect(tags.status == 2)
+        #expect(try CLI.wallet(["search", "t", "{}"], store: store).stdout.contains(#""records":[]"#))
+    }
+
+    @Test("files and JSON lines that are not valid UTF-8 are refused naming the file or line")
+    func invalidUTF8Files() throws {
+        let store = try CLI.newStore()
+        let bad = try temporaryFile(Data([0x62, 0x61, 0x64, 0xFF]))
+        let r = try CLI.wallet(["add", "t", "1", "--value-file", bad.path], store: store)
+        #expect(r.status == 2 && r.stderr.contains("not valid UTF-8"), "\(r.stderr)")
+        var lines = Data((#"{"type":"t","id":"a","value":"v"}"# + "\n").utf8)
+        lines.append(Data(#"{"type":"t","id":"b","value":"v"#.utf8))
+        lines.append(0xFE)
+        lines.append(Data("\"}\n".utf8))
+        let jsonl = try temporaryFile(lines)
+        let imported = try CLI.wallet(["import", jsonl.path], store: store)
+        #expect(imported.status == 2 && imported.stderr.contains("line 2"), "\(imported.stderr)")
+        #expect(try CLI.wallet(["search", "t", "{}"], store: store).stdout.contains(#""records":[]"#))
+    }
+
+    @Test("create refuses any existing file; a file that is not a wallet is corrupted and left as it was")
+    func nothingOverwritten() throws {
+        let sqlite = FileManager.default.temporaryDirectory.appendingPathComponent("other-\(UUID().uuidString).sqlite")
+        let make = Process()
+        make.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        make.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table x(y)'); c.commit()", sqlite.path]
+        try make.run()
+        make.waitUntilExit()
+        let contents: [(String, Data)] = [("empty", Data()), ("one byte", Data([0])), ("garbage", Data(repeating: 0x41, count: 5000)),
+                                          ("another SQLite database", try Data(contentsOf: sqlite))]
+        for (label, bytes) in contents {
+            let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-overwrite-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+            let file = store.appendingPathComponent("wallet.sqlite")
+            try bytes.write(to: file)
+            let created = try CLI.wallet(["create"], store: store)
+            #expect(created.status == 3, "\(label): create \(created.status) \(created.stderr)")
+            let opened = try CLI.wallet(["get", "t", "1"], store: store)
+            #expect(opened.status == 5, "\(label): open \(opened.status) \(opened.stderr)")
+            #expect(try Data(contentsOf: file) == bytes, "\(label) was changed")
+        }
+    }
+
+    @Test("a failing import ends the progress line before the error, and draws no carriage returns into a pipe")
+    func progressThenError() throws {
+        let store = try CLI.newStore()
+        var lines = ""
+        for i in 0..<3_000 { lines += #"{"type":"t","id":"r\#(i)","value":"v"}"# + "\n" }
+        lines += #"{"type":"t","id":"r5","value":"v"}"# + "\n"
+        let file = try temporaryFile(Data(lines.utf8))
+        let r = try CLI.wallet(["import", file.path], store: store)
+        #expect(r.status == 3)
+        #expect(!r.stderr.contains("\r"))
+        #expect(r.stderr.components(separatedBy: "\n").contains { $0.hasPrefix("error: ") }, "\(r.stderr)")
+    }
+}
