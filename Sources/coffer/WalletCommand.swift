@@ -9,7 +9,7 @@ struct WalletCommand: AsyncParsableCommand {
         abstract: "Create and use the encrypted record wallet.",
         subcommands: [
             Create.self, Add.self, Get.self, Update.self, Delete.self, AddTags.self, UpdateTags.self,
-            DeleteTags.self, Search.self, Import.self, Rekey.self, WalletKeyCommand.self, Export.self, ImportBackup.self,
+            DeleteTags.self, Search.self, Import.self, Rekey.self, Check.self, WalletKeyCommand.self, Export.self, ImportBackup.self,
         ])
 
     @OptionGroup var storeOptions: StoreOptions
@@ -242,6 +242,25 @@ struct WalletCommand: AsyncParsableCommand {
             bar.finish()
             try wallet.close()
             print(JSONValue.object([("imported", .string(storeOptions.walletURL.path))]).jsonText)
+        }
+    }
+
+    struct Check: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check every record and tag-index row (both ways) and SQLite's integrity; print one JSON report, exit 5 on any problem.")
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() async throws {
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            let bar = Progress(label: "check", total: 0)
+            let report = try await wallet.checkIntegrity { bar.update($0.done, of: $0.total) }
+            bar.finish()
+            print(report.json)
+            if !report.isClean {
+                StandardError.write("error: corrupted: the check found \(report.problemCount) problem\(report.problemCount == 1 ? "" : "s")\n")
+                throw ExitCode(5)
+            }
         }
     }
 

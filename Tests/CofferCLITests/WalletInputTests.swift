@@ -1,6 +1,7 @@
 // Wallet input from files, standard input and the environment; UTF-8 checked, never repaired;
 // nothing overwritten; progress lines that end before an error.
 import Foundation
+import GRDB
 import Testing
 
 /// Runs `coffer` through bash, so that arguments can hold bytes that are not UTF-8 (Process
@@ -148,5 +149,21 @@ struct WalletInputTests {
         #expect(r.status == 3)
         #expect(!r.stderr.contains("\r"))
         #expect(r.stderr.components(separatedBy: "\n").contains { $0.hasPrefix("error: ") }, "\(r.stderr)")
+    }
+
+    @Test("wallet check prints one JSON report and exits 0 when clean, 5 with the record named when an index row is gone")
+    func check() async throws {
+        let store = try CLI.newStore()
+        #expect(try CLI.wallet(["add", "t", "a", "v", "--tags", #"{"e":"1"}"#], store: store).status == 0)
+        let clean = try CLI.wallet(["check"], store: store)
+        #expect(clean.status == 0)
+        #expect(clean.stdout == #"{"records":1,"tagRows":1,"problems":[],"problemCount":0}"# + "\n")
+        let db = try DatabaseQueue(path: store.appendingPathComponent("wallet.sqlite").path)
+        try await db.write { db in try db.execute(sql: "DELETE FROM tags") }
+        try db.close()
+        let damaged = try CLI.wallet(["check"], store: store)
+        #expect(damaged.status == 5)
+        #expect(damaged.stdout.contains(#""kind":"missingTagRow","type":"t","id":"a""#), "\(damaged.stdout)")
+        #expect(damaged.stderr.contains("error: corrupted"))
     }
 }

@@ -415,7 +415,7 @@ struct RecordStore {
 
     /// The index rows of `tags`, and the names of plaintext tags that hold more than one value
     /// (a range over those is not exact; see `tag_multi`).
-    private func tagRows(typeBlind: Data, tags: WalletTags) -> (rows: [TagRow], multiValued: [Int64]) {
+    func tagRows(typeBlind: Data, tags: WalletTags) -> (rows: [TagRow], multiValued: [Int64]) {
         var rows = [TagRow]()
         var multi = [Int64]()
         for (key, value) in tags.entries {
