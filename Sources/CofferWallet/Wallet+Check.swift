@@ -9,7 +9,8 @@ public struct IntegrityReport: Sendable, Equatable {
     /// One thing that is wrong.
     public struct Problem: Sendable, Equatable {
         /// What kind of problem: `record` (does not open), `missingTagRow`, `extraTagRow`,
-        /// `orphanTagRow`, `multiValuedUnmarked`, `sqlite`.
+        /// `orphanTagRow`, `multiValuedUnmarked`, `digest` (records differ from the versions
+        /// last written), `sqlite`.
         public let kind: String
         /// The record's type, when it could be read.
         public let type: String?
@@ -64,8 +65,12 @@ extension Wallet {
     /// runs SQLite's `PRAGMA integrity_check`. It reads one consistent state of the file and
     /// holds one record at a time. It changes nothing.
     ///
-    /// What it cannot find: a whole file rolled back to an older copy, and a record deleted
-    /// together with its tag rows (see the README's threat model).
+    /// It also recomputes the records' version digest (a keyed digest of every record's current
+    /// version, kept by the wallet at every write) and compares it with the stored one: a single
+    /// record rolled back to an older sealed version, re-inserted after it was deleted, or
+    /// deleted together with its tag rows makes them differ. What it cannot find: the whole
+    /// file rolled back to an older copy (the digest rolls back with it). See the README's
+    /// threat model.
     /// - Parameter progress: called with records checked so far and the total.
     /// - Returns: the report; ``IntegrityReport/isClean`` tells whether anything is wrong.
     /// - Throws: ``WalletError`` only when the file cannot be read at all.
@@ -81,6 +86,7 @@ extension Wallet {
                 let tagsOfItem = try db.makeStatement(sql: "SELECT name, value FROM tags WHERE item = ?")
                 let rows = try Row.fetchCursor(db, sql: "SELECT id, type, name, value FROM items ORDER BY id")
                 var done = 0
+                var digest = [UInt8](repeating: 0, count: RowDigest.byteCount)
                 while let row = try rows.next() {
                     done += 1
                     report.records += 1
@@ -92,6 +98,7 @@ extension Wallet {
                         report.add("record", type: nil, id: nil, "row \(rowid) has columns of the wrong kind")
                         continue
                     }
+                    RowDigest.xor(&digest, keys.rowDigest(type: typeColumn, idBlind: idBlind, sealed: sealed))
                     let typeBlind = BlindColumn.blind(typeColumn)
                     let contents: RecordCodec.Contents
                     do { contents = try RecordCodec.open(sealed, typeBlind: typeBlind, idBlind: idBlind, keys: keys) } catch {
@@ -124,6 +131,11 @@ extension Wallet {
                     for name in multi where !multiValued.contains(name) {
                         report.add("multiValuedUnmarked", type: type, id: contents.id, "a plaintext tag holds several values but is not marked multi-valued")
                     }
+                }
+                let stored = try Data.fetchOne(db, sql: "SELECT value FROM coffer_digest WHERE id = 1")
+                if stored != Data(digest) {
+                    report.add("digest", type: nil, id: nil,
+                               "the records differ from the versions this wallet last wrote: a record was rolled back to an older version, re-inserted after its deletion, or removed with its tag rows")
                 }
                 let orphans = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM tags WHERE item NOT IN (SELECT id FROM items)") ?? 0
                 if orphans > 0 { report.add("orphanTagRow", type: nil, id: nil, "\(orphans) tag rows belong to no record") }

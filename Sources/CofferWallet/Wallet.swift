@@ -103,7 +103,9 @@ public final class Wallet: Sendable {
         let pool = opened.pool
         let master = SecretKey.random()
         let sealedKeys = try sealMaster(master, storeKey: storeKey)
+        let keys = WalletKeys(master: master)
         do {
+            registerKeyedFunctions(pool, keys: keys)
             if let schemaUpTo {
                 try Schema.migrator().migrate(pool, upTo: schemaUpTo)
             } else {
@@ -121,7 +123,13 @@ public final class Wallet: Sendable {
             throw mapError(error)
         }
         configuration.logger.debug("created wallet", metadata: ["path": "\(path)", "kdf": "\(kdf.method)"])
-        return Wallet(path: path, pool: opened, keys: WalletKeys(master: master), configuration: configuration)
+        return Wallet(path: path, pool: opened, keys: keys, configuration: configuration)
+    }
+
+    /// Gives the pool's writer the functions that need the wallet's keys (the records' version
+    /// digest the triggers keep). Readers never write, so they need none.
+    static func registerKeyedFunctions(_ pool: DatabasePool, keys: WalletKeys) {
+        pool.writeWithoutTransaction { db in db.add(function: Schema.rowDigestFunction(keys)) }
     }
 
     /// Opens an existing wallet file.
@@ -155,9 +163,11 @@ public final class Wallet: Sendable {
             let kdf = try KDFRecord(json: String(decoding: kdfData, as: UTF8.self))
             let storeKey = try deriveStoreKey(key, kdf: kdf)
             let master = try openMaster(sealedKeys, storeKey: storeKey, kdf: kdf)
+            let keys = WalletKeys(master: master)
+            registerKeyedFunctions(pool, keys: keys)
             // Bring older files up to date (no-op for the current format).
             try Schema.migrator().migrate(pool)
-            return Wallet(path: path, pool: opened, keys: WalletKeys(master: master), configuration: configuration)
+            return Wallet(path: path, pool: opened, keys: keys, configuration: configuration)
         } catch {
             closePool(opened)
             throw mapError(error)

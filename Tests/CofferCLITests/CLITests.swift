@@ -129,7 +129,13 @@ struct CLITests {
     func corrupted() async throws {
         let store = try CLI.newStore()
         #expect(try CLI.wallet(["add", "cred", "c1", "v"], store: store).status == 0)
-        let db = try DatabaseQueue(path: store.appendingPathComponent("wallet.sqlite").path)
+        // As an attacker without the key: the digest triggers' keyed functions do nothing.
+        var config = Configuration()
+        config.prepareDatabase { db in
+            db.add(function: DatabaseFunction("coffer_row_digest", argumentCount: 3) { _ in Data(count: 32) })
+            db.add(function: DatabaseFunction("coffer_xor", argumentCount: 2) { values in values[0] })
+        }
+        let db = try DatabaseQueue(path: store.appendingPathComponent("wallet.sqlite").path, configuration: config)
         try await db.write { db in
             var blob = try Data.fetchOne(db, sql: "SELECT value FROM items")!
             blob[blob.count - 1] ^= 1

@@ -83,3 +83,41 @@ struct BigQueryTests {
         #expect(negated == Self.expected { _ in true })
     }
 }
+
+@Suite("Regular expressions in queries")
+struct RegexQueryTests {
+    @Test("a catastrophic-backtracking pattern over 1,000 records answers correctly, on plaintext and encrypted tags")
+    func pathological() async throws {
+        let (w, _) = try await TestWallets.make()
+        defer { try? w.close() }
+        try await w.transaction { txn in
+            for i in 0..<1_000 {
+                let tag = String(repeating: "a", count: 26) + (i % 10 == 0 ? "" : "!")
+                try txn.add(type: "t", id: "r\(i)", value: "v", tags: ["~p": .string(tag), "e": .string(tag)])
+            }
+        }
+        for name in ["~p", "e"] {
+            let query = try WalletQuery(json: #"{"\#(name)": {"$regex": "^(a+)+$"}}"#)
+            #expect(try await w.count(type: "t", matching: query) == 100, "\(name)")
+        }
+    }
+
+    /// The error a `$regex` query with `pattern` is refused with ("" when it is accepted).
+    static func refusal(_ pattern: String) -> String {
+        let json = #"{"~p": {"$regex": "PATTERN"}}"#.replacingOccurrences(of: "PATTERN", with: pattern)
+        do {
+            _ = try WalletQuery(json: json)
+            return ""
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test("constructs that cannot match in linear time are refused as invalid queries naming them",
+          arguments: ["(a)\\\\1 backreference", "a(?=b) look", "(?i)a flag"])
+    func refused(_ testCase: String) {
+        let parts = testCase.split(separator: " ").map(String.init)
+        let message = Self.refusal(parts[0])
+        #expect(message.hasPrefix("invalid query") && message.lowercased().contains(parts[1]), "\(parts[0]): \(message)")
+    }
+}

@@ -18,7 +18,7 @@ struct IntegrityCheckTests {
     }
 
     func tamper(_ url: URL, _ sql: String) async throws {
-        let db = try DatabaseQueue(path: url.path)
+        let db = try TestWallets.attackerQueue(url)
         try await db.write { db in try db.execute(sql: sql) }
         try db.close()
     }
@@ -72,5 +72,73 @@ struct IntegrityCheckTests {
         let url = try await wallet()
         try await tamper(url, "INSERT INTO tags(item, name, value) VALUES (999999, 1, 'x')")
         #expect(try await check(url).problems.map(\.kind) == ["orphanTagRow"])
+    }
+
+    @Test("a record rolled back to an older sealed version reads fine but fails the check")
+    func rolledBackRecord() async throws {
+        let (w, url) = try await TestWallets.make()
+        try await w.add(type: "t", id: "a", value: "old")
+        try w.close()
+        let db = try TestWallets.attackerQueue(url)
+        let old = try await db.read { db in try Data.fetchOne(db, sql: "SELECT value FROM items")! }
+        try db.close()
+        let w2 = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
+        try await w2.update(type: "t", id: "a", value: "new")
+        #expect(try await w2.checkIntegrity().isClean)
+        try w2.close()
+        try await tamper(url, "UPDATE items SET value = X'\(old.map { String(format: "%02X", $0) }.joined())'")
+        let w3 = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
+        defer { try? w3.close() }
+        #expect(try await w3.get(type: "t", id: "a").value == "old", "the box itself is authentic")
+        #expect(try await w3.checkIntegrity().problems.map(\.kind) == ["digest"])
+    }
+
+    @Test("a deleted record re-inserted from saved rows fails the check")
+    func reinsertedRecord() async throws {
+        let (w, url) = try await TestWallets.make()
+        try await w.add(type: "t", id: "a", value: "v", tags: ["e": "1"])
+        try await w.add(type: "t", id: "b", value: "v")
+        try w.close()
+        let db = try TestWallets.attackerQueue(url)
+        let (item, tags) = try await db.read { db -> ([DatabaseValue], [[DatabaseValue]]) in
+            let row = try Row.fetchOne(db, sql: "SELECT id, type, name, value FROM items ORDER BY id LIMIT 1")!
+            return (Array(row.databaseValues), try Row.fetchAll(db, sql: "SELECT item, name, value FROM tags").map { Array($0.databaseValues) })
+        }
+        try db.close()
+        let w2 = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
+        try await w2.delete(type: "t", id: "a")
+        try w2.close()
+        let attacker = try TestWallets.attackerQueue(url)
+        try await attacker.write { db in
+            try db.execute(sql: "INSERT INTO items(id, type, name, value) VALUES (?, ?, ?, ?)", arguments: [item[0], item[1], item[2], item[3]])
+            for t in tags { try db.execute(sql: "INSERT INTO tags(item, name, value) VALUES (?, ?, ?)", arguments: [t[0], t[1], t[2]]) }
+        }
+        try attacker.close()
+        let w3 = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
+        defer { try? w3.close() }
+        #expect(try await w3.get(type: "t", id: "a").value == "v")
+        #expect(try await w3.checkIntegrity().problems.map(\.kind) == ["digest"])
+    }
+
+    @Test("the digest follows every kind of write: after adds, updates, tag changes, deletes and a failed transaction the check is clean")
+    func digestFollowsWrites() async throws {
+        let (w, _) = try await TestWallets.make()
+        defer { try? w.close() }
+        try await w.transaction { txn in
+            for i in 0..<50 { try txn.add(type: "t", id: "r\(i)", value: "v", tags: ["e": .string("\(i % 3)")]) }
+        }
+        try await w.update(type: "t", id: "r1", value: "changed")
+        try await w.addTags(type: "t", id: "r2", tags: ["x": "y"])
+        try await w.delete(type: "t", id: "r3")
+        _ = try await w.removeAll(type: "t", matching: WalletQuery(json: #"{"e": "0"}"#))
+        await #expect(throws: WalletError.self) {
+            try await w.transaction { txn in
+                try txn.add(type: "t", id: "new", value: "v")
+                try txn.add(type: "t", id: "r1", value: "dup")
+            }
+        }
+        let report = try await w.checkIntegrity()
+        #expect(report.isClean, "\(report.problems)")
+        #expect(report.records == 50 - 1 - 16, "r3 (e = 0) was deleted before the 16 other e = 0 records")
     }
 }

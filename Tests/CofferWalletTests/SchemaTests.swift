@@ -1,4 +1,4 @@
-// The file layout (format 2: items without AUTOINCREMENT, blind types and tag names as integers)
+// The file layout (format 3: items without AUTOINCREMENT, blind types and tag names as integers, the records' version digest)
 // and the upgrade of files in the first layout.
 @testable import CofferWallet
 import Foundation
@@ -136,19 +136,20 @@ struct SchemaTests {
         }
     }
 
-    @Test("a new wallet records file format 2")
+    @Test("a new wallet records file format 3")
     func newWalletFormat() async throws {
         let (wallet, _) = try await TestWallets.make()
         defer { try? wallet.close() }
-        #expect(try await Self.format(wallet) == "2")
+        #expect(try await Self.format(wallet) == "3")
     }
 
-    @Test("an upgraded wallet records format 2, which a Coffer that reads only format 1 refuses")
+    @Test("an upgraded wallet records format 3 (with the version digest of the records it holds), which an older Coffer refuses")
     func upgradedWalletFormat() async throws {
         let url = try await Self.firstLayoutWallet()
         let wallet = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration)
         defer { try? wallet.close() }
-        #expect(try await Self.format(wallet) == "2")
+        #expect(try await Self.format(wallet) == "3")
+        #expect(try await wallet.checkIntegrity().isClean)
     }
 
     @Test("a wallet of a newer format is refused with an error naming both formats, and left as it was")
@@ -156,16 +157,16 @@ struct SchemaTests {
         let (wallet, url) = try await TestWallets.make()
         try await wallet.add(type: "t", id: "a", value: "1")
         try await wallet.pool.write { db in
-            try db.execute(sql: "UPDATE coffer_meta SET value = CAST('3' AS BLOB) WHERE name = 'format'")
+            try db.execute(sql: "UPDATE coffer_meta SET value = CAST('4' AS BLOB) WHERE name = 'format'")
         }
         try wallet.close()
         // Closed: everything is in the main file (opening adds the WAL and shared-memory files).
         let before = FileManager.default.contents(atPath: url.path)
         do {
             _ = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration)
-            Issue.record("a wallet of format 3 opened")
+            Issue.record("a wallet of format 4 opened")
         } catch let WalletError.invalidInput(message) {
-            #expect(message.contains("format 3") && message.contains("up to 2"))
+            #expect(message.contains("format 4") && message.contains("up to 3"))
         }
         #expect(FileManager.default.contents(atPath: url.path) == before)
     }

@@ -112,7 +112,7 @@ struct SecurityTests {
         let (w, url) = try await TestWallets.make()
         try await w.add(type: "t", id: "1", value: "v")
         try w.close()
-        let db = try DatabaseQueue(path: url.path)
+        let db = try TestWallets.attackerQueue(url)
         try await db.write { db in
             var blob = try Data.fetchOne(db, sql: "SELECT value FROM items")!
             blob[blob.count / 2] ^= 0x01
@@ -135,7 +135,7 @@ struct SecurityTests {
         try await w.add(type: "t", id: "a", value: "va")
         try await w.add(type: "t", id: "b", value: "vb")
         try w.close()
-        let db = try DatabaseQueue(path: url.path)
+        let db = try TestWallets.attackerQueue(url)
         try await db.write { db in
             let a = try Data.fetchOne(db, sql: "SELECT value FROM items ORDER BY id LIMIT 1")!
             try db.execute(sql: "UPDATE items SET value = ? WHERE id = (SELECT MAX(id) FROM items)", arguments: [a])
@@ -157,7 +157,7 @@ struct SecurityTests {
         try await w.add(type: "t", id: "red", value: "v", tags: ["color": "red"])
         try await w.add(type: "t", id: "blue", value: "v", tags: ["color": "blue"])
         try w.close()
-        let db = try DatabaseQueue(path: url.path)
+        let db = try TestWallets.attackerQueue(url)
         try await db.write { db in
             // Point blue's tag row at red's blind value: the index now claims blue is red.
             let red = try Data.fetchOne(db, sql: "SELECT value FROM tags WHERE item = (SELECT MIN(id) FROM items)")!
@@ -220,7 +220,7 @@ struct SecurityTests {
         let (w, url) = try await TestWallets.make()
         try await w.add(type: "t", id: "1", value: "v")
         try w.close()
-        let db = try DatabaseQueue(path: url.path)
+        let db = try TestWallets.attackerQueue(url)
         defer { try? db.close() }
         #expect(try await db.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") } == "wal")
     }

@@ -1,6 +1,7 @@
 // Helpers the wallet specifications share: temporary wallets and the WQL case file.
 import CofferWallet
 import Foundation
+import GRDB
 import Testing
 
 enum TestWallets {
@@ -21,6 +22,18 @@ enum TestWallets {
     static func make(key: WalletKey = .raw(rawKey), configuration: Wallet.Configuration = fastConfiguration) async throws -> (Wallet, URL) {
         let url = folder().appendingPathComponent("wallet.sqlite")
         return (try await Wallet.create(at: url, key: key, configuration: configuration), url)
+    }
+
+    /// A connection to a wallet file as an attacker without the key has one: the triggers that
+    /// keep the records' version digest call keyed functions only the wallet registers, so here
+    /// they leave the digest as it was (the attacker cannot compute it).
+    static func attackerQueue(_ url: URL) throws -> DatabaseQueue {
+        var config = Configuration()
+        config.prepareDatabase { db in
+            db.add(function: DatabaseFunction("coffer_row_digest", argumentCount: 3) { _ in Data(count: 32) })
+            db.add(function: DatabaseFunction("coffer_xor", argumentCount: 2) { values in values[0] })
+        }
+        return try DatabaseQueue(path: url.path, configuration: config)
     }
 
     /// Every byte of the wallet's files (main, WAL, shared memory).

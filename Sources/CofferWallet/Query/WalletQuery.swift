@@ -297,36 +297,37 @@ enum LikePattern {
     }
 }
 
-/// Compiled regular expressions, shared by the in-memory evaluator and the SQL function.
+/// Compiled regular expressions, shared by the in-memory evaluator and the SQL function. They
+/// are ``LinearRegex``: matching takes time linear in the text, so no pattern can make a search
+/// run for minutes (ICU's backtracking engine takes seconds on `^(a+)+$` over 27 characters).
 final class RegexCache: @unchecked Sendable {
     static let shared = RegexCache()
 
-    final class Compiled: @unchecked Sendable {
-        // NSRegularExpression is immutable and documented thread-safe for matching.
-        let regex: NSRegularExpression
-        init(_ regex: NSRegularExpression) { self.regex = regex }
-        func containsMatch(_ s: String) -> Bool {
-            let ns = s as NSString
-            return regex.firstMatch(in: s, options: [], range: NSRange(location: 0, length: ns.length)) != nil
-        }
+    /// One compiled pattern.
+    final class Compiled: Sendable {
+        let regex: LinearRegex
+        init(_ regex: LinearRegex) { self.regex = regex }
+        func containsMatch(_ s: String) -> Bool { regex.containsMatch(s) }
+        func containsMatch(utf8 bytes: UnsafeRawBufferPointer) -> Bool { regex.containsMatch(utf8: bytes) }
     }
 
     private let lock = NSLock()
     private var cache = [String: Compiled]()
 
-    /// The compiled pattern, or nil when it does not compile.
-    func regex(_ pattern: String) -> Compiled? {
-        lock.lock()
-        if let hit = cache[pattern] { lock.unlock(); return hit }
-        lock.unlock()
-        guard let re = try? NSRegularExpression(pattern: pattern, options: []) else { return nil }
-        let compiled = Compiled(re)
-        lock.lock()
-        if cache.count > 256 { cache.removeAll() }
-        cache[pattern] = compiled
-        lock.unlock()
+    /// The compiled pattern.
+    /// - Throws: ``LinearRegexError`` naming what is not supported or malformed.
+    func compile(_ pattern: String) throws(LinearRegexError) -> Compiled {
+        if let hit = lock.withLock({ cache[pattern] }) { return hit }
+        let compiled = Compiled(try LinearRegex(pattern))
+        lock.withLock {
+            if cache.count > 256 { cache.removeAll() }
+            cache[pattern] = compiled
+        }
         return compiled
     }
+
+    /// The compiled pattern, or nil when it does not compile.
+    func regex(_ pattern: String) -> Compiled? { try? compile(pattern) }
 }
 
 /// Turns JSON into ``WQLNode`` per the grammar of WQL.md.
@@ -458,8 +459,8 @@ enum WQLParser {
             guard case let .string(p) = operand else {
                 throw .invalidQuery("\(at) $regex must be a string pattern, got \(operand.kindName)")
             }
-            guard RegexCache.shared.regex(p) != nil else {
-                throw .invalidQuery("\(at) $regex pattern \(WalletError.quote(p)) does not compile")
+            do { _ = try RegexCache.shared.compile(p) } catch {
+                throw .invalidQuery("\(at) $regex pattern \(WalletError.quote(p)) is not supported: \(error.message)")
             }
             return .regex(tag: tag, p)
         default:

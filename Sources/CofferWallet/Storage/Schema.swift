@@ -23,8 +23,10 @@ enum Schema {
     /// The newest file format this code reads and writes. 2: blind types and tag names are
     /// integers (a Coffer that reads only format 1 would bind them as blobs, find nothing and
     /// write rows of the old form, so it must refuse these files, and does: it checks this).
-    /// Files of format 1 are brought to 2 when opened.
-    static let format = 2
+    /// Files of format 1 are brought to 2 when opened. 3: the records' version digest
+    /// (`coffer_digest`, kept by triggers that call a keyed function only the wallet's own
+    /// connection has: an older Coffer could not write such a file, and refuses it).
+    static let format = 3
 
     /// The first file layout.
     static let firstMigration = "wallet-v1"
@@ -32,6 +34,8 @@ enum Schema {
     static let itemsRowidMigration = "wallet-v1-items-rowid"
     /// Blind types and tag names stored as integers (same bits).
     static let integerBlindsMigration = "wallet-v1-integer-blinds"
+    /// The records' version digest and the triggers that keep it.
+    static let rowDigestMigration = "wallet-v3-row-digest"
 
     static func migrator() -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -92,7 +96,54 @@ enum Schema {
                 UPDATE coffer_meta SET value = CAST('2' AS BLOB) WHERE name = 'format';
                 """)
         }
+        // A keyed digest of every record's current version: the XOR of a keyed BLAKE2b of each
+        // row's (type, id blind, sealed box). Triggers keep it in the same statement as every
+        // write, so a rolled-back transaction rolls it back too. Whoever writes the file without
+        // the key cannot bring it in line with a record they rolled back or re-inserted, and
+        // `checkIntegrity()` recomputes it. Needs `coffer_row_digest` (registered on the writer
+        // once the key is known) to run.
+        migrator.registerMigration(Schema.rowDigestMigration) { db in
+            var digest = [UInt8](repeating: 0, count: RowDigest.byteCount)
+            let rows = try Data.fetchCursor(db, sql: "SELECT coffer_row_digest(type, name, value) FROM items")
+            while let d = try rows.next() { RowDigest.xor(&digest, d) }
+            try db.execute(sql: """
+                CREATE TABLE coffer_digest(id INTEGER PRIMARY KEY CHECK (id = 1), value BLOB NOT NULL);
+                INSERT INTO coffer_digest(id, value) VALUES (1, ?);
+                CREATE TRIGGER coffer_digest_insert AFTER INSERT ON items BEGIN
+                    UPDATE coffer_digest SET value = coffer_xor(value, coffer_row_digest(NEW.type, NEW.name, NEW.value)) WHERE id = 1;
+                END;
+                CREATE TRIGGER coffer_digest_delete AFTER DELETE ON items BEGIN
+                    UPDATE coffer_digest SET value = coffer_xor(value, coffer_row_digest(OLD.type, OLD.name, OLD.value)) WHERE id = 1;
+                END;
+                CREATE TRIGGER coffer_digest_update AFTER UPDATE ON items BEGIN
+                    UPDATE coffer_digest SET value = coffer_xor(coffer_xor(value, coffer_row_digest(OLD.type, OLD.name, OLD.value)),
+                                                                coffer_row_digest(NEW.type, NEW.name, NEW.value)) WHERE id = 1;
+                END;
+                UPDATE coffer_meta SET value = CAST('3' AS BLOB) WHERE name = 'format';
+                """, arguments: [Data(digest)])
+        }
         return migrator
+    }
+
+    /// `coffer_xor(a, b)`: two equal-length blobs XOR-ed.
+    static let xorFunction = DatabaseFunction("coffer_xor", argumentCount: 2, pure: true) { values in
+        guard let a = Data.fromDatabaseValue(values[0]), let b = Data.fromDatabaseValue(values[1]), a.count == b.count else {
+            throw WalletError.corrupted("the records' version digest is malformed")
+        }
+        var out = [UInt8](a)
+        RowDigest.xor(&out, b)
+        return Data(out)
+    }
+
+    /// `coffer_row_digest(type, name, value)` under `keys` (registered on the writer once the
+    /// wallet is unlocked; see ``RowDigest``).
+    static func rowDigestFunction(_ keys: WalletKeys) -> DatabaseFunction {
+        DatabaseFunction("coffer_row_digest", argumentCount: 3, pure: true) { values in
+            guard let type = Int64.fromDatabaseValue(values[0]), let name = Data.fromDatabaseValue(values[1]),
+                  let value = Data.fromDatabaseValue(values[2])
+            else { throw WalletError.corrupted("a record row has columns of the wrong kind") }
+            return keys.rowDigest(type: type, idBlind: name, sealed: value)
+        }
     }
 
     /// `coffer_num(text)`: the value as a number when it is written as one, else NULL.
@@ -160,6 +211,7 @@ enum Schema {
             db.add(function: Schema.numberFunction)
             db.add(function: Schema.regexFunction)
             db.add(function: Schema.blindIntegerFunction)
+            db.add(function: Schema.xorFunction)
         }
         return config
     }
@@ -170,6 +222,16 @@ enum Schema {
 /// indexes, and SQLite compares integer keys inline where blobs go through `memcmp` field by
 /// field. The bytes themselves stay what is hashed and authenticated (a record box's associated
 /// data is the blind type's bytes).
+/// The per-row digests the records' version digest is the XOR of.
+enum RowDigest {
+    static let byteCount = 32
+
+    static func xor(_ into: inout [UInt8], _ other: Data) {
+        precondition(other.count == into.count, "row digests are \(byteCount) bytes")
+        for (i, byte) in other.enumerated() { into[i] ^= byte }
+    }
+}
+
 enum BlindColumn {
     /// The stored integer of an 8-byte blind index.
     static func value(_ blind: Data) -> Int64 {

@@ -22,6 +22,7 @@ final class WalletKeys: @unchecked Sendable {
     private let tagNameHash: KeyedHash
     private let tagValueHash: KeyedHash
     private let recordKeyHash: KeyedBlake2b
+    private let rowDigestHash: KeyedBlake2b
 
     // Their values are blind bytes. Their keys are types, tag names and short tag values this
     // process has written or searched for: held in memory only, and emptied when the wallet closes.
@@ -62,6 +63,18 @@ final class WalletKeys: @unchecked Sendable {
         tagNameHash = KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.tag-name"))
         tagValueHash = KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.tag-value"))
         recordKeyHash = KeyedBlake2b(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.record-key"))
+        rowDigestHash = KeyedBlake2b(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v3.row-digest"))
+    }
+
+    /// A row's contribution to the records' version digest: keyed BLAKE2b of its stored blind
+    /// type, blind id and sealed box (32 bytes).
+    func rowDigest(type: Int64, idBlind: Data, sealed: Data) -> Data {
+        var typeBits = UInt64(bitPattern: type).littleEndian
+        return withUnsafeBytes(of: &typeBits) { t in
+            var a = Data(t)
+            a.append(idBlind)
+            return rowDigestHash.withDerivedKey(domain: 3, a, sealed) { Data($0) }
+        }
     }
 
     /// Empties the blind-index caches (the wallet is closing: the strings they are keyed by need
