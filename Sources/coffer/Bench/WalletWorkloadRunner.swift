@@ -168,6 +168,49 @@ struct WalletWorkloadRunner {
         }
         out.append(("count_range_plaintext", .rate(ops: reps, seconds: tCR, extra: [("result", Double(cRange))])))
 
+        // Long $in lists (bound as one JSON array each): 5,000 values on a plaintext and on an
+        // encrypted tag, counted and fully fetched.
+        log("big queries …")
+        func inQuery(_ tag: String, _ values: [String]) throws -> WalletQuery {
+            try WalletQuery(jsonValue: .object([(tag, .object([("$in", .array(values.map { .string($0) }))]))]))
+        }
+        let bigQueries = [
+            ("in_5000_plaintext", try inQuery("~seq", (0..<5_000).map { String(format: "%08d", $0 * 2) })),
+            ("in_5000_encrypted", try inQuery("issuer_did", (0..<5_000).map { "did:example:issuer\($0 * 7)" })),
+        ]
+        for (name, query) in bigQueries {
+            let (c, tCount) = try await Clock.time { () -> Int in
+                var c = 0
+                for _ in 0..<5 { c = try await b.count(type: cat, matching: query) }
+                return c
+            }
+            out.append(("count_\(name)", .rate(ops: 5, seconds: tCount, extra: [("result", Double(c))])))
+            let (rows, tFetch) = try await Clock.time { try await b.fetchAll(type: cat, matching: query).count }
+            out.append(("fetch_all_\(name)", .rate(ops: rows, seconds: tFetch, extra: [("seconds", tFetch)])))
+        }
+
+        // $regex: a pattern that makes a backtracking engine take exponential time (`^(a+)+$`
+        // over 26 a's and a '!') against a trivial one, over N records on a plaintext and an
+        // encrypted tag. Linear-time matching keeps the two within a small factor.
+        log("regex …")
+        let regexPath = folder.appendingPathComponent("regex.sqlite")
+        let regexStore = try await Wallet.create(at: regexPath, key: key)
+        let hostile = String(repeating: "a", count: 26) + "!"
+        try await regexStore.transaction { txn in
+            for i in 0..<w.n { try txn.add(type: cat, id: w.names[i], value: "v", tags: ["~p": .string(hostile), "e": .string(hostile)]) }
+        }
+        for tag in ["~p", "e"] {
+            var seconds = [(String, Double)]()
+            for (label, pattern) in [("trivial", "^a"), ("pathological", "^(a+)+$")] {
+                let query = try WalletQuery(jsonValue: .object([(tag, .object([("$regex", .string(pattern))]))]))
+                let (_, t) = try await Clock.time { _ = try await regexStore.count(type: cat, matching: query) }
+                seconds.append(("\(label)_s", t))
+            }
+            seconds.append(("pathological_over_trivial", seconds[1].1 / seconds[0].1))
+            out.append(("regex_count_\(tag == "e" ? "encrypted" : "plaintext")", .group(seconds)))
+        }
+        try regexStore.close()
+
         // Update (replace value and tags, as Askar's replace), one per transaction and batched.
         log("update …")
         let upd = Array(w.updateOrder.prefix(k))
