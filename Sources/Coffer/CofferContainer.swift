@@ -4,6 +4,11 @@ import Foundation
 import Logging
 
 /// Where a container keeps its files.
+///
+/// Every file the stores write is mode 0600 and every folder they make 0700, whatever the
+/// process umask. Folders that already exist at `data` and `caches` keep their mode (they may
+/// be shared, and were not made by Coffer); the folders and files Coffer owns inside them
+/// (`secure/`, `deniable/`, `media/`, the databases) are restricted to their owner when found wider.
 public struct CofferLocations: Sendable, Equatable {
     /// Data that must last: `app.sqlite`, `wallet.sqlite`, `secure/`, `deniable/`.
     public var data: URL

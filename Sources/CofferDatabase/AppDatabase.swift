@@ -172,7 +172,8 @@ public final class AppDatabase: Sendable {
     }
 
     /// Opens (creating when absent) the app database at `url`, runs the schema migrations, then
-    /// the data ladder, then `PRAGMA quick_check` and `foreign_key_check`.
+    /// the data ladder, then `PRAGMA quick_check` and `foreign_key_check`. The file and its
+    /// `-wal`, `-shm` are mode 0600 (an existing wider mode is restricted), new folders 0700.
     /// - Throws: ``DatabaseStoreError/newerVersion(_:)`` before touching a file written by a newer
     ///   app; ``DatabaseStoreError/integrityFailed(_:)`` when a check fails afterwards.
     public static func open(at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,
@@ -183,8 +184,10 @@ public final class AppDatabase: Sendable {
         if existed {
             try refuseNewer(url, migrator: migrator, dataTarget: target)
         } else {
-            try? FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try OwnerOnlyFiles.ensureFolder(url.deletingLastPathComponent())
         }
+        // Created 0600 (SQLite then makes -wal and -shm 0600 too), or restricted to 0600.
+        try OwnerOnlyFiles.prepareDatabaseFile(url)
         let pool: DatabasePool
         do {
             pool = try DatabasePool(path: url.path, configuration: configuration())

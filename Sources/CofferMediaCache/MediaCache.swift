@@ -128,6 +128,8 @@ public enum MediaCacheError: Error, Equatable, Sendable, CustomStringConvertible
 /// - The disk layer survives restarts (recency from file times) and notices when its folder was
 ///   purged (an anchor file vanishes) and starts over.
 /// - ``data(for:orLoad:)`` runs the loader once for concurrent requests of one missing key.
+/// - Files are mode 0600 and folders 0700 whatever the umask; the cache's own folders and files
+///   found with a wider mode are restricted to their owner when the cache opens.
 public final class MediaCache: @unchecked Sendable {
     /// The disk layer's folder.
     public let folder: URL
@@ -429,22 +431,80 @@ public final class MediaCache: @unchecked Sendable {
         kindFolder(key.kind).appendingPathComponent(key.fileName)
     }
 
+    /// Makes the folder, its kind folders and the anchor file, all owner-only whatever the
+    /// umask: new folders 0700 (parents too), the anchor 0600; the cache's own folders and anchor
+    /// that exist with a wider mode are restricted to their owner.
     private func prepareFolder() throws(MediaCacheError) {
         let anchor = folder.appendingPathComponent(Self.anchorName)
-        do {
-            let fm = FileManager.default
-            let fresh = !fm.fileExists(atPath: anchor.path)
-            for kind in MediaKind.allCases {
-                let dir = kindFolder(kind)
-                // Without the anchor, whatever is left is not ours to trust: start empty.
-                if fresh, fm.fileExists(atPath: dir.path) { try fm.removeItem(at: dir) }
-                try fm.createDirectory(at: dir, withIntermediateDirectories: true)
+        let fm = FileManager.default
+        let fresh = !fm.fileExists(atPath: anchor.path)
+        for kind in MediaKind.allCases {
+            let dir = kindFolder(kind)
+            // Without the anchor, whatever is left is not ours to trust: start empty.
+            if fresh, fm.fileExists(atPath: dir.path) {
+                do { try fm.removeItem(at: dir) } catch {
+                    throw .storage("cannot prepare \(folder.path): \(error.localizedDescription)")
+                }
             }
-            if fresh { try Data("coffer media cache\n".utf8).write(to: anchor) }
-        } catch {
-            throw .storage("cannot prepare \(folder.path): \(error.localizedDescription)")
+            try Self.ensureFolder(dir)
+        }
+        for owned in [folder] + MediaKind.allCases.map(kindFolder) { Self.restrictToOwner(owned.path) }
+        if fresh {
+            let fd = open(anchor.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            guard fd >= 0 else { throw .storage("cannot prepare \(folder.path): cannot create \(anchor.path): \(Self.errnoText())") }
+            defer { close(fd) }
+            let text = Array("coffer media cache\n".utf8)
+            guard fchmod(fd, 0o600) == 0, text.withUnsafeBytes({ write(fd, $0.baseAddress!, $0.count) }) == text.count else {
+                throw .storage("cannot prepare \(folder.path): cannot write \(anchor.path): \(Self.errnoText())")
+            }
+        } else {
+            Self.restrictToOwner(anchor.path)
         }
     }
+
+    /// Creates `folder` and any missing parents, each new folder 0700 whatever the umask.
+    private static func ensureFolder(_ folder: URL) throws(MediaCacheError) {
+        var missing: [String] = []
+        var path = folder.standardizedFileURL.path
+        while !path.isEmpty, path != "/" {
+            var info = stat()
+            if stat(path, &info) == 0 {
+                guard info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR) else {
+                    throw .storage("cannot create \(folder.path): \(path) is not a folder")
+                }
+                break
+            }
+            guard errno == ENOENT else { throw .storage("cannot create \(folder.path): \(path): \(errnoText())") }
+            missing.append(path)
+            path = (path as NSString).deletingLastPathComponent
+        }
+        for created in missing.reversed() {
+            if mkdir(created, 0o700) != 0 {
+                if errno == EEXIST { continue } // made by someone else meanwhile: not ours to chmod
+                throw .storage("cannot create \(created): \(errnoText())")
+            }
+            guard chmod(created, 0o700) == 0 else { throw .storage("cannot set the mode of \(created): \(errnoText())") }
+        }
+    }
+
+    /// Takes group and other permissions away from one of the cache's own files or folders
+    /// (0644 becomes 0600, 0755 becomes 0700); best effort, a failure is logged.
+    private static func restrictToOwner(_ path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }
+        restrictToOwner(path, mode: info.st_mode)
+    }
+
+    /// ``restrictToOwner(_:)`` for a path whose mode was just read.
+    private static func restrictToOwner(_ path: String, mode: mode_t) {
+        let permissions = mode & 0o777
+        guard permissions & 0o077 != 0 else { return }
+        if chmod(path, permissions & 0o700) != 0 {
+            logger.warning("a cache file or folder stays readable by others", metadata: ["path": "\(path)", "reason": "\(errnoText())"])
+        }
+    }
+
+    private static func errnoText() -> String { String(cString: strerror(errno)) }
 
     /// Indexes the files on disk, oldest access first (so recency survives a restart). Only names
     /// and file times are read; contents are checked when an entry is read.
@@ -459,6 +519,7 @@ public final class MediaCache: @unchecked Sendable {
                     unlink(path) // a temporary file of an interrupted write, or a stranger
                     continue
                 }
+                Self.restrictToOwner(path, mode: info.st_mode) // written by an older release under a wide umask
                 #if canImport(Darwin)
                 let time = Double(info.st_mtimespec.tv_sec) + Double(info.st_mtimespec.tv_nsec) / 1e9
                 #else
@@ -554,6 +615,12 @@ public final class MediaCache: @unchecked Sendable {
         }
         guard fd >= 0 else { throw .storage("cannot create \(temporary.path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
+        // open(2)'s mode passes through the umask; set it exactly.
+        guard fchmod(fd, 0o600) == 0 else {
+            let reason = Self.errnoText()
+            unlink(temporary.path)
+            throw .storage("cannot set the mode of \(temporary.path): \(reason)")
+        }
         let written = file.withUnsafeBytes { raw -> Bool in
             var done = 0
             while done < raw.count {

@@ -6,7 +6,9 @@ import Logging
 /// Secure items as files in one folder, each sealed with XChaCha20-Poly1305 under a key made on
 /// first use and kept in `folder/key` (mode 0600; a wider mode is refused with
 /// ``SecureStorageError/keyFile(_:)``). File names are keyed hashes of the item names, so the
-/// folder shows neither names nor values. Each item is replaced atomically and durably.
+/// folder shows neither names nor values. Each item is replaced atomically and durably. Files
+/// are mode 0600 and folders 0700 whatever the umask; the store's folders found wider are
+/// restricted to their owner when the store first reads or writes.
 public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendable {
     /// The store's folder.
     public let folder: URL
@@ -115,6 +117,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
 
     private func loadKeys(create: Bool) throws(SecureStorageError) -> (KeyedHash, SecretKey) {
         if let keys { return keys }
+        restrictFolders()
         let master: SecretKey
         do {
             if create { try DurableFile.ensureFolder(folder) }
@@ -124,6 +127,17 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
                       items: KeyDerivation.hkdf(from: master, info: "coffer.secure.items"))
         keys = loaded
         return loaded
+    }
+
+    /// Takes group and other permissions away from the store's folder and its `items` folder
+    /// (0755 becomes 0700) when an earlier release or another tool left them wider; best effort,
+    /// a failure is logged. New folders are made 0700 by ``DurableFile/ensureFolder(_:)``.
+    private func restrictFolders() {
+        for owned in [folder, itemsFolder] {
+            do { try DurableFile.restrictToOwner(owned) } catch {
+                Self.logger.warning("a secure storage folder stays readable by others", metadata: ["reason": "\(error.message)"])
+            }
+        }
     }
 
     private func fileName(_ name: String, _ names: KeyedHash) -> String {

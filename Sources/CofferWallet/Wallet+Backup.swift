@@ -42,7 +42,7 @@ enum BackupFormat {
 
 extension Wallet {
     /// Writes every record and secret into `url` (atomically: a temporary file renamed into
-    /// place), encrypted under `passphrase`. Returns the number of records written.
+    /// place; mode 0600), encrypted under `passphrase`. Returns the number of records written.
     /// - Throws: ``WalletError/invalidInput(_:)`` for an empty passphrase or bad costs.
     @discardableResult
     public func exportBackup(to url: URL, passphrase: String, parameters: Argon2idParameters = .interactive,
@@ -95,13 +95,9 @@ extension Wallet {
             progress?(BackupProgress(done: done, total: total))
             return (total, file)
         }
-        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp")
-        do {
-            try file.write(to: temporary)
-            guard rename(temporary.path, url.path) == 0 else { throw CocoaError(.fileWriteUnknown) }
-        } catch {
-            try? FileManager.default.removeItem(at: temporary)
-            throw WalletError.storage("cannot write the backup to \(url.path): \(error.localizedDescription)")
+        // Temporary file (0600 whatever the umask), flushed, renamed into place.
+        do { try DurableFile.write(file, to: url, permissions: 0o600) } catch {
+            throw WalletError.storage("cannot write the backup to \(url.path): \(error.message)")
         }
         logger.info("exported a backup of \(total) records")
         return total

@@ -80,7 +80,8 @@ public final class Wallet: Sendable {
 
     // MARK: - Create and open
 
-    /// Creates a new wallet file at `url` (parent folders too) protected by `key`.
+    /// Creates a new wallet file at `url` (parent folders too) protected by `key`. The file (and
+    /// SQLite's `-wal`, `-shm`) is mode 0600 and each folder it makes 0700, whatever the umask.
     /// - Throws: ``WalletError/walletExists(path:)`` if a wallet is already there,
     ///   ``WalletError/invalidInput(_:)`` for a raw key that is not 32 bytes.
     public static func create(at url: URL, key: WalletKey, configuration: Configuration = Configuration()) async throws -> Wallet {
@@ -94,10 +95,9 @@ public final class Wallet: Sendable {
         // Whatever is at the path — a wallet, an empty file, another database — stays as it is.
         if FileManager.default.fileExists(atPath: path) { throw WalletError.walletExists(path: path) }
         let (storeKey, kdf) = try makeStoreKey(key, parameters: configuration.passphraseParameters)
-        do {
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        } catch {
-            throw WalletError.storage("cannot create folder for \(path): \(error.localizedDescription)")
+        // Missing folders are made owner-only (0700); an existing folder keeps its mode.
+        do { try DurableFile.ensureFolder(url.deletingLastPathComponent()) } catch {
+            throw WalletError.storage("cannot create folder for \(path): \(error.message)")
         }
         let opened = try openPool(path: path)
         let pool = opened.pool
@@ -132,7 +132,8 @@ public final class Wallet: Sendable {
         pool.writeWithoutTransaction { db in db.add(function: Schema.rowDigestFunction(keys)) }
     }
 
-    /// Opens an existing wallet file.
+    /// Opens an existing wallet file. A wallet file (or its `-wal`, `-shm`) whose mode lets
+    /// group or others in is restricted to its owner (0644 becomes 0600) before it is opened.
     /// - Throws: ``WalletError/walletMissing(path:)`` when there is none,
     ///   ``WalletError/wrongKey(_:)`` when `key` does not open it (never garbage),
     ///   ``WalletError/corrupted(_:)`` when the file is not a wallet or was damaged.
@@ -278,7 +279,13 @@ public final class Wallet: Sendable {
         return try SecretKey(copying: plain.suffix(32), expectedCount: 32)
     }
 
+    /// Opens the pool on the wallet file, first making the file owner-only: created 0600 when
+    /// missing (SQLite gives `-wal` and `-shm` the same mode), an existing file and its `-wal`
+    /// and `-shm` restricted to 0600 when their mode is wider.
     static func openPool(path: String) throws -> (pool: DatabasePool, checkpointer: Checkpointer) {
+        do { try DurableFile.prepareOwnerOnlyDatabase(URL(fileURLWithPath: path)) } catch {
+            throw WalletError.storage(error.message)
+        }
         do {
             let pool = try DatabasePool(path: path, configuration: Schema.configuration(label: "coffer.wallet"))
             try Schema.makeDurable(pool)

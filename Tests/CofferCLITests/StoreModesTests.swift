@@ -1,0 +1,173 @@
+// File modes of a store: every file 0600, every folder 0700, whatever the umask of the process
+// that wrote them. The permissive umask is set in child processes only (tests run in parallel
+// in this one, and the umask is per process).
+import CofferDatabase
+import CofferWallet
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Runs the `coffer` binary in a child shell whose umask is 000 (files 0666, folders 0777 unless
+/// the code sets their modes itself).
+func runUnderUmask000(_ args: [String], store: URL, env: [String: String] = [:]) throws -> CLIResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/bash")
+    process.arguments = ["-c", #"umask 000; exec "$COFFER" "$@""#, "bash", "--store", store.path] + args
+    var environment = ProcessInfo.processInfo.environment
+    environment["COFFER"] = CLI.binary.path
+    for (k, v) in env { environment[k] = v }
+    process.environment = environment
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let o = out.fileHandleForReading.readDataToEndOfFile()
+    let e = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return CLIResult(status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+}
+
+/// The permission bits (`st_mode & 0777`) of `path`, not following a final symbolic link.
+func permissions(_ path: String) -> mode_t? {
+    var info = stat()
+    guard lstat(path, &info) == 0 else { return nil }
+    return info.st_mode & 0o777
+}
+
+/// Every entry under `root` (and `root` itself), relative path → (is a folder, permission bits).
+func modes(under root: URL) -> [String: (folder: Bool, mode: mode_t)] {
+    var out: [String: (folder: Bool, mode: mode_t)] = [:]
+    var info = stat()
+    if lstat(root.path, &info) == 0 { out["."] = (info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR), info.st_mode & 0o777) }
+    for relative in FileManager.default.enumerator(atPath: root.path).map({ $0.compactMap { $0 as? String } }) ?? [] {
+        guard lstat(root.appendingPathComponent(relative).path, &info) == 0 else { continue }
+        out[relative] = (info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR), info.st_mode & 0o777)
+    }
+    return out
+}
+
+/// `path mode` for each entry that is not a 0600 file or a 0700 folder.
+func wrongModes(under root: URL) -> [String] {
+    modes(under: root).filter { $0.value.mode != ($0.value.folder ? 0o700 : 0o600) }
+        .map { "\($0.key) \(String($0.value.mode, radix: 8))" }.sorted()
+}
+
+func octal(_ mode: mode_t?) -> String { mode.map { String($0, radix: 8) } ?? "missing" }
+
+@Suite("StoreModes: owner-only files and folders")
+struct StoreModesTests {
+    @Test("a store written under umask 000 (wallet, app database, cache, secure items, deniable) has only 0600 files and 0700 folders")
+    func wholeStoreUnderPermissiveUmask() throws {
+        let store = emptyStore()
+        let image = FileManager.default.temporaryDirectory.appendingPathComponent("img-\(UUID().uuidString)")
+        try Data(repeating: 0x41, count: 2_000).write(to: image)
+        defer { try? FileManager.default.removeItem(at: image) }
+        let keyEnv = ["COFFER_TEST_KEY": CLI.key]
+        let steps: [([String], [String: String])] = [
+            (["--raw-key-env", "COFFER_TEST_KEY", "wallet", "create"], keyEnv),
+            (["--raw-key-env", "COFFER_TEST_KEY", "wallet", "add", "cred", "c1", "hello"], keyEnv),
+            (["settings", "set", "tilesPerRow", "6"], [:]),
+            (["cache", "put", "thumbnail", "a1", image.path], [:]),
+            (["secure", "set", "accessToken", "--value-env", "TOKEN"], ["TOKEN": "tok-42"]),
+            (["db", "stats"], [:]),
+            (["deniable", "init"], [:]),
+        ]
+        for (args, env) in steps {
+            let r = try runUnderUmask000(args, store: store, env: env)
+            #expect(r.status == 0, "\(args.joined(separator: " ")): \(r.stderr)")
+        }
+        let found = modes(under: store)
+        // The walk covers every store: a missing one would make this test vacuous.
+        for expected in ["wallet.sqlite", "app.sqlite", "secure/key", "secure/items", "caches/media/.coffer-cache-anchor",
+                         "caches/media/thumbnail", "deniable"] {
+            #expect(found[expected] != nil, "\(expected) was not written")
+        }
+        #expect(found.keys.contains { $0.hasPrefix("caches/media/thumbnail/") }, "no cache file was written")
+        #expect(wrongModes(under: store) == [])
+    }
+
+    @Test("Wallet.create makes wallet.sqlite and its open -wal and -shm 0600")
+    func walletFilesWhileOpen() async throws {
+        let url = emptyStore().appendingPathComponent("w/wallet.sqlite")
+        let wallet = try await Wallet.create(at: url, key: .raw(Data(repeating: 7, count: 32)))
+        try await wallet.add(type: "t", id: "1", value: "v")
+        let found = ["", "-wal", "-shm"].map { octal(permissions(url.path + $0)) }
+        try wallet.close()
+        #expect(found == ["600", "600", "600"])
+        #expect(octal(permissions(url.deletingLastPathComponent().path)) == "700")
+    }
+
+    @Test("AppDatabase.open makes app.sqlite and its open -wal and -shm 0600")
+    func appDatabaseFilesWhileOpen() throws {
+        let url = emptyStore().appendingPathComponent("app.sqlite")
+        let database = try AppDatabase.open(at: url)
+        try database.pool.write { db in try db.execute(sql: "INSERT INTO etags(id, assetCount, time) VALUES ('e', 1, 0)") }
+        let found = ["", "-wal", "-shm"].map { octal(permissions(url.path + $0)) }
+        try database.close()
+        #expect(found == ["600", "600", "600"])
+        #expect(octal(permissions(url.deletingLastPathComponent().path)) == "700")
+    }
+
+    @Test("an existing wallet.sqlite with mode 0644 is 0600 after the next open")
+    func existingWalletRestricted() async throws {
+        let url = emptyStore().appendingPathComponent("wallet.sqlite")
+        let key = WalletKey.raw(Data(repeating: 7, count: 32))
+        try await Wallet.create(at: url, key: key).close()
+        #expect(chmod(url.path, 0o644) == 0)
+        let wallet = try await Wallet.open(at: url, key: key)
+        defer { try? wallet.close() }
+        #expect(octal(permissions(url.path)) == "600")
+    }
+
+    @Test("an existing wallet's leftover -wal and -shm with mode 0644 are 0600 after the next open")
+    func existingWalletCompanionsRestricted() async throws {
+        let url = emptyStore().appendingPathComponent("wallet.sqlite")
+        let key = WalletKey.raw(Data(repeating: 7, count: 32))
+        try await Wallet.create(at: url, key: key).close()
+        // What a crash leaves: companions an older release made with the umask's mode.
+        for suffix in ["-wal", "-shm"] {
+            #expect(FileManager.default.createFile(atPath: url.path + suffix, contents: nil))
+            #expect(chmod(url.path + suffix, 0o644) == 0)
+        }
+        let wallet = try await Wallet.open(at: url, key: key)
+        let found = ["-wal", "-shm"].map { octal(permissions(url.path + $0)) }
+        try wallet.close()
+        #expect(found == ["600", "600"])
+    }
+
+    @Test("an existing app.sqlite with mode 0644 is 0600 after the next open")
+    func existingAppDatabaseRestricted() throws {
+        let url = emptyStore().appendingPathComponent("app.sqlite")
+        try AppDatabase.open(at: url).close()
+        #expect(chmod(url.path, 0o644) == 0)
+        let database = try AppDatabase.open(at: url)
+        defer { try? database.close() }
+        #expect(octal(permissions(url.path)) == "600")
+    }
+
+    @Test("a wallet backup file is 0600")
+    func backupFile() async throws {
+        let folder = emptyStore()
+        let wallet = try await Wallet.create(at: folder.appendingPathComponent("wallet.sqlite"), key: .raw(Data(repeating: 7, count: 32)))
+        defer { try? wallet.close() }
+        let backup = folder.appendingPathComponent("wallet.backup")
+        try await wallet.exportBackup(to: backup, passphrase: "backup passphrase", parameters: .init(opsLimit: 1, memLimit: 8192))
+        #expect(octal(permissions(backup.path)) == "600")
+    }
+
+    @Test("an existing store folder keeps its mode (it may be shared); Coffer's own folders in it are 0700")
+    func existingStoreFolderKept() throws {
+        let store = emptyStore()
+        try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+        #expect(chmod(store.path, 0o755) == 0)
+        let r = try runUnderUmask000(["secure", "set", "accessToken", "--value-env", "TOKEN"], store: store, env: ["TOKEN": "t"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(octal(permissions(store.path)) == "755")
+        #expect(wrongModes(under: store) == [". 755"])
+    }
+}
