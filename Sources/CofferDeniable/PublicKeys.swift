@@ -160,7 +160,9 @@ struct PublicKeyCache {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data: Data
-        do { data = try encoder.encode(Stored(fetchedAt: fetchedAt.timeIntervalSince1970, bundle: bundle)) } catch {
+        // Whole seconds: the file's length must not depend on the fetch time's fraction (every
+        // install of a service stores the same bundle, and an adversary compares file sizes).
+        do { data = try encoder.encode(Stored(fetchedAt: fetchedAt.timeIntervalSince1970.rounded(.down), bundle: bundle)) } catch {
             throw .storage("cannot encode the key cache: \(error)")
         }
         try AtomicFile.write(data, to: url, permissions: 0o600)
