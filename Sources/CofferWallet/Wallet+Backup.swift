@@ -104,9 +104,12 @@ extension Wallet {
     }
 
     /// Creates a new wallet at `walletURL` (protected by `key`) holding everything in the backup
-    /// at `backupURL`. The whole import is checked and written in one transaction; on any error
-    /// (wrong backup passphrase, damaged or truncated file) the new wallet is removed again, so
-    /// nothing is created.
+    /// at `backupURL`. The backup is checked whole first; the new wallet is then built under a
+    /// hidden name beside the target (`.NAME.restoring`), written in one transaction, flushed, and
+    /// renamed into place. On any error — or if the process is killed at any moment — there is
+    /// no wallet at `walletURL`, and the next restore clears what an interrupted one left. The
+    /// returned wallet is opened anew at `walletURL` (with a passphrase key that costs one more
+    /// key derivation).
     /// - Throws: ``WalletError/wrongKey(_:)`` for a wrong backup passphrase,
     ///   ``WalletError/corrupted(_:)`` for a damaged file, ``WalletError/walletExists(path:)``.
     public static func importBackup(from backupURL: URL, passphrase: String, into walletURL: URL, key: WalletKey,
@@ -141,24 +144,70 @@ extension Wallet {
         guard sawFinal, reader.atEnd else { throw WalletError.corrupted("the backup is truncated or has bytes after its end") }
         guard records.count == total else { throw WalletError.corrupted("the backup holds \(records.count) records; its header says \(total)") }
 
-        let wallet = try await Wallet.create(at: walletURL, key: key, configuration: configuration)
+        // Built beside the target under a fixed temporary name and moved into place only once its
+        // last commit is on disk: a restore killed at any moment leaves no wallet at the target
+        // (the next restore removes what it left and starts again).
+        if FileManager.default.fileExists(atPath: walletURL.path) { throw WalletError.walletExists(path: walletURL.path) }
+        let temporary = restoringURL(for: walletURL)
+        removeWalletFiles(at: temporary)
         do {
-            let keys = wallet.keys
-            let batch = records
-            try await wallet.pool.write { db in
-                let store = RecordStore(db: db, keys: keys, allowReserved: true)
-                for r in batch {
-                    try store.add(type: r.type, id: r.id, value: r.value, tags: r.tags,
-                                  expiresAt: r.expiry.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+            let wallet = try await Wallet.create(at: temporary, key: key, configuration: configuration)
+            do {
+                let keys = wallet.keys
+                let batch = records
+                try await wallet.pool.write { db in
+                    let store = RecordStore(db: db, keys: keys, allowReserved: true)
+                    for r in batch {
+                        try store.add(type: r.type, id: r.id, value: r.value, tags: r.tags,
+                                      expiresAt: r.expiry.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+                    }
                 }
+                // Closing the last connection checkpoints the WAL into the main file and removes it.
+                try wallet.close()
+            } catch {
+                try? wallet.close()
+                throw error
             }
+            try moveRestoredWallet(from: temporary, to: walletURL)
         } catch {
-            try? wallet.close()
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: walletURL.path + suffix) }
+            removeWalletFiles(at: temporary)
             throw Self.translate(error)
         }
         progress?(BackupProgress(done: total, total: total))
-        return wallet
+        return try await Wallet.open(at: walletURL, key: key, configuration: configuration)
+    }
+
+    /// Where a restore into `walletURL` builds the new wallet: a fixed hidden name beside it, so
+    /// that a restore killed half-way is found and cleared by the next one.
+    static func restoringURL(for walletURL: URL) -> URL {
+        walletURL.deletingLastPathComponent().appendingPathComponent(".\(walletURL.lastPathComponent).restoring")
+    }
+
+    /// Removes a wallet file and its WAL and shared-memory files, if present.
+    static func removeWalletFiles(at url: URL) {
+        for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+    }
+
+    /// Flushes the finished wallet, renames it to `target` (refusing if something appeared
+    /// there meanwhile), and flushes the folder so the rename survives a crash.
+    static func moveRestoredWallet(from temporary: URL, to target: URL) throws {
+        guard !FileManager.default.fileExists(atPath: temporary.path + "-wal") else {
+            throw WalletError.storage("the restored wallet's WAL was not checkpointed; nothing was moved into place")
+        }
+        do {
+            let handle = try FileHandle(forUpdating: temporary)
+            defer { try? handle.close() }
+            try handle.synchronize()
+        } catch {
+            throw WalletError.storage("cannot flush the restored wallet at \(temporary.path): \(error.localizedDescription)")
+        }
+        guard !FileManager.default.fileExists(atPath: target.path) else { throw WalletError.walletExists(path: target.path) }
+        // moveItem renames within one folder and refuses an existing destination.
+        do { try FileManager.default.moveItem(at: temporary, to: target) } catch {
+            throw WalletError.storage("cannot move the restored wallet into place at \(target.path): \(error.localizedDescription)")
+        }
+        removeWalletFiles(at: temporary)
+        DurableFile.syncFolder(target.deletingLastPathComponent())
     }
 
     static func backupRecord(_ item: JSONValue) throws -> (type: String, id: String, value: String, tags: WalletTags, expiry: Int64?) {

@@ -1,0 +1,77 @@
+// A restore killed with SIGKILL in the middle leaves no wallet behind, and the next restore
+// succeeds: the kill is proven to land mid-restore by the temporary wallet being there.
+import CofferWallet
+import Foundation
+import Testing
+
+@Suite("Restore under kill -9")
+struct RestoreKillTests {
+    @Test("killed mid-restore: no wallet at the target, and running the restore again succeeds with every record")
+    func killedRestore() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-restore-kill-\(UUID().uuidString)")
+        var config = Wallet.Configuration()
+        config.passphraseParameters = .minimum
+        let source = try await Wallet.create(at: root.appendingPathComponent("source/wallet.sqlite"), key: .raw(Data(repeating: 1, count: 32)),
+                                             configuration: config)
+        let n = 30_000
+        try await source.transaction { txn in
+            for i in 0..<n { try txn.add(type: "t", id: "r\(i)", value: String(repeating: "v", count: 100), tags: ["e": .string("\(i % 50)")]) }
+        }
+        let backup = root.appendingPathComponent("backup.cfb")
+        _ = try await source.exportBackup(to: backup, passphrase: "backup pass")
+        try source.close()
+
+        let store = root.appendingPathComponent("target")
+        let target = store.appendingPathComponent("wallet.sqlite")
+        let temporary = store.appendingPathComponent(".wallet.sqlite.restoring")
+        let env = ["BP": "backup pass", "COFFER_TEST_KEY": CLI.key]
+        var killedMidRestore = 0
+        for attempt in 0..<5 {
+            let process = Process()
+            process.executableURL = CLI.binary
+            process.arguments = ["--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-backup", backup.path,
+                                 "--backup-passphrase-env", "BP"]
+            process.environment = ProcessInfo.processInfo.environment.merging(env) { _, new in new }
+            process.standardOutput = Pipe()
+            process.standardError = Pipe()
+            try process.run()
+            // Wait until the new wallet is being written under its temporary name, then kill at
+            // a random moment within the write.
+            var sawTemporary = false
+            for _ in 0..<20_000 where process.isRunning {
+                if FileManager.default.fileExists(atPath: temporary.path) { sawTemporary = true; break }
+                usleep(500)
+            }
+            if sawTemporary { usleep(useconds_t.random(in: 0...(attempt == 0 ? 1_000 : 200_000))) }
+            let stillRunning = process.isRunning && FileManager.default.fileExists(atPath: temporary.path)
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            if stillRunning && process.terminationReason == .uncaughtSignal { killedMidRestore += 1 }
+            #expect(!FileManager.default.fileExists(atPath: target.path) || process.terminationReason == .exit,
+                    "attempt \(attempt): a killed restore left a wallet at the target")
+            if FileManager.default.fileExists(atPath: target.path) { try FileManager.default.removeItem(at: target) }
+        }
+        #expect(killedMidRestore > 0, "no kill landed while the temporary wallet was being written")
+        let restored = try CLI.run(["--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"],
+                                   store: store, env: env)
+        #expect(restored.status == 0, "\(restored.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: temporary.path))
+        let check = try CLI.wallet(["check"], store: store)
+        #expect(check.status == 0 && check.stdout.hasPrefix(#"{"records":\#(n),"#), "\(check.stdout)")
+    }
+
+    @Test("a restore onto an existing wallet is refused and touches neither file")
+    func existingTargetRefused() async throws {
+        let store = try CLI.newStore()
+        #expect(try CLI.wallet(["add", "t", "1", "v"], store: store).status == 0)
+        let backup = store.appendingPathComponent("b.cfb")
+        #expect(try CLI.run(["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP"], store: store,
+                            env: ["K": CLI.key, "BP": "p"]).status == 0)
+        let before = try Data(contentsOf: store.appendingPathComponent("wallet.sqlite"))
+        let r = try CLI.run(["--raw-key-env", "K", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"], store: store,
+                            env: ["K": CLI.key, "BP": "p"])
+        #expect(r.status == 3)
+        #expect(try Data(contentsOf: store.appendingPathComponent("wallet.sqlite")) == before)
+        #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent(".wallet.sqlite.restoring").path))
+    }
+}
