@@ -47,8 +47,10 @@ public struct CofferLocations: Sendable, Equatable {
     /// Everything a full reset removes: Coffer's own files and folders only, never the rest of
     /// `data` or `caches` (which may be shared folders).
     var resetItems: [URL] {
-        let files = ["app.sqlite", "wallet.sqlite"].flatMap { name in ["", "-wal", "-shm"].map { data.appendingPathComponent(name + $0) } }
-        return files + [secureFolder, deniableFolder, data.appendingPathComponent("deniable-dev-service", isDirectory: true), mediaCacheFolder]
+        let names = ["app.sqlite", "wallet.sqlite", ".wallet.sqlite.restoring"]
+        let files = names.flatMap { name in ["", "-wal", "-shm", "-journal"].map { data.appendingPathComponent(name + $0) } }
+        return files + [secureFolder, deniableFolder, data.appendingPathComponent("deniable-dev-service", isDirectory: true),
+                        data.appendingPathComponent("demo", isDirectory: true), mediaCacheFolder]
     }
 }
 
@@ -209,20 +211,42 @@ public final class CofferContainer: @unchecked Sendable {
     }
 
     /// Full reset: closes everything, then removes the database (settings included), the wallet,
-    /// the deniable vault, the media cache and every secure item. The next
-    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)`` behaves exactly as
-    /// on a fresh install. This container is closed afterwards.
+    /// the deniable vault, the media cache and every secure item (see
+    /// ``reset(_:secureStorage:keychainService:)``). This container is closed afterwards.
     public func reset() throws {
         try checkOpen()
         cache.clear()
         close()
+        try Self.reset(locations, secureStorage: secure)
+    }
+
+    /// Full reset of the stores under `locations` **without opening them**, so it works on a
+    /// store in any state: written by a newer app version, damaged, half-restored, or with a
+    /// secure-storage key that no longer opens. It removes every file Coffer writes there — the
+    /// app database, the wallet (and a restore's leftovers), the deniable folder and its
+    /// development service, the demo's folder, the media cache (and `caches` itself when that
+    /// leaves it empty) — and every secure item (the Keychain items of `keychainService` on
+    /// Apple platforms; the sealed-file folder elsewhere). The next
+    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)`` is a fresh install.
+    /// Close any container or wallet of these locations first.
+    /// - Throws: ``ContainerError/storage(_:)`` naming every item that could not be removed (the
+    ///   others are removed all the same).
+    public static func reset(_ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
+                             keychainService: String = "coffer") throws {
         var failures: [String] = []
-        do { try secure.deleteAll() } catch { failures.append("\(error)") }
+        let secure = secureStorage ?? PlatformSecureStorage.make(folder: locations.secureFolder, service: keychainService)
+        // Removing the items needs no key; a store whose key is lost is removed with its folder below.
+        do { try secure.deleteAll() } catch {
+            if FileManager.default.fileExists(atPath: locations.secureFolder.path) == false { failures.append("\(error)") }
+        }
         for url in locations.resetItems {
             do { try DurableFile.remove(url) } catch { failures.append(error.message) }
         }
+        if let left = try? FileManager.default.contentsOfDirectory(atPath: locations.caches.path), left.isEmpty {
+            try? FileManager.default.removeItem(at: locations.caches)
+        }
         DurableFile.syncFolder(locations.data)
         guard failures.isEmpty else { throw ContainerError.storage(failures.joined(separator: "; ")) }
-        Self.logger.notice("full reset done", metadata: ["folder": "\(locations.data.path)"])
+        logger.notice("full reset done", metadata: ["folder": "\(locations.data.path)"])
     }
 }

@@ -147,8 +147,8 @@ struct ResetCommand: AsyncParsableCommand {
 
     func run() async throws {
         guard yes else { throw WalletError.invalidInput("reset removes every local store: confirm with --yes") }
-        let container = try ContainerCLI.open(storeOptions)
-        try container.reset()
+        // Nothing is opened: a store written by a newer version, or damaged, is reset all the same.
+        try CofferContainer.reset(storeOptions.locations)
         StandardError.write("reset: \(storeOptions.locations.data.path) is back to a fresh install\n")
     }
 }
