@@ -29,10 +29,12 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
         ),
+        .target(name: "CofferFileModes"),
         .target(
             name: "CofferCrypto",
             dependencies: [
                 "CSodium",
+                "CofferFileModes",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -66,11 +68,11 @@ let package = Package(
         ),
         .target(
             name: "CofferDatabase",
-            dependencies: ["CofferSettings", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CofferSettings", "CofferFileModes", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "CofferMediaCache",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CofferFileModes", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "CofferSecureStorage",

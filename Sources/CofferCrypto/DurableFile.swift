@@ -1,5 +1,6 @@
 // Whole-file replacement that a crash cannot tear (temporary file, fsync, rename, fsync folder),
 // and owner-only key files. Shared by the modules that keep files beside their databases.
+import CofferFileModes
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -72,60 +73,19 @@ package enum DurableFile {
     /// Creates `folder` and any missing parents, each new folder mode 0700 whatever the process
     /// umask. Folders that already exist keep their mode (see ``restrictToOwner(_:)``).
     package static func ensureFolder(_ folder: URL) throws(FileOperationError) {
-        var missing: [String] = []
-        var path = folder.standardizedFileURL.path
-        while !path.isEmpty, path != "/" {
-            var info = stat()
-            if stat(path, &info) == 0 {
-                guard info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR) else {
-                    throw FileOperationError("cannot create \(folder.path): \(path) is not a folder")
-                }
-                break
-            }
-            guard errno == ENOENT else { throw FileOperationError("cannot create \(folder.path): \(path): \(errnoText())") }
-            missing.append(path)
-            path = (path as NSString).deletingLastPathComponent
-        }
-        for created in missing.reversed() {
-            if mkdir(created, 0o700) != 0 {
-                if errno == EEXIST { continue } // made by someone else meanwhile: not ours to chmod
-                throw FileOperationError("cannot create \(created): \(errnoText())")
-            }
-            // mkdir(2)'s mode passes through the umask; set it exactly.
-            guard chmod(created, 0o700) == 0 else { throw FileOperationError("cannot set the mode of \(created): \(errnoText())") }
-        }
+        do { try OwnerOnlyFiles.ensureFolder(folder) } catch { throw FileOperationError(error.message) }
     }
 
     /// Takes group and other permissions away from an existing file or folder that Coffer owns
-    /// (0644 becomes 0600, 0755 becomes 0700; the owner's bits stay). A missing path, or one
-    /// already owner-only, is left alone (nothing is written then).
+    /// (0644 becomes 0600, 0755 becomes 0700); a missing path is left alone.
     package static func restrictToOwner(_ url: URL) throws(FileOperationError) {
-        var info = stat()
-        guard stat(url.path, &info) == 0 else {
-            if errno == ENOENT { return }
-            throw FileOperationError("cannot read the mode of \(url.path): \(errnoText())")
-        }
-        let mode = info.st_mode & 0o777
-        guard mode & 0o077 != 0 else { return }
-        guard chmod(url.path, mode & 0o700) == 0 else {
-            throw FileOperationError("cannot make \(url.path) owner-only (mode \(String(mode, radix: 8))): \(errnoText())")
-        }
+        do { try OwnerOnlyFiles.restrictToOwner(url.path) } catch { throw FileOperationError(error.message) }
     }
 
-    /// Makes an SQLite database file owner-only before SQLite opens it: creates `url` empty with
-    /// mode 0600 when it is missing (SQLite then gives its `-wal`, `-shm` and `-journal` files
-    /// the same mode), and restricts an existing file and those companions to their owner.
+    /// Makes an SQLite database file owner-only before SQLite opens it (created 0600 when
+    /// missing, so its `-wal` and `-shm` get 0600 too; an existing one and those restricted).
     package static func prepareOwnerOnlyDatabase(_ url: URL) throws(FileOperationError) {
-        let fd = open(url.path, O_RDWR | O_CREAT | O_EXCL, 0o600)
-        if fd >= 0 {
-            defer { close(fd) }
-            guard fchmod(fd, 0o600) == 0 else { throw FileOperationError("cannot set the mode of \(url.path): \(errnoText())") }
-        } else if errno != EEXIST {
-            throw FileOperationError("cannot create \(url.path): \(errnoText())")
-        }
-        for suffix in ["", "-wal", "-shm", "-journal"] {
-            try restrictToOwner(URL(fileURLWithPath: url.path + suffix))
-        }
+        do { try OwnerOnlyFiles.prepareDatabase(url) } catch { throw FileOperationError(error.message) }
     }
 
     /// Flushes a folder's entries (renames and unlinks in it) to disk.

@@ -1,6 +1,7 @@
 // The app database (`app.sqlite`): schema migrations through GRDB's migrator, then the ordered
 // data-migration ladder whose version lives in the settings store, then integrity checks.
 import CofferSettings
+import CofferFileModes
 import Foundation
 import GRDB
 import Logging
@@ -184,10 +185,10 @@ public final class AppDatabase: Sendable {
         if existed {
             try refuseNewer(url, migrator: migrator, dataTarget: target)
         } else {
-            try OwnerOnlyFiles.ensureFolder(url.deletingLastPathComponent())
+            do { try OwnerOnlyFiles.ensureFolder(url.deletingLastPathComponent()) } catch { throw DatabaseStoreError.storage(error.message) }
         }
         // Created 0600 (SQLite then makes -wal and -shm 0600 too), or restricted to 0600.
-        try OwnerOnlyFiles.prepareDatabaseFile(url)
+        do { try OwnerOnlyFiles.prepareDatabase(url) } catch { throw DatabaseStoreError.storage(error.message) }
         let pool: DatabasePool
         do {
             pool = try DatabasePool(path: url.path, configuration: configuration())

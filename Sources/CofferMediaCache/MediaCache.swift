@@ -1,6 +1,7 @@
 // The two-layer media cache: decoded-size bytes in memory over checksummed files on disk, with
 // per-kind entry limits and per-layer byte limits that hold after every write.
 import Crypto
+import CofferFileModes
 import Foundation
 import Logging
 #if canImport(Glibc)
@@ -464,43 +465,21 @@ public final class MediaCache: @unchecked Sendable {
 
     /// Creates `folder` and any missing parents, each new folder 0700 whatever the umask.
     private static func ensureFolder(_ folder: URL) throws(MediaCacheError) {
-        var missing: [String] = []
-        var path = folder.standardizedFileURL.path
-        while !path.isEmpty, path != "/" {
-            var info = stat()
-            if stat(path, &info) == 0 {
-                guard info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR) else {
-                    throw .storage("cannot create \(folder.path): \(path) is not a folder")
-                }
-                break
-            }
-            guard errno == ENOENT else { throw .storage("cannot create \(folder.path): \(path): \(errnoText())") }
-            missing.append(path)
-            path = (path as NSString).deletingLastPathComponent
-        }
-        for created in missing.reversed() {
-            if mkdir(created, 0o700) != 0 {
-                if errno == EEXIST { continue } // made by someone else meanwhile: not ours to chmod
-                throw .storage("cannot create \(created): \(errnoText())")
-            }
-            guard chmod(created, 0o700) == 0 else { throw .storage("cannot set the mode of \(created): \(errnoText())") }
-        }
+        do { try OwnerOnlyFiles.ensureFolder(folder) } catch { throw .storage(error.message) }
     }
 
     /// Takes group and other permissions away from one of the cache's own files or folders
     /// (0644 becomes 0600, 0755 becomes 0700); best effort, a failure is logged.
     private static func restrictToOwner(_ path: String) {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return }
-        restrictToOwner(path, mode: info.st_mode)
+        do { try OwnerOnlyFiles.restrictToOwner(path) } catch {
+            logger.warning("a cache file or folder stays readable by others", metadata: ["path": "\(path)", "reason": "\(error)"])
+        }
     }
 
     /// ``restrictToOwner(_:)`` for a path whose mode was just read.
     private static func restrictToOwner(_ path: String, mode: mode_t) {
-        let permissions = mode & 0o777
-        guard permissions & 0o077 != 0 else { return }
-        if chmod(path, permissions & 0o700) != 0 {
-            logger.warning("a cache file or folder stays readable by others", metadata: ["path": "\(path)", "reason": "\(errnoText())"])
+        do { try OwnerOnlyFiles.restrictToOwner(path, mode: mode) } catch {
+            logger.warning("a cache file or folder stays readable by others", metadata: ["path": "\(path)", "reason": "\(error)"])
         }
     }
 

@@ -1,0 +1,87 @@
+// Owner-only file modes, set explicitly so the process umask does not matter: folders 0700,
+// files 0600. One copy for every module that writes a store's files (the wallet and deniable
+// storage through CofferCrypto's DurableFile, the app database, the media cache).
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A mode change or folder creation that failed; `message` names the path and the reason.
+package struct FileModeError: Error, CustomStringConvertible {
+    /// What went wrong, with the path.
+    package let message: String
+    package init(_ message: String) { self.message = message }
+    package var description: String { message }
+}
+
+/// Owner-only folders and files.
+package enum OwnerOnlyFiles {
+    /// Creates `folder` and any missing parents, each new folder mode 0700 whatever the process
+    /// umask. Folders that already exist keep their mode: they may be shared with other files
+    /// (see ``restrictToOwner(_:)`` for Coffer's own).
+    package static func ensureFolder(_ folder: URL) throws(FileModeError) {
+        var missing: [String] = []
+        var path = folder.standardizedFileURL.path
+        while !path.isEmpty, path != "/" {
+            var info = stat()
+            if stat(path, &info) == 0 {
+                guard info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR) else {
+                    throw FileModeError("cannot create \(folder.path): \(path) is not a folder")
+                }
+                break
+            }
+            guard errno == ENOENT else { throw FileModeError("cannot create \(folder.path): \(path): \(errnoText())") }
+            missing.append(path)
+            path = (path as NSString).deletingLastPathComponent
+        }
+        for created in missing.reversed() {
+            if mkdir(created, 0o700) != 0 {
+                if errno == EEXIST { continue } // made by someone else meanwhile: not ours to chmod
+                throw FileModeError("cannot create \(created): \(errnoText())")
+            }
+            // mkdir(2)'s mode passes through the umask; set it exactly.
+            guard chmod(created, 0o700) == 0 else { throw FileModeError("cannot set the mode of \(created): \(errnoText())") }
+        }
+    }
+
+    /// Takes group and other permissions away from an existing file or folder that Coffer owns
+    /// (0644 becomes 0600, 0755 becomes 0700; the owner's bits stay). A missing path, or one
+    /// already owner-only, is left alone (nothing is written then).
+    package static func restrictToOwner(_ path: String) throws(FileModeError) {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            if errno == ENOENT { return }
+            throw FileModeError("cannot read the mode of \(path): \(errnoText())")
+        }
+        try restrictToOwner(path, mode: info.st_mode)
+    }
+
+    /// ``restrictToOwner(_:)`` for a path whose mode was just read.
+    package static func restrictToOwner(_ path: String, mode: mode_t) throws(FileModeError) {
+        let permissions = mode & 0o777
+        guard permissions & 0o077 != 0 else { return }
+        guard chmod(path, permissions & 0o700) == 0 else {
+            throw FileModeError("cannot make \(path) owner-only (mode \(String(permissions, radix: 8))): \(errnoText())")
+        }
+    }
+
+    /// Makes an SQLite database file owner-only before SQLite opens it: creates `url` empty with
+    /// mode 0600 when it is missing (SQLite then gives its `-wal`, `-shm` and `-journal` files
+    /// the same mode), and restricts an existing file and those companions to their owner.
+    package static func prepareDatabase(_ url: URL) throws(FileModeError) {
+        let fd = open(url.path, O_RDWR | O_CREAT | O_EXCL, 0o600)
+        if fd >= 0 {
+            defer { close(fd) }
+            guard fchmod(fd, 0o600) == 0 else { throw FileModeError("cannot set the mode of \(url.path): \(errnoText())") }
+        } else if errno != EEXIST {
+            throw FileModeError("cannot create \(url.path): \(errnoText())")
+        }
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            try restrictToOwner(url.path + suffix)
+        }
+    }
+
+    static func errnoText() -> String { String(cString: strerror(errno)) }
+}
