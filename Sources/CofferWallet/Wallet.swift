@@ -129,7 +129,7 @@ public final class Wallet: Sendable {
     /// Gives the pool's writer the functions that need the wallet's keys (the records' version
     /// digest the triggers keep). Readers never write, so they need none.
     static func registerKeyedFunctions(_ pool: DatabasePool, keys: WalletKeys) {
-        pool.writeWithoutTransaction { db in db.add(function: Schema.rowDigestFunction(keys)) }
+        pool.writeWithoutTransaction { db in DigestFunction.register(on: db, keys: keys) }
     }
 
     /// Opens an existing wallet file. A wallet file (or its `-wal`, `-shm`) whose mode lets

@@ -132,8 +132,7 @@ struct CLITests {
         // As an attacker without the key: the digest triggers' keyed functions do nothing.
         var config = Configuration()
         config.prepareDatabase { db in
-            db.add(function: DatabaseFunction("coffer_row_digest", argumentCount: 3) { _ in Data(count: 32) })
-            db.add(function: DatabaseFunction("coffer_xor", argumentCount: 2) { values in values[0] })
+            db.add(function: DatabaseFunction("coffer_digest_step", argumentCount: 4) { values in values[0] })
         }
         let db = try DatabaseQueue(path: store.appendingPathComponent("wallet.sqlite").path, configuration: config)
         try await db.write { db in

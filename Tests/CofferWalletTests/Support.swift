@@ -30,8 +30,7 @@ enum TestWallets {
     static func attackerQueue(_ url: URL) throws -> DatabaseQueue {
         var config = Configuration()
         config.prepareDatabase { db in
-            db.add(function: DatabaseFunction("coffer_row_digest", argumentCount: 3) { _ in Data(count: 32) })
-            db.add(function: DatabaseFunction("coffer_xor", argumentCount: 2) { values in values[0] })
+            db.add(function: DatabaseFunction("coffer_digest_step", argumentCount: 4) { values in values[0] })
         }
         return try DatabaseQueue(path: url.path, configuration: config)
     }

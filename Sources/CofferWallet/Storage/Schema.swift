@@ -100,50 +100,29 @@ enum Schema {
         // row's (type, id blind, sealed box). Triggers keep it in the same statement as every
         // write, so a rolled-back transaction rolls it back too. Whoever writes the file without
         // the key cannot bring it in line with a record they rolled back or re-inserted, and
-        // `checkIntegrity()` recomputes it. Needs `coffer_row_digest` (registered on the writer
-        // once the key is known) to run.
+        // `checkIntegrity()` recomputes it. Needs `coffer_digest_step` (``DigestFunction``,
+        // registered on the writer once the key is known) to run.
         migrator.registerMigration(Schema.rowDigestMigration) { db in
             var digest = [UInt8](repeating: 0, count: RowDigest.byteCount)
-            let rows = try Data.fetchCursor(db, sql: "SELECT coffer_row_digest(type, name, value) FROM items")
+            let rows = try Data.fetchCursor(db, sql: "SELECT coffer_digest_step(zeroblob(32), type, name, value) FROM items")
             while let d = try rows.next() { RowDigest.xor(&digest, d) }
             try db.execute(sql: """
                 CREATE TABLE coffer_digest(id INTEGER PRIMARY KEY CHECK (id = 1), value BLOB NOT NULL);
                 INSERT INTO coffer_digest(id, value) VALUES (1, ?);
                 CREATE TRIGGER coffer_digest_insert AFTER INSERT ON items BEGIN
-                    UPDATE coffer_digest SET value = coffer_xor(value, coffer_row_digest(NEW.type, NEW.name, NEW.value)) WHERE id = 1;
+                    UPDATE coffer_digest SET value = coffer_digest_step(value, NEW.type, NEW.name, NEW.value) WHERE id = 1;
                 END;
                 CREATE TRIGGER coffer_digest_delete AFTER DELETE ON items BEGIN
-                    UPDATE coffer_digest SET value = coffer_xor(value, coffer_row_digest(OLD.type, OLD.name, OLD.value)) WHERE id = 1;
+                    UPDATE coffer_digest SET value = coffer_digest_step(value, OLD.type, OLD.name, OLD.value) WHERE id = 1;
                 END;
                 CREATE TRIGGER coffer_digest_update AFTER UPDATE ON items BEGIN
-                    UPDATE coffer_digest SET value = coffer_xor(coffer_xor(value, coffer_row_digest(OLD.type, OLD.name, OLD.value)),
-                                                                coffer_row_digest(NEW.type, NEW.name, NEW.value)) WHERE id = 1;
+                    UPDATE coffer_digest SET value = coffer_digest_step(coffer_digest_step(value, OLD.type, OLD.name, OLD.value),
+                                                                        NEW.type, NEW.name, NEW.value) WHERE id = 1;
                 END;
                 UPDATE coffer_meta SET value = CAST('3' AS BLOB) WHERE name = 'format';
                 """, arguments: [Data(digest)])
         }
         return migrator
-    }
-
-    /// `coffer_xor(a, b)`: two equal-length blobs XOR-ed.
-    static let xorFunction = DatabaseFunction("coffer_xor", argumentCount: 2, pure: true) { values in
-        guard let a = Data.fromDatabaseValue(values[0]), let b = Data.fromDatabaseValue(values[1]), a.count == b.count else {
-            throw WalletError.corrupted("the records' version digest is malformed")
-        }
-        var out = [UInt8](a)
-        RowDigest.xor(&out, b)
-        return Data(out)
-    }
-
-    /// `coffer_row_digest(type, name, value)` under `keys` (registered on the writer once the
-    /// wallet is unlocked; see ``RowDigest``).
-    static func rowDigestFunction(_ keys: WalletKeys) -> DatabaseFunction {
-        DatabaseFunction("coffer_row_digest", argumentCount: 3, pure: true) { values in
-            guard let type = Int64.fromDatabaseValue(values[0]), let name = Data.fromDatabaseValue(values[1]),
-                  let value = Data.fromDatabaseValue(values[2])
-            else { throw WalletError.corrupted("a record row has columns of the wrong kind") }
-            return keys.rowDigest(type: type, idBlind: name, sealed: value)
-        }
     }
 
     /// `coffer_num(text)`: the value as a number when it is written as one, else NULL.
@@ -211,7 +190,6 @@ enum Schema {
             db.add(function: Schema.numberFunction)
             db.add(function: Schema.regexFunction)
             db.add(function: Schema.blindIntegerFunction)
-            db.add(function: Schema.xorFunction)
         }
         return config
     }

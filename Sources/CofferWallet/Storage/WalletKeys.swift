@@ -69,11 +69,17 @@ final class WalletKeys: @unchecked Sendable {
     /// A row's contribution to the records' version digest: keyed BLAKE2b of its stored blind
     /// type, blind id and sealed box (32 bytes).
     func rowDigest(type: Int64, idBlind: Data, sealed: Data) -> Data {
-        var typeBits = UInt64(bitPattern: type).littleEndian
-        return withUnsafeBytes(of: &typeBits) { t in
-            var a = Data(t)
-            a.append(idBlind)
-            return rowDigestHash.withDerivedKey(domain: 3, a, sealed) { Data($0) }
+        withBytes(idBlind) { i in withBytes(sealed) { v in rowDigest(type: type, idBlind: i, sealed: v) { Data($0) } } }
+    }
+
+    /// ``rowDigest(type:idBlind:sealed:)`` over bytes the caller holds, lent to `body`.
+    func rowDigest<R>(type: Int64, idBlind: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer,
+                      _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        withUnsafeTemporaryAllocation(byteCount: 8 + idBlind.count, alignment: 8) { a in
+            var typeBits = UInt64(bitPattern: type).littleEndian
+            withUnsafeBytes(of: &typeBits) { a.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: 8) }
+            if idBlind.count > 0 { (a.baseAddress! + 8).copyMemory(from: idBlind.baseAddress!, byteCount: idBlind.count) }
+            return rowDigestHash.withDerivedKey(domain: 3, UnsafeRawBufferPointer(a), sealed, body)
         }
     }
 
