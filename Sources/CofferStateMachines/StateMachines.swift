@@ -317,12 +317,14 @@ public final class StateMachines: Sendable {
         }, .disclosedProof, "receiveAck")
     }
 
-    /// Rejects the request (request received → rejected).
+    /// Rejects the proof: the holder declines the request (request received → rejected), or the
+    /// presentation went out and the verifier rejected it — their problem report ends the
+    /// exchange (presentation sent → rejected). Either way the other side is told.
     public func proofReject(_ handle: Int) async throws -> Transition {
         let p = try proof(handle)
-        try require(p.state, in: [.requestReceived], .disclosedProof, "reject")
+        try require(p.state, in: [.requestReceived, .presentationSent], .disclosedProof, "reject")
         try await deliver(.proofRejection(proofID: p.id))
-        return try commit(handle, expected: DisclosedProofState.requestReceived, { m in
+        return try commit(handle, expected: p.state, { m in
             guard case var .disclosedProof(p) = m else { return m }
             p.state = .rejected
             return .disclosedProof(p)

@@ -210,3 +210,65 @@ struct StoreTests {
         #expect(try sm.state(h) == DisclosedProofState.requestReceived.rawValue)
     }
 }
+
+@Suite("Rejections")
+struct RejectionTests {
+    /// A disclosed-proof machine driven to `presentationSent` (with `sent` true) or left at
+    /// `requestReceived`.
+    func proof(_ sm: StateMachines, sent: Bool) async throws -> Int {
+        let c = try await receivedCredential(sm)
+        _ = try await sm.credentialAccept(c)
+        let p = sm.proofCreate(request: ProofRequest(name: "check", requestedAttributes: ["r1": .init(name: "name", restrictions: [])]))
+        if sent {
+            guard case let .credential(machine) = try sm.table.machine(c) else { throw StateMachineError.unknownHandle(c) }
+            _ = try await sm.proofSendPresentation(p, credentials: ["r1": machine.id])
+        }
+        return p
+    }
+
+    @Test("a prover rejects a request it received, and a presentation the verifier rejected", arguments: [false, true])
+    func proofRejected(afterPresentation: Bool) async throws {
+        let (sm, messenger, _) = try await makeMachines()
+        let p = try await proof(sm, sent: afterPresentation)
+        let from = try sm.state(p)
+        let t = try await sm.proofReject(p)
+        #expect(t.from == from && t.to == DisclosedProofState.rejected.rawValue)
+        #expect(try sm.state(p) == DisclosedProofState.rejected.rawValue)
+        #expect(messenger.sent.contains { if case .proofRejection = $0 { return true } else { return false } })
+    }
+
+    @Test("a proof that was acknowledged or already rejected cannot be rejected, and stays as it was")
+    func proofRejectRefused() async throws {
+        let (sm, _, _) = try await makeMachines()
+        let acknowledged = try await proof(sm, sent: true)
+        _ = try sm.proofReceiveAck(acknowledged)
+        let rejected = try await proof(sm, sent: false)
+        _ = try await sm.proofReject(rejected)
+        for (h, state) in [(acknowledged, DisclosedProofState.acknowledged), (rejected, DisclosedProofState.rejected)] {
+            await #expect(throws: StateMachineError.self) { _ = try await sm.proofReject(h) }
+            #expect(try sm.state(h) == state.rawValue)
+        }
+    }
+
+    @Test("a holder rejects a credential from offer received, request sent and credential received", arguments: [0, 1, 2])
+    func credentialRejected(steps: Int) async throws {
+        let (sm, messenger, _) = try await makeMachines()
+        let h = sm.credentialCreate(offer: degreeOffer)
+        if steps >= 1 { _ = try await sm.credentialSendRequest(h) }
+        if steps >= 2 {
+            _ = try sm.credentialReceive(h, credential: IssuedCredential(attributes: degreeOffer.attributes, signature: #"{"sig":"s"}"#))
+        }
+        let t = try await sm.credentialReject(h)
+        #expect(t.to == CredentialState.rejected.rawValue)
+        #expect(messenger.sent.contains { if case .credentialRejection = $0 { return true } else { return false } })
+    }
+
+    @Test("an accepted credential cannot be rejected")
+    func credentialRejectRefused() async throws {
+        let (sm, _, _) = try await makeMachines()
+        let h = try await receivedCredential(sm)
+        _ = try await sm.credentialAccept(h)
+        await #expect(throws: StateMachineError.self) { _ = try await sm.credentialReject(h) }
+        #expect(try sm.state(h) == CredentialState.accepted.rawValue)
+    }
+}
