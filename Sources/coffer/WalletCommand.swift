@@ -9,7 +9,7 @@ struct WalletCommand: AsyncParsableCommand {
         abstract: "Create and use the encrypted record wallet.",
         subcommands: [
             Create.self, Add.self, Get.self, Update.self, Delete.self, AddTags.self, UpdateTags.self,
-            DeleteTags.self, Search.self, Import.self, Rekey.self, Check.self, WalletKeyCommand.self, Export.self, ImportBackup.self,
+            DeleteTags.self, Search.self, Count.self, RemoveAll.self, Import.self, Rekey.self, Check.self, WalletKeyCommand.self, Export.self, ImportBackup.self,
         ])
 
     @OptionGroup var storeOptions: StoreOptions
@@ -242,6 +242,44 @@ struct WalletCommand: AsyncParsableCommand {
             bar.finish()
             try wallet.close()
             print(JSONValue.object([("imported", .string(storeOptions.walletURL.path))]).jsonText)
+        }
+    }
+
+    struct Count: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Count the records of a type matching a WQL query (default: all); prints {\"count\": N}.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument(help: "Record type.") var type: String
+        @Argument(help: "WQL query (JSON; default {}), or --query-file.") var query: String?
+        @Option(name: .customLong("query-file"), help: ArgumentHelp("Read the WQL query from a file (- for standard input).", valueName: "file"))
+        var queryFile: String?
+
+        func run() async throws {
+            let q = try WalletQuery(json: query == nil && queryFile == nil ? "{}"
+                : CLIInput.one(argument: query, file: queryFile, argumentName: "a query", fileOption: "--query-file"))
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            let n = try await wallet.count(type: type, matching: q)
+            print(JSONValue.object([("count", .number(String(n)))]).jsonText)
+        }
+    }
+
+    struct RemoveAll: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "remove-all",
+            abstract: "Remove every record of a type matching a WQL query (default: all), in one transaction; prints {\"removed\": N}.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument(help: "Record type.") var type: String
+        @Argument(help: "WQL query (JSON; default {}), or --query-file.") var query: String?
+        @Option(name: .customLong("query-file"), help: ArgumentHelp("Read the WQL query from a file (- for standard input).", valueName: "file"))
+        var queryFile: String?
+
+        func run() async throws {
+            let q = try WalletQuery(json: query == nil && queryFile == nil ? "{}"
+                : CLIInput.one(argument: query, file: queryFile, argumentName: "a query", fileOption: "--query-file"))
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            let n = try await wallet.removeAll(type: type, matching: q)
+            print(JSONValue.object([("removed", .number(String(n)))]).jsonText)
         }
     }
 

@@ -166,4 +166,17 @@ struct WalletInputTests {
         #expect(damaged.stdout.contains(#""kind":"missingTagRow","type":"t","id":"a""#), "\(damaged.stdout)")
         #expect(damaged.stderr.contains("error: corrupted"))
     }
+
+    @Test("wallet count and remove-all take a query (or none, or --query-file) and print their JSON")
+    func countAndRemoveAll() throws {
+        let store = try CLI.newStore()
+        for i in 0..<10 { #expect(try CLI.wallet(["add", "t", "r\(i)", "v", "--tags", #"{"p":"\#(i % 2)"}"#], store: store).status == 0) }
+        #expect(try CLI.wallet(["count", "t"], store: store).stdout == #"{"count":10}"# + "\n")
+        #expect(try CLI.wallet(["count", "t", #"{"p":"1"}"#], store: store).stdout == #"{"count":5}"# + "\n")
+        let query = try temporaryFile(Data(#"{"p":"0"}"#.utf8))
+        #expect(try CLI.wallet(["remove-all", "t", "--query-file", query.path], store: store).stdout == #"{"removed":5}"# + "\n")
+        #expect(try CLI.wallet(["count", "t", #"{"p":"0"}"#], store: store).stdout == #"{"count":0}"# + "\n")
+        #expect(try CLI.wallet(["remove-all", "t"], store: store).stdout == #"{"removed":5}"# + "\n")
+        #expect(try CLI.wallet(["count", "t", #"{"p": {"$nope": 1}}"#], store: store).status == 2)
+    }
 }
