@@ -26,6 +26,23 @@ public struct Argon2idParameters: Sendable, Equatable, Codable, CustomStringConv
     public static let minimum = Argon2idParameters(
         opsLimit: UInt64(crypto_pwhash_argon2id_OPSLIMIT_MIN), memLimit: Int(crypto_pwhash_argon2id_MEMLIMIT_MIN))
 
+    /// The strongest costs Coffer writes by default anywhere (the deniable vault's MODERATE).
+    public static let strongestPreset = moderate
+    /// The most Coffer accepts, on writing and on reading alike: 4× the strongest preset's passes
+    /// and memory (12 passes, 1 GiB). A file whose stored costs are higher is refused before any
+    /// key work, so whoever can write a file cannot make opening it take minutes or exhaust
+    /// memory; and Coffer never writes a file it would then refuse.
+    public static let cap = Argon2idParameters(opsLimit: strongestPreset.opsLimit * 4, memLimit: strongestPreset.memLimit * 4)
+
+    /// ``validate()``, and also within ``cap``.
+    /// - Throws: ``CryptoError/invalidParameter(_:)`` naming the costs found and the cap.
+    public func validateWithinCap() throws(CryptoError) {
+        try validate()
+        guard opsLimit <= Self.cap.opsLimit, memLimit <= Self.cap.memLimit else {
+            throw .invalidParameter("Argon2id costs \(self) exceed Coffer's cap \(Self.cap) (4× MODERATE)")
+        }
+    }
+
     /// Salt length Argon2id takes (16 bytes).
     public static let saltByteCount = Int(crypto_pwhash_argon2id_SALTBYTES)
 

@@ -102,7 +102,7 @@ public struct DeniableConfiguration: Sendable, Equatable {
         guard deadDropMessageBytes >= SealedBox.overhead + 16, deadDropMessageBytes <= 1 << 20 else {
             throw .invalidInput("deadDropMessageBytes must be \(SealedBox.overhead + 16)…1 MiB, got \(deadDropMessageBytes)")
         }
-        do { try passphraseKDF.validate() } catch { throw .invalidInput("passphraseKDF: \(error)") }
+        do { try passphraseKDF.validateWithinCap() } catch { throw .invalidInput("passphraseKDF: \(error)") }
         for (name, value) in [("mailboxRetention", mailboxRetention), ("deadDropRetention", deadDropRetention),
                               ("deadDropMaxFutureSkew", deadDropMaxFutureSkew), ("publicKeyMaxAge", publicKeyMaxAge),
                               ("backgroundGrace", backgroundGrace)] where !(value >= 0 && value.isFinite) {

@@ -76,7 +76,7 @@ public enum Vault {
             if let expectedContentBytes, expectedContentBytes != header.contentBytes {
                 throw .corrupted("the vault holds \(header.contentBytes) content bytes; the configuration says \(expectedContentBytes)")
             }
-            do { try header.kdf.validate() } catch { throw .corrupted("the vault's Argon2id costs are out of range") }
+            do { try header.kdf.validateWithinCap() } catch { throw .corrupted("the vault's key costs are refused: \(error)") }
             return header
         }
     }

@@ -48,7 +48,7 @@ extension Wallet {
     public func exportBackup(to url: URL, passphrase: String, parameters: Argon2idParameters = .interactive,
                              progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws -> Int {
         guard !passphrase.isEmpty else { throw WalletError.invalidInput("the backup passphrase must not be empty") }
-        do { try parameters.validate() } catch { throw WalletError.invalidInput("backup key costs: \(error)") }
+        do { try parameters.validateWithinCap() } catch { throw WalletError.invalidInput("backup key costs: \(error)") }
         let salt = SecureRandom.bytes(Argon2idParameters.saltByteCount)
         let key = try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: parameters)
         let writer = try SecretStreamWriter(key: key)
@@ -250,8 +250,9 @@ struct BackupReader {
         }
         let ops = u32(at: 9), memKiB = u32(at: 13)
         let parameters = Argon2idParameters(opsLimit: UInt64(ops), memLimit: Int(memKiB) * 1024)
-        // Refuse costs far beyond what an export writes, so a damaged header cannot ask for terabytes.
-        guard ops <= 16, memKiB <= 4 * 1024 * 1024 else { throw WalletError.corrupted("the backup asks for implausible key costs") }
+        // Refuse costs over Coffer's cap (which export also enforces) before any key work, so an
+        // altered header cannot make a restore take minutes or exhaust memory.
+        do { try parameters.validateWithinCap() } catch { throw WalletError.corrupted("the backup's key costs are refused: \(error)") }
         let salt = file.subdata(in: 17..<33)
         let key: SecretKey
         do { key = try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: parameters) } catch {

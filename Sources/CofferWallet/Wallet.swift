@@ -226,7 +226,7 @@ public final class Wallet: Sendable {
             return (try SecretKey(copying: data, expectedCount: 32), KDFRecord(method: "raw"))
         case let .passphrase(passphrase):
             guard !passphrase.isEmpty else { throw WalletError.invalidInput("the passphrase must not be empty") }
-            do { try parameters.validate() } catch { throw WalletError.invalidInput("\(error)") }
+            do { try parameters.validateWithinCap() } catch { throw WalletError.invalidInput("passphrase key costs: \(error)") }
             let salt = SecureRandom.bytes(Argon2idParameters.saltByteCount)
             let record = KDFRecord(method: "argon2id", parameters: parameters, salt: salt)
             do {
@@ -333,8 +333,6 @@ public final class Wallet: Sendable {
 
 /// The key-derivation record stored in plaintext beside the sealed keys: method, costs, salt.
 struct KDFRecord: Sendable {
-    static let maxOpsLimit: UInt64 = 64
-    static let maxMemLimit = 4 << 30
 
     var method: String
     var parameters: Argon2idParameters?
@@ -361,12 +359,14 @@ struct KDFRecord: Sendable {
                   case let .string(salt64)? = dict["salt"], let o = UInt64(ops), let m = Int(mem),
                   let salt = Data(base64Encoded: salt64)
             else { throw WalletError.corrupted("the wallet's Argon2id record is incomplete") }
-            // The record is not authenticated: refuse costs no wallet would use, so an altered
-            // file cannot make opening hang or exhaust memory.
-            guard o >= 1, o <= KDFRecord.maxOpsLimit, m >= 8192, m <= KDFRecord.maxMemLimit, salt.count == Argon2idParameters.saltByteCount else {
-                throw WalletError.corrupted("the wallet's Argon2id costs are out of range (opsLimit \(o), memLimit \(m))")
+            // The record is not authenticated: refuse costs over Coffer's cap (which create and
+            // rekey also enforce), so an altered file cannot make opening hang or exhaust memory.
+            let found = Argon2idParameters(opsLimit: o, memLimit: m)
+            do { try found.validateWithinCap() } catch {
+                throw WalletError.corrupted("the wallet's stored key costs are refused: \(error)")
             }
-            parameters = Argon2idParameters(opsLimit: o, memLimit: m)
+            guard salt.count == Argon2idParameters.saltByteCount else { throw WalletError.corrupted("the wallet's Argon2id salt is not 16 bytes") }
+            parameters = found
             self.salt = salt
         }
     }

@@ -82,3 +82,15 @@ struct FormatUpgradeTests {
         }
     }
 }
+
+@Suite("Deniable key costs")
+struct DeniableKeyCostTests {
+    @Test("a configuration over Coffer's Argon2id cap is refused before anything is written")
+    func configurationOverCap() async throws {
+        var c = testConfiguration()
+        c.passphraseKDF = Argon2idParameters(opsLimit: Argon2idParameters.cap.opsLimit + 1, memLimit: Argon2idParameters.minimum.memLimit)
+        let folder = temporaryFolder()
+        await #expect(throws: DeniableError.self) { _ = try await makeStore(folder, configuration: c) }
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("deniable/vault").path))
+    }
+}
