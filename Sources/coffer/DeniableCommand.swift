@@ -162,7 +162,11 @@ struct DeniableCommand: AsyncParsableCommand {
             let userKey = try await store.userPublicKey()
             try await store.close()
             let drop = try node.publishReplies([(from, text)], to: userKey)
-            print(JSONValue.object([("deadDrop", .number(String(drop.id))), ("published", .bool(true))]).jsonText)
+            // As the next app start would: this store fetches what the service published
+            // (`kept`, as before this command published through the service).
+            let report = try await store.appDidStart()
+            print(JSONValue.object([("deadDrop", .number(String(drop.id))), ("kept", .number(String(report.deadDropsReceived))),
+                                    ("published", .bool(true))]).jsonText)
         }
     }
 }
