@@ -142,10 +142,7 @@ public actor DeniableStorage {
         startedAt = Date()
 
         // The device key first: when it had to be made, what it protected is replaced below.
-        let keyExisted = secureElement != nil || FileManager.default.fileExists(atPath: keyFile.path)
-        if try self.secureElement.prepare() {
-            if keyExisted { report.replaced.append("secure-element.key") } else { report.created.append("secure-element.key") }
-        }
+        try Self.prepare(self.secureElement, into: &report)
 
         let cache = PublicKeyCache(url: folder.appendingPathComponent("public-keys.json"), anchor: trustAnchor)
         self.keyCache = cache
@@ -201,11 +198,7 @@ public actor DeniableStorage {
     public func appDidStart() async throws(DeniableError) -> DeniableStartReport {
         startedAt = Date()
         var report = DeniableStartReport()
-        let keyFile = (secureElement as? FileSecureElement)?.keyFile
-        let keyExisted = keyFile.map { FileManager.default.fileExists(atPath: $0.path) } ?? true
-        if try secureElement.prepare() {
-            if keyExisted { report.replaced.append("secure-element.key") } else { report.created.append("secure-element.key") }
-        }
+        try Self.prepare(secureElement, into: &report)
         try await runStartRoutine(report)
         return lastStart ?? report
     }
@@ -220,6 +213,16 @@ public actor DeniableStorage {
         report.deadDropsReceived = await fetchDeadDrops()
         lastStart = report
         settle()
+    }
+
+    /// Makes sure the device key exists (``SecureElement/prepare()``) and records in `report`
+    /// whether it had to be created (none yet) or replaced (the stored one was unreadable).
+    private static func prepare(_ secureElement: SecureElement, into report: inout DeniableStartReport) throws(DeniableError) {
+        let keyFile = (secureElement as? FileSecureElement)?.keyFile
+        let keyExisted = keyFile.map { FileManager.default.fileExists(atPath: $0.path) } ?? true
+        if try secureElement.prepare() {
+            if keyExisted { report.replaced.append("secure-element.key") } else { report.created.append("secure-element.key") }
+        }
     }
 
     /// Removes a file; a missing one is fine.

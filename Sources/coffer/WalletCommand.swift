@@ -157,14 +157,12 @@ struct WalletCommand: AsyncParsableCommand {
             abstract: "Search records of a type with a WQL query; prints one JSON page object.")
         @OptionGroup var storeOptions: StoreOptions
         @Argument(help: "Record type.") var type: String
-        @Argument(help: "WQL query (JSON), or --query-file.") var query: String?
-        @Option(name: .customLong("query-file"), help: ArgumentHelp("Read the WQL query from a file (- for standard input).", valueName: "file"))
-        var queryFile: String?
+        @OptionGroup var query: QueryInput
         @Option(help: "Search options as JSON.") var options: String?
         @Option(help: "Records in the page; without it, every match.") var count: Int?
 
         func run() async throws {
-            let q = try WalletQuery(json: CLIInput.one(argument: query, file: queryFile, argumentName: "a query", fileOption: "--query-file"))
+            let q = try query.parsed(default: nil)
             let opts = try options.map { try SearchOptions(json: $0) } ?? SearchOptions()
             if let count, count < 1 { throw WalletError.invalidInput("--count must be at least 1, got \(count)") }
             let wallet = try await storeOptions.openWallet()
@@ -249,13 +247,10 @@ struct WalletCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Count the records of a type matching a WQL query (default: all); prints {\"count\": N}.")
         @OptionGroup var storeOptions: StoreOptions
         @Argument(help: "Record type.") var type: String
-        @Argument(help: "WQL query (JSON; default {}), or --query-file.") var query: String?
-        @Option(name: .customLong("query-file"), help: ArgumentHelp("Read the WQL query from a file (- for standard input).", valueName: "file"))
-        var queryFile: String?
+        @OptionGroup var query: QueryInput
 
         func run() async throws {
-            let q = try WalletQuery(json: query == nil && queryFile == nil ? "{}"
-                : CLIInput.one(argument: query, file: queryFile, argumentName: "a query", fileOption: "--query-file"))
+            let q = try query.parsed(default: "{}")
             let wallet = try await storeOptions.openWallet()
             defer { try? wallet.close() }
             let n = try await wallet.count(type: type, matching: q)
@@ -269,13 +264,10 @@ struct WalletCommand: AsyncParsableCommand {
             abstract: "Remove every record of a type matching a WQL query (default: all), in one transaction; prints {\"removed\": N}.")
         @OptionGroup var storeOptions: StoreOptions
         @Argument(help: "Record type.") var type: String
-        @Argument(help: "WQL query (JSON; default {}), or --query-file.") var query: String?
-        @Option(name: .customLong("query-file"), help: ArgumentHelp("Read the WQL query from a file (- for standard input).", valueName: "file"))
-        var queryFile: String?
+        @OptionGroup var query: QueryInput
 
         func run() async throws {
-            let q = try WalletQuery(json: query == nil && queryFile == nil ? "{}"
-                : CLIInput.one(argument: query, file: queryFile, argumentName: "a query", fileOption: "--query-file"))
+            let q = try query.parsed(default: "{}")
             let wallet = try await storeOptions.openWallet()
             defer { try? wallet.close() }
             let n = try await wallet.removeAll(type: type, matching: q)
@@ -320,6 +312,19 @@ struct WalletCommand: AsyncParsableCommand {
             try await wallet.rekey(to: newKey)
             print(JSONValue.object([("rekeyed", .string(wallet.path))]).jsonText)
         }
+    }
+}
+
+/// A WQL query given as an argument or read with `--query-file FILE|-` (search, count, remove-all).
+struct QueryInput: ParsableArguments {
+    @Argument(help: "WQL query (JSON), or --query-file.") var query: String?
+    @Option(name: .customLong("query-file"), help: ArgumentHelp("Read the WQL query from a file (- for standard input).", valueName: "file"))
+    var file: String?
+
+    /// The parsed query; `defaultJSON` when neither form is given (nil: one is required).
+    func parsed(default defaultJSON: String?) throws -> WalletQuery {
+        if query == nil, file == nil, let defaultJSON { return try WalletQuery(json: defaultJSON) }
+        return try WalletQuery(json: CLIInput.one(argument: query, file: file, argumentName: "a query", fileOption: "--query-file"))
     }
 }
 
