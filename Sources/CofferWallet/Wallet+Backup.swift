@@ -72,7 +72,7 @@ extension Wallet {
                 guard let typeColumn = Int64.fromDatabaseValue(row[0]) else {
                     throw WalletError.corrupted("a record's blind type is not stored as an integer (the wallet file was altered)")
                 }
-                let contents = try RecordCodec.open(row[2], typeBlind: BlindColumn.blind(typeColumn), idBlind: row[1], keys: keys)
+                let contents = try RecordCodec.open(row[2], typeBlind: BlindColumn.blind(typeColumn), idBlind: row[1], expiry: row[3], keys: keys)
                 guard let type = contents.type else {
                     throw WalletError.invalidInput("record \(WalletError.quote(contents.id)) was written by the first wallet format, which did not keep its type; update it once to export it")
                 }

@@ -84,7 +84,7 @@ extension Wallet {
                 let multiValued = Set(try Int64.fetchAll(db, sql: "SELECT name FROM tag_multi"))
                 let store = RecordStore(db: db, keys: keys, allowReserved: true)
                 let tagsOfItem = try db.makeStatement(sql: "SELECT name, value FROM tags WHERE item = ?")
-                let rows = try Row.fetchCursor(db, sql: "SELECT id, type, name, value FROM items ORDER BY id")
+                let rows = try Row.fetchCursor(db, sql: "SELECT id, type, name, value, expiry FROM items ORDER BY id")
                 var done = 0
                 var digest = [UInt8](repeating: 0, count: RowDigest.byteCount)
                 while let row = try rows.next() {
@@ -101,7 +101,7 @@ extension Wallet {
                     RowDigest.xor(&digest, keys.rowDigest(type: typeColumn, idBlind: idBlind, sealed: sealed))
                     let typeBlind = BlindColumn.blind(typeColumn)
                     let contents: RecordCodec.Contents
-                    do { contents = try RecordCodec.open(sealed, typeBlind: typeBlind, idBlind: idBlind, keys: keys) } catch {
+                    do { contents = try RecordCodec.open(sealed, typeBlind: typeBlind, idBlind: idBlind, expiry: row[4], keys: keys) } catch {
                         report.add("record", type: nil, id: nil, "row \(rowid) does not open: \(error)")
                         continue
                     }

@@ -34,11 +34,14 @@ final class OpenedChunk: @unchecked Sendable {
     /// where the next row's id starts (or at the end).
     private var starts = [Int]()
     private var bytes = [UInt8]()
+    /// Per row: its expiry column (bound into the box's associated data).
+    private var expiries = [Int64?]()
     private(set) var results = [Result<OpenedCandidate, WalletError>]()
 
     init(capacity: Int) {
         rowids.reserveCapacity(capacity)
         starts.reserveCapacity(capacity * 2)
+        expiries.reserveCapacity(capacity)
         bytes.reserveCapacity(capacity * 400)
     }
 
@@ -55,14 +58,16 @@ final class OpenedChunk: @unchecked Sendable {
         guard bytes.capacity <= Self.pooledBytesLimit else { return false }
         rowids.removeAll(keepingCapacity: true)
         starts.removeAll(keepingCapacity: true)
+        expiries.removeAll(keepingCapacity: true)
         bytes.removeAll(keepingCapacity: true)
         results.removeAll(keepingCapacity: true)
         return true
     }
 
     /// Appends a row from the bytes SQLite lends (valid only during this call).
-    func append(rowid: Int64, idBlind: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer) {
+    func append(rowid: Int64, idBlind: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer, expiry: Int64?) {
         rowids.append(rowid)
+        expiries.append(expiry)
         starts.append(bytes.count)
         bytes.append(contentsOf: idBlind)
         starts.append(bytes.count)
@@ -70,10 +75,11 @@ final class OpenedChunk: @unchecked Sendable {
     }
 
     /// Opens every row and checks it against `root` (nil: every row matches); builds the
-    /// record of each matching row in `shape` when given. A row whose decrypted tags fail
+    /// record of each matching row in `shape` when given. Every box's sealed type must be
+    /// `type` (a blind-type collision reads as `corrupted`, not as a record of another type). A row whose decrypted tags fail
     /// `mustHold` (what the SQL that selected it already checked on the index) is `corrupted`.
-    func open(typeBlind: Data, keys: WalletKeys, root: WQLNode?, mustHold: WQLNode?, shape: RecordShape?) {
-        let rowids = self.rowids, starts = self.starts
+    func open(type expectedType: String, typeBlind: Data, keys: WalletKeys, root: WQLNode?, mustHold: WQLNode?, shape: RecordShape?) {
+        let rowids = self.rowids, starts = self.starts, expiries = self.expiries
         results = withBytes(typeBlind) { type in
             bytes.withUnsafeBytes { all in
                 (0..<rowids.count).map { i in
@@ -82,7 +88,7 @@ final class OpenedChunk: @unchecked Sendable {
                     return Result { () throws(WalletError) in
                         let contents = try RecordCodec.open(UnsafeRawBufferPointer(rebasing: all[boxStart..<boxEnd]), typeBlind: type,
                                                             idBlind: UnsafeRawBufferPointer(rebasing: all[idStart..<boxStart]),
-                                                            keys: keys, withType: false)
+                                                            expiry: expiries[i], keys: keys, expectedType: expectedType)
                         let matches = root?.matches(contents.tags.entries) ?? true
                         // `mustHold` is part of `root`, so only a rejected row can fail it.
                         if !matches, let mustHold, !mustHold.matches(contents.tags.entries) { throw WalletError.indexDisagrees }
@@ -251,11 +257,11 @@ extension CompiledSearch {
     /// with more than one core, every full chunk of them is opened on another core while this
     /// thread reads the next, so decryption overlaps the index walk instead of waiting for it,
     /// and what is left when the walk ends is opened on this thread too. `mustHold`: see
-    /// ``OpenedChunk/open(typeBlind:keys:root:mustHold:shape:)``.
+    /// ``OpenedChunk/open(type:typeBlind:keys:root:mustHold:shape:)``.
     func openedCandidates(_ db: Database, keys: WalletKeys, plan: Plan, after: Int64?, limit: Int, descending: Bool,
                           now: Int64, expiry: Bool, mustHold: WQLNode? = nil, shape: RecordShape?) throws -> [OpenedChunk] {
         let from = source(plan, joinItems: true, now: now, expiry: expiry)
-        var sql = "SELECT i.id, i.name, i.value " + from.sql
+        var sql = "SELECT i.id, i.name, i.value, i.expiry " + from.sql
         var args = from.arguments
         if let after { sql += " AND \(from.itemColumn) \(descending ? "<" : ">") ?"; args.append(after.databaseValue) }
         sql += " ORDER BY \(from.itemColumn) \(descending ? "DESC" : "ASC") LIMIT ?"
@@ -264,7 +270,7 @@ extension CompiledSearch {
         // connection would grow with every shape ever seen.
         let statement = try db.makeStatement(sql: sql)
         statement.setUncheckedArguments(StatementArguments(args))
-        let typeBlind = self.typeBlind
+        let typeBlind = self.typeBlind, type = self.type
         let root: WQLNode?
         if case .all = self.root { root = nil } else { root = self.root }
         // The walking thread keeps one core; the others open chunks.
@@ -284,12 +290,13 @@ extension CompiledSearch {
                 throw DatabaseError(resultCode: ResultCode(rawValue: code),
                                     message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
             }
-            chunk.append(rowid: sqlite3_column_int64(stmt, 0), idBlind: Self.blob(stmt, 1), sealed: Self.blob(stmt, 2))
+            chunk.append(rowid: sqlite3_column_int64(stmt, 0), idBlind: Self.blob(stmt, 1), sealed: Self.blob(stmt, 2),
+                         expiry: sqlite3_column_type(stmt, 3) == SQLITE_NULL ? nil : sqlite3_column_int64(stmt, 3))
             if chunk.count == pipelineChunk {
                 if queue.push(chunk) {
                     DispatchQueue.global().async(group: group) {
                         while let next = queue.take(worker: true) {
-                            next.open(typeBlind: typeBlind, keys: keys, root: root, mustHold: mustHold, shape: shape)
+                            next.open(type: type, typeBlind: typeBlind, keys: keys, root: root, mustHold: mustHold, shape: shape)
                         }
                     }
                 }
@@ -299,7 +306,7 @@ extension CompiledSearch {
         if chunk.count > 0 { _ = queue.push(chunk) } else { ChunkPool.shared.recycle([chunk]) }
         // The walk is over: open what no worker has started yet here instead of waiting.
         while let pending = queue.take(worker: false) {
-            pending.open(typeBlind: typeBlind, keys: keys, root: root, mustHold: mustHold, shape: shape)
+            pending.open(type: type, typeBlind: typeBlind, keys: keys, root: root, mustHold: mustHold, shape: shape)
         }
         group.wait()
         return queue.all

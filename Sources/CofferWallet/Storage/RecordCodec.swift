@@ -2,9 +2,9 @@
 import CofferCrypto
 import Foundation
 
-/// Plaintext layout (version 2), all lengths unsigned LEB128:
+/// Plaintext layout (version 3), all lengths unsigned LEB128:
 ///
-///     u8 version = 2
+///     u8 version = 3
 ///     type:  len, UTF-8   (version 1, the first format, had no type; it still reads)
 ///     id:    len, UTF-8
 ///     value: len, UTF-8
@@ -12,10 +12,15 @@ import Foundation
 ///            u8 kind (0 single string, 1 list), name len + UTF-8,
 ///            [list: value count], per value: len + UTF-8
 ///
-/// Sealed as ChaCha20-Poly1305 (random 12-byte nonce) under the per-record key, with the
-/// row's blind type and id as associated data, so a box moved to another row fails.
+/// Sealed as ChaCha20-Poly1305 (random 12-byte nonce) under the per-record key. The associated
+/// data binds the box to its row: the blind type, the blind id and (from version 3) the row's
+/// expiry — `0x00` for none, or `0x01` and the Unix milliseconds as 8 bytes big-endian. A box
+/// moved to another row, or a row whose expiry was changed, extended or removed, fails to open.
+/// Versions 1 and 2 were sealed with the blind type and id alone: they still open (their AD is
+/// tried when the newer one fails, and they must then decode as version 1 or 2), and the
+/// record's next write seals it as version 3.
 enum RecordCodec {
-    static let version: UInt8 = 2
+    static let version: UInt8 = 3
     static let aead = AEAD.chacha20Poly1305
 
     struct Contents {
@@ -24,9 +29,11 @@ enum RecordCodec {
         var id: String
         var value: String
         var tags: WalletTags
+        /// The plaintext layout version the box was sealed with (set when opened).
+        var format: UInt8 = RecordCodec.version
     }
 
-    static func seal(_ contents: Contents, typeBlind: Data, idBlind: Data, keys: WalletKeys) -> Data {
+    static func seal(_ contents: Contents, typeBlind: Data, idBlind: Data, expiry: Int64?, keys: WalletKeys) -> Data {
         var out = [UInt8]()
         out.reserveCapacity(contents.value.utf8.count + contents.id.utf8.count + 64)
         out.append(version)
@@ -51,76 +58,115 @@ enum RecordCodec {
         defer { SecureMemory.wipe(&out) }
         return keys.withRecordKey(typeBlind: typeBlind, idBlind: idBlind) { key in
             out.withUnsafeBytes { message in
-                withAssociatedData(typeBlind, idBlind) { ad in aead.seal(message, keyBytes: key, associatedData: ad) }
+                withBytes(typeBlind) { t in
+                    withBytes(idBlind) { i in
+                        withAssociatedData(t, i, expiry: .bound(expiry)) { ad in aead.seal(message, keyBytes: key, associatedData: ad) }
+                    }
+                }
             }
         }
     }
 
-    /// Lends the associated data of a record box — its row's blind type then blind id — from a
-    /// temporary buffer (on the stack when small).
-    static func withAssociatedData<R, E: Error>(_ typeBlind: Data, _ idBlind: Data,
-                                                _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
-        try withBytes(typeBlind) { (t) throws(E) -> R in
-            try withBytes(idBlind) { (i) throws(E) -> R in try withAssociatedData(t, i, body) }
-        }
+    /// What a box's associated data says of the row's expiry.
+    enum ExpiryBinding {
+        /// Version 3: the expiry (nil: none) is bound.
+        case bound(Int64?)
+        /// Versions 1 and 2: the expiry was not bound.
+        case legacy
     }
 
-    static func withAssociatedData<R, E: Error>(_ typeBlind: UnsafeRawBufferPointer, _ idBlind: UnsafeRawBufferPointer,
+    /// Lends the associated data of a record box — its row's blind type, blind id and (version
+    /// 3) expiry — from a temporary buffer (on the stack when small).
+    static func withAssociatedData<R, E: Error>(_ typeBlind: UnsafeRawBufferPointer, _ idBlind: UnsafeRawBufferPointer, expiry: ExpiryBinding,
                                                 _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
-        try withUnsafeTemporaryAllocation(byteCount: typeBlind.count + idBlind.count, alignment: 8) { (ad) throws(E) -> R in
+        let tail: Int
+        switch expiry {
+        case .legacy: tail = 0
+        case .bound(nil): tail = 1
+        case .bound(.some): tail = 9
+        }
+        return try withUnsafeTemporaryAllocation(byteCount: typeBlind.count + idBlind.count + tail, alignment: 8) { (ad) throws(E) -> R in
             UnsafeMutableRawBufferPointer(rebasing: ad[0..<typeBlind.count]).copyMemory(from: typeBlind)
-            UnsafeMutableRawBufferPointer(rebasing: ad[typeBlind.count...]).copyMemory(from: idBlind)
+            UnsafeMutableRawBufferPointer(rebasing: ad[typeBlind.count..<(typeBlind.count + idBlind.count)]).copyMemory(from: idBlind)
+            let at = typeBlind.count + idBlind.count
+            if case let .bound(value) = expiry {
+                ad[at] = value == nil ? 0 : 1
+                if let value {
+                    var bigEndian = UInt64(bitPattern: value).bigEndian
+                    withUnsafeBytes(of: &bigEndian) { UnsafeMutableRawBufferPointer(rebasing: ad[(at + 1)...]).copyMemory(from: $0) }
+                }
+            }
             return try body(UnsafeRawBufferPointer(ad))
         }
     }
 
     /// Opens and decodes a record box.
     /// - Throws: ``WalletError/corrupted(_:)`` when authentication or decoding fails.
-    static func open(_ sealed: Data, typeBlind: Data, idBlind: Data, keys: WalletKeys) throws(WalletError) -> Contents {
+    static func open(_ sealed: Data, typeBlind: Data, idBlind: Data, expiry: Int64?, keys: WalletKeys,
+                     expectedType: String? = nil) throws(WalletError) -> Contents {
         try withBytes(sealed) { (box) throws(WalletError) -> Contents in
             try withBytes(typeBlind) { (t) throws(WalletError) -> Contents in
-                try withBytes(idBlind) { (i) throws(WalletError) -> Contents in try open(box, typeBlind: t, idBlind: i, keys: keys) }
+                try withBytes(idBlind) { (i) throws(WalletError) -> Contents in
+                    try open(box, typeBlind: t, idBlind: i, expiry: expiry, keys: keys, expectedType: expectedType)
+                }
             }
         }
     }
 
     /// Opens and decodes a record box held in memory the caller lends (a search reads rows
-    /// straight from SQLite into one buffer per batch). With `withType` false the type is not
-    /// read back (a search knows it already) and ``Contents/type`` is nil.
+    /// straight from SQLite into one buffer per batch). `expiry` is the row's expiry column.
+    /// With `expectedType` given, the sealed type is compared with it and not read back (a
+    /// search knows it already; ``Contents/type`` is then nil): a box of another type whose blind
+    /// type collided is `corrupted`, never returned.
     /// - Throws: ``WalletError/corrupted(_:)`` when authentication or decoding fails.
     static func open(_ box: UnsafeRawBufferPointer, typeBlind: UnsafeRawBufferPointer, idBlind: UnsafeRawBufferPointer,
-                     keys: WalletKeys, withType: Bool = true) throws(WalletError) -> Contents {
+                     expiry: Int64?, keys: WalletKeys, expectedType: String? = nil) throws(WalletError) -> Contents {
         let decoded: Contents?
         do {
             decoded = try keys.withRecordKey(typeBlind: typeBlind, idBlind: idBlind) { (key) throws(CryptoError) -> Contents? in
                 // Associated data and plaintext live in temporary buffers (on the stack when
                 // small), so opening a record allocates only what it returns.
-                try withAssociatedData(typeBlind, idBlind) { (ad) throws(CryptoError) -> Contents? in
-                    try withUnsafeTemporaryAllocation(byteCount: max(box.count - aead.overhead, 1), alignment: 8) { (plain) throws(CryptoError) -> Contents? in
-                        defer { SecureMemory.wipe(plain) }
-                        let n = try aead.open(box, keyBytes: key, associatedData: ad, into: plain)
-                        return decode(UnsafeRawBufferPointer(rebasing: plain[0..<n]), withType: withType)
+                try withUnsafeTemporaryAllocation(byteCount: max(box.count - aead.overhead, 1), alignment: 8) { (plain) throws(CryptoError) -> Contents? in
+                    defer { SecureMemory.wipe(plain) }
+                    let n: Int
+                    let legacy: Bool
+                    do {
+                        n = try withAssociatedData(typeBlind, idBlind, expiry: .bound(expiry)) { (ad) throws(CryptoError) -> Int in
+                            try aead.open(box, keyBytes: key, associatedData: ad, into: plain)
+                        }
+                        legacy = false
+                    } catch {
+                        // A box sealed before expiry was bound (format 1 or 2).
+                        n = try withAssociatedData(typeBlind, idBlind, expiry: .legacy) { (ad) throws(CryptoError) -> Int in
+                            try aead.open(box, keyBytes: key, associatedData: ad, into: plain)
+                        }
+                        legacy = true
                     }
+                    let bytes = UnsafeRawBufferPointer(rebasing: plain[0..<n])
+                    // The AD that opened the box must be the one its version is sealed with.
+                    guard let format = bytes.first, legacy ? format < version : format == version else { return nil }
+                    return decode(bytes, expectedType: expectedType)
                 }
             }
         } catch {
-            throw .corrupted("a record failed authentication (the wallet file was altered or damaged)")
+            throw .corrupted("a record failed authentication (the wallet file was altered or damaged: its box, blind type, blind id or expiry)")
         }
-        guard let decoded else { throw .corrupted("a record's sealed contents do not decode") }
+        guard let decoded else { throw .corrupted("a record's sealed contents do not decode, or its sealed type differs from its index") }
         return decoded
     }
 
-    /// Reads the plaintext layout; nil when it is malformed.
-    static func decode(_ bytes: UnsafeRawBufferPointer, withType: Bool = true) -> Contents? {
+    /// Reads the plaintext layout; nil when it is malformed, or when `expectedType` is given and
+    /// the sealed type (versions 2 and 3) differs from it.
+    static func decode(_ bytes: UnsafeRawBufferPointer, expectedType: String? = nil) -> Contents? {
         var reader = ByteReader(bytes)
-        let format = reader.byte()
+        guard let format = reader.byte() else { return nil }
         var type: String?
-        if format == version {
-            if withType {
+        if format == version || format == 2 {
+            if let expectedType {
+                guard reader.skipString(matching: expectedType) else { return nil }
+            } else {
                 guard let t = reader.string() else { return nil }
                 type = t
-            } else {
-                guard reader.skipString() else { return nil }
             }
         } else if format != 1 {
             return nil
@@ -145,7 +191,7 @@ enum RecordCodec {
                 tags[ByteString(name)] = .list(list)
             }
         }
-        return Contents(type: type, id: id, value: value, tags: WalletTags(entries: tags))
+        return Contents(type: type, id: id, value: value, tags: WalletTags(entries: tags), format: format)
     }
 
     static func appendVarint(_ value: UInt64, to out: inout [UInt8]) {
@@ -187,11 +233,16 @@ enum RecordCodec {
             return nil
         }
 
-        /// Steps over a length-prefixed string; false when it runs past the end.
-        mutating func skipString() -> Bool {
+        /// Steps over a length-prefixed string that must equal `expected` byte for byte; false
+        /// when it differs or runs past the end.
+        mutating func skipString(matching expected: String) -> Bool {
             guard let n = varint(), n <= UInt64(bytes.count - index) else { return false }
+            let start = index
             index += Int(n)
-            return true
+            var expected = expected
+            return expected.withUTF8 { e in
+                e.count == Int(n) && (n == 0 || memcmp(e.baseAddress!, bytes.baseAddress! + start, Int(n)) == 0)
+            }
         }
 
         mutating func string() -> String? {

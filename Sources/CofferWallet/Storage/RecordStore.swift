@@ -128,7 +128,8 @@ struct RecordStore {
     }
 
     func open(_ located: Located) throws -> RecordCodec.Contents {
-        try RecordCodec.open(located.sealed, typeBlind: located.typeBlind, idBlind: located.idBlind, keys: keys)
+        try RecordCodec.open(located.sealed, typeBlind: located.typeBlind, idBlind: located.idBlind, expiry: located.expiry, keys: keys,
+                             expectedType: located.type)
     }
 
     // MARK: Writes
@@ -140,13 +141,14 @@ struct RecordStore {
         try tags.validate()
         let tb = keys.typeBlind(type)
         let ib = keys.idBlind(typeBlind: tb, id: id)
-        let sealed = RecordCodec.seal(.init(type: type, id: id, value: value, tags: tags), typeBlind: tb, idBlind: ib, keys: keys)
+        let expiry = expiresAt.map(unixMillis)
+        let sealed = RecordCodec.seal(.init(type: type, id: id, value: value, tags: tags), typeBlind: tb, idBlind: ib, expiry: expiry, keys: keys)
         let insert = try statement(.insertItem)
         func bindRow() {
             insert.bind(1, BlindColumn.value(tb))
             insert.bind(2, ib)
             insert.bind(3, sealed)
-            insert.bind(4, expiresAt.map(unixMillis))
+            insert.bind(4, expiry)
         }
         bindRow()
         do {
@@ -323,7 +325,7 @@ struct RecordStore {
     private func rewrite(_ found: Located, _ contents: RecordCodec.Contents) throws {
         var contents = contents
         contents.type = found.type
-        let sealed = RecordCodec.seal(contents, typeBlind: found.typeBlind, idBlind: found.idBlind, keys: keys)
+        let sealed = RecordCodec.seal(contents, typeBlind: found.typeBlind, idBlind: found.idBlind, expiry: found.expiry, keys: keys)
         let update = try statement(.updateValue)
         update.bind(1, sealed)
         update.bind(2, found.rowid)
