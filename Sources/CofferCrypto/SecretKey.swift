@@ -4,12 +4,15 @@ import Foundation
 
 /// Secret bytes (usually a 32-byte symmetric key).
 ///
-/// The bytes live in memory this type owns and wipes with `sodium_memzero` when the
-/// last reference goes away. `description`, `debugDescription` and reflection print
+/// The bytes live in memory from libsodium's `sodium_malloc`: their own pages, locked against
+/// swapping where the system allows (`mlock`), between guard pages; `sodium_free` wipes them
+/// when the last reference goes away. `description`, `debugDescription` and reflection print
 /// only the length, so a key that reaches a log or `print` reveals nothing.
 public final class SecretKey: @unchecked Sendable {
     // Immutable after init, so sharing across tasks is safe.
     private let storage: UnsafeMutableRawBufferPointer
+    /// Whether `storage` came from `sodium_malloc` (else from the heap, when it failed).
+    private let guarded: Bool
 
     /// The number of secret bytes.
     public var byteCount: Int { storage.count }
@@ -23,7 +26,7 @@ public final class SecretKey: @unchecked Sendable {
             throw .invalidLength(what: "key", expected: expectedCount, actual: count)
         }
         guard count > 0 else { throw .invalidParameter("a key cannot be empty") }
-        storage = .allocate(byteCount: count, alignment: 16)
+        (storage, guarded) = Self.allocate(count)
         bytes.withUnsafeBytes { source in
             storage.baseAddress!.copyMemory(from: source.baseAddress!, byteCount: count)
         }
@@ -39,7 +42,15 @@ public final class SecretKey: @unchecked Sendable {
 
     init(uninitializedCount count: Int) {
         precondition(count > 0, "a SecretKey needs at least one byte")
-        storage = .allocate(byteCount: count, alignment: 16)
+        (storage, guarded) = Self.allocate(count)
+    }
+
+    /// Memory for `count` secret bytes: `sodium_malloc`'s guarded, locked pages, or (if the
+    /// system refuses them) ordinary heap memory, which is still wiped on release.
+    private static func allocate(_ count: Int) -> (UnsafeMutableRawBufferPointer, Bool) {
+        Sodium.ensureReady()
+        if let pointer = sodium_malloc(count) { return (UnsafeMutableRawBufferPointer(start: pointer, count: count), true) }
+        return (.allocate(byteCount: count, alignment: 16), false)
     }
 
     /// Fills a fresh key by calling `body` with its writable bytes (for KDF outputs).
@@ -71,8 +82,12 @@ public final class SecretKey: @unchecked Sendable {
     }
 
     deinit {
-        sodium_memzero(storage.baseAddress!, storage.count)
-        storage.deallocate()
+        if guarded {
+            sodium_free(storage.baseAddress!) // wipes, unlocks and unmaps
+        } else {
+            sodium_memzero(storage.baseAddress!, storage.count)
+            storage.deallocate()
+        }
     }
 }
 

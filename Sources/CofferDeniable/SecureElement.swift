@@ -48,7 +48,9 @@ public final class FileSecureElement: SecureElement, @unchecked Sendable {
     ///   0600, or it cannot be read or created.
     public func authenticate(_ message: Data) throws(DeniableError) -> SecretKey {
         let hasher = try keyed()
-        let mac = hasher.raw(message)
+        var mac = hasher.raw(message)
+        // The MAC is key material to its callers: only the SecretKey keeps a copy.
+        defer { mac.resetBytes(in: 0..<mac.count) }
         do { return try SecretKey(copying: mac) } catch { throw .secureElement("could not hold the result: \(error)") }
     }
 

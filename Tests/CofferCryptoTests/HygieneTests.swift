@@ -1,0 +1,52 @@
+// Randomness per seal and where secret bytes live.
+import CofferCrypto
+import Foundation
+import Testing
+
+@Suite("Crypto hygiene")
+struct HygieneTests {
+    @Test("every seal draws its own nonce: 10,000 seals of one message under one key share none, for both constructions")
+    func distinctNonces() throws {
+        let key = SecretKey.random()
+        for aead in [AEAD.chacha20Poly1305, .xchacha20Poly1305] {
+            var seen = Set<Data>()
+            for _ in 0..<10_000 {
+                let box = try aead.seal(Data("same".utf8), key: key)
+                seen.insert(box.prefix(aead.nonceByteCount))
+            }
+            #expect(seen.count == 10_000)
+        }
+    }
+
+    /// Kilobytes of locked memory this process holds (`VmLck` in /proc/self/status).
+    static func lockedKilobytes() -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmLck:") {
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        }
+        return nil
+    }
+
+    @Test("key bytes live in locked pages while the key is held, and the pages go with it",
+          .enabled(if: HygieneTests.lockedKilobytes() != nil && HygieneTests.canLockPages()))
+    func keysAreLocked() throws {
+        let before = Self.lockedKilobytes()!
+        var keys: [SecretKey]? = (0..<16).map { _ in SecretKey.random() }
+        let held = Self.lockedKilobytes()!
+        #expect(held - before >= 16 * 4, "16 keys should lock at least 16 pages; VmLck went \(before) → \(held) kB")
+        #expect(keys?.count == 16)
+        keys = nil
+        #expect(Self.lockedKilobytes()! < held)
+    }
+
+    /// Whether this process may lock another megabyte ("Max locked memory" in /proc/self/limits).
+    static func canLockPages() -> Bool {
+        guard let limits = try? String(contentsOfFile: "/proc/self/limits", encoding: .utf8),
+              let line = limits.split(separator: "\n").first(where: { $0.hasPrefix("Max locked memory") })
+        else { return false }
+        let soft = line.dropFirst("Max locked memory".count).split(separator: " ").first.map(String.init) ?? ""
+        if soft == "unlimited" { return true }
+        guard let bytes = Int(soft) else { return false }
+        return bytes >= (1 << 20) + (lockedKilobytes() ?? 0) * 1024
+    }
+}
