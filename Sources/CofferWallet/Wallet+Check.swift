@@ -75,9 +75,8 @@ extension Wallet {
     /// - Returns: the report; ``IntegrityReport/isClean`` tells whether anything is wrong.
     /// - Throws: ``WalletError`` only when the file cannot be read at all.
     public func checkIntegrity(progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws -> IntegrityReport {
-        let keys = self.keys
-        do {
-            return try await pool.read { db -> IntegrityReport in
+        try await gated { keys in
+            try await pool.read { db -> IntegrityReport in
                 var report = IntegrityReport()
                 report.tagRows = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM tags") ?? 0
                 let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items") ?? 0
@@ -145,6 +144,6 @@ extension Wallet {
                 progress?(BackupProgress(done: done, total: total))
                 return report
             }
-        } catch { throw Self.mapError(error) }
+        }
     }
 }

@@ -34,7 +34,7 @@ extension Wallet {
 
     /// Reads a record, or `nil` when there is none (as Askar's `fetch`).
     public func fetch(type: String, id: String, options: RecordOptions = RecordOptions()) async throws -> WalletRecord? {
-        try pointRead { try $0.store.get(type: type, id: id, options: options) }
+        try await pointRead { try $0.store.get(type: type, id: id, options: options) }
     }
 
     /// Deletes a record and its tags.
@@ -61,8 +61,9 @@ extension Wallet {
     /// Counts the records of `type` that match `query`.
     public func count(type: String, matching query: WalletQuery = .all) async throws -> Int {
         try Validate.type(type)
-        let search = try QueryCompiler.compile(type: type, query: query, keys: keys)
-        return try await read { try search.count($0.store.db, keys: $0.store.keys) }
+        return try await read {
+            try QueryCompiler.compile(type: type, query: query, keys: $0.store.keys).count($0.store.db, keys: $0.store.keys)
+        }
     }
 
     /// Reads every matching record at once, in insertion order (or newest first), skipping
@@ -91,14 +92,17 @@ extension Wallet {
         try await read(body)
     }
 
+    /// Runs `body` with the wallet's keys, holding them against a key rotation until it
+    /// returns (see ``KeyGate``); errors are translated to ``WalletError``. Never nested.
+    func gated<T>(_ body: (WalletKeys) async throws -> T) async throws -> T {
+        let keys = await gate.enter()
+        defer { gate.leave() }
+        do { return try await body(keys) } catch { throw Self.translate(error) }
+    }
+
     func write<T: Sendable>(_ body: @escaping @Sendable (WalletTransaction) throws -> T) async throws -> T {
-        let keys = self.keys
-        do {
-            return try await pool.write { db in
-                try body(WalletTransaction(store: RecordStore(db: db, keys: keys)))
-            }
-        } catch {
-            throw Self.translate(error)
+        try await gated { keys in
+            try await pool.write { db in try body(WalletTransaction(store: RecordStore(db: db, keys: keys))) }
         }
     }
 
@@ -109,8 +113,16 @@ extension Wallet {
     /// `body` must run a single SQL statement. It runs outside an explicit transaction: one
     /// statement reads one consistent snapshot on its own, and BEGIN/COMMIT around it would cost
     /// more than the read.
-    func pointRead<T>(_ body: (WalletReader) throws -> T) throws -> T {
-        let keys = self.keys
+    func pointRead<T>(_ body: (WalletReader) throws -> T) async throws -> T {
+        var entered = gate.tryEnter()
+        if entered == nil { entered = await gate.enter() }
+        guard let keys = entered else { preconditionFailure("KeyGate.enter returns keys") }
+        defer { gate.leave() }
+        return try pointRead(keys: keys, body)
+    }
+
+    /// ``pointRead(_:)`` once the keys are held: GRDB's synchronous read, on this thread.
+    private func pointRead<T>(keys: WalletKeys, _ body: (WalletReader) throws -> T) throws -> T {
         do {
             return try pool.unsafeRead { db in
                 try body(WalletReader(store: RecordStore(db: db, keys: keys)))
@@ -121,13 +133,8 @@ extension Wallet {
     }
 
     func read<T: Sendable>(_ body: @escaping @Sendable (WalletReader) throws -> T) async throws -> T {
-        let keys = self.keys
-        do {
-            return try await pool.read { db in
-                try body(WalletReader(store: RecordStore(db: db, keys: keys)))
-            }
-        } catch {
-            throw Self.translate(error)
+        try await gated { keys in
+            try await pool.read { db in try body(WalletReader(store: RecordStore(db: db, keys: keys))) }
         }
     }
 }

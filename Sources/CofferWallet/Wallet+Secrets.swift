@@ -54,21 +54,11 @@ extension Wallet {
     // MARK: Access to the reserved types
 
     func secretWrite<T: Sendable>(_ body: @escaping @Sendable (RecordStore) throws -> T) async throws -> T {
-        let keys = self.keys
-        do {
-            return try await pool.write { db in try body(RecordStore(db: db, keys: keys, allowReserved: true)) }
-        } catch {
-            throw Self.translate(error)
-        }
+        try await gated { keys in try await pool.write { db in try body(RecordStore(db: db, keys: keys, allowReserved: true)) } }
     }
 
     func secretRead<T: Sendable>(_ body: @escaping @Sendable (RecordStore) throws -> T) async throws -> T {
-        let keys = self.keys
-        do {
-            return try await pool.read { db in try body(RecordStore(db: db, keys: keys, allowReserved: true)) }
-        } catch {
-            throw Self.translate(error)
-        }
+        try await gated { keys in try await pool.read { db in try body(RecordStore(db: db, keys: keys, allowReserved: true)) } }
     }
 
     // MARK: Keys

@@ -64,7 +64,10 @@ public final class Wallet: Sendable {
     let pool: DatabasePool
     /// Runs the pool's WAL checkpoints after commits return.
     let checkpointer: Checkpointer
-    let keys: WalletKeys
+    /// The wallet's keys, behind the gate a key rotation closes.
+    let gate: KeyGate
+    /// The keys now. Calls that read or write rows take them through ``gated(_:)`` instead.
+    var keys: WalletKeys { gate.current }
     let searches: SearchRegistry
     let logger: Logger
     let configuration: Configuration
@@ -72,7 +75,7 @@ public final class Wallet: Sendable {
     private init(path: String, pool: (DatabasePool, Checkpointer), keys: WalletKeys, configuration: Configuration) {
         self.path = path
         (self.pool, self.checkpointer) = pool
-        self.keys = keys
+        self.gate = KeyGate(keys)
         self.configuration = configuration
         self.logger = configuration.logger
         self.searches = SearchRegistry(capacity: configuration.maxOpenSearches, idleTimeout: configuration.searchIdleTimeout)
@@ -199,13 +202,13 @@ public final class Wallet: Sendable {
     /// the cost does not depend on how many records there are.
     public func rekey(to newKey: WalletKey) async throws {
         let (storeKey, kdf) = try Self.makeStoreKey(newKey, parameters: configuration.passphraseParameters)
-        let sealed = try Self.sealMaster(keys.master, storeKey: storeKey)
-        do {
-            try await pool.write { db in
+        try await gated { keys in
+            let sealed = try Self.sealMaster(keys.master, storeKey: storeKey)
+            try await self.pool.write { db in
                 try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'kdf'", arguments: [Data(kdf.jsonText.utf8)])
                 try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'keys'", arguments: [sealed])
             }
-        } catch { throw Self.mapError(error) }
+        }
         logger.debug("rekeyed wallet", metadata: ["kdf": "\(kdf.method)"])
     }
 
@@ -214,7 +217,7 @@ public final class Wallet: Sendable {
         searches.closeAll()
         do { try pool.close() } catch { throw Self.mapError(error) }
         checkpointer.poolClosed()
-        keys.clearCaches()
+        gate.current.clearCaches()
     }
 
     // MARK: - Keys

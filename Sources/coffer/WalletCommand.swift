@@ -302,6 +302,8 @@ struct WalletCommand: AsyncParsableCommand {
         @Option(name: .customLong("new-raw-key-env"), help: "Environment variable holding the new raw key, base64.") var newRawKeyEnv: String?
         @Option(name: .customLong("new-raw-key-file"), help: "File holding the new raw key, base64 (mode 0600).") var newRawKeyFile: String?
         @Option(name: .customLong("new-passphrase-env"), help: "Environment variable holding the new passphrase.") var newPassphraseEnv: String?
+        @Flag(help: "Also replace the wallet's own key: every record is re-sealed and re-indexed in one transaction (progress on stderr). For recovery after a suspected compromise; without it only the sealed key is rewritten.")
+        var rotate = false
 
         func run() async throws {
             let newKey = try CLIKeys.key(raw: newRawKey, rawOption: "--new-raw-key", rawEnv: newRawKeyEnv, rawFile: newRawKeyFile,
@@ -309,8 +311,15 @@ struct WalletCommand: AsyncParsableCommand {
                                          missing: "give the new key: --new-raw-key-env VAR, --new-raw-key-file FILE, --new-raw-key BASE64 or --new-passphrase-env VAR")
             let wallet = try await storeOptions.openWallet()
             defer { try? wallet.close() }
-            try await wallet.rekey(to: newKey)
-            print(JSONValue.object([("rekeyed", .string(wallet.path))]).jsonText)
+            if rotate {
+                let bar = Progress(label: "rotate", total: 0)
+                defer { bar.finish() }
+                try await wallet.rekey(to: newKey, rotatingKey: true) { bar.update($0.done, of: $0.total) }
+                print(JSONValue.object([("rekeyed", .string(wallet.path)), ("rotated", .bool(true))]).jsonText)
+            } else {
+                try await wallet.rekey(to: newKey)
+                print(JSONValue.object([("rekeyed", .string(wallet.path))]).jsonText)
+            }
         }
     }
 }

@@ -56,6 +56,9 @@ struct CompiledSearch: Sendable {
 
     let type: String
     let typeBlind: Data
+    /// The keys it was compiled with: it may only run with them (a key rotation makes every
+    /// blind in it stale).
+    let keys: ObjectIdentifier
     let root: WQLNode
     let exact: Bool
     /// Plans in order of preference; the last one (type driver) always applies.
@@ -119,13 +122,13 @@ enum QueryCompiler {
         // answered by decrypting every record of the type and checking the whole tree: the same
         // results, at the cost of a full walk. `$in` lists and `$exist` names count as one.
         if root.conditionCount > maxSQLConditions {
-            return CompiledSearch(type: type, typeBlind: tb, root: root, exact: false,
+            return CompiledSearch(type: type, typeBlind: tb, keys: ObjectIdentifier(keys), root: root, exact: false,
                                   plans: [.init(driver: .type, predicate: .yes, requiresSingleValued: nil)])
         }
         let full = typeContext.sql(root, positive: true)
         plans.append(.init(driver: .type, predicate: full, requiresSingleValued: nil))
         // Inexact leaves widen the SQL the same way in every plan; the full tree decides.
-        return CompiledSearch(type: type, typeBlind: tb, root: root, exact: typeContext.exact, plans: plans)
+        return CompiledSearch(type: type, typeBlind: tb, keys: ObjectIdentifier(keys), root: root, exact: typeContext.exact, plans: plans)
     }
 
     struct Context {

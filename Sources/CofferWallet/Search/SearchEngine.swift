@@ -326,6 +326,7 @@ extension CompiledSearch {
     /// may use it; pages of a walk keep a driver whose cost does not grow with the position.
     func page(_ db: Database, keys: WalletKeys, cursor: inout SearchCursor, limit: Int, options: RecordOptions,
               descending: Bool = false, allowRange: Bool = false, now: Date = Date()) throws -> [WalletRecord] {
+        try checkKeys(keys)
         var out = [WalletRecord]()
         guard !cursor.exhausted, limit > 0 else { return out }
         if case .none = root { cursor.exhausted = true; return out }
@@ -398,8 +399,16 @@ extension CompiledSearch {
         return kept * 8 >= total * 7
     }
 
+    /// Refuses to run with keys other than those it was compiled with.
+    func checkKeys(_ keys: WalletKeys) throws(WalletError) {
+        guard ObjectIdentifier(keys) == self.keys else {
+            throw .invalidInput("the wallet's key was rotated after this search was opened; open the search again")
+        }
+    }
+
     /// How many records match.
     func count(_ db: Database, keys: WalletKeys, now: Date = Date()) throws -> Int {
+        try checkKeys(keys)
         if case .none = root { return 0 }
         let nowMs = unixMillis(now)
         let expiry = try Self.expiryActive(db)

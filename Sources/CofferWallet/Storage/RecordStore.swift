@@ -375,7 +375,7 @@ struct RecordStore {
         try deleteItem.execute()
     }
 
-    private func insertTags(item: Int64, typeBlind: Data, tags: WalletTags) throws {
+    func insertTags(item: Int64, typeBlind: Data, tags: WalletTags) throws {
         guard !tags.isEmpty else { return }
         let (rows, multi) = tagRows(typeBlind: typeBlind, tags: tags)
         try insertTagRows(item: item, rows[...])

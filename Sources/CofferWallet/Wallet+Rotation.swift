@@ -1,0 +1,133 @@
+// Key rotation: a new wallet key, with every record re-sealed and re-blinded in one transaction.
+import CofferCrypto
+import Foundation
+import GRDB
+
+extension Wallet {
+    /// Replaces the key that protects the wallet and, with `rotatingKey`, the wallet's own key
+    /// as well.
+    ///
+    /// Without rotation (the default) only the sealed wallet key is rewritten: fast at any size,
+    /// but whoever holds the old passphrase and any old copy of the file (or of its sealed key)
+    /// can still open records written later. With `rotatingKey: true` a new random wallet key
+    /// replaces the old one and every record is opened, re-sealed and re-indexed under it in one
+    /// transaction (all or nothing, also if the process is killed), for recovery after a
+    /// suspected compromise: afterwards nothing in the file opens with the old wallet key. It
+    /// reads one record at a time. Other calls on this wallet wait while it runs; open searches
+    /// and record sequences end (their handles become invalid).
+    /// - Parameters:
+    ///   - newKey: the key or passphrase that protects the wallet from now on.
+    ///   - rotatingKey: whether to replace the wallet key and re-seal every record.
+    ///   - progress: called with records re-sealed so far and the total (rotation only).
+    public func rekey(to newKey: WalletKey, rotatingKey: Bool,
+                      progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws {
+        guard rotatingKey else { return try await rekey(to: newKey) }
+        let (storeKey, kdf) = try Self.makeStoreKey(newKey, parameters: configuration.passphraseParameters)
+        await gate.close()
+        let old = gate.current
+        let new = WalletKeys(master: SecretKey.random())
+        var rotated = false
+        defer {
+            gate.open(with: rotated ? new : nil)
+            if rotated { old.clearCaches() }
+        }
+        searches.closeAll()
+        let sealedMaster = try Self.sealMaster(new.master, storeKey: storeKey)
+        let total: Int
+        do {
+            total = try await pool.writeWithoutTransaction { db -> Int in
+                // The digest triggers hash with the new key from here on; back to the old one if
+                // the transaction does not commit.
+                DigestFunction.register(on: db, keys: new)
+                var count = 0
+                do {
+                    try db.inTransaction {
+                        count = try Self.rotateRecords(db, from: old, to: new, progress: progress)
+                        try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'kdf'", arguments: [Data(kdf.jsonText.utf8)])
+                        try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'keys'", arguments: [sealedMaster])
+                        return .commit
+                    }
+                } catch {
+                    DigestFunction.register(on: db, keys: old)
+                    throw error
+                }
+                return count
+            }
+        } catch { throw Self.mapError(error) }
+        rotated = true
+        logger.info("rotated the wallet key and re-sealed \(total) records", metadata: ["kdf": "\(kdf.method)"])
+    }
+
+    /// Re-seals and re-indexes every row under `new`, then recomputes the records' version
+    /// digest; returns the number of records. Runs inside the caller's transaction.
+    static func rotateRecords(_ db: Database, from old: WalletKeys, to new: WalletKeys,
+                              progress: (@Sendable (BackupProgress) -> Void)?) throws -> Int {
+        let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items") ?? 0
+        let names = try typeNames(db, keys: old)
+        try db.execute(sql: "DELETE FROM tag_multi")
+        let store = RecordStore(db: db, keys: new, allowReserved: true)
+        let select = try db.makeStatement(sql: "SELECT id, type, name, value, expiry FROM items WHERE id > ? ORDER BY id LIMIT 256")
+        let update = try db.makeStatement(sql: "UPDATE items SET type = ?, name = ?, value = ? WHERE id = ?")
+        let dropTags = try db.makeStatement(sql: "DELETE FROM tags WHERE item = ?")
+        var after = Int64.min
+        var done = 0
+        while true {
+            let rows = try Row.fetchAll(select, arguments: [after])
+            guard let last = rows.last else { break }
+            after = last[0]
+            for row in rows {
+                let rowid: Int64 = row[0]
+                guard let typeColumn = Int64.fromDatabaseValue(row[1]), let idBlind = Data.fromDatabaseValue(row[2]),
+                      let sealed = Data.fromDatabaseValue(row[3]) else {
+                    throw WalletError.corrupted("row \(rowid) has columns of the wrong kind; run the wallet check")
+                }
+                let expiry: Int64? = row[4]
+                var contents = try RecordCodec.open(sealed, typeBlind: BlindColumn.blind(typeColumn), idBlind: idBlind, expiry: expiry, keys: old)
+                guard let type = contents.type ?? names[typeColumn] else {
+                    throw WalletError.invalidInput("record \(WalletError.quote(contents.id)) is in the first box format, which did not keep its type, and no other record tells it; update it once, then rotate")
+                }
+                contents.type = type
+                let tb = new.typeBlind(type)
+                let ib = new.idBlind(typeBlind: tb, id: contents.id)
+                let resealed = RecordCodec.seal(contents, typeBlind: tb, idBlind: ib, expiry: expiry, keys: new)
+                try update.execute(arguments: [BlindColumn.value(tb), ib, resealed, rowid])
+                try dropTags.execute(arguments: [rowid])
+                try store.insertTags(item: rowid, typeBlind: tb, tags: contents.tags)
+                done += 1
+                if done % 1_000 == 0 { progress?(BackupProgress(done: done, total: total)) }
+            }
+        }
+        // The triggers mixed old rows into the digest under the new key: compute it afresh.
+        var digest = [UInt8](repeating: 0, count: RowDigest.byteCount)
+        let rows = try Row.fetchCursor(db, sql: "SELECT type, name, value FROM items")
+        while let row = try rows.next() {
+            RowDigest.xor(&digest, new.rowDigest(type: row[0], idBlind: row[1], sealed: row[2]))
+        }
+        try db.execute(sql: "UPDATE coffer_digest SET value = ? WHERE id = 1", arguments: [Data(digest)])
+        progress?(BackupProgress(done: done, total: total))
+        return done
+    }
+
+    /// The type of every blind type in the file, for boxes of the first format (which did not
+    /// seal their type): learnt from another record of the same blind type, or from the
+    /// wallet's reserved types. A blind type none of them names is missing from the result.
+    static func typeNames(_ db: Database, keys: WalletKeys) throws -> [Int64: String] {
+        var names = [Int64: String]()
+        for reserved in [SecretTypes.key, SecretTypes.masterSecret, SecretTypes.credentialSignature, SecretTypes.credential] {
+            names[BlindColumn.value(keys.typeBlind(reserved))] = reserved
+        }
+        // Only blind types some first-format box uses need a name: most wallets have none, and
+        // this reads each type's rows only until one of a later format names it.
+        for typeColumn in try Int64.fetchAll(db, sql: "SELECT DISTINCT type FROM items") where names[typeColumn] == nil {
+            let rows = try Row.fetchCursor(db, sql: "SELECT name, value, expiry FROM items WHERE type = ? ORDER BY id", arguments: [typeColumn])
+            while let row = try rows.next() {
+                guard let idBlind = Data.fromDatabaseValue(row[0]), let sealed = Data.fromDatabaseValue(row[1]) else { continue }
+                if let type = try? RecordCodec.open(sealed, typeBlind: BlindColumn.blind(typeColumn), idBlind: idBlind, expiry: row[2], keys: keys).type {
+                    names[typeColumn] = type
+                    break
+                }
+            }
+        }
+        return names
+    }
+}

@@ -1,0 +1,185 @@
+// rekey(to:rotatingKey: true): a new wallet key, every record re-sealed and re-indexed.
+import CofferCrypto
+@testable import CofferWallet
+import Foundation
+import GRDB
+import Testing
+
+@Suite("Key rotation")
+struct KeyRotationTests {
+    static let newKey = WalletKey.raw(Data(repeating: 7, count: 32))
+
+    /// A wallet with 300 records of two types (tags encrypted and plaintext, some expiring), a
+    /// key pair and the master secret.
+    static func filled() async throws -> (Wallet, URL) {
+        let (w, url) = try await TestWallets.make()
+        try await w.transaction { tx in
+            for i in 0..<300 {
+                try tx.add(type: i % 3 == 0 ? "b" : "a", id: "r\(i)", value: "value \(i)",
+                           tags: ["color": i % 2 == 0 ? "red" : "blue", "~n": .string(String(i))],
+                           expiresAt: i % 10 == 0 ? Date().addingTimeInterval(3_600) : nil)
+            }
+        }
+        _ = try await w.createKey(.ed25519)
+        return (w, url)
+    }
+
+    static func snapshot(_ w: Wallet) async throws -> [String] {
+        var out = [String]()
+        for type in ["a", "b"] {
+            for r in try await w.fetchAll(type: type) { out.append("\(type)/\(r.id)=\(r.value ?? "")|\(r.tags?.jsonValue.jsonText ?? "")") }
+        }
+        return out.sorted()
+    }
+
+    @Test("after rotation every record, tag search, count and key reads as before, and the wallet check is clean")
+    func keepsEverything() async throws {
+        let (w, _) = try await Self.filled()
+        defer { try? w.close() }
+        let before = try await Self.snapshot(w)
+        let keysBefore = try await w.listKeys()
+        let range = try WalletQuery(json: #"{"~n": {"$lt": "2"}}"#)
+        let rangeBefore = try await w.fetchAll(type: "a", matching: range).map(\.id)
+        #expect(!rangeBefore.isEmpty)
+        try await w.rekey(to: Self.newKey, rotatingKey: true)
+        #expect(try await Self.snapshot(w) == before)
+        #expect(try await w.listKeys() == keysBefore)
+        #expect(try await w.count(type: "a", matching: WalletQuery(json: #"{"color": "red"}"#)) == 100)
+        #expect(try await w.fetchAll(type: "a", matching: range).map(\.id) == rangeBefore)
+        #expect(try await w.checkIntegrity().isClean)
+    }
+
+    @Test("after rotation no row opens with the old wallet key, and the file's blinds all changed")
+    func oldKeyOpensNothing() async throws {
+        let (w, _) = try await Self.filled()
+        defer { try? w.close() }
+        let old = w.keys
+        let oldNames = Set(try await w.pool.read { db in try Data.fetchAll(db, sql: "SELECT name FROM items") })
+        try await w.rekey(to: Self.newKey, rotatingKey: true)
+        #expect(w.keys !== old)
+        let rows = try await w.pool.read { db in try Row.fetchAll(db, sql: "SELECT type, name, value, expiry FROM items") }
+        #expect(rows.count == 301) // 300 records and one key
+        var opened = 0
+        for row in rows {
+            if (try? RecordCodec.open(row[2], typeBlind: BlindColumn.blind(row[0]), idBlind: row[1], expiry: row[3], keys: old)) != nil { opened += 1 }
+        }
+        #expect(opened == 0)
+        #expect(oldNames.isDisjoint(with: rows.map { $0[1] as Data }))
+    }
+
+    @Test("the old passphrase with an old copy of the sealed key opens no record written before or after rotation")
+    func oldWrappedKeyIsUseless() async throws {
+        let (w, url) = try await Self.filled()
+        let oldMeta = try await w.pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT name, value FROM coffer_meta WHERE name IN ('kdf', 'keys')").map { ($0[0] as String, $0[1] as Data) }
+        }
+        try await w.rekey(to: Self.newKey, rotatingKey: true)
+        try await w.add(type: "a", id: "later", value: "written after rotation")
+        try w.close()
+        // Whoever kept the old sealed key puts it back and opens with the old key.
+        let db = try TestWallets.attackerQueue(url)
+        try await db.write { db in
+            for (name, value) in oldMeta { try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = ?", arguments: [value, name]) }
+        }
+        try db.close()
+        let reopened = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
+        defer { try? reopened.close() }
+        #expect(try await reopened.fetch(type: "a", id: "later") == nil)
+        #expect(try await reopened.fetch(type: "a", id: "r1") == nil)
+        #expect(try await reopened.count(type: "a") == 0)
+        let report = try await reopened.checkIntegrity()
+        #expect(report.problems.filter { $0.kind == "record" }.count == 302)
+    }
+
+    @Test("the new key opens the rotated file after a reopen; the old key is refused")
+    func reopen() async throws {
+        let (w, url) = try await Self.filled()
+        try await w.rekey(to: Self.newKey, rotatingKey: true)
+        try w.close()
+        await #expect(throws: WalletError.self) { try await Wallet.open(at: url, key: .raw(TestWallets.rawKey)).close() }
+        let reopened = try await Wallet.open(at: url, key: Self.newKey)
+        defer { try? reopened.close() }
+        #expect(try await reopened.get(type: "b", id: "r0").value == "value 0")
+        #expect(try await reopened.checkIntegrity().isClean)
+    }
+
+    @Test("open searches end with rotation: their handles are invalid afterwards")
+    func searchesEnd() async throws {
+        let (w, _) = try await Self.filled()
+        defer { try? w.close() }
+        let handle = try await w.openSearch(type: "a", query: .all)
+        try await w.rekey(to: Self.newKey, rotatingKey: true)
+        await #expect(throws: WalletError.invalidHandle(handle)) { _ = try await w.searchNext(handle, count: 10) }
+    }
+
+    @Test("a record sequence made before rotation fails with a clear error instead of reading with stale blinds")
+    func sequenceIsStale() async throws {
+        let (w, _) = try await Self.filled()
+        defer { try? w.close() }
+        let sequence = try w.records(type: "a", pageSize: 10)
+        try await w.rekey(to: Self.newKey, rotatingKey: true)
+        do {
+            for try await _ in sequence {}
+            Issue.record("a stale sequence ran")
+        } catch let error as WalletError {
+            #expect(error.description.contains("rotated"))
+        }
+    }
+
+    @Test("reads and writes running during rotation see either the old or the new state, never a mix")
+    func concurrentCalls() async throws {
+        let (w, _) = try await Self.filled()
+        defer { try? w.close() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for t in 0..<4 {
+                group.addTask {
+                    for i in 0..<50 {
+                        #expect(try await w.get(type: "a", id: "r1").value == "value 1")
+                        #expect(try await w.count(type: "b") == 100)
+                        try await w.add(type: "c", id: "t\(t)-\(i)", value: "x", tags: ["k": "v"])
+                    }
+                }
+            }
+            group.addTask { try await w.rekey(to: Self.newKey, rotatingKey: true) }
+            try await group.waitForAll()
+        }
+        #expect(try await w.count(type: "c", matching: WalletQuery(json: #"{"k": "v"}"#)) == 200)
+        #expect(try await w.checkIntegrity().isClean)
+    }
+
+    @Test("a rotation that fails changes nothing: the old key still opens every record")
+    func failureChangesNothing() async throws {
+        let (w, url) = try await Self.filled()
+        // A first-format box whose type no other record names makes rotation refuse.
+        try await w.add(type: "lonely", id: "x", value: "v")
+        try await LegacyBoxes.replace(in: w, type: "lonely", id: "x", format: 1, sealedType: nil, value: "v", tags: [:])
+        let before = try await Self.snapshot(w)
+        await #expect(throws: WalletError.self) { try await w.rekey(to: Self.newKey, rotatingKey: true) }
+        #expect(try await Self.snapshot(w) == before)
+        #expect(try await w.get(type: "lonely", id: "x").value == "v")
+        #expect(try await w.checkIntegrity().isClean)
+        try w.close()
+        let reopened = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
+        defer { try? reopened.close() }
+        #expect(try await Self.snapshot(reopened) == before)
+    }
+
+    @Test("a first-format box is rotated when another record tells its type")
+    func firstFormatWithKnownType() async throws {
+        let (w, _) = try await Self.filled()
+        defer { try? w.close() }
+        try await LegacyBoxes.replace(in: w, type: "a", id: "r1", format: 1, sealedType: nil, value: "old", tags: ["color": "blue"])
+        try await w.rekey(to: Self.newKey, rotatingKey: true)
+        #expect(try await w.get(type: "a", id: "r1").value == "old")
+        #expect(try await w.checkIntegrity().isClean)
+    }
+
+    @Test("plain rekey rewrites no record box")
+    func plainRekeyIsConstant() async throws {
+        let (w, _) = try await Self.filled()
+        defer { try? w.close() }
+        let boxes = try await w.pool.read { db in try Data.fetchAll(db, sql: "SELECT value FROM items ORDER BY id") }
+        try await w.rekey(to: Self.newKey)
+        #expect(try await w.pool.read { db in try Data.fetchAll(db, sql: "SELECT value FROM items ORDER BY id") } == boxes)
+    }
+}
