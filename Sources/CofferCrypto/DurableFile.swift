@@ -171,3 +171,81 @@ private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -
     return Darwin.write(fd, buffer, count)
     #endif
 }
+
+/// Writes a file in pieces under a fixed hidden name beside its target (`.NAME.partial`), then
+/// moves it into place whole: flush, rename, flush of the folder. A writer that fails, or a
+/// process killed at any moment, leaves nothing at the target name; the next writer to the
+/// same target removes what a killed one left. (Two writers to one target at the same time are
+/// not supported: the later one removes the earlier one's partial file, which then fails.)
+/// Used by one thread at a time (a backup export's read), hence `@unchecked Sendable`.
+package final class DurableFileWriter: @unchecked Sendable {
+    /// Where the pieces go until ``commit()``.
+    package let temporary: URL
+    private let target: URL
+    private var fd: Int32
+
+    /// Starts writing `target` (mode `permissions`, exactly, whatever the umask).
+    package init(target: URL, permissions: mode_t = 0o600) throws(FileOperationError) {
+        self.target = target
+        temporary = Self.partialURL(for: target)
+        unlink(temporary.path)
+        fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, permissions)
+        guard fd >= 0 else { throw FileOperationError("cannot create \(temporary.path): \(DurableFile.errnoText())") }
+        guard fchmod(fd, permissions) == 0 else {
+            let message = DurableFile.errnoText()
+            abandon()
+            throw FileOperationError("cannot set the mode of \(temporary.path): \(message)")
+        }
+    }
+
+    /// The hidden name a write of `target` uses until it is complete.
+    package static func partialURL(for target: URL) -> URL {
+        target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).partial")
+    }
+
+    /// Appends bytes.
+    package func write(_ bytes: UnsafeRawBufferPointer) throws(FileOperationError) {
+        guard fd >= 0 else { throw FileOperationError("\(temporary.path) is already closed") }
+        var offset = 0
+        while offset < bytes.count {
+            let n = posixWrite(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileOperationError("cannot write \(temporary.path): \(DurableFile.errnoText())")
+            }
+            offset += n
+        }
+    }
+
+    /// Appends `data`.
+    package func write(_ data: Data) throws(FileOperationError) {
+        try withBytes(data) { (bytes) throws(FileOperationError) in try write(bytes) }
+    }
+
+    /// Flushes the file to disk, renames it over the target, and flushes the folder.
+    package func commit() throws(FileOperationError) {
+        guard fd >= 0 else { throw FileOperationError("\(temporary.path) is already closed") }
+        guard fsync(fd) == 0 else {
+            let message = DurableFile.errnoText()
+            abandon()
+            throw FileOperationError("cannot flush \(temporary.path): \(message)")
+        }
+        close(fd)
+        fd = -1
+        guard rename(temporary.path, target.path) == 0 else {
+            let message = DurableFile.errnoText()
+            unlink(temporary.path)
+            throw FileOperationError("cannot move \(temporary.path) to \(target.path): \(message)")
+        }
+        DurableFile.syncFolder(target.deletingLastPathComponent())
+    }
+
+    /// Closes and removes the partial file (the target is untouched).
+    package func abandon() {
+        if fd >= 0 { close(fd) }
+        fd = -1
+        unlink(temporary.path)
+    }
+
+    deinit { if fd >= 0 { abandon() } }
+}

@@ -28,24 +28,44 @@ public struct BackupProgress: Sendable, Equatable {
 ///         33     24  secretstream header (libsodium XChaCha20-Poly1305 secretstream)
 ///         57      …  messages, each a 4-byte length and a secretstream message:
 ///                    first {"format":1,"records":N}, then JSON arrays of up to 512 records
+///                    (or about 1 MiB of JSON)
 ///                    {"type","id","value","tags","expiresAt"?}, then an empty final message.
 ///
 /// The key is Argon2id of the backup passphrase with the stored costs and salt, so altering
-/// those fails the first message as a wrong passphrase would. A missing final message, a
-/// reordered or altered message, or a wrong passphrase is detected before any wallet is created.
+/// those fails the first message as a wrong passphrase would. A wrong passphrase is detected
+/// before any wallet is created; a missing final message, a reordered or altered message
+/// before the restored wallet is moved into place (it is then removed).
 enum BackupFormat {
     static let magic = Array("CFBACKUP".utf8)
     static let version: UInt8 = 1
     static let batch = 512
+    /// Plaintext bytes after which a batch is sealed even if it holds fewer records.
+    static let batchBytes = 1 << 20
     static let prefixBytes = 33
 }
 
 extension Wallet {
-    /// Writes every record and secret into `url` (atomically: a temporary file renamed into
-    /// place; mode 0600), encrypted under `passphrase`. Returns the number of records written.
-    /// - Throws: ``WalletError/invalidInput(_:)`` for an empty passphrase or bad costs.
+    /// Writes every record and secret into `url`, encrypted under `passphrase`, and returns the
+    /// number of records written. It streams: one consistent read of the wallet, records
+    /// opened, written as JSON and encrypted a batch at a time (at most 512 records or about
+    /// 1 MiB of plaintext, wiped after use), so memory stays flat at any size. The file is built
+    /// under a hidden name beside `url` (`.NAME.partial`, mode 0600), flushed, and renamed into
+    /// place; a failed or killed export leaves nothing at `url` (an older file there stays), and
+    /// the next export removes the partial file.
+    ///
+    /// Records sealed in the first box format did not keep their type (only its keyed blind
+    /// index): they are exported under the type that another record of the same blind type, a
+    /// reserved type, or one of `firstFormatTypes` turns out to have. The restored wallet seals
+    /// them in today's format.
+    /// - Parameters:
+    ///   - firstFormatTypes: types that first-format records may have, for wallets in which no
+    ///     newer record of that type tells it (each is checked against the blind; a wrong guess
+    ///     matches nothing).
+    /// - Throws: ``WalletError/invalidInput(_:)`` for an empty passphrase, bad costs, or a
+    ///   first-format record whose type nothing tells.
     @discardableResult
     public func exportBackup(to url: URL, passphrase: String, parameters: Argon2idParameters = .interactive,
+                             firstFormatTypes: [String] = [],
                              progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws -> Int {
         guard !passphrase.isEmpty else { throw WalletError.invalidInput("the backup passphrase must not be empty") }
         do { try parameters.validateWithinCap() } catch { throw WalletError.invalidInput("backup key costs: \(error)") }
@@ -58,56 +78,73 @@ extension Wallet {
         Self.appendU32(UInt32(parameters.memLimit / 1024), to: &head)
         head.append(salt)
         head.append(writer.header)
-        let keys = self.keys
-        let start = head
-        // One read transaction: the backup is one consistent state of the wallet.
-        let (total, file) = try await pool.read { db -> (Int, Data) in
-            var file = start
-            let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items") ?? 0
-            Self.appendMessage(writer.push(Data(JSONValue.object([("format", .number("1")), ("records", .number(String(total)))]).jsonText.utf8)), to: &file)
-            var batch = [JSONValue]()
-            var done = 0
-            let rows = try Row.fetchCursor(db, sql: "SELECT type, name, value, expiry FROM items ORDER BY id")
-            while let row = try rows.next() {
-                guard let typeColumn = Int64.fromDatabaseValue(row[0]) else {
-                    throw WalletError.corrupted("a record's blind type is not stored as an integer (the wallet file was altered)")
-                }
-                let contents = try RecordCodec.open(row[2], typeBlind: BlindColumn.blind(typeColumn), idBlind: row[1], expiry: row[3], keys: keys)
-                guard let type = contents.type else {
-                    throw WalletError.invalidInput("record \(WalletError.quote(contents.id)) was written by the first wallet format, which did not keep its type; update it once to export it")
-                }
-                var fields: [(String, JSONValue)] = [("type", .string(type)), ("id", .string(contents.id)),
-                                                     ("value", .string(contents.value)), ("tags", contents.tags.jsonValue)]
-                if let expiry: Int64 = row[3] { fields.append(("expiresAt", .number(String(expiry)))) }
-                batch.append(.object(fields))
-                if batch.count == BackupFormat.batch {
-                    Self.appendMessage(writer.push(Data(JSONValue.array(batch).jsonText.utf8)), to: &file)
-                    done += batch.count
-                    batch.removeAll(keepingCapacity: true)
-                    progress?(BackupProgress(done: done, total: total))
-                }
-            }
-            if !batch.isEmpty {
-                Self.appendMessage(writer.push(Data(JSONValue.array(batch).jsonText.utf8)), to: &file)
-                done += batch.count
-            }
-            Self.appendMessage(writer.push(Data(), final: true), to: &file)
-            progress?(BackupProgress(done: done, total: total))
-            return (total, file)
-        }
-        // Temporary file (0600 whatever the umask), flushed, renamed into place.
-        do { try DurableFile.write(file, to: url, permissions: 0o600) } catch {
+        let file: DurableFileWriter
+        do { file = try DurableFileWriter(target: url) } catch {
             throw WalletError.storage("cannot write the backup to \(url.path): \(error.message)")
+        }
+        let start = head
+        let total: Int
+        do {
+            // One read transaction: the backup is one consistent state of the wallet.
+            total = try await gated { keys in
+                try await pool.read { db -> Int in
+                    try file.write(start)
+                    let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items") ?? 0
+                    try Self.writeMessage(writer.push(Data(JSONValue.object([("format", .number("1")), ("records", .number(String(total)))]).jsonText.utf8)), to: file)
+                    let names = try Self.typeNames(db, keys: keys, candidates: firstFormatTypes)
+                    var batch = BackupBatch()
+                    var done = 0
+                    func flush() throws {
+                        guard batch.count > 0 else { return }
+                        try Self.writeMessage(batch.seal(writer), to: file)
+                        done += batch.count
+                        batch.reset()
+                        progress?(BackupProgress(done: done, total: total))
+                    }
+                    let rows = try Row.fetchCursor(db, sql: "SELECT type, name, value, expiry FROM items ORDER BY id")
+                    while let row = try rows.next() {
+                        guard let typeColumn = Int64.fromDatabaseValue(row[0]) else {
+                            throw WalletError.corrupted("a record's blind type is not stored as an integer (the wallet file was altered)")
+                        }
+                        let contents = try RecordCodec.open(row[2], typeBlind: BlindColumn.blind(typeColumn), idBlind: row[1], expiry: row[3], keys: keys)
+                        guard let type = contents.type ?? names[typeColumn] else {
+                            throw WalletError.invalidInput("record \(WalletError.quote(contents.id)) is in the first box format, which did not keep its type, and no other record tells it; name its type (firstFormatTypes, or --first-format-type in the CLI) or update the record once")
+                        }
+                        batch.append(type: type, contents: contents, expiry: row[3])
+                        if batch.count == BackupFormat.batch || batch.byteCount >= BackupFormat.batchBytes { try flush() }
+                    }
+                    try flush()
+                    try Self.writeMessage(writer.push(Data(), final: true), to: file)
+                    progress?(BackupProgress(done: done, total: total))
+                    return total
+                }
+            }
+            try file.commit()
+        } catch {
+            file.abandon()
+            if let e = error as? FileOperationError { throw WalletError.storage("cannot write the backup to \(url.path): \(e.message)") }
+            throw Self.translate(error)
         }
         logger.info("exported a backup of \(total) records")
         return total
     }
 
+    static func writeMessage(_ message: Data, to file: DurableFileWriter) throws(FileOperationError) {
+        var length = Data()
+        appendU32(UInt32(message.count), to: &length)
+        try file.write(length)
+        try file.write(message)
+    }
+
     /// Creates a new wallet at `walletURL` (protected by `key`) holding everything in the backup
-    /// at `backupURL`. The backup is checked whole first; the new wallet is then built under a
-    /// hidden name beside the target (`.NAME.restoring`), written in one transaction, flushed, and
-    /// renamed into place. On any error — or if the process is killed at any moment — there is
-    /// no wallet at `walletURL`, and the next restore clears what an interrupted one left. The
+    /// at `backupURL`. It streams: the file is read, decrypted, parsed and inserted one message
+    /// at a time (decrypted plaintext wiped after use), so memory stays flat at any size, and
+    /// `progress` moves as records are inserted. A wrong passphrase is found at the first message,
+    /// before anything is created. The new wallet is built beside the target under a hidden
+    /// name (`.NAME.restoring`) in one transaction, flushed, and renamed into place only after
+    /// the backup's final message checked out. On any error — a damaged, truncated or
+    /// reordered backup included — or if the process is killed at any moment, there is no
+    /// wallet at `walletURL`, and the next restore clears what an interrupted one left. The
     /// returned wallet is opened anew at `walletURL` (with a passphrase key that costs one more
     /// key derivation).
     /// - Throws: ``WalletError/wrongKey(_:)`` for a wrong backup passphrase,
@@ -115,34 +152,17 @@ extension Wallet {
     public static func importBackup(from backupURL: URL, passphrase: String, into walletURL: URL, key: WalletKey,
                                     configuration: Configuration = Configuration(),
                                     progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws -> Wallet {
-        let file: Data
-        do { file = try Data(contentsOf: backupURL) } catch {
+        let handle: FileHandle
+        do { handle = try FileHandle(forReadingFrom: backupURL) } catch {
             throw WalletError.storage("cannot read the backup \(backupURL.path): \(error.localizedDescription)")
         }
-        var reader = BackupReader(file: file)
+        defer { try? handle.close() }
+        let reader = BackupReader(handle: handle)
         let stream = try reader.open(passphrase: passphrase)
-        // Decrypt and parse everything before creating anything.
         guard let first = try reader.next(stream), !first.final, case let .object(head)? = try? JSONValue.parse(String(decoding: first.message, as: UTF8.self)),
               head.first(where: { $0.0 == "format" })?.1 == .number("1"),
-              case let .number(countText)? = head.first(where: { $0.0 == "records" })?.1, let total = Int(countText)
+              case let .number(countText)? = head.first(where: { $0.0 == "records" })?.1, let total = Int(countText), total >= 0
         else { throw WalletError.corrupted("the backup's first message is not a Coffer backup header") }
-        var records = [(type: String, id: String, value: String, tags: WalletTags, expiry: Int64?)]()
-        records.reserveCapacity(total)
-        var sawFinal = false
-        while let chunk = try reader.next(stream) {
-            if chunk.final {
-                guard chunk.message.isEmpty else { throw WalletError.corrupted("the backup's final message is not empty") }
-                sawFinal = true
-                break
-            }
-            guard case let .array(items)? = try? JSONValue.parse(String(decoding: chunk.message, as: UTF8.self)) else {
-                throw WalletError.corrupted("a backup message is not a list of records")
-            }
-            for item in items { records.append(try Self.backupRecord(item)) }
-            progress?(BackupProgress(done: records.count, total: total))
-        }
-        guard sawFinal, reader.atEnd else { throw WalletError.corrupted("the backup is truncated or has bytes after its end") }
-        guard records.count == total else { throw WalletError.corrupted("the backup holds \(records.count) records; its header says \(total)") }
 
         // Built beside the target under a fixed temporary name and moved into place only once its
         // last commit is on disk: a restore killed at any moment leaves no wallet at the target
@@ -153,13 +173,33 @@ extension Wallet {
         do {
             let wallet = try await Wallet.create(at: temporary, key: key, configuration: configuration)
             do {
-                let keys = wallet.keys
-                let batch = records
-                try await wallet.pool.write { db in
-                    let store = RecordStore(db: db, keys: keys, allowReserved: true)
-                    for r in batch {
-                        try store.add(type: r.type, id: r.id, value: r.value, tags: r.tags,
-                                      expiresAt: r.expiry.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+                try await wallet.gated { keys in
+                    try await wallet.pool.write { db in
+                        let store = RecordStore(db: db, keys: keys, allowReserved: true)
+                        var done = 0
+                        var sawFinal = false
+                        progress?(BackupProgress(done: 0, total: total))
+                        while var chunk = try reader.next(stream) {
+                            defer { chunk.message.resetBytes(in: 0..<chunk.message.count) }
+                            if chunk.final {
+                                guard chunk.message.isEmpty else { throw WalletError.corrupted("the backup's final message is not empty") }
+                                sawFinal = true
+                                break
+                            }
+                            guard case let .array(items)? = try? JSONValue.parse(String(decoding: chunk.message, as: UTF8.self)) else {
+                                throw WalletError.corrupted("a backup message is not a list of records")
+                            }
+                            for item in items {
+                                let r = try Self.backupRecord(item)
+                                done += 1
+                                guard done <= total else { throw WalletError.corrupted("the backup holds more records than its header says (\(total))") }
+                                try store.add(type: r.type, id: r.id, value: r.value, tags: r.tags,
+                                              expiresAt: r.expiry.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+                            }
+                            progress?(BackupProgress(done: done, total: total))
+                        }
+                        guard sawFinal, try reader.atEnd() else { throw WalletError.corrupted("the backup is truncated or has bytes after its end") }
+                        guard done == total else { throw WalletError.corrupted("the backup holds \(done) records; its header says \(total)") }
                     }
                 }
                 // Closing the last connection checkpoints the WAL into the main file and removes it.
@@ -173,7 +213,6 @@ extension Wallet {
             removeWalletFiles(at: temporary)
             throw Self.translate(error)
         }
-        progress?(BackupProgress(done: total, total: total))
         return try await Wallet.open(at: walletURL, key: key, configuration: configuration)
     }
 
@@ -227,60 +266,147 @@ extension Wallet {
         withUnsafeBytes(of: v.bigEndian) { data.append(contentsOf: $0) }
     }
 
-    static func appendMessage(_ message: Data, to data: inout Data) {
-        appendU32(UInt32(message.count), to: &data)
-        data.append(message)
-    }
 }
 
-/// Walks a backup file's header and length-prefixed messages.
-struct BackupReader {
-    let file: Data
-    var offset = 0
+/// Reads a backup file's header and length-prefixed messages from a file handle, one message
+/// at a time. Used by one task at a time (the restore's write).
+final class BackupReader: @unchecked Sendable {
+    let handle: FileHandle
+    private var first = true
 
-    var atEnd: Bool { offset == file.count }
+    /// Longest message accepted: a batch of about 1 MiB plus one record as large as the wallet
+    /// allows, JSON-escaped; a longer length field is damage, not a reason to allocate.
+    static let maxMessageBytes = 160 << 20
 
-    mutating func open(passphrase: String) throws -> SecretStreamReader {
+    init(handle: FileHandle) { self.handle = handle }
+
+    /// Exactly `count` bytes, or fewer at the end of the file.
+    private func read(_ count: Int) throws -> Data {
+        var out = Data()
+        while out.count < count {
+            guard let piece = try handle.read(upToCount: count - out.count), !piece.isEmpty else { break }
+            out.append(piece)
+        }
+        return out
+    }
+
+    /// Whether the file has nothing after the messages read so far.
+    func atEnd() throws -> Bool { try read(1).isEmpty }
+
+    func open(passphrase: String) throws -> SecretStreamReader {
         let headerEnd = BackupFormat.prefixBytes + SecretStreamReader.headerByteCount
-        guard file.count >= headerEnd, Array(file.prefix(8)) == BackupFormat.magic else {
+        let header: Data
+        do { header = try read(headerEnd) } catch { throw WalletError.storage("cannot read the backup: \(error.localizedDescription)") }
+        guard header.count == headerEnd, Array(header.prefix(8)) == BackupFormat.magic else {
             throw WalletError.corrupted("not a Coffer backup file (bad magic or too short)")
         }
-        guard file[file.startIndex + 8] == BackupFormat.version else {
-            throw WalletError.invalidInput("backup format \(file[file.startIndex + 8]) is newer than this Coffer reads (\(BackupFormat.version))")
+        guard header[8] == BackupFormat.version else {
+            throw WalletError.invalidInput("backup format \(header[8]) is newer than this Coffer reads (\(BackupFormat.version))")
         }
-        let ops = u32(at: 9), memKiB = u32(at: 13)
+        let ops = Self.u32(header, at: 9), memKiB = Self.u32(header, at: 13)
         let parameters = Argon2idParameters(opsLimit: UInt64(ops), memLimit: Int(memKiB) * 1024)
         // Refuse costs over Coffer's cap (which export also enforces) before any key work, so an
         // altered header cannot make a restore take minutes or exhaust memory.
         do { try parameters.validateWithinCap() } catch { throw WalletError.corrupted("the backup's key costs are refused: \(error)") }
-        let salt = file.subdata(in: 17..<33)
+        let salt = header.subdata(in: 17..<33)
         let key: SecretKey
         do { key = try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: parameters) } catch {
             throw WalletError.corrupted("the backup's key costs are invalid: \(error)")
         }
-        offset = headerEnd
-        do { return try SecretStreamReader(key: key, header: file.subdata(in: BackupFormat.prefixBytes..<headerEnd)) } catch {
+        do { return try SecretStreamReader(key: key, header: header.subdata(in: BackupFormat.prefixBytes..<headerEnd)) } catch {
             throw WalletError.corrupted("the backup's stream header is invalid")
         }
     }
 
-    func u32(at i: Int) -> UInt32 {
-        file[(file.startIndex + i)..<(file.startIndex + i + 4)].reduce(0) { $0 << 8 | UInt32($1) }
+    static func u32(_ data: Data, at i: Int) -> UInt32 {
+        data[(data.startIndex + i)..<(data.startIndex + i + 4)].reduce(0) { $0 << 8 | UInt32($1) }
     }
 
     /// The next decrypted message; nil at the end of the file.
-    mutating func next(_ stream: SecretStreamReader) throws -> (message: Data, final: Bool)? {
-        guard offset < file.count else { return nil }
-        guard offset + 4 <= file.count else { throw WalletError.corrupted("the backup ends inside a message length") }
-        let length = Int(u32(at: offset))
-        guard offset + 4 + length <= file.count else { throw WalletError.corrupted("the backup is truncated inside a message") }
-        let ciphertext = file.subdata(in: (offset + 4)..<(offset + 4 + length))
-        let first = offset == BackupFormat.prefixBytes + SecretStreamReader.headerByteCount
-        offset += 4 + length
+    func next(_ stream: SecretStreamReader) throws -> (message: Data, final: Bool)? {
+        let lengthBytes = try read(4)
+        if lengthBytes.isEmpty { return nil }
+        guard lengthBytes.count == 4 else { throw WalletError.corrupted("the backup ends inside a message length") }
+        let length = Int(Self.u32(lengthBytes, at: 0))
+        guard length <= Self.maxMessageBytes else { throw WalletError.corrupted("a backup message claims \(length) bytes, more than a backup writes") }
+        let ciphertext = try read(length)
+        guard ciphertext.count == length else { throw WalletError.corrupted("the backup is truncated inside a message") }
+        let wasFirst = first
+        first = false
         do { return try stream.pull(ciphertext) } catch {
             // The first message fails only under a wrong passphrase (or a damaged start).
-            if first { throw WalletError.wrongKey("the backup passphrase is wrong (or the backup is damaged)") }
+            if wasFirst { throw WalletError.wrongKey("the backup passphrase is wrong (or the backup is damaged)") }
             throw WalletError.corrupted("a backup message failed authentication (altered or reordered)")
         }
+    }
+}
+
+/// One message of records being exported: JSON written straight into bytes that are wiped once
+/// sealed (no `String` copy of the plaintext is made).
+struct BackupBatch {
+    private(set) var bytes: [UInt8] = [UInt8(ascii: "[")]
+    private(set) var count = 0
+
+    var byteCount: Int { bytes.count }
+
+    mutating func append(type: String, contents: RecordCodec.Contents, expiry: Int64?) {
+        if count > 0 { bytes.append(UInt8(ascii: ",")) }
+        count += 1
+        bytes.append(contentsOf: #"{"type":"#.utf8)
+        Self.appendString(type, to: &bytes)
+        bytes.append(contentsOf: #","id":"#.utf8)
+        Self.appendString(contents.id, to: &bytes)
+        bytes.append(contentsOf: #","value":"#.utf8)
+        Self.appendString(contents.value, to: &bytes)
+        bytes.append(contentsOf: #","tags":{"#.utf8)
+        for (i, (name, value)) in contents.tags.effective.enumerated() {
+            if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            Self.appendString(name, to: &bytes)
+            bytes.append(UInt8(ascii: ":"))
+            switch value {
+            case let .string(v): Self.appendString(v, to: &bytes)
+            case let .list(list):
+                bytes.append(UInt8(ascii: "["))
+                for (j, v) in list.enumerated() {
+                    if j > 0 { bytes.append(UInt8(ascii: ",")) }
+                    Self.appendString(v, to: &bytes)
+                }
+                bytes.append(UInt8(ascii: "]"))
+            }
+        }
+        bytes.append(UInt8(ascii: "}"))
+        if let expiry { bytes.append(contentsOf: #","expiresAt":\#(expiry)"#.utf8) }
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// Encrypts the batch as one stream message.
+    mutating func seal(_ writer: SecretStreamWriter) -> Data {
+        bytes.append(UInt8(ascii: "]"))
+        var plain = Data(bytes)
+        defer { plain.resetBytes(in: 0..<plain.count) }
+        return writer.push(plain)
+    }
+
+    /// Wipes the plaintext and starts a new batch.
+    mutating func reset() {
+        SecureMemory.wipe(&bytes)
+        bytes.removeAll(keepingCapacity: true)
+        bytes.append(UInt8(ascii: "["))
+        count = 0
+    }
+
+    /// A JSON string: quotes, backslashes and control characters escaped, other UTF-8 as is.
+    static func appendString(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        let hex = Array("0123456789abcdef".utf8)
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0..<0x20: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(b >> 4)], hex[Int(b & 15)]])
+            default: out.append(b)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
     }
 }

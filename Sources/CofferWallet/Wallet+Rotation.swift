@@ -110,10 +110,11 @@ extension Wallet {
 
     /// The type of every blind type in the file, for boxes of the first format (which did not
     /// seal their type): learnt from another record of the same blind type, or from the
-    /// wallet's reserved types. A blind type none of them names is missing from the result.
-    static func typeNames(_ db: Database, keys: WalletKeys) throws -> [Int64: String] {
+    /// wallet's reserved types or from `candidates`. A blind type none of them names is missing
+    /// from the result.
+    static func typeNames(_ db: Database, keys: WalletKeys, candidates: [String] = []) throws -> [Int64: String] {
         var names = [Int64: String]()
-        for reserved in [SecretTypes.key, SecretTypes.masterSecret, SecretTypes.credentialSignature, SecretTypes.credential] {
+        for reserved in [SecretTypes.key, SecretTypes.masterSecret, SecretTypes.credentialSignature, SecretTypes.credential] + candidates {
             names[BlindColumn.value(keys.typeBlind(reserved))] = reserved
         }
         // Only blind types some first-format box uses need a name: most wallets have none, and

@@ -211,13 +211,17 @@ struct WalletCommand: AsyncParsableCommand {
         @Argument var file: String
         @Option(name: .customLong("backup-passphrase-env"), help: "Environment variable holding the backup passphrase.")
         var backupPassphraseEnv: String
+        @Option(name: .customLong("first-format-type"),
+                help: "A type that records of the first box format (which did not keep their type) may have; repeatable. Only needed when no newer record of that type is in the wallet.")
+        var firstFormatTypes: [String] = []
 
         func run() async throws {
             let passphrase = try CLIKeys.passphrase(fromEnvironment: backupPassphraseEnv, option: "--backup-passphrase-env")
             let wallet = try await storeOptions.openWallet()
             defer { try? wallet.close() }
             let bar = Progress(label: "export", total: 0)
-            let n = try await wallet.exportBackup(to: URL(fileURLWithPath: file), passphrase: passphrase) { bar.update($0.done, of: $0.total) }
+            let n = try await wallet.exportBackup(to: URL(fileURLWithPath: file), passphrase: passphrase,
+                                                  firstFormatTypes: firstFormatTypes) { bar.update($0.done, of: $0.total) }
             bar.finish()
             print(JSONValue.object([("exported", .number(String(n))), ("file", .string(file))]).jsonText)
         }

@@ -74,4 +74,57 @@ struct RestoreKillTests {
         #expect(try Data(contentsOf: store.appendingPathComponent("wallet.sqlite")) == before)
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent(".wallet.sqlite.restoring").path))
     }
+
+    @Test("killed mid-export: the older backup at the target stays as it was, and the next export succeeds and leaves no partial file")
+    func killedExport() async throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-export-kill-\(UUID().uuidString)")
+        var config = Wallet.Configuration()
+        config.passphraseParameters = .minimum
+        let key = Data(base64Encoded: CLI.key)!
+        let wallet = try await Wallet.create(at: store.appendingPathComponent("wallet.sqlite"), key: .raw(key), configuration: config)
+        try await wallet.transaction { txn in
+            for i in 0..<60_000 { try txn.add(type: "t", id: "r\(i)", value: String(repeating: "v", count: 200), tags: ["e": .string("\(i % 50)")]) }
+        }
+        try wallet.close()
+        let backup = store.appendingPathComponent("backup.cfb")
+        let partial = store.appendingPathComponent(".backup.cfb.partial")
+        let older = Data("an older backup".utf8)
+        try older.write(to: backup)
+        let env = ["BP": "backup pass", "COFFER_TEST_KEY": CLI.key]
+        var killedMidExport = 0
+        for attempt in 0..<5 {
+            let process = Process()
+            process.executableURL = CLI.binary
+            process.arguments = ["--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet", "export", backup.path,
+                                 "--backup-passphrase-env", "BP"]
+            process.environment = ProcessInfo.processInfo.environment.merging(env) { _, new in new }
+            process.standardOutput = Pipe()
+            process.standardError = Pipe()
+            try process.run()
+            var sawPartial = false
+            for _ in 0..<20_000 where process.isRunning {
+                if FileManager.default.fileExists(atPath: partial.path) { sawPartial = true; break }
+                usleep(200)
+            }
+            if sawPartial { usleep(useconds_t.random(in: 0...(attempt == 0 ? 1_000 : 100_000))) }
+            let stillRunning = process.isRunning && FileManager.default.fileExists(atPath: partial.path)
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            if stillRunning && process.terminationReason == .uncaughtSignal {
+                killedMidExport += 1
+                #expect(try Data(contentsOf: backup) == older, "attempt \(attempt): a killed export changed the file at the target")
+            }
+            if process.terminationReason == .exit { try older.write(to: backup) }
+        }
+        #expect(killedMidExport > 0, "no kill landed while the partial file was being written")
+        let exported = try CLI.run(["--raw-key-env", "COFFER_TEST_KEY", "wallet", "export", backup.path, "--backup-passphrase-env", "BP"],
+                                   store: store, env: env)
+        #expect(exported.status == 0, "\(exported.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: partial.path))
+        let restoredStore = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-export-kill-\(UUID().uuidString)")
+        let restored = try CLI.run(["--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"],
+                                   store: restoredStore, env: env)
+        #expect(restored.status == 0, "\(restored.stderr)")
+        #expect(try CLI.wallet(["count", "t"], store: restoredStore).stdout.contains(#"{"count":60000}"#))
+    }
 }
