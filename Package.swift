@@ -31,6 +31,10 @@ let package = Package(
         ),
         .target(name: "CofferFileModes"),
         .target(
+            name: "CofferSQLite",
+            dependencies: [.product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]
+        ),
+        .target(
             name: "CofferCrypto",
             dependencies: [
                 "CSodium",
@@ -43,6 +47,7 @@ let package = Package(
             name: "CofferWallet",
             dependencies: [
                 "CofferCrypto",
+                "CofferSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for the one loop that steps search rows without GRDB's Row.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -68,7 +73,7 @@ let package = Package(
         ),
         .target(
             name: "CofferDatabase",
-            dependencies: ["CofferSettings", "CofferFileModes", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CofferSettings", "CofferFileModes", "CofferSQLite", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "CofferMediaCache",

@@ -3,6 +3,7 @@
 import CofferSettings
 import CofferFileModes
 import Foundation
+import CofferSQLite
 import GRDB
 import Logging
 
@@ -168,7 +169,12 @@ public final class AppDatabase: Sendable {
         config.label = "coffer.app"
         config.busyMode = .timeout(10)
         config.foreignKeysEnabled = true
-        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            // A new file gives free pages back incrementally (set before its first page is
+            // written; a no-op for existing files, which open() converts once).
+            if !db.configuration.readonly { try SQLiteFootprint.makeIncremental(db) }
+        }
         return config
     }
 
@@ -194,8 +200,13 @@ public final class AppDatabase: Sendable {
             pool = try DatabasePool(path: url.path, configuration: configuration())
             // DatabasePool puts its writer in WAL with synchronous = NORMAL after
             // prepareDatabase; a commit must reach the disk before it returns.
-            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                try SQLiteFootprint.limitWAL(db)
+            }
             if let lastMigration { try migrator.migrate(pool, upTo: lastMigration) } else { try migrator.migrate(pool) }
+            // Files made before that are converted once (one VACUUM).
+            if existed { try pool.writeWithoutTransaction { try SQLiteFootprint.convertToIncremental($0) } }
         } catch {
             throw DatabaseStoreError.storage("opening or migrating \(url.path) failed: \(error)")
         }
@@ -288,5 +299,20 @@ public final class AppDatabase: Sendable {
     }
 
     /// Closes the pool.
-    public func close() throws { try pool.close() }
+    public func close() throws {
+        try pool.close()
+        // GRDB closes its read-only readers last, and they cannot remove the WAL.
+        SQLiteFootprint.removeWAL(atPath: pool.path)
+    }
+
+    /// Gives every free page back to the file system and truncates the WAL.
+    /// - Returns: the bytes of `app.sqlite` and its WAL before and after.
+    @discardableResult
+    public func compact() throws -> (bytesBefore: Int, bytesAfter: Int) {
+        let path = pool.path
+        return try pool.writeWithoutTransaction { db in
+            let (before, after) = try SQLiteFootprint.compact(db, path: path)
+            return (bytesBefore: before, bytesAfter: after)
+        }
+    }
 }

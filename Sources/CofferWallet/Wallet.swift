@@ -1,6 +1,7 @@
 // The encrypted record wallet: opening, creating, rekeying and closing one wallet file.
 import CofferCrypto
 import Foundation
+import CofferSQLite
 import GRDB
 import Logging
 
@@ -169,8 +170,10 @@ public final class Wallet: Sendable {
             let master = try openMaster(sealedKeys, storeKey: storeKey, kdf: kdf)
             let keys = WalletKeys(master: master)
             registerKeyedFunctions(pool, keys: keys)
-            // Bring older files up to date (no-op for the current format).
+            // Bring older files up to date (no-op for the current format), and give files made
+            // before free pages could be returned that ability, once (one VACUUM).
             try Schema.migrator().migrate(pool)
+            try await pool.writeWithoutTransaction { try SQLiteFootprint.convertToIncremental($0) }
             return Wallet(path: path, pool: opened, keys: keys, configuration: configuration)
         } catch {
             closePool(opened)
@@ -212,11 +215,27 @@ public final class Wallet: Sendable {
         logger.debug("rekeyed wallet", metadata: ["kdf": "\(kdf.method)"])
     }
 
+    /// Gives every free page of the file back to the file system and truncates the WAL, so the
+    /// wallet takes only the space its records need (space is also given back on its own after
+    /// large deletes; this returns all of it now). Other calls wait while it runs.
+    /// - Returns: the bytes of the wallet file and its WAL before and after.
+    @discardableResult
+    public func compact() async throws -> (bytesBefore: Int, bytesAfter: Int) {
+        let path = self.path
+        return try await gated { _ in
+            try await pool.writeWithoutTransaction { db in
+                let (before, after) = try SQLiteFootprint.compact(db, path: path)
+                return (bytesBefore: before, bytesAfter: after)
+            }
+        }
+    }
+
     /// Closes the wallet: open searches end and the file is released. Further calls fail.
     public func close() throws {
         searches.closeAll()
         do { try pool.close() } catch { throw Self.mapError(error) }
         checkpointer.poolClosed()
+        SQLiteFootprint.removeWAL(atPath: path)
         gate.current.clearCaches()
     }
 
@@ -300,7 +319,11 @@ public final class Wallet: Sendable {
 
     /// Closes a pool that ``openPool(path:)`` opened, on a failure path (errors ignored).
     static func closePool(_ opened: (pool: DatabasePool, checkpointer: Checkpointer)) {
-        if (try? opened.pool.close()) != nil { opened.checkpointer.poolClosed() }
+        let path = opened.pool.path
+        if (try? opened.pool.close()) != nil {
+            opened.checkpointer.poolClosed()
+            SQLiteFootprint.removeWAL(atPath: path)
+        }
     }
 
     /// Errors of the store become ``WalletError``; an error the caller's own closure threw

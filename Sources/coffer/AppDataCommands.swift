@@ -117,9 +117,22 @@ struct DBCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "db",
         abstract: "The app database's collections.",
-        subcommands: [Stats.self])
+        subcommands: [Stats.self, Compact.self])
 
     @OptionGroup var storeOptions: StoreOptions
+
+    struct Compact: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Give the app database's free pages back and truncate its WAL; prints {\"bytesBefore\": N, \"bytesAfter\": N}.")
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() async throws {
+            let app = try AppDataCLI.open(storeOptions)
+            defer { try? app.close() }
+            let (before, after) = try app.compact()
+            print(JSONValue.object([("bytesBefore", .number(String(before))), ("bytesAfter", .number(String(after)))]).jsonText)
+        }
+    }
 
     struct Stats: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Rows per collection as JSON (opening migrates the file first).")

@@ -9,7 +9,7 @@ struct WalletCommand: AsyncParsableCommand {
         abstract: "Create and use the encrypted record wallet.",
         subcommands: [
             Create.self, Add.self, Get.self, Update.self, Delete.self, AddTags.self, UpdateTags.self,
-            DeleteTags.self, Search.self, Count.self, RemoveAll.self, Import.self, Rekey.self, Check.self, WalletKeyCommand.self, Export.self, ImportBackup.self,
+            DeleteTags.self, Search.self, Count.self, RemoveAll.self, Import.self, Rekey.self, Check.self, Compact.self, WalletKeyCommand.self, Export.self, ImportBackup.self,
         ])
 
     @OptionGroup var storeOptions: StoreOptions
@@ -179,26 +179,22 @@ struct WalletCommand: AsyncParsableCommand {
 
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Import records from JSON lines {\"type\",\"id\",\"value\",\"tags\"}: all or nothing, in one transaction.")
+            abstract: "Import records from JSON lines {\"type\",\"id\",\"value\",\"tags\"?,\"expiresAt\"?}: all or nothing, in one transaction, streamed (progress on stderr).")
         @OptionGroup var storeOptions: StoreOptions
         @Argument(help: "A .jsonl file.") var file: String
 
         func run() async throws {
-            let records = try JSONLines.read(path: file)
             let wallet = try await storeOptions.openWallet()
             defer { try? wallet.close() }
-            let total = records.count
-            let progress = Progress(label: "import", total: total)
-            try await wallet.transaction { txn in
-                for (i, r) in records.enumerated() {
-                    do {
-                        try txn.add(type: r.type, id: r.id, value: r.value, tags: r.tags)
-                    } catch let error as WalletError {
-                        throw JSONLines.atLine(r.line, error)
-                    }
-                    progress.update(i + 1)
-                }
+            let progress = Progress(label: "import", total: 0)
+            defer { progress.finish() }
+            // Streamed: the record total is estimated from the bytes read until the end.
+            let total = try await wallet.importRecords(fromJSONLines: URL(fileURLWithPath: file)) { p in
+                let estimate = p.bytesRead >= p.totalBytes || p.bytesRead == 0
+                    ? p.records : Int(Double(p.records) * Double(p.totalBytes) / Double(p.bytesRead))
+                progress.update(p.records, of: max(estimate, p.records))
             }
+            progress.update(total, of: total)
             progress.finish()
             print(JSONValue.object([("imported", .number(String(total)))]).jsonText)
         }
@@ -298,6 +294,19 @@ struct WalletCommand: AsyncParsableCommand {
         }
     }
 
+    struct Compact: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Give the wallet's free pages back and truncate its WAL; prints {\"bytesBefore\": N, \"bytesAfter\": N}.")
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() async throws {
+            let wallet = try await storeOptions.openWallet()
+            defer { try? wallet.close() }
+            let (before, after) = try await wallet.compact()
+            print(JSONValue.object([("bytesBefore", .number(String(before))), ("bytesAfter", .number(String(after)))]).jsonText)
+        }
+    }
+
     struct Rekey: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Protect the wallet with a new raw key or passphrase.")
         @OptionGroup var storeOptions: StoreOptions
@@ -338,63 +347,6 @@ struct QueryInput: ParsableArguments {
     func parsed(default defaultJSON: String?) throws -> WalletQuery {
         if query == nil, file == nil, let defaultJSON { return try WalletQuery(json: defaultJSON) }
         return try WalletQuery(json: CLIInput.one(argument: query, file: file, argumentName: "a query", fileOption: "--query-file"))
-    }
-}
-
-/// The import file format: one JSON object per line.
-enum JSONLines {
-    struct Line: Sendable {
-        let line: Int
-        let type: String
-        let id: String
-        let value: String
-        let tags: WalletTags
-    }
-
-    static func read(path: String) throws -> [Line] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw WalletError.invalidInput("cannot read \(path)")
-        }
-        var out = [Line]()
-        for (index, rawBytes) in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
-            let lineNumber = index + 1
-            guard let raw = String(validating: rawBytes, as: UTF8.self) else {
-                throw WalletError.invalidInput("line \(lineNumber) of \(path) is not valid UTF-8")
-            }
-            let line = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-            if line.isEmpty { continue }
-            let value: JSONValue
-            do { value = try JSONValue.parse(line) } catch {
-                throw WalletError.invalidInput("line \(lineNumber): \(error)")
-            }
-            guard case let .object(members) = value else {
-                throw WalletError.invalidInput("line \(lineNumber): expected a JSON object, got \(value.kindName)")
-            }
-            var fields = [String: JSONValue]()
-            for (k, v) in members { fields[k] = v }
-            func string(_ key: String) throws -> String {
-                guard case let .string(s)? = fields[key] else {
-                    throw WalletError.invalidInput("line \(lineNumber): \"\(key)\" must be a string")
-                }
-                return s
-            }
-            var tags = WalletTags()
-            if let t = fields["tags"], t != .null {
-                do { tags = try WalletTags(json: t.jsonText) } catch {
-                    throw atLine(lineNumber, error)
-                }
-            }
-            out.append(Line(line: lineNumber, type: try string("type"), id: try string("id"), value: try string("value"), tags: tags))
-        }
-        return out
-    }
-
-    static func atLine(_ line: Int, _ error: WalletError) -> WalletError {
-        switch error {
-        case let .invalidInput(m): return .invalidInput("line \(line): \(m)")
-        case .duplicate: return error // names type and id already
-        default: return error
-        }
     }
 }
 

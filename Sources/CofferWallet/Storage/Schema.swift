@@ -1,5 +1,6 @@
 // The wallet file's tables, its metadata rows, and the SQL functions WQL needs.
 import Foundation
+import CofferSQLite
 import GRDB
 
 /// On disk (SQLite, WAL, `synchronous=FULL`):
@@ -169,6 +170,7 @@ enum Schema {
     static func makeDurable(_ pool: DatabasePool) throws {
         try pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA cache_size = -\(Schema.writerCacheKiB)")
+            try SQLiteFootprint.limitWAL(db)
         }
     }
 
@@ -178,6 +180,10 @@ enum Schema {
         config.busyMode = .timeout(10)
         config.readonly = readonly
         config.prepareDatabase { db in
+            // A new file gives free pages back incrementally: this must come before its first
+            // page is written (GRDB writes one setting up WAL). Existing files are converted once
+            // on open (see `Wallet.open`); for them this is a no-op.
+            if !db.configuration.readonly { try SQLiteFootprint.makeIncremental(db) }
             // Durable by default: a commit returns only once the WAL is on disk (set again on the
             // writer once the pool is open; see makeDurable).
             try db.execute(sql: "PRAGMA synchronous = FULL")

@@ -3,7 +3,8 @@ import Foundation
 import GRDB
 import GRDBSQLite
 
-/// Moves the wallet's WAL checkpoints off the commit path.
+/// Moves a database's WAL checkpoints off the commit path, and keeps the WAL and the free pages
+/// from growing for good.
 ///
 /// SQLite's automatic checkpoint runs inside the commit that takes the WAL past 1,000 pages, so
 /// that one write call also copies the whole WAL into the database file and waits for it to
@@ -15,9 +16,15 @@ import GRDBSQLite
 /// Durability is unchanged: a commit is on disk once the WAL is (`synchronous = FULL`); a
 /// checkpoint only copies committed pages into the main file, and a crash before or during one
 /// loses nothing (SQLite replays the WAL on open).
-final class Checkpointer: @unchecked Sendable {
+///
+/// After a checkpoint that copied the whole WAL, a WAL file larger than
+/// ``SQLiteFootprint/walLimitBytes`` is truncated (a truncating checkpoint that does not wait:
+/// if a reader still needs the WAL it is left for the next one, and `journal_size_limit` trims it
+/// at the next write). A database with more than ``SQLiteFootprint/freePagesToReclaim`` free
+/// pages (after large deletes) gives them back to the file system (`incremental_vacuum`).
+package final class Checkpointer: @unchecked Sendable {
     /// WAL pages that trigger a checkpoint (SQLite's own automatic threshold).
-    static let walPages: Int32 = 1_000
+    package static let walPages: Int32 = 1_000
 
     // Guarded by `lock`.
     private let lock = NSLock()
@@ -27,7 +34,7 @@ final class Checkpointer: @unchecked Sendable {
 
     /// Hooks the pool's writer. This replaces SQLite's automatic checkpoint on that connection
     /// (the two share one hook). The hook keeps this object alive until ``poolClosed()``.
-    static func install(on pool: DatabasePool) -> Checkpointer {
+    package static func install(on pool: DatabasePool) -> Checkpointer {
         let checkpointer = Checkpointer()
         checkpointer.pool = pool
         checkpointer.installed = true
@@ -55,13 +62,14 @@ final class Checkpointer: @unchecked Sendable {
         pool.asyncWriteWithoutTransaction { db in
             self.lock.withLock { self.queued = false }
             // Passive: never waits for readers; what it cannot copy now, a later one will.
-            _ = try? db.checkpoint(.passive)
+            SQLiteFootprint.reclaimFreePages(db)
+            SQLiteFootprint.checkpointAndTrim(db)
         }
     }
 
     /// Drops the hook's reference once the pool's connections are closed (no commit can call
     /// the hook any more).
-    func poolClosed() {
+    package func poolClosed() {
         lock.lock()
         let release = installed
         installed = false

@@ -1,0 +1,112 @@
+// Keeping an SQLite store small on disk: a bounded WAL, free pages given back, the WAL removed
+// when the last connection closes.
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// The footprint rules every SQLite file Coffer writes in WAL mode follows (wallet, app
+/// database).
+///
+/// - `journal_size_limit` on every writable connection: when SQLite starts the WAL over, it
+///   truncates a larger file to this size.
+/// - After a checkpoint that copied the whole WAL, a WAL larger than the limit is truncated at
+///   once (without waiting for readers; see ``Checkpointer``).
+/// - `auto_vacuum = INCREMENTAL`, set when a file is created (older files are converted once,
+///   with one `VACUUM`): free pages can be given back with `incremental_vacuum`, which runs after
+///   large deletes and in ``compact(_:)``.
+/// - Closing a store removes its WAL and shared-memory files when no other connection has the
+///   file open (``removeWAL(atPath:)``): GRDB closes a pool's writer before its read-only readers,
+///   and a read-only connection cannot checkpoint, so the last one leaves the WAL behind.
+package enum SQLiteFootprint {
+    /// Bytes the WAL may keep between writes.
+    package static let walLimitBytes = 4 << 20
+    /// Free pages above which a write is followed by an incremental vacuum (16 MiB of 4 KiB pages).
+    package static let freePagesToReclaim = 4_096
+
+    /// Sets the WAL size limit on a writable connection.
+    package static func limitWAL(_ db: Database) throws {
+        try db.execute(sql: "PRAGMA journal_size_limit = \(walLimitBytes)")
+    }
+
+    /// Whether the file gives free pages back incrementally (`auto_vacuum = INCREMENTAL`).
+    package static func isIncremental(_ db: Database) throws -> Bool {
+        try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") == 2
+    }
+
+    /// Makes a new, empty file incremental: must run before its first table is created.
+    package static func makeIncremental(_ db: Database) throws {
+        try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+    }
+
+    /// Converts an existing file to incremental vacuum with one `VACUUM` (rewrites the whole
+    /// file once; outside any transaction). Nothing when it already is.
+    package static func convertToIncremental(_ db: Database) throws {
+        guard try !isIncremental(db) else { return }
+        try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+        try db.execute(sql: "VACUUM")
+    }
+
+    /// Gives free pages back when there are more than ``freePagesToReclaim`` (best effort;
+    /// outside any transaction).
+    package static func reclaimFreePages(_ db: Database) {
+        guard let free = try? Int.fetchOne(db, sql: "PRAGMA freelist_count"), free > freePagesToReclaim,
+              (try? isIncremental(db)) == true
+        else { return }
+        try? db.execute(sql: "PRAGMA incremental_vacuum")
+    }
+
+    /// A passive checkpoint; when it copied the whole WAL and the WAL file is larger than the
+    /// limit, a truncating one that does not wait for readers (outside any transaction).
+    package static func checkpointAndTrim(_ db: Database) {
+        guard let connection = db.sqliteConnection else { return }
+        var logFrames: Int32 = 0
+        var copied: Int32 = 0
+        guard sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, &logFrames, &copied) == SQLITE_OK,
+              logFrames == copied, logFrames > 0
+        else { return }
+        let pageSize = (try? Int.fetchOne(db, sql: "PRAGMA page_size")) ?? 4096
+        guard Int(logFrames) * (pageSize + 24) > walLimitBytes else { return }
+        // No busy wait: a reader that still uses the WAL makes this return SQLITE_BUSY at once.
+        let timeout = db.configuration.busyMode
+        sqlite3_busy_timeout(connection, 0)
+        _ = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil)
+        if case let .timeout(seconds) = timeout {
+            sqlite3_busy_timeout(connection, Int32(seconds * 1000))
+        }
+    }
+
+    /// Gives every free page back to the file system, then checkpoints and truncates the WAL.
+    /// Returns the file's bytes (main file plus WAL) before and after. Outside any transaction.
+    package static func compact(_ db: Database, path: String) throws -> (before: Int, after: Int) {
+        let before = bytesOnDisk(path)
+        if try !isIncremental(db) {
+            try convertToIncremental(db)
+        } else {
+            try db.execute(sql: "PRAGMA incremental_vacuum")
+        }
+        _ = try db.checkpoint(.truncate)
+        return (before, bytesOnDisk(path))
+    }
+
+    /// Bytes of the database file and its WAL.
+    package static func bytesOnDisk(_ path: String) -> Int {
+        [path, path + "-wal"].reduce(0) { total, p in
+            total + ((try? FileManager.default.attributesOfItem(atPath: p)[.size] as? Int) ?? 0)
+        }
+    }
+
+    /// After a pool has closed: opens the file once more, read-write, and closes it, so that
+    /// SQLite, finding this the last connection, checkpoints the WAL and removes it and the
+    /// shared-memory file. When another connection (another process) still has the file open,
+    /// the files stay, as they must. Best effort: errors are ignored.
+    package static func removeWAL(atPath path: String) {
+        guard FileManager.default.fileExists(atPath: path + "-wal") else { return }
+        var connection: OpaquePointer?
+        if sqlite3_open_v2(path, &connection, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let connection {
+            sqlite3_busy_timeout(connection, 1_000)
+            // Reading the schema makes SQLite open the WAL, so that closing can clean it up.
+            sqlite3_exec(connection, "SELECT count(*) FROM sqlite_master", nil, nil, nil)
+        }
+        sqlite3_close(connection)
+    }
+}
