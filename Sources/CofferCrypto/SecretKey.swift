@@ -81,6 +81,54 @@ public final class SecretKey: @unchecked Sendable {
         withUnsafeBytes { Data($0) }
     }
 
+    /// Decodes standard base64 `text` straight into a new key's wiped-on-release storage (libsodium
+    /// `sodium_base642bin`), with no intermediate `Data` copy of the bytes.
+    /// - Throws: ``CryptoError/invalidParameter(_:)`` when `text` is not base64, and
+    ///   ``CryptoError/invalidLength(what:expected:actual:)`` when it does not decode to
+    ///   `expectedCount` bytes. The messages never contain the text.
+    public convenience init(base64 text: String, expectedCount: Int) throws(CryptoError) {
+        Sodium.ensureReady()
+        guard expectedCount > 0 else { throw .invalidParameter("a key cannot be empty") }
+        self.init(uninitializedCount: expectedCount)
+        // Room for a longer text, so a wrong length is reported as such rather than as bad base64.
+        let room = max(expectedCount, text.utf8.count / 4 * 3 + 3)
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: room, alignment: 16)
+        defer {
+            sodium_memzero(scratch.baseAddress!, room)
+            scratch.deallocate()
+        }
+        var decoded = 0
+        var utf8 = text.utf8CString
+        let rc = utf8.withUnsafeMutableBufferPointer { chars -> Int32 in
+            defer { sodium_memzero(chars.baseAddress!, chars.count) }
+            return sodium_base642bin(scratch.baseAddress!.assumingMemoryBound(to: UInt8.self), room,
+                                     chars.baseAddress!, chars.count - 1, nil, &decoded, nil,
+                                     sodium_base64_VARIANT_ORIGINAL)
+        }
+        guard rc == 0 else { throw .invalidParameter("the stored key is not valid base64") }
+        guard decoded == expectedCount else { throw .invalidLength(what: "key", expected: expectedCount, actual: decoded) }
+        storage.baseAddress!.copyMemory(from: scratch.baseAddress!, byteCount: expectedCount)
+    }
+
+    /// The bytes as standard base64, for the one storage format that keeps secrets as text. The
+    /// encoding buffer is wiped; the returned `String` is a copy Swift cannot wipe, so hand it
+    /// straight to the encrypting writer and do not keep it.
+    public func base64EncodedString() -> String {
+        Sodium.ensureReady()
+        let length = sodium_base64_encoded_len(byteCount, sodium_base64_VARIANT_ORIGINAL)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 1)
+        defer {
+            sodium_memzero(buffer.baseAddress!, length)
+            buffer.deallocate()
+        }
+        let chars = buffer.baseAddress!.assumingMemoryBound(to: CChar.self)
+        withUnsafeBytes { bytes in
+            _ = sodium_bin2base64(chars, length, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), byteCount,
+                                  sodium_base64_VARIANT_ORIGINAL)
+        }
+        return String(cString: chars)
+    }
+
     deinit {
         if guarded {
             sodium_free(storage.baseAddress!) // wipes, unlocks and unmaps

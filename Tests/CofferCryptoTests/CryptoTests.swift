@@ -165,3 +165,30 @@ struct KeyTests {
         #expect(a.constantTimeEquals(KeyDerivation.hkdf(from: master, info: "a")))
     }
 }
+
+@Suite("SecretKey base64")
+struct SecretKeyBase64Tests {
+    @Test("base64 written from a key decodes into an equal key")
+    func roundTrip() throws {
+        let key = SecretKey.random(byteCount: 32)
+        let again = try SecretKey(base64: key.base64EncodedString(), expectedCount: 32)
+        #expect(again.constantTimeEquals(key))
+    }
+
+    @Test("the encoding is standard base64, as Foundation writes it")
+    func standardAlphabet() throws {
+        let key = try SecretKey(copying: Data((0..<32).map { UInt8($0 * 7 & 0xff) }))
+        #expect(key.base64EncodedString() == key.exportBytes().base64EncodedString())
+    }
+
+    @Test("text that is not base64 is refused without quoting it")
+    func notBase64() {
+        #expect(throws: CryptoError.invalidParameter("the stored key is not valid base64")) { try SecretKey(base64: "not*base64!", expectedCount: 32) }
+    }
+
+    @Test("base64 of another length is refused with both lengths")
+    func wrongLength() {
+        let text = Data(repeating: 1, count: 16).base64EncodedString()
+        #expect(throws: CryptoError.invalidLength(what: "key", expected: 32, actual: 16)) { try SecretKey(base64: text, expectedCount: 32) }
+    }
+}
