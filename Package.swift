@@ -106,7 +106,12 @@ let package = Package(
             dependencies: ["CofferSettings", "CofferDatabase", .product(name: "GRDB", package: "GRDB.swift")],
             exclude: ["Fixtures"]
         ),
-        .testTarget(name: "CofferStateMachinesTests", dependencies: ["CofferStateMachines", "CofferWallet", "CofferCrypto"]),
+        .testTarget(
+            name: "CofferStateMachinesTests",
+            dependencies: ["CofferStateMachines", "CofferWallet", "CofferCrypto"],
+            // Version-1 machine JSON (Coffer's earlier state numbers), read by the conversion tests.
+            resources: [.copy("Fixtures")]
+        ),
         .testTarget(
             name: "CofferDeniableTests",
             dependencies: ["CofferDeniable", "CofferCrypto", .product(name: "Crypto", package: "swift-crypto")]

@@ -11,7 +11,7 @@ public enum StateMachineError: Error, Equatable, Sendable, CustomStringConvertib
     case invalidTransition(kind: MachineKind, operation: String, state: Int)
     /// Serialized text that does not parse, or lacks a field.
     case invalidJSON(String)
-    /// Serialized by a format version this code does not read.
+    /// Serialized by a format version this code does not read (it reads 1 up to `supported`).
     case unsupportedVersion(found: Int, supported: Int)
     /// Serialized text of another kind of machine.
     case kindMismatch(expected: MachineKind, found: String)
@@ -25,7 +25,7 @@ public enum StateMachineError: Error, Equatable, Sendable, CustomStringConvertib
         case let .wrongKind(h, expected, found): return "handle \(h) is a \(found.rawValue) machine, not a \(expected.rawValue) machine"
         case let .invalidTransition(kind, op, state): return "\(op) is not allowed for a \(kind.rawValue) machine in state \(state)"
         case let .invalidJSON(m): return "serialized state machine does not parse: \(m)"
-        case let .unsupportedVersion(found, supported): return "serialized state machine has version \(found); this code reads version \(supported)"
+        case let .unsupportedVersion(found, supported): return "serialized state machine has version \(found); this code reads versions 1 to \(supported) (a newer Coffer wrote it: update Coffer)"
         case let .kindMismatch(expected, found): return "serialized state machine is a \(found) machine, not a \(expected.rawValue) machine"
         case let .protocolFailed(m): return "the protocol exchange failed: \(m)"
         }
@@ -83,10 +83,12 @@ public final class HandleTable: @unchecked Sendable {
     public var count: Int { lock.withLock { machines.count } }
 }
 
-/// The saved form: `{"version": 1, "kind": "…", "data": {…}}` (keys sorted).
+/// The saved form: `{"version": 2, "kind": "…", "data": {…}}` (keys sorted), with VCX's state
+/// numbers. Version 1 (Coffer's earlier numbers: credential 1/2/3/4, proof 1/2/4) is still read
+/// and converted to the same states.
 public enum MachineCoding {
-    /// The format version written and read.
-    public static let version = 1
+    /// The format version written; every version from 1 up to it is read.
+    public static let version = 2
 
     struct Envelope<T: Codable>: Codable {
         var version: Int
@@ -97,6 +99,29 @@ public enum MachineCoding {
     struct Header: Decodable {
         var version: Int?
         var kind: String?
+    }
+
+    /// A version-1 credential machine: its old numbers, and the issued credential with its signature.
+    struct CredentialV1: Codable {
+        var id: String
+        var state: Int
+        var offer: CredentialOffer
+        var issued: IssuedCredential?
+    }
+
+    /// A version-1 disclosed-proof machine: its old numbers.
+    struct DisclosedProofV1: Codable {
+        var id: String
+        var state: Int
+        var request: ProofRequest
+        var presented: [String: String]?
+    }
+
+    /// A decoded machine, and the credential signature a version-1 credential machine still
+    /// carried (version 2 never has one): it belongs in the wallet's secrets.
+    struct Decoded {
+        var machine: AnyMachine
+        var pendingSignature: String?
     }
 
     /// The JSON text of `machine`.
@@ -112,26 +137,74 @@ public enum MachineCoding {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// The machine in `json`, which must be of `kind` and this version.
+    /// The machine in `json`, which must be of `kind` and of version 1 or 2. A version-1
+    /// credential machine that still carries a signature (received, not yet accepted) is refused
+    /// here: deserialize it with ``StateMachines/deserialize(_:as:)``, which moves the signature
+    /// into the wallet.
     /// - Throws: ``StateMachineError/invalidJSON(_:)``, ``StateMachineError/unsupportedVersion(found:supported:)``,
     ///   ``StateMachineError/kindMismatch(expected:found:)``.
     public static func deserialize(_ json: String, as kind: MachineKind) throws(StateMachineError) -> AnyMachine {
+        let decoded = try decode(json, as: kind)
+        guard decoded.pendingSignature == nil else {
+            throw .invalidJSON("this version-1 credential machine carries its signature: deserialize it with StateMachines.deserialize, which keeps the signature in the wallet")
+        }
+        return decoded.machine
+    }
+
+    static func decode(_ json: String, as kind: MachineKind) throws(StateMachineError) -> Decoded {
         let bytes = Data(json.utf8)
         let decoder = JSONDecoder()
         let header: Header
         do { header = try decoder.decode(Header.self, from: bytes) } catch { throw .invalidJSON("not a JSON object with version and kind") }
         guard let v = header.version else { throw .invalidJSON("missing \"version\"") }
-        guard v == version else { throw .unsupportedVersion(found: v, supported: version) }
+        guard (1...version).contains(v) else { throw .unsupportedVersion(found: v, supported: version) }
         guard let k = header.kind else { throw .invalidJSON("missing \"kind\"") }
         guard k == kind.rawValue else { throw .kindMismatch(expected: kind, found: k) }
+        if v == 1 { return try decodeVersion1(bytes, as: kind) }
         do {
             switch kind {
-            case .connection: return .connection(try decoder.decode(Envelope<ConnectionMachine>.self, from: bytes).data)
-            case .credential: return .credential(try decoder.decode(Envelope<CredentialMachine>.self, from: bytes).data)
-            case .disclosedProof: return .disclosedProof(try decoder.decode(Envelope<DisclosedProofMachine>.self, from: bytes).data)
+            case .connection: return Decoded(machine: .connection(try decoder.decode(Envelope<ConnectionMachine>.self, from: bytes).data))
+            case .credential: return Decoded(machine: .credential(try decoder.decode(Envelope<CredentialMachine>.self, from: bytes).data))
+            case .disclosedProof: return Decoded(machine: .disclosedProof(try decoder.decode(Envelope<DisclosedProofMachine>.self, from: bytes).data))
             }
         } catch {
             throw .invalidJSON("\(kind.rawValue) data: \(error)")
+        }
+    }
+
+    /// Version 1 → the same states under VCX's numbers. Connections kept their numbers.
+    static func decodeVersion1(_ bytes: Data, as kind: MachineKind) throws(StateMachineError) -> Decoded {
+        let decoder = JSONDecoder()
+        switch kind {
+        case .connection:
+            do { return Decoded(machine: .connection(try decoder.decode(Envelope<ConnectionMachine>.self, from: bytes).data)) } catch {
+                throw .invalidJSON("version-1 connection data: \(error)")
+            }
+        case .credential:
+            let old: CredentialV1
+            do { old = try decoder.decode(Envelope<CredentialV1>.self, from: bytes).data } catch {
+                throw .invalidJSON("version-1 credential data: \(error)")
+            }
+            guard let state = CredentialState(version1Number: old.state) else {
+                throw .invalidJSON("version-1 credential state \(old.state) is not one of 0, 1, 2, 3, 4, 9")
+            }
+            // Only a received, not yet accepted credential kept its data; anything left over in
+            // another state is dropped, as accepting or rejecting did.
+            let waiting = state == .credentialReceived ? old.issued : nil
+            if state == .credentialReceived, waiting == nil {
+                throw .invalidJSON("version-1 credential machine in state 3 (credential received) without its issued credential")
+            }
+            return Decoded(machine: .credential(CredentialMachine(id: old.id, state: state, offer: old.offer, received: waiting?.attributes)),
+                           pendingSignature: waiting?.signature)
+        case .disclosedProof:
+            let old: DisclosedProofV1
+            do { old = try decoder.decode(Envelope<DisclosedProofV1>.self, from: bytes).data } catch {
+                throw .invalidJSON("version-1 disclosed_proof data: \(error)")
+            }
+            guard let state = DisclosedProofState(version1Number: old.state) else {
+                throw .invalidJSON("version-1 disclosed_proof state \(old.state) is not one of 0, 1, 2, 4, 9")
+            }
+            return Decoded(machine: .disclosedProof(DisclosedProofMachine(id: old.id, state: state, request: old.request, presented: old.presented)))
         }
     }
 }

@@ -78,7 +78,7 @@ public struct StateMachineStore: Sendable {
         guard let json = try await storage.load(id: id, kind: kind) else {
             throw WalletError.notFound(type: "state_machine.\(kind.rawValue)", id: id)
         }
-        return try machines.deserialize(json, as: kind)
+        return try await machines.deserialize(json, as: kind)
     }
 
     /// Restores every saved machine of `kind`: id → new handle.

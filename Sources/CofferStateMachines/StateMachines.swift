@@ -1,7 +1,8 @@
 // Transitions of the holder-side machines. The message exchange is an injected protocol; the
-// wallet keeps keys, the master secret, credentials and their signatures.
+// wallet keeps keys, the master secret, credentials and their signatures, and does every step
+// that uses them (through `package` functions no client of the library can see).
 import CofferCrypto
-@_spi(CofferSDK) import CofferWallet
+import CofferWallet
 import Foundation
 
 /// A message the holder sends; delivering it (transport, AnonCreds math) is the app's protocol's job.
@@ -27,17 +28,18 @@ public protocol AriesProtocol: Sendable {
     func send(_ message: OutboundMessage) async throws
 }
 
-/// What a mutating operation did. `mustSave` is true whenever the state changed: serialize the
-/// machine and store it again.
+/// What a mutating operation did. `mustSave` is true whenever the machine changed: serialize
+/// it and store it again. (Accepting a credential changes the machine while its number stays 4,
+/// so compare `mustSave`, not the numbers.)
 public struct Transition: Sendable, Hashable {
     /// The machine's handle.
     public let handle: Int
-    /// State number before.
+    /// State number before (VCX's numbering).
     public let from: Int
-    /// State number after.
+    /// State number after (VCX's numbering).
     public let to: Int
-    /// Whether the machine must be saved again.
-    public var mustSave: Bool { from != to }
+    /// Whether the machine changed and must be saved again.
+    public let mustSave: Bool
 }
 
 /// The SDK's state machines over one wallet: create, advance, serialize, deserialize, release.
@@ -58,26 +60,43 @@ public final class StateMachines: Sendable {
 
     // MARK: Handles and JSON
 
-    /// The JSON text of the machine behind `handle` (with a version field).
+    /// The JSON text of the machine behind `handle` (with a version field; never a secret).
     public func serialize(_ handle: Int) throws(StateMachineError) -> String {
         MachineCoding.serialize(try table.machine(handle))
     }
 
-    /// A new handle for the machine in `json`.
-    public func deserialize(_ json: String, as kind: MachineKind) throws(StateMachineError) -> Int {
-        table.insert(try MachineCoding.deserialize(json, as: kind))
+    /// A new handle for the machine in `json` (version 2, or version 1 converted to the same
+    /// state under VCX's numbers). A version-1 credential machine that was received but not yet
+    /// accepted carried its signature in the JSON: it is stored in the wallet's secrets first,
+    /// and the machine's JSON from now on has none.
+    /// - Throws: ``StateMachineError`` for JSON that does not parse or is of another kind or a
+    ///   newer version; ``WalletError`` when the wallet cannot store the signature.
+    public func deserialize(_ json: String, as kind: MachineKind) async throws -> Int {
+        let decoded = try MachineCoding.decode(json, as: kind)
+        if let signature = decoded.pendingSignature {
+            try await wallet.storeCredentialSignature(signature, credentialID: decoded.machine.id)
+        }
+        return table.insert(decoded.machine)
     }
 
     /// Forgets a machine.
     public func release(_ handle: Int) throws(StateMachineError) { try table.release(handle) }
 
-    /// The state number of the machine behind `handle`.
+    /// The state number of the machine behind `handle`, as VCX numbers states (connection 1…4;
+    /// credential 3, 2, 4; disclosed proof 3, 2, 4; rejected 9).
     public func state(_ handle: Int) throws(StateMachineError) -> Int { try table.machine(handle).stateNumber }
 
+    /// The credential machine's state: its number alone does not tell a received credential
+    /// from an accepted one (both 4).
+    public func credentialState(_ handle: Int) throws(StateMachineError) -> CredentialState { try credential(handle).state }
+
     private func change(_ handle: Int, _ body: (AnyMachine) throws(StateMachineError) -> AnyMachine) throws(StateMachineError) -> Transition {
-        let before = try table.machine(handle).stateNumber
-        let after = try table.update(handle, body).stateNumber
-        return Transition(handle: handle, from: before, to: after)
+        var before: AnyMachine?
+        let after = try table.update(handle) { (m) throws(StateMachineError) in
+            before = m
+            return try body(m)
+        }
+        return Transition(handle: handle, from: before!.stateNumber, to: after.stateNumber, mustSave: before != after)
     }
 
     func connection(_ handle: Int) throws(StateMachineError) -> ConnectionMachine {
@@ -98,8 +117,8 @@ public final class StateMachines: Sendable {
         return p
     }
 
-    private func require<S: RawRepresentable & Equatable>(_ state: S, in allowed: [S], _ kind: MachineKind, _ op: String) throws(StateMachineError) where S.RawValue == Int {
-        guard allowed.contains(state) else { throw .invalidTransition(kind: kind, operation: op, state: state.rawValue) }
+    private func require<S: NumberedState>(_ state: S, in allowed: [S], _ kind: MachineKind, _ op: String) throws(StateMachineError) {
+        guard allowed.contains(state) else { throw .invalidTransition(kind: kind, operation: op, state: state.number) }
     }
 
     private func deliver(_ message: OutboundMessage) async throws(StateMachineError) {
@@ -108,9 +127,9 @@ public final class StateMachines: Sendable {
 
     /// Applies `apply` to the machine only if it is still in `expected` (another task may have
     /// moved it meanwhile): a transition is all or nothing.
-    private func commit<S: RawRepresentable>(_ handle: Int, expected: S, _ apply: (AnyMachine) -> AnyMachine, _ kind: MachineKind, _ op: String) throws(StateMachineError) -> Transition where S.RawValue == Int {
+    private func commit<S: NumberedState>(_ handle: Int, expected: S, _ apply: (AnyMachine) -> AnyMachine, _ kind: MachineKind, _ op: String) throws(StateMachineError) -> Transition {
         try change(handle) { (m) throws(StateMachineError) in
-            guard m.stateNumber == expected.rawValue else { throw .invalidTransition(kind: kind, operation: op, state: m.stateNumber) }
+            guard let current = m.state as? S, current == expected else { throw .invalidTransition(kind: kind, operation: op, state: m.stateNumber) }
             return apply(m)
         }
     }
@@ -122,7 +141,7 @@ public final class StateMachines: Sendable {
         table.insert(.connection(ConnectionMachine(id: UUID().uuidString, state: .invited, invitation: invitation)))
     }
 
-    /// Makes this side's key in the wallet and sends the connection request (invited → requested).
+    /// Makes this side's key in the wallet and sends the connection request (invited 1 → requested 2).
     public func connectionSendRequest(_ handle: Int) async throws -> Transition {
         let c = try connection(handle)
         try require(c.state, in: [.invited], .connection, "sendRequest")
@@ -140,7 +159,7 @@ public final class StateMachines: Sendable {
         }, .connection, "sendRequest")
     }
 
-    /// Records the inviter's response and its key (requested → responded).
+    /// Records the inviter's response and its key (requested 2 → responded 3).
     public func connectionReceiveResponse(_ handle: Int, theirVerkey: String) throws -> Transition {
         let c = try connection(handle)
         try require(c.state, in: [.requested], .connection, "receiveResponse")
@@ -155,7 +174,7 @@ public final class StateMachines: Sendable {
         }, .connection, "receiveResponse")
     }
 
-    /// Acknowledges the response (responded → completed).
+    /// Acknowledges the response (responded 3 → completed 4).
     public func connectionComplete(_ handle: Int) async throws -> Transition {
         let c = try connection(handle)
         try require(c.state, in: [.responded], .connection, "complete")
@@ -169,19 +188,19 @@ public final class StateMachines: Sendable {
 
     // MARK: Credential
 
-    /// A credential machine for a received offer (state offer received).
+    /// A credential machine for a received offer (state offer received, 3).
     public func credentialCreate(offer: CredentialOffer) -> Int {
         table.insert(.credential(CredentialMachine(id: UUID().uuidString, state: .offerReceived, offer: offer)))
     }
 
-    /// Sends the credential request, bound to the master secret (offer received → request sent).
+    /// Sends the credential request, bound to the master secret (offer received 3 → request
+    /// sent 2). The binding is computed inside the wallet; the master secret never leaves it.
+    /// - Throws: ``WalletError/invalidInput(_:)`` when the wallet was not provisioned for the SDK
+    ///   (``Wallet/initializeMasterSecret()`` makes the master secret, once, at provisioning).
     public func credentialSendRequest(_ handle: Int) async throws -> Transition {
         let c = try credential(handle)
         try require(c.state, in: [.offerReceived], .credential, "sendRequest")
-        try await wallet.initializeMasterSecret()
-        let binding = try await wallet.withMasterSecret { secret in
-            KeyedHash(key: secret).hash(domain: 1, Data(c.offer.credentialDefinitionID.utf8))
-        }
+        let binding = try await wallet.masterSecretBinding(credentialDefinitionID: c.offer.credentialDefinitionID)
         try await deliver(.credentialRequest(credentialID: c.id, offer: c.offer, masterSecretBinding: binding))
         return try commit(handle, expected: CredentialState.offerReceived, { m in
             guard case var .credential(c) = m else { return m }
@@ -190,50 +209,67 @@ public final class StateMachines: Sendable {
         }, .credential, "sendRequest")
     }
 
-    /// Records the issued credential (request sent → credential received).
-    public func credentialReceive(_ handle: Int, credential issued: IssuedCredential) throws -> Transition {
+    /// Records the issued credential (request sent 2 → credential received 4). Its signature goes
+    /// into the wallet's secrets at once, under the machine's id; the machine keeps only the
+    /// attributes, so its JSON never holds the signature.
+    public func credentialReceive(_ handle: Int, credential issued: IssuedCredential) async throws -> Transition {
         let c = try credential(handle)
         try require(c.state, in: [.requestSent], .credential, "receiveCredential")
-        return try commit(handle, expected: CredentialState.requestSent, { m in
-            guard case var .credential(c) = m else { return m }
-            c.state = .credentialReceived
-            c.issued = issued
-            return .credential(c)
-        }, .credential, "receiveCredential")
+        try await wallet.storeCredentialSignature(issued.signature, credentialID: c.id)
+        do {
+            return try commit(handle, expected: CredentialState.requestSent, { m in
+                guard case var .credential(c) = m else { return m }
+                c.state = .credentialReceived
+                c.received = issued.attributes
+                return .credential(c)
+            }, .credential, "receiveCredential")
+        } catch {
+            // Another task moved the machine meanwhile: the signature stored for this step goes.
+            try? await wallet.removeCredentialSignature(credentialID: c.id)
+            throw error
+        }
     }
 
-    /// Accepts the credential (credential received → accepted): by default stores its attributes
-    /// in the wallet (type `credential`, id = the machine's id, tags per attribute plus schema id,
-    /// credential definition id and issuer) and its signature as a secret, in one transaction.
+    /// Accepts the credential (credential received 4 → accepted 4; `mustSave` is true): by
+    /// default stores its attributes in the wallet (type `credential`, id = the machine's id,
+    /// tags per attribute plus schema id, credential definition id and issuer), beside the
+    /// signature stored when it arrived.
     public func credentialAccept(_ handle: Int) async throws -> Transition {
         let c = try credential(handle)
         try require(c.state, in: [.credentialReceived], .credential, "accept")
-        guard let issued = c.issued else { throw StateMachineError.invalidJSON("credential received without its data") }
+        guard let attributes = c.received else { throw StateMachineError.invalidJSON("credential received without its attributes") }
         if storesCredentials {
-            try await wallet.storeCredential(id: c.id, value: Self.attributesJSON(issued.attributes),
-                                             tags: Self.credentialTags(offer: c.offer, attributes: issued.attributes),
-                                             signature: issued.signature)
+            try await wallet.storeCredential(id: c.id, value: Self.attributesJSON(attributes),
+                                             tags: Self.credentialTags(offer: c.offer, attributes: attributes))
         }
         return try commit(handle, expected: CredentialState.credentialReceived, { m in
             guard case var .credential(c) = m else { return m }
             c.state = .accepted
-            c.issued = nil
+            c.received = nil
             return .credential(c)
         }, .credential, "accept")
     }
 
-    /// Rejects the offer or the credential (→ rejected).
+    /// Rejects the offer or the credential (offer received, request sent or credential received
+    /// → rejected 9), telling the issuer. A received credential's signature is removed from
+    /// the wallet.
     public func credentialReject(_ handle: Int) async throws -> Transition {
         let c = try credential(handle)
         let allowed: [CredentialState] = [.offerReceived, .requestSent, .credentialReceived]
         try require(c.state, in: allowed, .credential, "reject")
         try await deliver(.credentialRejection(credentialID: c.id))
-        return try commit(handle, expected: c.state, { m in
+        let transition = try commit(handle, expected: c.state, { m in
             guard case var .credential(c) = m else { return m }
             c.state = .rejected
-            c.issued = nil
+            c.received = nil
             return .credential(c)
         }, .credential, "reject")
+        if c.state == .credentialReceived {
+            // The machine is rejected either way; a signature that could not be removed now is
+            // an unused secret, removed with the wallet.
+            try? await wallet.removeCredentialSignature(credentialID: c.id)
+        }
+        return transition
     }
 
     static func attributesJSON(_ attributes: [String: String]) -> String {
@@ -255,7 +291,7 @@ public final class StateMachines: Sendable {
 
     // MARK: Disclosed proof
 
-    /// A disclosed-proof machine for a received request (state request received).
+    /// A disclosed-proof machine for a received request (state request received, 3).
     public func proofCreate(request: ProofRequest) -> Int {
         table.insert(.disclosedProof(DisclosedProofMachine(id: UUID().uuidString, state: .requestReceived, request: request)))
     }
@@ -283,7 +319,7 @@ public final class StateMachines: Sendable {
     }
 
     /// Sends the presentation built from `credentials` (referent → credential id; every referent
-    /// needs one, and each must match) (request received → presentation sent).
+    /// needs one, and each must match) (request received 3 → presentation sent 2).
     public func proofSendPresentation(_ handle: Int, credentials: [String: String]) async throws -> Transition {
         let p = try proof(handle)
         try require(p.state, in: [.requestReceived], .disclosedProof, "sendPresentation")
@@ -306,7 +342,7 @@ public final class StateMachines: Sendable {
         }, .disclosedProof, "sendPresentation")
     }
 
-    /// The verifier acknowledged (presentation sent → acknowledged).
+    /// The verifier acknowledged (presentation sent 2 → acknowledged 4).
     public func proofReceiveAck(_ handle: Int) throws -> Transition {
         let p = try proof(handle)
         try require(p.state, in: [.presentationSent], .disclosedProof, "receiveAck")
@@ -317,9 +353,10 @@ public final class StateMachines: Sendable {
         }, .disclosedProof, "receiveAck")
     }
 
-    /// Rejects the proof: the holder declines the request (request received → rejected), or the
-    /// presentation went out and the verifier rejected it — their problem report ends the
-    /// exchange (presentation sent → rejected). Either way the other side is told.
+    /// Rejects the proof: the holder declines the request (request received 3 → rejected 9), or
+    /// the presentation went out and the verifier rejected it — their problem report ends the
+    /// exchange (presentation sent 2 → rejected 9). Either way the other side is told. (VCX
+    /// reports a proof ended by the verifier's problem report as None, 0; Coffer reports 9.)
     public func proofReject(_ handle: Int) async throws -> Transition {
         let p = try proof(handle)
         try require(p.state, in: [.requestReceived, .presentationSent], .disclosedProof, "reject")

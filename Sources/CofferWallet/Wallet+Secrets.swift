@@ -66,23 +66,29 @@ extension Wallet {
     /// Creates a key pair inside the wallet and returns only its public key (Base58).
     public func createKey(_ kind: WalletKeyKind = .ed25519) async throws -> String {
         let secret = SecretKey.random(byteCount: 32)
+        let opened = try OpenedKey(kind: kind, secret: secret)
         let publicKey: Data
-        switch kind {
-        case .ed25519: publicKey = try Ed25519KeyPair(seed: secret).publicKey
-        case .x25519: publicKey = try X25519KeyPair(secretKey: secret).publicKey
+        switch opened {
+        case let .ed25519(pair, _): publicKey = pair.publicKey
+        case let .x25519(pair): publicKey = pair.publicKey
         }
         let verkey = Base58.encode(publicKey)
-        let value = secret.withUnsafeBytes { Data($0).base64EncodedString() }
+        // The record format keeps values as text: the base64 is made from the key's storage and
+        // handed to the encrypting writer at once.
         try await secretWrite { store in
-            try store.add(type: SecretTypes.key, id: verkey, value: value, tags: ["kind": .string(kind.rawValue)], expiresAt: nil)
+            try store.add(type: SecretTypes.key, id: verkey, value: secret.base64EncodedString(),
+                          tags: ["kind": .string(kind.rawValue)], expiresAt: nil)
         }
+        heldKeys.put(verkey, opened)
         return verkey
     }
 
-    /// Removes a key the SDK made for a step that then failed; not for apps.
-    @_spi(CofferSDK)
-    public func removeKey(_ verkey: String) async throws {
+    /// Removes a held key (the SDK's undo of a step that made one and then failed). Its opened
+    /// pair is dropped from the cache, so its secret is wiped. Not visible to clients of the library.
+    package func removeKey(_ verkey: String) async throws {
+        heldKeys.remove(verkey)
         try await secretWrite { store in try store.delete(type: SecretTypes.key, id: verkey) }
+        heldKeys.remove(verkey)
     }
 
     /// The public halves of every key the wallet holds.
@@ -99,17 +105,24 @@ extension Wallet {
         }
     }
 
-    /// Loads a held key; internal, never returned.
-    func heldKey(_ verkey: String) async throws -> (WalletKeyKind, SecretKey) {
+    /// The opened pair of a held key: from the cache, or read, decrypted, decoded straight into
+    /// `SecretKey` storage and opened once, then cached. Internal, never returned.
+    func heldKey(_ verkey: String) async throws -> OpenedKey {
+        if let cached = heldKeys.get(verkey) { return cached }
         try Self.checkVerkey(verkey)
-        let record = try await secretRead { store in
-            try store.get(type: SecretTypes.key, id: verkey, options: RecordOptions(retrieveValue: true, retrieveTags: true))
+        let opened = try await secretRead { store -> OpenedKey? in
+            guard let record = try store.get(type: SecretTypes.key, id: verkey, options: RecordOptions(retrieveValue: true, retrieveTags: true)) else {
+                return nil
+            }
+            guard case let .string(k)? = record.tags?.entries[ByteString("kind")], let kind = WalletKeyKind(rawValue: k),
+                  let value = record.value, let secret = try? SecretKey(base64: value, expectedCount: 32),
+                  let opened = try? OpenedKey(kind: kind, secret: secret)
+            else { throw WalletError.corrupted("the stored key \(verkey) does not parse") }
+            return opened
         }
-        guard let record else { throw WalletError.notFound(type: "key", id: verkey) }
-        guard case let .string(k)? = record.tags?.entries[ByteString("kind")], let kind = WalletKeyKind(rawValue: k),
-              let bytes = record.value.flatMap({ Data(base64Encoded: $0) }), bytes.count == 32
-        else { throw WalletError.corrupted("the stored key \(verkey) does not parse") }
-        return (kind, try SecretKey(copying: bytes))
+        guard let opened else { throw WalletError.notFound(type: "key", id: verkey) }
+        heldKeys.put(verkey, opened)
+        return opened
     }
 
     static func checkVerkey(_ verkey: String) throws {
@@ -122,9 +135,10 @@ extension Wallet {
     /// - Throws: ``WalletError/notFound(type:id:)`` for a key the wallet does not hold,
     ///   ``WalletError/invalidInput(_:)`` when it is not an Ed25519 key.
     public func sign(_ message: Data, with verkey: String) async throws -> Data {
-        let (kind, secret) = try await heldKey(verkey)
-        guard kind == .ed25519 else { throw WalletError.invalidInput("key \(verkey) is \(kind.rawValue), not ed25519: it cannot sign") }
-        return try Ed25519KeyPair(seed: secret).sign(message)
+        guard case let .ed25519(pair, _) = try await heldKey(verkey) else {
+            throw WalletError.invalidInput("key \(verkey) is x25519, not ed25519: it cannot sign (create an ed25519 key to sign)")
+        }
+        return pair.sign(message)
     }
 
     /// Whether `signature` is `verkey`'s Ed25519 signature of `message`.
@@ -148,11 +162,7 @@ extension Wallet {
     }
 
     func agreementPair(_ verkey: String) async throws -> X25519KeyPair {
-        let (kind, secret) = try await heldKey(verkey)
-        switch kind {
-        case .x25519: return try X25519KeyPair(secretKey: secret)
-        case .ed25519: return try Ed25519KeyPair(seed: secret).keyAgreementKeyPair()
-        }
+        try await heldKey(verkey).agreementPair
     }
 
     /// Seals `message` to a recipient's public key (libsodium sealed box); only its holder opens it.
@@ -190,16 +200,18 @@ extension Wallet {
 
     // MARK: Credential master secret and signatures
 
-    /// Creates the credential master secret if the wallet has none. It is made once, on the
-    /// first initialisation, and never replaced. Returns whether it was created now.
+    /// Provisions the wallet for the SDK: creates the credential master secret if the wallet has
+    /// none. Call it once when the wallet is provisioned (the demo's provisioning step does);
+    /// the secret is never replaced, and a credential request on an unprovisioned wallet is
+    /// refused rather than making one then. Returns whether it was created now.
     @discardableResult
     public func initializeMasterSecret() async throws -> Bool {
         try await secretWrite { store in
             if try store.get(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID, options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil {
                 return false
             }
-            let value = SecretKey.random(byteCount: 32).withUnsafeBytes { Data($0).base64EncodedString() }
-            try store.add(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID, value: value, tags: [:], expiresAt: nil)
+            try store.add(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID,
+                          value: SecretKey.random(byteCount: 32).base64EncodedString(), tags: [:], expiresAt: nil)
             return true
         }
     }
@@ -211,19 +223,33 @@ extension Wallet {
         }
     }
 
-    /// Lends the master secret to the SDK's credential code (blinding); not for apps.
-    @_spi(CofferSDK)
-    public func withMasterSecret<T>(_ body: (SecretKey) throws -> T) async throws -> T {
+    /// Lends the master secret to code inside this module (tests reach it with `@testable`).
+    /// - Throws: ``WalletError/invalidInput(_:)`` when the wallet was not provisioned.
+    func withMasterSecret<T>(_ body: (SecretKey) throws -> T) async throws -> T {
         let record = try await secretRead { store in
             try store.get(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID, options: RecordOptions(retrieveValue: true, retrieveTags: false))
         }
-        guard let value = record?.value, let bytes = Data(base64Encoded: value) else {
-            throw WalletError.notFound(type: "master secret", id: SecretTypes.masterSecretID)
+        guard let value = record?.value else { throw Self.notProvisioned }
+        let secret: SecretKey
+        do { secret = try SecretKey(base64: value, expectedCount: 32) } catch {
+            throw WalletError.corrupted("the stored credential master secret does not decode (\(error))")
         }
-        return try body(SecretKey(copying: bytes))
+        return try body(secret)
     }
 
-    /// Stores a credential's signature as a secret; it is deleted with the credential record.
+    static let notProvisioned = WalletError.invalidInput(
+        "this wallet has no credential master secret: provision it for the SDK first with initializeMasterSecret() (once, when the wallet is set up)")
+
+    /// The binding of the master secret to a credential definition that a credential request
+    /// carries: HMAC-SHA-256 under the master secret, domain 1, of the definition's id. The
+    /// secret is used here and never leaves the module. Not visible to clients of the library.
+    /// - Throws: ``WalletError/invalidInput(_:)`` when the wallet was not provisioned.
+    package func masterSecretBinding(credentialDefinitionID: String) async throws -> Data {
+        try await withMasterSecret { secret in KeyedHash(key: secret).hash(domain: 1, Data(credentialDefinitionID.utf8)) }
+    }
+
+    /// Stores a credential's signature as a secret (replacing one under the same id); it is
+    /// deleted with the credential record. The SDK calls this as soon as a credential arrives.
     public func storeCredentialSignature(_ signature: String, credentialID: String) async throws {
         try await secretWrite { store in
             if try store.get(type: SecretTypes.credentialSignature, id: credentialID,
@@ -242,19 +268,33 @@ extension Wallet {
         }
     }
 
-    /// Stores an accepted credential and its signature in one transaction (the SDK's acceptance
-    /// step): the record under type `credential`, the signature as a secret.
-    @_spi(CofferSDK)
-    public func storeCredential(id: String, value: String, tags: WalletTags, signature: String) async throws {
+    /// Removes the signature kept for a credential that was then rejected (no error when there is
+    /// none). Not visible to clients of the library.
+    package func removeCredentialSignature(credentialID: String) async throws {
         try await secretWrite { store in
-            try store.add(type: SecretTypes.credential, id: id, value: value, tags: tags, expiresAt: nil)
-            try store.add(type: SecretTypes.credentialSignature, id: id, value: signature, tags: [:], expiresAt: nil)
+            if try store.get(type: SecretTypes.credentialSignature, id: credentialID,
+                             options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil {
+                try store.delete(type: SecretTypes.credentialSignature, id: credentialID)
+            }
         }
     }
 
-    /// Lends a credential's signature to the SDK's presentation code; not for apps.
-    @_spi(CofferSDK)
-    public func withCredentialSignature<T>(credentialID: String, _ body: (String) throws -> T) async throws -> T {
+    /// Stores an accepted credential (the SDK's acceptance step): the record under type
+    /// `credential`, checked in the same transaction against the signature stored when it arrived.
+    /// Not visible to clients of the library.
+    /// - Throws: ``WalletError/notFound(type:id:)`` (type `credential signature`) when no signature is kept for it.
+    package func storeCredential(id: String, value: String, tags: WalletTags) async throws {
+        try await secretWrite { store in
+            guard try store.get(type: SecretTypes.credentialSignature, id: id,
+                                options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil else {
+                throw WalletError.notFound(type: "credential signature", id: id)
+            }
+            try store.add(type: SecretTypes.credential, id: id, value: value, tags: tags, expiresAt: nil)
+        }
+    }
+
+    /// Lends a credential's signature to code inside this module; tests reach it with `@testable`.
+    func withCredentialSignature<T>(credentialID: String, _ body: (String) throws -> T) async throws -> T {
         let record = try await secretRead { store in
             try store.get(type: SecretTypes.credentialSignature, id: credentialID, options: RecordOptions(retrieveValue: true, retrieveTags: false))
         }

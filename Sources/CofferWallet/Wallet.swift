@@ -70,6 +70,8 @@ public final class Wallet: Sendable {
     /// The keys now. Calls that read or write rows take them through ``gated(_:)`` instead.
     var keys: WalletKeys { gate.current }
     let searches: SearchRegistry
+    /// Opened held keys by verkey (see `HeldKeyCache`); emptied, and their secrets wiped, on close.
+    let heldKeys = HeldKeyCache()
     let logger: Logger
     let configuration: Configuration
 
@@ -233,6 +235,7 @@ public final class Wallet: Sendable {
     /// Closes the wallet: open searches end and the file is released. Further calls fail.
     public func close() throws {
         searches.closeAll()
+        heldKeys.close()
         do { try pool.close() } catch { throw Self.mapError(error) }
         checkpointer.poolClosed()
         SQLiteFootprint.removeWAL(atPath: path)

@@ -94,7 +94,7 @@ struct DemoCommand: AsyncParsableCommand {
         let machines = StateMachines(wallet: wallet, protocol: agent)
         let store = StateMachineStore(machines: machines, storage: WalletMachineStorage(wallet: wallet))
 
-        step("SDK: provision — a key for the cloud agent and the credential master secret, kept as wallet secrets")
+        step("SDK: provision — a key for the cloud agent and the credential master secret (made here, once), kept as wallet secrets")
         let agentKey = try await wallet.createKey(.ed25519)
         say("cloud-agent verkey \(agentKey) (its private key never leaves the wallet)")
         say("master secret created now: \(try await wallet.initializeMasterSecret())")
@@ -107,7 +107,7 @@ struct DemoCommand: AsyncParsableCommand {
         try await show(machines.connectionComplete(connection))
         try await store.save(connection)
 
-        step("SDK: credential offer → request sent; the machine is serialized, stored, released")
+        step("SDK: credential offer (3) → request sent (2); the machine is serialized, stored, released")
         let offer = CredentialOffer(issuerDID: "did:sov:university", schemaID: "schema:diploma:1.0",
                                     credentialDefinitionID: "creddef:diploma:1", attributes: ["name": "Alice", "grade": "A"])
         let credential = machines.credentialCreate(offer: offer)
@@ -116,16 +116,17 @@ struct DemoCommand: AsyncParsableCommand {
         say("saved: \(try machines.serialize(credential))")
         try machines.release(credential)
 
-        step("SDK: restore it into a new handle after a \"restart\", receive the credential, accept it")
+        step("SDK: restore it into a new handle after a \"restart\", receive the credential (4), accept it (4)")
         let restored = try await store.restore(id: credentialID, kind: .credential)
         say("restored into handle \(restored) (was \(credential))")
-        try show(machines.credentialReceive(restored, credential: IssuedCredential(attributes: offer.attributes, signature: #"{"demo":"signature"}"#)))
+        try await show(machines.credentialReceive(restored, credential: IssuedCredential(attributes: offer.attributes, signature: #"{"demo":"signature"}"#)))
+        say("signature kept as a secret on receipt: \(try await wallet.hasCredentialSignature(credentialID: credentialID)); the machine's JSON has none")
         try await show(machines.credentialAccept(restored))
         try await store.save(restored)
         say("stored: \(try await wallet.get(type: "credential", id: credentialID, options: RecordOptions(retrieveValue: true)).json)")
         say("signature kept as a secret: \(try await wallet.hasCredentialSignature(credentialID: credentialID))")
 
-        step("SDK: proof request matched by WQL restrictions, presentation sent, acknowledged")
+        step("SDK: proof request (3) matched by WQL restrictions, presentation sent (2), acknowledged (4)")
         let request = ProofRequest(name: "diploma check", requestedAttributes: [
             "grade": .init(name: "grade", restrictions: [["schema_id": "schema:diploma:1.0"], ["issuer_did": "did:sov:other"]]),
         ])
@@ -149,7 +150,7 @@ struct DemoCommand: AsyncParsableCommand {
         say("state machines restored from the copy: \(try await restoredMachines.restoreAll(kind: .credential).count) credential, \(try await restoredMachines.restoreAll(kind: .connection).count) connection")
     }
 
-    func show(_ t: Transition) { say("handle \(t.handle): state \(t.from) → \(t.to)\(t.mustSave ? " (save it again)" : "")") }
+    func show(_ t: Transition) { say("handle \(t.handle): state \(t.from) → \(t.to) (VCX numbers)\(t.mustSave ? " (save it again)" : "")") }
 
     func show(_ wallet: Wallet, _ query: String) async throws {
         let handle = try await wallet.openSearch(type: "credential", queryJSON: query, optionsJSON: #"{"retrieveValue": false}"#)

@@ -1,6 +1,6 @@
 import CofferCrypto
 @testable import CofferStateMachines
-import CofferWallet
+@testable import CofferWallet
 import Foundation
 import Testing
 
@@ -23,11 +23,19 @@ final class RecordingProtocol: AriesProtocol, @unchecked Sendable {
     }
 }
 
-func makeMachines() async throws -> (StateMachines, RecordingProtocol, Wallet) {
+/// Machines over a new wallet, provisioned for the SDK (master secret made) unless told not to.
+func makeMachines(provisioned: Bool = true) async throws -> (StateMachines, RecordingProtocol, Wallet) {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-sm-\(UUID().uuidString)/wallet.sqlite")
     let wallet = try await Wallet.create(at: url, key: .raw(Data(repeating: 3, count: 32)))
+    if provisioned { try await wallet.initializeMasterSecret() }
     let messenger = RecordingProtocol()
     return (StateMachines(wallet: wallet, protocol: messenger), messenger, wallet)
+}
+
+/// The credential machine behind `handle`.
+func credentialMachine(_ sm: StateMachines, _ handle: Int) throws -> CredentialMachine {
+    guard case let .credential(machine) = try sm.table.machine(handle) else { throw StateMachineError.unknownHandle(handle) }
+    return machine
 }
 
 let degreeOffer = CredentialOffer(issuerDID: "did:sov:issuer1", schemaID: "schema:degree:1.0",
@@ -37,7 +45,7 @@ let degreeOffer = CredentialOffer(issuerDID: "did:sov:issuer1", schemaID: "schem
 func receivedCredential(_ sm: StateMachines) async throws -> Int {
     let h = sm.credentialCreate(offer: degreeOffer)
     _ = try await sm.credentialSendRequest(h)
-    _ = try sm.credentialReceive(h, credential: IssuedCredential(attributes: degreeOffer.attributes, signature: #"{"sig":"s1"}"#))
+    _ = try await sm.credentialReceive(h, credential: IssuedCredential(attributes: degreeOffer.attributes, signature: #"{"sig":"s1"}"#))
     return h
 }
 
@@ -67,25 +75,129 @@ struct HandleTests {
 
 @Suite("Serialization")
 struct SerializationTests {
-    @Test("serialize then deserialize gives an equal machine under a new handle")
+    @Test("serialize then deserialize gives an equal machine under a new handle, as version 2")
     func roundTrip() async throws {
         let (sm, _, _) = try await makeMachines()
         let h = try await receivedCredential(sm)
         let json = try sm.serialize(h)
-        let h2 = try sm.deserialize(json, as: .credential)
+        let h2 = try await sm.deserialize(json, as: .credential)
         #expect(h2 != h)
         #expect(try sm.table.machine(h2) == sm.table.machine(h))
-        #expect(json.contains(#""version":1"#))
+        #expect(json.contains(#""version":2"#))
     }
 
-    @Test("JSON of another version, another kind, or broken text is a clear error")
-    func badJSON() async throws {
+    @Test("JSON of another kind is a clear error")
+    func otherKind() async throws {
         let (sm, _, _) = try await makeMachines()
         let json = try sm.serialize(sm.connectionCreate(invitation: "i"))
-        #expect(throws: StateMachineError.kindMismatch(expected: .credential, found: "connection")) { try sm.deserialize(json, as: .credential) }
-        let v2 = json.replacingOccurrences(of: #""version":1"#, with: #""version":2"#)
-        #expect(throws: StateMachineError.unsupportedVersion(found: 2, supported: 1)) { try sm.deserialize(v2, as: .connection) }
-        #expect(throws: StateMachineError.self) { try sm.deserialize("{not json", as: .connection) }
+        await #expect(throws: StateMachineError.kindMismatch(expected: .credential, found: "connection")) { _ = try await sm.deserialize(json, as: .credential) }
+    }
+
+    @Test("JSON of a newer version is a clear error")
+    func newerVersion() async throws {
+        let (sm, _, _) = try await makeMachines()
+        let json = try sm.serialize(sm.connectionCreate(invitation: "i")).replacingOccurrences(of: #""version":2"#, with: #""version":3"#)
+        await #expect(throws: StateMachineError.unsupportedVersion(found: 3, supported: 2)) { _ = try await sm.deserialize(json, as: .connection) }
+    }
+
+    @Test("broken text is a clear error")
+    func brokenText() async throws {
+        let (sm, _, _) = try await makeMachines()
+        await #expect(throws: StateMachineError.self) { _ = try await sm.deserialize("{not json", as: .connection) }
+    }
+
+    @Test("a version-2 credential whose step and number disagree is refused")
+    func stepNumberMismatch() async throws {
+        let (sm, _, _) = try await makeMachines()
+        let json = try sm.serialize(sm.credentialCreate(offer: degreeOffer)).replacingOccurrences(of: #""state":3"#, with: #""state":2"#)
+        await #expect(throws: StateMachineError.self) { _ = try await sm.deserialize(json, as: .credential) }
+    }
+}
+
+/// One committed version-1 fixture and the state it must come back in.
+struct Version1Case: Sendable, CustomTestStringConvertible {
+    let file: String
+    let kind: MachineKind
+    let number: Int
+    let check: @Sendable (AnyMachine) -> Bool
+    var testDescription: String { file }
+
+    static let all: [Version1Case] = [
+        .init(file: "connection_v1_invited", kind: .connection, number: 1) { if case let .connection(m) = $0 { m.state == .invited } else { false } },
+        .init(file: "connection_v1_responded", kind: .connection, number: 3) {
+            if case let .connection(m) = $0 { m.state == .responded && m.theirVerkey != nil && m.myVerkey != nil } else { false }
+        },
+        .init(file: "credential_v1_offer_received", kind: .credential, number: 3) { if case let .credential(m) = $0 { m.state == .offerReceived } else { false } },
+        .init(file: "credential_v1_request_sent", kind: .credential, number: 2) { if case let .credential(m) = $0 { m.state == .requestSent } else { false } },
+        .init(file: "credential_v1_credential_received", kind: .credential, number: 4) {
+            if case let .credential(m) = $0 { m.state == .credentialReceived && m.received == ["name": "Alice", "grade": "A"] } else { false }
+        },
+        .init(file: "credential_v1_accepted", kind: .credential, number: 4) { if case let .credential(m) = $0 { m.state == .accepted } else { false } },
+        .init(file: "credential_v1_rejected", kind: .credential, number: 9) { if case let .credential(m) = $0 { m.state == .rejected } else { false } },
+        .init(file: "disclosed_proof_v1_request_received", kind: .disclosedProof, number: 3) {
+            if case let .disclosedProof(m) = $0 { m.state == .requestReceived } else { false }
+        },
+        .init(file: "disclosed_proof_v1_presentation_sent", kind: .disclosedProof, number: 2) {
+            if case let .disclosedProof(m) = $0 { m.state == .presentationSent && m.presented != nil } else { false }
+        },
+        .init(file: "disclosed_proof_v1_acknowledged", kind: .disclosedProof, number: 4) {
+            if case let .disclosedProof(m) = $0 { m.state == .acknowledged } else { false }
+        },
+        .init(file: "disclosed_proof_v1_rejected", kind: .disclosedProof, number: 9) { if case let .disclosedProof(m) = $0 { m.state == .rejected } else { false } },
+    ]
+
+    func json() throws -> String {
+        let url = try #require(Bundle.module.url(forResource: file, withExtension: "json", subdirectory: "Fixtures"))
+        return try String(contentsOf: url, encoding: .utf8)
+    }
+}
+
+@Suite("Version-1 JSON")
+struct Version1Tests {
+    @Test("a committed version-1 machine deserializes into the same state, under VCX's number", arguments: Version1Case.all)
+    func sameState(_ c: Version1Case) async throws {
+        let (sm, _, _) = try await makeMachines()
+        let json = try c.json()
+        #expect(json.contains(#""version":1"#))
+        let h = try await sm.deserialize(json, as: c.kind)
+        #expect(c.check(try sm.table.machine(h)))
+        #expect(try sm.state(h) == c.number)
+    }
+
+    @Test("a converted machine is written back as version 2", arguments: Version1Case.all)
+    func writtenAsVersion2(_ c: Version1Case) async throws {
+        let (sm, _, _) = try await makeMachines()
+        let h = try await sm.deserialize(try c.json(), as: c.kind)
+        let again = try sm.serialize(h)
+        #expect(again.contains(#""version":2"#))
+        let h2 = try await sm.deserialize(again, as: c.kind)
+        #expect(try sm.table.machine(h2) == sm.table.machine(h))
+    }
+
+    @Test("a version-1 received credential's signature moves into the wallet and out of the JSON")
+    func signatureMoves() async throws {
+        let (sm, _, wallet) = try await makeMachines()
+        let c = try #require(Version1Case.all.first { $0.file == "credential_v1_credential_received" })
+        let h = try await sm.deserialize(try c.json(), as: .credential)
+        let id = try credentialMachine(sm, h).id
+        #expect(try await wallet.withCredentialSignature(credentialID: id) { $0 } == #"{"v1-fixture-signature":"s-3"}"#)
+        #expect(try sm.serialize(h).contains("v1-fixture-signature") == false)
+    }
+
+    @Test("a converted received credential can still be accepted")
+    func convertedAccepts() async throws {
+        let (sm, _, wallet) = try await makeMachines()
+        let c = try #require(Version1Case.all.first { $0.file == "credential_v1_credential_received" })
+        let h = try await sm.deserialize(try c.json(), as: .credential)
+        let t = try await sm.credentialAccept(h)
+        #expect(t.mustSave && t.to == 4)
+        #expect(try await wallet.count(type: "credential") == 1)
+    }
+
+    @Test("MachineCoding alone refuses a version-1 machine carrying a signature, pointing to StateMachines.deserialize")
+    func codingAloneRefuses() throws {
+        let c = try #require(Version1Case.all.first { $0.file == "credential_v1_credential_received" })
+        #expect(throws: StateMachineError.self) { _ = try MachineCoding.deserialize(try c.json(), as: .credential) }
     }
 }
 
@@ -110,7 +222,7 @@ struct TransitionTests {
         let (sm, _, _) = try await makeMachines()
         let h = sm.credentialCreate(offer: degreeOffer)
         let before = try sm.serialize(h)
-        await #expect(throws: StateMachineError.invalidTransition(kind: .credential, operation: "accept", state: 1)) {
+        await #expect(throws: StateMachineError.invalidTransition(kind: .credential, operation: "accept", state: 3)) {
             _ = try await sm.credentialAccept(h)
         }
         #expect(try sm.serialize(h) == before)
@@ -122,7 +234,7 @@ struct TransitionTests {
         let h = sm.credentialCreate(offer: degreeOffer)
         messenger.fail(true)
         await #expect(throws: StateMachineError.self) { _ = try await sm.credentialSendRequest(h) }
-        #expect(try sm.state(h) == CredentialState.offerReceived.rawValue)
+        #expect(try sm.credentialState(h) == .offerReceived)
     }
 
     @Test("a failed connection request leaves no key behind")
@@ -140,14 +252,14 @@ struct TransitionTests {
         let (sm, _, wallet) = try await makeMachines()
         let h = try await receivedCredential(sm)
         let t = try await sm.credentialAccept(h)
-        #expect(t.to == CredentialState.accepted.rawValue)
-        guard case let .credential(machine) = try sm.table.machine(h) else { Issue.record("kind"); return }
+        #expect(try sm.credentialState(h) == .accepted && t.to == 4 && t.mustSave)
+        let machine = try credentialMachine(sm, h)
         let record = try await wallet.get(type: "credential", id: machine.id)
         #expect(record.tags?.dictionary["schema_id"] == "schema:degree:1.0")
         #expect(record.tags?.dictionary["attr::name::value"] == "Alice")
         #expect(record.tags?.dictionary["issuer_did"] == "did:sov:issuer1")
         #expect(try await wallet.hasCredentialSignature(credentialID: machine.id))
-        #expect(machine.issued == nil)
+        #expect(machine.received == nil)
         #expect(try sm.serialize(h).contains("s1") == false)
         #expect(try await wallet.count(type: "credential") == 1)
     }
@@ -187,7 +299,8 @@ struct StoreTests {
         let restored = StateMachineStore(machines: fresh, storage: WalletMachineStorage(wallet: wallet))
         let h2 = try await restored.restore(id: id, kind: .credential)
         let t = try await fresh.credentialSendRequest(h2)
-        #expect(t.to == CredentialState.requestSent.rawValue)
+        #expect(t.to == 2)
+        #expect(try fresh.credentialState(h2) == .requestSent)
         try await restored.save(h2)
         #expect(try await restored.restoreAll(kind: .credential).count == 1)
     }
@@ -211,64 +324,202 @@ struct StoreTests {
     }
 }
 
-@Suite("Rejections")
-struct RejectionTests {
-    /// A disclosed-proof machine driven to `presentationSent` (with `sent` true) or left at
-    /// `requestReceived`.
-    func proof(_ sm: StateMachines, sent: Bool) async throws -> Int {
+@Suite("VCX state numbers")
+struct VCXNumberTests {
+    @Test("a holder's credential reports 3 (offer received), 2 (request sent), 4 (received), 4 (accepted)")
+    func credentialNumbers() async throws {
+        let (sm, _, _) = try await makeMachines()
+        let h = sm.credentialCreate(offer: degreeOffer)
+        #expect(try sm.state(h) == 3)
+        let sent = try await sm.credentialSendRequest(h)
+        let received = try await sm.credentialReceive(h, credential: IssuedCredential(attributes: degreeOffer.attributes, signature: "s"))
+        let accepted = try await sm.credentialAccept(h)
+        #expect([sent.from, sent.to, received.to, accepted.to] as [Int] == [3, 2, 4, 4])
+    }
+
+    @Test("accepting keeps the number 4 but still asks to be saved")
+    func acceptMustSave() async throws {
+        let (sm, _, _) = try await makeMachines()
+        let h = try await receivedCredential(sm)
+        let t = try await sm.credentialAccept(h)
+        #expect(t.from == 4 && t.to == 4 && t.mustSave)
+    }
+
+    @Test("a prover's proof reports 3 (request received), 2 (presentation sent), 4 (acknowledged)")
+    func proofNumbers() async throws {
+        let (sm, _, _) = try await makeMachines()
         let c = try await receivedCredential(sm)
         _ = try await sm.credentialAccept(c)
+        let p = sm.proofCreate(request: ProofRequest(name: "check", requestedAttributes: ["r1": .init(name: "name")]))
+        #expect(try sm.state(p) == 3)
+        let sent = try await sm.proofSendPresentation(p, credentials: ["r1": try credentialMachine(sm, c).id])
+        let acked = try sm.proofReceiveAck(p)
+        #expect([sent.to, acked.to] as [Int] == [2, 4])
+    }
+}
+
+@Suite("Secrets of the SDK flow")
+struct SDKSecretTests {
+    @Test("a credential's signature is a wallet secret as soon as it is received")
+    func signatureStoredOnReceipt() async throws {
+        let (sm, _, wallet) = try await makeMachines()
+        let h = try await receivedCredential(sm)
+        #expect(try await wallet.withCredentialSignature(credentialID: try credentialMachine(sm, h).id) { $0 } == #"{"sig":"s1"}"#)
+    }
+
+    @Test("a machine serialized after receiving the credential has no signature in its JSON")
+    func noSignatureInJSON() async throws {
+        let (sm, _, _) = try await makeMachines()
+        let h = try await receivedCredential(sm)
+        let json = try sm.serialize(h)
+        #expect(json.contains("credential_received"))
+        #expect(json.contains("sig") == false && json.contains("s1") == false)
+    }
+
+    @Test("a credential request on a wallet not provisioned for the SDK is refused and makes no master secret")
+    func unprovisionedRefused() async throws {
+        let (sm, messenger, wallet) = try await makeMachines(provisioned: false)
+        let h = sm.credentialCreate(offer: degreeOffer)
+        await #expect(throws: WalletError.self) { _ = try await sm.credentialSendRequest(h) }
+        #expect(try await wallet.hasMasterSecret() == false)
+        #expect(messenger.sent.isEmpty)
+    }
+
+    @Test("the request's binding comes from the provisioned master secret and is stable per definition")
+    func bindingStable() async throws {
+        let (sm, messenger, _) = try await makeMachines()
+        _ = try await sm.credentialSendRequest(sm.credentialCreate(offer: degreeOffer))
+        _ = try await sm.credentialSendRequest(sm.credentialCreate(offer: degreeOffer))
+        let bindings = messenger.sent.compactMap { if case let .credentialRequest(_, _, b) = $0 { b } else { nil } }
+        #expect(bindings.count == 2 && bindings[0] == bindings[1] && bindings[0].count == 32)
+    }
+
+    @Test("rejecting a received credential removes its signature from the wallet")
+    func rejectRemovesSignature() async throws {
+        let (sm, _, wallet) = try await makeMachines()
+        let h = try await receivedCredential(sm)
+        _ = try await sm.credentialReject(h)
+        #expect(try await wallet.hasCredentialSignature(credentialID: try credentialMachine(sm, h).id) == false)
+    }
+}
+
+/// Credential states, and how to drive a new machine into each.
+enum CredentialStep: String, CaseIterable, Sendable {
+    case offerReceived, requestSent, credentialReceived, accepted, rejected
+
+    var state: CredentialState {
+        switch self {
+        case .offerReceived: return .offerReceived
+        case .requestSent: return .requestSent
+        case .credentialReceived: return .credentialReceived
+        case .accepted: return .accepted
+        case .rejected: return .rejected
+        }
+    }
+
+    func drive(_ sm: StateMachines) async throws -> Int {
+        let h = sm.credentialCreate(offer: degreeOffer)
+        if self == .offerReceived { return h }
+        if self == .rejected { _ = try await sm.credentialReject(h); return h }
+        _ = try await sm.credentialSendRequest(h)
+        if self == .requestSent { return h }
+        _ = try await sm.credentialReceive(h, credential: IssuedCredential(attributes: degreeOffer.attributes, signature: #"{"sig":"s"}"#))
+        if self == .accepted { _ = try await sm.credentialAccept(h) }
+        return h
+    }
+}
+
+/// Disclosed-proof states, and how to drive a new machine into each.
+enum ProofStep: String, CaseIterable, Sendable {
+    case requestReceived, presentationSent, acknowledged, rejected
+
+    var state: DisclosedProofState {
+        switch self {
+        case .requestReceived: return .requestReceived
+        case .presentationSent: return .presentationSent
+        case .acknowledged: return .acknowledged
+        case .rejected: return .rejected
+        }
+    }
+
+    func drive(_ sm: StateMachines) async throws -> Int {
+        let c = try await CredentialStep.accepted.drive(sm)
         let p = sm.proofCreate(request: ProofRequest(name: "check", requestedAttributes: ["r1": .init(name: "name", restrictions: [])]))
-        if sent {
-            guard case let .credential(machine) = try sm.table.machine(c) else { throw StateMachineError.unknownHandle(c) }
-            _ = try await sm.proofSendPresentation(p, credentials: ["r1": machine.id])
+        switch self {
+        case .requestReceived: break
+        case .rejected: _ = try await sm.proofReject(p)
+        case .presentationSent, .acknowledged:
+            _ = try await sm.proofSendPresentation(p, credentials: ["r1": try credentialMachine(sm, c).id])
+            if self == .acknowledged { _ = try sm.proofReceiveAck(p) }
         }
         return p
     }
+}
 
-    @Test("a prover rejects a request it received, and a presentation the verifier rejected", arguments: [false, true])
-    func proofRejected(afterPresentation: Bool) async throws {
+@Suite("Rejections")
+struct RejectionTests {
+    @Test("credentialReject moves the machine to rejected (9) from every state it is allowed in",
+          arguments: [CredentialStep.offerReceived, .requestSent, .credentialReceived])
+    func credentialRejected(_ step: CredentialStep) async throws {
+        let (sm, _, _) = try await makeMachines()
+        let h = try await step.drive(sm)
+        let t = try await sm.credentialReject(h)
+        #expect(t.from == step.state.number && t.to == 9 && t.mustSave)
+        #expect(try sm.credentialState(h) == .rejected)
+    }
+
+    @Test("credentialReject tells the issuer", arguments: [CredentialStep.offerReceived, .requestSent, .credentialReceived])
+    func credentialRejectionSent(_ step: CredentialStep) async throws {
         let (sm, messenger, _) = try await makeMachines()
-        let p = try await proof(sm, sent: afterPresentation)
-        let from = try sm.state(p)
+        let h = try await step.drive(sm)
+        _ = try await sm.credentialReject(h)
+        #expect(messenger.sent.contains(.credentialRejection(credentialID: try credentialMachine(sm, h).id)))
+    }
+
+    @Test("credentialReject is refused from the other states, and the machine stays as it was",
+          arguments: [CredentialStep.accepted, .rejected])
+    func credentialRejectRefused(_ step: CredentialStep) async throws {
+        let (sm, _, _) = try await makeMachines()
+        let h = try await step.drive(sm)
+        let before = try sm.serialize(h)
+        await #expect(throws: StateMachineError.invalidTransition(kind: .credential, operation: "reject", state: step.state.number)) {
+            _ = try await sm.credentialReject(h)
+        }
+        #expect(try sm.serialize(h) == before)
+    }
+
+    @Test("proofReject moves the machine to rejected (9) from every state it is allowed in (the verifier's rejection after presenting included)",
+          arguments: [ProofStep.requestReceived, .presentationSent])
+    func proofRejected(_ step: ProofStep) async throws {
+        let (sm, _, _) = try await makeMachines()
+        let p = try await step.drive(sm)
         let t = try await sm.proofReject(p)
-        #expect(t.from == from && t.to == DisclosedProofState.rejected.rawValue)
-        #expect(try sm.state(p) == DisclosedProofState.rejected.rawValue)
+        #expect(t.from == step.state.number && t.to == 9 && t.mustSave)
+        #expect(try sm.state(p) == DisclosedProofState.rejected.number)
+    }
+
+    @Test("proofReject tells the verifier", arguments: [ProofStep.requestReceived, .presentationSent])
+    func proofRejectionSent(_ step: ProofStep) async throws {
+        let (sm, messenger, _) = try await makeMachines()
+        let p = try await step.drive(sm)
+        _ = try await sm.proofReject(p)
         #expect(messenger.sent.contains { if case .proofRejection = $0 { return true } else { return false } })
     }
 
-    @Test("a proof that was acknowledged or already rejected cannot be rejected, and stays as it was")
-    func proofRejectRefused() async throws {
+    @Test("proofReject is refused from the other states, and the machine stays as it was", arguments: [ProofStep.acknowledged, .rejected])
+    func proofRejectRefused(_ step: ProofStep) async throws {
         let (sm, _, _) = try await makeMachines()
-        let acknowledged = try await proof(sm, sent: true)
-        _ = try sm.proofReceiveAck(acknowledged)
-        let rejected = try await proof(sm, sent: false)
-        _ = try await sm.proofReject(rejected)
-        for (h, state) in [(acknowledged, DisclosedProofState.acknowledged), (rejected, DisclosedProofState.rejected)] {
-            await #expect(throws: StateMachineError.self) { _ = try await sm.proofReject(h) }
-            #expect(try sm.state(h) == state.rawValue)
+        let p = try await step.drive(sm)
+        let before = try sm.serialize(p)
+        await #expect(throws: StateMachineError.invalidTransition(kind: .disclosedProof, operation: "reject", state: step.state.number)) {
+            _ = try await sm.proofReject(p)
         }
+        #expect(try sm.serialize(p) == before)
     }
 
-    @Test("a holder rejects a credential from offer received, request sent and credential received", arguments: [0, 1, 2])
-    func credentialRejected(steps: Int) async throws {
-        let (sm, messenger, _) = try await makeMachines()
-        let h = sm.credentialCreate(offer: degreeOffer)
-        if steps >= 1 { _ = try await sm.credentialSendRequest(h) }
-        if steps >= 2 {
-            _ = try sm.credentialReceive(h, credential: IssuedCredential(attributes: degreeOffer.attributes, signature: #"{"sig":"s"}"#))
-        }
-        let t = try await sm.credentialReject(h)
-        #expect(t.to == CredentialState.rejected.rawValue)
-        #expect(messenger.sent.contains { if case .credentialRejection = $0 { return true } else { return false } })
-    }
-
-    @Test("an accepted credential cannot be rejected")
-    func credentialRejectRefused() async throws {
-        let (sm, _, _) = try await makeMachines()
-        let h = try await receivedCredential(sm)
-        _ = try await sm.credentialAccept(h)
-        await #expect(throws: StateMachineError.self) { _ = try await sm.credentialReject(h) }
-        #expect(try sm.state(h) == CredentialState.accepted.rawValue)
+    @Test("every credential and proof state is covered: allowed or refused")
+    func coverage() {
+        #expect(Set(CredentialStep.allCases.map(\.state)) == Set(CredentialState.allCases.filter { $0 != .none }))
+        #expect(ProofStep.allCases.count == 4)
     }
 }

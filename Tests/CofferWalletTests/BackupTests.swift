@@ -1,5 +1,5 @@
 import CofferCrypto
-@_spi(CofferSDK) import CofferWallet
+@testable import CofferWallet
 import Foundation
 import Testing
 

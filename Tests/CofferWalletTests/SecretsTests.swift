@@ -1,5 +1,5 @@
 import CofferCrypto
-@_spi(CofferSDK) import CofferWallet
+@testable import CofferWallet
 import Foundation
 import Testing
 
@@ -84,6 +84,63 @@ struct SecretsTests {
         let first = try await wallet.withMasterSecret { $0.exportBytes() }
         #expect(try await wallet.initializeMasterSecret() == false)
         #expect(try await wallet.withMasterSecret { $0.exportBytes() } == first)
+    }
+
+    @Test("a key the wallet holds is opened once and then served from the cache")
+    func keyCached() async throws {
+        let (wallet, _) = try await TestWallets.make()
+        let verkey = try await wallet.createKey(.ed25519)
+        wallet.heldKeys.remove(verkey)
+        _ = try await wallet.sign(Data("m".utf8), with: verkey)
+        #expect(wallet.heldKeys.get(verkey) != nil)
+    }
+
+    @Test("a cached key still signs and opens exactly as the stored key does")
+    func cachedKeyWorks() async throws {
+        let (wallet, _) = try await TestWallets.make()
+        let verkey = try await wallet.createKey(.ed25519)
+        let message = Data("cached".utf8)
+        let first = try await wallet.sign(message, with: verkey)
+        wallet.heldKeys.remove(verkey)
+        #expect(try await wallet.sign(message, with: verkey) == first)
+        let box = try Wallet.sealedBox(message, to: verkey, recipientKind: .ed25519)
+        #expect(try await wallet.openSealedBox(box, with: verkey) == message)
+    }
+
+    @Test("removing a key drops its opened pair, so it signs no more")
+    func removeKeyEvicts() async throws {
+        let (wallet, _) = try await TestWallets.make()
+        let verkey = try await wallet.createKey(.ed25519)
+        _ = try await wallet.sign(Data("m".utf8), with: verkey)
+        try await wallet.removeKey(verkey)
+        #expect(wallet.heldKeys.get(verkey) == nil)
+        await #expect(throws: WalletError.notFound(type: "key", id: verkey)) { _ = try await wallet.sign(Data("m".utf8), with: verkey) }
+    }
+
+    @Test("closing the wallet empties the key cache and keeps it empty")
+    func closeEmptiesCache() async throws {
+        let (wallet, _) = try await TestWallets.make()
+        let verkey = try await wallet.createKey(.ed25519)
+        try wallet.close()
+        #expect(wallet.heldKeys.count == 0)
+        await #expect(throws: WalletError.self) { _ = try await wallet.sign(Data("m".utf8), with: verkey) }
+        #expect(wallet.heldKeys.count == 0)
+    }
+
+    @Test("the master secret binding needs a provisioned wallet, with an error saying so")
+    func bindingNeedsProvisioning() async throws {
+        let (wallet, _) = try await TestWallets.make()
+        await #expect(throws: Wallet.notProvisioned) { _ = try await wallet.masterSecretBinding(credentialDefinitionID: "d") }
+        #expect(Wallet.notProvisioned.description.contains("initializeMasterSecret"))
+    }
+
+    @Test("accepting a credential needs the signature kept when it arrived")
+    func storeCredentialNeedsSignature() async throws {
+        let (wallet, _) = try await TestWallets.make()
+        await #expect(throws: WalletError.notFound(type: "credential signature", id: "c9")) {
+            try await wallet.storeCredential(id: "c9", value: "{}", tags: [:])
+        }
+        #expect(try await wallet.count(type: "credential") == 0)
     }
 
     @Test("a credential's signature is deleted with the credential")

@@ -29,7 +29,7 @@ struct SDKBench: AsyncParsableCommand {
         let handles = (0..<machines).map { _ in sm.credentialCreate(offer: offer) }
         let (_, tRound) = try await Clock.time {
             for h in handles {
-                let restored = try sm.deserialize(try sm.serialize(h), as: .credential)
+                let restored = try await sm.deserialize(try sm.serialize(h), as: .credential)
                 try sm.release(restored)
             }
         }
