@@ -6,6 +6,9 @@ import Foundation
 ///
 /// Every call exists twice: `async throws`, and with a completion handler called once with the
 /// error or the result (`(Error?) -> Void`, `(Error?, String?) -> Void`, `(Error?, Int) -> Void`).
+/// The tag and search calls also exist under the seed's iOS selector names
+/// (`walletAddRecordTags:recordId:recordTags:completion:`, `walletOpenSearch:query:options:completion:`,
+/// …), beside the Android names; both forms do the same thing.
 public final class WalletApi: Sendable {
     /// The wallet behind the API.
     public let wallet: Wallet
@@ -141,6 +144,50 @@ public final class WalletApi: Sendable {
 
     /// ``closeSearch(_:)`` with a completion handler.
     public func closeSearch(_ searchHandle: Int, completion: @escaping @Sendable (Error?) -> Void) {
+        run(completion) { try await self.closeSearch(searchHandle) }
+    }
+
+    // MARK: the seed's iOS names (completion handlers)
+
+    /// The seed's iOS `walletAddRecordTags:recordId:recordTags:completion:`: adds tags
+    /// (`{"Tag1": "value1", …}`), overwriting those with the same names. Same as ``addRecordTags(_:_:_:)``.
+    public func walletAddRecordTags(_ recordType: String, recordId: String, recordTags: String,
+                                    completion: @escaping @Sendable (Error?) -> Void) {
+        run(completion) { try await self.addRecordTags(recordType, recordId, recordTags) }
+    }
+
+    /// The seed's iOS `walletUpdateRecordTags:recordId:recordTags:completion:`: replaces all tags
+    /// with `recordTags`. Same as ``updateRecordTags(_:_:_:)``.
+    public func walletUpdateRecordTags(_ recordType: String, recordId: String, recordTags: String,
+                                       completion: @escaping @Sendable (Error?) -> Void) {
+        run(completion) { try await self.updateRecordTags(recordType, recordId, recordTags) }
+    }
+
+    /// The seed's iOS `walletDeleteRecordTags:recordId:recordTags:completion:`: deletes the tags
+    /// named in `recordTags`, a JSON array (`["Tag1", "Tag2"]`). Same as ``deleteRecordTags(_:_:_:)``.
+    public func walletDeleteRecordTags(_ recordType: String, recordId: String, recordTags: String,
+                                       completion: @escaping @Sendable (Error?) -> Void) {
+        run(completion) { try await self.deleteRecordTags(recordType, recordId, recordTags) }
+    }
+
+    /// The seed's iOS `walletOpenSearch:query:options:completion:`: opens a search over `type`
+    /// (WQL `query`, the seed's search `options`); the handle is 0 on error. Same as ``openSearch(_:_:_:)``.
+    public func walletOpenSearch(_ type: String, query: String, options: String,
+                                 completion: @escaping @Sendable (Error?, Int) -> Void) {
+        Task {
+            do { completion(nil, try await self.openSearch(type, query, options)) } catch { completion(error, 0) }
+        }
+    }
+
+    /// The seed's iOS `walletSearchNextRecords:count:completion:`: the next `count` records as
+    /// `{"totalCount"?: n, "records"?: […]}`. Same as ``searchNextRecords(_:_:)``.
+    public func walletSearchNextRecords(_ searchHandle: Int, count: Int,
+                                        completion: @escaping @Sendable (Error?, String?) -> Void) {
+        run(completion) { try await self.searchNextRecords(searchHandle, count) }
+    }
+
+    /// The seed's iOS `walletCloseSearch:completion:`: closes a search. Same as ``closeSearch(_:)``.
+    public func walletCloseSearch(_ searchHandle: Int, completion: @escaping @Sendable (Error?) -> Void) {
         run(completion) { try await self.closeSearch(searchHandle) }
     }
 }
