@@ -92,6 +92,8 @@ let package = Package(
             name: "coffer",
             dependencies: [
                 "Coffer",
+                // libsodium's C calls, the baseline `coffer bench sdk` compares wallet-held keys with.
+                "CSodium",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -21,4 +21,7 @@ print(f"{'operation':<18}{'C libsodium/s':>16}{'Coffer/s':>14}{'C / Coffer':>12}
 for k in ("sign_per_sec", "verify_per_sec", "seal_per_sec", "open_per_sec"):
     print(f"{k:<18}{c[k]:>16.0f}{coffer[k]:>14.0f}{c[k] / coffer[k]:>12.2f}")
 print(f"state machine round trips/s: {coffer['state_machine_round_trips_per_sec']:.0f} over {coffer['machines']} machines")
+for op, c_key, w_key in (("sign", "c_sign_key_in_memory_per_sec", "wallet_sign_held_key_per_sec"),
+                         ("open sealed", "c_seal_open_key_in_memory_per_sec", "wallet_open_sealed_held_key_per_sec")):
+    print(f"wallet-held {op}: {coffer[w_key]:.0f}/s vs libsodium C, key in memory, {coffer[c_key]:.0f}/s: C / wallet = {coffer[c_key] / coffer[w_key]:.2f}")
 PY

@@ -6,7 +6,7 @@ import Foundation
 struct SDKBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sdk",
-        abstract: "Serialize + deserialize round trips over many machines, and sign / verify / seal / open per second.",
+        abstract: "Serialize + deserialize round trips over many machines, sign / verify / seal / open per second, and wallet-held keys against libsodium C.",
         discussion: "Benchmarks/compare-crypto.sh runs the same crypto calls from a small C program against libsodium and prints the ratios.")
 
     @Option(help: "State machines to round-trip.") var machines: Int = 10_000
@@ -46,22 +46,25 @@ struct SDKBench: AsyncParsableCommand {
         let (_, tSeal) = try await Clock.time { for _ in 0..<calls { _ = try SealedBox.seal(message, to: recipient.publicKey) } }
         let (_, tOpen) = try await Clock.time { for _ in 0..<calls { _ = try recipient.openSealed(box) } }
         guard ok else { throw WalletError.corrupted("a benchmark signature failed to verify") }
-        let verkey = try await wallet.createKey(.ed25519)
-        let walletCalls = max(calls / 10, 1)
-        let (_, tWalletSign) = try await Clock.time { for _ in 0..<walletCalls { _ = try await wallet.sign(message, with: verkey) } }
         results += [
             ("sign_per_sec", Double(calls) / tSign), ("verify_per_sec", Double(calls) / tVerify),
             ("seal_per_sec", Double(calls) / tSeal), ("open_per_sec", Double(calls) / tOpen),
-            ("wallet_sign_per_sec", Double(walletCalls) / tWalletSign),
         ]
+        // Keys held in the wallet against libsodium's C calls with the key in memory.
+        results += try await HeldKeyBench.run(wallet: wallet, calls: calls, messageBytes: messageBytes)
         if json {
-            var fields = results.map { ($0.0, JSONValue.number(String(format: "%.1f", $0.1))) }
+            var fields = results.map { ($0.0, JSONValue.number(String(format: Self.isRatio($0.0) ? "%.2f" : "%.1f", $0.1))) }
             fields += [("machines", .number(String(machines))), ("calls", .number(String(calls))), ("message_bytes", .number(String(messageBytes)))]
             print(JSONValue.object([("tool", .string("coffer bench sdk")), ("results", .object(fields))]).jsonText)
         } else {
-            for (k, v) in results { print(k.padding(toLength: 36, withPad: " ", startingAt: 0), String(format: "%12.1f", v)) }
+            for (k, v) in results {
+                print(k.padding(toLength: 36, withPad: " ", startingAt: 0), String(format: Self.isRatio(k) ? "%12.2f" : "%12.1f", v))
+            }
         }
     }
+
+    /// Ratios print with two decimals, rates with one.
+    static func isRatio(_ key: String) -> Bool { key.contains("_over_") }
 
     struct NoNetwork: AriesProtocol {
         func send(_ message: OutboundMessage) async throws {}
