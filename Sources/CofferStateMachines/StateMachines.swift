@@ -96,7 +96,8 @@ public final class StateMachines: Sendable {
             before = m
             return try body(m)
         }
-        return Transition(handle: handle, from: before!.stateNumber, to: after.stateNumber, mustSave: before != after)
+        guard let before else { throw .unknownHandle(handle) }
+        return Transition(handle: handle, from: before.stateNumber, to: after.stateNumber, mustSave: before != after)
     }
 
     func connection(_ handle: Int) throws(StateMachineError) -> ConnectionMachine {

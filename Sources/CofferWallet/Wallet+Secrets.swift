@@ -86,9 +86,8 @@ extension Wallet {
     /// Removes a held key (the SDK's undo of a step that made one and then failed). Its opened
     /// pair is dropped from the cache, so its secret is wiped. Not visible to clients of the library.
     package func removeKey(_ verkey: String) async throws {
-        heldKeys.remove(verkey)
         try await secretWrite { store in try store.delete(type: SecretTypes.key, id: verkey) }
-        heldKeys.remove(verkey)
+        heldKeys.remove(verkey, retire: true)
     }
 
     /// The public halves of every key the wallet holds.

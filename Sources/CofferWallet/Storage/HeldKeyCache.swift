@@ -46,6 +46,9 @@ final class HeldKeyCache: @unchecked Sendable {
     // Guarded by `lock`.
     private let lock = NSLock()
     private var opened = [String: OpenedKey]()
+    /// Verkeys removed through this wallet: a read that raced the removal cannot cache them again
+    /// (verkeys are random, so a removed one never comes back in this wallet).
+    private var retired = Set<String>()
     private var closed = false
     let capacity: Int
 
@@ -54,17 +57,22 @@ final class HeldKeyCache: @unchecked Sendable {
     /// The opened key for `verkey`, if cached.
     func get(_ verkey: String) -> OpenedKey? { lock.withLock { opened[verkey] } }
 
-    /// Keeps `key` for `verkey` (not after the wallet closed).
+    /// Keeps `key` for `verkey` (not after the wallet closed, nor for a removed key).
     func put(_ verkey: String, _ key: OpenedKey) {
         lock.withLock {
-            guard !closed else { return }
+            guard !closed, !retired.contains(verkey) else { return }
             if opened.count >= capacity, opened[verkey] == nil { opened.removeAll() }
             opened[verkey] = key
         }
     }
 
-    /// Forgets `verkey`'s opened key.
-    func remove(_ verkey: String) { _ = lock.withLock { opened.removeValue(forKey: verkey) } }
+    /// Forgets `verkey`'s opened key; with `retire`, never caches it again (the key was removed).
+    func remove(_ verkey: String, retire: Bool = false) {
+        lock.withLock {
+            opened.removeValue(forKey: verkey)
+            if retire { retired.insert(verkey) }
+        }
+    }
 
     /// Forgets every opened key and keeps none from now on (the wallet closed).
     func close() {
