@@ -18,7 +18,7 @@ protocol NumberedState: Sendable, Hashable {
 }
 
 /// Connection states, numbered as VCX numbers them (1 → 4).
-public enum ConnectionState: Int, Sendable, Codable, NumberedState {
+public enum ConnectionState: Int, Sendable, Codable, CaseIterable, NumberedState {
     /// Not started.
     case none = 0
     /// An invitation was received.
@@ -108,7 +108,7 @@ public enum CredentialState: Sendable, Hashable, CaseIterable, NumberedState {
 /// it with ``StateMachines/proofReject(_:)`` from presentation sent, which reports 9. VCX reports
 /// a proof ended by the other side's problem report as None (0); an app ported from VCX that
 /// checks for 0 there must check for 9.
-public enum DisclosedProofState: Int, Sendable, Codable, NumberedState {
+public enum DisclosedProofState: Int, Sendable, Codable, CaseIterable, NumberedState {
     /// Not started.
     case none = 0
     /// A proof request was received.

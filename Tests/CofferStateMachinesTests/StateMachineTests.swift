@@ -405,10 +405,11 @@ struct SDKSecretTests {
 
 /// Credential states, and how to drive a new machine into each.
 enum CredentialStep: String, CaseIterable, Sendable {
-    case offerReceived, requestSent, credentialReceived, accepted, rejected
+    case none, offerReceived, requestSent, credentialReceived, accepted, rejected
 
     var state: CredentialState {
         switch self {
+        case .none: return .none
         case .offerReceived: return .offerReceived
         case .requestSent: return .requestSent
         case .credentialReceived: return .credentialReceived
@@ -419,6 +420,11 @@ enum CredentialStep: String, CaseIterable, Sendable {
 
     func drive(_ sm: StateMachines) async throws -> Int {
         let h = sm.credentialCreate(offer: degreeOffer)
+        if self == .none {
+            // No operation leads to none: only saved JSON can hold it.
+            let json = try sm.serialize(h).replacingOccurrences(of: #""state":3,"step":"offer_received""#, with: #""state":0,"step":"none""#)
+            return try await sm.deserialize(json, as: .credential)
+        }
         if self == .offerReceived { return h }
         if self == .rejected { _ = try await sm.credentialReject(h); return h }
         _ = try await sm.credentialSendRequest(h)
@@ -431,10 +437,11 @@ enum CredentialStep: String, CaseIterable, Sendable {
 
 /// Disclosed-proof states, and how to drive a new machine into each.
 enum ProofStep: String, CaseIterable, Sendable {
-    case requestReceived, presentationSent, acknowledged, rejected
+    case none, requestReceived, presentationSent, acknowledged, rejected
 
     var state: DisclosedProofState {
         switch self {
+        case .none: return .none
         case .requestReceived: return .requestReceived
         case .presentationSent: return .presentationSent
         case .acknowledged: return .acknowledged
@@ -446,6 +453,10 @@ enum ProofStep: String, CaseIterable, Sendable {
         let c = try await CredentialStep.accepted.drive(sm)
         let p = sm.proofCreate(request: ProofRequest(name: "check", requestedAttributes: ["r1": .init(name: "name", restrictions: [])]))
         switch self {
+        case .none:
+            // No operation leads to none: only saved JSON can hold it.
+            let json = try sm.serialize(p).replacingOccurrences(of: #""state":3"#, with: #""state":0"#)
+            return try await sm.deserialize(json, as: .disclosedProof)
         case .requestReceived: break
         case .rejected: _ = try await sm.proofReject(p)
         case .presentationSent, .acknowledged:
@@ -477,7 +488,7 @@ struct RejectionTests {
     }
 
     @Test("credentialReject is refused from the other states, and the machine stays as it was",
-          arguments: [CredentialStep.accepted, .rejected])
+          arguments: [CredentialStep.none, .accepted, .rejected])
     func credentialRejectRefused(_ step: CredentialStep) async throws {
         let (sm, _, _) = try await makeMachines()
         let h = try await step.drive(sm)
@@ -506,7 +517,7 @@ struct RejectionTests {
         #expect(messenger.sent.contains { if case .proofRejection = $0 { return true } else { return false } })
     }
 
-    @Test("proofReject is refused from the other states, and the machine stays as it was", arguments: [ProofStep.acknowledged, .rejected])
+    @Test("proofReject is refused from the other states, and the machine stays as it was", arguments: [ProofStep.none, .acknowledged, .rejected])
     func proofRejectRefused(_ step: ProofStep) async throws {
         let (sm, _, _) = try await makeMachines()
         let p = try await step.drive(sm)
@@ -519,7 +530,7 @@ struct RejectionTests {
 
     @Test("every credential and proof state is covered: allowed or refused")
     func coverage() {
-        #expect(Set(CredentialStep.allCases.map(\.state)) == Set(CredentialState.allCases.filter { $0 != .none }))
-        #expect(ProofStep.allCases.count == 4)
+        #expect(Set(CredentialStep.allCases.map(\.state)) == Set(CredentialState.allCases))
+        #expect(Set(ProofStep.allCases.map(\.state)) == Set(DisclosedProofState.allCases))
     }
 }
