@@ -10,6 +10,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 coffer="${1:?usage: run.sh PATH/TO/coffer}"
 venv="${COFFER_INTEROP_VENV:-$root/.build/interop-venv}"
+# The venv's folder may not exist yet (a build with another --scratch-path makes no .build).
+mkdir -p "$(dirname "$venv")"
 if ! "$venv/bin/python" -c 'import aries_askar, nacl' 2>/dev/null; then
     if ! python3 -m venv "$venv" >"$venv.venv.log" 2>&1; then
         echo "FAIL: python3 cannot make a venv at $venv (install python3-venv):"
