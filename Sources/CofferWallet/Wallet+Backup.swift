@@ -44,6 +44,27 @@ enum BackupFormat {
     static let prefixBytes = 33
 }
 
+/// A backup's key: Argon2id of the backup passphrase under a fresh salt, derived ahead of an
+/// export (see ``Wallet/exportBackup(to:key:firstFormatTypes:progress:)``). Its bytes are a
+/// ``SecretKey``; it prints nothing of them.
+public struct BackupKey: Sendable {
+    let key: SecretKey
+    let salt: Data
+    let parameters: Argon2idParameters
+
+    /// Derives the key of a new backup from `passphrase` with `parameters` (at most
+    /// `Argon2idParameters.cap`).
+    /// - Throws: ``WalletError/invalidInput(_:)`` for an empty passphrase or costs over the cap.
+    public static func derive(passphrase: String, parameters: Argon2idParameters = .interactive) throws -> BackupKey {
+        guard !passphrase.isEmpty else { throw WalletError.invalidInput("the backup passphrase must not be empty") }
+        do { try parameters.validateWithinCap() } catch { throw WalletError.invalidInput("backup key costs: \(error)") }
+        let salt = SecureRandom.bytes(Argon2idParameters.saltByteCount)
+        do {
+            return BackupKey(key: try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: parameters), salt: salt, parameters: parameters)
+        } catch { throw WalletError.invalidInput("backup key costs: \(error)") }
+    }
+}
+
 extension Wallet {
     /// Writes every record and secret into `url`, encrypted under `passphrase`, and returns the
     /// number of records written. It streams: one consistent read of the wallet, records
@@ -67,10 +88,18 @@ extension Wallet {
     public func exportBackup(to url: URL, passphrase: String, parameters: Argon2idParameters = .interactive,
                              firstFormatTypes: [String] = [],
                              progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws -> Int {
-        guard !passphrase.isEmpty else { throw WalletError.invalidInput("the backup passphrase must not be empty") }
-        do { try parameters.validateWithinCap() } catch { throw WalletError.invalidInput("backup key costs: \(error)") }
-        let salt = SecureRandom.bytes(Argon2idParameters.saltByteCount)
-        let key = try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: parameters)
+        try await exportBackup(to: url, key: BackupKey.derive(passphrase: passphrase, parameters: parameters),
+                               firstFormatTypes: firstFormatTypes, progress: progress)
+    }
+
+    /// ``exportBackup(to:passphrase:parameters:firstFormatTypes:progress:)`` with a backup key
+    /// derived beforehand (``BackupKey/derive(passphrase:parameters:)``): a process that derives
+    /// it before opening the wallet does not hold the key derivation's memory (64 MiB for
+    /// INTERACTIVE) and the wallet's at the same time. A key serves one export.
+    @discardableResult
+    public func exportBackup(to url: URL, key backupKey: BackupKey, firstFormatTypes: [String] = [],
+                             progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws -> Int {
+        let key = backupKey.key, salt = backupKey.salt, parameters = backupKey.parameters
         let writer = try SecretStreamWriter(key: key)
         var head = Data(BackupFormat.magic)
         head.append(BackupFormat.version)
@@ -88,6 +117,8 @@ extension Wallet {
             // One read transaction: the backup is one consistent state of the wallet.
             total = try await gated { keys in
                 try await pool.read { db -> Int in
+                    try Self.beginBulk(db, cacheKiB: Self.exportCacheKiB)
+                    defer { Self.endBulk(db, cacheKiB: Schema.cacheKiB) }
                     try file.write(start)
                     let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items") ?? 0
                     try Self.writeMessage(writer.push(Data(JSONValue.object([("format", .number("1")), ("records", .number(String(total)))]).jsonText.utf8)), to: file)
@@ -174,7 +205,10 @@ extension Wallet {
             let wallet = try await Wallet.create(at: temporary, key: key, configuration: configuration)
             do {
                 try await wallet.gated { keys in
-                    try await wallet.pool.write { db in
+                    try await wallet.pool.writeWithoutTransaction { db in
+                        try Self.beginBulk(db, cacheKiB: Self.importCacheKiB)
+                        defer { Self.endBulk(db, cacheKiB: Schema.writerCacheKiB) }
+                        try db.inTransaction {
                         let store = RecordStore(db: db, keys: keys, allowReserved: true)
                         var done = 0
                         var sawFinal = false
@@ -200,6 +234,8 @@ extension Wallet {
                         }
                         guard sawFinal, try reader.atEnd() else { throw WalletError.corrupted("the backup is truncated or has bytes after its end") }
                         guard done == total else { throw WalletError.corrupted("the backup holds \(done) records; its header says \(total)") }
+                        return .commit
+                        }
                     }
                 }
                 // Closing the last connection checkpoints the WAL into the main file and removes it.

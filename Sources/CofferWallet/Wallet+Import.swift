@@ -38,8 +38,8 @@ extension Wallet {
         let lines = JSONLinesReader(handle: handle, path: url.path)
         return try await gated { keys in
             try await pool.writeWithoutTransaction { db -> Int in
-                try db.execute(sql: "PRAGMA cache_size = -\(Self.importCacheKiB)")
-                defer { try? db.execute(sql: "PRAGMA cache_size = -\(Schema.writerCacheKiB)") }
+                try Self.beginBulk(db, cacheKiB: Self.importCacheKiB)
+                defer { Self.endBulk(db, cacheKiB: Schema.writerCacheKiB) }
                 var count = 0
                 try db.inTransaction {
                     let store = RecordStore(db: db, keys: keys)
@@ -62,8 +62,21 @@ extension Wallet {
         }
     }
 
-    /// The writer's page cache during an import (KiB).
+    /// The writer's page cache during an import or a restore (KiB).
     static let importCacheKiB = 32 * 1024
+    /// A reader's page cache during a backup export (KiB).
+    static let exportCacheKiB = 4 * 1024
+
+    /// Settings for work that touches the whole file once (import, restore, export): a bounded
+    /// page cache and no memory map, whose pages would count as the process's resident memory
+    /// for the whole file. ``endBulk(_:cacheKiB:)`` puts the connection's usual ones back.
+    static func beginBulk(_ db: Database, cacheKiB: Int) throws {
+        try db.execute(sql: "PRAGMA cache_size = -\(cacheKiB); PRAGMA mmap_size = 0")
+    }
+
+    static func endBulk(_ db: Database, cacheKiB: Int) {
+        try? db.execute(sql: "PRAGMA cache_size = -\(cacheKiB); PRAGMA mmap_size = \(Schema.mmapBytes)")
+    }
 
     static func importLine(_ text: String, number: Int) throws -> (type: String, id: String, value: String, tags: WalletTags, expiry: Int64?) {
         let value: JSONValue

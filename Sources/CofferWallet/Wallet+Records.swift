@@ -1,4 +1,5 @@
 // Record and tag operations of a Wallet, each one transaction.
+import CofferSQLite
 import Foundation
 import GRDB
 
@@ -74,10 +75,27 @@ extension Wallet {
         try await read { try $0.fetchAll(type: type, matching: query, options: options, offset: offset, limit: limit, newestFirst: newestFirst) }
     }
 
-    /// Deletes every record of `type` matching `query`; returns how many were removed.
+    /// Deletes every record of `type` matching `query` in one transaction; returns how many were
+    /// removed. Like an import, it runs with a bounded page cache and no memory map, so removing
+    /// most of a large wallet does not hold the file in memory; the space it frees is given back
+    /// to the file system after the commit.
     @discardableResult
     public func removeAll(type: String, matching query: WalletQuery = .all) async throws -> Int {
-        try await write { try $0.removeAll(type: type, matching: query) }
+        try await gated { keys in
+            try await pool.writeWithoutTransaction { db -> Int in
+                try Self.beginBulk(db, cacheKiB: Self.importCacheKiB)
+                defer { Self.endBulk(db, cacheKiB: Schema.writerCacheKiB) }
+                var removed = 0
+                try db.inTransaction {
+                    removed = try WalletTransaction(store: RecordStore(db: db, keys: keys)).removeAll(type: type, matching: query)
+                    return .commit
+                }
+                // Give the space back now, while the cache is still small.
+                SQLiteFootprint.reclaimFreePages(db)
+                SQLiteFootprint.checkpointAndTrim(db)
+                return removed
+            }
+        }
     }
 
     /// Runs `body` in one write transaction: everything it does commits together, or, when it

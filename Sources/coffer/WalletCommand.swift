@@ -213,10 +213,12 @@ struct WalletCommand: AsyncParsableCommand {
 
         func run() async throws {
             let passphrase = try CLIKeys.passphrase(fromEnvironment: backupPassphraseEnv, option: "--backup-passphrase-env")
+            // The key first: its derivation's memory is given back before the wallet opens.
+            let key = try BackupKey.derive(passphrase: passphrase)
             let wallet = try await storeOptions.openWallet()
             defer { try? wallet.close() }
             let bar = Progress(label: "export", total: 0)
-            let n = try await wallet.exportBackup(to: URL(fileURLWithPath: file), passphrase: passphrase,
+            let n = try await wallet.exportBackup(to: URL(fileURLWithPath: file), key: key,
                                                   firstFormatTypes: firstFormatTypes) { bar.update($0.done, of: $0.total) }
             bar.finish()
             print(JSONValue.object([("exported", .number(String(n))), ("file", .string(file))]).jsonText)

@@ -193,6 +193,13 @@ enum Clock {
         let result = try await body()
         return (result, now() - start)
     }
+
+    /// ``time(_:)`` for synchronous work.
+    static func timeSync<T>(_ body: () throws -> T) rethrows -> (T, Double) {
+        let start = now()
+        let result = try body()
+        return (result, now() - start)
+    }
 }
 
 /// Bytes of a SQLite database and its WAL and shared-memory files.

@@ -12,9 +12,12 @@ struct SDKBench: AsyncParsableCommand {
     @Option(help: "State machines to round-trip.") var machines: Int = 10_000
     @Option(help: "Calls per crypto operation.") var calls: Int = 20_000
     @Option(name: .customLong("message-bytes"), help: "Message size for the crypto calls.") var messageBytes: Int = 100
+    @Option(name: .customLong("backup-records"), help: "Records in the wallet whose backup export and restore are measured (time and peak resident memory); 0 skips it.")
+    var backupRecords: Int = 150_000
     @Flag(help: "Print one JSON object instead of a table.") var json = false
 
     func validate() throws {
+        guard backupRecords >= 0 else { throw ValidationError("--backup-records must be 0 or more") }
         guard machines >= 1, calls >= 1, messageBytes >= 1 else { throw ValidationError("--machines, --calls and --message-bytes must be at least 1") }
     }
 
@@ -52,6 +55,10 @@ struct SDKBench: AsyncParsableCommand {
         ]
         // Keys held in the wallet against libsodium's C calls with the key in memory.
         results += try await HeldKeyBench.run(wallet: wallet, calls: calls, messageBytes: messageBytes)
+        if backupRecords > 0 {
+            StandardError.write("coffer: backup of \(backupRecords) records …\n")
+            results += try await BackupMemoryBench.run(records: backupRecords, folder: folder)
+        }
         if json {
             var fields = results.map { ($0.0, JSONValue.number(String(format: Self.isRatio($0.0) ? "%.2f" : "%.1f", $0.1))) }
             fields += [("machines", .number(String(machines))), ("calls", .number(String(calls))), ("message_bytes", .number(String(messageBytes)))]

@@ -13,9 +13,27 @@ struct WalletWorkloadRunner {
         let cat = BenchWorkload.category
         var out = [(String, BenchValue)]()
         let key = WalletKey.raw(WalletKey.generateRawKey())
-        func log(_ s: String) { StandardError.write("coffer: \(s)\n") }
+        let pathB = folder.appendingPathComponent("batched.sqlite")
+        // Each phase (announced by `log`) reports its peak resident memory and the bytes on disk
+        // (main file + WAL) of the store it worked on.
+        var phase: String?
+        var phaseStore = pathB
+        func endPhase() {
+            guard let name = phase else { return }
+            out.append(("peak_rss_mib_\(name)", .number(PeakMemory.peakMiB())))
+            out.append(("disk_bytes_after_\(name)", .number(Double(databaseBytes(phaseStore.path)))))
+            phase = nil
+        }
+        func log(_ s: String) {
+            endPhase()
+            StandardError.write("coffer: \(s)\n")
+            phase = s.replacingOccurrences(of: " …", with: "").replacingOccurrences(of: "%", with: "pct")
+                .replacingOccurrences(of: " ", with: "_").replacingOccurrences(of: "-", with: "_")
+            PeakMemory.reset()
+        }
 
         // Insert, one record per transaction.
+        phaseStore = folder.appendingPathComponent("one_per_txn.sqlite")
         log("insert one-per-txn …")
         let storeA = try await Wallet.create(at: folder.appendingPathComponent("one_per_txn.sqlite"), key: key)
         let k = w.oneTxnCount
@@ -25,8 +43,8 @@ struct WalletWorkloadRunner {
         out.append(("insert_one_per_txn", .rate(ops: k, seconds: tA)))
 
         // Insert, all N in one transaction.
+        phaseStore = pathB
         log("insert batched …")
-        let pathB = folder.appendingPathComponent("batched.sqlite")
         var storeB = try await Wallet.create(at: pathB, key: key)
         let (_, tB) = try await Clock.time {
             try await storeB.transaction { txn in
@@ -259,6 +277,38 @@ struct WalletWorkloadRunner {
         try b.close()
         out.append(("db_bytes_after_remove_all", .number(Double(databaseBytes(pathB.path)))))
 
+        // Import from JSON lines (streamed, one transaction), then remove 90% and compact.
+        let jsonl = folder.appendingPathComponent("import.jsonl")
+        if let writer = FileHandle(forWritingAtPath: { FileManager.default.createFile(atPath: jsonl.path, contents: nil); return jsonl.path }()) {
+            var chunk = ""
+            for i in 0..<w.n {
+                chunk += JSONValue.object([("type", .string(cat)), ("id", .string(w.names[i])), ("value", .string(w.values[i])),
+                                           ("tags", w.tags[i].jsonValue)]).jsonText + "\n"
+                if chunk.utf8.count > 1 << 20 { try writer.write(contentsOf: Data(chunk.utf8)); chunk = "" }
+            }
+            try writer.write(contentsOf: Data(chunk.utf8))
+            try writer.close()
+        }
+        let pathC = folder.appendingPathComponent("imported.sqlite")
+        let storeC = try await Wallet.create(at: pathC, key: key)
+        phaseStore = pathC
+        log("import jsonl …")
+        let (imported, tImport) = try await Clock.time { try await storeC.importRecords(fromJSONLines: jsonl) }
+        out.append(("import_jsonl_one_txn", .rate(ops: imported, seconds: tImport)))
+        log("remove 90% …")
+        let keep = "schema:0"
+        let (removed90, tRemove90) = try await Clock.time {
+            try await storeC.removeAll(type: cat, matching: WalletQuery(jsonValue: .object([("schema_id", .object([("$neq", .string(keep))]))])))
+        }
+        out.append(("remove_all_90pct", .rate(ops: removed90, seconds: tRemove90)))
+        log("compact …")
+        let (_, tCompact) = try await Clock.time { try await storeC.compact() }
+        out.append(("compact_s", .number(tCompact)))
+        try storeC.close()
+        endPhase()
+        out.append(("disk_bytes_after_close", .number(Double(databaseBytes(pathC.path)))))
+        phaseStore = pathB
+
         // Open cost: raw key and Argon2id passphrases.
         log("open timings …")
         var opens = [(String, Double)]()
@@ -288,6 +338,7 @@ struct WalletWorkloadRunner {
         }
         opens += rekeyTimes
         out.append(("open", .group(opens)))
+        endPhase()
         return out
     }
 }
