@@ -110,6 +110,52 @@ public final class SecretKey: @unchecked Sendable {
         storage.baseAddress!.copyMemory(from: scratch.baseAddress!, byteCount: expectedCount)
     }
 
+    /// Decodes standard base64 held in `text` (bytes the caller lends, e.g. from a wiped plaintext
+    /// buffer) straight into a new key, with no `String` or `Data` copy.
+    /// - Throws: as ``init(base64:expectedCount:)``.
+    public convenience init(base64Bytes text: UnsafeRawBufferPointer, expectedCount: Int) throws(CryptoError) {
+        Sodium.ensureReady()
+        guard expectedCount > 0 else { throw .invalidParameter("a key cannot be empty") }
+        self.init(uninitializedCount: expectedCount)
+        let room = max(expectedCount, text.count / 4 * 3 + 3)
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: room, alignment: 16)
+        defer {
+            sodium_memzero(scratch.baseAddress!, room)
+            scratch.deallocate()
+        }
+        var decoded = 0
+        let rc = text.withMemoryRebound(to: CChar.self) { chars -> Int32 in
+            guard let base = chars.baseAddress else { return -1 }
+            return sodium_base642bin(scratch.baseAddress!.assumingMemoryBound(to: UInt8.self), room, base, chars.count,
+                                     nil, &decoded, nil, sodium_base64_VARIANT_ORIGINAL)
+        }
+        guard rc == 0 else { throw .invalidParameter("the stored key is not valid base64") }
+        guard decoded == expectedCount else { throw .invalidLength(what: "key", expected: expectedCount, actual: decoded) }
+        storage.baseAddress!.copyMemory(from: scratch.baseAddress!, byteCount: expectedCount)
+    }
+
+    /// Length of the bytes' standard base64 text (without a terminator).
+    public var base64ByteCount: Int {
+        Sodium.ensureReady()
+        return sodium_base64_encoded_len(byteCount, sodium_base64_VARIANT_ORIGINAL) - 1
+    }
+
+    /// Appends the bytes' standard base64 text to `out` (encoded in a wiped buffer). The caller
+    /// owns `out` and wipes it.
+    public func appendBase64(to out: inout [UInt8]) {
+        let length = base64ByteCount + 1
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 1)
+        defer {
+            sodium_memzero(buffer.baseAddress!, length)
+            buffer.deallocate()
+        }
+        withUnsafeBytes { bytes in
+            _ = sodium_bin2base64(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), length,
+                                  bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), byteCount, sodium_base64_VARIANT_ORIGINAL)
+        }
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<(length - 1)]))
+    }
+
     /// The bytes as standard base64, for the one storage format that keeps secrets as text. The
     /// encoding buffer is wiped; the returned `String` is a copy Swift cannot wipe, so hand it
     /// straight to the encrypting writer and do not keep it.

@@ -73,11 +73,10 @@ extension Wallet {
         case let .x25519(pair): publicKey = pair.publicKey
         }
         let verkey = Base58.encode(publicKey)
-        // The record format keeps values as text: the base64 is made from the key's storage and
-        // handed to the encrypting writer at once.
+        // The record format keeps values as text: the base64 is written from the key's storage
+        // into the wiped plaintext buffer that is sealed (no String copy).
         try await secretWrite { store in
-            try store.add(type: SecretTypes.key, id: verkey, value: secret.base64EncodedString(),
-                          tags: ["kind": .string(kind.rawValue)], expiresAt: nil)
+            try store.add(type: SecretTypes.key, id: verkey, value: "", tags: ["kind": .string(kind.rawValue)], expiresAt: nil, secret: secret)
         }
         heldKeys.put(verkey, opened)
         return verkey
@@ -110,12 +109,9 @@ extension Wallet {
         if let cached = heldKeys.get(verkey) { return cached }
         try Self.checkVerkey(verkey)
         let opened = try await secretRead { store -> OpenedKey? in
-            guard let record = try store.get(type: SecretTypes.key, id: verkey, options: RecordOptions(retrieveValue: true, retrieveTags: true)) else {
-                return nil
-            }
-            guard case let .string(k)? = record.tags?.entries[ByteString("kind")], let kind = WalletKeyKind(rawValue: k),
-                  let value = record.value, let secret = try? SecretKey(base64: value, expectedCount: 32),
-                  let opened = try? OpenedKey(kind: kind, secret: secret)
+            guard let record = try store.secret(type: SecretTypes.key, id: verkey, byteCount: 32) else { return nil }
+            guard case let .string(k)? = record.tags.entries[ByteString("kind")], let kind = WalletKeyKind(rawValue: k),
+                  let secret = record.secret, let opened = try? OpenedKey(kind: kind, secret: secret)
             else { throw WalletError.corrupted("the stored key \(verkey) does not parse") }
             return opened
         }
@@ -209,8 +205,8 @@ extension Wallet {
             if try store.get(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID, options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil {
                 return false
             }
-            try store.add(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID,
-                          value: SecretKey.random(byteCount: 32).base64EncodedString(), tags: [:], expiresAt: nil)
+            try store.add(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID, value: "", tags: [:], expiresAt: nil,
+                          secret: SecretKey.random(byteCount: 32))
             return true
         }
     }
@@ -226,12 +222,11 @@ extension Wallet {
     /// - Throws: ``WalletError/invalidInput(_:)`` when the wallet was not provisioned.
     func withMasterSecret<T>(_ body: (SecretKey) throws -> T) async throws -> T {
         let record = try await secretRead { store in
-            try store.get(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID, options: RecordOptions(retrieveValue: true, retrieveTags: false))
+            try store.secret(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID, byteCount: 32)
         }
-        guard let value = record?.value else { throw Self.notProvisioned }
-        let secret: SecretKey
-        do { secret = try SecretKey(base64: value, expectedCount: 32) } catch {
-            throw WalletError.corrupted("the stored credential master secret does not decode (\(error))")
+        guard let record else { throw Self.notProvisioned }
+        guard let secret = record.secret else {
+            throw WalletError.corrupted("the stored credential master secret does not decode to 32 bytes")
         }
         return try body(secret)
     }

@@ -31,15 +31,34 @@ enum RecordCodec {
         var tags: WalletTags
         /// The plaintext layout version the box was sealed with (set when opened).
         var format: UInt8 = RecordCodec.version
+        /// A secret to seal as the value instead of ``value`` (its base64 text, written straight
+        /// from the key's storage into the plaintext buffer, which is wiped: no `String` copy).
+        var secretValue: SecretKey? = nil
     }
 
     static func seal(_ contents: Contents, typeBlind: Data, idBlind: Data, expiry: Int64?, keys: WalletKeys) -> Data {
         var out = [UInt8]()
-        out.reserveCapacity(contents.value.utf8.count + contents.id.utf8.count + 64)
+        // Room for everything up front, so the buffer (wiped below) is never reallocated and no
+        // copy of the plaintext is left in freed memory.
+        var capacity = contents.value.utf8.count + contents.id.utf8.count + (contents.type?.utf8.count ?? 0) + 64
+        for (name, value) in contents.tags.entries {
+            capacity += name.string.utf8.count + 16
+            switch value {
+            case let .string(s): capacity += s.utf8.count + 10
+            case let .list(list): capacity += list.reduce(0) { $0 + $1.utf8.count + 10 }
+            }
+        }
+        if let secret = contents.secretValue { capacity += secret.base64ByteCount + 10 }
+        out.reserveCapacity(capacity)
         out.append(version)
         appendString(contents.type ?? "", to: &out)
         appendString(contents.id, to: &out)
-        appendString(contents.value, to: &out)
+        if let secret = contents.secretValue {
+            appendVarint(UInt64(secret.base64ByteCount), to: &out)
+            secret.appendBase64(to: &out)
+        } else {
+            appendString(contents.value, to: &out)
+        }
         let tags = contents.tags.effective
         appendVarint(UInt64(tags.count), to: &out)
         for (name, value) in tags {
@@ -119,8 +138,11 @@ enum RecordCodec {
     /// search knows it already; ``Contents/type`` is then nil): a box of another type whose blind
     /// type collided is `corrupted`, never returned.
     /// - Throws: ``WalletError/corrupted(_:)`` when authentication or decoding fails.
+    /// With `secretValue` given, the value's bytes are handed to it instead of being made into
+    /// ``Contents/value`` (which is then empty).
     static func open(_ box: UnsafeRawBufferPointer, typeBlind: UnsafeRawBufferPointer, idBlind: UnsafeRawBufferPointer,
-                     expiry: Int64?, keys: WalletKeys, expectedType: String? = nil) throws(WalletError) -> Contents {
+                     expiry: Int64?, keys: WalletKeys, expectedType: String? = nil,
+                     secretValue: ((UnsafeRawBufferPointer) -> Void)? = nil) throws(WalletError) -> Contents {
         let decoded: Contents?
         do {
             decoded = try keys.withRecordKey(typeBlind: typeBlind, idBlind: idBlind) { (key) throws(CryptoError) -> Contents? in
@@ -145,7 +167,7 @@ enum RecordCodec {
                     let bytes = UnsafeRawBufferPointer(rebasing: plain[0..<n])
                     // The AD that opened the box must be the one its version is sealed with.
                     guard let format = bytes.first, legacy ? format < version : format == version else { return nil }
-                    return decode(bytes, expectedType: expectedType)
+                    return decode(bytes, expectedType: expectedType, secretValue: secretValue)
                 }
             }
         } catch {
@@ -155,9 +177,30 @@ enum RecordCodec {
         return decoded
     }
 
+    /// Opens a record box whose value is a secret's base64 text and decodes that text straight
+    /// into a ``SecretKey`` of `byteCount` bytes: the plaintext lives only in a wiped buffer, and
+    /// no `String` of the value is made. The secret is nil when the value does not decode to
+    /// that length; the contents carry the id and tags (their value is empty).
+    /// - Throws: ``WalletError/corrupted(_:)`` when authentication or decoding fails.
+    static func openSecret(_ sealed: Data, typeBlind: Data, idBlind: Data, expiry: Int64?, keys: WalletKeys,
+                           expectedType: String, byteCount: Int) throws(WalletError) -> (SecretKey?, Contents) {
+        var secret: SecretKey?
+        let contents = try withBytes(sealed) { (box) throws(WalletError) -> Contents in
+            try withBytes(typeBlind) { (t) throws(WalletError) -> Contents in
+                try withBytes(idBlind) { (i) throws(WalletError) -> Contents in
+                    try open(box, typeBlind: t, idBlind: i, expiry: expiry, keys: keys, expectedType: expectedType) { value in
+                        secret = try? SecretKey(base64Bytes: value, expectedCount: byteCount)
+                    }
+                }
+            }
+        }
+        return (secret, contents)
+    }
+
     /// Reads the plaintext layout; nil when it is malformed, or when `expectedType` is given and
     /// the sealed type (versions 2 and 3) differs from it.
-    static func decode(_ bytes: UnsafeRawBufferPointer, expectedType: String? = nil) -> Contents? {
+    static func decode(_ bytes: UnsafeRawBufferPointer, expectedType: String? = nil,
+                       secretValue: ((UnsafeRawBufferPointer) -> Void)? = nil) -> Contents? {
         var reader = ByteReader(bytes)
         guard let format = reader.byte() else { return nil }
         var type: String?
@@ -171,9 +214,17 @@ enum RecordCodec {
         } else if format != 1 {
             return nil
         }
-        guard let id = reader.string(), let value = reader.string(),
-              let count = reader.varint(), count <= UInt64(bytes.count)
-        else { return nil }
+        guard let id = reader.string() else { return nil }
+        let value: String
+        if let secretValue {
+            guard let raw = reader.field() else { return nil }
+            secretValue(raw)
+            value = ""
+        } else {
+            guard let v = reader.string() else { return nil }
+            value = v
+        }
+        guard let count = reader.varint(), count <= UInt64(bytes.count) else { return nil }
         var tags = [ByteString: TagValue](minimumCapacity: Int(count))
         for _ in 0..<count {
             guard let kind = reader.byte(), let name = reader.string() else { return nil }
@@ -243,6 +294,14 @@ enum RecordCodec {
             return expected.withUTF8 { e in
                 e.count == Int(n) && (n == 0 || memcmp(e.baseAddress!, bytes.baseAddress! + start, Int(n)) == 0)
             }
+        }
+
+        /// A length-prefixed field's bytes, lent from the buffer being read.
+        mutating func field() -> UnsafeRawBufferPointer? {
+            guard let n = varint(), n <= UInt64(bytes.count - index) else { return nil }
+            let start = index
+            index += Int(n)
+            return UnsafeRawBufferPointer(rebasing: bytes[start..<index])
         }
 
         mutating func string() -> String? {

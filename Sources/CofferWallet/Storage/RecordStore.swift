@@ -134,7 +134,9 @@ struct RecordStore {
 
     // MARK: Writes
 
-    func add(type: String, id: String, value: String, tags: WalletTags, expiresAt: Date?) throws {
+    /// Adds a record; with `secret`, its value is that secret's base64 text, written from the
+    /// key's storage into the wiped plaintext buffer (`value` is then ignored).
+    func add(type: String, id: String, value: String, tags: WalletTags, expiresAt: Date?, secret: SecretKey? = nil) throws {
         try Validate.type(type, allowReserved: allowReserved)
         try Validate.id(id)
         try Validate.value(value)
@@ -142,7 +144,8 @@ struct RecordStore {
         let tb = keys.typeBlind(type)
         let ib = keys.idBlind(typeBlind: tb, id: id)
         let expiry = expiresAt.map(unixMillis)
-        let sealed = RecordCodec.seal(.init(type: type, id: id, value: value, tags: tags), typeBlind: tb, idBlind: ib, expiry: expiry, keys: keys)
+        let sealed = RecordCodec.seal(.init(type: type, id: id, value: value, tags: tags, secretValue: secret),
+                                      typeBlind: tb, idBlind: ib, expiry: expiry, keys: keys)
         let insert = try statement(.insertItem)
         func bindRow() {
             insert.bind(1, BlindColumn.value(tb))
@@ -290,6 +293,19 @@ struct RecordStore {
         let contents = try open(found)
         guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
         return Self.record(contents, type: type, options: options)
+    }
+
+    /// A record whose value is a secret's base64 text: the secret decoded straight from the
+    /// wiped plaintext (nil when it does not decode to `byteCount` bytes) and the record's tags;
+    /// nil when there is no such live record.
+    func secret(type: String, id: String, byteCount: Int) throws -> (secret: SecretKey?, tags: WalletTags)? {
+        try Validate.type(type, allowReserved: allowReserved)
+        try Validate.id(id)
+        guard let found = try locate(type: type, id: id), !found.expired else { return nil }
+        let (secret, contents) = try RecordCodec.openSecret(found.sealed, typeBlind: found.typeBlind, idBlind: found.idBlind,
+                                                             expiry: found.expiry, keys: keys, expectedType: type, byteCount: byteCount)
+        guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+        return (secret, contents.tags)
     }
 
     static func record(_ contents: RecordCodec.Contents, type: String, options: RecordOptions) -> WalletRecord {
