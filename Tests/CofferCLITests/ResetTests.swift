@@ -1,6 +1,7 @@
 // `coffer reset --yes` works on a store in any state, without opening it, removes every file
 // Coffer wrote and nothing else, and the next run is a fresh install.
 import Foundation
+import GRDB
 import Testing
 
 @Suite("Reset on a broken store")
@@ -37,8 +38,11 @@ struct ResetTests {
     @Test("a store written by a newer app version is reset")
     func newerVersion() throws {
         let store = try fullStore()
-        #expect(try CLI.run(["settings", "set", "version", "99"], store: store).status == 0)
-        #expect(try CLI.run(["settings", "list"], store: store).status != 0, "the store should now refuse to open")
+        // A newer app wrote the store (the CLI refuses to set the reserved version key).
+        let app = try DatabaseQueue(path: store.appendingPathComponent("app.sqlite").path)
+        try app.write { try $0.execute(sql: "UPDATE coffer_settings SET value = 99 WHERE name = 'version'") }
+        try app.close()
+        #expect(try CLI.run(["settings", "list"], store: store).status == 5, "the store should now refuse to open")
         try expectFreshAfterReset(store, "newer version")
     }
 
@@ -51,6 +55,39 @@ struct ResetTests {
         }
         try Data(repeating: 0x42, count: 100).write(to: store.appendingPathComponent(".wallet.sqlite.restoring"))
         try expectFreshAfterReset(store, "damaged")
+    }
+
+    @Test("a store whose app database is gone but whose WAL, secure items and cache remain is reset")
+    func missingFiles() throws {
+        let store = try fullStore()
+        try FileManager.default.removeItem(at: store.appendingPathComponent("app.sqlite"))
+        try Data(repeating: 1, count: 64).write(to: store.appendingPathComponent("app.sqlite-wal"))
+        try FileManager.default.removeItem(at: store.appendingPathComponent("wallet.sqlite"))
+        try expectFreshAfterReset(store, "missing files")
+    }
+
+    @Test("a store whose secure key will not open (mode too wide) is reset, and its items are gone")
+    func secureKeyWillNotOpen() throws {
+        let store = try fullStore()
+        let key = store.appendingPathComponent("secure/key")
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: key.path)
+        #expect(try CLI.run(["secure", "get", "accessToken"], store: store).status != 0, "the key should be refused")
+        try expectFreshAfterReset(store, "secure key refused")
+    }
+
+    @Test("a store whose secure key file is missing while items exist is reset")
+    func secureKeyMissing() throws {
+        let store = try fullStore()
+        try FileManager.default.removeItem(at: store.appendingPathComponent("secure/key"))
+        try expectFreshAfterReset(store, "secure key missing")
+    }
+
+    @Test("resetting a store folder that does not exist succeeds and creates nothing")
+    func storeMissing() throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-reset-none-\(UUID().uuidString)")
+        let reset = try CLI.run(["reset", "--yes"], store: store)
+        #expect(reset.status == 0, "\(reset.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: store.path))
     }
 
     @Test("reset without --yes removes nothing")

@@ -149,6 +149,57 @@ struct ResetTests {
         #expect(!FileManager.default.fileExists(atPath: caches.appendingPathComponent("media").path))
     }
 
+    /// A store with every part in use, closed, with separate data and caches folders.
+    func usedStore() throws -> CofferLocations {
+        let locations = CofferLocations(data: containerFolder(), caches: containerFolder())
+        let c = try CofferContainer.open(locations)
+        try c.settings.put(SettingsCatalog.tilesPerRow, 6)
+        try c.secure.save("tok", for: .accessToken)
+        try c.cache.store(Data([1, 2]), for: .thumbnail("a"))
+        try FileManager.default.createDirectory(at: locations.data.appendingPathComponent("demo"), withIntermediateDirectories: true)
+        try Data([3]).write(to: locations.data.appendingPathComponent("demo/wallet.sqlite"))
+        c.close()
+        return locations
+    }
+
+    func expectFresh(_ locations: CofferLocations) throws {
+        let leftData = try FileManager.default.contentsOfDirectory(atPath: locations.data.path)
+        #expect(leftData.isEmpty, "left in data: \(leftData)")
+        #expect(!FileManager.default.fileExists(atPath: locations.caches.path), "caches/ should be gone")
+        let fresh = try CofferContainer.open(locations)
+        defer { fresh.close() }
+        #expect(fresh.database.isFreshInstall)
+        #expect(fresh.settings.get(SettingsCatalog.tilesPerRow) == 4)
+        #expect(try fresh.secure.names().isEmpty)
+    }
+
+    @Test("the static reset works on a store written by a newer app version, without opening it")
+    func staticResetNewerVersion() throws {
+        let locations = try usedStore()
+        let queue = try DatabaseQueue(path: locations.appDatabase.path)
+        try queue.write { try $0.execute(sql: "UPDATE coffer_settings SET value = 1000 WHERE name = 'version'") }
+        try queue.close()
+        #expect(throws: DatabaseStoreError.self) { try CofferContainer.open(locations) }
+        try CofferContainer.reset(locations)
+        try expectFresh(locations)
+    }
+
+    @Test("the static reset works on a damaged app database")
+    func staticResetDamaged() throws {
+        let locations = try usedStore()
+        try Data(repeating: 0x41, count: 4096).write(to: locations.appDatabase)
+        try CofferContainer.reset(locations)
+        try expectFresh(locations)
+    }
+
+    @Test("the static reset works when the secure key will not open")
+    func staticResetSecureKey() throws {
+        let locations = try usedStore()
+        try Data(repeating: 1, count: 3).write(to: locations.secureFolder.appendingPathComponent("key"))
+        try CofferContainer.reset(locations)
+        try expectFresh(locations)
+    }
+
     @Test("a reset container refuses further work")
     func closedAfterReset() throws {
         let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
