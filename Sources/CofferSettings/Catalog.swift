@@ -1,6 +1,7 @@
 // The seed's key tables as ready-made keys. Secrets (the access token) are not here: they
 // belong in secure storage.
 import Foundation
+import GRDB
 
 /// The logged-in user, kept as one Codable setting (`currentUser`).
 public struct User: Codable, Sendable, Hashable {
@@ -122,22 +123,64 @@ public enum SettingsCatalog {
     /// Only assets older than this many days are removed (-1: no cutoff chosen).
     public static let cleanupCutoffDaysAgo = StoreKey("cleanupCutoffDaysAgo", default: -1)
 
-    /// Every catalogue key's name and kind, for tools (`coffer settings list`).
-    public static let all: [(name: String, kind: String)] = [
-        (version.name, version.codec.kind), (assetETag.name, assetETag.codec.kind), (currentUser.name, currentUser.codec.kind),
-        (deviceId.name, deviceId.codec.kind), (deviceIdHash.name, deviceIdHash.codec.kind), (serverUrl.name, serverUrl.codec.kind),
-        (serverEndpoint.name, serverEndpoint.codec.kind), (autoBackup.name, autoBackup.codec.kind),
-        (backgroundBackup.name, backgroundBackup.codec.kind), (backupRequireWifi.name, backupRequireWifi.codec.kind),
-        (backupRequireCharging.name, backupRequireCharging.codec.kind), (backupTriggerDelay.name, backupTriggerDelay.codec.kind),
-        (backupFailedSince.name, backupFailedSince.codec.kind), (loadPreview.name, loadPreview.codec.kind),
-        (loadOriginal.name, loadOriginal.codec.kind), (themeMode.name, themeMode.codec.kind), (primaryColor.name, primaryColor.codec.kind),
-        (dynamicTheme.name, dynamicTheme.codec.kind), (colorfulInterface.name, colorfulInterface.codec.kind),
-        (tilesPerRow.name, tilesPerRow.codec.kind), (dynamicLayout.name, dynamicLayout.codec.kind),
-        (groupAssetsBy.name, groupAssetsBy.codec.kind), (storageIndicator.name, storageIndicator.codec.kind),
-        (loopVideo.name, loopVideo.codec.kind), (autoPlayVideo.name, autoPlayVideo.codec.kind),
-        (enableHapticFeedback.name, enableHapticFeedback.codec.kind), (thumbnailCacheSize.name, thumbnailCacheSize.codec.kind),
-        (imageCacheSize.name, imageCacheSize.codec.kind), (albumThumbnailCacheSize.name, albumThumbnailCacheSize.codec.kind),
-        (cleanupKeepFavorites.name, cleanupKeepFavorites.codec.kind), (cleanupKeepMediaType.name, cleanupKeepMediaType.codec.kind),
-        (cleanupKeepAlbumIds.name, cleanupKeepAlbumIds.codec.kind), (cleanupCutoffDaysAgo.name, cleanupCutoffDaysAgo.codec.kind),
+    /// Every catalogue key with what tools need to enforce it (`coffer settings`): kind, stored
+    /// default, allowed enum values, whether only Coffer writes it, and a minimum for counts.
+    public static let all: [CatalogEntry] = [
+        CatalogEntry(version, reserved: "the data-migration ladder writes it; a wrong value makes the store unopenable or re-runs migrations"),
+        CatalogEntry(assetETag), CatalogEntry(currentUser), CatalogEntry(deviceId), CatalogEntry(deviceIdHash),
+        CatalogEntry(serverUrl), CatalogEntry(serverEndpoint), CatalogEntry(autoBackup), CatalogEntry(backgroundBackup),
+        CatalogEntry(backupRequireWifi), CatalogEntry(backupRequireCharging), CatalogEntry(backupTriggerDelay, minimum: 0),
+        CatalogEntry(backupFailedSince), CatalogEntry(loadPreview), CatalogEntry(loadOriginal),
+        CatalogEntry(themeMode, allowed: ThemeMode.allCases.map(\.rawValue)), CatalogEntry(primaryColor),
+        CatalogEntry(dynamicTheme), CatalogEntry(colorfulInterface), CatalogEntry(tilesPerRow, minimum: 1),
+        CatalogEntry(dynamicLayout), CatalogEntry(groupAssetsBy, minimum: 0), CatalogEntry(storageIndicator),
+        CatalogEntry(loopVideo), CatalogEntry(autoPlayVideo), CatalogEntry(enableHapticFeedback),
+        CatalogEntry(thumbnailCacheSize, minimum: 1), CatalogEntry(imageCacheSize, minimum: 1),
+        CatalogEntry(albumThumbnailCacheSize, minimum: 1), CatalogEntry(cleanupKeepFavorites),
+        CatalogEntry(cleanupKeepMediaType, allowed: KeepMediaType.allCases.map(\.rawValue)),
+        CatalogEntry(cleanupKeepAlbumIds), CatalogEntry(cleanupCutoffDaysAgo, minimum: -1),
     ]
+
+    /// The catalogue entry named `name`, nil for a name outside the catalogue.
+    public static func entry(named name: String) -> CatalogEntry? {
+        all.first { $0.name == name }
+    }
+}
+
+/// What tools know of one catalogue key, without its Swift type.
+public struct CatalogEntry: Sendable {
+    /// The persisted name.
+    public let name: String
+    /// The stored kind (`int`, `bool`, `string`, `double`, `date`, `data`, `enum`, `json`).
+    public let kind: String
+    /// The default in its stored form (NULL for a nil default).
+    public let defaultValue: DatabaseValue
+    /// The raw values an enum key accepts, nil for other kinds.
+    public let allowedValues: [String]?
+    /// Why only Coffer writes this key, nil when tools may set it.
+    public let reservedReason: String?
+    /// The smallest value an integer key accepts, nil when any integer is fine.
+    public let minimum: Int?
+    private let decodes: @Sendable (DatabaseValue) -> Bool
+
+    /// The entry of `key`.
+    public init<Value>(_ key: StoreKey<Value>, allowed: [String]? = nil, reserved: String? = nil, minimum: Int? = nil) {
+        name = key.name
+        kind = key.codec.kind
+        defaultValue = (try? key.codec.encode(key.defaultValue)) ?? .null
+        allowedValues = allowed
+        reservedReason = reserved
+        self.minimum = minimum
+        let codec = key.codec
+        decodes = { codec.decode($0) != nil }
+    }
+
+    /// Whether `value`, stored under kind `kind`, reads back as this key's type (and is an
+    /// allowed enum value, at or above the minimum).
+    public func accepts(kind: String, _ value: DatabaseValue) -> Bool {
+        guard kind == self.kind, decodes(value) else { return false }
+        if let allowedValues, let text = String.fromDatabaseValue(value), !allowedValues.contains(text) { return false }
+        if let minimum, let number = Int.fromDatabaseValue(value), number < minimum { return false }
+        return true
+    }
 }

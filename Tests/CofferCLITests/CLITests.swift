@@ -360,7 +360,7 @@ struct AppDataCLITests {
     func settings() throws {
         let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-settings-\(UUID().uuidString)")
         #expect(try CLI.run(["settings", "set", "tilesPerRow", "6"], store: store).status == 0)
-        #expect(try CLI.run(["settings", "get", "tilesPerRow"], store: store).stdout == #"{"name":"tilesPerRow","kind":"int","value":6,"set":true}"# + "\n")
+        #expect(try CLI.run(["settings", "get", "tilesPerRow"], store: store).stdout == #"{"name":"tilesPerRow","kind":"int","value":6,"default":4,"set":true}"# + "\n")
         #expect(try CLI.run(["settings", "set", "tilesPerRow", "six"], store: store).status == 2)
         #expect(try CLI.run(["settings", "list"], store: store).stdout.contains(#""tilesPerRow":6"#))
         #expect(try CLI.run(["settings", "delete", "tilesPerRow"], store: store).status == 0)

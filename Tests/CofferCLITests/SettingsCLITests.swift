@@ -1,0 +1,91 @@
+// `coffer settings`: the catalogue is the law — declared kinds, enum values, reserved keys,
+// positive cache sizes — and `get` prints value, default and set, with mismatches reported.
+import Foundation
+import GRDB
+import Testing
+
+@Suite("coffer settings: the catalogue is the law")
+struct SettingsCLITests {
+    func store() throws -> URL {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-settings-\(UUID().uuidString)")
+        #expect(try CLI.run(["settings", "list"], store: store).status == 0)
+        return store
+    }
+
+    func object(_ text: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    }
+
+    @Test("an enum key refuses a value outside its cases, exit 2 listing the allowed values")
+    func enumValues() throws {
+        let store = try store()
+        let r = try CLI.run(["settings", "set", "themeMode", "purple"], store: store)
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("system, light, dark"), "\(r.stderr)")
+        #expect(try CLI.run(["settings", "set", "themeMode", "dark"], store: store).status == 0)
+    }
+
+    @Test("a json key refuses JSON that does not decode as its type")
+    func jsonType() throws {
+        let store = try store()
+        #expect(try CLI.run(["settings", "set", "currentUser", #"{"x":1}"#], store: store).status == 2)
+        let user = #"{"id":"u1","email":"a@b.c","name":"A","isAdmin":false}"#
+        #expect(try CLI.run(["settings", "set", "currentUser", user], store: store).status == 0)
+    }
+
+    @Test("a catalogue key refuses another --kind")
+    func declaredKind() throws {
+        let store = try store()
+        let r = try CLI.run(["settings", "set", "tilesPerRow", "hello", "--kind", "string"], store: store)
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("declared as int"), "\(r.stderr)")
+    }
+
+    @Test("the reserved version key can be neither set nor removed")
+    func reserved() throws {
+        let store = try store()
+        #expect(try CLI.run(["settings", "set", "version", "99"], store: store).status == 2)
+        #expect(try CLI.run(["settings", "delete", "version"], store: store).status == 2)
+        #expect(try CLI.run(["settings", "list"], store: store).status == 0, "the store must still open")
+    }
+
+    @Test("cache sizes must be positive")
+    func positiveCacheSizes() throws {
+        let store = try store()
+        for value in ["-5", "0"] {
+            let r = try CLI.run(["settings", "set", "imageCacheSize", "--", value], store: store)
+            #expect(r.status == 2, "\(value)")
+            #expect(r.stderr.contains("at least 1"), "\(r.stderr)")
+        }
+        #expect(try CLI.run(["settings", "set", "imageCacheSize", "20"], store: store).status == 0)
+    }
+
+    @Test("get of an unset key prints its declared default")
+    func unsetDefault() throws {
+        let store = try store()
+        let r = try CLI.run(["settings", "get", "themeMode"], store: store)
+        #expect(r.stdout == #"{"name":"themeMode","kind":"enum","value":"system","default":"system","set":false}"# + "\n")
+    }
+
+    @Test("booleans print as true and false")
+    func booleans() throws {
+        let store = try store()
+        #expect(try CLI.run(["settings", "set", "autoBackup", "true"], store: store).status == 0)
+        let r = try CLI.run(["settings", "get", "autoBackup"], store: store)
+        #expect(r.stdout == #"{"name":"autoBackup","kind":"bool","value":true,"default":false,"set":true}"# + "\n")
+    }
+
+    @Test("a stored value of the wrong type is reported as a mismatch, not printed")
+    func mismatch() throws {
+        let store = try store()
+        let queue = try DatabaseQueue(path: store.appendingPathComponent("app.sqlite").path)
+        try queue.write { try $0.execute(sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('tilesPerRow', 'string', 'hello', 0)") }
+        try queue.close()
+        let r = try CLI.run(["settings", "get", "tilesPerRow"], store: store)
+        #expect(r.status == 0)
+        let printed = try object(r.stdout)
+        #expect(printed["value"] as? Int == 4)
+        #expect((printed["mismatch"] as? String)?.contains("string") == true, "\(r.stdout)")
+        #expect(!r.stdout.contains("hello"))
+    }
+}
