@@ -229,6 +229,8 @@ public final class AppDatabase: Sendable {
     static func refuseNewer(_ url: URL, migrator: DatabaseMigrator, dataTarget: Int) throws {
         var config = Configuration()
         config.readonly = true
+        // Another process may be migrating or writing: wait for its lock as every other connection does.
+        config.busyMode = .timeout(10)
         do {
             let queue = try DatabaseQueue(path: url.path, configuration: config)
             defer { try? queue.close() }
@@ -300,6 +302,7 @@ public final class AppDatabase: Sendable {
 
     /// Closes the pool.
     public func close() throws {
+        settings.close()
         try pool.close()
         // GRDB closes its read-only readers last, and they cannot remove the WAL.
         SQLiteFootprint.removeWAL(atPath: pool.path)

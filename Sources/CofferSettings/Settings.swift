@@ -1,8 +1,14 @@
 // The typed settings store: reads from memory, writes to SQLite first (durable when `put`
-// returns), then to memory; every instance on one file sees the others' writes.
+// returns), then to memory; every instance on one file sees the others' writes, in this process
+// at once and in other processes at its next read after a short interval.
 import Foundation
 import GRDB
 import Logging
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Errors of the settings store; each names the key.
 public enum SettingsError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -40,13 +46,38 @@ struct StoredSetting: Sendable, Equatable {
     }
 }
 
+/// The memory copy of the settings and when to look for other processes' writes next.
+@usableFromInline
+struct SettingsCache: Sendable {
+    @usableFromInline var values: [String: StoredSetting]
+    /// Monotonic nanoseconds after which the next read checks `PRAGMA data_version`.
+    @usableFromInline var nextCheck: UInt64
+
+    @usableFromInline
+    init(values: [String: StoredSetting], nextCheck: UInt64) {
+        self.values = values
+        self.nextCheck = nextCheck
+    }
+}
+
 /// Typed settings over a table of the app database (`coffer_settings`).
+///
+/// Coherence: every write to one file from this process (any instance) commits and then updates
+/// every instance's memory under one lock, so memory follows commit order and equals the disk
+/// after concurrent writes. Another process's writes are noticed by the first read after
+/// ``crossProcessCheckInterval`` (a `PRAGMA data_version` query on a connection kept for it;
+/// when it moved, the table is read again and ``changes(_:)`` yields what changed), or at once by
+/// ``refresh()``.
 public final class Settings: @unchecked Sendable {
     // `observers` is guarded by `lock`; the cache by its own mutex (reads are the hot path);
-    // `database` is itself thread-safe.
+    // `database` is itself thread-safe; `watcher` and `lastDataVersion` are guarded by the hub's write lock.
     private let database: any DatabaseWriter
     private let lock = NSLock()
-    @usableFromInline let cache: FastLock<[String: StoredSetting]>
+    @usableFromInline let cache: FastLock<SettingsCache>
+    private var watcher: DatabaseQueue?
+    private var lastDataVersion: Int64 = -1
+    /// How long a read trusts memory before it checks for other processes' writes: 100 ms.
+    public static let crossProcessCheckInterval: UInt64 = 100_000_000
     private var observers: [String: [UUID: @Sendable (StoredSetting?) -> Void]] = [:]
     private let hub: SettingsHub
     private let logger = Logger(label: "coffer.settings")
@@ -68,29 +99,116 @@ public final class Settings: @unchecked Sendable {
     /// value is read into memory now.
     public init(database: any DatabaseWriter) throws {
         self.database = database
+        let hub = SettingsHub.shared(for: database.path)
+        self.hub = hub
+        // A read-only connection of its own, whose data_version moves with every other
+        // connection's commit (another process's included). None for an in-memory database.
+        var watcher: DatabaseQueue?
+        if !database.path.isEmpty, database.path != ":memory:", !database.path.hasPrefix("file::memory:") {
+            var config = Configuration()
+            config.readonly = true
+            config.busyMode = .timeout(10)
+            config.label = "coffer.settings.watcher"
+            watcher = try? DatabaseQueue(path: database.path, configuration: config)
+        }
+        self.watcher = watcher
+        var initialVersion: Int64 = -1
         do {
-            cache = FastLock(try database.read { db in
-                var all = [String: StoredSetting]()
-                for row in try Row.fetchAll(db, sql: "SELECT name, kind, value FROM coffer_settings") {
-                    all[row[0]] = StoredSetting(kind: row[1], value: row[2])
-                }
-                return all
-            })
+            let values = try hub.withWriteLock { () throws -> [String: StoredSetting] in
+                if let watcher { initialVersion = try watcher.read { try Int64.fetchOne($0, sql: "PRAGMA data_version") ?? -1 } }
+                return try Self.readAll(database)
+            }
+            cache = FastLock(SettingsCache(values: values, nextCheck: Self.monotonicNow() &+ Self.crossProcessCheckInterval))
         } catch {
             throw SettingsError.storage("cannot read the settings: \(error)")
         }
-        hub = SettingsHub.shared(for: database.path)
+        lastDataVersion = initialVersion
         hub.register(self)
     }
 
+    private static func readAll(_ database: any DatabaseWriter) throws -> [String: StoredSetting] {
+        try database.read { db in
+            var all = [String: StoredSetting]()
+            for row in try Row.fetchAll(db, sql: "SELECT name, kind, value FROM coffer_settings") {
+                all[row[0]] = StoredSetting(kind: row[1], value: row[2])
+            }
+            return all
+        }
+    }
+
+    /// A cheap monotonic clock (a coarse one where there is one: reads are the hot path).
+    @usableFromInline
+    static func monotonicNow() -> UInt64 {
+        #if os(Linux)
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &ts)
+        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+        #elseif canImport(Darwin)
+        return clock_gettime_nsec_np(CLOCK_UPTIME_RAW_APPROX)
+        #else
+        return DispatchTime.now().uptimeNanoseconds
+        #endif
+    }
+
+    /// The memory copy of `name`, first checking for other processes' writes when it is time.
+    @usableFromInline
+    func stored(_ name: String) -> StoredSetting? {
+        let (value, due) = cache.withLock { state -> (StoredSetting?, Bool) in
+            let now = Self.monotonicNow()
+            guard now >= state.nextCheck else { return (state.values[name], false) }
+            state.nextCheck = now &+ Self.crossProcessCheckInterval
+            return (state.values[name], true)
+        }
+        guard due else { return value }
+        refreshIfChanged(wait: false)
+        return cache.withLock { $0.values[name] }
+    }
+
+    /// Reads the settings table again when another connection (another process, or another
+    /// pool in this one) committed since the last look, updating memory and telling
+    /// ``changes(_:)`` subscribers what changed. Reads call this on their own after
+    /// ``crossProcessCheckInterval``; call it when the app needs other processes' writes now
+    /// (e.g. on returning to the foreground).
+    public func refresh() {
+        refreshIfChanged(wait: true)
+    }
+
+    private func refreshIfChanged(wait: Bool) {
+        // A read never waits for a writer of this process: it checks again next time.
+        _ = hub.withWriteLock(wait: wait) {
+            guard let watcher else { return }
+            guard let version = try? watcher.read({ try Int64.fetchOne($0, sql: "PRAGMA data_version") ?? -1 }),
+                  version != lastDataVersion else { return }
+            guard let fresh = try? Self.readAll(database) else { return }
+            lastDataVersion = version
+            let old = cache.withLock { state -> [String: StoredSetting] in
+                defer { state.values = fresh }
+                return state.values
+            }
+            for name in Set(old.keys).union(fresh.keys) where old[name] != fresh[name] {
+                notify(name, fresh[name])
+            }
+        }
+    }
+
     deinit { hub.unregister(self) }
+
+    /// Closes the connection that watches for other processes' writes (the owner of the
+    /// database calls this before closing it). Reads keep serving memory afterwards.
+    public func close() {
+        hub.withWriteLock { () -> Void in
+            // A closed connection must not be read again (SQLite would be handed a closed handle).
+            try? watcher?.close()
+            watcher = nil
+        }
+    }
 
     // MARK: Reads (memory)
 
     /// The value, or the key's default when unset or stored as another type (which is logged).
     @inlinable
     public func get<Value>(_ key: StoreKey<Value>) -> Value {
-        guard let stored = cache.withLock({ $0[key.name] }) else { return key.defaultValue }
+        guard let stored = stored(key.name) else { return key.defaultValue }
         if stored.kind == key.codec.kind, let value = key.codec.decode(stored.value) { return value }
         return (try? decode(stored, key)) ?? key.defaultValue
     }
@@ -104,7 +222,7 @@ public final class Settings: @unchecked Sendable {
     /// - Throws: ``SettingsError/typeMismatch(key:stored:expected:)`` when it was stored as
     ///   another type, ``SettingsError/undecodable(key:kind:)`` when it does not decode.
     public func value<Value>(_ key: StoreKey<Value>) throws(SettingsError) -> Value? {
-        guard let stored = cache.withLock({ $0[key.name] }) else { return nil }
+        guard let stored = stored(key.name) else { return nil }
         return try decode(stored, key)
     }
 
@@ -125,12 +243,13 @@ public final class Settings: @unchecked Sendable {
 
     /// Names of every stored setting with their kinds.
     public func storedNames() -> [String: String] {
-        cache.withLock { $0.mapValues(\.kind) }
+        refreshIfChanged(wait: true)
+        return cache.withLock { $0.values.mapValues(\.kind) }
     }
 
     /// The raw stored value of `name` as text (for tools), nil when unset.
     public func rawValue(_ name: String) -> (kind: String, value: DatabaseValue)? {
-        cache.withLock { $0[name].map { ($0.kind, $0.value) } }
+        stored(name).map { ($0.kind, $0.value) }
     }
 
     // MARK: Writes (database first)
@@ -158,6 +277,15 @@ public final class Settings: @unchecked Sendable {
     }
 
     private func write(_ name: String, _ stored: StoredSetting?) throws(SettingsError) {
+        // Commit and update every instance's memory under one lock per file: two concurrent
+        // writes to one key reach memory in the order they reached the disk.
+        try hub.withWriteLock { () throws(SettingsError) in
+            try commit(name, stored)
+            hub.broadcast(name, stored)
+        }
+    }
+
+    private func commit(_ name: String, _ stored: StoredSetting?) throws(SettingsError) {
         do {
             try database.write { db in
                 if let stored {
@@ -172,14 +300,18 @@ public final class Settings: @unchecked Sendable {
         } catch {
             throw .storage("writing \"\(name)\" failed: \(error)")
         }
-        hub.broadcast(name, stored)
     }
 
-    /// Called by the hub for every committed write on this file (own or another instance's).
+    /// Called by the hub, under its write lock, for every committed write on this file (own or
+    /// another instance's in this process).
     func apply(_ name: String, _ stored: StoredSetting?) {
         cache.withLock { cache in
-            if let stored { cache[name] = stored } else { cache.removeValue(forKey: name) }
+            if let stored { cache.values[name] = stored } else { cache.values.removeValue(forKey: name) }
         }
+        notify(name, stored)
+    }
+
+    private func notify(_ name: String, _ stored: StoredSetting?) {
         let callbacks: [@Sendable (StoredSetting?) -> Void] = lock.withLock { Array((observers[name] ?? [:]).values) }
         for callback in callbacks { callback(stored) }
     }
@@ -187,7 +319,8 @@ public final class Settings: @unchecked Sendable {
     // MARK: Changes
 
     /// The key's value after every committed write to it, by this or any other `Settings`
-    /// instance on the same file (the default after a delete).
+    /// instance on the same file in this process (the default after a delete), in commit order;
+    /// another process's writes when this instance notices them (see ``refresh()``).
     public func changes<Value>(_ key: StoreKey<Value>) -> AsyncStream<Value> {
         AsyncStream { continuation in
             let id = UUID()
@@ -222,6 +355,21 @@ final class SettingsHub: @unchecked Sendable {
 
     private struct Weak { weak var settings: Settings? }
     private let lock = NSLock()
+    /// Held across every settings commit and its broadcast on this file, and across refreshes.
+    private let writeLock = NSLock()
+
+    func withWriteLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        return try body()
+    }
+
+    /// Runs `body` under the write lock; without `wait`, returns nil at once when it is taken.
+    func withWriteLock<R>(wait: Bool, _ body: () -> R) -> R? {
+        if wait { writeLock.lock() } else if !writeLock.try() { return nil }
+        defer { writeLock.unlock() }
+        return body()
+    }
     private var members = [ObjectIdentifier: Weak]()
 
     func register(_ settings: Settings) {
