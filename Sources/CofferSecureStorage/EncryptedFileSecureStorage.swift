@@ -2,11 +2,22 @@
 import CofferCrypto
 import Foundation
 import Logging
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Secure items as files in one folder, each sealed with XChaCha20-Poly1305 under a key made on
 /// first use and kept in `folder/key` (mode 0600; a wider mode is refused with
 /// ``SecureStorageError/keyFile(_:)``). File names are keyed hashes of the item names, so the
-/// folder shows neither names nor values. Each item is replaced atomically and durably. Files
+/// folder shows neither names nor values. Each item is replaced atomically and durably.
+///
+/// Items fail one by one: a damaged item makes its own `load` throw, and ``names()`` lists the
+/// others (``damagedItems()`` names the damaged files). A key file that is missing while items
+/// exist is ``SecureStorageError/keyLost(_:)`` — never silently replaced by a new key, which
+/// would orphan every item; ``deleteAll()`` (or a full reset) is the explicit way to start over.
+/// The key is created under an exclusive lock, so processes starting together agree on one. Files
 /// are mode 0600 and folders 0700 whatever the umask; the store's folders found wider are
 /// restricted to their owner when the store first reads or writes.
 public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendable {
@@ -55,7 +66,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
         try validateName(name)
         lock.lock()
         defer { lock.unlock() }
-        guard FileManager.default.fileExists(atPath: keyFile.url.path) else { return nil }
+        guard try keyExists() else { return nil }
         let (names, itemKey) = try loadKeys(create: false)
         let file = fileName(name, names)
         guard let item = try open(file, itemKey) else { return nil }
@@ -68,7 +79,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
         try validateName(name)
         lock.lock()
         defer { lock.unlock() }
-        guard FileManager.default.fileExists(atPath: keyFile.url.path) else { return nil }
+        guard try keyExists() else { return nil }
         let (names, itemKey) = try loadKeys(create: false)
         return try open(fileName(name, names), itemKey)?.accessibility
     }
@@ -78,7 +89,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
         try validateName(name)
         lock.lock()
         defer { lock.unlock() }
-        guard FileManager.default.fileExists(atPath: keyFile.url.path) else { return }
+        guard try keyExists() else { return }
         let (names, _) = try loadKeys(create: false)
         let url = itemsFolder.appendingPathComponent(fileName(name, names))
         guard FileManager.default.fileExists(atPath: url.path) else { return }
@@ -86,17 +97,37 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
         DurableFile.syncFolder(itemsFolder)
     }
 
-    /// Every item's name, sorted (each file is opened to read it).
+    /// Every readable item's name, sorted (each file is opened to read it). A damaged item is
+    /// left out (and logged; see ``damagedItems()``).
+    /// - Throws: ``SecureStorageError/corrupted(_:)`` when items exist and not one of them opens
+    ///   (the key file does not match them); ``SecureStorageError/keyLost(_:)``.
     public func names() throws(SecureStorageError) -> [String] {
+        let (found, damaged) = try inventory()
+        if found.isEmpty, let first = damaged.first {
+            throw .corrupted("none of the \(damaged.count) secure items opens under \(keyFile.url.path) (\(first.reason)); the key does not match them — restore the key file, or start over with a reset")
+        }
+        return found
+    }
+
+    /// The item files that fail their check, with the reason (their names are sealed inside them).
+    public func damagedItems() throws(SecureStorageError) -> [(file: String, reason: String)] {
+        try inventory().damaged
+    }
+
+    private func inventory() throws(SecureStorageError) -> (names: [String], damaged: [(file: String, reason: String)]) {
         lock.lock()
         defer { lock.unlock() }
-        guard FileManager.default.fileExists(atPath: keyFile.url.path) else { return [] }
+        guard try keyExists() else { return ([], []) }
         let (_, itemKey) = try loadKeys(create: false)
-        var found: [String] = []
+        var found: [String] = [], damaged: [(file: String, reason: String)] = []
         for file in itemFiles() {
-            if let item = try open(file, itemKey) { found.append(item.name) }
+            do {
+                if let item = try open(file, itemKey) { found.append(item.name) }
+            } catch {
+                damaged.append((file, error.description))
+            }
         }
-        return found.sorted()
+        return (found.sorted(), damaged)
     }
 
     /// Removes every item; the key stays.
@@ -111,8 +142,42 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
 
     // MARK: - Internals
 
+    /// Loads the key, or makes it when there is none and no item exists, holding an exclusive
+    /// `flock(2)` on `folder/.key-lock` so concurrent processes make one key between them.
+    private func createOrLoadKey() throws -> SecretKey {
+        let lockPath = folder.appendingPathComponent(".key-lock").path
+        #if canImport(Glibc)
+        let fd = Glibc.open(lockPath, O_RDWR | O_CREAT, 0o600)
+        #else
+        let fd = Darwin.open(lockPath, O_RDWR | O_CREAT, 0o600)
+        #endif
+        if fd >= 0 {
+            _ = fchmod(fd, 0o600)
+            var result: Int32
+            repeat { result = flock(fd, LOCK_EX) } while result != 0 && errno == EINTR
+        }
+        defer { if fd >= 0 { _ = flock(fd, LOCK_UN); _ = Foundation.close(fd) } }
+        if FileManager.default.fileExists(atPath: keyFile.url.path) { return try keyFile.load() }
+        let count = itemFiles().count
+        guard count == 0 else { throw SecureStorageError.keyLost(lostKeyMessage(count)) }
+        return try keyFile.loadOrCreate()
+    }
+
     private func itemFiles() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: itemsFolder.path)) ?? []).filter { !$0.hasPrefix(".") }
+    }
+
+    /// Lock held. Whether the key file exists; a missing key while item files exist is an error.
+    private func keyExists() throws(SecureStorageError) -> Bool {
+        if keys != nil || FileManager.default.fileExists(atPath: keyFile.url.path) { return true }
+        let count = itemFiles().count
+        guard count == 0 else { throw .keyLost(lostKeyMessage(count)) }
+        return false
+    }
+
+    private func lostKeyMessage(_ items: Int) -> String {
+        "\(keyFile.url.path) is missing while \(items) sealed items exist in \(itemsFolder.path); they cannot be opened. "
+            + "Restore the key file, or start over explicitly (deleteAll(), or coffer reset --yes) — no new key is made over them"
     }
 
     private func loadKeys(create: Bool) throws(SecureStorageError) -> (KeyedHash, SecretKey) {
@@ -120,9 +185,15 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
         restrictFolders()
         let master: SecretKey
         do {
-            if create { try DurableFile.ensureFolder(folder) }
-            master = create ? try keyFile.loadOrCreate() : try keyFile.load()
-        } catch { throw .keyFile(error.message) }
+            if create {
+                try DurableFile.ensureFolder(folder)
+                master = try createOrLoadKey()
+            } else {
+                master = try keyFile.load()
+            }
+        } catch let error as SecureStorageError {
+            throw error
+        } catch { throw .keyFile("\(error)") }
         let loaded = (names: KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.secure.names")),
                       items: KeyDerivation.hkdf(from: master, info: "coffer.secure.items"))
         keys = loaded

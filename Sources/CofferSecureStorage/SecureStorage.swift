@@ -24,6 +24,9 @@ public enum SecureStorageError: Error, Equatable, Sendable, CustomStringConverti
     case invalidValue(String)
     /// The store's key file is missing its protections or cannot be used.
     case keyFile(String)
+    /// The key file is gone while sealed items exist: they cannot be opened, and no new key is
+    /// made over them (restore the key, or start over with `deleteAll()` or a reset).
+    case keyLost(String)
     /// An item failed its integrity check (tampered, or sealed under another key).
     case corrupted(String)
     /// The items are not readable now (e.g. the Keychain before first unlock).
@@ -37,6 +40,7 @@ public enum SecureStorageError: Error, Equatable, Sendable, CustomStringConverti
         case let .invalidName(m): return "invalid secure item name: \(m)"
         case let .invalidValue(m): return "invalid secure item value: \(m)"
         case let .keyFile(m): return "secure storage key: \(m)"
+        case let .keyLost(m): return "secure storage key lost: \(m)"
         case let .corrupted(m): return "secure item corrupted: \(m)"
         case let .unavailable(m): return "secure storage unavailable: \(m)"
         case let .storage(m): return "secure storage: \(m)"
@@ -57,6 +61,14 @@ public protocol SecureStorage: Sendable {
     func names() throws(SecureStorageError) -> [String]
     /// Removes every item of this store.
     func deleteAll() throws(SecureStorageError)
+    /// Items that exist but fail their check (named as the store can: a file or account name),
+    /// with the reason; the others still read. Stores that cannot tell return none.
+    func damagedItems() throws(SecureStorageError) -> [(file: String, reason: String)]
+}
+
+extension SecureStorage {
+    /// None: this store cannot tell a damaged item from a missing one.
+    public func damagedItems() throws(SecureStorageError) -> [(file: String, reason: String)] { [] }
 }
 
 /// Checks an item name: 1–255 UTF-8 bytes, no control characters.

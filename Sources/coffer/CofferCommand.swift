@@ -242,7 +242,7 @@ extension ExitCodes {
     static func code(for error: SecureStorageError) -> Int32 {
         switch error {
         case .invalidName, .invalidValue: return 2
-        case .corrupted: return 5
+        case .corrupted, .keyLost: return 5
         case .keyFile, .unavailable, .storage: return 6
         }
     }

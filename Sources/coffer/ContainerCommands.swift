@@ -214,13 +214,19 @@ struct SecureCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the item names as a JSON array (values are never listed).")
+        static let configuration = CommandConfiguration(
+            abstract: "Print the readable item names as a JSON array (values are never listed).",
+            discussion: "A damaged item is left out and named on stderr (by its file: item names are sealed inside); the others list and read as usual.")
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
             let container = try ContainerCLI.open(storeOptions)
             defer { container.close() }
-            print(JSONValue.array(try container.secure.names().map { .string($0) }).jsonText)
+            let names = try container.secure.names()
+            for damaged in try container.secure.damagedItems() {
+                StandardError.write("warning: damaged secure item \(damaged.file): \(damaged.reason); set the item again, or delete it by name\n")
+            }
+            print(JSONValue.array(names.map { .string($0) }).jsonText)
         }
     }
 }
