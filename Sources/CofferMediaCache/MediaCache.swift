@@ -129,6 +129,10 @@ public enum MediaCacheError: Error, Equatable, Sendable, CustomStringConvertible
 /// - The disk layer survives restarts (recency from file times) and notices when its folder was
 ///   purged (an anchor file vanishes) and starts over.
 /// - ``data(for:orLoad:)`` runs the loader once for concurrent requests of one missing key.
+/// - Many processes may share one folder: every change to the disk layer (store, eviction,
+///   removal, clear) runs under an exclusive `flock(2)` on `folder/.coffer-cache-lock`, which
+///   also holds a change counter; a process whose counter is behind re-reads the folder before it
+///   evicts, so the limits hold across processes too.
 /// - Files are mode 0600 and folders 0700 whatever the umask; the cache's own folders and files
 ///   found with a wider mode are restricted to their owner when the cache opens.
 public final class MediaCache: @unchecked Sendable {
@@ -141,6 +145,13 @@ public final class MediaCache: @unchecked Sendable {
     private var inFlight: [MediaKey: Task<Data, any Error>] = [:]
     private var invalidatedInFlight: Set<MediaKey> = []
     private var purges = 0
+    /// Serialises this instance's use of `lockFile` between threads (flock is per open file).
+    private let fileLock = NSLock()
+    /// The open lock file (guarded by `fileLock`); -1 when it could not be opened.
+    private var lockFD: Int32 = -1
+    /// The change counter this instance's disk index matches (guarded by `fileLock`).
+    private var knownChanges: UInt64 = 0
+    private static let lockName = ".coffer-cache-lock"
     private static let logger = Logger(label: "coffer.media-cache")
     private static let anchorName = ".coffer-cache-anchor"
 
@@ -149,11 +160,20 @@ public final class MediaCache: @unchecked Sendable {
     public init(folder: URL, limits: MediaCacheLimits = .default) throws(MediaCacheError) {
         self.folder = folder
         self.limits = try Self.checked(limits)
-        try prepareFolder()
-        loadIndex()
-        lock.lock()
-        enforceLimits()
-        lock.unlock()
+        try Self.ensureFolder(folder)
+        try withFolderLock(sync: false) { () throws(MediaCacheError) in
+            try prepareFolder()
+            if lockFD >= 0 { knownChanges = readChanges() }
+            loadIndex()
+            lock.lock()
+            let evicted = enforceLimits()
+            lock.unlock()
+            if evicted { noteChange() }
+        }
+    }
+
+    deinit {
+        if lockFD >= 0 { close(lockFD) }
     }
 
     // MARK: Reads
@@ -197,8 +217,8 @@ public final class MediaCache: @unchecked Sendable {
             lock.lock()
             if disk.generation(diskKey) == seen.generation { disk.remove(diskKey) }
             lock.unlock()
-            if !FileManager.default.fileExists(atPath: folder.appendingPathComponent(Self.anchorName).path) {
-                noticePurge()
+            withFolderLock {
+                if !FileManager.default.fileExists(atPath: folder.appendingPathComponent(Self.anchorName).path) { noticePurge() }
             }
             return nil
         case .damaged:
@@ -219,29 +239,40 @@ public final class MediaCache: @unchecked Sendable {
     /// full) are still returned, and the reason is logged.
     public func data(for key: MediaKey, orLoad loader: @escaping @Sendable () async throws -> Data) async throws -> Data {
         try Self.validate(key)
-        if let hit = data(for: key) { return hit }
-        let task: Task<Data, any Error> = lock.withLock {
-            if let running = inFlight[key] { return running }
-            let created = Task { [self] in
-                let result: Result<Data, any Error>
-                do { result = .success(try await loader()) } catch { result = .failure(error) }
-                let stale = lock.withLock {
-                    inFlight[key] = nil
-                    return invalidatedInFlight.remove(key) != nil
-                }
-                let data = try result.get()
-                if !stale {
-                    // The caller gets its image even when it cannot be cached (disk full, too large).
-                    do { try store(data, for: key) } catch {
-                        Self.logger.warning("a loaded image was not cached", metadata: ["key": "\(key)", "reason": "\(error)"])
+        for attempt in 0... {
+            if let hit = data(for: key) { return hit }
+            let diskKey = DiskKey(key)
+            let task: Task<Data, any Error>? = lock.withLock {
+                if let running = inFlight[key] { return running }
+                // A run that finished between the miss above and this lock has stored its
+                // result: read it rather than load again.
+                // (Bounded: an entry that keeps vanishing between index and file is loaded.)
+                if attempt < 3, memory.peek(key) != nil || disk.peek(diskKey) != nil { return nil }
+                let created = Task { [self] in
+                    let result: Result<Data, any Error>
+                    do { result = .success(try await loader()) } catch { result = .failure(error) }
+                    if case let .success(data) = result, !lock.withLock({ invalidatedInFlight.contains(key) }) {
+                        // Stored while still in flight, so a request arriving meanwhile waits for
+                        // this run instead of starting another. The caller gets its image even
+                        // when it cannot be cached (disk full, too large).
+                        do { try store(data, for: key) } catch {
+                            Self.logger.warning("a loaded image was not cached", metadata: ["key": "\(key)", "reason": "\(error)"])
+                        }
                     }
+                    let invalidatedDuringStore = lock.withLock {
+                        inFlight[key] = nil
+                        return invalidatedInFlight.remove(key) != nil
+                    }
+                    // Invalidated while it was being stored: what was stored is stale.
+                    if invalidatedDuringStore, case .success = result { removeUnderFolderLock([key], markInFlight: false) }
+                    return try result.get()
                 }
-                return data
+                inFlight[key] = created
+                return created
             }
-            inFlight[key] = created
-            return created
+            if let task { return try await task.value }
         }
-        return try await task.value
+        fatalError("unreachable")
     }
 
     // MARK: Writes
@@ -259,62 +290,75 @@ public final class MediaCache: @unchecked Sendable {
         guard file.count <= diskLimit else {
             throw .invalidInput("\(key) is \(data.count) bytes, more than the disk layer's limit of \(diskLimit)")
         }
-        if !FileManager.default.fileExists(atPath: folder.appendingPathComponent(Self.anchorName).path) {
-            noticePurge()
-        }
         let diskKey = DiskKey(key)
         let final = fileURL(diskKey)
-        let temporary = try writeTemporary(file, beside: final)
-        lock.lock()
-        guard rename(temporary.path, final.path) == 0 else {
-            let reason = String(cString: strerror(errno))
+        // Write, rename and evict under the folder lock: another process neither sweeps the
+        // temporary file nor evicts on an index that misses this entry.
+        try withFolderLock { () throws(MediaCacheError) in
+            if !FileManager.default.fileExists(atPath: folder.appendingPathComponent(Self.anchorName).path) {
+                noticePurge()
+            }
+            let temporary = try writeTemporary(file, beside: final)
+            lock.lock()
+            guard rename(temporary.path, final.path) == 0 else {
+                let reason = String(cString: strerror(errno))
+                lock.unlock()
+                unlink(temporary.path)
+                throw .storage("cannot store \(final.path): \(reason)")
+            }
+            disk.insert(diskKey, (), bytes: file.count)
+            insertMemory(key, diskKey, data)
+            enforceLimits()
             lock.unlock()
-            unlink(temporary.path)
-            throw .storage("cannot store \(final.path): \(reason)")
+            noteChange()
         }
-        disk.insert(diskKey, (), bytes: file.count)
-        insertMemory(key, diskKey, data)
-        enforceLimits()
-        lock.unlock()
     }
 
     /// Removes one entry from both layers.
     public func remove(_ key: MediaKey) {
-        lock.lock()
-        removeLocked([key])
-        lock.unlock()
+        removeUnderFolderLock([key])
     }
 
     /// Removes an asset's thumbnail and preview (the asset was deleted or changed).
     public func invalidate(assetId: String) {
-        lock.lock()
-        removeLocked([.thumbnail(assetId), .preview(assetId)])
-        lock.unlock()
+        removeUnderFolderLock([.thumbnail(assetId), .preview(assetId)])
     }
 
     /// Removes an album's cover (the album changed).
     public func invalidate(albumId: String) {
-        lock.lock()
-        removeLocked([.albumThumbnail(albumId)])
-        lock.unlock()
+        removeUnderFolderLock([.albumThumbnail(albumId)])
+    }
+
+    private func removeUnderFolderLock(_ keys: [MediaKey], markInFlight: Bool = true) {
+        withFolderLock {
+            lock.lock()
+            removeLocked(keys, markInFlight: markInFlight)
+            lock.unlock()
+            // Another process's copy of the file goes too (its index may know it, ours may not).
+            for key in keys { unlink(fileURL(DiskKey(key)).path) }
+            noteChange()
+        }
     }
 
     /// Removes every entry of one kind, or of every kind.
     public func clear(_ kind: MediaKind? = nil) {
-        lock.lock()
-        for key in memory.keys(kind) { memory.remove(key) }
-        for key in disk.keys(kind) {
-            disk.remove(key)
-            unlink(fileURL(key).path)
-        }
-        for key in inFlight.keys where kind == nil || key.kind == kind { invalidatedInFlight.insert(key) }
-        lock.unlock()
-        // Files the index never knew (written by another process) go too.
-        for k in kind.map({ [$0] }) ?? MediaKind.allCases {
-            let dir = kindFolder(k)
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [] {
-                unlink(dir.appendingPathComponent(name).path)
+        withFolderLock {
+            lock.lock()
+            for key in memory.keys(kind) { memory.remove(key) }
+            for key in disk.keys(kind) {
+                disk.remove(key)
+                unlink(fileURL(key).path)
             }
+            for key in inFlight.keys where kind == nil || key.kind == kind { invalidatedInFlight.insert(key) }
+            lock.unlock()
+            // Files the index never knew (written by another process) go too.
+            for k in kind.map({ [$0] }) ?? MediaKind.allCases {
+                let dir = kindFolder(k)
+                for name in (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [] {
+                    unlink(dir.appendingPathComponent(name).path)
+                }
+            }
+            noteChange()
         }
     }
 
@@ -328,10 +372,13 @@ public final class MediaCache: @unchecked Sendable {
     /// Applies new limits, evicting at once what no longer fits.
     public func setLimits(_ newLimits: MediaCacheLimits) throws(MediaCacheError) {
         let checked = try Self.checked(newLimits)
-        lock.lock()
-        limits = checked
-        enforceLimits()
-        lock.unlock()
+        withFolderLock {
+            lock.lock()
+            limits = checked
+            let evicted = enforceLimits()
+            lock.unlock()
+            if evicted { noteChange() }
+        }
     }
 
     /// The current limits.
@@ -357,9 +404,11 @@ public final class MediaCache: @unchecked Sendable {
     /// purged the folder, forgets the disk index and recreates the folder. Returns whether it had.
     @discardableResult
     public func checkForPurge() -> Bool {
-        guard !FileManager.default.fileExists(atPath: folder.appendingPathComponent(Self.anchorName).path) else { return false }
-        noticePurge()
-        return true
+        withFolderLock {
+            guard !FileManager.default.fileExists(atPath: folder.appendingPathComponent(Self.anchorName).path) else { return false }
+            noticePurge()
+            return true
+        }
     }
 
     // MARK: - Internals (callers hold the lock where noted)
@@ -386,9 +435,11 @@ public final class MediaCache: @unchecked Sendable {
         memory.insert(key, MemoryEntry(data: data, disk: diskKey), bytes: data.count)
     }
 
-    /// Lock held. Evicts until every limit holds. A file is unlinked under the lock, so a
-    /// concurrent store of the same key cannot be lost.
-    private func enforceLimits() {
+    /// Lock held. Evicts until every limit holds; returns whether a file was removed. A file is
+    /// unlinked under the lock, so a concurrent store of the same key cannot be lost.
+    @discardableResult
+    private func enforceLimits() -> Bool {
+        var removedFile = false
         for kind in MediaKind.allCases {
             let limit = limits.entries(kind)
             while memory.counts[kind.index] > limit, let key = memory.leastRecent(kind) { memory.remove(key) }
@@ -399,24 +450,98 @@ public final class MediaCache: @unchecked Sendable {
             while disk.counts[kind.index] > limit, let key = disk.leastRecent(kind) {
                 disk.remove(key)
                 unlink(fileURL(key).path)
+                removedFile = true
             }
         }
         while disk.totalBytes > limits.diskBytes, let key = disk.leastRecentOverall() {
             disk.remove(key)
             unlink(fileURL(key).path)
+            removedFile = true
         }
+        return removedFile
+    }
+
+    // MARK: The folder lock (between processes)
+
+    /// Runs `body` holding this instance's `fileLock` and an exclusive `flock(2)` on the folder's
+    /// lock file; first brings the disk index up to date when another process changed the folder
+    /// since this instance last looked. Without a lock file (it cannot be created) the body runs
+    /// under `fileLock` alone, as a single-process cache.
+    private func withFolderLock<R, E: Error>(sync: Bool = true, _ body: () throws(E) -> R) throws(E) -> R {
+        fileLock.lock()
+        defer { fileLock.unlock() }
+        let locked = acquireFolderLock()
+        defer { if locked { _ = flock(lockFD, LOCK_UN) } }
+        if locked, sync {
+            let changes = readChanges()
+            if changes != knownChanges {
+                // Another process stored, evicted or removed files: re-read the folder (names and
+                // times only) so eviction counts what is really there.
+                loadIndex()
+                knownChanges = changes
+            }
+        }
+        return try body()
+    }
+
+    /// `fileLock` held. Opens the lock file when needed and takes the flock; reopens it when the
+    /// folder was purged or the file replaced (a lock on an unlinked file excludes nobody).
+    private func acquireFolderLock() -> Bool {
+        let path = folder.appendingPathComponent(Self.lockName).path
+        for _ in 0..<3 {
+            if lockFD < 0 {
+                try? Self.ensureFolder(folder)
+                let fd = open(path, O_RDWR | O_CREAT, 0o600)
+                guard fd >= 0 else {
+                    Self.logger.warning("the media cache lock file cannot be opened; other processes are not excluded",
+                                        metadata: ["path": "\(path)", "reason": "\(Self.errnoText())"])
+                    return false
+                }
+                _ = fchmod(fd, 0o600)
+                lockFD = fd
+                knownChanges = .max // a new file: read the folder again
+            }
+            var result: Int32
+            repeat { result = flock(lockFD, LOCK_EX) } while result != 0 && errno == EINTR
+            guard result == 0 else { return false }
+            var held = stat(), named = stat()
+            if fstat(lockFD, &held) == 0, stat(path, &named) == 0, held.st_ino == named.st_ino, held.st_dev == named.st_dev {
+                return true
+            }
+            _ = flock(lockFD, LOCK_UN)
+            close(lockFD)
+            lockFD = -1
+        }
+        return false
+    }
+
+    /// Folder lock held. The change counter kept in the lock file (0 when new).
+    private func readChanges() -> UInt64 {
+        var value: UInt64 = 0
+        let n = withUnsafeMutableBytes(of: &value) { pread(lockFD, $0.baseAddress!, 8, 0) }
+        return n == 8 ? UInt64(littleEndian: value) : 0
+    }
+
+    /// Folder lock held (a no-op without it). Records that this process changed the folder, so
+    /// the others re-read it before they evict.
+    private func noteChange() {
+        guard lockFD >= 0 else { return }
+        let next = readChanges() &+ 1
+        var bytes = next.littleEndian
+        if withUnsafeBytes(of: &bytes, { pwrite(lockFD, $0.baseAddress!, 8, 0) }) == 8 { knownChanges = next }
     }
 
     /// Lock held.
-    private func removeLocked(_ keys: [MediaKey]) {
+    private func removeLocked(_ keys: [MediaKey], markInFlight: Bool = true) {
         for key in keys {
             memory.remove(key)
             let diskKey = DiskKey(key)
             if disk.remove(diskKey) != nil { unlink(fileURL(diskKey).path) }
-            if inFlight[key] != nil { invalidatedInFlight.insert(key) }
+            if markInFlight, inFlight[key] != nil { invalidatedInFlight.insert(key) }
         }
     }
 
+    /// Folder lock held.
     private func noticePurge() {
         lock.lock()
         disk.removeAll()
@@ -509,6 +634,7 @@ public final class MediaCache: @unchecked Sendable {
         }
         found.sort { $0.time < $1.time }
         lock.lock()
+        disk.removeAll()
         for entry in found { disk.insert(entry.key, (), bytes: entry.bytes) }
         lock.unlock()
     }
