@@ -183,7 +183,7 @@ struct DBCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "db",
         abstract: "The app database's collections.",
-        subcommands: [Stats.self, Compact.self])
+        subcommands: [Stats.self, Compact.self, PutAsset.self])
 
     @OptionGroup var storeOptions: StoreOptions
 

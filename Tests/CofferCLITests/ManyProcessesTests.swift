@@ -1,0 +1,89 @@
+// Many `coffer` processes on one store at the same moment, as an app, its extensions and scripts
+// would: none fails, nothing is lost, the cache's limits hold.
+import Foundation
+import Testing
+
+@Suite("Many processes, one store")
+struct ManyProcessesTests {
+    struct Child {
+        let args: [String]
+        let process: Process
+        let out: URL
+        let err: URL
+    }
+
+    /// Starts `coffer --store STORE ARGS` without waiting; output goes to files.
+    static func start(_ args: [String], store: URL, env: [String: String] = [:]) throws -> Child {
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["--store", store.path] + args
+        var environment = ProcessInfo.processInfo.environment
+        for (k, v) in env { environment[k] = v }
+        process.environment = environment
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-child-\(UUID().uuidString)")
+        let out = base.appendingPathExtension("out"), err = base.appendingPathExtension("err")
+        FileManager.default.createFile(atPath: out.path, contents: nil)
+        FileManager.default.createFile(atPath: err.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        return Child(args: args, process: process, out: out, err: err)
+    }
+
+    @Test("56 processes writing settings, assets, secure items and cache entries at once: none fails, nothing is lost, the cache limit holds")
+    func manyWriters() throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-many-\(UUID().uuidString)")
+        // The store exists (an installed app), with a small thumbnail limit to press on.
+        #expect(try CLI.run(["settings", "set", "thumbnailCacheSize", "5"], store: store).status == 0)
+        let picture = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-many-\(UUID().uuidString).jpg")
+        try Data(repeating: 5, count: 4_000).write(to: picture)
+
+        let count = 56
+        var children: [Child] = []
+        for i in 0..<count {
+            switch i % 4 {
+            case 0: children.append(try Self.start(["settings", "set", "p\(i)", "\(i)", "--kind", "int"], store: store))
+            case 1: children.append(try Self.start(["db", "put-asset", "r\(i)", "owner", "c\(i)"], store: store))
+            case 2: children.append(try Self.start(["cache", "put", "thumbnail", "t\(i)", picture.path], store: store))
+            default: children.append(try Self.start(["secure", "set", "s\(i)", "--value-env", "V"], store: store, env: ["V": "v\(i)"]))
+            }
+        }
+        for child in children { child.process.waitUntilExit() }
+        for child in children {
+            let stderr = (try? String(contentsOf: child.err, encoding: .utf8)) ?? ""
+            #expect(child.process.terminationStatus == 0, "\(child.args.joined(separator: " ")) failed: \(stderr)")
+        }
+
+        let settings = try CLI.run(["settings", "list"], store: store)
+        let stored = try #require(try JSONSerialization.jsonObject(with: Data(settings.stdout.utf8)) as? [String: Any])
+        for i in stride(from: 0, to: count, by: 4) { #expect(stored["p\(i)"] as? Int == i, "setting p\(i) lost") }
+
+        let stats = try CLI.run(["db", "stats"], store: store)
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any])
+        #expect(rows["assets"] as? Int == count / 4)
+
+        let secure = try CLI.run(["secure", "list"], store: store)
+        let names = try #require(try JSONSerialization.jsonObject(with: Data(secure.stdout.utf8)) as? [String])
+        #expect(names.count == count / 4, "\(secure.stdout) \(secure.stderr)")
+        #expect(secure.stderr.isEmpty, "\(secure.stderr)")
+
+        let thumbnails = try FileManager.default.contentsOfDirectory(atPath: store.appendingPathComponent("caches/media/thumbnail").path)
+        #expect(thumbnails.count == 5, "\(thumbnails.count) thumbnail files against a limit of 5")
+    }
+
+    @Test("40 processes setting one key at once all succeed, and the stored value is one of theirs")
+    func oneKeyManyWriters() throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-many-\(UUID().uuidString)")
+        #expect(try CLI.run(["settings", "list"], store: store).status == 0)
+        let children = try (1...40).map { try Self.start(["settings", "set", "tilesPerRow", "\($0)"], store: store) }
+        for child in children { child.process.waitUntilExit() }
+        for child in children {
+            let stderr = (try? String(contentsOf: child.err, encoding: .utf8)) ?? ""
+            #expect(child.process.terminationStatus == 0, "\(child.args.joined(separator: " ")): \(stderr)")
+        }
+        let get = try CLI.run(["settings", "get", "tilesPerRow"], store: store)
+        let value = try #require(try JSONSerialization.jsonObject(with: Data(get.stdout.utf8)) as? [String: Any])["value"] as? Int
+        #expect((1...40).contains(value ?? 0))
+    }
+}
