@@ -149,7 +149,9 @@ public final class AppDatabase: Sendable {
             try db.execute(sql: "DELETE FROM coffer_settings WHERE name IN ('accessToken', 'sslClientCertData', 'sslClientCertPassword')")
         },
         DataMigration(version: 2, name: "owner-ids-lower-case") { db in
-            // Server user ids are compared case-insensitively; store them one way.
+            // Server user ids are compared case-insensitively; store them one way. SQLite's lower()
+            // lower-cases ASCII letters only: the same rule as OwnerId.normalized, which every
+            // write and query since uses.
             try db.execute(sql: "UPDATE assets SET ownerId = lower(ownerId) WHERE ownerId <> lower(ownerId)")
             try db.execute(sql: "UPDATE albums SET ownerId = lower(ownerId) WHERE ownerId <> lower(ownerId)")
         },

@@ -116,7 +116,7 @@ public struct AssetCleanup: Sendable {
         var arguments: StatementArguments = [cutoff]
         if let ownerId {
             sql += " AND ownerId = ?"
-            arguments += [ownerId.lowercased()]
+            arguments += [OwnerId.normalized(ownerId)]
         }
         if options.keepFavorites { sql += " AND isFavorite = 0" }
         switch options.keepMediaType {

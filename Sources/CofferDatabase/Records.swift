@@ -3,6 +3,19 @@
 import Foundation
 import GRDB
 
+/// The one normalisation of owner (server user) ids, used by every write, query, cleanup and
+/// migration 2: ASCII letters lower-cased, everything else kept — exactly SQLite's `lower()`, so
+/// rows the migration rewrote and rows written since compare equal. Server ids are compared
+/// case-insensitively; storing them one way keeps the `ownerId+checksum` key and the owner
+/// index exact.
+public enum OwnerId {
+    /// `id` with its ASCII letters lower-cased.
+    public static func normalized(_ id: String) -> String {
+        guard id.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return id }
+        return String(decoding: id.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
+    }
+}
+
 /// A photo or video known locally, remotely, or both (seed 004 "Assets").
 public struct Asset: Codable, Sendable, Hashable, FetchableRecord, MutablePersistableRecord {
     /// Photo or video.

@@ -151,7 +151,8 @@ struct AssetClient: AssetClientType {
 
     func allForOwner(_ ownerId: String) throws -> [Asset] {
         try read(pool) { db in
-            try Asset.fetchAll(db.cachedStatement(sql: "SELECT * FROM assets WHERE ownerId = ? ORDER BY fileCreatedAt DESC"), arguments: [ownerId])
+            try Asset.fetchAll(db.cachedStatement(sql: "SELECT * FROM assets WHERE ownerId = ? ORDER BY fileCreatedAt DESC"),
+                               arguments: [OwnerId.normalized(ownerId)])
         }
     }
 
@@ -177,7 +178,9 @@ struct AssetClient: AssetClientType {
                                   arguments: [asset.ownerId, asset.checksum])
     }
 
-    static func upsert(_ db: Database, _ asset: Asset) throws -> Asset {
+    static func upsert(_ db: Database, _ given: Asset) throws -> Asset {
+        var asset = given
+        asset.ownerId = OwnerId.normalized(given.ownerId)
         var a = asset
         // Most puts are new assets: try the insert first (one statement); a unique-key clash
         // rolls back only that statement, and the existing row is then found and updated.
@@ -214,7 +217,8 @@ struct AssetClient: AssetClientType {
     func count() throws -> Int { try read(pool) { db in try Asset.fetchCount(db) } }
 
     func observeOwner(_ ownerId: String) -> AsyncValueObservation<[Asset]> {
-        ValueObservation.tracking { db in
+        let ownerId = OwnerId.normalized(ownerId)
+        return ValueObservation.tracking { db in
             try Asset.filter(Column("ownerId") == ownerId).order(Column("fileCreatedAt").desc).fetchAll(db)
         }
         .removeDuplicates()
@@ -228,6 +232,7 @@ struct AlbumClient: AlbumClientType {
     func put(_ album: Album) throws -> Album {
         try write(pool) { db in
             var a = album
+            a.ownerId = OwnerId.normalized(album.ownerId)
             if let remoteId = album.remoteId, let id = try Int64.fetchOne(db, sql: "SELECT id FROM albums WHERE remoteId = ?", arguments: [remoteId]) {
                 a.id = id
                 try a.update(db)
@@ -267,7 +272,7 @@ struct AlbumClient: AlbumClientType {
     }
 
     func allForOwner(_ ownerId: String) throws -> [Album] {
-        try read(pool) { db in try Album.filter(Column("ownerId") == ownerId).fetchAll(db) }
+        try read(pool) { db in try Album.filter(Column("ownerId") == OwnerId.normalized(ownerId)).fetchAll(db) }
     }
 }
 

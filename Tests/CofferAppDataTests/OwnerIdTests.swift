@@ -1,0 +1,85 @@
+// One owner-id normalisation: put, queries, observation, cleanup and migration 2 agree.
+@testable import CofferSettings
+@testable import CofferDatabase
+import Foundation
+import GRDB
+import Testing
+
+@Suite("Owner ids: one normalisation everywhere")
+struct OwnerIdTests {
+    func asset(_ n: Int, owner: String, localId: String? = nil) -> Asset {
+        Asset(remoteId: "r\(n)", localId: localId, ownerId: owner, checksum: "c\(n)", fileName: "f\(n).jpg",
+              fileCreatedAt: Date(timeIntervalSince1970: 1_000_000 + Double(n)))
+    }
+
+    @Test("the normalisation lower-cases ASCII letters only, like SQLite's lower()")
+    func rule() throws {
+        #expect(OwnerId.normalized("User-A") == "user-a")
+        #expect(OwnerId.normalized("ÄBC") == "Äbc")
+        let sqlite = try DatabaseQueue().read { try String.fetchOne($0, sql: "SELECT lower('ÄBC-User')") }
+        #expect(sqlite == OwnerId.normalized("ÄBC-User"))
+    }
+
+    @Test("put stores a mixed-case owner id lower-cased")
+    func putNormalises() throws {
+        let app = try openApp()
+        let stored = try app.context.assets.put(asset(1, owner: "User-A"))
+        #expect(stored.ownerId == "user-a")
+        #expect(try app.context.assets.findByRemoteId("r1")?.ownerId == "user-a")
+    }
+
+    @Test("allForOwner finds an owner's assets and albums whatever the case of either side")
+    func queriesNormalise() throws {
+        let app = try openApp()
+        try app.context.assets.putAll([asset(1, owner: "User-A"), asset(2, owner: "user-a"), asset(3, owner: "USER-B")])
+        try app.context.albums.put(Album(remoteId: "al", name: "A", createdAt: Date(), modifiedAt: Date(), ownerId: "User-A"))
+        #expect(try app.context.assets.allForOwner("USER-a").count == 2)
+        #expect(try app.context.albums.allForOwner("user-A").count == 1)
+    }
+
+    @Test("owner+checksum matches across case: a put in another case updates the row")
+    func uniqueKeyAcrossCase() throws {
+        let app = try openApp()
+        let first = try app.context.assets.put(Asset(remoteId: nil, localId: "l1", ownerId: "User-A", checksum: "same",
+                                                     fileName: "a.jpg", fileCreatedAt: Date()))
+        let second = try app.context.assets.put(Asset(remoteId: nil, localId: nil, ownerId: "USER-A", checksum: "same",
+                                                      fileName: "b.jpg", fileCreatedAt: Date()))
+        #expect(second.id == first.id)
+        #expect(try app.context.assets.count() == 1)
+    }
+
+    @Test("observeOwner with a mixed-case id sees the owner's assets")
+    func observationNormalises() async throws {
+        let app = try openApp()
+        try app.context.assets.put(asset(1, owner: "user-a"))
+        var iterator = app.context.assets.observeOwner("User-A").makeAsyncIterator()
+        let first = try await iterator.next()
+        #expect(first?.count == 1)
+    }
+
+    @Test("the cleanup dry run selects a mixed-case owner's assets for the logged-in user in another case")
+    func cleanupNormalises() throws {
+        let app = try openApp()
+        var owned = asset(1, owner: "User-A", localId: "l1.jpg")
+        owned.fileSize = 10
+        try app.context.assets.put(owned)
+        let chosen = try AssetCleanup(database: app).candidates(CleanupOptions(cutoffDaysAgo: 0), now: Date(), ownerId: "USER-a")
+        #expect(chosen.map(\.remoteId) == ["r1"])
+    }
+
+    @Test("migration 2 and put agree: a v1 row and a new row of one owner are found together")
+    func migrationAgrees() throws {
+        let url = appFolder().appendingPathComponent("app.sqlite")
+        let old = try AppDatabase.open(at: url, schemaUpTo: "app-v2")
+        try old.pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO assets(remoteId, localId, ownerId, checksum, fileName, type, fileCreatedAt, fileModifiedAt, updatedAt)
+                VALUES ('old', NULL, 'Owner-X', 'c-old', 'f.jpg', 'image', '2020-01-01 00:00:00.000', '2020-01-01 00:00:00.000', '2020-01-01 00:00:00.000')
+                """)
+        }
+        try old.close()
+        let app = try AppDatabase.open(at: url)
+        try app.context.assets.put(asset(2, owner: "OWNER-x"))
+        #expect(Set(try app.context.assets.allForOwner("owner-X").compactMap(\.remoteId)) == ["old", "r2"])
+    }
+}
