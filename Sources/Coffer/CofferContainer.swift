@@ -44,6 +44,34 @@ public struct CofferLocations: Sendable, Equatable {
     /// The media cache's disk layer.
     public var mediaCacheFolder: URL { caches.appendingPathComponent("media", isDirectory: true) }
 
+    /// The Keychain service of this store's secure items (Apple platforms): `coffer.` followed by
+    /// 16 hex digits of a hash of the data folder's path, so every store has a Keychain space of
+    /// its own and a reset or fresh install of one store deletes only its own items. See
+    /// ``keychainService(data:home:)``.
+    public var keychainService: String { Self.keychainService(data: data) }
+
+    /// The Keychain service of the store whose data folder is `data`. The path is taken relative
+    /// to `home` when inside it (iOS moves an app's container on updates, keeping its layout), so
+    /// the service of a store stays the same across updates and reinstalls — a fresh install then
+    /// finds and clears what an earlier install of the same store left. The hash (64-bit FNV-1a
+    /// of the standardised path) is an identity, not a secret.
+    public static func keychainService(data: URL, home: String = NSHomeDirectory()) -> String {
+        let path = data.standardizedFileURL.path
+        let homePath = URL(fileURLWithPath: home, isDirectory: true).standardizedFileURL.path
+        var identity = path
+        if !homePath.isEmpty, homePath != "/", path == homePath || path.hasPrefix(homePath + "/") {
+            identity = "~" + path.dropFirst(homePath.count)
+        }
+        while identity.count > 1, identity.hasSuffix("/") { identity.removeLast() }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in identity.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return "coffer." + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
     /// Everything a full reset removes: Coffer's own files and folders only, never the rest of
     /// `data` or `caches` (which may be shared folders).
     var resetItems: [URL] {
@@ -99,13 +127,16 @@ public final class CofferContainer: @unchecked Sendable {
     /// database. On a fresh install (no app database yet) it also empties secure storage, whose
     /// Keychain items would otherwise survive an uninstall.
     /// - Parameters:
-    ///   - secureStorage: the secure store to use; by default the Keychain (service
-    ///     `keychainService`) on Apple platforms, an encrypted file store in `data/secure` elsewhere.
+    ///   - secureStorage: the secure store to use; by default the Keychain on Apple platforms, an
+    ///     encrypted file store in `data/secure` elsewhere.
+    ///   - keychainService: the Keychain service of the default secure store; by default the
+    ///     store's own, ``CofferLocations/keychainService``.
     public static func open(_ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
-                            keychainService: String = "coffer", cacheByteLimits: (memory: Int, disk: Int)? = nil,
+                            keychainService: String? = nil, cacheByteLimits: (memory: Int, disk: Int)? = nil,
                             dataMigrations: [DataMigration] = AppDatabase.dataMigrations) throws -> CofferContainer {
         let database = try AppDatabase.open(at: locations.appDatabase, dataMigrations: dataMigrations)
-        let secure = secureStorage ?? PlatformSecureStorage.make(folder: locations.secureFolder, service: keychainService)
+        let secure = secureStorage
+            ?? PlatformSecureStorage.make(folder: locations.secureFolder, service: keychainService ?? locations.keychainService)
         if database.isFreshInstall {
             do { try secure.deleteAll() } catch { logger.warning("could not clear secure items left by an earlier install: \(error)") }
         }
@@ -225,16 +256,18 @@ public final class CofferContainer: @unchecked Sendable {
     /// secure-storage key that no longer opens. It removes every file Coffer writes there — the
     /// app database, the wallet (and a restore's leftovers), the deniable folder and its
     /// development service, the demo's folder, the media cache (and `caches` itself when that
-    /// leaves it empty) — and every secure item (the Keychain items of `keychainService` on
-    /// Apple platforms; the sealed-file folder elsewhere). The next
+    /// leaves it empty) — and every secure item (the Keychain items of `keychainService`, by
+    /// default this store's own ``CofferLocations/keychainService``, on Apple platforms; the
+    /// sealed-file folder elsewhere). Other stores' items are untouched. The next
     /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)`` is a fresh install.
     /// Close any container or wallet of these locations first.
     /// - Throws: ``ContainerError/storage(_:)`` naming every item that could not be removed (the
     ///   others are removed all the same).
     public static func reset(_ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
-                             keychainService: String = "coffer") throws {
+                             keychainService: String? = nil) throws {
         var failures: [String] = []
-        let secure = secureStorage ?? PlatformSecureStorage.make(folder: locations.secureFolder, service: keychainService)
+        let secure = secureStorage
+            ?? PlatformSecureStorage.make(folder: locations.secureFolder, service: keychainService ?? locations.keychainService)
         // Removing the items needs no key; a store whose key is lost is removed with its folder below.
         do { try secure.deleteAll() } catch {
             if FileManager.default.fileExists(atPath: locations.secureFolder.path) == false { failures.append("\(error)") }

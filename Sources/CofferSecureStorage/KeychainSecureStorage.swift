@@ -1,9 +1,28 @@
 // The Keychain behind the secure-storage protocol on Apple platforms (generic-password items).
+//
+// This file cannot be compiled on the Linux machines that build and test Coffer. It was reviewed
+// line by line against Apple's Keychain Services documentation (SecItemAdd, SecItemUpdate,
+// SecItemCopyMatching, SecItemDelete, kSecClassGenericPassword, kSecAttrService,
+// kSecUseDataProtectionKeychain):
+// - A generic password's composite primary key is access group + account + service +
+//   synchronizable (the access group counts on macOS only in the data-protection keychain, which
+//   `query` selects). One service per store (`CofferLocations.keychainService`) therefore gives
+//   every store its own space: `deleteAll()` (class + service, no account) removes that store's
+//   items and no other's. SecItemDelete removes every match by default.
+// - SecItemUpdate's second dictionary holds only real attributes (value data, accessibility),
+//   never search keys; SecItemAdd gets the query merged with them.
+// - SecItemCopyMatching returns CFData for kSecReturnData + kSecMatchLimitOne, and an array of
+//   attribute dictionaries for kSecReturnAttributes + kSecMatchLimitAll (`names()` never asks
+//   for data with MatchLimitAll).
+// - kSecAttrSynchronizable = false in every query keeps items off iCloud and matches only such items.
+// Items saved under the single service "coffer" of earlier releases are not migrated: such a
+// store's user signs in again once.
 #if canImport(Security)
 import Foundation
 import Security
 
-/// Secure items as Keychain generic passwords of one service (and optional access group).
+/// Secure items as Keychain generic passwords of one service (and optional access group); give
+/// each store its own service (`CofferLocations.keychainService` in the `Coffer` module).
 /// Items are never synchronised to iCloud. The Keychain keeps items across app reinstalls;
 /// `CofferContainer` removes them when it sees a fresh install.
 public final class KeychainSecureStorage: SecureStorage, @unchecked Sendable {

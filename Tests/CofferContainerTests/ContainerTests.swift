@@ -318,3 +318,32 @@ struct CleanupTests {
         #expect(FileManager.default.fileExists(atPath: outside.path))
     }
 }
+
+@Suite("Container: one Keychain space per store")
+struct KeychainServiceTests {
+    @Test("two stores get two Keychain services")
+    func distinctStores() {
+        let a = CofferLocations(store: URL(fileURLWithPath: "/home/u/a")), b = CofferLocations(store: URL(fileURLWithPath: "/home/u/b"))
+        #expect(a.keychainService != b.keychainService)
+        #expect(a.keychainService.hasPrefix("coffer."))
+        #expect(a.keychainService.count == "coffer.".count + 16)
+    }
+
+    @Test("one store keeps its service however its path is spelled")
+    func stableSpelling() {
+        let plain = CofferLocations.keychainService(data: URL(fileURLWithPath: "/home/u/store"), home: "/home/u")
+        let slash = CofferLocations.keychainService(data: URL(fileURLWithPath: "/home/u/store/", isDirectory: true), home: "/home/u/")
+        let dots = CofferLocations.keychainService(data: URL(fileURLWithPath: "/home/u/x/../store"), home: "/home/u")
+        #expect(plain == slash)
+        #expect(plain == dots)
+    }
+
+    @Test("a store keeps its service when the app's home moves (an iOS container after an update)")
+    func stableAcrossHomeMoves() {
+        let before = CofferLocations.keychainService(data: URL(fileURLWithPath: "/var/mobile/Containers/Data/Application/A1/Library/Application Support/Coffer"),
+                                                     home: "/var/mobile/Containers/Data/Application/A1")
+        let after = CofferLocations.keychainService(data: URL(fileURLWithPath: "/var/mobile/Containers/Data/Application/B2/Library/Application Support/Coffer"),
+                                                    home: "/var/mobile/Containers/Data/Application/B2")
+        #expect(before == after)
+    }
+}
