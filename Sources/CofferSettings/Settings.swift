@@ -112,18 +112,19 @@ public final class Settings: @unchecked Sendable {
             watcher = try? DatabaseQueue(path: database.path, configuration: config)
         }
         self.watcher = watcher
-        var initialVersion: Int64 = -1
+        cache = FastLock(SettingsCache(values: [:], nextCheck: Self.monotonicNow() &+ Self.crossProcessCheckInterval))
+        // Read and join the file's instances under the write lock: no write of this process can
+        // fall between the read and the registration.
         do {
-            let values = try hub.withWriteLock { () throws -> [String: StoredSetting] in
-                if let watcher { initialVersion = try watcher.read { try Int64.fetchOne($0, sql: "PRAGMA data_version") ?? -1 } }
-                return try Self.readAll(database)
+            try hub.withWriteLock { () throws in
+                if let watcher { lastDataVersion = try watcher.read { try Int64.fetchOne($0, sql: "PRAGMA data_version") ?? -1 } }
+                let values = try Self.readAll(database)
+                cache.withLock { $0.values = values }
+                hub.register(self)
             }
-            cache = FastLock(SettingsCache(values: values, nextCheck: Self.monotonicNow() &+ Self.crossProcessCheckInterval))
         } catch {
             throw SettingsError.storage("cannot read the settings: \(error)")
         }
-        lastDataVersion = initialVersion
-        hub.register(self)
     }
 
     private static func readAll(_ database: any DatabaseWriter) throws -> [String: StoredSetting] {
