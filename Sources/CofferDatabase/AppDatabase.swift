@@ -163,6 +163,16 @@ public final class AppDatabase: Sendable {
                 WHERE startDate IS NULL
                 """)
         },
+        DataMigration(version: 4, name: "seed-004-setting-values") { db in
+            // The seed's types and values: backupFailedSince is a DateTime (was JSON: a number of
+            // milliseconds, or null), primaryColor's default is "Default" (was "default").
+            try db.execute(sql: """
+                DELETE FROM coffer_settings WHERE name = 'backupFailedSince' AND kind = 'json' AND (value IS NULL OR value = 'null');
+                UPDATE coffer_settings SET kind = 'date', value = CAST(value AS INTEGER)
+                    WHERE name = 'backupFailedSince' AND kind = 'json' AND CAST(value AS INTEGER) || '' = value;
+                UPDATE coffer_settings SET value = 'Default' WHERE name = 'primaryColor' AND kind = 'string' AND value = 'default';
+                """)
+        },
     ]
 
     /// Configuration: WAL, `synchronous=FULL` (a write returns after it is on disk), foreign keys.

@@ -123,6 +123,7 @@ public struct AssetCleanup: Sendable {
         case .none: break
         case .photos: sql += " AND type <> 'image'"
         case .videos: sql += " AND type <> 'video'"
+        case .both: sql += " AND type NOT IN ('image', 'video')"
         }
         if !options.keepAlbumIds.isEmpty {
             let marks = Array(repeating: "?", count: options.keepAlbumIds.count).joined(separator: ",")

@@ -51,6 +51,9 @@ public protocol AlbumClientType: Sendable {
     func assets(albumId: Int64) throws -> [Asset]
     /// An owner's albums.
     func allForOwner(_ ownerId: String) throws -> [Album]
+    /// Removes the albums with these remote ids (their asset and user links go with them; the
+    /// assets stay); returns how many were removed.
+    @discardableResult func deleteAllByRemoteId(_ remoteIds: [String]) throws -> Int
 }
 
 /// Backup album selection, duplicated assets, ETags and device assets.
@@ -73,6 +76,20 @@ public protocol SyncClientType: Sendable {
     func putIOSAssets(_ assets: [IOSDeviceAsset]) throws
     /// An iOS device asset's hash record.
     func iosAsset(_ id: String) throws -> IOSDeviceAsset?
+    /// An Android device asset's hash record.
+    func androidAsset(_ id: String) throws -> AndroidDeviceAsset?
+    /// Every backup album selection (whatever its selection).
+    func allBackupAlbums() throws -> [BackupAlbum]
+    /// Removes backup album selections by device album id; returns how many were removed.
+    @discardableResult func deleteBackupAlbums(_ ids: [String]) throws -> Int
+    /// Removes users' sync ETags; returns how many were removed.
+    @discardableResult func deleteETags(_ userIds: [String]) throws -> Int
+    /// Removes "already uploaded" marks; returns how many were removed.
+    @discardableResult func deleteDuplicated(_ ids: [String]) throws -> Int
+    /// Removes Android device asset hash records; returns how many were removed.
+    @discardableResult func deleteAndroidAssets(_ ids: [String]) throws -> Int
+    /// Removes iOS device asset hash records; returns how many were removed.
+    @discardableResult func deleteIOSAssets(_ ids: [String]) throws -> Int
 }
 
 /// Every client, as seed 003's `ClientType`.
@@ -101,6 +118,45 @@ public final class StorageContext: ClientType, Sendable {
     public var albums: AlbumClientType { AlbumClient(pool: pool) }
     /// Sync bookkeeping.
     public var sync: SyncClientType { SyncClient(pool: pool) }
+
+    /// Observes any read of the app database: yields its result now and after every committed
+    /// change to the tables it read (unchanged results are skipped).
+    ///
+    ///     for try await n in app.context.observe({ db in try Asset.fetchCount(db) }) { … }
+    public func observe<Value: Equatable & Sendable>(_ query: @escaping @Sendable (Database) throws -> Value)
+        -> AsyncValueObservation<Value> {
+        ValueObservation.tracking(query).removeDuplicates().values(in: pool)
+    }
+
+    /// Observes any query of a client, written against the clients: the client's reads join the
+    /// observation's own read, so the tables they touch are tracked. Only reads may run inside.
+    ///
+    ///     for try await albums in app.context.observe({ try app.context.albums.allForOwner(id) }) { … }
+    public func observe<Value: Equatable & Sendable>(client query: @escaping @Sendable () throws -> Value)
+        -> AsyncValueObservation<Value> {
+        observe { db in try ObservationScope.with(db) { try query() } }
+    }
+}
+
+/// The database of an observation running on this thread, so client reads made inside it use
+/// that read (tracked, and not a second, reentrant read of the pool).
+enum ObservationScope {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "cannot create a thread-local key")
+        return key
+    }()
+
+    static func with<T>(_ db: Database, _ body: () throws -> T) throws -> T {
+        let previous = pthread_getspecific(key)
+        pthread_setspecific(key, Unmanaged.passUnretained(db).toOpaque())
+        defer { pthread_setspecific(key, previous) }
+        return try body()
+    }
+
+    static var current: Database? {
+        pthread_getspecific(key).map { Unmanaged<Database>.fromOpaque($0).takeUnretainedValue() }
+    }
 }
 
 /// Runs a write and maps unique-key clashes to a clear error.
@@ -109,6 +165,7 @@ func write<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T 
 }
 
 func read<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T {
+    if let observing = ObservationScope.current { return try body(observing) }
     do { return try pool.read(body) } catch { throw DatabaseStoreError.from(error) }
 }
 
@@ -274,6 +331,10 @@ struct AlbumClient: AlbumClientType {
     func allForOwner(_ ownerId: String) throws -> [Album] {
         try read(pool) { db in try Album.filter(Column("ownerId") == OwnerId.normalized(ownerId)).fetchAll(db) }
     }
+
+    func deleteAllByRemoteId(_ remoteIds: [String]) throws -> Int {
+        try write(pool) { db in try Album.filter(remoteIds.contains(Column("remoteId"))).deleteAll(db) }
+    }
 }
 
 struct SyncClient: SyncClientType {
@@ -306,4 +367,18 @@ struct SyncClient: SyncClientType {
     }
 
     func iosAsset(_ id: String) throws -> IOSDeviceAsset? { try read(pool) { db in try IOSDeviceAsset.fetchOne(db, key: id) } }
+
+    func androidAsset(_ id: String) throws -> AndroidDeviceAsset? { try read(pool) { db in try AndroidDeviceAsset.fetchOne(db, key: id) } }
+
+    func allBackupAlbums() throws -> [BackupAlbum] { try read(pool) { db in try BackupAlbum.fetchAll(db) } }
+
+    func deleteBackupAlbums(_ ids: [String]) throws -> Int { try write(pool) { db in try BackupAlbum.deleteAll(db, keys: ids) } }
+
+    func deleteETags(_ userIds: [String]) throws -> Int { try write(pool) { db in try ETag.deleteAll(db, keys: userIds) } }
+
+    func deleteDuplicated(_ ids: [String]) throws -> Int { try write(pool) { db in try DuplicatedAsset.deleteAll(db, keys: ids) } }
+
+    func deleteAndroidAssets(_ ids: [String]) throws -> Int { try write(pool) { db in try AndroidDeviceAsset.deleteAll(db, keys: ids) } }
+
+    func deleteIOSAssets(_ ids: [String]) throws -> Int { try write(pool) { db in try IOSDeviceAsset.deleteAll(db, keys: ids) } }
 }

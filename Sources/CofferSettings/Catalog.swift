@@ -33,7 +33,7 @@ public enum ThemeMode: String, Sendable, Codable, CaseIterable {
     case dark
 }
 
-/// Which media type cleanup keeps.
+/// Which media type cleanup keeps (seed 004: "Keep photos/videos/both").
 public enum KeepMediaType: String, Sendable, Codable, CaseIterable {
     /// Keep nothing by type.
     case none
@@ -41,6 +41,8 @@ public enum KeepMediaType: String, Sendable, Codable, CaseIterable {
     case photos
     /// Keep videos.
     case videos
+    /// Keep photos and videos (only other media types are removed).
+    case both
 }
 
 /// The seed's keys: store keys, user settings with their defaults, cache sizes, cleanup.
@@ -71,8 +73,9 @@ public enum SettingsCatalog {
     public static let backupRequireCharging = StoreKey("backupRequireCharging", default: false)
     /// Minutes before a backup starts.
     public static let backupTriggerDelay = StoreKey("backupTriggerDelay", default: 30)
-    /// When backups started failing (nil: they are not failing).
-    public static let backupFailedSince = StoreKey<Date?>(codable: "backupFailedSince", default: nil)
+    /// When backups started failing (nil: they are not failing); a DateTime as the seed has it
+    /// (kind `date`, milliseconds since 1970; data migration 4 converts the earlier JSON form).
+    public static let backupFailedSince = StoreKey<Date?>(optionalDate: "backupFailedSince")
 
     // MARK: User settings
 
@@ -82,8 +85,9 @@ public enum SettingsCatalog {
     public static let loadOriginal = StoreKey("loadOriginal", default: false)
     /// Light, dark or system.
     public static let themeMode = StoreKey(enum: "themeMode", default: ThemeMode.system)
-    /// Theme accent colour.
-    public static let primaryColor = StoreKey("primaryColor", default: "default")
+    /// Theme accent colour (the seed's default, `Default`; data migration 4 rewrites a stored
+    /// `default` of earlier releases).
+    public static let primaryColor = StoreKey("primaryColor", default: "Default")
     /// Use dynamic colours.
     public static let dynamicTheme = StoreKey("dynamicTheme", default: false)
     /// Colourful UI elements.

@@ -78,6 +78,18 @@ extension StoreKey where Value == Date {
     }
 }
 
+extension StoreKey where Value == Date? {
+    /// An optional date setting, nil by default (kind `date`: milliseconds since 1970, NULL for nil).
+    public init(optionalDate name: String) {
+        self.init(name, default: nil, codec: SettingCodec(
+            kind: "date", encode: { $0.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()).databaseValue } ?? .null },
+            decode: { stored in
+                if stored.isNull { return .some(nil) }
+                return Int64.fromDatabaseValue(stored).map { Date(timeIntervalSince1970: Double($0) / 1000) }
+            }))
+    }
+}
+
 extension StoreKey where Value == Data {
     /// A bytes setting.
     public init(_ name: String, default defaultValue: Data) {

@@ -111,7 +111,7 @@ struct CleanupCommand: AsyncParsableCommand {
     @Flag(help: "List what would be removed, with bytes; delete nothing.") var dryRun = false
     @Option(help: "Only assets created at least this many days ago.") var cutoffDays: Int?
     @Option(help: "Keep favourites (true/false).") var keepFavorites: Bool?
-    @Option(help: "Keep this media type: none, photos or videos.") var keepMediaType: KeepMediaType?
+    @Option(help: "Keep this media type: none, photos, videos or both.") var keepMediaType: KeepMediaType?
     @Option(help: "Keep assets in this album (server id; repeatable).") var keepAlbum: [String] = []
     @Option(help: "The folder of the device's local media files (required unless --dry-run).") var mediaDir: String?
 

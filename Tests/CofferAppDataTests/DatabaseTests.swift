@@ -127,7 +127,7 @@ struct MigrationTests {
     func migratesV1() throws {
         let url = try v1File()
         let app = try AppDatabase.open(at: url)
-        #expect(app.settings.get(SettingsCatalog.version) == 3)
+        #expect(app.settings.get(SettingsCatalog.version) == 4)
         #expect(app.settings.rawValue("accessToken") == nil)
         #expect(try app.context.assets.allForOwner("owner-a").count == 100)
         let album = try app.context.albums.findByRemoteId("al")
@@ -144,7 +144,7 @@ struct MigrationTests {
         try queue.write { db in try db.execute(sql: "UPDATE coffer_settings SET value = 0 WHERE name = 'version'") }
         try queue.close()
         let app = try AppDatabase.open(at: url)
-        #expect(app.settings.get(SettingsCatalog.version) == 3)
+        #expect(app.settings.get(SettingsCatalog.version) == 4)
         #expect(try app.context.assets.count() == 200)
     }
 
@@ -167,7 +167,7 @@ struct MigrationTests {
         let queue = try DatabaseQueue(path: url.path)
         try queue.write { db in try db.execute(sql: "UPDATE coffer_settings SET value = 42 WHERE name = 'version'") }
         try queue.close()
-        #expect(throws: DatabaseStoreError.newerVersion("data version 42, this app knows up to 3")) { _ = try AppDatabase.open(at: url) }
+        #expect(throws: DatabaseStoreError.newerVersion("data version 42, this app knows up to 4")) { _ = try AppDatabase.open(at: url) }
     }
 
     @Test("a failed foreign-key check after migrating is reported, not ignored")
@@ -196,7 +196,7 @@ struct MigrationTests {
     @Test("a fresh install records the newest data version without running the steps")
     func freshInstall() throws {
         let app = try openApp()
-        #expect(app.settings.get(SettingsCatalog.version) == 3)
+        #expect(app.settings.get(SettingsCatalog.version) == 4)
     }
 }
 
@@ -233,7 +233,7 @@ struct FixtureTests {
         let copy = appFolder().appendingPathComponent("app.sqlite")
         try FileManager.default.copyItem(at: Self.fixture, to: copy)
         let app = try AppDatabase.open(at: copy)
-        #expect(app.settings.get(SettingsCatalog.version) == 3)
+        #expect(app.settings.get(SettingsCatalog.version) == 4)
         #expect(app.settings.get(SettingsCatalog.tilesPerRow) == 5)
         #expect(app.settings.rawValue("accessToken") == nil)
         #expect(try app.context.assets.allForOwner("owner-a").count == 20)

@@ -396,7 +396,7 @@ struct AppDataCLITests {
         }
         #expect(killedWhileRunning > 0, "no run was still migrating when killed")
         let app = try AppDatabase.open(at: url)
-        #expect(app.settings.get(SettingsCatalog.version) == 3)
+        #expect(app.settings.get(SettingsCatalog.version) == 4)
         #expect(try app.context.assets.count() == rows)
         #expect(try app.context.assets.allForOwner("owner-7").count == rows / 100)
         #expect(try app.context.assets.allForOwner("OWNER-7").isEmpty)

@@ -1,0 +1,122 @@
+// Seed 004's operations that were missing: Android reads, deletes of albums, backup albums,
+// ETags and device records, and a generic observation of any client query.
+@testable import CofferSettings
+@testable import CofferDatabase
+import Foundation
+import GRDB
+import Testing
+
+@Suite("Seed 004: reads, deletes, observation")
+struct SeedCompletenessTests {
+    @Test("an Android device asset reads back, and deletes")
+    func androidAssets() throws {
+        let app = try openApp()
+        try app.context.sync.putAndroidAssets([AndroidDeviceAsset(id: "a1", hash: Data([1, 2])), AndroidDeviceAsset(id: "a2", hash: Data([3]))])
+        #expect(try app.context.sync.androidAsset("a1")?.hash == Data([1, 2]))
+        #expect(try app.context.sync.deleteAndroidAssets(["a1", "missing"]) == 1)
+        #expect(try app.context.sync.androidAsset("a1") == nil)
+        #expect(try app.context.sync.androidAsset("a2") != nil)
+    }
+
+    @Test("albums delete by remote id; their assets stay")
+    func deleteAlbums() throws {
+        let app = try openApp()
+        let asset = try app.context.assets.put(Asset(remoteId: "r1", localId: nil, ownerId: "u", checksum: "c", fileName: "f", fileCreatedAt: Date()))
+        let album = try app.context.albums.put(Album(remoteId: "al", name: "A", createdAt: Date(), ownerId: "u"))
+        try app.context.albums.link(albumId: try #require(album.id), assetIds: [try #require(asset.id)])
+        #expect(try app.context.albums.deleteAllByRemoteId(["al"]) == 1)
+        #expect(try app.context.albums.findByRemoteId("al") == nil)
+        #expect(try app.context.assets.findByRemoteId("r1") != nil)
+    }
+
+    @Test("backup albums, ETags, duplicated marks and iOS records delete by id")
+    func deleteSyncRecords() throws {
+        let sync = try openApp().context.sync
+        try sync.putBackupAlbum(BackupAlbum(id: "b1", name: "B", selection: .include, lastBackup: Date()))
+        try sync.putBackupAlbum(BackupAlbum(id: "b2", name: "C", selection: .exclude, lastBackup: Date()))
+        #expect(try sync.allBackupAlbums().count == 2)
+        #expect(try sync.deleteBackupAlbums(["b1"]) == 1)
+        #expect(try sync.allBackupAlbums().map(\.id) == ["b2"])
+        try sync.putETag(ETag(id: "u", assetCount: 3, time: Date()))
+        #expect(try sync.deleteETags(["u"]) == 1)
+        #expect(try sync.etag("u") == nil)
+        try sync.putDuplicated(["d1"])
+        #expect(try sync.deleteDuplicated(["d1"]) == 1)
+        #expect(try !sync.isDuplicated("d1"))
+        try sync.putIOSAssets([IOSDeviceAsset(id: "i1", hash: Data([1]), modifiedTime: Date())])
+        #expect(try sync.deleteIOSAssets(["i1"]) == 1)
+        #expect(try sync.iosAsset("i1") == nil)
+    }
+
+    @Test("any client query can be observed: a change to its table yields the new result")
+    func observeClientQuery() async throws {
+        let app = try openApp()
+        let context = app.context
+        var updates = context.observe(client: { try context.albums.allForOwner("U").map(\.name) }).makeAsyncIterator()
+        #expect(try await updates.next() == [])
+        try context.albums.put(Album(remoteId: "al", name: "Holiday", createdAt: Date(), ownerId: "u"))
+        #expect(try await updates.next() == ["Holiday"])
+    }
+
+    @Test("any read of the database can be observed")
+    func observeRead() async throws {
+        let app = try openApp()
+        var updates = app.context.observe { db in try ETag.fetchCount(db) }.makeAsyncIterator()
+        #expect(try await updates.next() == 0)
+        try app.context.sync.putETag(ETag(id: "u", assetCount: 1, time: Date()))
+        #expect(try await updates.next() == 1)
+    }
+
+    @Test("the seed's setting values: primaryColor defaults to Default, backupFailedSince is a date, cleanup can keep both types")
+    func seedValues() throws {
+        let app = try openApp()
+        #expect(app.settings.get(SettingsCatalog.primaryColor) == "Default")
+        #expect(SettingsCatalog.backupFailedSince.codec.kind == "date")
+        #expect(app.settings.get(SettingsCatalog.backupFailedSince) == nil)
+        let when = Date(timeIntervalSince1970: 1_700_000_000)
+        try app.settings.put(SettingsCatalog.backupFailedSince, when)
+        #expect(app.settings.get(SettingsCatalog.backupFailedSince) == when)
+        try app.settings.put(SettingsCatalog.cleanupKeepMediaType, .both)
+        #expect(app.settings.get(SettingsCatalog.cleanupKeepMediaType) == .both)
+    }
+
+    @Test("data migration 4 converts stored values of earlier releases to the seed's")
+    func migratesStoredValues() throws {
+        let url = appFolder().appendingPathComponent("app.sqlite")
+        let old = try AppDatabase.open(at: url, schemaUpTo: "app-v2")
+        try old.pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES
+                    ('version', 'int', 3, 0), ('backupFailedSince', 'json', '1700000000000', 0), ('primaryColor', 'string', 'default', 0)
+                """)
+        }
+        try old.close()
+        let app = try AppDatabase.open(at: url)
+        #expect(app.settings.get(SettingsCatalog.version) == 4)
+        #expect(app.settings.get(SettingsCatalog.backupFailedSince) == Date(timeIntervalSince1970: 1_700_000_000))
+        #expect(app.settings.rawValue("primaryColor")?.value == "Default".databaseValue)
+    }
+
+    @Test("data migration 4 removes a stored JSON null of backupFailedSince (unset again)")
+    func migratesNull() throws {
+        let url = appFolder().appendingPathComponent("app.sqlite")
+        let old = try AppDatabase.open(at: url, schemaUpTo: "app-v2")
+        try old.pool.write { db in
+            try db.execute(sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('version', 'int', 3, 0), ('backupFailedSince', 'json', 'null', 0)")
+        }
+        try old.close()
+        let app = try AppDatabase.open(at: url)
+        #expect(app.settings.rawValue("backupFailedSince") == nil)
+    }
+
+    @Test("cleanup keeping both types removes only other media")
+    func cleanupKeepsBoth() throws {
+        let app = try openApp()
+        for (n, type) in [(1, Asset.MediaType.image), (2, .video), (3, .other)] {
+            try app.context.assets.put(Asset(remoteId: "r\(n)", localId: "l\(n)", ownerId: "u", checksum: "c\(n)", fileName: "f\(n)", type: type,
+                                             fileCreatedAt: Date(timeIntervalSince1970: 1_000), fileSize: 1))
+        }
+        let chosen = try AssetCleanup(database: app).candidates(CleanupOptions(keepMediaType: .both, cutoffDaysAgo: 0), now: Date())
+        #expect(chosen.map(\.remoteId) == ["r3"])
+    }
+}
