@@ -89,3 +89,44 @@ struct SettingsCLITests {
         #expect(!r.stdout.contains("hello"))
     }
 }
+
+@Suite("coffer secure: failures per item, a lost key")
+struct SecureCLITests {
+    func storeWithItems() throws -> URL {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-secure-cli-\(UUID().uuidString)")
+        for name in ["a", "b"] {
+            let r = try CLI.run(["secure", "set", name, "--value-env", "V"], store: store, env: ["V": "value-\(name)"])
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+        return store
+    }
+
+    @Test("list names a damaged item on stderr and still lists and reads the others")
+    func damagedItem() throws {
+        let store = try storeWithItems()
+        let items = store.appendingPathComponent("secure/items")
+        let files = try FileManager.default.contentsOfDirectory(atPath: items.path).sorted()
+        let damaged = items.appendingPathComponent(files[0])
+        var raw = try Data(contentsOf: damaged)
+        raw[raw.count - 1] ^= 1
+        try raw.write(to: damaged)
+        let list = try CLI.run(["secure", "list"], store: store)
+        #expect(list.status == 0)
+        #expect(list.stderr.contains(files[0]), "\(list.stderr)")
+        let names = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String])
+        #expect(names.count == 1)
+        #expect(try CLI.run(["secure", "get", try #require(names.first)], store: store).status == 0)
+    }
+
+    @Test("a lost key file is an error naming it, exit 5, and set makes no new key")
+    func lostKey() throws {
+        let store = try storeWithItems()
+        try FileManager.default.removeItem(at: store.appendingPathComponent("secure/key"))
+        let get = try CLI.run(["secure", "get", "a"], store: store)
+        #expect(get.status == 5)
+        #expect(get.stderr.contains("secure storage key lost"), "\(get.stderr)")
+        let set = try CLI.run(["secure", "set", "c", "--value-env", "V"], store: store, env: ["V": "x"])
+        #expect(set.status == 5)
+        #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("secure/key").path))
+    }
+}
