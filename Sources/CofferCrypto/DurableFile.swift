@@ -35,15 +35,7 @@ package enum DurableFile {
         }
         // The mode given to open(2) passes through the process umask; set it exactly.
         guard fchmod(fd, permissions) == 0 else { throw FileOperationError("cannot set the mode of \(temporary.path): \(errnoText())") }
-        var offset = 0
-        while offset < bytes.count {
-            let n = posixWrite(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileOperationError("cannot write \(temporary.path): \(errnoText())")
-            }
-            offset += n
-        }
+        try writeAll(fd, bytes, path: temporary.path)
         if sync {
             guard fsync(fd) == 0 else { throw FileOperationError("cannot flush \(temporary.path): \(errnoText())") }
         }
@@ -110,6 +102,20 @@ package enum DurableFile {
     }
 
     static func errnoText() -> String { String(cString: strerror(errno)) }
+
+    /// Writes all of `bytes` to `fd` (retrying short writes and EINTR); `path` names the file in
+    /// the error.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(FileOperationError) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = posixWrite(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileOperationError("cannot write \(path): \(errnoText())")
+            }
+            offset += n
+        }
+    }
 }
 
 /// A random 32-byte key in a file only its owner may read (mode 0600), created on first use.
@@ -206,15 +212,7 @@ package final class DurableFileWriter: @unchecked Sendable {
     /// Appends bytes.
     package func write(_ bytes: UnsafeRawBufferPointer) throws(FileOperationError) {
         guard fd >= 0 else { throw FileOperationError("\(temporary.path) is already closed") }
-        var offset = 0
-        while offset < bytes.count {
-            let n = posixWrite(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileOperationError("cannot write \(temporary.path): \(DurableFile.errnoText())")
-            }
-            offset += n
-        }
+        try DurableFile.writeAll(fd, bytes, path: temporary.path)
     }
 
     /// Appends `data`.

@@ -6,6 +6,29 @@ import Testing
 
 @Suite("Restore under kill -9")
 struct RestoreKillTests {
+    /// Runs `coffer arguments`, waits until `marker` (a temporary file the command writes) exists,
+    /// sleeps a random moment up to `maxDelay` µs, and kills it with SIGKILL. `landed` tells
+    /// whether the kill hit the process while it was still running with the marker present.
+    static func killWhile(_ marker: URL, maxDelay: useconds_t, env: [String: String], _ arguments: [String]) throws -> (landed: Bool, process: Process) {
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(env) { _, new in new }
+        process.standardOutput = Pipe()
+        process.standardError = Pipe()
+        try process.run()
+        var sawMarker = false
+        for _ in 0..<20_000 where process.isRunning {
+            if FileManager.default.fileExists(atPath: marker.path) { sawMarker = true; break }
+            usleep(200)
+        }
+        if sawMarker { usleep(useconds_t.random(in: 0...maxDelay)) }
+        let stillRunning = process.isRunning && FileManager.default.fileExists(atPath: marker.path)
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        return (stillRunning && process.terminationReason == .uncaughtSignal, process)
+    }
+
     @Test("killed mid-restore: no wallet at the target, and running the restore again succeeds with every record")
     func killedRestore() async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-restore-kill-\(UUID().uuidString)")
@@ -27,26 +50,11 @@ struct RestoreKillTests {
         let env = ["BP": "backup pass", "COFFER_TEST_KEY": CLI.key]
         var killedMidRestore = 0
         for attempt in 0..<5 {
-            let process = Process()
-            process.executableURL = CLI.binary
-            process.arguments = ["--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-backup", backup.path,
-                                 "--backup-passphrase-env", "BP"]
-            process.environment = ProcessInfo.processInfo.environment.merging(env) { _, new in new }
-            process.standardOutput = Pipe()
-            process.standardError = Pipe()
-            try process.run()
-            // Wait until the new wallet is being written under its temporary name, then kill at
-            // a random moment within the write.
-            var sawTemporary = false
-            for _ in 0..<20_000 where process.isRunning {
-                if FileManager.default.fileExists(atPath: temporary.path) { sawTemporary = true; break }
-                usleep(500)
-            }
-            if sawTemporary { usleep(useconds_t.random(in: 0...(attempt == 0 ? 1_000 : 200_000))) }
-            let stillRunning = process.isRunning && FileManager.default.fileExists(atPath: temporary.path)
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            if stillRunning && process.terminationReason == .uncaughtSignal { killedMidRestore += 1 }
+            // Kill at a random moment while the new wallet is being written under its temporary name.
+            let (landed, process) = try Self.killWhile(temporary, maxDelay: attempt == 0 ? 1_000 : 200_000, env: env,
+                                                       ["--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-backup",
+                                                        backup.path, "--backup-passphrase-env", "BP"])
+            if landed { killedMidRestore += 1 }
             #expect(!FileManager.default.fileExists(atPath: target.path) || process.terminationReason == .exit,
                     "attempt \(attempt): a killed restore left a wallet at the target")
             if FileManager.default.fileExists(atPath: target.path) { try FileManager.default.removeItem(at: target) }
@@ -93,24 +101,10 @@ struct RestoreKillTests {
         let env = ["BP": "backup pass", "COFFER_TEST_KEY": CLI.key]
         var killedMidExport = 0
         for attempt in 0..<5 {
-            let process = Process()
-            process.executableURL = CLI.binary
-            process.arguments = ["--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet", "export", backup.path,
-                                 "--backup-passphrase-env", "BP"]
-            process.environment = ProcessInfo.processInfo.environment.merging(env) { _, new in new }
-            process.standardOutput = Pipe()
-            process.standardError = Pipe()
-            try process.run()
-            var sawPartial = false
-            for _ in 0..<20_000 where process.isRunning {
-                if FileManager.default.fileExists(atPath: partial.path) { sawPartial = true; break }
-                usleep(200)
-            }
-            if sawPartial { usleep(useconds_t.random(in: 0...(attempt == 0 ? 1_000 : 100_000))) }
-            let stillRunning = process.isRunning && FileManager.default.fileExists(atPath: partial.path)
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            if stillRunning && process.terminationReason == .uncaughtSignal {
+            let (landed, process) = try Self.killWhile(partial, maxDelay: attempt == 0 ? 1_000 : 100_000, env: env,
+                                                       ["--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet", "export",
+                                                        backup.path, "--backup-passphrase-env", "BP"])
+            if landed {
                 killedMidExport += 1
                 #expect(try Data(contentsOf: backup) == older, "attempt \(attempt): a killed export changed the file at the target")
             }
