@@ -24,8 +24,11 @@ struct WalletWorkloadRunner {
             out.append(("disk_bytes_after_\(name)", .number(Double(databaseBytes(phaseStore.path)))))
             phase = nil
         }
-        func log(_ s: String) {
+        /// Ends the phase before and starts the next; `store` is the file the new phase works on
+        /// (default: the one before).
+        func log(_ s: String, store: URL? = nil) {
             endPhase()
+            if let store { phaseStore = store }
             StandardError.write("coffer: \(s)\n")
             phase = s.replacingOccurrences(of: " …", with: "").replacingOccurrences(of: "%", with: "pct")
                 .replacingOccurrences(of: " ", with: "_").replacingOccurrences(of: "-", with: "_")
@@ -33,8 +36,7 @@ struct WalletWorkloadRunner {
         }
 
         // Insert, one record per transaction.
-        phaseStore = folder.appendingPathComponent("one_per_txn.sqlite")
-        log("insert one-per-txn …")
+        log("insert one-per-txn …", store: folder.appendingPathComponent("one_per_txn.sqlite"))
         let storeA = try await Wallet.create(at: folder.appendingPathComponent("one_per_txn.sqlite"), key: key)
         let k = w.oneTxnCount
         let (_, tA) = try await Clock.time {
@@ -43,8 +45,7 @@ struct WalletWorkloadRunner {
         out.append(("insert_one_per_txn", .rate(ops: k, seconds: tA)))
 
         // Insert, all N in one transaction.
-        phaseStore = pathB
-        log("insert batched …")
+        log("insert batched …", store: pathB)
         var storeB = try await Wallet.create(at: pathB, key: key)
         let (_, tB) = try await Clock.time {
             try await storeB.transaction { txn in
@@ -291,8 +292,7 @@ struct WalletWorkloadRunner {
         }
         let pathC = folder.appendingPathComponent("imported.sqlite")
         let storeC = try await Wallet.create(at: pathC, key: key)
-        phaseStore = pathC
-        log("import jsonl …")
+        log("import jsonl …", store: pathC)
         let (imported, tImport) = try await Clock.time { try await storeC.importRecords(fromJSONLines: jsonl) }
         out.append(("import_jsonl_one_txn", .rate(ops: imported, seconds: tImport)))
         log("remove 90% …")
