@@ -222,12 +222,16 @@ public final class AppDatabase: Sendable {
         } catch {
             throw DatabaseStoreError.storage("opening or migrating \(url.path) failed: \(error)")
         }
+        // Fresh: this process found no file and was the one to record the first data version.
+        // (Two processes opening a new store at once may both find no file; only one records the
+        // version, so only one treats the start as a fresh install.)
+        var recordedFirst = !existed
         if lastMigration == nil {
-            try runLadder(pool, dataMigrations, freshInstall: !existed)
+            if !dataMigrations.isEmpty { recordedFirst = try runLadder(pool, dataMigrations, freshInstall: !existed) }
             try check(pool)
         }
         let settings = try Settings(database: pool)
-        return AppDatabase(pool: pool, settings: settings, isFreshInstall: !existed)
+        return AppDatabase(pool: pool, settings: settings, isFreshInstall: !existed && recordedFirst)
     }
 
     private init(pool: DatabasePool, settings: Settings, isFreshInstall: Bool) {
@@ -268,27 +272,38 @@ public final class AppDatabase: Sendable {
     /// Runs every step above the stored version, each in one transaction with its version bump.
     /// On a fresh install (the file did not exist) there is nothing to migrate: the steps only
     /// record their versions.
-    static func runLadder(_ pool: DatabasePool, _ steps: [DataMigration], freshInstall fresh: Bool) throws {
+    /// Runs the data ladder's steps above the recorded version, each in one IMMEDIATE transaction
+    /// that re-reads the version first (another process may have run it meanwhile). Returns
+    /// whether this call recorded the first version (none was recorded before).
+    @discardableResult
+    static func runLadder(_ pool: DatabasePool, _ steps: [DataMigration], freshInstall fresh: Bool) throws -> Bool {
         let ordered = steps.sorted { $0.version < $1.version }
+        var recordedFirst = false
         for step in ordered {
             let current = try pool.read { db in
                 try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version' AND kind = 'int'") ?? 0
             }
             guard step.version > current else { continue }
             do {
-                try pool.write { db in
+                try pool.writeWithoutTransaction { db in try db.inTransaction(.immediate) {
+                    // Under the write lock: skip a step another process has done meanwhile.
+                    let now = try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version' AND kind = 'int'")
+                    guard step.version > (now ?? 0) else { return .commit }
+                    if now == nil { recordedFirst = true }
                     // A fresh install has nothing to migrate: it only records the version.
                     if !fresh { try step.run(db) }
                     try db.execute(sql: """
                         INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('version', 'int', ?, ?)
                         ON CONFLICT(name) DO UPDATE SET kind = 'int', value = excluded.value, updated_at = excluded.updated_at
                         """, arguments: [step.version, Int64(Date().timeIntervalSince1970 * 1000)])
-                }
+                    return .commit
+                } }
             } catch {
                 throw DatabaseStoreError.storage("data migration \(step.version) \"\(step.name)\" failed (it will run again): \(error)")
             }
             if !fresh { logger.info("data migration \(step.version) \(step.name) done") }
         }
+        return recordedFirst
     }
 
     /// `PRAGMA quick_check` and `PRAGMA foreign_key_check`; a failure is reported, not ignored.

@@ -167,14 +167,15 @@ struct SettingsCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print every stored setting as one JSON object name → value.")
+        static let configuration = CommandConfiguration(abstract: "Print every stored setting as one JSON object name → value (booleans as true/false, json values as JSON).")
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
             let app = try AppDataCLI.open(storeOptions)
             defer { try? app.close() }
             let names = app.settings.storedNames().keys.sorted()
-            print(JSONValue.object(names.compactMap { n in app.settings.rawValue(n).map { (n, AppDataCLI.json($0.value)) } }).jsonText)
+            // Values as `get` prints them: booleans as true/false, json values as JSON.
+            print(JSONValue.object(names.compactMap { n in app.settings.rawValue(n).map { (n, AppDataCLI.json($0.value, kind: $0.kind)) } }).jsonText)
         }
     }
 }

@@ -250,3 +250,28 @@ struct AppDurabilityTests {
         #expect(level == 2)
     }
 }
+
+@Suite("Fresh install across processes")
+struct FreshInstallRaceTests {
+    @Test("of two opens that both found no file, only the one that records the first data version is a fresh install")
+    func onlyOneFresh() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-fresh-\(UUID().uuidString)/app.sqlite")
+        let first = try AppDatabase.open(at: url)
+        defer { try? first.close() }
+        #expect(first.isFreshInstall)
+        // What a second process that also found no file then runs: the ladder, under the write
+        // lock, finds the version recorded and records nothing.
+        #expect(try AppDatabase.runLadder(first.pool, AppDatabase.dataMigrations, freshInstall: true) == false)
+        let version = try first.pool.read { db in try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version'") }
+        #expect(version == AppDatabase.dataMigrations.map(\.version).max())
+    }
+
+    @Test("a store opened again is not a fresh install")
+    func reopenNotFresh() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-fresh-\(UUID().uuidString)/app.sqlite")
+        try AppDatabase.open(at: url).close()
+        let again = try AppDatabase.open(at: url)
+        defer { try? again.close() }
+        #expect(!again.isFreshInstall)
+    }
+}

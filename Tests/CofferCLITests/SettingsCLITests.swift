@@ -130,3 +130,14 @@ struct SecureCLITests {
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("secure/key").path))
     }
 }
+
+@Suite("settings list")
+struct SettingsListTests {
+    @Test("settings list prints booleans as true/false, as get does")
+    func booleans() throws {
+        let store = try CLI.newStore()
+        #expect(try CLI.run(["settings", "set", "flagged", "true", "--kind", "bool"], store: store).status == 0)
+        let list = try CLI.run(["settings", "list"], store: store)
+        #expect(list.stdout.contains(#""flagged":true"#), "\(list.stdout)")
+    }
+}
