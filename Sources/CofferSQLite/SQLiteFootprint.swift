@@ -67,12 +67,12 @@ package enum SQLiteFootprint {
         let pageSize = (try? Int.fetchOne(db, sql: "PRAGMA page_size")) ?? 4096
         guard Int(logFrames) * (pageSize + 24) > walLimitBytes else { return }
         // No busy wait: a reader that still uses the WAL makes this return SQLITE_BUSY at once.
-        let timeout = db.configuration.busyMode
+        // Only for connections that wait with a plain timeout, which is put back afterwards (a
+        // custom busy handler could not be).
+        guard case let .timeout(seconds) = db.configuration.busyMode else { return }
         sqlite3_busy_timeout(connection, 0)
         _ = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil)
-        if case let .timeout(seconds) = timeout {
-            sqlite3_busy_timeout(connection, Int32(seconds * 1000))
-        }
+        sqlite3_busy_timeout(connection, Int32(seconds * 1000))
     }
 
     /// Gives every free page back to the file system, then checkpoints and truncates the WAL.
