@@ -57,8 +57,9 @@ struct CompiledSearch: Sendable {
     let type: String
     let typeBlind: Data
     /// The keys it was compiled with: it may only run with them (a key rotation makes every
-    /// blind in it stale).
-    let keys: ObjectIdentifier
+    /// blind in it stale). Held strongly, so that no later keys can take this object's address
+    /// and pass the identity check.
+    let keys: WalletKeys
     let root: WQLNode
     let exact: Bool
     /// Plans in order of preference; the last one (type driver) always applies.
@@ -122,13 +123,13 @@ enum QueryCompiler {
         // answered by decrypting every record of the type and checking the whole tree: the same
         // results, at the cost of a full walk. `$in` lists and `$exist` names count as one.
         if root.conditionCount > maxSQLConditions {
-            return CompiledSearch(type: type, typeBlind: tb, keys: ObjectIdentifier(keys), root: root, exact: false,
+            return CompiledSearch(type: type, typeBlind: tb, keys: keys, root: root, exact: false,
                                   plans: [.init(driver: .type, predicate: .yes, requiresSingleValued: nil)])
         }
         let full = typeContext.sql(root, positive: true)
         plans.append(.init(driver: .type, predicate: full, requiresSingleValued: nil))
         // Inexact leaves widen the SQL the same way in every plan; the full tree decides.
-        return CompiledSearch(type: type, typeBlind: tb, keys: ObjectIdentifier(keys), root: root, exact: typeContext.exact, plans: plans)
+        return CompiledSearch(type: type, typeBlind: tb, keys: keys, root: root, exact: typeContext.exact, plans: plans)
     }
 
     struct Context {

@@ -401,7 +401,7 @@ extension CompiledSearch {
 
     /// Refuses to run with keys other than those it was compiled with.
     func checkKeys(_ keys: WalletKeys) throws(WalletError) {
-        guard ObjectIdentifier(keys) == self.keys else {
+        guard keys === self.keys else {
             throw .invalidInput("the wallet's key was rotated after this search was opened; open the search again")
         }
     }
