@@ -105,7 +105,7 @@ let package = Package(
         .testTarget(name: "CofferContainerTests", dependencies: ["Coffer", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "CofferAppDataTests",
-            dependencies: ["CofferSettings", "CofferDatabase", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["CofferSettings", "CofferDatabase", "CofferSQLite", .product(name: "GRDB", package: "GRDB.swift")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
@@ -121,7 +121,7 @@ let package = Package(
         .testTarget(name: "CofferCLITests", dependencies: ["coffer", "CofferWallet", "CofferDatabase", "CofferSettings", "CofferDeniable", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "CofferWalletTests",
-            dependencies: ["CofferWallet", "CofferCrypto", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["CofferWallet", "CofferCrypto", "CofferSQLite", .product(name: "GRDB", package: "GRDB.swift")],
             resources: [.copy("Fixtures")]
         ),
     ],

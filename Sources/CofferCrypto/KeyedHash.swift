@@ -26,6 +26,19 @@ public final class KeyedHash: @unchecked Sendable {
         }
     }
 
+    /// A hasher under the subkey HKDF derives from `master` for `info` (the same hasher as
+    /// `KeyedHash(key: KeyDerivation.hkdf(from: master, info: info))`). The subkey is never
+    /// kept: it goes straight into the HMAC state from swift-crypto's wiped key storage, which
+    /// spares a wallet open one guarded allocation per hasher.
+    package init(hkdfFrom master: SecretKey, info: String) {
+        Sodium.ensureReady()
+        keyed = .allocate(capacity: 1)
+        keyed.initialize(to: crypto_auth_hmacsha256_state())
+        KeyDerivation.withHKDF(from: master, info: info) { k in
+            _ = crypto_auth_hmacsha256_init(keyed, k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+        }
+    }
+
     deinit {
         sodium_memzero(keyed, MemoryLayout<crypto_auth_hmacsha256_state>.size)
         keyed.deallocate()
@@ -154,5 +167,14 @@ public enum KeyDerivation {
                 inputKeyMaterial: SymmetricKey(data: bytes), salt: salt, info: Data(info.utf8), outputByteCount: byteCount)
         }
         return derived.withUnsafeBytes { try! SecretKey(copying: $0) }
+    }
+
+    /// ``hkdf(from:salt:info:byteCount:)``'s output lent to `body`, in swift-crypto's key
+    /// storage (wiped when it is released), for a key used once.
+    package static func withHKDF<R>(from key: SecretKey, info: String, byteCount: Int = 32, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        let derived = key.withUnsafeBytes { bytes in
+            HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: bytes), salt: Data(), info: Data(info.utf8), outputByteCount: byteCount)
+        }
+        return derived.withUnsafeBytes(body)
     }
 }

@@ -145,6 +145,14 @@ public final class MediaCache: @unchecked Sendable {
     private var inFlight: [MediaKey: Task<Data, any Error>] = [:]
     private var invalidatedInFlight: Set<MediaKey> = []
     private var purges = 0
+    /// Whether `disk` lists the folder (lock held). Until then a disk read goes to the file
+    /// directly, and anything that evicts or counts first builds the index.
+    private var diskIndexed = false
+    /// Bumped (lock held) by every change to the entries, so a read made without the index can
+    /// tell whether the entry changed while its file was read.
+    private var mutations: UInt64 = 0
+    /// Folder scans so far (lock held), for tests: opening does none on the caller's thread.
+    private var scans = 0
     /// Serialises this instance's use of `lockFile` between threads (flock is per open file).
     private let fileLock = NSLock()
     /// The open lock file (guarded by `fileLock`); -1 when it could not be opened.
@@ -155,22 +163,48 @@ public final class MediaCache: @unchecked Sendable {
     private static let logger = Logger(label: "coffer.media-cache")
     private static let anchorName = ".coffer-cache-anchor"
 
-    /// Opens (or creates) the cache in `folder`, indexing the files already there.
+    /// Opens (or creates) the cache in `folder`. Opening reads no entry: the files already
+    /// there are indexed on a background queue (a folder of 10,000 files takes about 100 ms to
+    /// list), and until then ``data(for:)`` reads a file directly, so the first hit does not wait
+    /// for the scan. A store, a removal, ``setLimits(_:)`` or ``statistics()`` that comes first
+    /// builds the index itself before it evicts or counts, so the limits hold throughout.
     /// - Throws: ``MediaCacheError/storage(_:)`` when the folder cannot be created.
-    public init(folder: URL, limits: MediaCacheLimits = .default) throws(MediaCacheError) {
+    public convenience init(folder: URL, limits: MediaCacheLimits = .default) throws(MediaCacheError) {
+        try self.init(folder: folder, limits: limits, indexInBackground: true)
+    }
+
+    /// ``init(folder:limits:)``; `indexInBackground: false` leaves the index to the first call
+    /// that needs it (tests).
+    package init(folder: URL, limits: MediaCacheLimits, indexInBackground: Bool) throws(MediaCacheError) {
         self.folder = folder
         self.limits = try Self.checked(limits)
         try Self.ensureFolder(folder)
-        try withFolderLock(sync: false) { () throws(MediaCacheError) in
-            try prepareFolder()
-            if lockFD >= 0 { knownChanges = readChanges() }
-            loadIndex()
+        // A folder this cache (or another process's) already prepared needs no lock: only its
+        // modes are checked. A new or purged one is prepared under the folder lock.
+        if !isPrepared() {
+            try withFolderLock(sync: false) { () throws(MediaCacheError) in
+                try prepareFolder()
+                if lockFD >= 0 { knownChanges = readChanges() }
+            }
+        }
+        if indexInBackground {
+            DispatchQueue.global(qos: .utility).async { [weak self] in self?.buildIndex() }
+        }
+    }
+
+    /// Builds the index when no call has yet, then evicts what the limits no longer allow
+    /// (files left over a lower limit, or written by another process).
+    private func buildIndex() {
+        withFolderLock {
             lock.lock()
             let evicted = enforceLimits()
             lock.unlock()
             if evicted { noteChange() }
         }
     }
+
+    /// Folder scans so far (tests: opening does none on the caller's thread).
+    package var folderScans: Int { lock.withLock { scans } }
 
     deinit {
         if lockFD >= 0 { close(lockFD) }
@@ -199,6 +233,11 @@ public final class MediaCache: @unchecked Sendable {
         lock.unlock()
         let diskKey = DiskKey(key)
         lock.lock()
+        guard diskIndexed else {
+            let before = mutations
+            lock.unlock()
+            return unindexedRead(key, diskKey, mutationsBefore: before)
+        }
         guard let seen = disk.touch(diskKey) else {
             lock.unlock()
             return nil
@@ -227,6 +266,27 @@ public final class MediaCache: @unchecked Sendable {
                 disk.remove(diskKey)
                 unlink(fileURL(diskKey).path)
             }
+            lock.unlock()
+            Self.logger.warning("a damaged cache file read as a miss and was removed", metadata: ["key": "\(key)"])
+            return nil
+        }
+    }
+
+    /// A disk read before the index is built: the file itself says whether it is there. A hit
+    /// goes to the memory layer unless an entry changed meanwhile (the disk index learns of the
+    /// file, and its recency from the file time this read sets, when it is built).
+    private func unindexedRead(_ key: MediaKey, _ diskKey: DiskKey, mutationsBefore: UInt64) -> Data? {
+        switch readFile(key, diskKey) {
+        case let .hit(data):
+            lock.lock()
+            if mutations == mutationsBefore { insertMemory(key, diskKey, data) }
+            lock.unlock()
+            return data
+        case .missing:
+            return nil
+        case .damaged:
+            lock.lock()
+            if mutations == mutationsBefore { unlink(fileURL(diskKey).path) }
             lock.unlock()
             Self.logger.warning("a damaged cache file read as a miss and was removed", metadata: ["key": "\(key)"])
             return nil
@@ -308,6 +368,7 @@ public final class MediaCache: @unchecked Sendable {
             }
             disk.insert(diskKey, (), bytes: file.count)
             insertMemory(key, diskKey, data)
+            mutations &+= 1
             enforceLimits()
             lock.unlock()
             noteChange()
@@ -344,6 +405,7 @@ public final class MediaCache: @unchecked Sendable {
     public func clear(_ kind: MediaKind? = nil) {
         withFolderLock {
             lock.lock()
+            mutations &+= 1
             for key in memory.keys(kind) { memory.remove(key) }
             for key in disk.keys(kind) {
                 disk.remove(key)
@@ -388,8 +450,9 @@ public final class MediaCache: @unchecked Sendable {
         return limits
     }
 
-    /// Entries and bytes per kind in each layer.
+    /// Entries and bytes per kind in each layer (builds the disk index first if it is not yet).
     public func statistics() -> MediaCacheStatistics {
+        withFolderLock {}
         lock.lock()
         defer { lock.unlock() }
         var kinds: [MediaKind: MediaKindStatistics] = [:]
@@ -472,13 +535,18 @@ public final class MediaCache: @unchecked Sendable {
         defer { fileLock.unlock() }
         let locked = acquireFolderLock()
         defer { if locked { _ = flock(lockFD, LOCK_UN) } }
-        if locked, sync {
-            let changes = readChanges()
-            if changes != knownChanges {
-                // Another process stored, evicted or removed files: re-read the folder (names and
-                // times only) so eviction counts what is really there.
+        if sync {
+            let indexed = lock.withLock { diskIndexed }
+            if locked {
+                let changes = readChanges()
+                if changes != knownChanges || !indexed {
+                    // Not built yet, or another process stored, evicted or removed files: read
+                    // the folder (names and times only) so eviction counts what is really there.
+                    loadIndex()
+                    knownChanges = changes
+                }
+            } else if !indexed {
                 loadIndex()
-                knownChanges = changes
             }
         }
         return try body()
@@ -533,6 +601,7 @@ public final class MediaCache: @unchecked Sendable {
 
     /// Lock held.
     private func removeLocked(_ keys: [MediaKey], markInFlight: Bool = true) {
+        mutations &+= 1
         for key in keys {
             memory.remove(key)
             let diskKey = DiskKey(key)
@@ -545,6 +614,8 @@ public final class MediaCache: @unchecked Sendable {
     private func noticePurge() {
         lock.lock()
         disk.removeAll()
+        diskIndexed = true // an empty folder, known to be empty
+        mutations &+= 1
         purges += 1
         lock.unlock()
         Self.logger.notice("the media cache folder was purged; starting an empty disk layer", metadata: ["folder": "\(folder.path)"])
@@ -586,6 +657,21 @@ public final class MediaCache: @unchecked Sendable {
         } else {
             Self.restrictToOwner(anchor.path)
         }
+    }
+
+    /// Whether the anchor and every kind folder exist (then restricted to their owner, as
+    /// ``prepareFolder()`` would), so opening needs no lock and no change.
+    private func isPrepared() -> Bool {
+        let anchor = folder.appendingPathComponent(Self.anchorName).path
+        var info = stat()
+        guard stat(anchor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
+        for kind in MediaKind.allCases {
+            var dir = stat()
+            guard stat(kindFolder(kind).path, &dir) == 0, (dir.st_mode & S_IFMT) == S_IFDIR else { return false }
+        }
+        for owned in [folder] + MediaKind.allCases.map(kindFolder) { Self.restrictToOwner(owned.path) }
+        Self.restrictToOwner(anchor, mode: info.st_mode)
+        return true
     }
 
     /// Creates `folder` and any missing parents, each new folder 0700 whatever the umask.
@@ -636,6 +722,8 @@ public final class MediaCache: @unchecked Sendable {
         lock.lock()
         disk.removeAll()
         for entry in found { disk.insert(entry.key, (), bytes: entry.bytes) }
+        diskIndexed = true
+        scans += 1
         lock.unlock()
     }
 

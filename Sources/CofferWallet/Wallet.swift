@@ -55,6 +55,8 @@ public final class Wallet: Sendable {
         public var searchIdleTimeout: Duration = .seconds(600)
         /// Where diagnostics go. Keys, values, ids and tags are never logged.
         public var logger: Logger = Logger(label: "coffer.wallet")
+        /// Records the statements the wallet's connections run (tests of the open path's cost).
+        package var statementProfile: StatementProfile?
 
         /// Defaults: Argon2id INTERACTIVE, 128 searches, 10 minutes idle.
         public init() {}
@@ -150,17 +152,37 @@ public final class Wallet: Sendable {
             throw WalletError.invalidInput("a raw key must be 32 bytes, got \(data.count)")
         }
         try checkIsWallet(path: path)
-        let opened = try openPool(path: path)
+        // An open that writes nothing (see placeWALPlaceholder); the wallet takes no WAL snapshots.
+        SQLiteFootprint.placeWALPlaceholder(forDatabaseAt: path)
+        let opened = try openPool(path: path, profile: configuration.statementProfile)
         let pool = opened.pool
         do {
-            let meta: [String: Data] = try await pool.read { db in
-                guard try db.tableExists("coffer_meta") else { return [:] }
-                var out = [String: Data]()
-                for row in try Row.fetchAll(db, sql: "SELECT name, value FROM coffer_meta") {
-                    out[row["name"]] = row["value"]
-                }
-                return out
+            // Launch path: one visit to the writer connection, which the pool has just opened,
+            // so no reader connection is opened here. Nothing in it reads records: the metadata
+            // rows, the applied migrations and one pragma (the open costs the same at any size;
+            // `WalletOpenCostTests` counts the statements and their VM steps).
+            let migrator = Schema.migrator()
+            let state = try readForOpen(pool, path: path, key: key, migrator: migrator)
+            // Bring older files up to date (nothing for the current format), and give files made
+            // before free pages could be returned that ability, once (one VACUUM).
+            if !state.migrated { try migrator.migrate(pool) }
+            if !state.incremental { try await pool.writeWithoutTransaction { try SQLiteFootprint.convertToIncremental($0) } }
+            return Wallet(path: path, pool: opened, keys: state.keys, configuration: configuration)
+        } catch {
+            closePool(opened)
+            throw mapError(error)
+        }
+    }
+
+    /// The launch path's one visit to the writer (synchronous, so the pool's synchronous write
+    /// is the one called): the metadata rows, the keys, the applied migrations and one pragma.
+    private static func readForOpen(_ pool: DatabasePool, path: String, key: WalletKey, migrator: DatabaseMigrator) throws -> OpenState {
+        try pool.writeWithoutTransaction { db in
+            guard try db.tableExists("coffer_meta") else {
+                throw WalletError.corrupted("\(path) is an SQLite database without a Coffer wallet's keys")
             }
+            var meta = [String: Data]()
+            for row in try Row.fetchAll(db, sql: "SELECT name, value FROM coffer_meta") { meta[row["name"]] = row["value"] }
             guard let sealedKeys = meta["keys"], let kdfData = meta["kdf"] else {
                 throw WalletError.corrupted("\(path) is an SQLite database without a Coffer wallet's keys")
             }
@@ -169,18 +191,18 @@ public final class Wallet: Sendable {
             }
             let kdf = try KDFRecord(json: String(decoding: kdfData, as: UTF8.self))
             let storeKey = try deriveStoreKey(key, kdf: kdf)
-            let master = try openMaster(sealedKeys, storeKey: storeKey, kdf: kdf)
-            let keys = WalletKeys(master: master)
-            registerKeyedFunctions(pool, keys: keys)
-            // Bring older files up to date (no-op for the current format), and give files made
-            // before free pages could be returned that ability, once (one VACUUM).
-            try Schema.migrator().migrate(pool)
-            try await pool.writeWithoutTransaction { try SQLiteFootprint.convertToIncremental($0) }
-            return Wallet(path: path, pool: opened, keys: keys, configuration: configuration)
-        } catch {
-            closePool(opened)
-            throw mapError(error)
+            let keys = WalletKeys(master: try openMaster(sealedKeys, storeKey: storeKey, kdf: kdf))
+            DigestFunction.register(on: db, keys: keys)
+            return OpenState(keys: keys, migrated: try migrator.hasCompletedMigrations(db),
+                             incremental: try SQLiteFootprint.isIncremental(db))
         }
+    }
+
+    /// What ``open(at:key:configuration:)`` learns in its one visit to the writer.
+    private struct OpenState {
+        let keys: WalletKeys
+        let migrated: Bool
+        let incremental: Bool
     }
 
     /// Refuses, before anything could write to it, a file that is not a Coffer wallet: one that
@@ -307,12 +329,14 @@ public final class Wallet: Sendable {
     /// Opens the pool on the wallet file, first making the file owner-only: created 0600 when
     /// missing (SQLite gives `-wal` and `-shm` the same mode), an existing file and its `-wal`
     /// and `-shm` restricted to 0600 when their mode is wider.
-    static func openPool(path: String) throws -> (pool: DatabasePool, checkpointer: Checkpointer) {
+    static func openPool(path: String, profile: StatementProfile? = nil) throws -> (pool: DatabasePool, checkpointer: Checkpointer) {
         do { try DurableFile.prepareOwnerOnlyDatabase(URL(fileURLWithPath: path)) } catch {
             throw WalletError.storage(error.message)
         }
         do {
-            let pool = try DatabasePool(path: path, configuration: Schema.configuration(label: "coffer.wallet"))
+            var poolConfiguration = Schema.configuration(label: "coffer.wallet")
+            if let profile { poolConfiguration.prepareDatabase { profile.install(on: $0) } }
+            let pool = try DatabasePool(path: path, configuration: poolConfiguration)
             try Schema.makeDurable(pool)
             return (pool, Checkpointer.install(on: pool))
         } catch {

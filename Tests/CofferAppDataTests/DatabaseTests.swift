@@ -261,7 +261,7 @@ struct FreshInstallRaceTests {
         #expect(first.isFreshInstall)
         // What a second process that also found no file then runs: the ladder, under the write
         // lock, finds the version recorded and records nothing.
-        #expect(try AppDatabase.runLadder(first.pool, AppDatabase.dataMigrations, freshInstall: true) == false)
+        #expect(try AppDatabase.runLadder(first.pool, AppDatabase.dataMigrations, freshInstall: true).recordedFirst == false)
         let version = try first.pool.read { db in try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version'") }
         #expect(version == AppDatabase.dataMigrations.map(\.version).max())
     }

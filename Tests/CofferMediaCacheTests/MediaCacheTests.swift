@@ -192,13 +192,14 @@ struct MediaCacheDamageTests {
         #expect(cache.data(for: .preview("a")) == nil)
     }
 
-    @Test("leftover temporary files of an interrupted write are removed at open")
+    @Test("leftover temporary files of an interrupted write are removed when the reopened cache builds its index")
     func leftoversRemoved() throws {
         let folder = cacheFolder()
         _ = try MediaCache(folder: folder)
         let stray = folder.appendingPathComponent("thumbnail/.0000.tmp")
         try Data([1, 2, 3]).write(to: stray)
-        _ = try MediaCache(folder: folder)
+        let reopened = try MediaCache(folder: folder)
+        _ = reopened.statistics() // builds the index now, if the background has not yet
         #expect(!FileManager.default.fileExists(atPath: stray.path))
     }
 

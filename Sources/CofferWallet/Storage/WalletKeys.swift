@@ -58,10 +58,10 @@ final class WalletKeys: @unchecked Sendable {
 
     init(master: SecretKey) {
         self.master = master
-        typeHash = KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.type"))
-        idHash = KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.id"))
-        tagNameHash = KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.tag-name"))
-        tagValueHash = KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.tag-value"))
+        typeHash = KeyedHash(hkdfFrom: master, info: "coffer.wallet.v1.type")
+        idHash = KeyedHash(hkdfFrom: master, info: "coffer.wallet.v1.id")
+        tagNameHash = KeyedHash(hkdfFrom: master, info: "coffer.wallet.v1.tag-name")
+        tagValueHash = KeyedHash(hkdfFrom: master, info: "coffer.wallet.v1.tag-value")
         recordKeyHash = KeyedBlake2b(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.record-key"))
         rowDigestHash = KeyedBlake2b(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v3.row-digest"))
     }

@@ -7,7 +7,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure Coffer's speed (build with -c release for real numbers).",
-        subcommands: [WalletBench.self, DeniableBench.self, SDKBench.self, AppBench.self, CacheBench.self])
+        subcommands: [WalletBench.self, DeniableBench.self, SDKBench.self, AppBench.self, CacheBench.self, LaunchBench.self])
 }
 
 struct WalletBench: AsyncParsableCommand {

@@ -1,0 +1,70 @@
+// Opening the app database does the same work at any size when there is nothing to migrate; the
+// whole-file checks run after a migration, and on demand.
+import CofferDatabase
+import CofferSQLite
+import Foundation
+import GRDB
+import Testing
+
+@Suite("App database open cost")
+struct AppDatabaseOpenCostTests {
+    /// A closed app database holding `assets` assets, and its path.
+    static func database(assets: Int) throws -> URL {
+        let url = appFolder().appendingPathComponent("app.sqlite")
+        let app = try AppDatabase.open(at: url)
+        let t0 = Date(timeIntervalSince1970: 1_600_000_000)
+        try app.context.assets.putAll((0..<assets).map { i in
+            Asset(remoteId: "r\(i)", localId: "l\(i)", ownerId: "owner", checksum: "c\(i)", fileName: "f\(i).jpg",
+                  fileCreatedAt: t0.addingTimeInterval(Double(i)))
+        })
+        try app.close()
+        return url
+    }
+
+    static func openProfile(_ url: URL) throws -> [(sql: String, steps: Int)] {
+        let profile = StatementProfile()
+        let app = try AppDatabase.open(at: url, profile: profile)
+        let statements = profile.statements
+        try app.close()
+        return statements
+    }
+
+    @Test("opening with nothing to migrate runs the same statements with the same VM steps at 10 and at 5,000 assets")
+    func sameWorkAtAnySize() throws {
+        let small = try Self.openProfile(try Self.database(assets: 10))
+        let large = try Self.openProfile(try Self.database(assets: 5_000))
+        #expect(!small.isEmpty)
+        #expect(small.map(\.sql) == large.map(\.sql))
+        #expect(small.map(\.steps) == large.map(\.steps), "\(Array(zip(small.map(\.sql), zip(small.map(\.steps), large.map(\.steps)))))")
+        #expect(!large.contains { $0.sql.contains("quick_check") || $0.sql.contains("foreign_key_check") })
+    }
+
+    /// An asset row pointing nowhere: an album link to a missing asset, written with foreign
+    /// keys off (as a damaged or hand-edited file could hold it).
+    static func addDanglingLink(_ url: URL) throws {
+        var config = Configuration()
+        config.foreignKeysEnabled = false
+        let queue = try DatabaseQueue(path: url.path, configuration: config)
+        try queue.write { db in
+            try db.execute(sql: "INSERT INTO albums(remoteId, name, createdAt, modifiedAt, ownerId) VALUES ('dangling', 'D', '2021-01-01', '2021-01-01', 'owner')")
+            try db.execute(sql: "INSERT INTO album_assets(albumId, assetId) VALUES (?, 999999)", arguments: [db.lastInsertedRowID])
+        }
+        try queue.close()
+    }
+
+    @Test("checkIntegrity() reports a foreign-key violation that a launch with nothing to migrate does not look for")
+    func checkOnDemand() async throws {
+        let url = try Self.database(assets: 10)
+        try Self.addDanglingLink(url)
+        let app = try AppDatabase.open(at: url)
+        defer { try? app.close() }
+        await #expect(throws: DatabaseStoreError.self) { try await app.checkIntegrity() }
+    }
+
+    @Test("checkIntegrity() passes on a sound file")
+    func checkPasses() async throws {
+        let app = try AppDatabase.open(at: try Self.database(assets: 10))
+        defer { try? app.close() }
+        try await app.checkIntegrity()
+    }
+}
