@@ -64,8 +64,11 @@ struct CacheBench: AsyncParsableCommand {
             try MediaCache(folder: folder.appendingPathComponent("coffer"),
                            limits: MediaCacheLimits(entries: [.thumbnail: entries], memoryBytes: 0, diskBytes: entries * size * 4))
         }
-        guard diskOnly.statistics().kinds[.thumbnail]?.diskEntries == entries else { throw ValidationError("reopening lost entries") }
-        results += [("open_indexing_entries_ms", tOpen * 1000)]
+        // Opening reads no entry (the index is built in the background); statistics() builds it
+        // now if the background has not yet, so this is at most the whole scan.
+        let (stats, tIndex) = await Clock.time { diskOnly.statistics() }
+        guard stats.kinds[.thumbnail]?.diskEntries == entries else { throw ValidationError("reopening lost entries") }
+        results += [("open_ms", tOpen * 1000), ("index_after_open_ms", tIndex * 1000)]
         let urlCache = URLCache(memoryCapacity: 0, diskCapacity: entries * size * 4, diskPath: folder.appendingPathComponent("urlcache").path)
         let requests = ids.map { URLRequest(url: URL(string: "https://media.example/thumbnails/\($0)")!) }
         let (_, tURLPut) = await Clock.time {
