@@ -5,7 +5,7 @@
 #                 number is the median of its runs and the ratio is taken between medians; the
 #                 range of the per-run ratios is printed beside it. This machine's numbers move
 #                 20-40% between runs, so one run alone says little.
-#   ASKAR_BENCH   path of askar_bench.py (default: ../shared/bench/askar_bench.py beside the repo)
+#   ASKAR_BENCH   path of askar_bench.py (default: Benchmarks/askar_bench.py)
 #   ASKAR_VENV    venv to use or create (default: .build-askar-venv in the repo, git-ignored)
 #   ASKAR_PAGED_CAP  rows Askar's offset/limit walk covers (default: all when N <= 20000, else 10000).
 #                 Askar pages with OFFSET, so a full walk is quadratic (over 40 minutes at N=100,000);
@@ -13,7 +13,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 n="${1:-10000}"
-bench="${ASKAR_BENCH:-$root/../shared/bench/askar_bench.py}"
+bench="${ASKAR_BENCH:-$root/Benchmarks/askar_bench.py}"
 venv="${ASKAR_VENV:-$root/.build-askar-venv}"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT

@@ -45,7 +45,7 @@ enum TestWallets {
     }
 }
 
-/// The query cases of `shared/wql/askar-cases.json`, with Askar's and Coffer's expected results.
+/// The query cases of `Fixtures/askar-cases.json`, with Askar's and Coffer's expected results.
 struct WQLCase: Sendable, CustomTestStringConvertible {
     let name: String
     let query: String

@@ -13,7 +13,7 @@ struct BenchCommand: AsyncParsableCommand {
 struct WalletBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "wallet",
-        abstract: "The workload of shared/bench/askar_bench.py against the wallet and against plain SQLite.",
+        abstract: "The workload of Benchmarks/askar_bench.py against the wallet and against plain SQLite.",
         discussion: """
             N records of one type, ~200-byte values, 4 tags (schema_id and issuer_did encrypted, ~seq and ~ts \
             plaintext). Metric names and the JSON shape follow askar_bench.py; the same operations on plain \
