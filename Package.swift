@@ -17,11 +17,16 @@ let package = Package(
         .library(name: "CofferSecureStorage", targets: ["CofferSecureStorage"]),
         .executable(name: "coffer", targets: ["coffer"]),
     ],
+    // Semantic-version ranges, so an app that already depends on these packages resolves with
+    // Coffer. The lower bounds are the versions Coffer is built and tested with (swift-crypto
+    // with both 3.12.3 and 4.5.2); see the README.
     dependencies: [
-        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
-        .package(url: "https://github.com/apple/swift-crypto", exact: "4.5.2"),
-        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // `swift package generate-documentation` (Scripts/docs.sh); a command plugin, linked into nothing.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(

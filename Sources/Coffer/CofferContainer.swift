@@ -127,10 +127,14 @@ public final class CofferContainer: @unchecked Sendable {
     /// database. On a fresh install (no app database yet) it also empties secure storage, whose
     /// Keychain items would otherwise survive an uninstall.
     /// - Parameters:
+    ///   - locations: the store's folders; by default the platform's (``CofferLocations/platformDefault(environment:)``).
     ///   - secureStorage: the secure store to use; by default the Keychain on Apple platforms, an
     ///     encrypted file store in `data/secure` elsewhere.
     ///   - keychainService: the Keychain service of the default secure store; by default the
     ///     store's own, ``CofferLocations/keychainService``.
+    ///   - cacheByteLimits: the media cache's memory and disk byte limits; by default
+    ///     `MediaCacheLimits.default` (its entry limits always follow the cache-size settings).
+    ///   - dataMigrations: the app database's data ladder; by default `AppDatabase.dataMigrations`.
     public static func open(_ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
                             keychainService: String? = nil, cacheByteLimits: (memory: Int, disk: Int)? = nil,
                             dataMigrations: [DataMigration] = AppDatabase.dataMigrations) throws -> CofferContainer {

@@ -19,6 +19,17 @@ package struct FileOperationError: Error, CustomStringConvertible {
 /// Writes files so that a reader (or a process restarted after a crash) sees either the old
 /// content or the new one, never a mix.
 package enum DurableFile {
+    /// Flushes a file's data to permanent storage; 0 on success, -1 with `errno` set. On Apple
+    /// platforms `fsync(2)` only hands the data to the drive, whose cache may lose it at power
+    /// loss; `fcntl(F_FULLFSYNC)` asks the drive to write it out (Apple's `fsync(2)` manual page).
+    /// A file system that does not support it (some network volumes) gets `fsync`.
+    package static func flushToStorage(_ fd: Int32) -> Int32 {
+        #if canImport(Darwin)
+        if fcntl(fd, F_FULLFSYNC) == 0 { return 0 }
+        #endif
+        return fsync(fd)
+    }
+
     /// Replaces `url` with `bytes`: writes a temporary file beside it (mode `permissions`),
     /// flushes it to disk when `sync` is true, renames it over `url`, then flushes the folder so
     /// the rename lasts. Without `sync` the replacement is still atomic for readers, but a crash
@@ -37,7 +48,7 @@ package enum DurableFile {
         guard fchmod(fd, permissions) == 0 else { throw FileOperationError("cannot set the mode of \(temporary.path): \(errnoText())") }
         try writeAll(fd, bytes, path: temporary.path)
         if sync {
-            guard fsync(fd) == 0 else { throw FileOperationError("cannot flush \(temporary.path): \(errnoText())") }
+            guard flushToStorage(fd) == 0 else { throw FileOperationError("cannot flush \(temporary.path): \(errnoText())") }
         }
         ok = true
         close(fd)
@@ -223,7 +234,7 @@ package final class DurableFileWriter: @unchecked Sendable {
     /// Flushes the file to disk, renames it over the target, and flushes the folder.
     package func commit() throws(FileOperationError) {
         guard fd >= 0 else { throw FileOperationError("\(temporary.path) is already closed") }
-        guard fsync(fd) == 0 else {
+        guard DurableFile.flushToStorage(fd) == 0 else {
             let message = DurableFile.errnoText()
             abandon()
             throw FileOperationError("cannot flush \(temporary.path): \(message)")

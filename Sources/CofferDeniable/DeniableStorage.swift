@@ -115,6 +115,8 @@ public actor DeniableStorage {
     /// Opens (creating when absent) deniable storage in `folder` and runs the app-start routine
     /// (see ``appDidStart()``).
     /// - Parameters:
+    ///   - folder: where the vault, queue and caches live (made 0700 when missing).
+    ///   - configuration: sizes, costs and timeouts (the defaults are CoverDrop's).
     ///   - trustAnchor: the bundled key that signs published keys.
     ///   - keySource: fetches the key bundle when the cache is missing or older than
     ///     ``DeniableConfiguration/publicKeyMaxAge`` (nil: use the cache only).

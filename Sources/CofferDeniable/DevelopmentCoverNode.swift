@@ -32,6 +32,8 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
 
     /// Loads the environment kept in `folder`, creating it (keys valid for a year) when absent.
     /// - Parameters:
+    ///   - folder: where the service keeps its keys, queue inbox and dead drops.
+    ///   - configuration: the sizes its users' storage is configured with.
     ///   - deadDropInterval: seconds between scheduled dead drops (default an hour).
     ///   - messagesPerDeadDrop: messages in every dead drop (default 10).
     ///   - clock: the service's time (injected in tests).

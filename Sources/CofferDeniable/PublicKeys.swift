@@ -36,7 +36,7 @@ public struct PublishedKey: Sendable, Hashable, Codable {
     public let key: Data
     /// End of its validity.
     public let notValidAfter: Date
-    /// The trust anchor's Ed25519 signature of ``signedBytes``.
+    /// The trust anchor's Ed25519 signature of the key's signed bytes (its id, key and validity).
     public let signature: Data
 
     /// A published key.

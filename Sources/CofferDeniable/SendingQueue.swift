@@ -56,6 +56,9 @@ public final class SendingQueue: @unchecked Sendable {
 
     /// Opens the queue at `url`, creating a queue of covers when there is none.
     /// - Parameters:
+    ///   - url: the queue's file.
+    ///   - slots: the number of items the queue holds.
+    ///   - itemBytes: the exact size of every item.
     ///   - secureElement: keys the outer layer.
     ///   - makeCover: makes one cover item of exactly `itemBytes` bytes.
     /// - Throws: ``DeniableError/corrupted(_:)`` when the file is not a queue of this shape or its

@@ -46,7 +46,7 @@ enum BackupFormat {
 
 /// A backup's key: Argon2id of the backup passphrase under a fresh salt, derived ahead of an
 /// export (see ``Wallet/exportBackup(to:key:firstFormatTypes:progress:)``). Its bytes are a
-/// ``SecretKey``; it prints nothing of them.
+/// `SecretKey`; it prints nothing of them.
 public struct BackupKey: Sendable {
     let key: SecretKey
     let salt: Data
@@ -79,9 +79,13 @@ extension Wallet {
     /// reserved type, or one of `firstFormatTypes` turns out to have. The restored wallet seals
     /// them in today's format.
     /// - Parameters:
+    ///   - url: the backup file to write.
+    ///   - passphrase: the backup passphrase (Argon2id derives the key).
+    ///   - parameters: the Argon2id costs for the backup key.
     ///   - firstFormatTypes: types that first-format records may have, for wallets in which no
     ///     newer record of that type tells it (each is checked against the blind; a wrong guess
     ///     matches nothing).
+    ///   - progress: called as records are written.
     /// - Throws: ``WalletError/invalidInput(_:)`` for an empty passphrase, bad costs, or a
     ///   first-format record whose type nothing tells.
     @discardableResult

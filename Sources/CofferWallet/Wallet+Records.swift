@@ -6,6 +6,10 @@ import GRDB
 extension Wallet {
     /// Adds a record.
     /// - Parameters:
+    ///   - type: the record's type (not empty).
+    ///   - id: its id, unique within the type (not empty).
+    ///   - value: its value, sealed.
+    ///   - tags: its tags; names starting with `~` are stored in clear.
     ///   - expiresAt: when set, the record reads as absent from that moment on.
     /// - Throws: ``WalletError/duplicate(type:id:)`` when (type, id) exists,
     ///   ``WalletError/invalidInput(_:)`` for bad tags or oversized fields.

@@ -39,11 +39,36 @@ extension WalletKey: CustomDebugStringConvertible, CustomReflectable {
 /// many tasks may read and write it at once.
 ///
 /// ## Topics
-/// - Opening: ``create(at:key:configuration:)``, ``open(at:key:configuration:)``
-/// - Records: ``add(type:id:value:tags:expiresAt:)``, ``get(type:id:options:)``, ``update(type:id:value:)``, ``delete(type:id:)``
-/// - Tags: ``addTags(type:id:tags:)``, ``updateTags(type:id:tags:)``, ``deleteTags(type:id:names:)``
-/// - Search: ``openSearch(type:query:options:)``, ``searchNext(_:count:)``, ``closeSearch(_:)``, ``records(type:matching:options:pageSize:)``
-/// - Keys: ``rekey(to:)``
+///
+/// ### Opening and closing
+///
+/// - ``create(at:key:configuration:)``
+/// - ``open(at:key:configuration:)``
+/// - ``close()``
+///
+/// ### Records
+///
+/// - ``add(type:id:value:tags:expiresAt:)``
+/// - ``get(type:id:options:)``
+/// - ``update(type:id:value:)``
+/// - ``delete(type:id:)``
+///
+/// ### Tags
+///
+/// - ``addTags(type:id:tags:)``
+/// - ``updateTags(type:id:tags:)``
+/// - ``deleteTags(type:id:names:)``
+///
+/// ### Searching
+///
+/// - ``openSearch(type:query:options:)``
+/// - ``searchNext(_:count:)``
+/// - ``closeSearch(_:)``
+/// - ``records(type:matching:options:pageSize:)``
+///
+/// ### Keys
+///
+/// - ``rekey(to:)``
 public final class Wallet: Sendable {
     /// Settings of an opened wallet.
     public struct Configuration: Sendable {
