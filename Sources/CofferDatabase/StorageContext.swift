@@ -25,16 +25,37 @@ public protocol AssetClientType: Sendable {
     func allForOwner(_ ownerId: String) throws -> [Asset]
     /// Assets created in `start...end`, oldest first.
     func createdBetween(_ start: Date, _ end: Date) throws -> [Asset]
-    /// Inserts or updates (matched on remote id, local id, or owner + checksum) in one transaction.
-    @discardableResult func put(_ asset: Asset) throws -> Asset
-    /// ``put(_:)`` for many, all in one transaction (all or nothing).
-    @discardableResult func putAll(_ assets: [Asset]) throws -> [Asset]
+    /// Inserts or updates (matched on remote id, else local id, else owner + checksum) in one
+    /// transaction. A row matched by its local id or by owner + checksum keeps the remote id and
+    /// local id it has unless `onConflict` is ``AssetIdentityConflict/replaceIdentity``: an asset
+    /// that names different ones is refused (``DatabaseStoreError/uniqueViolation(key:table:)``
+    /// naming the key it matched on) and nothing is written. A missing id is filled in (a local
+    /// asset backed up gets its remote id).
+    @discardableResult func put(_ asset: Asset, onConflict: AssetIdentityConflict) throws -> Asset
+    /// ``put(_:onConflict:)`` for many, all in one transaction (all or nothing).
+    @discardableResult func putAll(_ assets: [Asset], onConflict: AssetIdentityConflict) throws -> [Asset]
     /// Deletes the assets with these server ids in one transaction; returns how many went.
     @discardableResult func deleteAllByRemoteId(_ remoteIds: [String]) throws -> Int
     /// Number of assets.
     func count() throws -> Int
     /// An owner's assets now and after every committed change that affects them.
     func observeOwner(_ ownerId: String) -> AsyncValueObservation<[Asset]>
+}
+
+extension AssetClientType {
+    /// ``put(_:onConflict:)`` that refuses to change an existing row's remote or local id.
+    @discardableResult public func put(_ asset: Asset) throws -> Asset { try put(asset, onConflict: .refuse) }
+    /// ``putAll(_:onConflict:)`` that refuses to change an existing row's remote or local id.
+    @discardableResult public func putAll(_ assets: [Asset]) throws -> [Asset] { try putAll(assets, onConflict: .refuse) }
+}
+
+/// What an asset put does when the row it matches (by local id, or by owner + checksum) already
+/// has a different remote id or local id than the asset names.
+public enum AssetIdentityConflict: Sendable, Hashable {
+    /// Refuse with ``DatabaseStoreError/uniqueViolation(key:table:)``; the row keeps its identity.
+    case refuse
+    /// Give the row the asset's remote id and local id (the row's own are overwritten).
+    case replaceIdentity
 }
 
 /// The albums collection with its links to assets and users.
@@ -221,21 +242,43 @@ struct AssetClient: AssetClientType {
         }
     }
 
-    /// The existing row an asset should update: same remote id, else local id, else owner + checksum.
-    static func existingId(_ db: Database, _ asset: Asset) throws -> Int64? {
-        if let remoteId = asset.remoteId,
-           let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM assets WHERE remoteId = ?"), arguments: [remoteId]) {
-            return id
-        }
-        if let localId = asset.localId,
-           let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM assets WHERE localId = ?"), arguments: [localId]) {
-            return id
-        }
-        return try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM assets WHERE ownerId = ? AND checksum = ?"),
-                                  arguments: [asset.ownerId, asset.checksum])
+    /// The existing row an asset matches, the key it matched on, and the row's own ids.
+    struct Match {
+        let id: Int64
+        let key: String
+        let remoteId: String?
+        let localId: String?
     }
 
-    static func upsert(_ db: Database, _ given: Asset) throws -> Asset {
+    /// The existing row an asset should update: same remote id, else local id, else owner + checksum.
+    static func existing(_ db: Database, _ asset: Asset) throws -> Match? {
+        func match(_ sql: String, _ arguments: StatementArguments, _ key: String) throws -> Match? {
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, remoteId, localId FROM assets WHERE " + sql), arguments: arguments) else {
+                return nil
+            }
+            return Match(id: row[0], key: key, remoteId: row[1], localId: row[2])
+        }
+        if let remoteId = asset.remoteId, let found = try match("remoteId = ?", [remoteId], "remoteId") { return found }
+        if let localId = asset.localId, let found = try match("localId = ?", [localId], "localId") { return found }
+        return try match("ownerId = ? AND checksum = ?", [asset.ownerId, asset.checksum], "ownerId+checksum")
+    }
+
+    /// Whether updating `match` with `asset` would change an id the row already has: its remote id
+    /// (when matched by local id or owner + checksum) or its local id (when matched by owner +
+    /// checksum). Filling in an id the row lacks is not a change.
+    static func changesIdentity(_ match: Match, _ asset: Asset) -> Bool {
+        func differs(_ old: String?, _ new: String?) -> Bool {
+            if let old, let new { return old != new }
+            return false
+        }
+        switch match.key {
+        case "localId": return differs(match.remoteId, asset.remoteId)
+        case "ownerId+checksum": return differs(match.remoteId, asset.remoteId) || differs(match.localId, asset.localId)
+        default: return false
+        }
+    }
+
+    static func upsert(_ db: Database, _ given: Asset, onConflict: AssetIdentityConflict = .refuse) throws -> Asset {
         var asset = given
         asset.ownerId = OwnerId.normalized(given.ownerId)
         var a = asset
@@ -249,8 +292,11 @@ struct AssetClient: AssetClientType {
                 a.id = nil
             }
         }
-        if let id = try existingId(db, asset) {
-            a.id = id
+        if let match = try existing(db, asset) {
+            if onConflict == .refuse, changesIdentity(match, asset) {
+                throw DatabaseStoreError.uniqueViolation(key: match.key, table: "assets")
+            }
+            a.id = match.id
             try a.update(db)
         } else {
             a.id = nil
@@ -259,12 +305,12 @@ struct AssetClient: AssetClientType {
         return a
     }
 
-    func put(_ asset: Asset) throws -> Asset {
-        try write(pool) { db in try Self.upsert(db, asset) }
+    func put(_ asset: Asset, onConflict: AssetIdentityConflict) throws -> Asset {
+        try write(pool) { db in try Self.upsert(db, asset, onConflict: onConflict) }
     }
 
-    func putAll(_ assets: [Asset]) throws -> [Asset] {
-        try write(pool) { db in try assets.map { try Self.upsert(db, $0) } }
+    func putAll(_ assets: [Asset], onConflict: AssetIdentityConflict) throws -> [Asset] {
+        try write(pool) { db in try assets.map { try Self.upsert(db, $0, onConflict: onConflict) } }
     }
 
     func deleteAllByRemoteId(_ remoteIds: [String]) throws -> Int {

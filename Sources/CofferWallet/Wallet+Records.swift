@@ -117,9 +117,16 @@ extension Wallet {
     /// Runs `body` with the wallet's keys, holding them against a key rotation until it
     /// returns (see ``KeyGate``); errors are translated to ``WalletError``. Never nested.
     func gated<T>(_ body: (WalletKeys) async throws -> T) async throws -> T {
+        if gate.isWalletClosed { throw WalletError.closed }
         let keys = await gate.enter()
         defer { gate.leave() }
-        do { return try await body(keys) } catch { throw Self.translate(error) }
+        do { return try await body(keys) } catch { throw closedOrTranslated(error) }
+    }
+
+    /// The error a call reports: ``WalletError/closed`` once the wallet is closed (whatever
+    /// SQLite said about its closed connections), else the error translated.
+    func closedOrTranslated(_ error: Error) -> Error {
+        gate.isWalletClosed ? WalletError.closed : Self.translate(error)
     }
 
     func write<T: Sendable>(_ body: @escaping @Sendable (WalletTransaction) throws -> T) async throws -> T {
@@ -136,6 +143,7 @@ extension Wallet {
     /// statement reads one consistent snapshot on its own, and BEGIN/COMMIT around it would cost
     /// more than the read.
     func pointRead<T>(_ body: (WalletReader) throws -> T) async throws -> T {
+        if gate.isWalletClosed { throw WalletError.closed }
         var entered = gate.tryEnter()
         if entered == nil { entered = await gate.enter() }
         guard let keys = entered else { preconditionFailure("KeyGate.enter returns keys") }
@@ -150,7 +158,7 @@ extension Wallet {
                 try body(WalletReader(store: RecordStore(db: db, keys: keys)))
             }
         } catch {
-            throw Self.translate(error)
+            throw closedOrTranslated(error)
         }
     }
 

@@ -279,8 +279,10 @@ public final class Wallet: Sendable {
         }
     }
 
-    /// Closes the wallet: open searches end and the file is released. Further calls fail.
+    /// Closes the wallet: open searches end and the file is released. Every later call throws
+    /// ``WalletError/closed``.
     public func close() throws {
+        gate.markClosed()
         searches.closeAll()
         heldKeys.close()
         do { try pool.close() } catch { throw Self.mapError(error) }
@@ -400,6 +402,9 @@ public final class Wallet: Sendable {
                 return .storage("the wallet stayed locked by another writer for too long")
             case .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_PERM:
                 return .storage("cannot open the wallet file for writing (\(e.resultCode))")
+            case .SQLITE_MISUSE where e.message == "Connection is closed":
+                // GRDB's answer to any use of a closed pool.
+                return .closed
             default:
                 return .storage("SQLite error \(e.resultCode)")
             }

@@ -23,6 +23,9 @@ public enum WalletError: Error, Sendable, Equatable, CustomStringConvertible {
     case walletMissing(path: String)
     /// SQLite or the file system failed (disk full, permissions, locked too long, …).
     case storage(String)
+    /// The wallet was closed (``Wallet/close()``, or its container's `close()` or `reset()`);
+    /// open it again to use it.
+    case closed
 
     /// The message: what went wrong, naming the record, argument or query part.
     public var description: String {
@@ -47,6 +50,8 @@ public enum WalletError: Error, Sendable, Equatable, CustomStringConvertible {
             return "not found: no wallet at \(path) (create one first)"
         case let .storage(message):
             return "storage: \(message)"
+        case .closed:
+            return "closed: the wallet was closed; open it again to use it"
         }
     }
 
@@ -64,6 +69,7 @@ public enum WalletError: Error, Sendable, Equatable, CustomStringConvertible {
         case .walletExists: return "a wallet already exists there"
         case .walletMissing: return "no wallet there"
         case .storage: return "storage failure"
+        case .closed: return "wallet closed"
         }
     }
 

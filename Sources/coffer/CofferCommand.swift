@@ -222,7 +222,7 @@ enum ExitCodes {
         case .duplicate, .walletExists: return 3
         case .wrongKey: return 4
         case .corrupted: return 5
-        case .storage: return 6
+        case .storage, .closed: return 6
         }
     }
 }

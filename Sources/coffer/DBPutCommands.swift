@@ -14,6 +14,9 @@ extension DBCommand {
         @Argument(help: "The content checksum (unique per owner).") var checksum: String
         @Option(help: "The device's local id, when the asset also lives on the device.") var localId: String?
         @Option(help: "Creation time, seconds since 1970 (default: now).") var createdAt: Double?
+        @Flag(name: .customLong("replace-identity"),
+              help: "When the row matched by local id or owner+checksum has another remote or local id, overwrite it (default: refuse, exit 3).")
+        var replaceIdentity = false
 
         func run() async throws {
             guard !remoteId.isEmpty, !ownerId.isEmpty, !checksum.isEmpty else {
@@ -23,7 +26,8 @@ extension DBCommand {
             defer { try? app.close() }
             let created = createdAt.map { Date(timeIntervalSince1970: $0) } ?? Date()
             let asset = try app.context.assets.put(Asset(remoteId: remoteId, localId: localId, ownerId: ownerId, checksum: checksum,
-                                                         fileName: remoteId, fileCreatedAt: created))
+                                                         fileName: remoteId, fileCreatedAt: created),
+                                                   onConflict: replaceIdentity ? .replaceIdentity : .refuse)
             print(JSONValue.object([("id", .number(String(asset.id ?? 0))), ("remoteId", .string(remoteId)),
                                     ("ownerId", .string(asset.ownerId))]).jsonText)
         }

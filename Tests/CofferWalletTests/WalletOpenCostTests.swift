@@ -77,3 +77,18 @@ struct WalletOpenCostTests {
         try again.close()
     }
 }
+
+@Suite("Wallet after close")
+struct WalletClosedTests {
+    @Test("every call on a closed wallet throws WalletError.closed, not an SQLite error")
+    func callsAfterClose() async throws {
+        let (w, _) = try await TestWallets.make()
+        try await w.add(type: "t", id: "a", value: "v")
+        try w.close()
+        await #expect(throws: WalletError.closed) { try await w.add(type: "t", id: "b", value: "v") }
+        await #expect(throws: WalletError.closed) { _ = try await w.get(type: "t", id: "a") }
+        await #expect(throws: WalletError.closed) { _ = try await w.fetchAll(type: "t") }
+        await #expect(throws: WalletError.closed) { _ = try await w.count(type: "t") }
+        await #expect(throws: WalletError.closed) { try await w.delete(type: "t", id: "a") }
+    }
+}

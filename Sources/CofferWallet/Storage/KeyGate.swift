@@ -11,6 +11,7 @@ final class KeyGate: @unchecked Sendable {
     private var keys: WalletKeys
     private var active = 0
     private var closed = false
+    private var walletClosed = false
     private var waiting = [CheckedContinuation<Void, Never>]()
     private var drained: CheckedContinuation<Void, Never>?
 
@@ -76,6 +77,12 @@ final class KeyGate: @unchecked Sendable {
             if now { c.resume() }
         }
     }
+
+    /// Whether the wallet was closed (``markClosed()``): calls then throw `WalletError.closed`.
+    var isWalletClosed: Bool { lock.withLock { walletClosed } }
+
+    /// Records that the wallet closed.
+    func markClosed() { lock.withLock { walletClosed = true } }
 
     /// Opens the gate again, with `newKeys` from now on when given.
     func open(with newKeys: WalletKeys?) {
