@@ -109,8 +109,13 @@ public final class CofferContainer: @unchecked Sendable {
     public let database: AppDatabase
     /// The two-layer media cache.
     public let cache: MediaCache
-    /// Tokens, client certificates, custom headers.
+    /// Tokens, client certificates, custom headers. Every call throws
+    /// `SecureStorageError.closed` once the container is closed or reset.
     public let secure: any SecureStorage
+    /// The secure store itself, which ``reset()`` still uses after closing.
+    private let baseSecure: any SecureStorage
+    /// Whether the container closed, readable without the container (the secure wrapper holds it).
+    private let closedFlag = ClosedFlag()
     /// The typed settings.
     public var settings: Settings { database.settings }
     /// One typed client per entity.
@@ -164,7 +169,8 @@ public final class CofferContainer: @unchecked Sendable {
         self.locations = locations
         self.database = database
         self.cache = cache
-        self.secure = secure
+        self.baseSecure = secure
+        self.secure = ClosableSecureStorage(secure, isClosed: { [closedFlag] in closedFlag.isSet })
     }
 
     static func cacheEntries(_ settings: Settings) -> [MediaKind: Int] {
@@ -239,9 +245,11 @@ public final class CofferContainer: @unchecked Sendable {
             return (wallets, watchers, memoryWarningObserver, isClosed)
         }
         guard !wasClosed else { return }
+        closedFlag.set()
         if let observer { NotificationCenter.default.removeObserver(observer) }
         tasks.forEach { $0.cancel() }
         for wallet in opened { try? wallet.close() }
+        cache.close()
         try? database.close()
     }
 
@@ -252,7 +260,7 @@ public final class CofferContainer: @unchecked Sendable {
         try checkOpen()
         cache.clear()
         close()
-        try Self.reset(locations, secureStorage: secure)
+        try Self.reset(locations, secureStorage: baseSecure)
     }
 
     /// Full reset of the stores under `locations` **without opening them**, so it works on a
@@ -286,4 +294,13 @@ public final class CofferContainer: @unchecked Sendable {
         guard failures.isEmpty else { throw ContainerError.storage(failures.joined(separator: "; ")) }
         logger.notice("full reset done", metadata: ["folder": "\(locations.data.path)"])
     }
+}
+
+/// A flag set once (the container's closing), read from any thread.
+final class ClosedFlag: @unchecked Sendable {
+    // `value` is guarded by `lock`.
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
 }

@@ -19,10 +19,14 @@ public enum DatabaseStoreError: Error, Equatable, Sendable, CustomStringConverti
     case invalidInput(String)
     /// SQLite or the file system failed.
     case storage(String)
+    /// The database was closed (``AppDatabase/close()``, or its container's `close()` or
+    /// `reset()`); open it again to use it.
+    case closed
 
     /// What went wrong.
     public var description: String {
         switch self {
+        case .closed: return "the app database was closed; open it again to use it"
         case let .uniqueViolation(key, table): return "another \(table) row already has this \(key) (unique key \(key))"
         case let .newerVersion(m): return "the database was written by a newer app version and was left untouched: \(m)"
         case let .integrityFailed(m): return "the database failed its integrity check after migrating: \(m)"
@@ -42,6 +46,10 @@ public enum DatabaseStoreError: Error, Equatable, Sendable, CustomStringConverti
             let key = columns.compactMap { $0.split(separator: ".").last.map(String.init) }.joined(separator: "+")
             return DatabaseStoreError.uniqueViolation(key: key, table: table)
         }
+        // A closed pool: GRDB refuses its readers ("Connection is closed") and SQLite its writer
+        // (SQLITE_MISUSE, reported with the text of another code). Coffer's own statements
+        // misuse nothing else, so the code alone means "closed".
+        if let e = error as? DatabaseError, e.resultCode == .SQLITE_MISUSE { return DatabaseStoreError.closed }
         if let e = error as? DatabaseError { return DatabaseStoreError.storage("\(e)") }
         return error
     }

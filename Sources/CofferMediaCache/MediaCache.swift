@@ -10,6 +10,15 @@ import Glibc
 import Darwin
 #endif
 
+/// `close(2)`, named apart from ``MediaCache/close()``.
+private func closeDescriptor(_ fd: Int32) {
+    #if canImport(Glibc)
+    _ = Glibc.close(fd)
+    #else
+    _ = Darwin.close(fd)
+    #endif
+}
+
 /// What a cached image is for; each kind has its own entry limit, so one never evicts another.
 public enum MediaKind: String, Sendable, Codable, CaseIterable {
     /// Grid thumbnails (seed default: 10,000 entries).
@@ -110,10 +119,13 @@ public enum MediaCacheError: Error, Equatable, Sendable, CustomStringConvertible
     case invalidInput(String)
     /// The folder cannot be created or written.
     case storage(String)
+    /// The cache was closed (``MediaCache/close()``, or its container's `close()` or `reset()`).
+    case closed
 
     /// The message, naming what was wrong.
     public var description: String {
         switch self {
+        case .closed: return "the media cache was closed; open it again to use it"
         case let .invalidInput(m): return "invalid input: \(m)"
         case let .storage(m): return "media cache storage: \(m)"
         }
@@ -145,6 +157,8 @@ public final class MediaCache: @unchecked Sendable {
     private var inFlight: [MediaKey: Task<Data, any Error>] = [:]
     private var invalidatedInFlight: Set<MediaKey> = []
     private var purges = 0
+    /// Set by ``close()`` (lock held): nothing is served or stored after it.
+    private var isClosed = false
     /// Whether `disk` lists the folder (lock held). Until then a disk read goes to the file
     /// directly, and anything that evicts or counts first builds the index.
     private var diskIndexed = false
@@ -195,7 +209,12 @@ public final class MediaCache: @unchecked Sendable {
     /// Builds the index when no call has yet, then evicts what the limits no longer allow
     /// (files left over a lower limit, or written by another process).
     private func buildIndex() {
+        // Nothing to do when a call has built the index already, or the cache closed: then the
+        // folder is not touched at all (it may be being purged or reset meanwhile).
+        let skip = fileLock.withLock { lock.withLock { diskIndexed || isClosed } }
+        if skip { return }
         withFolderLock {
+            if lock.withLock({ isClosed }) { return }
             lock.lock()
             let evicted = enforceLimits()
             lock.unlock()
@@ -207,8 +226,23 @@ public final class MediaCache: @unchecked Sendable {
     package var folderScans: Int { lock.withLock { scans } }
 
     deinit {
-        if lockFD >= 0 { close(lockFD) }
+        if lockFD >= 0 { closeDescriptor(lockFD) }
     }
+
+    /// Closes the cache: the memory layer is emptied, reads answer nil, and stores and loads
+    /// throw ``MediaCacheError/closed``. The files stay for the next open. Idempotent.
+    public func close() {
+        // Under the folder's in-process lock: a background index build in progress finishes
+        // first, and none starts after (a reset that follows finds the folder left alone).
+        fileLock.lock()
+        lock.lock()
+        isClosed = true
+        memory.removeAll()
+        lock.unlock()
+        fileLock.unlock()
+    }
+
+    private var closed: Bool { lock.withLock { isClosed } }
 
     // MARK: Reads
 
@@ -217,14 +251,20 @@ public final class MediaCache: @unchecked Sendable {
     public func memoryData(for key: MediaKey) -> Data? {
         lock.lock()
         defer { lock.unlock() }
+        if isClosed { return nil }
         guard let hit = memory.touch(key) else { return nil }
         _ = disk.touch(hit.payload.disk)
         return hit.payload.data
     }
 
-    /// The cached bytes from memory, else from disk (then kept in memory), else nil.
+    /// The cached bytes from memory, else from disk (then kept in memory), else nil (also once
+    /// the cache is closed).
     public func data(for key: MediaKey) -> Data? {
         lock.lock()
+        if isClosed {
+            lock.unlock()
+            return nil
+        }
         if let hit = memory.touch(key) {
             _ = disk.touch(hit.payload.disk)
             lock.unlock()
@@ -299,6 +339,7 @@ public final class MediaCache: @unchecked Sendable {
     /// full) are still returned, and the reason is logged.
     public func data(for key: MediaKey, orLoad loader: @escaping @Sendable () async throws -> Data) async throws -> Data {
         try Self.validate(key)
+        if closed { throw MediaCacheError.closed }
         for attempt in 0... {
             if let hit = data(for: key) { return hit }
             let diskKey = DiskKey(key)
@@ -342,6 +383,7 @@ public final class MediaCache: @unchecked Sendable {
     ///   than the disk layer's limit; ``MediaCacheError/storage(_:)`` when the file cannot be written.
     public func store(_ data: Data, for key: MediaKey) throws(MediaCacheError) {
         try Self.validate(key)
+        if closed { throw .closed }
         guard !data.isEmpty else { throw .invalidInput("no bytes to cache for \(key)") }
         let file = Self.encode(data, key: key)
         lock.lock()
@@ -548,6 +590,14 @@ public final class MediaCache: @unchecked Sendable {
             } else if !indexed {
                 loadIndex()
             }
+            if !indexed {
+                // The first index of this instance: what a lower limit no longer allows goes now,
+                // whichever call built it.
+                lock.lock()
+                let evicted = enforceLimits()
+                lock.unlock()
+                if evicted, locked { noteChange() }
+            }
         }
         return try body()
     }
@@ -577,7 +627,7 @@ public final class MediaCache: @unchecked Sendable {
                 return true
             }
             _ = flock(lockFD, LOCK_UN)
-            close(lockFD)
+            closeDescriptor(lockFD)
             lockFD = -1
         }
         return false
@@ -649,7 +699,7 @@ public final class MediaCache: @unchecked Sendable {
         if fresh {
             let fd = open(anchor.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
             guard fd >= 0 else { throw .storage("cannot prepare \(folder.path): cannot create \(anchor.path): \(Self.errnoText())") }
-            defer { close(fd) }
+            defer { closeDescriptor(fd) }
             let text = Array("coffer media cache\n".utf8)
             guard fchmod(fd, 0o600) == 0, text.withUnsafeBytes({ write(fd, $0.baseAddress!, $0.count) }) == text.count else {
                 throw .storage("cannot prepare \(folder.path): cannot write \(anchor.path): \(Self.errnoText())")
@@ -758,7 +808,7 @@ public final class MediaCache: @unchecked Sendable {
     private func readFile(_ key: MediaKey, _ diskKey: DiskKey) -> ReadResult {
         let fd = open(fileURL(diskKey).path, O_RDONLY)
         guard fd >= 0 else { return errno == ENOENT ? .missing : .damaged }
-        defer { close(fd) }
+        defer { closeDescriptor(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { return .damaged }
         var header = [UInt8](repeating: 0, count: Self.headerSize)
@@ -807,7 +857,7 @@ public final class MediaCache: @unchecked Sendable {
             fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         }
         guard fd >= 0 else { throw .storage("cannot create \(temporary.path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
+        defer { closeDescriptor(fd) }
         // open(2)'s mode passes through the umask; set it exactly.
         guard fchmod(fd, 0o600) == 0 else {
             let reason = Self.errnoText()

@@ -33,10 +33,13 @@ public enum SecureStorageError: Error, Equatable, Sendable, CustomStringConverti
     case unavailable(String)
     /// Reading or writing the store failed.
     case storage(String)
+    /// The store's owner (a closed or reset container) no longer serves it.
+    case closed
 
     /// The message, naming what was wrong.
     public var description: String {
         switch self {
+        case .closed: return "secure storage was closed with its container; open the container again"
         case let .invalidName(m): return "invalid secure item name: \(m)"
         case let .invalidValue(m): return "invalid secure item value: \(m)"
         case let .keyFile(m): return "secure storage key: \(m)"
@@ -64,6 +67,40 @@ public protocol SecureStorage: Sendable {
     /// Items that exist but fail their check (named as the store can: a file or account name),
     /// with the reason; the others still read. Stores that cannot tell return none.
     func damagedItems() throws(SecureStorageError) -> [(file: String, reason: String)]
+}
+
+/// Another secure store that refuses every call with ``SecureStorageError/closed`` once
+/// `isClosed` says so (a container's secure storage after the container closed).
+public struct ClosableSecureStorage: SecureStorage {
+    /// The store it forwards to while open.
+    public let base: any SecureStorage
+    private let isClosed: @Sendable () -> Bool
+
+    /// Forwards to `base` until `isClosed()` returns true.
+    public init(_ base: any SecureStorage, isClosed: @escaping @Sendable () -> Bool) {
+        self.base = base
+        self.isClosed = isClosed
+    }
+
+    private func open() throws(SecureStorageError) -> any SecureStorage {
+        if isClosed() { throw .closed }
+        return base
+    }
+
+    /// See ``SecureStorage/save(_:for:accessibility:)``.
+    public func save(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError) {
+        try open().save(data, for: name, accessibility: accessibility)
+    }
+    /// See ``SecureStorage/load(_:)``.
+    public func load(_ name: String) throws(SecureStorageError) -> Data? { try open().load(name) }
+    /// See ``SecureStorage/delete(_:)``.
+    public func delete(_ name: String) throws(SecureStorageError) { try open().delete(name) }
+    /// See ``SecureStorage/names()``.
+    public func names() throws(SecureStorageError) -> [String] { try open().names() }
+    /// See ``SecureStorage/deleteAll()``.
+    public func deleteAll() throws(SecureStorageError) { try open().deleteAll() }
+    /// See ``SecureStorage/damagedItems()``.
+    public func damagedItems() throws(SecureStorageError) -> [(file: String, reason: String)] { try open().damagedItems() }
 }
 
 extension SecureStorage {

@@ -20,10 +20,13 @@ public enum SettingsError: Error, Equatable, Sendable, CustomStringConvertible {
     case unencodable(key: String, reason: String)
     /// SQLite failed.
     case storage(String)
+    /// The settings were closed with their database; reads keep answering from memory.
+    case closed
 
     /// What went wrong.
     public var description: String {
         switch self {
+        case .closed: return "the settings store was closed with its database; open the database again to write settings"
         case let .typeMismatch(key, stored, expected):
             return "setting \"\(key)\" is stored as \(stored) but the key is \(expected); its default is used"
         case let .undecodable(key, kind): return "setting \"\(key)\" holds a \(kind) value that does not decode; its default is used"
@@ -79,6 +82,10 @@ public final class Settings: @unchecked Sendable {
     /// How long a read trusts memory before it checks for other processes' writes: 100 ms.
     public static let crossProcessCheckInterval: UInt64 = 100_000_000
     private var observers: [String: [UUID: @Sendable (StoredSetting?) -> Void]] = [:]
+    /// How each change stream is finished (guarded by `lock`), at ``close()``.
+    private var finishers: [UUID: @Sendable () -> Void] = [:]
+    /// Set by ``close()`` (guarded by `lock`): writes throw ``SettingsError/closed`` after it.
+    private var isClosed = false
     private let hub: SettingsHub
     private let logger = Logger(label: "coffer.settings")
 
@@ -195,13 +202,21 @@ public final class Settings: @unchecked Sendable {
     deinit { hub.unregister(self) }
 
     /// Closes the connection that watches for other processes' writes (the owner of the
-    /// database calls this before closing it). Reads keep serving memory afterwards.
+    /// database calls this before closing it) and finishes every ``changes(_:)`` stream. Reads
+    /// keep serving memory afterwards; writes throw ``SettingsError/closed``.
     public func close() {
         hub.withWriteLock { () -> Void in
             // A closed connection must not be read again (SQLite would be handed a closed handle).
             try? watcher?.close()
             watcher = nil
         }
+        let finish = lock.withLock { () -> [@Sendable () -> Void] in
+            isClosed = true
+            observers.removeAll()
+            defer { finishers.removeAll() }
+            return Array(finishers.values)
+        }
+        for f in finish { f() }
     }
 
     // MARK: Reads (memory)
@@ -278,6 +293,7 @@ public final class Settings: @unchecked Sendable {
     }
 
     private func write(_ name: String, _ stored: StoredSetting?) throws(SettingsError) {
+        if lock.withLock({ isClosed }) { throw .closed }
         // Commit and update every instance's memory under one lock per file: two concurrent
         // writes to one key reach memory in the order they reached the disk.
         try hub.withWriteLock { () throws(SettingsError) in
@@ -321,7 +337,8 @@ public final class Settings: @unchecked Sendable {
 
     /// The key's value after every committed write to it, by this or any other `Settings`
     /// instance on the same file in this process (the default after a delete), in commit order;
-    /// another process's writes when this instance notices them (see ``refresh()``).
+    /// another process's writes when this instance notices them (see ``refresh()``). The stream
+    /// finishes at ``close()`` (at once when the settings are already closed).
     public func changes<Value>(_ key: StoreKey<Value>) -> AsyncStream<Value> {
         AsyncStream { continuation in
             let id = UUID()
@@ -330,10 +347,22 @@ public final class Settings: @unchecked Sendable {
                 guard let stored else { continuation.yield(key.defaultValue); return }
                 continuation.yield((try? self.decode(stored, key)) ?? key.defaultValue)
             }
-            lock.withLock { observers[key.name, default: [:]][id] = callback }
+            let open = lock.withLock { () -> Bool in
+                guard !isClosed else { return false }
+                observers[key.name, default: [:]][id] = callback
+                finishers[id] = { continuation.finish() }
+                return true
+            }
+            guard open else {
+                continuation.finish()
+                return
+            }
             continuation.onTermination = { [weak self] _ in
                 guard let self else { return }
-                _ = self.lock.withLock { self.observers[key.name]?.removeValue(forKey: id) }
+                self.lock.withLock {
+                    _ = self.observers[key.name]?.removeValue(forKey: id)
+                    _ = self.finishers.removeValue(forKey: id)
+                }
             }
         }
     }

@@ -197,6 +197,7 @@ struct CofferCommand: AsyncParsableCommand {
             fail(error.description, code: 6)
         } catch let error as SettingsError {
             if case .storage = error { fail(error.description, code: 6) }
+            if error == .closed { fail(error.description, code: 6) }
             fail(error.description, code: 2)
         } catch {
             let code = exitCode(for: error)
@@ -234,7 +235,7 @@ extension ExitCodes {
         case .uniqueViolation: return 3
         case .invalidInput: return 2
         case .newerVersion, .integrityFailed: return 5
-        case .storage: return 6
+        case .storage, .closed: return 6
         }
     }
 
@@ -243,7 +244,7 @@ extension ExitCodes {
         switch error {
         case .invalidName, .invalidValue: return 2
         case .corrupted, .keyLost: return 5
-        case .keyFile, .unavailable, .storage: return 6
+        case .keyFile, .unavailable, .storage, .closed: return 6
         }
     }
 

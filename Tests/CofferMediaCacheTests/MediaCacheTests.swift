@@ -206,7 +206,8 @@ struct MediaCacheDamageTests {
     @Test("a folder purged by the OS is noticed: misses, then writes work again")
     func purged() throws {
         let folder = cacheFolder()
-        let cache = try MediaCache(folder: folder)
+        // No background index build: it could recreate the folder while this test removes it.
+        let cache = try MediaCache(folder: folder, limits: .default, indexInBackground: false)
         try cache.store(bytes(7), for: .thumbnail("a"))
         cache.clearMemory()
         try FileManager.default.removeItem(at: folder)

@@ -1,0 +1,82 @@
+// After close() every store of a container answers with its module's one `closed` error, and
+// the streams the container owns finish.
+import Coffer
+import Foundation
+import Testing
+
+@Suite("Container lifecycle")
+struct ContainerLifecycleTests {
+    static func closedContainer() async throws -> (CofferContainer, Wallet) {
+        let app = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let wallet = try await app.openWallet(.raw(WalletKey.generateRawKey()))
+        app.close()
+        return (app, wallet)
+    }
+
+    @Test("the wallet it opened throws WalletError.closed")
+    func wallet() async throws {
+        let (_, wallet) = try await Self.closedContainer()
+        await #expect(throws: WalletError.closed) { try await wallet.add(type: "t", id: "a", value: "v") }
+    }
+
+    @Test("settings writes throw SettingsError.closed; reads keep the last values")
+    func settings() async throws {
+        let app = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        try app.settings.put(SettingsCatalog.tilesPerRow, 6)
+        app.close()
+        #expect(throws: SettingsError.closed) { try app.settings.put(SettingsCatalog.tilesPerRow, 7) }
+        #expect(app.settings.get(SettingsCatalog.tilesPerRow) == 6)
+    }
+
+    @Test("a settings change stream finishes when the container closes")
+    func settingsStreamFinishes() async throws {
+        let app = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let stream = app.settings.changes(SettingsCatalog.themeMode)
+        let reader = Task { () -> Int in
+            var seen = 0
+            for await _ in stream { seen += 1 }
+            return seen
+        }
+        try app.settings.put(SettingsCatalog.themeMode, .dark)
+        app.close()
+        // The loop ends (it would hang here, and the test time out, if the stream did not finish).
+        #expect(await reader.value >= 0)
+        var afterClose = 0
+        for await _ in app.settings.changes(SettingsCatalog.themeMode) { afterClose += 1 }
+        #expect(afterClose == 0)
+    }
+
+    @Test("collections throw DatabaseStoreError.closed")
+    func collections() async throws {
+        let (app, _) = try await Self.closedContainer()
+        #expect(throws: DatabaseStoreError.closed) {
+            try app.context.assets.put(Asset(remoteId: "r", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Date()))
+        }
+        #expect(throws: DatabaseStoreError.closed) { _ = try app.context.assets.findByRemoteId("r") }
+    }
+
+    @Test("the media cache throws MediaCacheError.closed on store and load, and serves nothing")
+    func cache() async throws {
+        let app = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        try app.cache.store(Data([1, 2, 3]), for: .thumbnail("a"))
+        app.close()
+        #expect(throws: MediaCacheError.closed) { try app.cache.store(Data([4]), for: .thumbnail("b")) }
+        await #expect(throws: MediaCacheError.closed) { _ = try await app.cache.data(for: .thumbnail("c")) { Data([5]) } }
+        #expect(app.cache.data(for: .thumbnail("a")) == nil)
+        #expect(app.cache.memoryData(for: .thumbnail("a")) == nil)
+    }
+
+    @Test("secure storage throws SecureStorageError.closed, and reset still removes the items")
+    func secure() async throws {
+        let folder = containerFolder()
+        let app = try CofferContainer.open(CofferLocations(store: folder))
+        try app.secure.save(Data("token".utf8), for: "accessToken", accessibility: .afterFirstUnlock)
+        app.close()
+        #expect(throws: SecureStorageError.closed) { _ = try app.secure.load("accessToken") }
+        #expect(throws: SecureStorageError.closed) { try app.secure.save(Data("x".utf8), for: "other", accessibility: .afterFirstUnlock) }
+        try CofferContainer.reset(CofferLocations(store: folder))
+        let again = try CofferContainer.open(CofferLocations(store: folder))
+        defer { again.close() }
+        #expect(try again.secure.load("accessToken") == nil)
+    }
+}
