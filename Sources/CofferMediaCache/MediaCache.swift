@@ -154,7 +154,9 @@ public final class MediaCache: @unchecked Sendable {
     private var limits: MediaCacheLimits
     private var memory = LRUIndex<MediaKey, MemoryEntry>()
     private var disk = LRUIndex<DiskKey, Void>()
-    private var inFlight: [MediaKey: Task<Data, any Error>] = [:]
+    private var inFlight: [MediaKey: Flight] = [:]
+    /// The id of the latest caller to join a loader run (lock held).
+    private var nextWaiter: UInt64 = 0
     private var invalidatedInFlight: Set<MediaKey> = []
     private var purges = 0
     /// Set by ``close()`` (lock held): nothing is served or stored after it.
@@ -337,43 +339,119 @@ public final class MediaCache: @unchecked Sendable {
     /// missing key share one run of the loader; a failed load stores nothing and is rethrown to
     /// every waiter. Loaded bytes that cannot be cached (empty, larger than the disk limit, disk
     /// full) are still returned, and the reason is logged.
+    ///
+    /// Cancellation: a caller whose task is cancelled gets `CancellationError` at once, whatever
+    /// the loader is doing; when every caller waiting for a run has cancelled, the loader's task
+    /// is cancelled and nothing it returns is cached (a later call loads afresh).
     public func data(for key: MediaKey, orLoad loader: @escaping @Sendable () async throws -> Data) async throws -> Data {
         try Self.validate(key)
         if closed { throw MediaCacheError.closed }
+        try Task.checkCancellation()
         for attempt in 0... {
             if let hit = data(for: key) { return hit }
             let diskKey = DiskKey(key)
-            let task: Task<Data, any Error>? = lock.withLock {
-                if let running = inFlight[key] { return running }
-                // A run that finished between the miss above and this lock has stored its
-                // result: read it rather than load again.
-                // (Bounded: an entry that keeps vanishing between index and file is loaded.)
-                if attempt < 3, memory.peek(key) != nil || disk.peek(diskKey) != nil { return nil }
-                let created = Task { [self] in
-                    let result: Result<Data, any Error>
-                    do { result = .success(try await loader()) } catch { result = .failure(error) }
-                    if case let .success(data) = result, !lock.withLock({ invalidatedInFlight.contains(key) }) {
-                        // Stored while still in flight, so a request arriving meanwhile waits for
-                        // this run instead of starting another. The caller gets its image even
-                        // when it cannot be cached (disk full, too large).
-                        do { try store(data, for: key) } catch {
-                            Self.logger.warning("a loaded image was not cached", metadata: ["key": "\(key)", "reason": "\(error)"])
-                        }
-                    }
-                    let invalidatedDuringStore = lock.withLock {
-                        inFlight[key] = nil
-                        return invalidatedInFlight.remove(key) != nil
-                    }
-                    // Invalidated while it was being stored: what was stored is stale.
-                    if invalidatedDuringStore, case .success = result { removeUnderFolderLock([key], markInFlight: false) }
-                    return try result.get()
+            let joined: (Flight, UInt64)? = lock.withLock {
+                let flight: Flight
+                if let running = inFlight[key] {
+                    flight = running
+                } else {
+                    // A run that finished between the miss above and this lock has stored its
+                    // result: read it rather than load again.
+                    // (Bounded: an entry that keeps vanishing between index and file is loaded.)
+                    if attempt < 3, memory.peek(key) != nil || disk.peek(diskKey) != nil { return nil }
+                    flight = Flight()
+                    inFlight[key] = flight
+                    flight.task = Task { [self] in await run(flight, key, loader) }
                 }
-                inFlight[key] = created
-                return created
+                nextWaiter &+= 1
+                flight.active += 1
+                return (flight, nextWaiter)
             }
-            if let task { return try await task.value }
+            if let (flight, id) = joined { return try await wait(for: flight, key, id) }
         }
         fatalError("unreachable")
+    }
+
+    /// One run of a loader for one key and the callers waiting for it (every field guarded by
+    /// the cache's `lock`).
+    private final class Flight: @unchecked Sendable {
+        var task: Task<Void, Never>?
+        /// Callers waiting, by id.
+        var waiters: [UInt64: CheckedContinuation<Data, any Error>] = [:]
+        /// Callers cancelled before they started waiting.
+        var cancelledEarly: Set<UInt64> = []
+        /// Callers that joined and have neither been answered nor cancelled.
+        var active = 0
+        /// The loader's outcome, once it is known.
+        var result: Result<Data, any Error>?
+        /// Every caller cancelled: nothing this run loads is cached.
+        var abandoned = false
+    }
+
+    private func run(_ flight: Flight, _ key: MediaKey, _ loader: @Sendable () async throws -> Data) async {
+        let result: Result<Data, any Error>
+        do { result = .success(try await loader()) } catch { result = .failure(error) }
+        let keep = lock.withLock { !flight.abandoned && !invalidatedInFlight.contains(key) }
+        if case let .success(data) = result, keep {
+            // Stored while still in flight, so a request arriving meanwhile waits for this run
+            // instead of starting another. The caller gets its image even when it cannot be
+            // cached (disk full, too large).
+            do { try store(data, for: key) } catch {
+                Self.logger.warning("a loaded image was not cached", metadata: ["key": "\(key)", "reason": "\(error)"])
+            }
+        }
+        let (waiting, invalidatedDuringStore) = lock.withLock { () -> ([CheckedContinuation<Data, any Error>], Bool) in
+            flight.result = result
+            let waiting = Array(flight.waiters.values)
+            flight.waiters.removeAll()
+            flight.active = 0
+            guard !flight.abandoned else { return (waiting, false) }
+            if inFlight[key] === flight { inFlight[key] = nil }
+            return (waiting, invalidatedInFlight.remove(key) != nil)
+        }
+        // Invalidated while it was being stored: what was stored is stale.
+        if invalidatedDuringStore, keep, case .success = result { removeUnderFolderLock([key], markInFlight: false) }
+        for waiter in waiting { waiter.resume(with: result) }
+    }
+
+    /// Waits for `flight` as caller `id`, returning at once with `CancellationError` when the
+    /// caller's task is cancelled.
+    private func wait(for flight: Flight, _ key: MediaKey, _ id: UInt64) async throws -> Data {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data, any Error>) in
+                lock.lock()
+                if let result = flight.result {
+                    lock.unlock()
+                    continuation.resume(with: result)
+                } else if flight.cancelledEarly.remove(id) != nil {
+                    lock.unlock()
+                    continuation.resume(throwing: CancellationError())
+                } else {
+                    flight.waiters[id] = continuation
+                    lock.unlock()
+                }
+            }
+        } onCancel: {
+            lock.lock()
+            guard flight.result == nil else {
+                lock.unlock()
+                return
+            }
+            let waiter = flight.waiters.removeValue(forKey: id)
+            if waiter == nil { flight.cancelledEarly.insert(id) }
+            flight.active -= 1
+            var abandonedTask: Task<Void, Never>?
+            if flight.active == 0 {
+                // Nobody wants this run any more: stop it, cache nothing, and let a later call
+                // start a new one.
+                flight.abandoned = true
+                if inFlight[key] === flight { inFlight[key] = nil }
+                abandonedTask = flight.task
+            }
+            lock.unlock()
+            waiter?.resume(throwing: CancellationError())
+            abandonedTask?.cancel()
+        }
     }
 
     // MARK: Writes
