@@ -339,20 +339,32 @@ public final class Settings: @unchecked Sendable {
     /// instance on the same file in this process (the default after a delete), in commit order;
     /// another process's writes when this instance notices them (see ``refresh()``). The stream
     /// finishes at ``close()`` (at once when the settings are already closed).
-    public func changes<Value>(_ key: StoreKey<Value>) -> AsyncStream<Value> {
+    ///
+    /// A write of the value the stream last gave is not given again. With `initial: true` the
+    /// stream starts with the current value (what a view shows before anything changes).
+    public func changes<Value>(_ key: StoreKey<Value>, initial: Bool = false) -> AsyncStream<Value> {
         AsyncStream { continuation in
             let id = UUID()
-            let callback: @Sendable (StoredSetting?) -> Void = { [weak self] stored in
+            let last = LastStored()
+            let yield: @Sendable (StoredSetting?) -> Void = { [weak self] stored in
                 guard let self else { return }
                 guard let stored else { continuation.yield(key.defaultValue); return }
                 continuation.yield((try? self.decode(stored, key)) ?? key.defaultValue)
             }
-            let open = lock.withLock { () -> Bool in
-                guard !isClosed else { return false }
+            let callback: @Sendable (StoredSetting?) -> Void = { stored in
+                if last.replace(with: stored) { yield(stored) }
+            }
+            // The current value is read and the callback registered under one lock, so no
+            // write falls between them (a write that raced is seen once, by value).
+            let (open, current) = lock.withLock { () -> (Bool, StoredSetting?) in
+                guard !isClosed else { return (false, nil) }
+                let current = cache.withLock { $0.values[key.name] }
+                _ = last.replace(with: current)
                 observers[key.name, default: [:]][id] = callback
                 finishers[id] = { continuation.finish() }
-                return true
+                return (true, current)
             }
+            if open, initial { yield(current) }
             guard open else {
                 continuation.finish()
                 return
@@ -413,5 +425,21 @@ final class SettingsHub: @unchecked Sendable {
     func broadcast(_ name: String, _ stored: StoredSetting?) {
         let targets = lock.withLock { members.values.compactMap(\.settings) }
         for target in targets { target.apply(name, stored) }
+    }
+}
+
+/// The stored value a change stream gave last, so a write of the same value is not given twice.
+private final class LastStored: @unchecked Sendable {
+    // `value` is guarded by `lock`.
+    private let lock = NSLock()
+    private var value: StoredSetting??
+
+    /// Records `stored`; false when it is what was recorded last.
+    func replace(with stored: StoredSetting?) -> Bool {
+        lock.withLock {
+            if let previous = value, previous == stored { return false }
+            value = .some(stored)
+            return true
+        }
     }
 }

@@ -106,6 +106,15 @@ extension StoreKey where Value: RawRepresentable, Value.RawValue == String {
     }
 }
 
+extension StoreKey where Value: RawRepresentable, Value.RawValue: BinaryInteger {
+    /// An enum setting with integer raw values, stored by its raw value.
+    public init(enum name: String, default defaultValue: Value) {
+        self.init(name, default: defaultValue, codec: SettingCodec(
+            kind: "enum", encode: { Int64($0.rawValue).databaseValue },
+            decode: { Int64.fromDatabaseValue($0).flatMap { Value.RawValue(exactly: $0) }.flatMap(Value.init(rawValue:)) }))
+    }
+}
+
 extension StoreKey where Value: Codable {
     /// Any Codable value (stored as JSON), e.g. the current user.
     public init(codable name: String, default defaultValue: Value) {
