@@ -66,13 +66,16 @@ extension Wallet {
     public var openSearchCount: Int { searches.openCount }
 
     /// Matching records as an `AsyncSequence`, fetched `pageSize` at a time (memory stays flat
-    /// however many match), in insertion order.
+    /// however many match), in insertion order: `for try await record in wallet.records(…)`.
+    /// A bad type, query or page size is thrown by the first iteration.
     public func records(type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
-                        pageSize: Int = 4096) throws -> WalletRecordSequence {
-        try Validate.type(type)
-        guard pageSize >= 1 else { throw WalletError.invalidInput("pageSize must be at least 1, got \(pageSize)") }
-        return WalletRecordSequence(wallet: self, search: try QueryCompiler.compile(type: type, query: query, keys: keys),
-                                    options: options, pageSize: pageSize)
+                        pageSize: Int = 4096) -> WalletRecordSequence {
+        let search = Result { () throws(WalletError) -> CompiledSearch in
+            try Validate.type(type)
+            guard pageSize >= 1 else { throw WalletError.invalidInput("pageSize must be at least 1, got \(pageSize)") }
+            return try QueryCompiler.compile(type: type, query: query, keys: keys)
+        }
+        return WalletRecordSequence(wallet: self, compiled: search, options: options, pageSize: pageSize)
     }
 }
 
@@ -82,7 +85,8 @@ public struct WalletRecordSequence: AsyncSequence, Sendable {
     public typealias Element = WalletRecord
 
     let wallet: Wallet
-    let search: CompiledSearch
+    /// The compiled search, or why the arguments were refused (thrown by the first `next()`).
+    let compiled: Result<CompiledSearch, WalletError>
     let options: RecordOptions
     let pageSize: Int
 
@@ -107,7 +111,8 @@ public struct WalletRecordSequence: AsyncSequence, Sendable {
                 return buffer[index]
             }
             if cursor.exhausted { return nil }
-            let (records, newCursor) = try await sequence.wallet.nextPage(sequence.search, after: cursor, limit: sequence.pageSize,
+            let search = try sequence.compiled.get()
+            let (records, newCursor) = try await sequence.wallet.nextPage(search, after: cursor, limit: sequence.pageSize,
                                                                           options: sequence.options)
             cursor = newCursor
             buffer = records

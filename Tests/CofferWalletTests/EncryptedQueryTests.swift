@@ -87,7 +87,7 @@ struct RangePlanTests {
         #expect(try await w.fetchAll(type: "t", matching: q).map(\.id) == expected)
         #expect(try await w.count(type: "t", matching: q) == expected.count)
         var walked = [String]()
-        for try await r in try w.records(type: "t", matching: q, pageSize: 33) { walked.append(r.id) }
+        for try await r in w.records(type: "t", matching: q, pageSize: 33) { walked.append(r.id) }
         #expect(walked == expected)
     }
 }

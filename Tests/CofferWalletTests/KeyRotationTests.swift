@@ -116,7 +116,7 @@ struct KeyRotationTests {
     func sequenceIsStale() async throws {
         let (w, _) = try await Self.filled()
         defer { try? w.close() }
-        let sequence = try w.records(type: "a", pageSize: 10)
+        let sequence = w.records(type: "a", pageSize: 10)
         try await w.rekey(to: Self.newKey, rotatingKey: true)
         do {
             for try await _ in sequence {}

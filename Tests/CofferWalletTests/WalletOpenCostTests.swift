@@ -92,3 +92,16 @@ struct WalletClosedTests {
         await #expect(throws: WalletError.closed) { try await w.delete(type: "t", id: "a") }
     }
 }
+
+@Suite("Record sequences")
+struct RecordSequenceTests {
+    @Test("records(…) needs no try of its own: bad arguments are thrown by the first iteration")
+    func badArgumentsThrownOnIteration() async throws {
+        let (w, _) = try await TestWallets.make()
+        defer { try? w.close() }
+        let empty = w.records(type: "", pageSize: 10)
+        await #expect(throws: WalletError.self) { for try await _ in empty {} }
+        let badPage = w.records(type: "t", pageSize: 0)
+        await #expect(throws: WalletError.invalidInput("pageSize must be at least 1, got 0")) { for try await _ in badPage {} }
+    }
+}

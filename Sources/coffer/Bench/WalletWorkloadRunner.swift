@@ -102,7 +102,7 @@ struct WalletWorkloadRunner {
         let (_, tI) = try await Clock.time {
             for _ in 0..<scanRepeats {
                 for q in queries {
-                    for try await r in try b.records(type: cat, matching: q) where r.value != nil { rows += 1 }
+                    for try await r in b.records(type: cat, matching: q) where r.value != nil { rows += 1 }
                 }
             }
         }
@@ -149,7 +149,7 @@ struct WalletWorkloadRunner {
         var peak = rssBefore
         rows = 0
         let (_, tW) = try await Clock.time {
-            for try await _ in try b.records(type: cat) {
+            for try await _ in b.records(type: cat) {
                 rows += 1
                 if rows % 1000 == 0 { peak = max(peak, residentBytes()) }
             }
