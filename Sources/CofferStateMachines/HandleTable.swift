@@ -17,6 +17,8 @@ public enum StateMachineError: Error, Equatable, Sendable, CustomStringConvertib
     case kindMismatch(expected: MachineKind, found: String)
     /// The injected protocol failed; nothing changed.
     case protocolFailed(String)
+    /// The injected transport threw; nothing changed. The error it threw is kept, unchanged.
+    case transportFailed(TransportFailure)
 
     /// What went wrong.
     public var description: String {
@@ -28,7 +30,23 @@ public enum StateMachineError: Error, Equatable, Sendable, CustomStringConvertib
         case let .unsupportedVersion(found, supported): return "serialized state machine has version \(found); this code reads versions 1 to \(supported) (a newer Coffer wrote it: update Coffer)"
         case let .kindMismatch(expected, found): return "serialized state machine is a \(found) machine, not a \(expected.rawValue) machine"
         case let .protocolFailed(m): return "the protocol exchange failed: \(m)"
+        case let .transportFailed(f): return "the protocol exchange failed: the transport threw \(f.underlying)"
         }
+    }
+}
+
+/// An error a ``StateMachines``'s transport threw, kept as it was thrown (catch it with
+/// `if case .transportFailed(let f) = error, let e = f.underlying as? MyNetworkError`).
+public struct TransportFailure: Error, Sendable, Equatable {
+    /// What the transport threw.
+    public let underlying: any Error
+
+    /// Wraps `underlying`.
+    public init(_ underlying: any Error) { self.underlying = underlying }
+
+    /// Equal when both describe the same error (the underlying errors need not be Equatable).
+    public static func == (a: TransportFailure, b: TransportFailure) -> Bool {
+        String(reflecting: a.underlying) == String(reflecting: b.underlying)
     }
 }
 
@@ -149,6 +167,17 @@ public enum MachineCoding {
             throw .invalidJSON("this version-1 credential machine carries its signature: deserialize it with StateMachines.deserialize, which keeps the signature in the wallet")
         }
         return decoded.machine
+    }
+
+    /// The kind a saved machine's JSON says it is.
+    static func kind(of json: String) throws(StateMachineError) -> MachineKind {
+        let header: Header
+        do { header = try JSONDecoder().decode(Header.self, from: Data(json.utf8)) } catch {
+            throw .invalidJSON("not a JSON object with version and kind")
+        }
+        guard let k = header.kind else { throw .invalidJSON("missing \"kind\"") }
+        guard let kind = MachineKind(rawValue: k) else { throw .invalidJSON("unknown kind \"\(k)\"") }
+        return kind
     }
 
     static func decode(_ json: String, as kind: MachineKind) throws(StateMachineError) -> Decoded {

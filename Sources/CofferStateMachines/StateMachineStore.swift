@@ -81,6 +81,16 @@ public struct StateMachineStore: Sendable {
         return try await machines.deserialize(json, as: kind)
     }
 
+    /// Restores saved machine `id` into a new handle, whatever its kind (machines of different
+    /// kinds never share an id: ids are UUIDs).
+    /// - Throws: ``WalletError/notFound(type:id:)`` when nothing is saved under `id`.
+    public func restore(id: String) async throws -> Int {
+        for kind in MachineKind.allCases {
+            if let json = try await storage.load(id: id, kind: kind) { return try await machines.deserialize(json, as: kind) }
+        }
+        throw WalletError.notFound(type: "state_machine", id: id)
+    }
+
     /// Restores every saved machine of `kind`: id → new handle.
     public func restoreAll(kind: MachineKind) async throws -> [String: Int] {
         var out = [String: Int]()

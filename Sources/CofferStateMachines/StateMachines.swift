@@ -65,6 +65,11 @@ public final class StateMachines: Sendable {
         MachineCoding.serialize(try table.machine(handle))
     }
 
+    /// ``deserialize(_:as:)`` with the kind the JSON names (`"kind"`).
+    public func deserialize(_ json: String) async throws -> Int {
+        try await deserialize(json, as: try MachineCoding.kind(of: json))
+    }
+
     /// A new handle for the machine in `json` (version 2, or version 1 converted to the same
     /// state under VCX's numbers). A version-1 credential machine that was received but not yet
     /// accepted carried its signature in the JSON: it is stored in the wallet's secrets first,
@@ -85,6 +90,12 @@ public final class StateMachines: Sendable {
     /// The state number of the machine behind `handle`, as VCX numbers states (connection 1…4;
     /// credential 3, 2, 4; disclosed proof 3, 2, 4; rejected 9).
     public func state(_ handle: Int) throws(StateMachineError) -> Int { try table.machine(handle).stateNumber }
+
+    /// The connection machine's state.
+    public func connectionState(_ handle: Int) throws(StateMachineError) -> ConnectionState { try connection(handle).state }
+
+    /// The disclosed-proof machine's state.
+    public func disclosedProofState(_ handle: Int) throws(StateMachineError) -> DisclosedProofState { try proof(handle).state }
 
     /// The credential machine's state: its number alone does not tell a received credential
     /// from an accepted one (both 4).
@@ -123,7 +134,7 @@ public final class StateMachines: Sendable {
     }
 
     private func deliver(_ message: OutboundMessage) async throws(StateMachineError) {
-        do { try await messenger.send(message) } catch { throw .protocolFailed("\(error)") }
+        do { try await messenger.send(message) } catch { throw .transportFailed(TransportFailure(error)) }
     }
 
     /// Applies `apply` to the machine only if it is still in `expected` (another task may have

@@ -534,3 +534,41 @@ struct RejectionTests {
         #expect(Set(ProofStep.allCases.map(\.state)) == Set(DisclosedProofState.allCases))
     }
 }
+
+@Suite("State machines: typed API")
+struct StateMachineTypedAPITests {
+    @Test("connectionState and disclosedProofState give the typed states")
+    func typedStates() async throws {
+        let (sm, _, _) = try await makeMachines()
+        let c = sm.connectionCreate(invitation: "i")
+        #expect(try sm.connectionState(c) == .invited)
+        #expect(throws: StateMachineError.self) { _ = try sm.disclosedProofState(c) }
+    }
+
+    @Test("a transport's error reaches the caller as itself, inside transportFailed")
+    func transportErrorKept() async throws {
+        let (sm, messenger, _) = try await makeMachines()
+        let h = sm.credentialCreate(offer: degreeOffer)
+        messenger.fail(true)
+        do {
+            _ = try await sm.credentialSendRequest(h)
+            Issue.record("the send did not fail")
+        } catch let StateMachineError.transportFailed(failure) {
+            #expect(failure.underlying is RecordingProtocol.Offline)
+        }
+    }
+
+    @Test("deserialize(_:) and restore(id:) read the kind from the saved JSON")
+    func kindFromJSON() async throws {
+        let (sm, _, wallet) = try await makeMachines()
+        let h = sm.connectionCreate(invitation: "i")
+        let json = try sm.serialize(h)
+        let h2 = try await sm.deserialize(json)
+        #expect(try sm.connectionState(h2) == .invited)
+        let store = StateMachineStore(machines: sm, storage: WalletMachineStorage(wallet: wallet))
+        let id = try await store.save(h)
+        let h3 = try await store.restore(id: id)
+        #expect(try sm.serialize(h3) == json)
+        await #expect(throws: WalletError.self) { _ = try await store.restore(id: "missing") }
+    }
+}
