@@ -9,12 +9,30 @@ import Foundation
 /// The tag and search calls also exist under the seed's iOS selector names
 /// (`walletAddRecordTags:recordId:recordTags:completion:`, `walletOpenSearch:query:options:completion:`,
 /// …), beside the Android names; both forms do the same thing.
+///
+/// Completion handlers are called on ``callbackQueue``: the main queue by default on Apple
+/// platforms, as the SDK's iOS callbacks are (so a handler may update UI state directly), and a
+/// global queue elsewhere (where a command-line process may not run a main loop).
 public final class WalletApi: Sendable {
     /// The wallet behind the API.
     public let wallet: Wallet
+    /// The queue every completion handler is called on.
+    public let callbackQueue: DispatchQueue
 
-    /// The API over `wallet`.
-    public init(wallet: Wallet) { self.wallet = wallet }
+    /// The default ``callbackQueue``: main on Apple platforms, a global queue elsewhere.
+    public static var defaultCallbackQueue: DispatchQueue {
+        #if canImport(Darwin)
+        return .main
+        #else
+        return .global()
+        #endif
+    }
+
+    /// The API over `wallet`, calling completion handlers on `callbackQueue`.
+    public init(wallet: Wallet, callbackQueue: DispatchQueue = WalletApi.defaultCallbackQueue) {
+        self.wallet = wallet
+        self.callbackQueue = callbackQueue
+    }
 
     // MARK: async
 
@@ -82,14 +100,32 @@ public final class WalletApi: Sendable {
     // MARK: completion handlers (the iOS signatures)
 
     private func run(_ completion: @escaping @Sendable (Error?) -> Void, _ body: @escaping @Sendable () async throws -> Void) {
+        let queue = callbackQueue
         Task {
-            do { try await body(); completion(nil) } catch { completion(error) }
+            do {
+                try await body()
+                queue.async { completion(nil) }
+            } catch { queue.async { completion(error) } }
         }
     }
 
     private func run(_ completion: @escaping @Sendable (Error?, String?) -> Void, _ body: @escaping @Sendable () async throws -> String) {
+        let queue = callbackQueue
         Task {
-            do { completion(nil, try await body()) } catch { completion(error, nil) }
+            do {
+                let result = try await body()
+                queue.async { completion(nil, result) }
+            } catch { queue.async { completion(error, nil) } }
+        }
+    }
+
+    private func run(_ completion: @escaping @Sendable (Error?, Int) -> Void, _ body: @escaping @Sendable () async throws -> Int) {
+        let queue = callbackQueue
+        Task {
+            do {
+                let result = try await body()
+                queue.async { completion(nil, result) }
+            } catch { queue.async { completion(error, 0) } }
         }
     }
 
@@ -132,9 +168,7 @@ public final class WalletApi: Sendable {
 
     /// ``openSearch(_:_:_:)`` with a completion handler (`(Error?, Int)`; the handle is 0 on error).
     public func openSearch(_ recordType: String, query: String, options: String = "{}", completion: @escaping @Sendable (Error?, Int) -> Void) {
-        Task {
-            do { completion(nil, try await self.openSearch(recordType, query, options)) } catch { completion(error, 0) }
-        }
+        run(completion) { try await self.openSearch(recordType, query, options) }
     }
 
     /// ``searchNextRecords(_:_:)`` with a completion handler.
@@ -174,9 +208,7 @@ public final class WalletApi: Sendable {
     /// (WQL `query`, the seed's search `options`); the handle is 0 on error. Same as ``openSearch(_:_:_:)``.
     public func walletOpenSearch(_ type: String, query: String, options: String,
                                  completion: @escaping @Sendable (Error?, Int) -> Void) {
-        Task {
-            do { completion(nil, try await self.openSearch(type, query, options)) } catch { completion(error, 0) }
-        }
+        run(completion) { try await self.openSearch(type, query, options) }
     }
 
     /// The seed's iOS `walletSearchNextRecords:count:completion:`: the next `count` records as

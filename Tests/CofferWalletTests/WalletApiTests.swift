@@ -56,4 +56,22 @@ struct WalletApiTests {
         }
         #expect(page == #"{"records":[{"id":"a","value":"v","tags":{}}]}"#)
     }
+
+    @Test("completion handlers run on the API's callback queue")
+    func completionQueue() async throws {
+        let (wallet, _) = try await TestWallets.make()
+        defer { try? wallet.close() }
+        let key = DispatchSpecificKey<String>()
+        let queue = DispatchQueue(label: "coffer.tests.callbacks")
+        queue.setSpecific(key: key, value: "callbacks")
+        let api = WalletApi(wallet: wallet, callbackQueue: queue)
+        let onQueue: String? = await withCheckedContinuation { c in
+            api.addRecordWallet("t", recordId: "a", recordValue: "v") { _ in c.resume(returning: DispatchQueue.getSpecific(key: key)) }
+        }
+        #expect(onQueue == "callbacks")
+        let onQueueAfterError: String? = await withCheckedContinuation { c in
+            api.openSearch("t", query: "not json") { _, _ in c.resume(returning: DispatchQueue.getSpecific(key: key)) }
+        }
+        #expect(onQueueAfterError == "callbacks")
+    }
 }
