@@ -1,6 +1,7 @@
 // Change streams for views: the current value first on request, no repeats of an unchanged
 // value, and enums of any integer raw type.
 import CofferDatabase
+import Observation
 import CofferSettings
 import Foundation
 import Testing
@@ -58,4 +59,52 @@ struct SettingsStreamTests {
         #expect(again.settings.get(Self.density) == .spacious)
         #expect(again.settings.rawValue("gridDensity")?.value == 3.databaseValue)
     }
+}
+
+@Suite("ObservedSetting")
+@MainActor
+struct ObservedSettingTests {
+    @Test("an ObservedSetting starts at the stored value and follows another instance's writes")
+    func follows() async throws {
+        let folder = appFolder()
+        let app = try openApp(folder)
+        defer { try? app.close() }
+        try app.settings.put(SettingsCatalog.tilesPerRow, 5)
+        let model = ObservedSetting(SettingsCatalog.tilesPerRow, in: app.settings)
+        #expect(model.value == 5)
+        try app.settings.put(SettingsCatalog.tilesPerRow, 8)
+        for _ in 0..<500 where model.value != 8 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(model.value == 8)
+    }
+
+    @Test("assigning value writes the setting, and Observation reports the change")
+    func assignmentWrites() async throws {
+        let app = try openApp()
+        defer { try? app.close() }
+        let model = ObservedSetting(SettingsCatalog.tilesPerRow, in: app.settings)
+        let changed = Flag()
+        withObservationTracking { _ = model.value } onChange: { changed.set() }
+        model.value = 3
+        #expect(app.settings.get(SettingsCatalog.tilesPerRow) == 3)
+        #expect(changed.isSet)
+        #expect(model.lastError == nil)
+    }
+
+    @Test("a write that fails is kept in lastError and the value stays as stored")
+    func failedWrite() async throws {
+        let app = try openApp()
+        let model = ObservedSetting(SettingsCatalog.tilesPerRow, in: app.settings)
+        try app.close()
+        model.value = 9
+        #expect(model.lastError == .closed)
+        #expect(model.value == SettingsCatalog.tilesPerRow.defaultValue)
+    }
+}
+
+/// A flag an Observation callback sets.
+final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
 }

@@ -1,0 +1,65 @@
+// One setting as an `@Observable` model for SwiftUI (and anything else using Observation): its
+// value follows every write, this process's or another's, and assigning writes it through.
+import Foundation
+import Observation
+
+/// A setting's current value, observable: SwiftUI views that read ``value`` update when the
+/// setting changes (a write by this or another `Settings` instance, or another process's once
+/// noticed). Assigning ``value`` writes the setting (durable when it returns; a failed write is
+/// kept in ``lastError`` and the value stays as stored).
+///
+/// ```swift
+/// @State private var columns = ObservedSetting(SettingsCatalog.tilesPerRow, in: app.settings)
+/// Stepper("Columns: \(columns.value)", value: $columns.value, in: 1...8)
+/// ```
+@MainActor
+@Observable
+public final class ObservedSetting<Value: Sendable> {
+    /// The setting's value; assigning it writes the setting.
+    public var value: Value {
+        get { current }
+        set { write(newValue) }
+    }
+    /// The error of the last assignment that could not be written, nil after one that was.
+    public private(set) var lastError: SettingsError?
+
+    private var current: Value
+    @ObservationIgnored private let key: StoreKey<Value>
+    @ObservationIgnored private let settings: Settings
+    @ObservationIgnored private let follower = FollowerTask()
+
+    /// Follows `key` in `settings` from now on (until the settings close or this model goes).
+    public init(_ key: StoreKey<Value>, in settings: Settings) {
+        self.key = key
+        self.settings = settings
+        self.current = settings.get(key)
+        let stream = settings.changes(key, initial: true)
+        follower.start(Task { [weak self] in
+            for await value in stream {
+                guard let self else { return }
+                self.current = value
+            }
+        })
+    }
+
+    deinit { follower.cancel() }
+
+    private func write(_ newValue: Value) {
+        do {
+            try settings.put(key, newValue)
+            current = newValue
+            lastError = nil
+        } catch {
+            lastError = error
+        }
+    }
+}
+
+/// The task that follows a setting for an ``ObservedSetting``, cancellable from its deinit.
+private final class FollowerTask: @unchecked Sendable {
+    // `task` is guarded by `lock`.
+    private let lock = NSLock()
+    private var task: Task<Void, Never>?
+    func start(_ task: Task<Void, Never>) { lock.withLock { self.task = task } }
+    func cancel() { lock.withLock { task }?.cancel() }
+}
