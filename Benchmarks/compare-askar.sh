@@ -22,14 +22,8 @@ if [ ! -f "$bench" ]; then
     echo "error: askar_bench.py not found at $bench (set ASKAR_BENCH)" >&2
     exit 2
 fi
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import aries_askar' 2>/dev/null; then
-    echo "setting up $venv with aries-askar from PyPI ..." >&2
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet aries-askar
-fi
-
-echo "building coffer (release) ..." >&2
-(cd "$root" && swift build -c release --product coffer >&2)
+# shellcheck source=setup.sh
+. "$root/Benchmarks/setup.sh"
 
 cap="${ASKAR_PAGED_CAP:-}"
 if [ -z "$cap" ] && [ "$n" -gt 20000 ]; then cap=10000; fi

@@ -11,13 +11,8 @@ venv="${ASKAR_VENV:-$root/.build-askar-venv}"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import aries_askar' 2>/dev/null; then
-    echo "setting up $venv with aries-askar from PyPI ..." >&2
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet aries-askar
-fi
-echo "building coffer (release) ..." >&2
-(cd "$root" && swift build -c release --product coffer >&2)
+# shellcheck source=setup.sh
+. "$root/Benchmarks/setup.sh"
 
 runs="${COMPARE_RUNS:-3}"
 for i in $(seq 1 "$runs"); do
