@@ -78,11 +78,16 @@ let package = Package(
         ),
         .target(
             name: "CofferDatabase",
-            dependencies: ["CofferSettings", "CofferFileModes", "CofferSQLite", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CofferSettings", "CofferFileModes", "CofferSQLite", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .target(
             name: "CofferMediaCache",
-            dependencies: ["CofferFileModes", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CofferFileModes", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .target(
             name: "CofferSecureStorage",
@@ -90,8 +95,10 @@ let package = Package(
         ),
         .target(
             name: "Coffer",
-            dependencies: ["CofferWallet", "CofferStateMachines", "CofferDeniable", "CofferSettings", "CofferDatabase", "CofferCrypto",
-                           "CofferMediaCache", "CofferSecureStorage", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CofferWallet", "CofferStateMachines", "CofferDeniable", "CofferSettings", "CofferDatabase", "CofferCrypto",
+                "CofferMediaCache", "CofferSecureStorage", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .executableTarget(
             name: "coffer",
@@ -123,7 +130,12 @@ let package = Package(
             name: "CofferDeniableTests",
             dependencies: ["CofferDeniable", "CofferCrypto", .product(name: "Crypto", package: "swift-crypto")]
         ),
-        .testTarget(name: "CofferCLITests", dependencies: ["coffer", "CofferWallet", "CofferDatabase", "CofferSettings", "CofferDeniable", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(
+            name: "CofferCLITests",
+            dependencies: [
+                "coffer", "CofferWallet", "CofferDatabase", "CofferSettings", "CofferDeniable",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         .testTarget(
             name: "CofferWalletTests",
             dependencies: ["CofferWallet", "CofferCrypto", "CofferSQLite", .product(name: "GRDB", package: "GRDB.swift")],

@@ -12,13 +12,13 @@ let package = Package(
     name: "CofferExample",
     platforms: [.macOS(.v13), .iOS(.v16)],
     dependencies: [
-        .package(path: "../.."),
+        .package(path: "../..")
     ],
     targets: [
         .executableTarget(
             name: "CofferExample",
             dependencies: [.product(name: "Coffer", package: cofferPackage)]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

@@ -29,8 +29,9 @@ public struct CofferLocations: Sendable, Equatable {
     /// The platform's folders: Application Support and Caches on Apple platforms, the XDG data
     /// and cache folders on Linux; `$COFFER_HOME` (data) and `$COFFER_HOME/caches` when set.
     public static func platformDefault(environment: [String: String] = ProcessInfo.processInfo.environment) -> CofferLocations {
-        CofferLocations(data: StoreLocation.defaultStoreDirectory(environment: environment),
-                        caches: StoreLocation.defaultCachesDirectory(environment: environment))
+        CofferLocations(
+            data: StoreLocation.defaultStoreDirectory(environment: environment),
+            caches: StoreLocation.defaultCachesDirectory(environment: environment))
     }
 
     /// The app database (settings and collections).
@@ -77,8 +78,10 @@ public struct CofferLocations: Sendable, Equatable {
     var resetItems: [URL] {
         let names = ["app.sqlite", "wallet.sqlite", ".wallet.sqlite.restoring"]
         let files = names.flatMap { name in ["", "-wal", "-shm", "-journal"].map { data.appendingPathComponent(name + $0) } }
-        return files + [secureFolder, deniableFolder, data.appendingPathComponent("deniable-dev-service", isDirectory: true),
-                        data.appendingPathComponent("demo", isDirectory: true), mediaCacheFolder]
+        return files + [
+            secureFolder, deniableFolder, data.appendingPathComponent("deniable-dev-service", isDirectory: true),
+            data.appendingPathComponent("demo", isDirectory: true), mediaCacheFolder,
+        ]
     }
 }
 
@@ -93,7 +96,7 @@ public enum ContainerError: Error, Equatable, Sendable, CustomStringConvertible 
     public var description: String {
         switch self {
         case .closed: return "the container was closed or reset; open it again"
-        case let .storage(m): return "container storage: \(m)"
+        case .storage(let m): return "container storage: \(m)"
         }
     }
 }
@@ -140,11 +143,14 @@ public final class CofferContainer: @unchecked Sendable {
     ///   - cacheByteLimits: the media cache's memory and disk byte limits; by default
     ///     `MediaCacheLimits.default` (its entry limits always follow the cache-size settings).
     ///   - dataMigrations: the app database's data ladder; by default `AppDatabase.dataMigrations`.
-    public static func open(_ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
-                            keychainService: String? = nil, cacheByteLimits: (memory: Int, disk: Int)? = nil,
-                            dataMigrations: [DataMigration] = AppDatabase.dataMigrations) throws -> CofferContainer {
+    public static func open(
+        _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
+        keychainService: String? = nil, cacheByteLimits: (memory: Int, disk: Int)? = nil,
+        dataMigrations: [DataMigration] = AppDatabase.dataMigrations
+    ) throws -> CofferContainer {
         let database = try AppDatabase.open(at: locations.appDatabase, dataMigrations: dataMigrations)
-        let secure = secureStorage
+        let secure =
+            secureStorage
             ?? PlatformSecureStorage.make(folder: locations.secureFolder, service: keychainService ?? locations.keychainService)
         if database.isFreshInstall {
             do { try secure.deleteAll() } catch { logger.warning("could not clear secure items left by an earlier install: \(error)") }
@@ -174,9 +180,11 @@ public final class CofferContainer: @unchecked Sendable {
     }
 
     static func cacheEntries(_ settings: Settings) -> [MediaKind: Int] {
-        [.thumbnail: max(0, settings.get(SettingsCatalog.thumbnailCacheSize)),
-         .preview: max(0, settings.get(SettingsCatalog.imageCacheSize)),
-         .albumThumbnail: max(0, settings.get(SettingsCatalog.albumThumbnailCacheSize))]
+        [
+            .thumbnail: max(0, settings.get(SettingsCatalog.thumbnailCacheSize)),
+            .preview: max(0, settings.get(SettingsCatalog.imageCacheSize)),
+            .albumThumbnail: max(0, settings.get(SettingsCatalog.albumThumbnailCacheSize)),
+        ]
     }
 
     /// Applies the cache-size settings to the cache now and whenever one of them changes.
@@ -213,7 +221,8 @@ public final class CofferContainer: @unchecked Sendable {
     public func openWallet(_ key: WalletKey, createIfMissing: Bool = true) async throws -> Wallet {
         try checkOpen()
         let exists = FileManager.default.fileExists(atPath: locations.wallet.path)
-        let wallet = exists || !createIfMissing
+        let wallet =
+            exists || !createIfMissing
             ? try await Wallet.open(at: locations.wallet, key: key)
             : try await Wallet.create(at: locations.wallet, key: key)
         lock.withLock { wallets.append(wallet) }
@@ -224,8 +233,10 @@ public final class CofferContainer: @unchecked Sendable {
     /// default the settings' `cleanup…` keys), only for the logged-in user's assets when one is
     /// set, through `library`; `dryRun` lists them without deleting. Their cached thumbnails and
     /// previews stay (the server copy still shows them).
-    public func freeUpSpace(_ options: CleanupOptions? = nil, library: any LocalMediaLibrary, dryRun: Bool = false,
-                            now: Date = Date()) async throws -> CleanupResult {
+    public func freeUpSpace(
+        _ options: CleanupOptions? = nil, library: any LocalMediaLibrary, dryRun: Bool = false,
+        now: Date = Date()
+    ) async throws -> CleanupResult {
         try checkOpen()
         let chosen = options ?? CleanupOptions(settings: settings)
         let owner = settings.get(SettingsCatalog.currentUser)?.id
@@ -241,7 +252,12 @@ public final class CofferContainer: @unchecked Sendable {
     /// Closes the wallets it opened and the app database. Idempotent.
     public func close() {
         let (opened, tasks, observer, wasClosed) = lock.withLock { () -> ([Wallet], [Task<Void, Never>], (any NSObjectProtocol)?, Bool) in
-            defer { isClosed = true; wallets = []; watchers = []; memoryWarningObserver = nil }
+            defer {
+                isClosed = true
+                wallets = []
+                watchers = []
+                memoryWarningObserver = nil
+            }
             return (wallets, watchers, memoryWarningObserver, isClosed)
         }
         guard !wasClosed else { return }
@@ -275,10 +291,13 @@ public final class CofferContainer: @unchecked Sendable {
     /// Close any container or wallet of these locations first.
     /// - Throws: ``ContainerError/storage(_:)`` naming every item that could not be removed (the
     ///   others are removed all the same).
-    public static func reset(_ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
-                             keychainService: String? = nil) throws {
+    public static func reset(
+        _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
+        keychainService: String? = nil
+    ) throws {
         var failures: [String] = []
-        let secure = secureStorage
+        let secure =
+            secureStorage
             ?? PlatformSecureStorage.make(folder: locations.secureFolder, service: keychainService ?? locations.keychainService)
         // Removing the items needs no key; a store whose key is lost is removed with its folder below.
         do { try secure.deleteAll() } catch {

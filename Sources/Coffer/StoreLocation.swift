@@ -11,7 +11,8 @@ public enum StoreLocation {
             return URL(fileURLWithPath: home, isDirectory: true)
         }
         #if canImport(Darwin)
-        let base = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+        let base =
+            FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
             ?? URL(fileURLWithPath: NSHomeDirectory()).appendingPathComponent("Library/Application Support")
         return base.appendingPathComponent("Coffer", isDirectory: true)
         #else
@@ -31,7 +32,8 @@ public enum StoreLocation {
             return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent("caches", isDirectory: true)
         }
         #if canImport(Darwin)
-        let base = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
+        let base =
+            FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
             ?? URL(fileURLWithPath: NSHomeDirectory()).appendingPathComponent("Library/Caches")
         return base.appendingPathComponent("Coffer", isDirectory: true)
         #else

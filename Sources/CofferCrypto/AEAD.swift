@@ -29,7 +29,8 @@ public enum AEAD: Sendable {
     public var overhead: Int { nonceByteCount + Self.tagByteCount }
 
     /// Seals `plaintext` under `key`, binding `associatedData` (authenticated, not stored).
-    public func seal<P: ContiguousBytes, A: ContiguousBytes>(_ plaintext: P, key: SecretKey, associatedData: A) throws(CryptoError) -> Data {
+    public func seal<P: ContiguousBytes, A: ContiguousBytes>(_ plaintext: P, key: SecretKey, associatedData: A) throws(CryptoError) -> Data
+    {
         guard key.byteCount == Self.keyByteCount else {
             throw .invalidLength(what: "AEAD key", expected: Self.keyByteCount, actual: key.byteCount)
         }
@@ -41,7 +42,9 @@ public enum AEAD: Sendable {
     }
 
     /// Seals under raw key bytes (32), e.g. from ``KeyedBlake2b/withDerivedKey(domain:_:_:_:)``.
-    public func seal(_ message: UnsafeRawBufferPointer, keyBytes k: UnsafeRawBufferPointer, associatedData ad: UnsafeRawBufferPointer) -> Data {
+    public func seal(_ message: UnsafeRawBufferPointer, keyBytes k: UnsafeRawBufferPointer, associatedData ad: UnsafeRawBufferPointer)
+        -> Data
+    {
         Sodium.ensureReady()
         precondition(k.count == Self.keyByteCount, "AEAD key must be 32 bytes")
         let nonceCount = nonceByteCount
@@ -95,7 +98,9 @@ public enum AEAD: Sendable {
     }
 
     /// Opens under raw key bytes (32), e.g. from ``KeyedBlake2b/withDerivedKey(domain:_:_:_:)``.
-    public func open(_ box: UnsafeRawBufferPointer, keyBytes k: UnsafeRawBufferPointer, associatedData ad: UnsafeRawBufferPointer) throws(CryptoError) -> Data {
+    public func open(_ box: UnsafeRawBufferPointer, keyBytes k: UnsafeRawBufferPointer, associatedData ad: UnsafeRawBufferPointer)
+        throws(CryptoError) -> Data
+    {
         let plainCount = max(box.count - overhead, 0)
         // One spare byte so the output pointer is valid even for an empty plaintext.
         var out = Data(count: plainCount + 1)
@@ -113,8 +118,10 @@ public enum AEAD: Sendable {
 
     /// Opens into `out` (at least `box.count - overhead` bytes, and at least 1) and returns
     /// the plaintext length. On failure `out` holds no plaintext.
-    public func open(_ box: UnsafeRawBufferPointer, keyBytes k: UnsafeRawBufferPointer, associatedData ad: UnsafeRawBufferPointer,
-                     into out: UnsafeMutableRawBufferPointer) throws(CryptoError) -> Int {
+    public func open(
+        _ box: UnsafeRawBufferPointer, keyBytes k: UnsafeRawBufferPointer, associatedData ad: UnsafeRawBufferPointer,
+        into out: UnsafeMutableRawBufferPointer
+    ) throws(CryptoError) -> Int {
         Sodium.ensureReady()
         guard k.count == Self.keyByteCount else {
             throw .invalidLength(what: "AEAD key", expected: Self.keyByteCount, actual: k.count)

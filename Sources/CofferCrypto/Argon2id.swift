@@ -49,10 +49,13 @@ public struct Argon2idParameters: Sendable, Equatable, Codable, CustomStringConv
     /// Throws when a parameter is outside libsodium's accepted range.
     public func validate() throws(CryptoError) {
         if opsLimit < UInt64(crypto_pwhash_argon2id_OPSLIMIT_MIN) || opsLimit > UInt64(crypto_pwhash_argon2id_opslimit_max()) {
-            throw .invalidParameter("Argon2id opsLimit \(opsLimit) is outside \(crypto_pwhash_argon2id_OPSLIMIT_MIN)…\(crypto_pwhash_argon2id_opslimit_max())")
+            throw .invalidParameter(
+                "Argon2id opsLimit \(opsLimit) is outside \(crypto_pwhash_argon2id_OPSLIMIT_MIN)…\(crypto_pwhash_argon2id_opslimit_max())")
         }
         if memLimit < Int(crypto_pwhash_argon2id_MEMLIMIT_MIN) || UInt64(memLimit) > UInt64(crypto_pwhash_argon2id_memlimit_max()) {
-            throw .invalidParameter("Argon2id memLimit \(memLimit) bytes is outside \(crypto_pwhash_argon2id_MEMLIMIT_MIN)…\(crypto_pwhash_argon2id_memlimit_max())")
+            throw .invalidParameter(
+                "Argon2id memLimit \(memLimit) bytes is outside \(crypto_pwhash_argon2id_MEMLIMIT_MIN)…\(crypto_pwhash_argon2id_memlimit_max())"
+            )
         }
     }
 
@@ -66,7 +69,9 @@ public enum Argon2id {
     /// - Throws: ``CryptoError/invalidLength(what:expected:actual:)`` for a salt that is not
     ///   16 bytes, ``CryptoError/invalidParameter(_:)`` for costs out of range, and
     ///   ``CryptoError/operationFailed(_:)`` when the memory cannot be had.
-    public static func deriveKey(passphrase: String, salt: Data, parameters: Argon2idParameters, byteCount: Int = 32) throws(CryptoError) -> SecretKey {
+    public static func deriveKey(passphrase: String, salt: Data, parameters: Argon2idParameters, byteCount: Int = 32) throws(CryptoError)
+        -> SecretKey
+    {
         Sodium.ensureReady()
         guard salt.count == Argon2idParameters.saltByteCount else {
             throw .invalidLength(what: "Argon2id salt", expected: Argon2idParameters.saltByteCount, actual: salt.count)

@@ -16,11 +16,11 @@ public enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .authenticationFailed:
             return "authentication failed: wrong key or altered data"
-        case let .invalidLength(what, expected, actual):
+        case .invalidLength(let what, let expected, let actual):
             return "\(what) must be \(expected) bytes, got \(actual)"
-        case let .invalidParameter(message):
+        case .invalidParameter(let message):
             return "invalid parameter: \(message)"
-        case let .operationFailed(message):
+        case .operationFailed(let message):
             return "cryptographic operation failed: \(message)"
         }
     }

@@ -2,6 +2,7 @@
 // and owner-only key files. Shared by the modules that keep files beside their databases.
 import CofferFileModes
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -34,15 +35,20 @@ package enum DurableFile {
     /// flushes it to disk when `sync` is true, renames it over `url`, then flushes the folder so
     /// the rename lasts. Without `sync` the replacement is still atomic for readers, but a crash
     /// may leave the new name pointing at incomplete bytes (callers that do so check contents).
-    package static func write(_ bytes: UnsafeRawBufferPointer, to url: URL, permissions: mode_t = 0o600,
-                              sync: Bool = true) throws(FileOperationError) {
+    package static func write(
+        _ bytes: UnsafeRawBufferPointer, to url: URL, permissions: mode_t = 0o600,
+        sync: Bool = true
+    ) throws(FileOperationError) {
         let folder = url.deletingLastPathComponent()
         let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp")
         let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, permissions)
         guard fd >= 0 else { throw FileOperationError("cannot create \(temporary.path): \(errnoText())") }
         var ok = false
         defer {
-            if !ok { close(fd); unlink(temporary.path) }
+            if !ok {
+                close(fd)
+                unlink(temporary.path)
+            }
         }
         // The mode given to open(2) passes through the process umask; set it exactly.
         guard fchmod(fd, permissions) == 0 else { throw FileOperationError("cannot set the mode of \(temporary.path): \(errnoText())") }

@@ -128,7 +128,9 @@ public final class KeyedBlake2b: @unchecked Sendable {
     /// Derives a 32-byte key from a one-byte domain label and the concatenation of `a` and `b`,
     /// and lends its bytes to `body` from temporary memory; they are wiped when `body` returns.
     @inlinable
-    public func withDerivedKey<R, E: Error>(domain: UInt8, _ a: Data, _ b: Data, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    public func withDerivedKey<R, E: Error>(domain: UInt8, _ a: Data, _ b: Data, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E)
+        -> R
+    {
         try withBytes(a) { (a) throws(E) -> R in
             try withBytes(b) { (b) throws(E) -> R in try withDerivedKey(domain: domain, a, b, body) }
         }
@@ -137,8 +139,10 @@ public final class KeyedBlake2b: @unchecked Sendable {
     /// ``withDerivedKey(domain:_:_:_:)`` over bytes the caller already holds (no `Data` needed).
     /// Inlinable (as is the `Data` form) so callers in other modules get it specialized.
     @inlinable
-    public func withDerivedKey<R, E: Error>(domain: UInt8, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer,
-                                            _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    public func withDerivedKey<R, E: Error>(
+        domain: UInt8, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer,
+        _ body: (UnsafeRawBufferPointer) throws(E) -> R
+    ) throws(E) -> R {
         let inputCount = 1 + a.count + b.count
         return try withUnsafeTemporaryAllocation(byteCount: inputCount + 32, alignment: 16) { (buffer) throws(E) -> R in
             let input = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<inputCount])
@@ -173,7 +177,8 @@ public enum KeyDerivation {
     /// storage (wiped when it is released), for a key used once.
     package static func withHKDF<R>(from key: SecretKey, info: String, byteCount: Int = 32, _ body: (UnsafeRawBufferPointer) -> R) -> R {
         let derived = key.withUnsafeBytes { bytes in
-            HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: bytes), salt: Data(), info: Data(info.utf8), outputByteCount: byteCount)
+            HKDF<SHA256>.deriveKey(
+                inputKeyMaterial: SymmetricKey(data: bytes), salt: Data(), info: Data(info.utf8), outputByteCount: byteCount)
         }
         return derived.withUnsafeBytes(body)
     }

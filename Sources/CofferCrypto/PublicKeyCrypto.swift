@@ -35,9 +35,10 @@ public final class Ed25519KeyPair: Sendable {
         seed.withUnsafeBytes { s in
             sk.withUnsafeMutableStorage { out in
                 pk.withUnsafeMutableBytes { p in
-                    _ = crypto_sign_seed_keypair(p.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                                 out.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                                 s.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                    _ = crypto_sign_seed_keypair(
+                        p.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        out.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        s.baseAddress!.assumingMemoryBound(to: UInt8.self))
                 }
             }
         }
@@ -55,9 +56,10 @@ public final class Ed25519KeyPair: Sendable {
         expanded.withUnsafeBytes { sk in
             message.withUnsafeBytes { m in
                 signature.withUnsafeMutableBytes { sig in
-                    _ = crypto_sign_detached(sig.baseAddress!.assumingMemoryBound(to: UInt8.self), nil,
-                                             m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
-                                             sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                    _ = crypto_sign_detached(
+                        sig.baseAddress!.assumingMemoryBound(to: UInt8.self), nil,
+                        m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
+                        sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
                 }
             }
         }
@@ -72,9 +74,10 @@ public final class Ed25519KeyPair: Sendable {
         return signature.withUnsafeBytes { sig in
             message.withUnsafeBytes { m in
                 publicKey.withUnsafeBytes { pk in
-                    crypto_sign_verify_detached(sig.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                                m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
-                                                pk.baseAddress!.assumingMemoryBound(to: UInt8.self)) == 0
+                    crypto_sign_verify_detached(
+                        sig.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
+                        pk.baseAddress!.assumingMemoryBound(to: UInt8.self)) == 0
                 }
             }
         }
@@ -105,8 +108,9 @@ public final class X25519KeyPair: Sendable {
         var pk = Data(count: Self.keyByteCount)
         secretKey.withUnsafeBytes { sk in
             pk.withUnsafeMutableBytes { p in
-                _ = crypto_scalarmult_base(p.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                           sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                _ = crypto_scalarmult_base(
+                    p.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
         }
         self.secret = secretKey
@@ -125,10 +129,11 @@ public final class X25519KeyPair: Sendable {
             publicKey.withUnsafeBytes { pk in
                 box.withUnsafeBytes { b in
                     out.withUnsafeMutableBytes { o in
-                        crypto_box_seal_open(o.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                             b.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(b.count),
-                                             pk.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                             sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                        crypto_box_seal_open(
+                            o.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                            b.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(b.count),
+                            pk.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                            sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
                     }
                 }
             }
@@ -156,9 +161,10 @@ public enum SealedBox {
         let rc = message.withUnsafeBytes { m in
             publicKey.withUnsafeBytes { pk in
                 out.withUnsafeMutableBytes { o in
-                    crypto_box_seal(o.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                    m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
-                                    pk.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                    crypto_box_seal(
+                        o.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
+                        pk.baseAddress!.assumingMemoryBound(to: UInt8.self))
                 }
             }
         }
@@ -174,8 +180,9 @@ extension Ed25519KeyPair {
         let secret = SecretKey(uninitializedCount: X25519KeyPair.keyByteCount)
         expanded.withUnsafeBytes { sk in
             secret.withUnsafeMutableStorage { out in
-                _ = crypto_sign_ed25519_sk_to_curve25519(out.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                                         sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                _ = crypto_sign_ed25519_sk_to_curve25519(
+                    out.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
         }
         return try! X25519KeyPair(secretKey: secret)
@@ -191,8 +198,9 @@ extension Ed25519KeyPair {
         var out = Data(count: X25519KeyPair.keyByteCount)
         let rc = publicKey.withUnsafeBytes { pk in
             out.withUnsafeMutableBytes { o in
-                crypto_sign_ed25519_pk_to_curve25519(o.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                                     pk.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                crypto_sign_ed25519_pk_to_curve25519(
+                    o.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    pk.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
         }
         guard rc == 0 else { throw .invalidParameter("not a valid Ed25519 public key") }
@@ -210,7 +218,9 @@ public enum Box {
 
     /// Encrypts `message` from `sender` to `recipientPublicKey` under a fresh random nonce.
     /// - Returns: the nonce and the ciphertext.
-    public static func seal(_ message: Data, from sender: X25519KeyPair, to recipientPublicKey: Data) throws(CryptoError) -> (nonce: Data, ciphertext: Data) {
+    public static func seal(_ message: Data, from sender: X25519KeyPair, to recipientPublicKey: Data) throws(CryptoError) -> (
+        nonce: Data, ciphertext: Data
+    ) {
         guard recipientPublicKey.count == X25519KeyPair.keyByteCount else {
             throw .invalidLength(what: "X25519 public key", expected: X25519KeyPair.keyByteCount, actual: recipientPublicKey.count)
         }
@@ -221,11 +231,12 @@ public enum Box {
                 recipientPublicKey.withUnsafeBytes { pk in
                     nonce.withUnsafeBytes { n in
                         out.withUnsafeMutableBytes { o in
-                            crypto_box_easy(o.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                            m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
-                                            n.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                            pk.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                            sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                            crypto_box_easy(
+                                o.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
+                                n.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                pk.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
                         }
                     }
                 }
@@ -237,7 +248,9 @@ public enum Box {
 
     /// Decrypts a box from `senderPublicKey` to `recipient`.
     /// - Throws: ``CryptoError/authenticationFailed`` when the box was altered or is not between these keys.
-    public static func open(_ ciphertext: Data, nonce: Data, from senderPublicKey: Data, to recipient: X25519KeyPair) throws(CryptoError) -> Data {
+    public static func open(_ ciphertext: Data, nonce: Data, from senderPublicKey: Data, to recipient: X25519KeyPair) throws(CryptoError)
+        -> Data
+    {
         guard nonce.count == nonceByteCount else {
             throw .invalidLength(what: "box nonce", expected: nonceByteCount, actual: nonce.count)
         }
@@ -251,11 +264,12 @@ public enum Box {
                 senderPublicKey.withUnsafeBytes { pk in
                     nonce.withUnsafeBytes { n in
                         out.withUnsafeMutableBytes { o in
-                            crypto_box_open_easy(o.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                                 c.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(c.count),
-                                                 n.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                                 pk.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                                 sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                            crypto_box_open_easy(
+                                o.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                c.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(c.count),
+                                n.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                pk.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
                         }
                     }
                 }
@@ -284,7 +298,7 @@ public enum Base58 {
     public static func encode(_ data: Data) -> String {
         let bytes = [UInt8](data)
         let zeros = bytes.prefix { $0 == 0 }.count
-        var digits = [UInt8]()  // base-58 digits, least significant first
+        var digits = [UInt8]() // base-58 digits, least significant first
         for byte in bytes.dropFirst(zeros) {
             var carry = Int(byte)
             for i in digits.indices {
@@ -304,7 +318,7 @@ public enum Base58 {
     public static func decode(_ text: String) -> Data? {
         let chars = Array(text.utf8)
         let zeros = chars.prefix { $0 == alphabet[0] }.count
-        var bytes = [UInt8]()  // least significant first
+        var bytes = [UInt8]() // least significant first
         for c in chars.dropFirst(zeros) {
             guard c < 128, values[Int(c)] >= 0 else { return nil }
             var carry = Int(values[Int(c)])

@@ -54,7 +54,9 @@ public final class SecretKey: @unchecked Sendable {
     }
 
     /// Fills a fresh key by calling `body` with its writable bytes (for KDF outputs).
-    static func filling(byteCount: Int, _ body: (UnsafeMutableRawBufferPointer) throws(CryptoError) -> Void) throws(CryptoError) -> SecretKey {
+    static func filling(byteCount: Int, _ body: (UnsafeMutableRawBufferPointer) throws(CryptoError) -> Void) throws(CryptoError)
+        -> SecretKey
+    {
         let key = SecretKey(uninitializedCount: byteCount)
         try body(key.storage)
         return key
@@ -101,9 +103,10 @@ public final class SecretKey: @unchecked Sendable {
         var utf8 = text.utf8CString
         let rc = utf8.withUnsafeMutableBufferPointer { chars -> Int32 in
             defer { sodium_memzero(chars.baseAddress!, chars.count) }
-            return sodium_base642bin(scratch.baseAddress!.assumingMemoryBound(to: UInt8.self), room,
-                                     chars.baseAddress!, chars.count - 1, nil, &decoded, nil,
-                                     sodium_base64_VARIANT_ORIGINAL)
+            return sodium_base642bin(
+                scratch.baseAddress!.assumingMemoryBound(to: UInt8.self), room,
+                chars.baseAddress!, chars.count - 1, nil, &decoded, nil,
+                sodium_base64_VARIANT_ORIGINAL)
         }
         guard rc == 0 else { throw .invalidParameter("the stored key is not valid base64") }
         guard decoded == expectedCount else { throw .invalidLength(what: "key", expected: expectedCount, actual: decoded) }
@@ -126,8 +129,9 @@ public final class SecretKey: @unchecked Sendable {
         var decoded = 0
         let rc = text.withMemoryRebound(to: CChar.self) { chars -> Int32 in
             guard let base = chars.baseAddress else { return -1 }
-            return sodium_base642bin(scratch.baseAddress!.assumingMemoryBound(to: UInt8.self), room, base, chars.count,
-                                     nil, &decoded, nil, sodium_base64_VARIANT_ORIGINAL)
+            return sodium_base642bin(
+                scratch.baseAddress!.assumingMemoryBound(to: UInt8.self), room, base, chars.count,
+                nil, &decoded, nil, sodium_base64_VARIANT_ORIGINAL)
         }
         guard rc == 0 else { throw .invalidParameter("the stored key is not valid base64") }
         guard decoded == expectedCount else { throw .invalidLength(what: "key", expected: expectedCount, actual: decoded) }
@@ -150,8 +154,9 @@ public final class SecretKey: @unchecked Sendable {
             buffer.deallocate()
         }
         withUnsafeBytes { bytes in
-            _ = sodium_bin2base64(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), length,
-                                  bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), byteCount, sodium_base64_VARIANT_ORIGINAL)
+            _ = sodium_bin2base64(
+                buffer.baseAddress!.assumingMemoryBound(to: CChar.self), length,
+                bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), byteCount, sodium_base64_VARIANT_ORIGINAL)
         }
         out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<(length - 1)]))
     }
@@ -169,8 +174,9 @@ public final class SecretKey: @unchecked Sendable {
         }
         let chars = buffer.baseAddress!.assumingMemoryBound(to: CChar.self)
         withUnsafeBytes { bytes in
-            _ = sodium_bin2base64(chars, length, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), byteCount,
-                                  sodium_base64_VARIANT_ORIGINAL)
+            _ = sodium_bin2base64(
+                chars, length, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), byteCount,
+                sodium_base64_VARIANT_ORIGINAL)
         }
         return String(cString: chars)
     }

@@ -23,8 +23,9 @@ public final class SecretStreamWriter: @unchecked Sendable {
         var h = Data(count: Int(crypto_secretstream_xchacha20poly1305_headerbytes()))
         h.withUnsafeMutableBytes { hb in
             key.withUnsafeBytes { k in
-                _ = crypto_secretstream_xchacha20poly1305_init_push(state, hb.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                                                    k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                _ = crypto_secretstream_xchacha20poly1305_init_push(
+                    state, hb.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    k.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
         }
         self.state = state
@@ -42,9 +43,10 @@ public final class SecretStreamWriter: @unchecked Sendable {
         let tag = final ? crypto_secretstream_xchacha20poly1305_tag_final() : crypto_secretstream_xchacha20poly1305_tag_message()
         out.withUnsafeMutableBytes { o in
             message.withUnsafeBytes { m in
-                _ = crypto_secretstream_xchacha20poly1305_push(state, o.baseAddress!.assumingMemoryBound(to: UInt8.self), nil,
-                                                               m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
-                                                               nil, 0, tag)
+                _ = crypto_secretstream_xchacha20poly1305_push(
+                    state, o.baseAddress!.assumingMemoryBound(to: UInt8.self), nil,
+                    m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
+                    nil, 0, tag)
             }
         }
         return out
@@ -71,8 +73,9 @@ public final class SecretStreamReader: @unchecked Sendable {
         let state = UnsafeMutablePointer<crypto_secretstream_xchacha20poly1305_state>.allocate(capacity: 1)
         let rc = header.withUnsafeBytes { h in
             key.withUnsafeBytes { k in
-                crypto_secretstream_xchacha20poly1305_init_pull(state, h.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                                                k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                crypto_secretstream_xchacha20poly1305_init_pull(
+                    state, h.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    k.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
         }
         guard rc == 0 else {
@@ -95,8 +98,9 @@ public final class SecretStreamReader: @unchecked Sendable {
         var tag: UInt8 = 0
         let rc = out.withUnsafeMutableBytes { o in
             ciphertext.withUnsafeBytes { c in
-                crypto_secretstream_xchacha20poly1305_pull(state, o.baseAddress!.assumingMemoryBound(to: UInt8.self), nil, &tag,
-                                                           c.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(c.count), nil, 0)
+                crypto_secretstream_xchacha20poly1305_pull(
+                    state, o.baseAddress!.assumingMemoryBound(to: UInt8.self), nil, &tag,
+                    c.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(c.count), nil, 0)
             }
         }
         guard rc == 0 else { throw .authenticationFailed }

@@ -1,9 +1,9 @@
+import CofferFileModes
+import CofferSQLite
 // The app database (`app.sqlite`): schema migrations through GRDB's migrator, then the ordered
 // data-migration ladder whose version lives in the settings store, then integrity checks.
 import CofferSettings
-import CofferFileModes
 import Foundation
-import CofferSQLite
 import GRDB
 import Logging
 
@@ -27,19 +27,21 @@ public enum DatabaseStoreError: Error, Equatable, Sendable, CustomStringConverti
     public var description: String {
         switch self {
         case .closed: return "the app database was closed; open it again to use it"
-        case let .uniqueViolation(key, table): return "another \(table) row already has this \(key) (unique key \(key))"
-        case let .newerVersion(m): return "the database was written by a newer app version and was left untouched: \(m)"
-        case let .integrityFailed(m): return "the database failed its integrity check after migrating: \(m)"
-        case let .invalidInput(m): return "invalid input: \(m)"
-        case let .storage(m): return "database storage: \(m)"
+        case .uniqueViolation(let key, let table): return "another \(table) row already has this \(key) (unique key \(key))"
+        case .newerVersion(let m): return "the database was written by a newer app version and was left untouched: \(m)"
+        case .integrityFailed(let m): return "the database failed its integrity check after migrating: \(m)"
+        case .invalidInput(let m): return "invalid input: \(m)"
+        case .storage(let m): return "database storage: \(m)"
         }
     }
 
     /// Maps SQLite's unique-constraint errors to ``uniqueViolation(key:table:)``.
     static func from(_ error: Error) -> Error {
         if let e = error as? DatabaseStoreError { return e }
-        if let e = error as? DatabaseError, e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE || e.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY,
-           let message = e.message, let range = message.range(of: "constraint failed: ") {
+        if let e = error as? DatabaseError,
+            e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE || e.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY,
+            let message = e.message, let range = message.range(of: "constraint failed: ")
+        {
             // "UNIQUE constraint failed: assets.ownerId, assets.checksum"
             let columns = message[range.upperBound...].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             let table = columns.first?.split(separator: ".").first.map(String.init) ?? "?"
@@ -91,60 +93,62 @@ public final class AppDatabase: Sendable {
         var migrator = DatabaseMigrator()
         Settings.registerMigrations(&migrator)
         migrator.registerMigration("app-v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE assets(
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    remoteId TEXT UNIQUE,
-                    localId TEXT UNIQUE,
-                    ownerId TEXT NOT NULL,
-                    checksum TEXT NOT NULL,
-                    fileName TEXT NOT NULL,
-                    type TEXT NOT NULL,
-                    fileCreatedAt DATETIME NOT NULL,
-                    fileModifiedAt DATETIME NOT NULL,
-                    updatedAt DATETIME NOT NULL,
-                    durationInSeconds INTEGER NOT NULL DEFAULT 0,
-                    width INTEGER, height INTEGER,
-                    isFavorite BOOLEAN NOT NULL DEFAULT 0,
-                    isArchived BOOLEAN NOT NULL DEFAULT 0,
-                    isTrashed BOOLEAN NOT NULL DEFAULT 0);
-                CREATE UNIQUE INDEX assets_owner_checksum ON assets(ownerId, checksum);
-                CREATE TABLE albums(
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    remoteId TEXT,
-                    name TEXT NOT NULL,
-                    createdAt DATETIME NOT NULL,
-                    modifiedAt DATETIME NOT NULL,
-                    startDate DATETIME, endDate DATETIME,
-                    ownerId TEXT NOT NULL,
-                    shared BOOLEAN NOT NULL DEFAULT 0);
-                CREATE INDEX albums_remote ON albums(remoteId);
-                CREATE TABLE album_assets(
-                    albumId INTEGER NOT NULL REFERENCES albums(id) ON DELETE CASCADE,
-                    assetId INTEGER NOT NULL REFERENCES assets(id) ON DELETE CASCADE,
-                    PRIMARY KEY(albumId, assetId)) WITHOUT ROWID;
-                CREATE INDEX album_assets_asset ON album_assets(assetId);
-                CREATE TABLE album_users(
-                    albumId INTEGER NOT NULL REFERENCES albums(id) ON DELETE CASCADE,
-                    userId TEXT NOT NULL,
-                    PRIMARY KEY(albumId, userId)) WITHOUT ROWID;
-                CREATE TABLE backup_albums(id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, selection TEXT NOT NULL, lastBackup DATETIME NOT NULL);
-                CREATE TABLE duplicated_assets(id TEXT PRIMARY KEY NOT NULL);
-                CREATE TABLE etags(id TEXT PRIMARY KEY NOT NULL, assetCount INTEGER NOT NULL, time DATETIME NOT NULL);
-                CREATE TABLE android_device_assets(id TEXT PRIMARY KEY NOT NULL, hash BLOB NOT NULL);
-                CREATE TABLE ios_device_assets(id TEXT PRIMARY KEY NOT NULL, hash BLOB NOT NULL, modifiedTime DATETIME NOT NULL);
-                CREATE TABLE brands(brandId TEXT PRIMARY KEY NOT NULL, image TEXT NOT NULL, keywords TEXT NOT NULL,
-                                    name TEXT NOT NULL, language TEXT NOT NULL DEFAULT '');
-                CREATE INDEX brands_language ON brands(language);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE assets(
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        remoteId TEXT UNIQUE,
+                        localId TEXT UNIQUE,
+                        ownerId TEXT NOT NULL,
+                        checksum TEXT NOT NULL,
+                        fileName TEXT NOT NULL,
+                        type TEXT NOT NULL,
+                        fileCreatedAt DATETIME NOT NULL,
+                        fileModifiedAt DATETIME NOT NULL,
+                        updatedAt DATETIME NOT NULL,
+                        durationInSeconds INTEGER NOT NULL DEFAULT 0,
+                        width INTEGER, height INTEGER,
+                        isFavorite BOOLEAN NOT NULL DEFAULT 0,
+                        isArchived BOOLEAN NOT NULL DEFAULT 0,
+                        isTrashed BOOLEAN NOT NULL DEFAULT 0);
+                    CREATE UNIQUE INDEX assets_owner_checksum ON assets(ownerId, checksum);
+                    CREATE TABLE albums(
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        remoteId TEXT,
+                        name TEXT NOT NULL,
+                        createdAt DATETIME NOT NULL,
+                        modifiedAt DATETIME NOT NULL,
+                        startDate DATETIME, endDate DATETIME,
+                        ownerId TEXT NOT NULL,
+                        shared BOOLEAN NOT NULL DEFAULT 0);
+                    CREATE INDEX albums_remote ON albums(remoteId);
+                    CREATE TABLE album_assets(
+                        albumId INTEGER NOT NULL REFERENCES albums(id) ON DELETE CASCADE,
+                        assetId INTEGER NOT NULL REFERENCES assets(id) ON DELETE CASCADE,
+                        PRIMARY KEY(albumId, assetId)) WITHOUT ROWID;
+                    CREATE INDEX album_assets_asset ON album_assets(assetId);
+                    CREATE TABLE album_users(
+                        albumId INTEGER NOT NULL REFERENCES albums(id) ON DELETE CASCADE,
+                        userId TEXT NOT NULL,
+                        PRIMARY KEY(albumId, userId)) WITHOUT ROWID;
+                    CREATE TABLE backup_albums(id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, selection TEXT NOT NULL, lastBackup DATETIME NOT NULL);
+                    CREATE TABLE duplicated_assets(id TEXT PRIMARY KEY NOT NULL);
+                    CREATE TABLE etags(id TEXT PRIMARY KEY NOT NULL, assetCount INTEGER NOT NULL, time DATETIME NOT NULL);
+                    CREATE TABLE android_device_assets(id TEXT PRIMARY KEY NOT NULL, hash BLOB NOT NULL);
+                    CREATE TABLE ios_device_assets(id TEXT PRIMARY KEY NOT NULL, hash BLOB NOT NULL, modifiedTime DATETIME NOT NULL);
+                    CREATE TABLE brands(brandId TEXT PRIMARY KEY NOT NULL, image TEXT NOT NULL, keywords TEXT NOT NULL,
+                                        name TEXT NOT NULL, language TEXT NOT NULL DEFAULT '');
+                    CREATE INDEX brands_language ON brands(language);
+                    """)
         }
         migrator.registerMigration("app-v2") { db in
             // Local file sizes for cleanup, and the date index created-between queries walk.
-            try db.execute(sql: """
-                ALTER TABLE assets ADD COLUMN fileSize INTEGER;
-                CREATE INDEX assets_owner_created ON assets(ownerId, fileCreatedAt);
-                CREATE INDEX assets_created ON assets(fileCreatedAt);
-                """)
+            try db.execute(
+                sql: """
+                    ALTER TABLE assets ADD COLUMN fileSize INTEGER;
+                    CREATE INDEX assets_owner_created ON assets(ownerId, fileCreatedAt);
+                    CREATE INDEX assets_created ON assets(fileCreatedAt);
+                    """)
         }
         return migrator
     }
@@ -164,22 +168,24 @@ public final class AppDatabase: Sendable {
             try db.execute(sql: "UPDATE albums SET ownerId = lower(ownerId) WHERE ownerId <> lower(ownerId)")
         },
         DataMigration(version: 3, name: "album-date-range") { db in
-            try db.execute(sql: """
-                UPDATE albums SET
-                    startDate = (SELECT MIN(a.fileCreatedAt) FROM album_assets x JOIN assets a ON a.id = x.assetId WHERE x.albumId = albums.id),
-                    endDate = (SELECT MAX(a.fileCreatedAt) FROM album_assets x JOIN assets a ON a.id = x.assetId WHERE x.albumId = albums.id)
-                WHERE startDate IS NULL
-                """)
+            try db.execute(
+                sql: """
+                    UPDATE albums SET
+                        startDate = (SELECT MIN(a.fileCreatedAt) FROM album_assets x JOIN assets a ON a.id = x.assetId WHERE x.albumId = albums.id),
+                        endDate = (SELECT MAX(a.fileCreatedAt) FROM album_assets x JOIN assets a ON a.id = x.assetId WHERE x.albumId = albums.id)
+                    WHERE startDate IS NULL
+                    """)
         },
         DataMigration(version: 4, name: "seed-004-setting-values") { db in
             // The seed's types and values: backupFailedSince is a DateTime (was JSON: a number of
             // milliseconds, or null), primaryColor's default is "Default" (was "default").
-            try db.execute(sql: """
-                DELETE FROM coffer_settings WHERE name = 'backupFailedSince' AND kind = 'json' AND (value IS NULL OR value = 'null');
-                UPDATE coffer_settings SET kind = 'date', value = CAST(value AS INTEGER)
-                    WHERE name = 'backupFailedSince' AND kind = 'json' AND CAST(value AS INTEGER) || '' = value;
-                UPDATE coffer_settings SET value = 'Default' WHERE name = 'primaryColor' AND kind = 'string' AND value = 'default';
-                """)
+            try db.execute(
+                sql: """
+                    DELETE FROM coffer_settings WHERE name = 'backupFailedSince' AND kind = 'json' AND (value IS NULL OR value = 'null');
+                    UPDATE coffer_settings SET kind = 'date', value = CAST(value AS INTEGER)
+                        WHERE name = 'backupFailedSince' AND kind = 'json' AND CAST(value AS INTEGER) || '' = value;
+                    UPDATE coffer_settings SET value = 'Default' WHERE name = 'primaryColor' AND kind = 'string' AND value = 'default';
+                    """)
         },
     ]
 
@@ -203,22 +209,28 @@ public final class AppDatabase: Sendable {
     /// `-wal`, `-shm` are mode 0600 (an existing wider mode is restricted), new folders 0700.
     /// - Throws: ``DatabaseStoreError/newerVersion(_:)`` before touching a file written by a newer
     ///   app; ``DatabaseStoreError/integrityFailed(_:)`` when a check fails afterwards.
-    public static func open(at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,
-                            schemaUpTo lastMigration: String? = nil) throws -> AppDatabase {
+    public static func open(
+        at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,
+        schemaUpTo lastMigration: String? = nil
+    ) throws -> AppDatabase {
         try open(at: url, dataMigrations: dataMigrations, schemaUpTo: lastMigration, profile: nil)
     }
 
     /// ``open(at:dataMigrations:schemaUpTo:)`` recording the statements its pool runs (tests of
     /// the open path's cost).
-    package static func open(at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,
-                             schemaUpTo lastMigration: String? = nil, profile: StatementProfile?) throws -> AppDatabase {
+    package static func open(
+        at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,
+        schemaUpTo lastMigration: String? = nil, profile: StatementProfile?
+    ) throws -> AppDatabase {
         let migrator = migrator()
         let target = dataMigrations.map(\.version).max() ?? 0
         let existed = FileManager.default.fileExists(atPath: url.path)
         if existed {
             try refuseNewer(url, migrator: migrator, dataTarget: target)
         } else {
-            do { try OwnerOnlyFiles.ensureFolder(url.deletingLastPathComponent()) } catch { throw DatabaseStoreError.storage(error.message) }
+            do { try OwnerOnlyFiles.ensureFolder(url.deletingLastPathComponent()) } catch {
+                throw DatabaseStoreError.storage(error.message)
+            }
         }
         // Created 0600 (SQLite then makes -wal and -shm 0600 too), or restricted to 0600.
         do { try OwnerOnlyFiles.prepareDatabase(url) } catch { throw DatabaseStoreError.storage(error.message) }
@@ -236,7 +248,9 @@ public final class AppDatabase: Sendable {
                 try SQLiteFootprint.limitWAL(db)
                 return try migrator.hasCompletedMigrations(db)
             }
-            if let lastMigration { try migrator.migrate(pool, upTo: lastMigration) } else if !schemaCurrent {
+            if let lastMigration {
+                try migrator.migrate(pool, upTo: lastMigration)
+            } else if !schemaCurrent {
                 try migrator.migrate(pool)
                 schemaMigrated = existed
             }
@@ -289,8 +303,9 @@ public final class AppDatabase: Sendable {
                     throw DatabaseStoreError.newerVersion("unknown schema migrations \(applied.filter { !known.contains($0) })")
                 }
                 if try db.tableExists("coffer_settings"),
-                   let version = try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version' AND kind = 'int'"),
-                   version > dataTarget {
+                    let version = try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version' AND kind = 'int'"),
+                    version > dataTarget
+                {
                     throw DatabaseStoreError.newerVersion("data version \(version), this app knows up to \(dataTarget)")
                 }
             }
@@ -318,22 +333,25 @@ public final class AppDatabase: Sendable {
         }
         for step in ordered where step.version > recorded {
             do {
-                try pool.writeWithoutTransaction { db in try db.inTransaction(.immediate) {
-                    // Under the write lock: skip a step another process has done meanwhile.
-                    let now = try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version' AND kind = 'int'")
-                    guard step.version > (now ?? 0) else { return .commit }
-                    if now == nil { recordedFirst = true }
-                    // A fresh install has nothing to migrate: it only records the version.
-                    if !fresh {
-                        try step.run(db)
-                        ranSteps = true
+                try pool.writeWithoutTransaction { db in
+                    try db.inTransaction(.immediate) {
+                        // Under the write lock: skip a step another process has done meanwhile.
+                        let now = try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version' AND kind = 'int'")
+                        guard step.version > (now ?? 0) else { return .commit }
+                        if now == nil { recordedFirst = true }
+                        // A fresh install has nothing to migrate: it only records the version.
+                        if !fresh {
+                            try step.run(db)
+                            ranSteps = true
+                        }
+                        try db.execute(
+                            sql: """
+                                INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('version', 'int', ?, ?)
+                                ON CONFLICT(name) DO UPDATE SET kind = 'int', value = excluded.value, updated_at = excluded.updated_at
+                                """, arguments: [step.version, Int64(Date().timeIntervalSince1970 * 1000)])
+                        return .commit
                     }
-                    try db.execute(sql: """
-                        INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('version', 'int', ?, ?)
-                        ON CONFLICT(name) DO UPDATE SET kind = 'int', value = excluded.value, updated_at = excluded.updated_at
-                        """, arguments: [step.version, Int64(Date().timeIntervalSince1970 * 1000)])
-                    return .commit
-                } }
+                }
             } catch {
                 throw DatabaseStoreError.storage("data migration \(step.version) \"\(step.name)\" failed (it will run again): \(error)")
             }
@@ -374,8 +392,10 @@ public final class AppDatabase: Sendable {
 
     /// Rows per collection (`coffer db stats`).
     public func stats() throws -> [(table: String, rows: Int)] {
-        let tables = ["assets", "albums", "album_assets", "album_users", "backup_albums", "duplicated_assets", "etags",
-                      "android_device_assets", "ios_device_assets", "brands", "coffer_settings"]
+        let tables = [
+            "assets", "albums", "album_assets", "album_users", "backup_albums", "duplicated_assets", "etags",
+            "android_device_assets", "ios_device_assets", "brands", "coffer_settings",
+        ]
         return try pool.read { db in
             try tables.map { ($0, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \($0)") ?? 0) }
         }

@@ -26,10 +26,11 @@ public struct CleanupOptions: Sendable, Equatable {
 
     /// The options the settings store holds.
     public init(settings: Settings) {
-        self.init(keepFavorites: settings.get(SettingsCatalog.cleanupKeepFavorites),
-                  keepMediaType: settings.get(SettingsCatalog.cleanupKeepMediaType),
-                  keepAlbumIds: settings.get(SettingsCatalog.cleanupKeepAlbumIds),
-                  cutoffDaysAgo: settings.get(SettingsCatalog.cleanupCutoffDaysAgo))
+        self.init(
+            keepFavorites: settings.get(SettingsCatalog.cleanupKeepFavorites),
+            keepMediaType: settings.get(SettingsCatalog.cleanupKeepMediaType),
+            keepAlbumIds: settings.get(SettingsCatalog.cleanupKeepAlbumIds),
+            cutoffDaysAgo: settings.get(SettingsCatalog.cleanupCutoffDaysAgo))
     }
 }
 
@@ -106,7 +107,8 @@ public struct AssetCleanup: Sendable {
     /// - Throws: ``DatabaseStoreError/invalidInput(_:)`` when no cutoff is chosen (negative).
     public func candidates(_ options: CleanupOptions, now: Date = Date(), ownerId: String? = nil) throws -> [CleanupCandidate] {
         guard options.cutoffDaysAgo >= 0 else {
-            throw DatabaseStoreError.invalidInput("no cleanup cutoff chosen: cutoffDaysAgo is \(options.cutoffDaysAgo); give 0 or more days")
+            throw DatabaseStoreError.invalidInput(
+                "no cleanup cutoff chosen: cutoffDaysAgo is \(options.cutoffDaysAgo); give 0 or more days")
         }
         let cutoff = now.addingTimeInterval(-Double(options.cutoffDaysAgo) * 86_400)
         var sql = """
@@ -140,8 +142,9 @@ public struct AssetCleanup: Sendable {
         do {
             return try pool.read { db in
                 try Row.fetchAll(db, sql: query, arguments: queryArguments).map { row in
-                    CleanupCandidate(assetId: row["id"], localId: row["localId"], remoteId: row["remoteId"],
-                                     fileName: row["fileName"], bytes: row["bytes"], fileCreatedAt: row["fileCreatedAt"])
+                    CleanupCandidate(
+                        assetId: row["id"], localId: row["localId"], remoteId: row["remoteId"],
+                        fileName: row["fileName"], bytes: row["bytes"], fileCreatedAt: row["fileCreatedAt"])
                 }
             }
         } catch { throw DatabaseStoreError.from(error) }
@@ -150,8 +153,10 @@ public struct AssetCleanup: Sendable {
     /// Runs a cleanup: asks `library` to delete the candidates' local copies, then, in one
     /// transaction, forgets the local copy (local id, file size, device hash rows) of exactly the
     /// assets it deleted. With `dryRun` nothing is deleted and `removed` lists the candidates.
-    public func run(_ options: CleanupOptions, library: any LocalMediaLibrary, dryRun: Bool = false,
-                    now: Date = Date(), ownerId: String? = nil) async throws -> CleanupResult {
+    public func run(
+        _ options: CleanupOptions, library: any LocalMediaLibrary, dryRun: Bool = false,
+        now: Date = Date(), ownerId: String? = nil
+    ) async throws -> CleanupResult {
         let chosen = try candidates(options, now: now, ownerId: ownerId)
         if dryRun || chosen.isEmpty { return CleanupResult(removed: chosen, notDeleted: []) }
         let deleted = try await library.delete(localIds: chosen.map(\.localId))
@@ -160,8 +165,9 @@ public struct AssetCleanup: Sendable {
         do {
             try await pool.write { db in
                 for candidate in removed {
-                    try db.execute(sql: "UPDATE assets SET localId = NULL, fileSize = NULL WHERE id = ? AND localId = ?",
-                                   arguments: [candidate.assetId, candidate.localId])
+                    try db.execute(
+                        sql: "UPDATE assets SET localId = NULL, fileSize = NULL WHERE id = ? AND localId = ?",
+                        arguments: [candidate.assetId, candidate.localId])
                     try db.execute(sql: "DELETE FROM ios_device_assets WHERE id = ?", arguments: [candidate.localId])
                     try db.execute(sql: "DELETE FROM android_device_assets WHERE id = ?", arguments: [candidate.localId])
                 }

@@ -60,10 +60,12 @@ public struct Asset: Codable, Sendable, Hashable, FetchableRecord, MutablePersis
     public static let databaseTableName = "assets"
 
     /// An asset.
-    public init(id: Int64? = nil, remoteId: String?, localId: String?, ownerId: String, checksum: String, fileName: String,
-                type: MediaType = .image, fileCreatedAt: Date, fileModifiedAt: Date? = nil, updatedAt: Date? = nil,
-                durationInSeconds: Int = 0, width: Int? = nil, height: Int? = nil, isFavorite: Bool = false,
-                isArchived: Bool = false, isTrashed: Bool = false, fileSize: Int64? = nil) {
+    public init(
+        id: Int64? = nil, remoteId: String?, localId: String?, ownerId: String, checksum: String, fileName: String,
+        type: MediaType = .image, fileCreatedAt: Date, fileModifiedAt: Date? = nil, updatedAt: Date? = nil,
+        durationInSeconds: Int = 0, width: Int? = nil, height: Int? = nil, isFavorite: Bool = false,
+        isArchived: Bool = false, isTrashed: Bool = false, fileSize: Int64? = nil
+    ) {
         self.id = id
         self.remoteId = remoteId
         self.localId = localId
@@ -112,8 +114,10 @@ public struct Album: Codable, Sendable, Hashable, FetchableRecord, MutablePersis
     public static let databaseTableName = "albums"
 
     /// An album.
-    public init(id: Int64? = nil, remoteId: String?, name: String, createdAt: Date, modifiedAt: Date? = nil,
-                startDate: Date? = nil, endDate: Date? = nil, ownerId: String, shared: Bool = false) {
+    public init(
+        id: Int64? = nil, remoteId: String?, name: String, createdAt: Date, modifiedAt: Date? = nil,
+        startDate: Date? = nil, endDate: Date? = nil, ownerId: String, shared: Bool = false
+    ) {
         self.id = id
         self.remoteId = remoteId
         self.name = name

@@ -145,7 +145,8 @@ public final class StorageContext: ClientType, Sendable {
     ///
     ///     for try await n in app.context.observe({ db in try Asset.fetchCount(db) }) { … }
     public func observe<Value: Equatable & Sendable>(_ query: @escaping @Sendable (Database) throws -> Value)
-        -> AsyncValueObservation<Value> {
+        -> AsyncValueObservation<Value>
+    {
         ValueObservation.tracking(query).removeDuplicates().values(in: pool)
     }
 
@@ -154,7 +155,8 @@ public final class StorageContext: ClientType, Sendable {
     ///
     ///     for try await albums in app.context.observe({ try app.context.albums.allForOwner(id) }) { … }
     public func observe<Value: Equatable & Sendable>(client query: @escaping @Sendable () throws -> Value)
-        -> AsyncValueObservation<Value> {
+        -> AsyncValueObservation<Value>
+    {
         observe { db in try ObservationScope.with(db) { try query() } }
     }
 }
@@ -220,7 +222,8 @@ struct AssetClient: AssetClientType {
     // more than the indexed read itself.
 
     func findByRemoteId(_ remoteId: String) throws -> Asset? {
-        try read(pool) { db in try Asset.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE remoteId = ?"), arguments: [remoteId]) }
+        try read(pool) { db in try Asset.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE remoteId = ?"), arguments: [remoteId])
+        }
     }
 
     func findByLocalId(_ localId: String) throws -> Asset? {
@@ -229,16 +232,18 @@ struct AssetClient: AssetClientType {
 
     func allForOwner(_ ownerId: String) throws -> [Asset] {
         try read(pool) { db in
-            try Asset.fetchAll(db.cachedStatement(sql: "SELECT * FROM assets WHERE ownerId = ? ORDER BY fileCreatedAt DESC"),
-                               arguments: [OwnerId.normalized(ownerId)])
+            try Asset.fetchAll(
+                db.cachedStatement(sql: "SELECT * FROM assets WHERE ownerId = ? ORDER BY fileCreatedAt DESC"),
+                arguments: [OwnerId.normalized(ownerId)])
         }
     }
 
     func createdBetween(_ start: Date, _ end: Date) throws -> [Asset] {
         guard start <= end else { throw DatabaseStoreError.invalidInput("createdBetween: start \(start) is after end \(end)") }
         return try read(pool) { db in
-            try Asset.fetchAll(db.cachedStatement(sql: "SELECT * FROM assets WHERE fileCreatedAt >= ? AND fileCreatedAt <= ? ORDER BY fileCreatedAt"),
-                               arguments: [start, end])
+            try Asset.fetchAll(
+                db.cachedStatement(sql: "SELECT * FROM assets WHERE fileCreatedAt >= ? AND fileCreatedAt <= ? ORDER BY fileCreatedAt"),
+                arguments: [start, end])
         }
     }
 
@@ -253,7 +258,10 @@ struct AssetClient: AssetClientType {
     /// The existing row an asset should update: same remote id, else local id, else owner + checksum.
     static func existing(_ db: Database, _ asset: Asset) throws -> Match? {
         func match(_ sql: String, _ arguments: StatementArguments, _ key: String) throws -> Match? {
-            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, remoteId, localId FROM assets WHERE " + sql), arguments: arguments) else {
+            guard
+                let row = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT id, remoteId, localId FROM assets WHERE " + sql), arguments: arguments)
+            else {
                 return nil
             }
             return Match(id: row[0], key: key, remoteId: row[1], localId: row[2])
@@ -336,7 +344,9 @@ struct AlbumClient: AlbumClientType {
         try write(pool) { db in
             var a = album
             a.ownerId = OwnerId.normalized(album.ownerId)
-            if let remoteId = album.remoteId, let id = try Int64.fetchOne(db, sql: "SELECT id FROM albums WHERE remoteId = ?", arguments: [remoteId]) {
+            if let remoteId = album.remoteId,
+                let id = try Int64.fetchOne(db, sql: "SELECT id FROM albums WHERE remoteId = ?", arguments: [remoteId])
+            {
                 a.id = id
                 try a.update(db)
             } else {
@@ -369,8 +379,9 @@ struct AlbumClient: AlbumClientType {
 
     func assets(albumId: Int64) throws -> [Asset] {
         try read(pool) { db in
-            try Asset.fetchAll(db, sql: "SELECT a.* FROM assets a JOIN album_assets x ON x.assetId = a.id WHERE x.albumId = ? ORDER BY a.fileCreatedAt",
-                               arguments: [albumId])
+            try Asset.fetchAll(
+                db, sql: "SELECT a.* FROM assets a JOIN album_assets x ON x.assetId = a.id WHERE x.albumId = ? ORDER BY a.fileCreatedAt",
+                arguments: [albumId])
         }
     }
 

@@ -56,14 +56,15 @@ final class DeadDropStore: Sendable {
             queue = try DatabaseQueue(path: url.path, configuration: config)
             try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = DELETE") }
             try queue.write { db in
-                try db.execute(sql: """
-                    CREATE TABLE IF NOT EXISTS dead_drops(
-                        id INTEGER PRIMARY KEY NOT NULL,
-                        created_at INTEGER NOT NULL,
-                        data BLOB NOT NULL,
-                        signature BLOB NOT NULL);
-                    CREATE INDEX IF NOT EXISTS dead_drops_created ON dead_drops(created_at);
-                    """)
+                try db.execute(
+                    sql: """
+                        CREATE TABLE IF NOT EXISTS dead_drops(
+                            id INTEGER PRIMARY KEY NOT NULL,
+                            created_at INTEGER NOT NULL,
+                            data BLOB NOT NULL,
+                            signature BLOB NOT NULL);
+                        CREATE INDEX IF NOT EXISTS dead_drops_created ON dead_drops(created_at);
+                        """)
             }
         } catch {
             throw .storage("cannot open the dead-drop database at \(url.path): \(error)")
@@ -80,8 +81,10 @@ final class DeadDropStore: Sendable {
 
     /// Verifies each drop against `signingKeys`, adds the new ones, and trims those older than
     /// `retention` before the newest, all in one transaction.
-    func merge(_ drops: [DeadDrop], signingKeys: [PublishedKey], now: Date, retention: TimeInterval,
-               maxFutureSkew: TimeInterval, messageBytes: Int) throws(DeniableError) -> MergeResult {
+    func merge(
+        _ drops: [DeadDrop], signingKeys: [PublishedKey], now: Date, retention: TimeInterval,
+        maxFutureSkew: TimeInterval, messageBytes: Int
+    ) throws(DeniableError) -> MergeResult {
         var result = MergeResult()
         do {
             try queue.write { db in
@@ -91,10 +94,14 @@ final class DeadDropStore: Sendable {
                         Ed25519KeyPair.verify(signature: drop.signature, message: signed, publicKey: $0.key)
                     }
                     guard verified, drop.createdAt.timeIntervalSince(now) <= maxFutureSkew,
-                          !drop.data.isEmpty, drop.data.count % messageBytes == 0
-                    else { result.rejected += 1; continue }
-                    try db.execute(sql: "INSERT OR IGNORE INTO dead_drops(id, created_at, data, signature) VALUES (?, ?, ?, ?)",
-                                   arguments: [drop.id, unixMillis(drop.createdAt), drop.data, drop.signature])
+                        !drop.data.isEmpty, drop.data.count % messageBytes == 0
+                    else {
+                        result.rejected += 1
+                        continue
+                    }
+                    try db.execute(
+                        sql: "INSERT OR IGNORE INTO dead_drops(id, created_at, data, signature) VALUES (?, ?, ?, ?)",
+                        arguments: [drop.id, unixMillis(drop.createdAt), drop.data, drop.signature])
                     if db.changesCount == 1 { result.kept += 1 } else { result.duplicates += 1 }
                 }
                 if let newest = try Int64.fetchOne(db, sql: "SELECT MAX(created_at) FROM dead_drops") {
@@ -114,8 +121,9 @@ final class DeadDropStore: Sendable {
         do {
             return try queue.read { db in
                 try Row.fetchAll(db, sql: "SELECT id, created_at, data, signature FROM dead_drops ORDER BY id").map { row in
-                    DeadDrop(id: row[0], createdAt: Date(timeIntervalSince1970: Double(row[1] as Int64) / 1000),
-                             data: row[2], signature: row[3])
+                    DeadDrop(
+                        id: row[0], createdAt: Date(timeIntervalSince1970: Double(row[1] as Int64) / 1000),
+                        data: row[2], signature: row[3])
                 }
             }
         } catch { throw .storage("reading dead drops failed: \(error)") }
@@ -140,7 +148,8 @@ final class DeadDropStore: Sendable {
 /// name, text length (2 bytes, big-endian), text, random fill.
 enum MessagePadding {
     static func encode(peer: String, text: String, size: Int) throws(DeniableError) -> Data {
-        let p = Array(peer.utf8), t = Array(text.utf8)
+        let p = Array(peer.utf8)
+        let t = Array(text.utf8)
         guard !p.isEmpty, p.count <= 255 else { throw .invalidInput("a recipient name must be 1…255 bytes of UTF-8") }
         let capacity = size - 3 - p.count
         guard t.count <= capacity, t.count <= Int(UInt16.max) else {
@@ -160,7 +169,7 @@ enum MessagePadding {
         data.withUnsafeBytes { raw in
             var r = Reader(bytes: raw)
             guard let pn = r.u8(), pn > 0, let p = r.take(Int(pn)), let tn = r.u16(), let t = r.take(Int(tn)),
-                  let peer = String(validating: p, as: UTF8.self), let text = String(validating: t, as: UTF8.self)
+                let peer = String(validating: p, as: UTF8.self), let text = String(validating: t, as: UTF8.self)
             else { return nil }
             return (peer, text)
         }

@@ -30,13 +30,13 @@ public enum DeniableError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .unlockFailed: return "the passphrase did not unlock the vault"
         case .locked: return "the session is locked: unlock it with the passphrase first"
-        case let .invalidPassphrase(m): return "invalid passphrase: \(m)"
-        case let .invalidInput(m): return "invalid input: \(m)"
+        case .invalidPassphrase(let m): return "invalid passphrase: \(m)"
+        case .invalidInput(let m): return "invalid input: \(m)"
         case .queueFull: return "the sending queue is full of messages waiting to be sent"
-        case let .noVerifiedKeys(m): return "no verified public keys: \(m)"
-        case let .corrupted(m): return "corrupted: \(m)"
-        case let .secureElement(m): return "secure element: \(m)"
-        case let .storage(m): return "storage: \(m)"
+        case .noVerifiedKeys(let m): return "no verified public keys: \(m)"
+        case .corrupted(let m): return "corrupted: \(m)"
+        case .secureElement(let m): return "secure element: \(m)"
+        case .storage(let m): return "storage: \(m)"
         }
     }
 }
@@ -103,9 +103,11 @@ public struct DeniableConfiguration: Sendable, Equatable {
             throw .invalidInput("deadDropMessageBytes must be \(SealedBox.overhead + 16)…1 MiB, got \(deadDropMessageBytes)")
         }
         do { try passphraseKDF.validateWithinCap() } catch { throw .invalidInput("passphraseKDF: \(error)") }
-        for (name, value) in [("mailboxRetention", mailboxRetention), ("deadDropRetention", deadDropRetention),
-                              ("deadDropMaxFutureSkew", deadDropMaxFutureSkew), ("publicKeyMaxAge", publicKeyMaxAge),
-                              ("backgroundGrace", backgroundGrace)] where !(value >= 0 && value.isFinite) {
+        for (name, value) in [
+            ("mailboxRetention", mailboxRetention), ("deadDropRetention", deadDropRetention),
+            ("deadDropMaxFutureSkew", deadDropMaxFutureSkew), ("publicKeyMaxAge", publicKeyMaxAge),
+            ("backgroundGrace", backgroundGrace),
+        ] where !(value >= 0 && value.isFinite) {
             throw .invalidInput("\(name) must be a finite, non-negative number of seconds")
         }
         if let sessionLifetime, !(sessionLifetime > 0 && sessionLifetime.isFinite) {

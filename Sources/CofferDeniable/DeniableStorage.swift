@@ -126,10 +126,12 @@ public actor DeniableStorage {
     ///   - clock: the current time (injected in tests).
     /// - Throws: ``DeniableError`` when the configuration is invalid, the secure element refuses,
     ///   or the folder cannot be written. Damaged files are replaced, not reported as errors.
-    public init(folder: URL, configuration: DeniableConfiguration = .init(), trustAnchor: TrustAnchor,
-                keySource: PublicKeySource? = nil, deadDropSource: DeadDropSource? = nil,
-                secureElement: SecureElement? = nil,
-                clock: @escaping @Sendable () -> Date = { Date() }) async throws(DeniableError) {
+    public init(
+        folder: URL, configuration: DeniableConfiguration = .init(), trustAnchor: TrustAnchor,
+        keySource: PublicKeySource? = nil, deadDropSource: DeadDropSource? = nil,
+        secureElement: SecureElement? = nil,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) async throws(DeniableError) {
         try configuration.validate()
         try AtomicFile.ensureFolder(folder)
         self.folder = folder
@@ -276,8 +278,9 @@ public actor DeniableStorage {
 
     /// Writes a new vault (new salt, fresh keys, empty mailbox) under `passphrase`.
     private func writeFreshVault(passphrase: String) throws(DeniableError) {
-        let header = Vault.Header(contentBytes: configuration.vaultContentBytes, kdf: configuration.passphraseKDF,
-                                  salt: SecureRandom.bytes(Argon2idParameters.saltByteCount))
+        let header = Vault.Header(
+            contentBytes: configuration.vaultContentBytes, kdf: configuration.passphraseKDF,
+            salt: SecureRandom.bytes(Argon2idParameters.saltByteCount))
         let key = try Vault.vaultKey(passphrase: passphrase, header: header, secureElement: secureElement)
         var contents = VaultContents.fresh()
         try save(&contents, header: header, vaultKey: key)
@@ -366,14 +369,20 @@ public actor DeniableStorage {
     private func runDueChecks() {
         expireIfDue()
         if let since = backgroundedAt, clock().timeIntervalSince(since) >= configuration.backgroundGrace {
-            do { try lock() } catch { session = nil; logger.debug("saving the vault at a session end failed") }
+            do { try lock() } catch {
+                session = nil
+                logger.debug("saving the vault at a session end failed")
+            }
         }
     }
 
     private func expireIfDue() {
         guard let current = session, let lifetime = configuration.sessionLifetime else { return }
         if clock().timeIntervalSince(current.unlockedAt) >= lifetime {
-            do { try lock() } catch { session = nil; logger.debug("saving the vault at a session end failed") }
+            do { try lock() } catch {
+                session = nil
+                logger.debug("saving the vault at a session end failed")
+            }
         }
     }
 
@@ -388,7 +397,9 @@ public actor DeniableStorage {
     /// The app went to the background: the session ends now, or after
     /// ``DeniableConfiguration/backgroundGrace`` (checked on return).
     public func didEnterBackground() throws(DeniableError) {
-        if configuration.backgroundGrace == 0 { try lock() } else if session != nil {
+        if configuration.backgroundGrace == 0 {
+            try lock()
+        } else if session != nil {
             backgroundedAt = clock()
             schedule(after: configuration.backgroundGrace)
         }
@@ -448,10 +459,13 @@ public actor DeniableStorage {
         guard let coverNode = currentKeys()?.messaging.first else {
             throw .noVerifiedKeys("no verified CoverNode messaging key to seal the message to")
         }
-        let plain = try MessagePadding.encode(peer: recipient, text: text,
-                                              size: configuration.queueItemBytes - SealedBox.overhead)
+        let plain = try MessagePadding.encode(
+            peer: recipient, text: text,
+            size: configuration.queueItemBytes - SealedBox.overhead)
         let item: Data
-        do { item = try SealedBox.seal(plain, to: coverNode.key) } catch { throw .invalidInput("cannot seal to the CoverNode key: \(error)") }
+        do { item = try SealedBox.seal(plain, to: coverNode.key) } catch {
+            throw .invalidInput("cannot seal to the CoverNode key: \(error)")
+        }
         let hint = try queue.enqueue(item, secret: current.contents.queueSecret)
         let message = MailboxMessage(direction: .sent, peer: recipient, text: text, date: clock(), queueHint: hint)
         current.contents.messages.append(message)
@@ -491,10 +505,11 @@ public actor DeniableStorage {
         guard let signing = currentKeys()?.signing, !signing.isEmpty else {
             throw .noVerifiedKeys("no verified CoverNode signing key to check dead drops with")
         }
-        let r = try deadDropStore.merge(deadDrops, signingKeys: signing, now: clock(),
-                                        retention: configuration.deadDropRetention,
-                                        maxFutureSkew: configuration.deadDropMaxFutureSkew,
-                                        messageBytes: configuration.deadDropMessageBytes)
+        let r = try deadDropStore.merge(
+            deadDrops, signingKeys: signing, now: clock(),
+            retention: configuration.deadDropRetention,
+            maxFutureSkew: configuration.deadDropMaxFutureSkew,
+            messageBytes: configuration.deadDropMessageBytes)
         if var current = session {
             if try collectMessages(into: &current.contents) > 0 {
                 try save(&current.contents, header: current.header, vaultKey: current.vaultKey)
@@ -514,16 +529,22 @@ public actor DeniableStorage {
         var known = Set(contents.messages.map(\.id))
         var added = 0
         for drop in try deadDropStore.all() {
-            var offset = 0, index: UInt64 = 0
+            var offset = 0
+            var index: UInt64 = 0
             while offset + size <= drop.data.count {
-                defer { offset += size; index += 1 }
+                defer {
+                    offset += size
+                    index += 1
+                }
                 let id = Self.receivedID(drop: drop.id, index: index)
                 guard !known.contains(id),
-                      let plain = try? contents.userKey.openSealed(drop.data.subdata(in: offset..<(offset + size))),
-                      let (peer, text) = MessagePadding.decode(plain)
+                    let plain = try? contents.userKey.openSealed(drop.data.subdata(in: offset..<(offset + size))),
+                    let (peer, text) = MessagePadding.decode(plain)
                 else { continue }
-                contents.messages.append(MailboxMessage(id: id, direction: .received, peer: peer, text: text,
-                                                        date: drop.createdAt, deadDropID: drop.id))
+                contents.messages.append(
+                    MailboxMessage(
+                        id: id, direction: .received, peer: peer, text: text,
+                        date: drop.createdAt, deadDropID: drop.id))
                 known.insert(id)
                 added += 1
             }
@@ -538,8 +559,11 @@ public actor DeniableStorage {
             bytes[i] = UInt8((UInt64(bitPattern: drop) >> (56 - 8 * UInt64(i))) & 0xFF)
             bytes[8 + i] = UInt8((index >> (56 - 8 * UInt64(i))) & 0xFF)
         }
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
     }
 
     // MARK: Public keys

@@ -37,8 +37,10 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
     ///   - deadDropInterval: seconds between scheduled dead drops (default an hour).
     ///   - messagesPerDeadDrop: messages in every dead drop (default 10).
     ///   - clock: the service's time (injected in tests).
-    public init(folder: URL, configuration: DeniableConfiguration = .init(), deadDropInterval: TimeInterval = 3_600,
-                messagesPerDeadDrop: Int = 10, clock: @escaping @Sendable () -> Date = { Date() }) throws(DeniableError) {
+    public init(
+        folder: URL, configuration: DeniableConfiguration = .init(), deadDropInterval: TimeInterval = 3_600,
+        messagesPerDeadDrop: Int = 10, clock: @escaping @Sendable () -> Date = { Date() }
+    ) throws(DeniableError) {
         try AtomicFile.ensureFolder(folder)
         self.configuration = configuration
         self.folder = folder
@@ -78,8 +80,10 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
             let signed = PublishedKey.signedBytes(role: role, id: id, key: key, notValidAfter: until)
             return PublishedKey(role: role, id: id, key: key, notValidAfter: until, signature: anchorKey.sign(signed))
         }
-        return KeyBundle(keys: [published(.coverNodeMessaging, messagingKey.publicKey),
-                                published(.coverNodeSigning, signingKey.publicKey)])
+        return KeyBundle(keys: [
+            published(.coverNodeMessaging, messagingKey.publicKey),
+            published(.coverNodeSigning, signingKey.publicKey),
+        ])
     }
 
     /// The bundle's JSON (``PublicKeySource``).
@@ -89,8 +93,10 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
 
     /// A signed dead drop holding `replies` (sender, text) sealed to `userPublicKey`, plus
     /// `covers` messages sealed to throwaway keys, in random order.
-    public func deadDrop(id: Int64, createdAt: Date, replies: [(sender: String, text: String)],
-                         to userPublicKey: Data, covers: Int = 0) throws(DeniableError) -> DeadDrop {
+    public func deadDrop(
+        id: Int64, createdAt: Date, replies: [(sender: String, text: String)],
+        to userPublicKey: Data, covers: Int = 0
+    ) throws(DeniableError) -> DeadDrop {
         let size = configuration.deadDropMessageBytes
         var messages = [Data]()
         for reply in replies {
@@ -102,8 +108,9 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
         }
         messages.shuffle()
         let data = messages.reduce(into: Data()) { $0.append($1) }
-        return DeadDrop(id: id, createdAt: createdAt, data: data,
-                        signature: signingKey.sign(DeadDrop.signedBytes(id: id, createdAt: createdAt, data: data)))
+        return DeadDrop(
+            id: id, createdAt: createdAt, data: data,
+            signature: signingKey.sign(DeadDrop.signedBytes(id: id, createdAt: createdAt, data: data)))
     }
 
     /// What the CoverNode reads from a queue item: recipient and text for a real message, nil for a cover.
@@ -154,13 +161,16 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
         return try publishedDeadDrops().filter { id == nil || $0.id > id! }
     }
 
-    private func publish(replies: [(sender: String, text: String)], to userPublicKey: Data?,
-                         existing: [DeadDrop]) throws(DeniableError) -> DeadDrop {
+    private func publish(
+        replies: [(sender: String, text: String)], to userPublicKey: Data?,
+        existing: [DeadDrop]
+    ) throws(DeniableError) -> DeadDrop {
         let now = clock()
         let createdAt = Date(timeIntervalSince1970: Double(unixMillis(now)) / 1000)
         let id = (existing.last?.id ?? 0) + 1
-        let drop = try deadDrop(id: id, createdAt: createdAt, replies: replies, to: userPublicKey ?? X25519KeyPair.generate().publicKey,
-                                covers: max(messagesPerDeadDrop - replies.count, 0))
+        let drop = try deadDrop(
+            id: id, createdAt: createdAt, replies: replies, to: userPublicKey ?? X25519KeyPair.generate().publicKey,
+            covers: max(messagesPerDeadDrop - replies.count, 0))
         var kept = existing + [drop]
         let cutoff = createdAt.addingTimeInterval(-configuration.deadDropRetention)
         kept.removeAll { $0.createdAt < cutoff }
@@ -175,8 +185,9 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
         guard let data = try AtomicFile.read(publishedURL) else { return [] }
         do {
             return try JSONDecoder().decode([Published].self, from: data).map {
-                DeadDrop(id: $0.id, createdAt: Date(timeIntervalSince1970: Double($0.createdAtMillis) / 1000), data: $0.data,
-                         signature: $0.signature)
+                DeadDrop(
+                    id: $0.id, createdAt: Date(timeIntervalSince1970: Double($0.createdAtMillis) / 1000), data: $0.data,
+                    signature: $0.signature)
             }
         } catch { throw .corrupted("\(publishedURL.path) does not parse: \(error)") }
     }

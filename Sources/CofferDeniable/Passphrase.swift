@@ -16,8 +16,8 @@ public struct WordList: Sendable {
     /// The bundled list, read once.
     public static let eff: WordList = {
         guard let url = Bundle.module.url(forResource: "eff_large_wordlist", withExtension: "txt"),
-              let text = try? String(contentsOf: url, encoding: .utf8),
-              let list = WordList(fileContents: text)
+            let text = try? String(contentsOf: url, encoding: .utf8),
+            let list = WordList(fileContents: text)
         else { fatalError("the bundled EFF word list is missing or malformed: the package resources are broken") }
         return list
     }()

@@ -67,7 +67,7 @@ public struct PublishedKey: Sendable, Hashable, Codable {
         role = try c.decode(Role.self, forKey: .role)
         id = try c.decode(String.self, forKey: .id)
         guard let k = Data(base64Encoded: try c.decode(String.self, forKey: .key)),
-              let s = Data(base64Encoded: try c.decode(String.self, forKey: .signature))
+            let s = Data(base64Encoded: try c.decode(String.self, forKey: .signature))
         else { throw DecodingError.dataCorruptedError(forKey: .key, in: c, debugDescription: "key and signature must be base64") }
         key = k
         signature = s
@@ -134,13 +134,18 @@ struct PublicKeyCache {
 
     /// Keeps the keys whose anchor signature verifies and which, like the anchor, are still valid.
     func verify(_ bundle: KeyBundle, fetchedAt: Date, now: Date) -> VerifiedKeys {
-        var messaging = [PublishedKey](), signing = [PublishedKey](), rejected = 0
+        var messaging = [PublishedKey]()
+        var signing = [PublishedKey]()
+        var rejected = 0
         let anchorValid = now <= anchor.notValidAfter
         for key in bundle.keys {
             let signed = PublishedKey.signedBytes(role: key.role, id: key.id, key: key.key, notValidAfter: key.notValidAfter)
             guard anchorValid, now <= key.notValidAfter, key.key.count == 32,
-                  Ed25519KeyPair.verify(signature: key.signature, message: signed, publicKey: anchor.publicKey)
-            else { rejected += 1; continue }
+                Ed25519KeyPair.verify(signature: key.signature, message: signed, publicKey: anchor.publicKey)
+            else {
+                rejected += 1
+                continue
+            }
             switch key.role {
             case .coverNodeMessaging: messaging.append(key)
             case .coverNodeSigning: signing.append(key)

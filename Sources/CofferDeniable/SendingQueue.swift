@@ -63,8 +63,10 @@ public final class SendingQueue: @unchecked Sendable {
     ///   - makeCover: makes one cover item of exactly `itemBytes` bytes.
     /// - Throws: ``DeniableError/corrupted(_:)`` when the file is not a queue of this shape or its
     ///   outer layer fails.
-    public init(url: URL, slots: Int, itemBytes: Int, secureElement: SecureElement,
-                makeCover: @escaping @Sendable () -> Data) throws(DeniableError) {
+    public init(
+        url: URL, slots: Int, itemBytes: Int, secureElement: SecureElement,
+        makeCover: @escaping @Sendable () -> Data
+    ) throws(DeniableError) {
         self.url = url
         self.slots = slots
         self.itemBytes = itemBytes
@@ -95,8 +97,10 @@ public final class SendingQueue: @unchecked Sendable {
         try secureElement.authenticate(Data("coffer.deniable.queue.outer.v2".utf8) + salt)
     }
 
-    static func parse(_ data: Data, slots: Int, itemBytes: Int,
-                      secureElement: SecureElement) throws(DeniableError) -> ([Data], [Data], Bool) {
+    static func parse(
+        _ data: Data, slots: Int, itemBytes: Int,
+        secureElement: SecureElement
+    ) throws(DeniableError) -> ([Data], [Data], Bool) {
         let body = slots * (itemBytes + hintBytes)
         let legacy = Array(data.prefix(8)) == legacyMagic
         let expectedHeader = header(magic: legacy ? legacyMagic : magic, slots: slots, itemBytes: itemBytes)
@@ -113,11 +117,14 @@ public final class SendingQueue: @unchecked Sendable {
         } else {
             let clear = data.prefix(headerBytes)
             let key = try outerKey(salt: Data(clear.suffix(outerSaltBytes)), secureElement: secureElement)
-            do { plain = try AEAD.xchacha20Poly1305.open(data.subdata(in: headerBytes..<data.count), key: key, associatedData: Data(clear)) } catch {
+            do {
+                plain = try AEAD.xchacha20Poly1305.open(data.subdata(in: headerBytes..<data.count), key: key, associatedData: Data(clear))
+            } catch {
                 throw .corrupted("the sending queue failed its integrity check (altered, or written with another secure-element key)")
             }
         }
-        var items = [Data](), hints = [Data]()
+        var items = [Data]()
+        var hints = [Data]()
         items.reserveCapacity(slots)
         hints.reserveCapacity(slots)
         for i in 0..<slots { items.append(plain.subdata(in: (i * itemBytes)..<((i + 1) * itemBytes))) }

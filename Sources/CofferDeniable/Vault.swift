@@ -68,11 +68,12 @@ public enum Vault {
         static func parse(_ raw: UnsafeRawBufferPointer, expectedContentBytes: Int?) throws(DeniableError) -> Header {
             var r = Reader(bytes: raw)
             guard let m = r.take(8), Array(m) == Vault.magic || Array(m) == Vault.legacyMagic,
-                  let p = r.u32(), let ops = r.u32(), let memKiB = r.u32(), let salt = r.take(16)
+                let p = r.u32(), let ops = r.u32(), let memKiB = r.u32(), let salt = r.take(16)
             else { throw .corrupted("the vault does not hold a vault header") }
-            let header = Header(contentBytes: Int(p),
-                                kdf: Argon2idParameters(opsLimit: UInt64(ops), memLimit: Int(memKiB) * 1024),
-                                salt: Data(salt), magic: Array(m))
+            let header = Header(
+                contentBytes: Int(p),
+                kdf: Argon2idParameters(opsLimit: UInt64(ops), memLimit: Int(memKiB) * 1024),
+                salt: Data(salt), magic: Array(m))
             if let expectedContentBytes, expectedContentBytes != header.contentBytes {
                 throw .corrupted("the vault holds \(header.contentBytes) content bytes; the configuration says \(expectedContentBytes)")
             }
@@ -96,7 +97,9 @@ public enum Vault {
     ///   outer layer fails (the file was altered, or written with another secure-element key).
     static func open(_ file: Data, expectedContentBytes: Int, secureElement: SecureElement) throws(DeniableError) -> Opened {
         guard file.count >= 8 else { throw .corrupted("the vault file is too short (\(file.count) bytes)") }
-        if Array(file.prefix(8)) == legacyMagic { return try openLegacy(file, expectedContentBytes: expectedContentBytes, secureElement: secureElement) }
+        if Array(file.prefix(8)) == legacyMagic {
+            return try openLegacy(file, expectedContentBytes: expectedContentBytes, secureElement: secureElement)
+        }
         guard Array(file.prefix(8)) == magic else { throw .corrupted("the vault file does not start with a vault header") }
         let expected = fileLength(contentBytes: expectedContentBytes)
         guard file.count == expected else { throw .corrupted("the vault file is \(file.count) bytes; \(expected) were expected") }
@@ -119,7 +122,8 @@ public enum Vault {
 
     /// A version-1 file: cleartext inner header, outer key from the secure element and that salt.
     private static func openLegacy(_ file: Data, expectedContentBytes: Int, secureElement: SecureElement) throws(DeniableError) -> Opened {
-        let legacyPrefix = 60, legacyAuthenticated = 36
+        let legacyPrefix = 60
+        let legacyAuthenticated = 36
         guard file.count == expectedContentBytes + legacyPrefix + 24 + 32 else {
             throw .corrupted("the version-1 vault file is \(file.count) bytes; \(expectedContentBytes + legacyPrefix + 56) were expected")
         }

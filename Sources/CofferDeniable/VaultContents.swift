@@ -29,8 +29,10 @@ public struct MailboxMessage: Sendable, Hashable, Identifiable {
     public let deadDropID: Int64?
 
     /// A message as stored in the mailbox.
-    public init(id: UUID = UUID(), direction: Direction, peer: String, text: String, date: Date,
-                queueHint: Data? = nil, deadDropID: Int64? = nil) {
+    public init(
+        id: UUID = UUID(), direction: Direction, peer: String, text: String, date: Date,
+        queueHint: Data? = nil, deadDropID: Int64? = nil
+    ) {
         self.id = id
         self.direction = direction
         self.peer = peer
@@ -94,10 +96,10 @@ struct VaultContents: Sendable {
     static func decode(_ plain: UnsafeRawBufferPointer) throws(DeniableError) -> VaultContents {
         var r = Reader(bytes: plain)
         guard let length = r.u32(), Int(length) <= plain.count - 4,
-              r.u8() == version,
-              let secret = r.take(X25519KeyPair.keyByteCount),
-              let queue = r.take(queueSecretBytes),
-              let count = r.u32()
+            r.u8() == version,
+            let secret = r.take(X25519KeyPair.keyByteCount),
+            let queue = r.take(queueSecretBytes),
+            let count = r.u32()
         else { throw .corrupted("the vault's contents do not parse") }
         let userKey: X25519KeyPair
         let queueSecret: SecretKey
@@ -133,17 +135,18 @@ struct VaultContents: Sendable {
 
     private static func decodeMessage(_ r: inout Reader) -> MailboxMessage? {
         guard let kind = r.u8(), let direction = MailboxMessage.Direction(rawValue: kind),
-              let idBytes = r.take(16), let millis = r.u64(),
-              let peer = r.string(), let text = r.string(),
-              let hintCount = r.u8(), let hint = r.take(Int(hintCount)),
-              let hasDrop = r.u8(), let drop = r.u64()
+            let idBytes = r.take(16), let millis = r.u64(),
+            let peer = r.string(), let text = r.string(),
+            let hintCount = r.u8(), let hint = r.take(Int(hintCount)),
+            let hasDrop = r.u8(), let drop = r.u64()
         else { return nil }
         var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &uuid) { $0.copyBytes(from: idBytes) }
-        return MailboxMessage(id: UUID(uuid: uuid), direction: direction, peer: peer, text: text,
-                              date: Date(timeIntervalSince1970: Double(Int64(bitPattern: millis)) / 1000),
-                              queueHint: hintCount == 0 ? nil : Data(hint),
-                              deadDropID: hasDrop == 1 ? Int64(bitPattern: drop) : nil)
+        return MailboxMessage(
+            id: UUID(uuid: uuid), direction: direction, peer: peer, text: text,
+            date: Date(timeIntervalSince1970: Double(Int64(bitPattern: millis)) / 1000),
+            queueHint: hintCount == 0 ? nil : Data(hint),
+            deadDropID: hasDrop == 1 ? Int64(bitPattern: drop) : nil)
     }
 }
 

@@ -2,6 +2,7 @@
 // files 0600. One copy for every module that writes a store's files (the wallet and deniable
 // storage through CofferCrypto's DurableFile, the app database, the media cache).
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

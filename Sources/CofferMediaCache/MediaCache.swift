@@ -1,9 +1,10 @@
+import CofferFileModes
 // The two-layer media cache: decoded-size bytes in memory over checksummed files on disk, with
 // per-kind entry limits and per-layer byte limits that hold after every write.
 import Crypto
-import CofferFileModes
 import Foundation
 import Logging
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -126,8 +127,8 @@ public enum MediaCacheError: Error, Equatable, Sendable, CustomStringConvertible
     public var description: String {
         switch self {
         case .closed: return "the media cache was closed; open it again to use it"
-        case let .invalidInput(m): return "invalid input: \(m)"
-        case let .storage(m): return "media cache storage: \(m)"
+        case .invalidInput(let m): return "invalid input: \(m)"
+        case .storage(let m): return "media cache storage: \(m)"
         }
     }
 }
@@ -286,7 +287,7 @@ public final class MediaCache: @unchecked Sendable {
         }
         lock.unlock()
         switch readFile(key, diskKey) {
-        case let .hit(data):
+        case .hit(let data):
             lock.lock()
             // Keep it in memory unless it was removed or replaced while it was read.
             if disk.generation(diskKey) == seen.generation {
@@ -319,7 +320,7 @@ public final class MediaCache: @unchecked Sendable {
     /// file, and its recency from the file time this read sets, when it is built).
     private func unindexedRead(_ key: MediaKey, _ diskKey: DiskKey, mutationsBefore: UInt64) -> Data? {
         switch readFile(key, diskKey) {
-        case let .hit(data):
+        case .hit(let data):
             lock.lock()
             if mutations == mutationsBefore { insertMemory(key, diskKey, data) }
             lock.unlock()
@@ -392,7 +393,7 @@ public final class MediaCache: @unchecked Sendable {
         let result: Result<Data, any Error>
         do { result = .success(try await loader()) } catch { result = .failure(error) }
         let keep = lock.withLock { !flight.abandoned && !invalidatedInFlight.contains(key) }
-        if case let .success(data) = result, keep {
+        if case .success(let data) = result, keep {
             // Stored while still in flight, so a request arriving meanwhile waits for this run
             // instead of starting another. The caller gets its image even when it cannot be
             // cached (disk full, too large).
@@ -577,8 +578,9 @@ public final class MediaCache: @unchecked Sendable {
         defer { lock.unlock() }
         var kinds: [MediaKind: MediaKindStatistics] = [:]
         for kind in MediaKind.allCases {
-            kinds[kind] = MediaKindStatistics(memoryEntries: memory.counts[kind.index], memoryBytes: memory.kindBytes[kind.index],
-                                              diskEntries: disk.counts[kind.index], diskBytes: disk.kindBytes[kind.index])
+            kinds[kind] = MediaKindStatistics(
+                memoryEntries: memory.counts[kind.index], memoryBytes: memory.kindBytes[kind.index],
+                diskEntries: disk.counts[kind.index], diskBytes: disk.kindBytes[kind.index])
         }
         return MediaCacheStatistics(kinds: kinds, purgesNoticed: purges)
     }
@@ -689,8 +691,9 @@ public final class MediaCache: @unchecked Sendable {
                 try? Self.ensureFolder(folder)
                 let fd = open(path, O_RDWR | O_CREAT, 0o600)
                 guard fd >= 0 else {
-                    Self.logger.warning("the media cache lock file cannot be opened; other processes are not excluded",
-                                        metadata: ["path": "\(path)", "reason": "\(Self.errnoText())"])
+                    Self.logger.warning(
+                        "the media cache lock file cannot be opened; other processes are not excluded",
+                        metadata: ["path": "\(path)", "reason": "\(Self.errnoText())"])
                     return false
                 }
                 _ = fchmod(fd, 0o600)
@@ -700,7 +703,8 @@ public final class MediaCache: @unchecked Sendable {
             var result: Int32
             repeat { result = flock(lockFD, LOCK_EX) } while result != 0 && errno == EINTR
             guard result == 0 else { return false }
-            var held = stat(), named = stat()
+            var held = stat()
+            var named = stat()
             if fstat(lockFD, &held) == 0, stat(path, &named) == 0, held.st_ino == named.st_ino, held.st_dev == named.st_dev {
                 return true
             }
@@ -881,7 +885,10 @@ public final class MediaCache: @unchecked Sendable {
         return file
     }
 
-    private enum ReadResult { case hit(Data), missing, damaged }
+    private enum ReadResult {
+        case hit(Data)
+        case missing, damaged
+    }
 
     private func readFile(_ key: MediaKey, _ diskKey: DiskKey) -> ReadResult {
         let fd = open(fileURL(diskKey).path, O_RDONLY)
@@ -891,7 +898,8 @@ public final class MediaCache: @unchecked Sendable {
         guard fstat(fd, &info) == 0 else { return .damaged }
         var header = [UInt8](repeating: 0, count: Self.headerSize)
         guard Self.readFully(fd, &header, offset: 0), Array(header[0..<4]) == Self.magic, header[4] == 1,
-              header[5] == UInt8(key.kind.index) else { return .damaged }
+            header[5] == UInt8(key.kind.index)
+        else { return .damaged }
         let idLength = Int(header[6]) | Int(header[7]) << 8
         var dataLength: UInt64 = 0
         for i in 0..<8 { dataLength |= UInt64(header[8 + i]) << (8 * UInt64(i)) }
@@ -977,7 +985,8 @@ struct DiskKey: CacheIndexKey {
 
     init(_ key: MediaKey) {
         let digest = SHA256.hash(data: Data(key.id.utf8))
-        var high: UInt64 = 0, low: UInt64 = 0
+        var high: UInt64 = 0
+        var low: UInt64 = 0
         for (i, byte) in digest.prefix(16).enumerated() {
             if i < 8 { high = high << 8 | UInt64(byte) } else { low = low << 8 | UInt64(byte) }
         }
@@ -988,7 +997,8 @@ struct DiskKey: CacheIndexKey {
 
     init?(_ kind: MediaKind, fileName: String) {
         guard fileName.utf8.count == 32, let high = UInt64(fileName.prefix(16), radix: 16),
-              let low = UInt64(fileName.suffix(16), radix: 16) else { return nil }
+            let low = UInt64(fileName.suffix(16), radix: 16)
+        else { return nil }
         self.kind = kind
         self.high = high
         self.low = low
@@ -996,7 +1006,8 @@ struct DiskKey: CacheIndexKey {
     }
 
     var fileName: String {
-        let h = String(high, radix: 16), l = String(low, radix: 16)
+        let h = String(high, radix: 16)
+        let l = String(low, radix: 16)
         return String(repeating: "0", count: 16 - h.count) + h + String(repeating: "0", count: 16 - l.count) + l
     }
 }

@@ -40,12 +40,14 @@ package final class Checkpointer: @unchecked Sendable {
         checkpointer.installed = true
         let context = Unmanaged.passRetained(checkpointer).toOpaque()
         pool.writeWithoutTransaction { db in
-            _ = sqlite3_wal_hook(db.sqliteConnection, { context, _, _, pages in
-                if pages >= Checkpointer.walPages, let context {
-                    Unmanaged<Checkpointer>.fromOpaque(context).takeUnretainedValue().enqueue()
-                }
-                return SQLITE_OK
-            }, context)
+            _ = sqlite3_wal_hook(
+                db.sqliteConnection,
+                { context, _, _, pages in
+                    if pages >= Checkpointer.walPages, let context {
+                        Unmanaged<Checkpointer>.fromOpaque(context).takeUnretainedValue().enqueue()
+                    }
+                    return SQLITE_OK
+                }, context)
         }
         return checkpointer
     }

@@ -54,7 +54,7 @@ package enum SQLiteFootprint {
     /// outside any transaction).
     package static func reclaimFreePages(_ db: Database) {
         guard let free = try? Int.fetchOne(db, sql: "PRAGMA freelist_count"), free > freePagesToReclaim,
-              (try? isIncremental(db)) == true
+            (try? isIncremental(db)) == true
         else { return }
         try? db.execute(sql: "PRAGMA incremental_vacuum")
     }
@@ -66,14 +66,14 @@ package enum SQLiteFootprint {
         var logFrames: Int32 = 0
         var copied: Int32 = 0
         guard sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, &logFrames, &copied) == SQLITE_OK,
-              logFrames == copied, logFrames > 0
+            logFrames == copied, logFrames > 0
         else { return }
         let pageSize = (try? Int.fetchOne(db, sql: "PRAGMA page_size")) ?? 4096
         guard Int(logFrames) * (pageSize + 24) > walLimitBytes else { return }
         // No busy wait: a reader that still uses the WAL makes this return SQLITE_BUSY at once.
         // Only for connections that wait with a plain timeout, which is put back afterwards (a
         // custom busy handler could not be).
-        guard case let .timeout(seconds) = db.configuration.busyMode else { return }
+        guard case .timeout(let seconds) = db.configuration.busyMode else { return }
         sqlite3_busy_timeout(connection, 0)
         _ = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil)
         sqlite3_busy_timeout(connection, Int32(seconds * 1000))

@@ -20,14 +20,16 @@ package final class StatementProfile: @unchecked Sendable {
     /// Starts recording the statements `db` runs. The profile must outlive the connection.
     package func install(on db: Database) {
         let context = Unmanaged.passUnretained(self).toOpaque()
-        sqlite3_trace_v2(db.sqliteConnection, UInt32(SQLITE_TRACE_PROFILE), { _, context, statement, _ in
-            guard let context, let statement else { return 0 }
-            let stmt = OpaquePointer(statement)
-            let sql = sqlite3_sql(stmt).map { String(cString: $0) } ?? ""
-            let steps = Int(sqlite3_stmt_status(stmt, SQLITE_STMTSTATUS_VM_STEP, 0))
-            Unmanaged<StatementProfile>.fromOpaque(context).takeUnretainedValue().record(sql, steps)
-            return 0
-        }, context)
+        sqlite3_trace_v2(
+            db.sqliteConnection, UInt32(SQLITE_TRACE_PROFILE),
+            { _, context, statement, _ in
+                guard let context, let statement else { return 0 }
+                let stmt = OpaquePointer(statement)
+                let sql = sqlite3_sql(stmt).map { String(cString: $0) } ?? ""
+                let steps = Int(sqlite3_stmt_status(stmt, SQLITE_STMTSTATUS_VM_STEP, 0))
+                Unmanaged<StatementProfile>.fromOpaque(context).takeUnretainedValue().record(sql, steps)
+                return 0
+            }, context)
     }
 
     private func record(_ sql: String, _ steps: Int) {

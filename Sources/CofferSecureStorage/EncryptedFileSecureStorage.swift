@@ -2,6 +2,7 @@
 import CofferCrypto
 import Foundation
 import Logging
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -104,7 +105,9 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     public func names() throws(SecureStorageError) -> [String] {
         let (found, damaged) = try inventory()
         if found.isEmpty, let first = damaged.first {
-            throw .corrupted("none of the \(damaged.count) secure items opens under \(keyFile.url.path) (\(first.reason)); the key does not match them — restore the key file, or start over with a reset")
+            throw .corrupted(
+                "none of the \(damaged.count) secure items opens under \(keyFile.url.path) (\(first.reason)); the key does not match them — restore the key file, or start over with a reset"
+            )
         }
         return found
     }
@@ -119,7 +122,8 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
         defer { lock.unlock() }
         guard try keyExists() else { return ([], []) }
         let (_, itemKey) = try loadKeys(create: false)
-        var found: [String] = [], damaged: [(file: String, reason: String)] = []
+        var found: [String] = []
+        var damaged: [(file: String, reason: String)] = []
         for file in itemFiles() {
             do {
                 if let item = try open(file, itemKey) { found.append(item.name) }
@@ -156,7 +160,12 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
             var result: Int32
             repeat { result = flock(fd, LOCK_EX) } while result != 0 && errno == EINTR
         }
-        defer { if fd >= 0 { _ = flock(fd, LOCK_UN); _ = Foundation.close(fd) } }
+        defer {
+            if fd >= 0 {
+                _ = flock(fd, LOCK_UN)
+                _ = Foundation.close(fd)
+            }
+        }
         if FileManager.default.fileExists(atPath: keyFile.url.path) { return try keyFile.load() }
         let count = itemFiles().count
         guard count == 0 else { throw SecureStorageError.keyLost(lostKeyMessage(count)) }
@@ -194,8 +203,10 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
         } catch let error as SecureStorageError {
             throw error
         } catch { throw .keyFile("\(error)") }
-        let loaded = (names: KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.secure.names")),
-                      items: KeyDerivation.hkdf(from: master, info: "coffer.secure.items"))
+        let loaded = (
+            names: KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.secure.names")),
+            items: KeyDerivation.hkdf(from: master, info: "coffer.secure.items")
+        )
         keys = loaded
         return loaded
     }
@@ -216,10 +227,14 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     }
 
     private func open(_ file: String, _ itemKey: SecretKey) throws(SecureStorageError)
-        -> (name: String, accessibility: SecureAccessibility, data: Data)? {
+        -> (name: String, accessibility: SecureAccessibility, data: Data)?
+    {
         let url = itemsFolder.appendingPathComponent(file)
         let sealed: Data
-        do { guard let read = try DurableFile.read(url) else { return nil }; sealed = read } catch { throw .storage(error.message) }
+        do {
+            guard let read = try DurableFile.read(url) else { return nil }
+            sealed = read
+        } catch { throw .storage(error.message) }
         guard sealed.first == Self.format else { throw .corrupted("\(url.path) has an unknown format") }
         var plain: Data
         do { plain = try AEAD.xchacha20Poly1305.open(sealed.dropFirst(), key: itemKey, associatedData: Data(file.utf8)) } catch {
@@ -229,7 +244,8 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
         defer { plain.resetBytes(in: 0..<plain.count) }
         let bytes = [UInt8](plain.prefix(2))
         guard bytes.count == 2, Int(bytes[0]) < SecureAccessibility.allCases.count, plain.count >= 2 + Int(bytes[1]),
-              let name = String(data: plain.dropFirst(2).prefix(Int(bytes[1])), encoding: .utf8) else {
+            let name = String(data: plain.dropFirst(2).prefix(Int(bytes[1])), encoding: .utf8)
+        else {
             throw .corrupted("\(url.path) does not hold an item")
         }
         return (name, SecureAccessibility.allCases[Int(bytes[0])], Data(plain.dropFirst(2 + Int(bytes[1]))))

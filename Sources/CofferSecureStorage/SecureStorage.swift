@@ -40,13 +40,13 @@ public enum SecureStorageError: Error, Equatable, Sendable, CustomStringConverti
     public var description: String {
         switch self {
         case .closed: return "secure storage was closed with its container; open the container again"
-        case let .invalidName(m): return "invalid secure item name: \(m)"
-        case let .invalidValue(m): return "invalid secure item value: \(m)"
-        case let .keyFile(m): return "secure storage key: \(m)"
-        case let .keyLost(m): return "secure storage key lost: \(m)"
-        case let .corrupted(m): return "secure item corrupted: \(m)"
-        case let .unavailable(m): return "secure storage unavailable: \(m)"
-        case let .storage(m): return "secure storage: \(m)"
+        case .invalidName(let m): return "invalid secure item name: \(m)"
+        case .invalidValue(let m): return "invalid secure item value: \(m)"
+        case .keyFile(let m): return "secure storage key: \(m)"
+        case .keyLost(let m): return "secure storage key lost: \(m)"
+        case .corrupted(let m): return "secure item corrupted: \(m)"
+        case .unavailable(let m): return "secure storage unavailable: \(m)"
+        case .storage(let m): return "secure storage: \(m)"
         }
     }
 }
@@ -189,7 +189,9 @@ extension SecureItem where Value == [String: String] {
 
 extension SecureStorage {
     /// Stores a typed item under its name and default (or the given) accessibility.
-    public func save<Value>(_ value: Value, for item: SecureItem<Value>, accessibility: SecureAccessibility? = nil) throws(SecureStorageError) {
+    public func save<Value>(_ value: Value, for item: SecureItem<Value>, accessibility: SecureAccessibility? = nil)
+        throws(SecureStorageError)
+    {
         let data: Data
         do { data = try item.encode(value) } catch { throw .invalidValue("\(item.name): \(error)") }
         try save(data, for: item.name, accessibility: accessibility ?? item.accessibility)

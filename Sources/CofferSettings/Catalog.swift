@@ -130,7 +130,8 @@ public enum SettingsCatalog {
     /// Every catalogue key with what tools need to enforce it (`coffer settings`): kind, stored
     /// default, allowed enum values, whether only Coffer writes it, and a minimum for counts.
     public static let all: [CatalogEntry] = [
-        CatalogEntry(version, reserved: "the data-migration ladder writes it; a wrong value makes the store unopenable or re-runs migrations"),
+        CatalogEntry(
+            version, reserved: "the data-migration ladder writes it; a wrong value makes the store unopenable or re-runs migrations"),
         CatalogEntry(assetETag), CatalogEntry(currentUser), CatalogEntry(deviceId), CatalogEntry(deviceIdHash),
         CatalogEntry(serverUrl), CatalogEntry(serverEndpoint), CatalogEntry(autoBackup), CatalogEntry(backgroundBackup),
         CatalogEntry(backupRequireWifi), CatalogEntry(backupRequireCharging), CatalogEntry(backupTriggerDelay, minimum: 0),

@@ -34,12 +34,13 @@ public final class ObservedSetting<Value: Sendable> {
         self.settings = settings
         self.current = settings.get(key)
         let stream = settings.changes(key, initial: true)
-        follower.start(Task { [weak self] in
-            for await value in stream {
-                guard let self else { return }
-                self.current = value
-            }
-        })
+        follower.start(
+            Task { [weak self] in
+                for await value in stream {
+                    guard let self else { return }
+                    self.current = value
+                }
+            })
     }
 
     deinit { follower.cancel() }

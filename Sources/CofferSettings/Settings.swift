@@ -4,6 +4,7 @@
 import Foundation
 import GRDB
 import Logging
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -27,11 +28,11 @@ public enum SettingsError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .closed: return "the settings store was closed with its database; open the database again to write settings"
-        case let .typeMismatch(key, stored, expected):
+        case .typeMismatch(let key, let stored, let expected):
             return "setting \"\(key)\" is stored as \(stored) but the key is \(expected); its default is used"
-        case let .undecodable(key, kind): return "setting \"\(key)\" holds a \(kind) value that does not decode; its default is used"
-        case let .unencodable(key, reason): return "setting \"\(key)\" cannot be encoded: \(reason)"
-        case let .storage(m): return "settings storage: \(m)"
+        case .undecodable(let key, let kind): return "setting \"\(key)\" holds a \(kind) value that does not decode; its default is used"
+        case .unencodable(let key, let reason): return "setting \"\(key)\" cannot be encoded: \(reason)"
+        case .storage(let m): return "settings storage: \(m)"
         }
     }
 }
@@ -92,13 +93,14 @@ public final class Settings: @unchecked Sendable {
     /// The schema step that creates the settings table; register it in the app's migrator.
     public static func registerMigrations(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("settings-v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE IF NOT EXISTS coffer_settings(
-                    name TEXT PRIMARY KEY NOT NULL,
-                    kind TEXT NOT NULL,
-                    value,
-                    updated_at INTEGER NOT NULL)
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS coffer_settings(
+                        name TEXT PRIMARY KEY NOT NULL,
+                        kind TEXT NOT NULL,
+                        value,
+                        updated_at INTEGER NOT NULL)
+                    """)
         }
     }
 
@@ -186,7 +188,8 @@ public final class Settings: @unchecked Sendable {
         _ = hub.withWriteLock(wait: wait) {
             guard let watcher else { return }
             guard let version = try? watcher.read({ try Int64.fetchOne($0, sql: "PRAGMA data_version") ?? -1 }),
-                  version != lastDataVersion else { return }
+                version != lastDataVersion
+            else { return }
             guard let fresh = try? Self.readAll(database) else { return }
             lastDataVersion = version
             let old = cache.withLock { state -> [String: StoredSetting] in
@@ -306,10 +309,12 @@ public final class Settings: @unchecked Sendable {
         do {
             try database.write { db in
                 if let stored {
-                    try db.cachedStatement(sql: """
-                        INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES (?, ?, ?, ?)
-                        ON CONFLICT(name) DO UPDATE SET kind = excluded.kind, value = excluded.value, updated_at = excluded.updated_at
-                        """).execute(arguments: [name, stored.kind, stored.value, Int64(Date().timeIntervalSince1970 * 1000)])
+                    try db.cachedStatement(
+                        sql: """
+                            INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES (?, ?, ?, ?)
+                            ON CONFLICT(name) DO UPDATE SET kind = excluded.kind, value = excluded.value, updated_at = excluded.updated_at
+                            """
+                    ).execute(arguments: [name, stored.kind, stored.value, Int64(Date().timeIntervalSince1970 * 1000)])
                 } else {
                     try db.cachedStatement(sql: "DELETE FROM coffer_settings WHERE name = ?").execute(arguments: [name])
                 }
@@ -348,7 +353,10 @@ public final class Settings: @unchecked Sendable {
             let last = LastStored()
             let yield: @Sendable (StoredSetting?) -> Void = { [weak self] stored in
                 guard let self else { return }
-                guard let stored else { continuation.yield(key.defaultValue); return }
+                guard let stored else {
+                    continuation.yield(key.defaultValue)
+                    return
+                }
                 continuation.yield((try? self.decode(stored, key)) ?? key.defaultValue)
             }
             let callback: @Sendable (StoredSetting?) -> Void = { stored in

@@ -11,8 +11,10 @@ public struct SettingCodec<Value: Sendable>: Sendable {
     @usableFromInline let decode: @Sendable (DatabaseValue) -> Value?
 
     /// A codec from its kind and two conversions.
-    public init(kind: String, encode: @escaping @Sendable (Value) throws -> DatabaseValue,
-                decode: @escaping @Sendable (DatabaseValue) -> Value?) {
+    public init(
+        kind: String, encode: @escaping @Sendable (Value) throws -> DatabaseValue,
+        decode: @escaping @Sendable (DatabaseValue) -> Value?
+    ) {
         self.kind = kind
         self.encode = encode
         self.decode = decode
@@ -44,93 +46,113 @@ public struct StoreKey<Value: Sendable>: Sendable {
 extension StoreKey where Value == Int {
     /// An integer setting.
     public init(_ name: String, default defaultValue: Int) {
-        self.init(name, default: defaultValue, codec: SettingCodec(kind: "int", encode: { $0.databaseValue }, decode: { Int.fromDatabaseValue($0) }))
+        self.init(
+            name, default: defaultValue,
+            codec: SettingCodec(kind: "int", encode: { $0.databaseValue }, decode: { Int.fromDatabaseValue($0) }))
     }
 }
 
 extension StoreKey where Value == Bool {
     /// A Boolean setting.
     public init(_ name: String, default defaultValue: Bool) {
-        self.init(name, default: defaultValue, codec: SettingCodec(kind: "bool", encode: { $0.databaseValue }, decode: { Bool.fromDatabaseValue($0) }))
+        self.init(
+            name, default: defaultValue,
+            codec: SettingCodec(kind: "bool", encode: { $0.databaseValue }, decode: { Bool.fromDatabaseValue($0) }))
     }
 }
 
 extension StoreKey where Value == String {
     /// A string setting.
     public init(_ name: String, default defaultValue: String) {
-        self.init(name, default: defaultValue, codec: SettingCodec(kind: "string", encode: { $0.databaseValue }, decode: { String.fromDatabaseValue($0) }))
+        self.init(
+            name, default: defaultValue,
+            codec: SettingCodec(kind: "string", encode: { $0.databaseValue }, decode: { String.fromDatabaseValue($0) }))
     }
 }
 
 extension StoreKey where Value == Double {
     /// A floating-point setting.
     public init(_ name: String, default defaultValue: Double) {
-        self.init(name, default: defaultValue, codec: SettingCodec(kind: "double", encode: { $0.databaseValue }, decode: { Double.fromDatabaseValue($0) }))
+        self.init(
+            name, default: defaultValue,
+            codec: SettingCodec(kind: "double", encode: { $0.databaseValue }, decode: { Double.fromDatabaseValue($0) }))
     }
 }
 
 extension StoreKey where Value == Date {
     /// A date setting (stored as milliseconds since 1970).
     public init(_ name: String, default defaultValue: Date) {
-        self.init(name, default: defaultValue, codec: SettingCodec(
-            kind: "date", encode: { Int64(($0.timeIntervalSince1970 * 1000).rounded()).databaseValue },
-            decode: { Int64.fromDatabaseValue($0).map { Date(timeIntervalSince1970: Double($0) / 1000) } }))
+        self.init(
+            name, default: defaultValue,
+            codec: SettingCodec(
+                kind: "date", encode: { Int64(($0.timeIntervalSince1970 * 1000).rounded()).databaseValue },
+                decode: { Int64.fromDatabaseValue($0).map { Date(timeIntervalSince1970: Double($0) / 1000) } }))
     }
 }
 
 extension StoreKey where Value == Date? {
     /// An optional date setting, nil by default (kind `date`: milliseconds since 1970, NULL for nil).
     public init(optionalDate name: String) {
-        self.init(name, default: nil, codec: SettingCodec(
-            kind: "date", encode: { $0.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()).databaseValue } ?? .null },
-            decode: { stored in
-                if stored.isNull { return .some(nil) }
-                return Int64.fromDatabaseValue(stored).map { Date(timeIntervalSince1970: Double($0) / 1000) }
-            }))
+        self.init(
+            name, default: nil,
+            codec: SettingCodec(
+                kind: "date", encode: { $0.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()).databaseValue } ?? .null },
+                decode: { stored in
+                    if stored.isNull { return .some(nil) }
+                    return Int64.fromDatabaseValue(stored).map { Date(timeIntervalSince1970: Double($0) / 1000) }
+                }))
     }
 }
 
 extension StoreKey where Value == Data {
     /// A bytes setting.
     public init(_ name: String, default defaultValue: Data) {
-        self.init(name, default: defaultValue, codec: SettingCodec(kind: "data", encode: { $0.databaseValue }, decode: { Data.fromDatabaseValue($0) }))
+        self.init(
+            name, default: defaultValue,
+            codec: SettingCodec(kind: "data", encode: { $0.databaseValue }, decode: { Data.fromDatabaseValue($0) }))
     }
 }
 
 extension StoreKey where Value: RawRepresentable, Value.RawValue == String {
     /// An enum setting, stored by its raw value (not its position, so cases can be reordered).
     public init(enum name: String, default defaultValue: Value) {
-        self.init(name, default: defaultValue, codec: SettingCodec(
-            kind: "enum", encode: { $0.rawValue.databaseValue },
-            decode: { String.fromDatabaseValue($0).flatMap(Value.init(rawValue:)) }))
+        self.init(
+            name, default: defaultValue,
+            codec: SettingCodec(
+                kind: "enum", encode: { $0.rawValue.databaseValue },
+                decode: { String.fromDatabaseValue($0).flatMap(Value.init(rawValue:)) }))
     }
 }
 
 extension StoreKey where Value: RawRepresentable, Value.RawValue: BinaryInteger {
     /// An enum setting with integer raw values, stored by its raw value.
     public init(enum name: String, default defaultValue: Value) {
-        self.init(name, default: defaultValue, codec: SettingCodec(
-            kind: "enum", encode: { Int64($0.rawValue).databaseValue },
-            decode: { Int64.fromDatabaseValue($0).flatMap { Value.RawValue(exactly: $0) }.flatMap(Value.init(rawValue:)) }))
+        self.init(
+            name, default: defaultValue,
+            codec: SettingCodec(
+                kind: "enum", encode: { Int64($0.rawValue).databaseValue },
+                decode: { Int64.fromDatabaseValue($0).flatMap { Value.RawValue(exactly: $0) }.flatMap(Value.init(rawValue:)) }))
     }
 }
 
 extension StoreKey where Value: Codable {
     /// Any Codable value (stored as JSON), e.g. the current user.
     public init(codable name: String, default defaultValue: Value) {
-        self.init(name, default: defaultValue, codec: SettingCodec(
-            kind: "json",
-            encode: { value in
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys]
-                encoder.dateEncodingStrategy = .millisecondsSince1970
-                return String(decoding: try encoder.encode(value), as: UTF8.self).databaseValue
-            },
-            decode: { stored in
-                guard let text = String.fromDatabaseValue(stored) else { return nil }
-                let decoder = JSONDecoder()
-                decoder.dateDecodingStrategy = .millisecondsSince1970
-                return try? decoder.decode(Value.self, from: Data(text.utf8))
-            }))
+        self.init(
+            name, default: defaultValue,
+            codec: SettingCodec(
+                kind: "json",
+                encode: { value in
+                    let encoder = JSONEncoder()
+                    encoder.outputFormatting = [.sortedKeys]
+                    encoder.dateEncodingStrategy = .millisecondsSince1970
+                    return String(decoding: try encoder.encode(value), as: UTF8.self).databaseValue
+                },
+                decode: { stored in
+                    guard let text = String.fromDatabaseValue(stored) else { return nil }
+                    let decoder = JSONDecoder()
+                    decoder.dateDecodingStrategy = .millisecondsSince1970
+                    return try? decoder.decode(Value.self, from: Data(text.utf8))
+                }))
     }
 }

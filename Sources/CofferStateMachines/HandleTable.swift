@@ -23,14 +23,18 @@ public enum StateMachineError: Error, Equatable, Sendable, CustomStringConvertib
     /// What went wrong.
     public var description: String {
         switch self {
-        case let .unknownHandle(h): return "unknown state machine handle \(h) (never issued, or released)"
-        case let .wrongKind(h, expected, found): return "handle \(h) is a \(found.rawValue) machine, not a \(expected.rawValue) machine"
-        case let .invalidTransition(kind, op, state): return "\(op) is not allowed for a \(kind.rawValue) machine in state \(state)"
-        case let .invalidJSON(m): return "serialized state machine does not parse: \(m)"
-        case let .unsupportedVersion(found, supported): return "serialized state machine has version \(found); this code reads versions 1 to \(supported) (a newer Coffer wrote it: update Coffer)"
-        case let .kindMismatch(expected, found): return "serialized state machine is a \(found) machine, not a \(expected.rawValue) machine"
-        case let .protocolFailed(m): return "the protocol exchange failed: \(m)"
-        case let .transportFailed(f): return "the protocol exchange failed: the transport threw \(f.underlying)"
+        case .unknownHandle(let h): return "unknown state machine handle \(h) (never issued, or released)"
+        case .wrongKind(let h, let expected, let found):
+            return "handle \(h) is a \(found.rawValue) machine, not a \(expected.rawValue) machine"
+        case .invalidTransition(let kind, let op, let state): return "\(op) is not allowed for a \(kind.rawValue) machine in state \(state)"
+        case .invalidJSON(let m): return "serialized state machine does not parse: \(m)"
+        case .unsupportedVersion(let found, let supported):
+            return
+                "serialized state machine has version \(found); this code reads versions 1 to \(supported) (a newer Coffer wrote it: update Coffer)"
+        case .kindMismatch(let expected, let found):
+            return "serialized state machine is a \(found) machine, not a \(expected.rawValue) machine"
+        case .protocolFailed(let m): return "the protocol exchange failed: \(m)"
+        case .transportFailed(let f): return "the protocol exchange failed: the transport threw \(f.underlying)"
         }
     }
 }
@@ -81,7 +85,9 @@ public final class HandleTable: @unchecked Sendable {
     /// Replaces the machine behind `handle` with what `change` returns, atomically. When
     /// `change` throws, the machine is left as it was.
     @discardableResult
-    public func update(_ handle: Int, _ change: (AnyMachine) throws(StateMachineError) -> AnyMachine) throws(StateMachineError) -> AnyMachine {
+    public func update(_ handle: Int, _ change: (AnyMachine) throws(StateMachineError) -> AnyMachine) throws(StateMachineError)
+        -> AnyMachine
+    {
         lock.lock()
         defer { lock.unlock() }
         guard let current = machines[handle] else { throw .unknownHandle(handle) }
@@ -148,9 +154,9 @@ public enum MachineCoding {
         encoder.outputFormatting = [.sortedKeys]
         let data: Data
         switch machine {
-        case let .connection(m): data = try! encoder.encode(Envelope(version: version, kind: machine.kind.rawValue, data: m))
-        case let .credential(m): data = try! encoder.encode(Envelope(version: version, kind: machine.kind.rawValue, data: m))
-        case let .disclosedProof(m): data = try! encoder.encode(Envelope(version: version, kind: machine.kind.rawValue, data: m))
+        case .connection(let m): data = try! encoder.encode(Envelope(version: version, kind: machine.kind.rawValue, data: m))
+        case .credential(let m): data = try! encoder.encode(Envelope(version: version, kind: machine.kind.rawValue, data: m))
+        case .disclosedProof(let m): data = try! encoder.encode(Envelope(version: version, kind: machine.kind.rawValue, data: m))
         }
         return String(decoding: data, as: UTF8.self)
     }
@@ -164,7 +170,9 @@ public enum MachineCoding {
     public static func deserialize(_ json: String, as kind: MachineKind) throws(StateMachineError) -> AnyMachine {
         let decoded = try decode(json, as: kind)
         guard decoded.pendingSignature == nil else {
-            throw .invalidJSON("this version-1 credential machine carries its signature: deserialize it with StateMachines.deserialize, which keeps the signature in the wallet")
+            throw .invalidJSON(
+                "this version-1 credential machine carries its signature: deserialize it with StateMachines.deserialize, which keeps the signature in the wallet"
+            )
         }
         return decoded.machine
     }
@@ -194,7 +202,8 @@ public enum MachineCoding {
             switch kind {
             case .connection: return Decoded(machine: .connection(try decoder.decode(Envelope<ConnectionMachine>.self, from: bytes).data))
             case .credential: return Decoded(machine: .credential(try decoder.decode(Envelope<CredentialMachine>.self, from: bytes).data))
-            case .disclosedProof: return Decoded(machine: .disclosedProof(try decoder.decode(Envelope<DisclosedProofMachine>.self, from: bytes).data))
+            case .disclosedProof:
+                return Decoded(machine: .disclosedProof(try decoder.decode(Envelope<DisclosedProofMachine>.self, from: bytes).data))
             }
         } catch {
             throw .invalidJSON("\(kind.rawValue) data: \(error)")
@@ -223,8 +232,9 @@ public enum MachineCoding {
             if state == .credentialReceived, waiting == nil {
                 throw .invalidJSON("version-1 credential machine in state 3 (credential received) without its issued credential")
             }
-            return Decoded(machine: .credential(CredentialMachine(id: old.id, state: state, offer: old.offer, received: waiting?.attributes)),
-                           pendingSignature: waiting?.signature)
+            return Decoded(
+                machine: .credential(CredentialMachine(id: old.id, state: state, offer: old.offer, received: waiting?.attributes)),
+                pendingSignature: waiting?.signature)
         case .disclosedProof:
             let old: DisclosedProofV1
             do { old = try decoder.decode(Envelope<DisclosedProofV1>.self, from: bytes).data } catch {
@@ -233,7 +243,8 @@ public enum MachineCoding {
             guard let state = DisclosedProofState(version1Number: old.state) else {
                 throw .invalidJSON("version-1 disclosed_proof state \(old.state) is not one of 0, 1, 2, 4, 9")
             }
-            return Decoded(machine: .disclosedProof(DisclosedProofMachine(id: old.id, state: state, request: old.request, presented: old.presented)))
+            return Decoded(
+                machine: .disclosedProof(DisclosedProofMachine(id: old.id, state: state, request: old.request, presented: old.presented)))
         }
     }
 }

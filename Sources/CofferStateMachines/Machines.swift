@@ -253,7 +253,8 @@ public struct CredentialMachine: Sendable, Codable, Hashable {
         }
         let number = try c.decode(Int.self, forKey: .state)
         guard number == state.number else {
-            throw DecodingError.dataCorruptedError(forKey: .state, in: c, debugDescription: "state \(number) does not match step \(step) (\(state.number))")
+            throw DecodingError.dataCorruptedError(
+                forKey: .state, in: c, debugDescription: "state \(number) does not match step \(step) (\(state.number))")
         }
         self.state = state
         offer = try c.decode(CredentialOffer.self, forKey: .offer)
@@ -304,27 +305,27 @@ public enum AnyMachine: Sendable, Hashable {
     /// Its identifier.
     public var id: String {
         switch self {
-        case let .connection(m): return m.id
-        case let .credential(m): return m.id
-        case let .disclosedProof(m): return m.id
+        case .connection(let m): return m.id
+        case .credential(let m): return m.id
+        case .disclosedProof(let m): return m.id
         }
     }
 
     /// Its state number, as VCX numbers states.
     public var stateNumber: Int {
         switch self {
-        case let .connection(m): return m.state.number
-        case let .credential(m): return m.state.number
-        case let .disclosedProof(m): return m.state.number
+        case .connection(let m): return m.state.number
+        case .credential(let m): return m.state.number
+        case .disclosedProof(let m): return m.state.number
         }
     }
 
     /// Its state, whichever kind it is.
     var state: any NumberedState {
         switch self {
-        case let .connection(m): return m.state
-        case let .credential(m): return m.state
-        case let .disclosedProof(m): return m.state
+        case .connection(let m): return m.state
+        case .credential(let m): return m.state
+        case .disclosedProof(let m): return m.state
         }
     }
 }

@@ -101,7 +101,8 @@ public final class StateMachines: Sendable {
     /// from an accepted one (both 4).
     public func credentialState(_ handle: Int) throws(StateMachineError) -> CredentialState { try credential(handle).state }
 
-    private func change(_ handle: Int, _ body: (AnyMachine) throws(StateMachineError) -> AnyMachine) throws(StateMachineError) -> Transition {
+    private func change(_ handle: Int, _ body: (AnyMachine) throws(StateMachineError) -> AnyMachine) throws(StateMachineError) -> Transition
+    {
         var before: AnyMachine?
         let after = try table.update(handle) { (m) throws(StateMachineError) in
             before = m
@@ -113,19 +114,19 @@ public final class StateMachines: Sendable {
 
     func connection(_ handle: Int) throws(StateMachineError) -> ConnectionMachine {
         let m = try table.machine(handle)
-        guard case let .connection(c) = m else { throw .wrongKind(handle: handle, expected: .connection, found: m.kind) }
+        guard case .connection(let c) = m else { throw .wrongKind(handle: handle, expected: .connection, found: m.kind) }
         return c
     }
 
     func credential(_ handle: Int) throws(StateMachineError) -> CredentialMachine {
         let m = try table.machine(handle)
-        guard case let .credential(c) = m else { throw .wrongKind(handle: handle, expected: .credential, found: m.kind) }
+        guard case .credential(let c) = m else { throw .wrongKind(handle: handle, expected: .credential, found: m.kind) }
         return c
     }
 
     func proof(_ handle: Int) throws(StateMachineError) -> DisclosedProofMachine {
         let m = try table.machine(handle)
-        guard case let .disclosedProof(p) = m else { throw .wrongKind(handle: handle, expected: .disclosedProof, found: m.kind) }
+        guard case .disclosedProof(let p) = m else { throw .wrongKind(handle: handle, expected: .disclosedProof, found: m.kind) }
         return p
     }
 
@@ -139,9 +140,13 @@ public final class StateMachines: Sendable {
 
     /// Applies `apply` to the machine only if it is still in `expected` (another task may have
     /// moved it meanwhile): a transition is all or nothing.
-    private func commit<S: NumberedState>(_ handle: Int, expected: S, _ apply: (AnyMachine) -> AnyMachine, _ kind: MachineKind, _ op: String) throws(StateMachineError) -> Transition {
+    private func commit<S: NumberedState>(
+        _ handle: Int, expected: S, _ apply: (AnyMachine) -> AnyMachine, _ kind: MachineKind, _ op: String
+    ) throws(StateMachineError) -> Transition {
         try change(handle) { (m) throws(StateMachineError) in
-            guard let current = m.state as? S, current == expected else { throw .invalidTransition(kind: kind, operation: op, state: m.stateNumber) }
+            guard let current = m.state as? S, current == expected else {
+                throw .invalidTransition(kind: kind, operation: op, state: m.stateNumber)
+            }
             return apply(m)
         }
     }
@@ -163,12 +168,14 @@ public final class StateMachines: Sendable {
             try? await wallet.removeKey(verkey)
             throw error
         }
-        return try commit(handle, expected: ConnectionState.invited, { m in
-            guard case var .connection(c) = m else { return m }
-            c.state = .requested
-            c.myVerkey = verkey
-            return .connection(c)
-        }, .connection, "sendRequest")
+        return try commit(
+            handle, expected: ConnectionState.invited,
+            { m in
+                guard case .connection(var c) = m else { return m }
+                c.state = .requested
+                c.myVerkey = verkey
+                return .connection(c)
+            }, .connection, "sendRequest")
     }
 
     /// Records the inviter's response and its key (requested 2 → responded 3).
@@ -178,12 +185,14 @@ public final class StateMachines: Sendable {
         guard let bytes = Base58.decode(theirVerkey), bytes.count == 32 else {
             throw WalletError.invalidInput("their verkey \(theirVerkey) is not a Base58 32-byte key")
         }
-        return try commit(handle, expected: ConnectionState.requested, { m in
-            guard case var .connection(c) = m else { return m }
-            c.state = .responded
-            c.theirVerkey = theirVerkey
-            return .connection(c)
-        }, .connection, "receiveResponse")
+        return try commit(
+            handle, expected: ConnectionState.requested,
+            { m in
+                guard case .connection(var c) = m else { return m }
+                c.state = .responded
+                c.theirVerkey = theirVerkey
+                return .connection(c)
+            }, .connection, "receiveResponse")
     }
 
     /// Acknowledges the response (responded 3 → completed 4).
@@ -191,11 +200,13 @@ public final class StateMachines: Sendable {
         let c = try connection(handle)
         try require(c.state, in: [.responded], .connection, "complete")
         try await deliver(.connectionAck(connectionID: c.id))
-        return try commit(handle, expected: ConnectionState.responded, { m in
-            guard case var .connection(c) = m else { return m }
-            c.state = .completed
-            return .connection(c)
-        }, .connection, "complete")
+        return try commit(
+            handle, expected: ConnectionState.responded,
+            { m in
+                guard case .connection(var c) = m else { return m }
+                c.state = .completed
+                return .connection(c)
+            }, .connection, "complete")
     }
 
     // MARK: Credential
@@ -214,11 +225,13 @@ public final class StateMachines: Sendable {
         try require(c.state, in: [.offerReceived], .credential, "sendRequest")
         let binding = try await wallet.masterSecretBinding(credentialDefinitionID: c.offer.credentialDefinitionID)
         try await deliver(.credentialRequest(credentialID: c.id, offer: c.offer, masterSecretBinding: binding))
-        return try commit(handle, expected: CredentialState.offerReceived, { m in
-            guard case var .credential(c) = m else { return m }
-            c.state = .requestSent
-            return .credential(c)
-        }, .credential, "sendRequest")
+        return try commit(
+            handle, expected: CredentialState.offerReceived,
+            { m in
+                guard case .credential(var c) = m else { return m }
+                c.state = .requestSent
+                return .credential(c)
+            }, .credential, "sendRequest")
     }
 
     /// Records the issued credential (request sent 2 → credential received 4). Its signature goes
@@ -229,12 +242,14 @@ public final class StateMachines: Sendable {
         try require(c.state, in: [.requestSent], .credential, "receiveCredential")
         try await wallet.storeCredentialSignature(issued.signature, credentialID: c.id)
         do {
-            return try commit(handle, expected: CredentialState.requestSent, { m in
-                guard case var .credential(c) = m else { return m }
-                c.state = .credentialReceived
-                c.received = issued.attributes
-                return .credential(c)
-            }, .credential, "receiveCredential")
+            return try commit(
+                handle, expected: CredentialState.requestSent,
+                { m in
+                    guard case .credential(var c) = m else { return m }
+                    c.state = .credentialReceived
+                    c.received = issued.attributes
+                    return .credential(c)
+                }, .credential, "receiveCredential")
         } catch {
             // Another task moved the machine meanwhile: the signature stored for this step goes.
             try? await wallet.removeCredentialSignature(credentialID: c.id)
@@ -251,15 +266,18 @@ public final class StateMachines: Sendable {
         try require(c.state, in: [.credentialReceived], .credential, "accept")
         guard let attributes = c.received else { throw StateMachineError.invalidJSON("credential received without its attributes") }
         if storesCredentials {
-            try await wallet.storeCredential(id: c.id, value: Self.attributesJSON(attributes),
-                                             tags: Self.credentialTags(offer: c.offer, attributes: attributes))
+            try await wallet.storeCredential(
+                id: c.id, value: Self.attributesJSON(attributes),
+                tags: Self.credentialTags(offer: c.offer, attributes: attributes))
         }
-        return try commit(handle, expected: CredentialState.credentialReceived, { m in
-            guard case var .credential(c) = m else { return m }
-            c.state = .accepted
-            c.received = nil
-            return .credential(c)
-        }, .credential, "accept")
+        return try commit(
+            handle, expected: CredentialState.credentialReceived,
+            { m in
+                guard case .credential(var c) = m else { return m }
+                c.state = .accepted
+                c.received = nil
+                return .credential(c)
+            }, .credential, "accept")
     }
 
     /// Rejects the offer or the credential (offer received, request sent or credential received
@@ -270,12 +288,14 @@ public final class StateMachines: Sendable {
         let allowed: [CredentialState] = [.offerReceived, .requestSent, .credentialReceived]
         try require(c.state, in: allowed, .credential, "reject")
         try await deliver(.credentialRejection(credentialID: c.id))
-        let transition = try commit(handle, expected: c.state, { m in
-            guard case var .credential(c) = m else { return m }
-            c.state = .rejected
-            c.received = nil
-            return .credential(c)
-        }, .credential, "reject")
+        let transition = try commit(
+            handle, expected: c.state,
+            { m in
+                guard case .credential(var c) = m else { return m }
+                c.state = .rejected
+                c.received = nil
+                return .credential(c)
+            }, .credential, "reject")
         if c.state == .credentialReceived {
             // The machine is rejected either way; a signature that could not be removed now is
             // an unused secret, removed with the wallet.
@@ -314,8 +334,10 @@ public final class StateMachines: Sendable {
         var out = [String: [String]]()
         for (referent, attribute) in p.request.requestedAttributes {
             let query = try WalletQuery(json: Self.restrictionQuery(attribute).jsonText)
-            out[referent] = try await wallet.fetchAll(type: "credential", matching: query,
-                                                      options: RecordOptions(retrieveValue: false, retrieveTags: false)).map(\.id)
+            out[referent] = try await wallet.fetchAll(
+                type: "credential", matching: query,
+                options: RecordOptions(retrieveValue: false, retrieveTags: false)
+            ).map(\.id)
         }
         return out
     }
@@ -337,7 +359,9 @@ public final class StateMachines: Sendable {
         try require(p.state, in: [.requestReceived], .disclosedProof, "sendPresentation")
         let matching = try await proofMatchingCredentials(handle)
         for referent in p.request.requestedAttributes.keys {
-            guard let chosen = credentials[referent] else { throw WalletError.invalidInput("no credential chosen for referent \(referent)") }
+            guard let chosen = credentials[referent] else {
+                throw WalletError.invalidInput("no credential chosen for referent \(referent)")
+            }
             guard matching[referent]?.contains(chosen) == true else {
                 throw WalletError.invalidInput("credential \(chosen) does not satisfy the restrictions of referent \(referent)")
             }
@@ -346,23 +370,27 @@ public final class StateMachines: Sendable {
             }
         }
         try await deliver(.presentation(proofID: p.id, referents: credentials))
-        return try commit(handle, expected: DisclosedProofState.requestReceived, { m in
-            guard case var .disclosedProof(p) = m else { return m }
-            p.state = .presentationSent
-            p.presented = credentials
-            return .disclosedProof(p)
-        }, .disclosedProof, "sendPresentation")
+        return try commit(
+            handle, expected: DisclosedProofState.requestReceived,
+            { m in
+                guard case .disclosedProof(var p) = m else { return m }
+                p.state = .presentationSent
+                p.presented = credentials
+                return .disclosedProof(p)
+            }, .disclosedProof, "sendPresentation")
     }
 
     /// The verifier acknowledged (presentation sent 2 → acknowledged 4).
     public func proofReceiveAck(_ handle: Int) throws -> Transition {
         let p = try proof(handle)
         try require(p.state, in: [.presentationSent], .disclosedProof, "receiveAck")
-        return try commit(handle, expected: DisclosedProofState.presentationSent, { m in
-            guard case var .disclosedProof(p) = m else { return m }
-            p.state = .acknowledged
-            return .disclosedProof(p)
-        }, .disclosedProof, "receiveAck")
+        return try commit(
+            handle, expected: DisclosedProofState.presentationSent,
+            { m in
+                guard case .disclosedProof(var p) = m else { return m }
+                p.state = .acknowledged
+                return .disclosedProof(p)
+            }, .disclosedProof, "receiveAck")
     }
 
     /// Rejects the proof: the holder declines the request (request received 3 → rejected 9), or
@@ -373,10 +401,12 @@ public final class StateMachines: Sendable {
         let p = try proof(handle)
         try require(p.state, in: [.requestReceived, .presentationSent], .disclosedProof, "reject")
         try await deliver(.proofRejection(proofID: p.id))
-        return try commit(handle, expected: p.state, { m in
-            guard case var .disclosedProof(p) = m else { return m }
-            p.state = .rejected
-            return .disclosedProof(p)
-        }, .disclosedProof, "reject")
+        return try commit(
+            handle, expected: p.state,
+            { m in
+                guard case .disclosedProof(var p) = m else { return m }
+                p.state = .rejected
+                return .disclosedProof(p)
+            }, .disclosedProof, "reject")
     }
 }

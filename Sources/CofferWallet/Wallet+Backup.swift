@@ -60,7 +60,8 @@ public struct BackupKey: Sendable {
         do { try parameters.validateWithinCap() } catch { throw WalletError.invalidInput("backup key costs: \(error)") }
         let salt = SecureRandom.bytes(Argon2idParameters.saltByteCount)
         do {
-            return BackupKey(key: try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: parameters), salt: salt, parameters: parameters)
+            return BackupKey(
+                key: try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: parameters), salt: salt, parameters: parameters)
         } catch { throw WalletError.invalidInput("backup key costs: \(error)") }
     }
 }
@@ -89,11 +90,14 @@ extension Wallet {
     /// - Throws: ``WalletError/invalidInput(_:)`` for an empty passphrase, bad costs, or a
     ///   first-format record whose type nothing tells.
     @discardableResult
-    public func exportBackup(to url: URL, passphrase: String, parameters: Argon2idParameters = .interactive,
-                             firstFormatTypes: [String] = [],
-                             progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws -> Int {
-        try await exportBackup(to: url, key: BackupKey.derive(passphrase: passphrase, parameters: parameters),
-                               firstFormatTypes: firstFormatTypes, progress: progress)
+    public func exportBackup(
+        to url: URL, passphrase: String, parameters: Argon2idParameters = .interactive,
+        firstFormatTypes: [String] = [],
+        progress: (@Sendable (BackupProgress) -> Void)? = nil
+    ) async throws -> Int {
+        try await exportBackup(
+            to: url, key: BackupKey.derive(passphrase: passphrase, parameters: parameters),
+            firstFormatTypes: firstFormatTypes, progress: progress)
     }
 
     /// ``exportBackup(to:passphrase:parameters:firstFormatTypes:progress:)`` with a backup key
@@ -101,9 +105,13 @@ extension Wallet {
     /// it before opening the wallet does not hold the key derivation's memory (64 MiB for
     /// INTERACTIVE) and the wallet's at the same time. A key serves one export.
     @discardableResult
-    public func exportBackup(to url: URL, key backupKey: BackupKey, firstFormatTypes: [String] = [],
-                             progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws -> Int {
-        let key = backupKey.key, salt = backupKey.salt, parameters = backupKey.parameters
+    public func exportBackup(
+        to url: URL, key backupKey: BackupKey, firstFormatTypes: [String] = [],
+        progress: (@Sendable (BackupProgress) -> Void)? = nil
+    ) async throws -> Int {
+        let key = backupKey.key
+        let salt = backupKey.salt
+        let parameters = backupKey.parameters
         let writer = try SecretStreamWriter(key: key)
         var head = Data(BackupFormat.magic)
         head.append(BackupFormat.version)
@@ -125,7 +133,9 @@ extension Wallet {
                     defer { Self.endBulk(db, cacheKiB: Schema.cacheKiB) }
                     try file.write(start)
                     let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items") ?? 0
-                    try Self.writeMessage(writer.push(Data(JSONValue.object([("format", .number("1")), ("records", .number(String(total)))]).jsonText.utf8)), to: file)
+                    try Self.writeMessage(
+                        writer.push(Data(JSONValue.object([("format", .number("1")), ("records", .number(String(total)))]).jsonText.utf8)),
+                        to: file)
                     let names = try Self.typeNames(db, keys: keys, candidates: firstFormatTypes)
                     var batch = BackupBatch()
                     var done = 0
@@ -141,9 +151,12 @@ extension Wallet {
                         guard let typeColumn = Int64.fromDatabaseValue(row[0]) else {
                             throw WalletError.corrupted("a record's blind type is not stored as an integer (the wallet file was altered)")
                         }
-                        let contents = try RecordCodec.open(row[2], typeBlind: BlindColumn.blind(typeColumn), idBlind: row[1], expiry: row[3], keys: keys)
+                        let contents = try RecordCodec.open(
+                            row[2], typeBlind: BlindColumn.blind(typeColumn), idBlind: row[1], expiry: row[3], keys: keys)
                         guard let type = contents.type ?? names[typeColumn] else {
-                            throw WalletError.invalidInput("record \(WalletError.quote(contents.id)) is in the first box format, which did not keep its type, and no other record tells it; name its type (firstFormatTypes, or --first-format-type in the CLI) or update the record once")
+                            throw WalletError.invalidInput(
+                                "record \(WalletError.quote(contents.id)) is in the first box format, which did not keep its type, and no other record tells it; name its type (firstFormatTypes, or --first-format-type in the CLI) or update the record once"
+                            )
                         }
                         batch.append(type: type, contents: contents, expiry: row[3])
                         if batch.count == BackupFormat.batch || batch.byteCount >= BackupFormat.batchBytes { try flush() }
@@ -184,9 +197,11 @@ extension Wallet {
     /// key derivation).
     /// - Throws: ``WalletError/wrongKey(_:)`` for a wrong backup passphrase,
     ///   ``WalletError/corrupted(_:)`` for a damaged file, ``WalletError/walletExists(path:)``.
-    public static func importBackup(from backupURL: URL, passphrase: String, into walletURL: URL, key: WalletKey,
-                                    configuration: Configuration = Configuration(),
-                                    progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws -> Wallet {
+    public static func importBackup(
+        from backupURL: URL, passphrase: String, into walletURL: URL, key: WalletKey,
+        configuration: Configuration = Configuration(),
+        progress: (@Sendable (BackupProgress) -> Void)? = nil
+    ) async throws -> Wallet {
         let handle: FileHandle
         do { handle = try FileHandle(forReadingFrom: backupURL) } catch {
             throw WalletError.storage("cannot read the backup \(backupURL.path): \(error.localizedDescription)")
@@ -194,9 +209,10 @@ extension Wallet {
         defer { try? handle.close() }
         let reader = BackupReader(handle: handle)
         let stream = try reader.open(passphrase: passphrase)
-        guard let first = try reader.next(stream), !first.final, case let .object(head)? = try? JSONValue.parse(String(decoding: first.message, as: UTF8.self)),
-              head.first(where: { $0.0 == "format" })?.1 == .number("1"),
-              case let .number(countText)? = head.first(where: { $0.0 == "records" })?.1, let total = Int(countText), total >= 0
+        guard let first = try reader.next(stream), !first.final,
+            case .object(let head)? = try? JSONValue.parse(String(decoding: first.message, as: UTF8.self)),
+            head.first(where: { $0.0 == "format" })?.1 == .number("1"),
+            case .number(let countText)? = head.first(where: { $0.0 == "records" })?.1, let total = Int(countText), total >= 0
         else { throw WalletError.corrupted("the backup's first message is not a Coffer backup header") }
 
         // Built beside the target under a fixed temporary name and moved into place only once its
@@ -213,32 +229,41 @@ extension Wallet {
                         try Self.beginBulk(db, cacheKiB: Self.importCacheKiB)
                         defer { Self.endBulk(db, cacheKiB: Schema.writerCacheKiB) }
                         try db.inTransaction {
-                        let store = RecordStore(db: db, keys: keys, allowReserved: true)
-                        var done = 0
-                        var sawFinal = false
-                        progress?(BackupProgress(done: 0, total: total))
-                        while var chunk = try reader.next(stream) {
-                            defer { chunk.message.resetBytes(in: 0..<chunk.message.count) }
-                            if chunk.final {
-                                guard chunk.message.isEmpty else { throw WalletError.corrupted("the backup's final message is not empty") }
-                                sawFinal = true
-                                break
+                            let store = RecordStore(db: db, keys: keys, allowReserved: true)
+                            var done = 0
+                            var sawFinal = false
+                            progress?(BackupProgress(done: 0, total: total))
+                            while var chunk = try reader.next(stream) {
+                                defer { chunk.message.resetBytes(in: 0..<chunk.message.count) }
+                                if chunk.final {
+                                    guard chunk.message.isEmpty else {
+                                        throw WalletError.corrupted("the backup's final message is not empty")
+                                    }
+                                    sawFinal = true
+                                    break
+                                }
+                                guard case .array(let items)? = try? JSONValue.parse(String(decoding: chunk.message, as: UTF8.self)) else {
+                                    throw WalletError.corrupted("a backup message is not a list of records")
+                                }
+                                for item in items {
+                                    let r = try Self.backupRecord(item)
+                                    done += 1
+                                    guard done <= total else {
+                                        throw WalletError.corrupted("the backup holds more records than its header says (\(total))")
+                                    }
+                                    try store.add(
+                                        type: r.type, id: r.id, value: r.value, tags: r.tags,
+                                        expiresAt: r.expiry.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+                                }
+                                progress?(BackupProgress(done: done, total: total))
                             }
-                            guard case let .array(items)? = try? JSONValue.parse(String(decoding: chunk.message, as: UTF8.self)) else {
-                                throw WalletError.corrupted("a backup message is not a list of records")
+                            guard sawFinal, try reader.atEnd() else {
+                                throw WalletError.corrupted("the backup is truncated or has bytes after its end")
                             }
-                            for item in items {
-                                let r = try Self.backupRecord(item)
-                                done += 1
-                                guard done <= total else { throw WalletError.corrupted("the backup holds more records than its header says (\(total))") }
-                                try store.add(type: r.type, id: r.id, value: r.value, tags: r.tags,
-                                              expiresAt: r.expiry.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+                            guard done == total else {
+                                throw WalletError.corrupted("the backup holds \(done) records; its header says \(total)")
                             }
-                            progress?(BackupProgress(done: done, total: total))
-                        }
-                        guard sawFinal, try reader.atEnd() else { throw WalletError.corrupted("the backup is truncated or has bytes after its end") }
-                        guard done == total else { throw WalletError.corrupted("the backup holds \(done) records; its header says \(total)") }
-                        return .commit
+                            return .commit
                         }
                     }
                 }
@@ -290,15 +315,15 @@ extension Wallet {
     }
 
     static func backupRecord(_ item: JSONValue) throws -> (type: String, id: String, value: String, tags: WalletTags, expiry: Int64?) {
-        guard case let .object(fields) = item else { throw WalletError.corrupted("a backup record is not an object") }
+        guard case .object(let fields) = item else { throw WalletError.corrupted("a backup record is not an object") }
         func field(_ name: String) -> JSONValue? { fields.last(where: { $0.0 == name })?.1 }
-        guard case let .string(type)? = field("type"), case let .string(id)? = field("id"), case let .string(value)? = field("value"),
-              let tagsValue = field("tags")
+        guard case .string(let type)? = field("type"), case .string(let id)? = field("id"), case .string(let value)? = field("value"),
+            let tagsValue = field("tags")
         else { throw WalletError.corrupted("a backup record lacks type, id, value or tags") }
         let tags: WalletTags
         do { tags = try WalletTags(jsonValue: tagsValue) } catch { throw WalletError.corrupted("a backup record's tags: \(error)") }
         var expiry: Int64?
-        if case let .number(n)? = field("expiresAt") { expiry = Int64(n) }
+        if case .number(let n)? = field("expiresAt") { expiry = Int64(n) }
         return (type, id, value, tags, expiry)
     }
 
@@ -343,7 +368,8 @@ final class BackupReader: @unchecked Sendable {
         guard header[8] == BackupFormat.version else {
             throw WalletError.invalidInput("backup format \(header[8]) is newer than this Coffer reads (\(BackupFormat.version))")
         }
-        let ops = Self.u32(header, at: 9), memKiB = Self.u32(header, at: 13)
+        let ops = Self.u32(header, at: 9)
+        let memKiB = Self.u32(header, at: 13)
         let parameters = Argon2idParameters(opsLimit: UInt64(ops), memLimit: Int(memKiB) * 1024)
         // Refuse costs over Coffer's cap (which export also enforces) before any key work, so an
         // altered header cannot make a restore take minutes or exhaust memory.
@@ -368,7 +394,9 @@ final class BackupReader: @unchecked Sendable {
         if lengthBytes.isEmpty { return nil }
         guard lengthBytes.count == 4 else { throw WalletError.corrupted("the backup ends inside a message length") }
         let length = Int(Self.u32(lengthBytes, at: 0))
-        guard length <= Self.maxMessageBytes else { throw WalletError.corrupted("a backup message claims \(length) bytes, more than a backup writes") }
+        guard length <= Self.maxMessageBytes else {
+            throw WalletError.corrupted("a backup message claims \(length) bytes, more than a backup writes")
+        }
         let ciphertext = try read(length)
         guard ciphertext.count == length else { throw WalletError.corrupted("the backup is truncated inside a message") }
         let wasFirst = first
@@ -404,8 +432,8 @@ struct BackupBatch {
             Self.appendString(name, to: &bytes)
             bytes.append(UInt8(ascii: ":"))
             switch value {
-            case let .string(v): Self.appendString(v, to: &bytes)
-            case let .list(list):
+            case .string(let v): Self.appendString(v, to: &bytes)
+            case .list(let list):
                 bytes.append(UInt8(ascii: "["))
                 for (j, v) in list.enumerated() {
                     if j > 0 { bytes.append(UInt8(ascii: ",")) }
@@ -443,7 +471,10 @@ struct BackupBatch {
             switch b {
             case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
             case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0..<0x20: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(b >> 4)], hex[Int(b & 15)]])
+            case 0..<0x20:
+                out.append(contentsOf: [
+                    UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(b >> 4)], hex[Int(b & 15)],
+                ])
             default: out.append(b)
             }
         }

@@ -45,13 +45,17 @@ public struct IntegrityReport: Sendable, Equatable {
         JSONValue.object([
             ("records", .number(String(records))),
             ("tagRows", .number(String(tagRows))),
-            ("problems", .array(problems.map { p in
-                var fields: [(String, JSONValue)] = [("kind", .string(p.kind))]
-                if let type = p.type { fields.append(("type", .string(type))) }
-                if let id = p.id { fields.append(("id", .string(id))) }
-                fields.append(("detail", .string(p.detail)))
-                return .object(fields)
-            })),
+            (
+                "problems",
+                .array(
+                    problems.map { p in
+                        var fields: [(String, JSONValue)] = [("kind", .string(p.kind))]
+                        if let type = p.type { fields.append(("type", .string(type))) }
+                        if let id = p.id { fields.append(("id", .string(id))) }
+                        fields.append(("detail", .string(p.detail)))
+                        return .object(fields)
+                    })
+            ),
             ("problemCount", .number(String(problemCount))),
         ]).jsonText
     }
@@ -92,7 +96,7 @@ extension Wallet {
                     if done % 1_000 == 0 { progress?(BackupProgress(done: done, total: total)) }
                     let rowid: Int64 = row[0]
                     guard let typeColumn = Int64.fromDatabaseValue(row[1]), let idBlind = Data.fromDatabaseValue(row[2]),
-                          let sealed = Data.fromDatabaseValue(row[3])
+                        let sealed = Data.fromDatabaseValue(row[3])
                     else {
                         report.add("record", type: nil, id: nil, "row \(rowid) has columns of the wrong kind")
                         continue
@@ -100,13 +104,15 @@ extension Wallet {
                     RowDigest.xor(&digest, keys.rowDigest(type: typeColumn, idBlind: idBlind, sealed: sealed))
                     let typeBlind = BlindColumn.blind(typeColumn)
                     let contents: RecordCodec.Contents
-                    do { contents = try RecordCodec.open(sealed, typeBlind: typeBlind, idBlind: idBlind, expiry: row[4], keys: keys) } catch {
+                    do { contents = try RecordCodec.open(sealed, typeBlind: typeBlind, idBlind: idBlind, expiry: row[4], keys: keys) } catch
+                    {
                         report.add("record", type: nil, id: nil, "row \(rowid) does not open: \(error)")
                         continue
                     }
                     let type = contents.type
                     if let type, keys.typeBlind(type) != typeBlind || keys.idBlind(typeBlind: typeBlind, id: contents.id) != idBlind {
-                        report.add("record", type: type, id: contents.id, "row \(rowid)'s blind type or id does not match its sealed type and id")
+                        report.add(
+                            "record", type: type, id: contents.id, "row \(rowid)'s blind type or id does not match its sealed type and id")
                     }
                     // The index rows the sealed tags call for, against the rows that are there.
                     var expected = [RecordStore.TagRow: Int]()
@@ -122,19 +128,27 @@ extension Wallet {
                         found[RecordStore.TagRow(name: name, value: tag[1]), default: 0] += 1
                     }
                     for r in expected.keys where found[r] == nil {
-                        report.add("missingTagRow", type: type, id: contents.id, "a sealed tag has no row in the tag index (searches skip this record)")
+                        report.add(
+                            "missingTagRow", type: type, id: contents.id,
+                            "a sealed tag has no row in the tag index (searches skip this record)")
                     }
                     for r in found.keys where expected[r] == nil {
-                        report.add("extraTagRow", type: type, id: contents.id, "the tag index holds a row that is not among the record's sealed tags")
+                        report.add(
+                            "extraTagRow", type: type, id: contents.id,
+                            "the tag index holds a row that is not among the record's sealed tags")
                     }
                     for name in multi where !multiValued.contains(name) {
-                        report.add("multiValuedUnmarked", type: type, id: contents.id, "a plaintext tag holds several values but is not marked multi-valued")
+                        report.add(
+                            "multiValuedUnmarked", type: type, id: contents.id,
+                            "a plaintext tag holds several values but is not marked multi-valued")
                     }
                 }
                 let stored = try Data.fetchOne(db, sql: "SELECT value FROM coffer_digest WHERE id = 1")
                 if stored != Data(digest) {
-                    report.add("digest", type: nil, id: nil,
-                               "the records differ from the versions this wallet last wrote: a record was rolled back to an older version, re-inserted after its deletion, or removed with its tag rows")
+                    report.add(
+                        "digest", type: nil, id: nil,
+                        "the records differ from the versions this wallet last wrote: a record was rolled back to an older version, re-inserted after its deletion, or removed with its tag rows"
+                    )
                 }
                 let orphans = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM tags WHERE item NOT IN (SELECT id FROM items)") ?? 0
                 if orphans > 0 { report.add("orphanTagRow", type: nil, id: nil, "\(orphans) tag rows belong to no record") }

@@ -46,13 +46,16 @@ extension Wallet {
                     while let (number, text) = try lines.next() {
                         let record = try Self.importLine(text, number: number)
                         do {
-                            try store.add(type: record.type, id: record.id, value: record.value, tags: record.tags,
-                                          expiresAt: record.expiry.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+                            try store.add(
+                                type: record.type, id: record.id, value: record.value, tags: record.tags,
+                                expiresAt: record.expiry.map { Date(timeIntervalSince1970: Double($0) / 1000) })
                         } catch let error as WalletError {
                             throw Self.atLine(number, error)
                         }
                         count += 1
-                        if count % 1_000 == 0 { progress?(ImportProgress(records: count, bytesRead: lines.bytesRead, totalBytes: totalBytes)) }
+                        if count % 1_000 == 0 {
+                            progress?(ImportProgress(records: count, bytesRead: lines.bytesRead, totalBytes: totalBytes))
+                        }
                     }
                     return .commit
                 }
@@ -78,15 +81,17 @@ extension Wallet {
         try? db.execute(sql: "PRAGMA cache_size = -\(cacheKiB); PRAGMA mmap_size = \(Schema.mmapBytes)")
     }
 
-    static func importLine(_ text: String, number: Int) throws -> (type: String, id: String, value: String, tags: WalletTags, expiry: Int64?) {
+    static func importLine(_ text: String, number: Int) throws -> (
+        type: String, id: String, value: String, tags: WalletTags, expiry: Int64?
+    ) {
         let value: JSONValue
         do { value = try JSONValue.parse(text) } catch { throw WalletError.invalidInput("line \(number): \(error)") }
-        guard case let .object(members) = value else {
+        guard case .object(let members) = value else {
             throw WalletError.invalidInput("line \(number): expected a JSON object, got \(value.kindName)")
         }
         func field(_ key: String) -> JSONValue? { members.last(where: { $0.0 == key })?.1 }
         func string(_ key: String) throws -> String {
-            guard case let .string(s)? = field(key) else { throw WalletError.invalidInput("line \(number): \"\(key)\" must be a string") }
+            guard case .string(let s)? = field(key) else { throw WalletError.invalidInput("line \(number): \"\(key)\" must be a string") }
             return s
         }
         var tags = WalletTags()
@@ -95,7 +100,7 @@ extension Wallet {
         }
         var expiry: Int64?
         if let e = field("expiresAt"), e != .null {
-            guard case let .number(n) = e, let ms = Int64(n) else {
+            guard case .number(let n) = e, let ms = Int64(n) else {
                 throw WalletError.invalidInput("line \(number): \"expiresAt\" must be Unix milliseconds (an integer)")
             }
             expiry = ms
@@ -106,8 +111,8 @@ extension Wallet {
     /// `error` with the line it came from, where its message does not already say.
     static func atLine(_ line: Int, _ error: WalletError) -> WalletError {
         switch error {
-        case let .invalidInput(m): return .invalidInput("line \(line): \(m)")
-        case let .invalidQuery(m): return .invalidInput("line \(line): \(m)")
+        case .invalidInput(let m): return .invalidInput("line \(line): \(m)")
+        case .invalidQuery(let m): return .invalidInput("line \(line): \(m)")
         default: return error // duplicate names type and id already
         }
     }

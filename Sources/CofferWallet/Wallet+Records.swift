@@ -74,9 +74,13 @@ extension Wallet {
     /// Reads every matching record at once, in insertion order (or newest first), skipping
     /// `offset` and returning at most `limit`. For large results prefer
     /// ``records(type:matching:options:pageSize:)``, which streams.
-    public func fetchAll(type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
-                         offset: Int = 0, limit: Int? = nil, newestFirst: Bool = false) async throws -> [WalletRecord] {
-        try await read { try $0.fetchAll(type: type, matching: query, options: options, offset: offset, limit: limit, newestFirst: newestFirst) }
+    public func fetchAll(
+        type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
+        offset: Int = 0, limit: Int? = nil, newestFirst: Bool = false
+    ) async throws -> [WalletRecord] {
+        try await read {
+            try $0.fetchAll(type: type, matching: query, options: options, offset: offset, limit: limit, newestFirst: newestFirst)
+        }
     }
 
     /// Deletes every record of `type` matching `query` in one transaction; returns how many were
@@ -189,12 +193,15 @@ public final class WalletReader {
     /// Counts matching records.
     public func count(type: String, matching query: WalletQuery = .all) throws -> Int {
         try Validate.type(type)
-        return try QueryCompiler.compile(type: type, query: query, keys: store.keys, allowReserved: store.allowReserved).count(store.db, keys: store.keys)
+        return try QueryCompiler.compile(type: type, query: query, keys: store.keys, allowReserved: store.allowReserved).count(
+            store.db, keys: store.keys)
     }
 
     /// One search page read in this transaction: the total count (when asked for) and up to
     /// `count` records (every match when nil) agree with each other.
-    public func search(type: String, matching query: WalletQuery, options: SearchOptions = SearchOptions(), count: Int? = nil) throws -> SearchPage {
+    public func search(type: String, matching query: WalletQuery, options: SearchOptions = SearchOptions(), count: Int? = nil) throws
+        -> SearchPage
+    {
         try Validate.type(type)
         if let count, count < 1 { throw WalletError.invalidInput("count must be at least 1, got \(count)") }
         let search = try QueryCompiler.compile(type: type, query: query, keys: store.keys, allowReserved: store.allowReserved)
@@ -202,15 +209,18 @@ public final class WalletReader {
         if options.retrieveTotalCount { page.totalCount = try search.count(store.db, keys: store.keys) }
         if options.retrieveRecords {
             var cursor = SearchCursor()
-            page.records = try search.page(store.db, keys: store.keys, cursor: &cursor, limit: count ?? Int.max / 2,
-                                           options: options.recordOptions, allowRange: true)
+            page.records = try search.page(
+                store.db, keys: store.keys, cursor: &cursor, limit: count ?? Int.max / 2,
+                options: options.recordOptions, allowRange: true)
         }
         return page
     }
 
     /// Every matching record, in insertion order (or newest first), skipping `offset`, at most `limit`.
-    public func fetchAll(type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
-                         offset: Int = 0, limit: Int? = nil, newestFirst: Bool = false) throws -> [WalletRecord] {
+    public func fetchAll(
+        type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
+        offset: Int = 0, limit: Int? = nil, newestFirst: Bool = false
+    ) throws -> [WalletRecord] {
         try Validate.type(type)
         if let limit, limit < 0 { throw WalletError.invalidInput("limit must not be negative, got \(limit)") }
         guard offset >= 0 else { throw WalletError.invalidInput("offset must not be negative, got \(offset)") }
@@ -223,8 +233,9 @@ public final class WalletReader {
         }
         let want = limit ?? Int.max / 2
         if want == 0 { return [] }
-        return try search.page(store.db, keys: store.keys, cursor: &cursor, limit: want, options: options, descending: newestFirst,
-                               allowRange: offset == 0)
+        return try search.page(
+            store.db, keys: store.keys, cursor: &cursor, limit: want, options: options, descending: newestFirst,
+            allowRange: offset == 0)
     }
 }
 

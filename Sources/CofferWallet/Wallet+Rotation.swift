@@ -19,8 +19,10 @@ extension Wallet {
     ///   - newKey: the key or passphrase that protects the wallet from now on.
     ///   - rotatingKey: whether to replace the wallet key and re-seal every record.
     ///   - progress: called with records re-sealed so far and the total (rotation only).
-    public func rekey(to newKey: WalletKey, rotatingKey: Bool,
-                      progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws {
+    public func rekey(
+        to newKey: WalletKey, rotatingKey: Bool,
+        progress: (@Sendable (BackupProgress) -> Void)? = nil
+    ) async throws {
         guard rotatingKey else { return try await rekey(to: newKey) }
         let (storeKey, kdf) = try Self.makeStoreKey(newKey, parameters: configuration.passphraseParameters)
         await gate.close()
@@ -60,8 +62,10 @@ extension Wallet {
 
     /// Re-seals and re-indexes every row under `new`, then recomputes the records' version
     /// digest; returns the number of records. Runs inside the caller's transaction.
-    static func rotateRecords(_ db: Database, from old: WalletKeys, to new: WalletKeys,
-                              progress: (@Sendable (BackupProgress) -> Void)?) throws -> Int {
+    static func rotateRecords(
+        _ db: Database, from old: WalletKeys, to new: WalletKeys,
+        progress: (@Sendable (BackupProgress) -> Void)?
+    ) throws -> Int {
         let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items") ?? 0
         let names = try typeNames(db, keys: old)
         try db.execute(sql: "DELETE FROM tag_multi")
@@ -78,13 +82,17 @@ extension Wallet {
             for row in rows {
                 let rowid: Int64 = row[0]
                 guard let typeColumn = Int64.fromDatabaseValue(row[1]), let idBlind = Data.fromDatabaseValue(row[2]),
-                      let sealed = Data.fromDatabaseValue(row[3]) else {
+                    let sealed = Data.fromDatabaseValue(row[3])
+                else {
                     throw WalletError.corrupted("row \(rowid) has columns of the wrong kind; run the wallet check")
                 }
                 let expiry: Int64? = row[4]
-                var contents = try RecordCodec.open(sealed, typeBlind: BlindColumn.blind(typeColumn), idBlind: idBlind, expiry: expiry, keys: old)
+                var contents = try RecordCodec.open(
+                    sealed, typeBlind: BlindColumn.blind(typeColumn), idBlind: idBlind, expiry: expiry, keys: old)
                 guard let type = contents.type ?? names[typeColumn] else {
-                    throw WalletError.invalidInput("record \(WalletError.quote(contents.id)) is in the first box format, which did not keep its type, and no other record tells it; update it once, then rotate")
+                    throw WalletError.invalidInput(
+                        "record \(WalletError.quote(contents.id)) is in the first box format, which did not keep its type, and no other record tells it; update it once, then rotate"
+                    )
                 }
                 contents.type = type
                 let tb = new.typeBlind(type)
@@ -120,10 +128,13 @@ extension Wallet {
         // Only blind types some first-format box uses need a name: most wallets have none, and
         // this reads each type's rows only until one of a later format names it.
         for typeColumn in try Int64.fetchAll(db, sql: "SELECT DISTINCT type FROM items") where names[typeColumn] == nil {
-            let rows = try Row.fetchCursor(db, sql: "SELECT name, value, expiry FROM items WHERE type = ? ORDER BY id", arguments: [typeColumn])
+            let rows = try Row.fetchCursor(
+                db, sql: "SELECT name, value, expiry FROM items WHERE type = ? ORDER BY id", arguments: [typeColumn])
             while let row = try rows.next() {
                 guard let idBlind = Data.fromDatabaseValue(row[0]), let sealed = Data.fromDatabaseValue(row[1]) else { continue }
-                if let type = try? RecordCodec.open(sealed, typeBlind: BlindColumn.blind(typeColumn), idBlind: idBlind, expiry: row[2], keys: keys).type {
+                if let type = try? RecordCodec.open(
+                    sealed, typeBlind: BlindColumn.blind(typeColumn), idBlind: idBlind, expiry: row[2], keys: keys
+                ).type {
                     names[typeColumn] = type
                     break
                 }

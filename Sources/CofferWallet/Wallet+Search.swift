@@ -32,8 +32,9 @@ extension Wallet {
         do {
             var page = SearchPage(totalCount: entry.totalCount)
             if entry.options.retrieveRecords {
-                let (records, newCursor) = try await nextPage(entry.search, after: entry.cursor, limit: count,
-                                                              options: entry.options.recordOptions)
+                let (records, newCursor) = try await nextPage(
+                    entry.search, after: entry.cursor, limit: count,
+                    options: entry.options.recordOptions)
                 updated.cursor = newCursor
                 page.records = records
             }
@@ -53,8 +54,10 @@ extension Wallet {
 
     /// The page after `cursor` in one read transaction, and where the walk then stands: the
     /// step both the handle API and the `AsyncSequence` take.
-    func nextPage(_ search: CompiledSearch, after cursor: SearchCursor, limit: Int,
-                  options: RecordOptions) async throws -> ([WalletRecord], SearchCursor) {
+    func nextPage(
+        _ search: CompiledSearch, after cursor: SearchCursor, limit: Int,
+        options: RecordOptions
+    ) async throws -> ([WalletRecord], SearchCursor) {
         try await read { reader -> ([WalletRecord], SearchCursor) in
             var position = cursor
             let records = try search.page(reader.store.db, keys: reader.store.keys, cursor: &position, limit: limit, options: options)
@@ -68,8 +71,10 @@ extension Wallet {
     /// Matching records as an `AsyncSequence`, fetched `pageSize` at a time (memory stays flat
     /// however many match), in insertion order: `for try await record in wallet.records(…)`.
     /// A bad type, query or page size is thrown by the first iteration.
-    public func records(type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
-                        pageSize: Int = 4096) -> WalletRecordSequence {
+    public func records(
+        type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
+        pageSize: Int = 4096
+    ) -> WalletRecordSequence {
         let search = Result { () throws(WalletError) -> CompiledSearch in
             try Validate.type(type)
             guard pageSize >= 1 else { throw WalletError.invalidInput("pageSize must be at least 1, got \(pageSize)") }
@@ -112,8 +117,9 @@ public struct WalletRecordSequence: AsyncSequence, Sendable {
             }
             if cursor.exhausted { return nil }
             let search = try sequence.compiled.get()
-            let (records, newCursor) = try await sequence.wallet.nextPage(search, after: cursor, limit: sequence.pageSize,
-                                                                          options: sequence.options)
+            let (records, newCursor) = try await sequence.wallet.nextPage(
+                search, after: cursor, limit: sequence.pageSize,
+                options: sequence.options)
             cursor = newCursor
             buffer = records
             index = 0

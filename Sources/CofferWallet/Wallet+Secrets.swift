@@ -69,14 +69,15 @@ extension Wallet {
         let opened = try OpenedKey(kind: kind, secret: secret)
         let publicKey: Data
         switch opened {
-        case let .ed25519(pair, _): publicKey = pair.publicKey
-        case let .x25519(pair): publicKey = pair.publicKey
+        case .ed25519(let pair, _): publicKey = pair.publicKey
+        case .x25519(let pair): publicKey = pair.publicKey
         }
         let verkey = Base58.encode(publicKey)
         // The record format keeps values as text: the base64 is written from the key's storage
         // into the wiped plaintext buffer that is sealed (no String copy).
         try await secretWrite { store in
-            try store.add(type: SecretTypes.key, id: verkey, value: "", tags: ["kind": .string(kind.rawValue)], expiresAt: nil, secret: secret)
+            try store.add(
+                type: SecretTypes.key, id: verkey, value: "", tags: ["kind": .string(kind.rawValue)], expiresAt: nil, secret: secret)
         }
         heldKeys.put(verkey, opened)
         return verkey
@@ -94,12 +95,16 @@ extension Wallet {
         try await secretRead { store in
             let search = try QueryCompiler.compile(type: SecretTypes.key, query: .all, keys: store.keys, allowReserved: true)
             var cursor = SearchCursor()
-            return try search.page(store.db, keys: store.keys, cursor: &cursor, limit: Int.max,
-                                   options: RecordOptions(retrieveValue: false, retrieveTags: true))
-                .compactMap { record in
-                    guard case let .string(k)? = record.tags?.entries[ByteString("kind")], let kind = WalletKeyKind(rawValue: k) else { return nil }
-                    return WalletPublicKey(verkey: record.id, kind: kind)
+            return try search.page(
+                store.db, keys: store.keys, cursor: &cursor, limit: Int.max,
+                options: RecordOptions(retrieveValue: false, retrieveTags: true)
+            )
+            .compactMap { record in
+                guard case .string(let k)? = record.tags?.entries[ByteString("kind")], let kind = WalletKeyKind(rawValue: k) else {
+                    return nil
                 }
+                return WalletPublicKey(verkey: record.id, kind: kind)
+            }
         }
     }
 
@@ -110,8 +115,8 @@ extension Wallet {
         try Self.checkVerkey(verkey)
         let opened = try await secretRead { store -> OpenedKey? in
             guard let record = try store.secret(type: SecretTypes.key, id: verkey, byteCount: 32) else { return nil }
-            guard case let .string(k)? = record.tags.entries[ByteString("kind")], let kind = WalletKeyKind(rawValue: k),
-                  let secret = record.secret, let opened = try? OpenedKey(kind: kind, secret: secret)
+            guard case .string(let k)? = record.tags.entries[ByteString("kind")], let kind = WalletKeyKind(rawValue: k),
+                let secret = record.secret, let opened = try? OpenedKey(kind: kind, secret: secret)
             else { throw WalletError.corrupted("the stored key \(verkey) does not parse") }
             return opened
         }
@@ -130,7 +135,7 @@ extension Wallet {
     /// - Throws: ``WalletError/notFound(type:id:)`` for a key the wallet does not hold,
     ///   ``WalletError/invalidInput(_:)`` when it is not an Ed25519 key.
     public func sign(_ message: Data, with verkey: String) async throws -> Data {
-        guard case let .ed25519(pair, _) = try await heldKey(verkey) else {
+        guard case .ed25519(let pair, _) = try await heldKey(verkey) else {
             throw WalletError.invalidInput("key \(verkey) is x25519, not ed25519: it cannot sign (create an ed25519 key to sign)")
         }
         return pair.sign(message)
@@ -176,7 +181,9 @@ extension Wallet {
 
     /// Encrypts `message` from a key the wallet holds to a recipient's public key (libsodium box):
     /// the recipient can tell it came from the sender.
-    public func box(_ message: Data, from sender: String, to recipient: String, recipientKind: WalletKeyKind = .x25519) async throws -> BoxedMessage {
+    public func box(_ message: Data, from sender: String, to recipient: String, recipientKind: WalletKeyKind = .x25519) async throws
+        -> BoxedMessage
+    {
         let pair = try await agreementPair(sender)
         let (nonce, ciphertext) = try Box.seal(message, from: pair, to: Self.agreementKey(recipient, kind: recipientKind))
         return BoxedMessage(nonce: nonce, ciphertext: ciphertext)
@@ -184,9 +191,13 @@ extension Wallet {
 
     /// Decrypts a box from `sender` to a key the wallet holds.
     /// - Throws: ``WalletError/invalidInput(_:)`` when it does not authenticate.
-    public func openBox(_ boxed: BoxedMessage, from sender: String, senderKind: WalletKeyKind = .x25519, to recipient: String) async throws -> Data {
+    public func openBox(_ boxed: BoxedMessage, from sender: String, senderKind: WalletKeyKind = .x25519, to recipient: String) async throws
+        -> Data
+    {
         let pair = try await agreementPair(recipient)
-        do { return try Box.open(boxed.ciphertext, nonce: boxed.nonce, from: Self.agreementKey(sender, kind: senderKind), to: pair) } catch let e as WalletError {
+        do {
+            return try Box.open(boxed.ciphertext, nonce: boxed.nonce, from: Self.agreementKey(sender, kind: senderKind), to: pair)
+        } catch let e as WalletError {
             throw e
         } catch {
             throw WalletError.invalidInput("the box does not open between \(sender) and \(recipient) (altered, or other keys)")
@@ -202,11 +213,15 @@ extension Wallet {
     @discardableResult
     public func initializeMasterSecret() async throws -> Bool {
         try await secretWrite { store in
-            if try store.get(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID, options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil {
+            if try store.get(
+                type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID,
+                options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil
+            {
                 return false
             }
-            try store.add(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID, value: "", tags: [:], expiresAt: nil,
-                          secret: SecretKey.random(byteCount: 32))
+            try store.add(
+                type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID, value: "", tags: [:], expiresAt: nil,
+                secret: SecretKey.random(byteCount: 32))
             return true
         }
     }
@@ -214,7 +229,9 @@ extension Wallet {
     /// Whether the credential master secret exists.
     public func hasMasterSecret() async throws -> Bool {
         try await secretRead { store in
-            try store.get(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID, options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil
+            try store.get(
+                type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID,
+                options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil
         }
     }
 
@@ -232,7 +249,8 @@ extension Wallet {
     }
 
     static let notProvisioned = WalletError.invalidInput(
-        "this wallet has no credential master secret: provision it for the SDK first with initializeMasterSecret() (once, when the wallet is set up)")
+        "this wallet has no credential master secret: provision it for the SDK first with initializeMasterSecret() (once, when the wallet is set up)"
+    )
 
     /// The binding of the master secret to a credential definition that a credential request
     /// carries: HMAC-SHA-256 under the master secret, domain 1, of the definition's id. The
@@ -246,8 +264,10 @@ extension Wallet {
     /// deleted with the credential record. The SDK calls this as soon as a credential arrives.
     public func storeCredentialSignature(_ signature: String, credentialID: String) async throws {
         try await secretWrite { store in
-            if try store.get(type: SecretTypes.credentialSignature, id: credentialID,
-                             options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil {
+            if try store.get(
+                type: SecretTypes.credentialSignature, id: credentialID,
+                options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil
+            {
                 try store.update(type: SecretTypes.credentialSignature, id: credentialID, value: signature)
             } else {
                 try store.add(type: SecretTypes.credentialSignature, id: credentialID, value: signature, tags: [:], expiresAt: nil)
@@ -258,7 +278,9 @@ extension Wallet {
     /// Whether a signature is stored for the credential.
     public func hasCredentialSignature(credentialID: String) async throws -> Bool {
         try await secretRead { store in
-            try store.get(type: SecretTypes.credentialSignature, id: credentialID, options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil
+            try store.get(
+                type: SecretTypes.credentialSignature, id: credentialID, options: RecordOptions(retrieveValue: false, retrieveTags: false))
+                != nil
         }
     }
 
@@ -266,8 +288,10 @@ extension Wallet {
     /// none). Not visible to clients of the library.
     package func removeCredentialSignature(credentialID: String) async throws {
         try await secretWrite { store in
-            if try store.get(type: SecretTypes.credentialSignature, id: credentialID,
-                             options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil {
+            if try store.get(
+                type: SecretTypes.credentialSignature, id: credentialID,
+                options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil
+            {
                 try store.delete(type: SecretTypes.credentialSignature, id: credentialID)
             }
         }
@@ -279,8 +303,11 @@ extension Wallet {
     /// - Throws: ``WalletError/notFound(type:id:)`` (type `credential signature`) when no signature is kept for it.
     package func storeCredential(id: String, value: String, tags: WalletTags) async throws {
         try await secretWrite { store in
-            guard try store.get(type: SecretTypes.credentialSignature, id: id,
-                                options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil else {
+            guard
+                try store.get(
+                    type: SecretTypes.credentialSignature, id: id,
+                    options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil
+            else {
                 throw WalletError.notFound(type: "credential signature", id: id)
             }
             try store.add(type: SecretTypes.credential, id: id, value: value, tags: tags, expiresAt: nil)
@@ -290,7 +317,8 @@ extension Wallet {
     /// Lends a credential's signature to code inside this module; tests reach it with `@testable`.
     func withCredentialSignature<T>(credentialID: String, _ body: (String) throws -> T) async throws -> T {
         let record = try await secretRead { store in
-            try store.get(type: SecretTypes.credentialSignature, id: credentialID, options: RecordOptions(retrieveValue: true, retrieveTags: false))
+            try store.get(
+                type: SecretTypes.credentialSignature, id: credentialID, options: RecordOptions(retrieveValue: true, retrieveTags: false))
         }
         guard let value = record?.value else { throw WalletError.notFound(type: "credential signature", id: credentialID) }
         return try body(value)

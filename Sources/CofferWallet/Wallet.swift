@@ -1,7 +1,7 @@
 // The encrypted record wallet: opening, creating, rekeying and closing one wallet file.
 import CofferCrypto
-import Foundation
 import CofferSQLite
+import Foundation
 import GRDB
 import Logging
 
@@ -148,8 +148,9 @@ public final class Wallet: Sendable {
                 if try Data.fetchOne(db, sql: "SELECT value FROM coffer_meta WHERE name = 'keys'") != nil {
                     throw WalletError.walletExists(path: path)
                 }
-                try db.execute(sql: "INSERT INTO coffer_meta(name, value) VALUES ('format', ?), ('kdf', ?), ('keys', ?)",
-                               arguments: [Data(String(Schema.format).utf8), Data(kdf.jsonText.utf8), sealedKeys])
+                try db.execute(
+                    sql: "INSERT INTO coffer_meta(name, value) VALUES ('format', ?), ('kdf', ?), ('keys', ?)",
+                    arguments: [Data(String(Schema.format).utf8), Data(kdf.jsonText.utf8), sealedKeys])
             }
         } catch {
             closePool(opened)
@@ -173,7 +174,7 @@ public final class Wallet: Sendable {
     public static func open(at url: URL, key: WalletKey, configuration: Configuration = Configuration()) async throws -> Wallet {
         let path = url.path
         guard FileManager.default.fileExists(atPath: path) else { throw WalletError.walletMissing(path: path) }
-        if case let .raw(data) = key, data.count != 32 {
+        if case .raw(let data) = key, data.count != 32 {
             throw WalletError.invalidInput("a raw key must be 32 bytes, got \(data.count)")
         }
         try checkIsWallet(path: path)
@@ -212,14 +213,16 @@ public final class Wallet: Sendable {
                 throw WalletError.corrupted("\(path) is an SQLite database without a Coffer wallet's keys")
             }
             if let formatData = meta["format"], let format = Int(String(decoding: formatData, as: UTF8.self)), format > Schema.format {
-                throw WalletError.invalidInput("the wallet at \(path) has format \(format), written by a newer Coffer; this one reads up to \(Schema.format)")
+                throw WalletError.invalidInput(
+                    "the wallet at \(path) has format \(format), written by a newer Coffer; this one reads up to \(Schema.format)")
             }
             let kdf = try KDFRecord(json: String(decoding: kdfData, as: UTF8.self))
             let storeKey = try deriveStoreKey(key, kdf: kdf)
             let keys = WalletKeys(master: try openMaster(sealedKeys, storeKey: storeKey, kdf: kdf))
             DigestFunction.register(on: db, keys: keys)
-            return OpenState(keys: keys, migrated: try migrator.hasCompletedMigrations(db),
-                             incremental: try SQLiteFootprint.isIncremental(db))
+            return OpenState(
+                keys: keys, migrated: try migrator.hasCompletedMigrations(db),
+                incremental: try SQLiteFootprint.isIncremental(db))
         }
     }
 
@@ -241,7 +244,8 @@ public final class Wallet: Sendable {
         let head = (try? handle.read(upToCount: 100)) ?? Data()
         try? handle.close()
         guard head.count == 100, head.prefix(16) == Data("SQLite format 3\0".utf8) else {
-            throw .corrupted("\(path) is not a Coffer wallet (\(head.count < 100 ? "\(head.count) bytes" : "no SQLite header")); it was left as it was")
+            throw .corrupted(
+                "\(path) is not a Coffer wallet (\(head.count < 100 ? "\(head.count) bytes" : "no SQLite header")); it was left as it was")
         }
         // A wallet is always in WAL mode (file format bytes 18 and 19 are 2). Any other SQLite
         // file would be switched to WAL by opening it for writing, so it is refused unopened.
@@ -295,10 +299,10 @@ public final class Wallet: Sendable {
 
     static func makeStoreKey(_ key: WalletKey, parameters: Argon2idParameters) throws -> (SecretKey, KDFRecord) {
         switch key {
-        case let .raw(data):
+        case .raw(let data):
             guard data.count == 32 else { throw WalletError.invalidInput("a raw key must be 32 bytes, got \(data.count)") }
             return (try SecretKey(copying: data, expectedCount: 32), KDFRecord(method: "raw"))
-        case let .passphrase(passphrase):
+        case .passphrase(let passphrase):
             guard !passphrase.isEmpty else { throw WalletError.invalidInput("the passphrase must not be empty") }
             do { try parameters.validateWithinCap() } catch { throw WalletError.invalidInput("passphrase key costs: \(error)") }
             let salt = SecureRandom.bytes(Argon2idParameters.saltByteCount)
@@ -311,9 +315,9 @@ public final class Wallet: Sendable {
 
     static func deriveStoreKey(_ key: WalletKey, kdf: KDFRecord) throws -> SecretKey {
         switch (key, kdf.method) {
-        case let (.raw(data), "raw"):
+        case (.raw(let data), "raw"):
             return try SecretKey(copying: data, expectedCount: 32)
-        case let (.passphrase(passphrase), "argon2id"):
+        case (.passphrase(let passphrase), "argon2id"):
             guard let parameters = kdf.parameters, let salt = kdf.salt else {
                 throw WalletError.corrupted("the wallet's key-derivation record lacks its Argon2id parameters")
             }
@@ -344,7 +348,8 @@ public final class Wallet: Sendable {
     static func openMaster(_ sealed: Data, storeKey: SecretKey, kdf: KDFRecord) throws -> SecretKey {
         var plain: Data
         do { plain = try AEAD.xchacha20Poly1305.open(sealed, key: storeKey, associatedData: keysAssociatedData) } catch {
-            throw WalletError.wrongKey(kdf.method == "raw" ? "the raw key does not open this wallet" : "the passphrase does not open this wallet")
+            throw WalletError.wrongKey(
+                kdf.method == "raw" ? "the raw key does not open this wallet" : "the passphrase does not open this wallet")
         }
         defer { plain.resetBytes(in: 0..<plain.count) }
         guard plain.count == keysMagic.count + 32, plain.prefix(keysMagic.count) == keysMagic else {
@@ -428,19 +433,19 @@ struct KDFRecord: Sendable {
     }
 
     init(json: String) throws {
-        guard case let .object(members)? = try? JSONValue.parse(json) else {
+        guard case .object(let members)? = try? JSONValue.parse(json) else {
             throw WalletError.corrupted("the wallet's key-derivation record is not JSON")
         }
         var dict = [String: JSONValue]()
         for (k, v) in members { dict[k] = v }
-        guard case let .string(method)? = dict["method"] else {
+        guard case .string(let method)? = dict["method"] else {
             throw WalletError.corrupted("the wallet's key-derivation record has no method")
         }
         self.method = method
         if method == "argon2id" {
-            guard case let .number(ops)? = dict["opsLimit"], case let .number(mem)? = dict["memLimit"],
-                  case let .string(salt64)? = dict["salt"], let o = UInt64(ops), let m = Int(mem),
-                  let salt = Data(base64Encoded: salt64)
+            guard case .number(let ops)? = dict["opsLimit"], case .number(let mem)? = dict["memLimit"],
+                case .string(let salt64)? = dict["salt"], let o = UInt64(ops), let m = Int(mem),
+                let salt = Data(base64Encoded: salt64)
             else { throw WalletError.corrupted("the wallet's Argon2id record is incomplete") }
             // The record is not authenticated: refuse costs over Coffer's cap (which create and
             // rekey also enforce), so an altered file cannot make opening hang or exhaust memory.
@@ -448,7 +453,9 @@ struct KDFRecord: Sendable {
             do { try found.validateWithinCap() } catch {
                 throw WalletError.corrupted("the wallet's stored key costs are refused: \(error)")
             }
-            guard salt.count == Argon2idParameters.saltByteCount else { throw WalletError.corrupted("the wallet's Argon2id salt is not 16 bytes") }
+            guard salt.count == Argon2idParameters.saltByteCount else {
+                throw WalletError.corrupted("the wallet's Argon2id salt is not 16 bytes")
+            }
             parameters = found
             self.salt = salt
         }

@@ -72,11 +72,13 @@ public final class WalletApi: Sendable {
     public func deleteRecordTags(_ recordType: String, _ recordId: String, _ recordTags: String) async throws {
         let parsed: JSONValue
         do { parsed = try JSONValue.parse(recordTags) } catch { throw WalletError.invalidInput("recordTags: \(error.message)") }
-        guard case let .array(items) = parsed else {
+        guard case .array(let items) = parsed else {
             throw WalletError.invalidInput("recordTags must be a JSON array of tag names, got \(parsed.kindName)")
         }
         let names = try items.map { item -> String in
-            guard case let .string(s) = item else { throw WalletError.invalidInput("recordTags: every name must be a string, found \(item.kindName)") }
+            guard case .string(let s) = item else {
+                throw WalletError.invalidInput("recordTags: every name must be a string, found \(item.kindName)")
+            }
             return s
         }
         try await wallet.deleteTags(type: recordType, id: recordId, names: names)
@@ -130,19 +132,25 @@ public final class WalletApi: Sendable {
     }
 
     /// ``addRecordWallet(_:_:_:_:)`` with a completion handler.
-    public func addRecordWallet(_ recordType: String, recordId: String, recordValue: String, completion: @escaping @Sendable (Error?) -> Void) {
+    public func addRecordWallet(
+        _ recordType: String, recordId: String, recordValue: String, completion: @escaping @Sendable (Error?) -> Void
+    ) {
         run(completion) { try await self.addRecordWallet(recordType, recordId, recordValue) }
     }
 
     /// ``updateRecordWallet(_:_:_:)`` with a completion handler.
-    public func updateRecordWallet(_ recordType: String, withRecordId recordId: String, withRecordValue recordValue: String,
-                                   withCompletion completion: @escaping @Sendable (Error?) -> Void) {
+    public func updateRecordWallet(
+        _ recordType: String, withRecordId recordId: String, withRecordValue recordValue: String,
+        withCompletion completion: @escaping @Sendable (Error?) -> Void
+    ) {
         run(completion) { try await self.updateRecordWallet(recordType, recordId, recordValue) }
     }
 
     /// ``getRecordWallet(_:_:_:)`` with a completion handler.
-    public func getRecordWallet(_ recordType: String, recordId: String, optionsJson: String = "{}",
-                                completion: @escaping @Sendable (Error?, String?) -> Void) {
+    public func getRecordWallet(
+        _ recordType: String, recordId: String, optionsJson: String = "{}",
+        completion: @escaping @Sendable (Error?, String?) -> Void
+    ) {
         run(completion) { try await self.getRecordWallet(recordType, recordId, optionsJson) }
     }
 
@@ -152,22 +160,29 @@ public final class WalletApi: Sendable {
     }
 
     /// ``addRecordTags(_:_:_:)`` with a completion handler.
-    public func addRecordTags(_ recordType: String, recordId: String, recordTags: String, completion: @escaping @Sendable (Error?) -> Void) {
+    public func addRecordTags(_ recordType: String, recordId: String, recordTags: String, completion: @escaping @Sendable (Error?) -> Void)
+    {
         run(completion) { try await self.addRecordTags(recordType, recordId, recordTags) }
     }
 
     /// ``updateRecordTags(_:_:_:)`` with a completion handler.
-    public func updateRecordTags(_ recordType: String, recordId: String, recordTags: String, completion: @escaping @Sendable (Error?) -> Void) {
+    public func updateRecordTags(
+        _ recordType: String, recordId: String, recordTags: String, completion: @escaping @Sendable (Error?) -> Void
+    ) {
         run(completion) { try await self.updateRecordTags(recordType, recordId, recordTags) }
     }
 
     /// ``deleteRecordTags(_:_:_:)`` with a completion handler.
-    public func deleteRecordTags(_ recordType: String, recordId: String, recordTags: String, completion: @escaping @Sendable (Error?) -> Void) {
+    public func deleteRecordTags(
+        _ recordType: String, recordId: String, recordTags: String, completion: @escaping @Sendable (Error?) -> Void
+    ) {
         run(completion) { try await self.deleteRecordTags(recordType, recordId, recordTags) }
     }
 
     /// ``openSearch(_:_:_:)`` with a completion handler (`(Error?, Int)`; the handle is 0 on error).
-    public func openSearch(_ recordType: String, query: String, options: String = "{}", completion: @escaping @Sendable (Error?, Int) -> Void) {
+    public func openSearch(
+        _ recordType: String, query: String, options: String = "{}", completion: @escaping @Sendable (Error?, Int) -> Void
+    ) {
         run(completion) { try await self.openSearch(recordType, query, options) }
     }
 
@@ -185,36 +200,46 @@ public final class WalletApi: Sendable {
 
     /// The seed's iOS `walletAddRecordTags:recordId:recordTags:completion:`: adds tags
     /// (`{"Tag1": "value1", …}`), overwriting those with the same names. Same as ``addRecordTags(_:_:_:)``.
-    public func walletAddRecordTags(_ recordType: String, recordId: String, recordTags: String,
-                                    completion: @escaping @Sendable (Error?) -> Void) {
+    public func walletAddRecordTags(
+        _ recordType: String, recordId: String, recordTags: String,
+        completion: @escaping @Sendable (Error?) -> Void
+    ) {
         run(completion) { try await self.addRecordTags(recordType, recordId, recordTags) }
     }
 
     /// The seed's iOS `walletUpdateRecordTags:recordId:recordTags:completion:`: replaces all tags
     /// with `recordTags`. Same as ``updateRecordTags(_:_:_:)``.
-    public func walletUpdateRecordTags(_ recordType: String, recordId: String, recordTags: String,
-                                       completion: @escaping @Sendable (Error?) -> Void) {
+    public func walletUpdateRecordTags(
+        _ recordType: String, recordId: String, recordTags: String,
+        completion: @escaping @Sendable (Error?) -> Void
+    ) {
         run(completion) { try await self.updateRecordTags(recordType, recordId, recordTags) }
     }
 
     /// The seed's iOS `walletDeleteRecordTags:recordId:recordTags:completion:`: deletes the tags
     /// named in `recordTags`, a JSON array (`["Tag1", "Tag2"]`). Same as ``deleteRecordTags(_:_:_:)``.
-    public func walletDeleteRecordTags(_ recordType: String, recordId: String, recordTags: String,
-                                       completion: @escaping @Sendable (Error?) -> Void) {
+    public func walletDeleteRecordTags(
+        _ recordType: String, recordId: String, recordTags: String,
+        completion: @escaping @Sendable (Error?) -> Void
+    ) {
         run(completion) { try await self.deleteRecordTags(recordType, recordId, recordTags) }
     }
 
     /// The seed's iOS `walletOpenSearch:query:options:completion:`: opens a search over `type`
     /// (WQL `query`, the seed's search `options`); the handle is 0 on error. Same as ``openSearch(_:_:_:)``.
-    public func walletOpenSearch(_ type: String, query: String, options: String,
-                                 completion: @escaping @Sendable (Error?, Int) -> Void) {
+    public func walletOpenSearch(
+        _ type: String, query: String, options: String,
+        completion: @escaping @Sendable (Error?, Int) -> Void
+    ) {
         run(completion) { try await self.openSearch(type, query, options) }
     }
 
     /// The seed's iOS `walletSearchNextRecords:count:completion:`: the next `count` records as
     /// `{"totalCount"?: n, "records"?: […]}`. Same as ``searchNextRecords(_:_:)``.
-    public func walletSearchNextRecords(_ searchHandle: Int, count: Int,
-                                        completion: @escaping @Sendable (Error?, String?) -> Void) {
+    public func walletSearchNextRecords(
+        _ searchHandle: Int, count: Int,
+        completion: @escaping @Sendable (Error?, String?) -> Void
+    ) {
         run(completion) { try await self.searchNextRecords(searchHandle, count) }
     }
 

@@ -30,25 +30,25 @@ public enum WalletError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The message: what went wrong, naming the record, argument or query part.
     public var description: String {
         switch self {
-        case let .duplicate(type, id):
+        case .duplicate(let type, let id):
             return "duplicate: a record of type \(Self.quote(type)) with id \(Self.quote(id)) already exists"
-        case let .notFound(type, id):
+        case .notFound(let type, let id):
             return "not found: no record of type \(Self.quote(type)) with id \(Self.quote(id))"
-        case let .invalidInput(message):
+        case .invalidInput(let message):
             return "invalid input: \(message)"
-        case let .invalidQuery(message):
+        case .invalidQuery(let message):
             return "invalid query: \(message)"
-        case let .wrongKey(message):
+        case .wrongKey(let message):
             return "wrong key: \(message)"
-        case let .corrupted(message):
+        case .corrupted(let message):
             return "corrupted: \(message)"
-        case let .invalidHandle(handle):
+        case .invalidHandle(let handle):
             return "invalid input: search handle \(handle) is not open (never opened, closed, or reclaimed after idling)"
-        case let .walletExists(path):
+        case .walletExists(let path):
             return "duplicate: a wallet already exists at \(path)"
-        case let .walletMissing(path):
+        case .walletMissing(let path):
             return "not found: no wallet at \(path) (create one first)"
-        case let .storage(message):
+        case .storage(let message):
             return "storage: \(message)"
         case .closed:
             return "closed: the wallet was closed; open it again to use it"
@@ -65,7 +65,7 @@ public enum WalletError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidQuery: return "invalid query"
         case .wrongKey: return "wrong key"
         case .corrupted: return "corrupted wallet data"
-        case let .invalidHandle(handle): return "search handle \(handle) is not open"
+        case .invalidHandle(let handle): return "search handle \(handle) is not open"
         case .walletExists: return "a wallet already exists there"
         case .walletMissing: return "no wallet there"
         case .storage: return "storage failure"

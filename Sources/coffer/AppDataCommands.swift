@@ -12,8 +12,8 @@ enum AppDataCLI {
     /// The stored value as JSON for `get`: booleans as true/false, json values embedded.
     static func json(_ value: DatabaseValue, kind: String) -> JSONValue {
         switch (kind, value.storage) {
-        case let ("bool", .int64(i)): return .bool(i != 0)
-        case let ("json", .string(text)): return (try? JSONValue.parse(text)) ?? .string(text)
+        case ("bool", .int64(let i)): return .bool(i != 0)
+        case ("json", .string(let text)): return (try? JSONValue.parse(text)) ?? .string(text)
         default: return json(value)
         }
     }
@@ -61,10 +61,10 @@ enum AppDataCLI {
     static func json(_ value: DatabaseValue) -> JSONValue {
         switch value.storage {
         case .null: return .null
-        case let .int64(i): return .number(String(i))
-        case let .double(d): return .number(String(d))
-        case let .string(s): return .string(s)
-        case let .blob(b): return .string(b.base64EncodedString())
+        case .int64(let i): return .number(String(i))
+        case .double(let d): return .number(String(d))
+        case .string(let s): return .string(s)
+        case .blob(let b): return .string(b.base64EncodedString())
         }
     }
 }
@@ -96,8 +96,11 @@ struct SettingsCommand: AsyncParsableCommand {
             let stored = app.settings.rawValue(name)
             guard let entry = SettingsCatalog.entry(named: name) else {
                 guard let (kind, value) = stored else { throw WalletError.notFound(type: "setting", id: name) }
-                print(JSONValue.object([("name", .string(name)), ("kind", .string(kind)), ("value", AppDataCLI.json(value, kind: kind)),
-                                        ("default", .null), ("set", .bool(true))]).jsonText)
+                print(
+                    JSONValue.object([
+                        ("name", .string(name)), ("kind", .string(kind)), ("value", AppDataCLI.json(value, kind: kind)),
+                        ("default", .null), ("set", .bool(true)),
+                    ]).jsonText)
                 return
             }
             let defaultJSON = AppDataCLI.json(entry.defaultValue, kind: entry.kind)
@@ -107,8 +110,10 @@ struct SettingsCommand: AsyncParsableCommand {
                     fields += [("value", AppDataCLI.json(value, kind: kind)), ("default", defaultJSON), ("set", .bool(true))]
                 } else {
                     let what = kind == entry.kind ? "a \(kind) value the key does not accept" : "a \(kind) value, the key is \(entry.kind)"
-                    fields += [("value", defaultJSON), ("default", defaultJSON), ("set", .bool(true)),
-                               ("mismatch", .string("stored as \(what); the app reads the default — set it again or delete it"))]
+                    fields += [
+                        ("value", defaultJSON), ("default", defaultJSON), ("set", .bool(true)),
+                        ("mismatch", .string("stored as \(what); the app reads the default — set it again or delete it")),
+                    ]
                     StandardError.write("warning: setting \(name) is stored as \(what); its default is used\n")
                 }
             } else {
@@ -120,7 +125,8 @@ struct SettingsCommand: AsyncParsableCommand {
 
     struct Set: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Set a setting; catalogue keys take only their declared kind and values, others need --kind (int, bool, string, double, enum, json).",
+            abstract:
+                "Set a setting; catalogue keys take only their declared kind and values, others need --kind (int, bool, string, double, enum, json).",
             discussion: """
                 Enum keys take one of their allowed values, json keys a value that decodes as the key's type \
                 (currentUser: {"id","email","name","isAdmin"?}), counts their minimum or more (cache sizes \
@@ -152,7 +158,8 @@ struct SettingsCommand: AsyncParsableCommand {
     }
 
     struct Delete: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove a setting (its default applies again); reserved keys (version) cannot be removed.")
+        static let configuration = CommandConfiguration(
+            abstract: "Remove a setting (its default applies again); reserved keys (version) cannot be removed.")
         @OptionGroup var storeOptions: StoreOptions
         @Argument var name: String
 
@@ -167,7 +174,8 @@ struct SettingsCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print every stored setting as one JSON object name → value (booleans as true/false, json values as JSON).")
+        static let configuration = CommandConfiguration(
+            abstract: "Print every stored setting as one JSON object name → value (booleans as true/false, json values as JSON).")
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
@@ -175,7 +183,9 @@ struct SettingsCommand: AsyncParsableCommand {
             defer { try? app.close() }
             let names = app.settings.storedNames().keys.sorted()
             // Values as `get` prints them: booleans as true/false, json values as JSON.
-            print(JSONValue.object(names.compactMap { n in app.settings.rawValue(n).map { (n, AppDataCLI.json($0.value, kind: $0.kind)) } }).jsonText)
+            print(
+                JSONValue.object(names.compactMap { n in app.settings.rawValue(n).map { (n, AppDataCLI.json($0.value, kind: $0.kind)) } })
+                    .jsonText)
         }
     }
 }

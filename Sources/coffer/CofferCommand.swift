@@ -9,15 +9,17 @@ struct StoreOptions: ParsableArguments {
     @Option(name: .long, help: "Store folder (default: $COFFER_HOME, else the platform's application-data folder).")
     var store: String?
 
-    @Option(name: .customLong("raw-key"),
-            help: "The wallet's raw 32-byte key, base64 (other processes can read arguments: prefer --raw-key-env or --raw-key-file).")
+    @Option(
+        name: .customLong("raw-key"),
+        help: "The wallet's raw 32-byte key, base64 (other processes can read arguments: prefer --raw-key-env or --raw-key-file).")
     var rawKey: String?
 
     @Option(name: .customLong("raw-key-env"), help: "Name of an environment variable holding the wallet's raw key, base64.")
     var rawKeyEnv: String?
 
-    @Option(name: .customLong("raw-key-file"),
-            help: "A file holding the wallet's raw key, base64 (refused when group or others may read it).")
+    @Option(
+        name: .customLong("raw-key-file"),
+        help: "A file holding the wallet's raw key, base64 (refused when group or others may read it).")
     var rawKeyFile: String?
 
     @Option(name: .customLong("passphrase-env"), help: "Name of an environment variable holding the wallet passphrase.")
@@ -38,8 +40,10 @@ struct StoreOptions: ParsableArguments {
     }
 
     func walletKey() throws -> WalletKey {
-        try CLIKeys.key(raw: rawKey, rawOption: "--raw-key", rawEnv: rawKeyEnv, rawFile: rawKeyFile, passphraseEnv: passphraseEnv,
-                        passphraseOption: "--passphrase-env", missing: "give the wallet key: --raw-key-env VAR, --raw-key-file FILE, --raw-key BASE64 or --passphrase-env VAR")
+        try CLIKeys.key(
+            raw: rawKey, rawOption: "--raw-key", rawEnv: rawKeyEnv, rawFile: rawKeyFile, passphraseEnv: passphraseEnv,
+            passphraseOption: "--passphrase-env",
+            missing: "give the wallet key: --raw-key-env VAR, --raw-key-file FILE, --raw-key BASE64 or --passphrase-env VAR")
     }
 
     func openWallet() async throws -> Wallet {
@@ -50,21 +54,27 @@ struct StoreOptions: ParsableArguments {
 enum CLIKeys {
     /// The one key given by exactly one of the four ways (`rawOption` names the argument form;
     /// its `-env` and `-file` forms follow from it).
-    static func key(raw: String?, rawOption: String, rawEnv: String?, rawFile: String?, passphraseEnv: String?,
-                    passphraseOption: String, missing: String) throws -> WalletKey {
+    static func key(
+        raw: String?, rawOption: String, rawEnv: String?, rawFile: String?, passphraseEnv: String?,
+        passphraseOption: String, missing: String
+    ) throws -> WalletKey {
         let given = [raw != nil, rawEnv != nil, rawFile != nil, passphraseEnv != nil].filter { $0 }.count
         guard given > 0 else { throw WalletError.invalidInput(missing) }
         guard given == 1 else {
-            throw WalletError.invalidInput("give one of \(rawOption)-env, \(rawOption)-file, \(rawOption) or \(passphraseOption), not several")
+            throw WalletError.invalidInput(
+                "give one of \(rawOption)-env, \(rawOption)-file, \(rawOption) or \(passphraseOption), not several")
         }
         if let raw {
-            StandardError.note("warning: \(rawOption) on the command line can be read by other processes (ps); use \(rawOption)-env or \(rawOption)-file")
+            StandardError.note(
+                "warning: \(rawOption) on the command line can be read by other processes (ps); use \(rawOption)-env or \(rawOption)-file")
             return .raw(try decodeRawKey(raw, option: rawOption))
         }
         if let rawEnv {
             return .raw(try decodeRawKey(try environment(rawEnv, option: "\(rawOption)-env"), option: "\(rawOption)-env"))
         }
-        if let rawFile { return .raw(try decodeRawKey(try ownerOnlyFile(rawFile, option: "\(rawOption)-file"), option: "\(rawOption)-file")) }
+        if let rawFile {
+            return .raw(try decodeRawKey(try ownerOnlyFile(rawFile, option: "\(rawOption)-file"), option: "\(rawOption)-file"))
+        }
         return .passphrase(try passphrase(fromEnvironment: passphraseEnv!, option: passphraseOption))
     }
 
@@ -75,7 +85,8 @@ enum CLIKeys {
             throw WalletError.invalidInput("\(option): cannot read \(path)")
         }
         guard mode & 0o077 == 0 else {
-            throw WalletError.invalidInput("\(option): \(path) can be read by group or others (mode \(String(mode, radix: 8))); chmod 600 it")
+            throw WalletError.invalidInput(
+                "\(option): \(path) can be read by group or others (mode \(String(mode, radix: 8))); chmod 600 it")
         }
         return try CLIInput.text(path: path, what: option)
     }
@@ -129,8 +140,8 @@ enum CLIInput {
     /// Exactly one of an argument and a file option: the text.
     static func one(argument: String?, file: String?, argumentName: String, fileOption: String) throws -> String {
         switch (argument, file) {
-        case let (a?, nil): return a
-        case let (nil, f?): return try text(path: f, what: fileOption)
+        case (let a?, nil): return a
+        case (nil, let f?): return try text(path: f, what: fileOption)
         case (nil, nil): throw WalletError.invalidInput("give \(argumentName) or \(fileOption) FILE|-")
         case (.some, .some): throw WalletError.invalidInput("give \(argumentName) or \(fileOption), not both")
         }
@@ -161,8 +172,10 @@ struct CofferCommand: AsyncParsableCommand {
             Exit codes: 0 ok, 1 not found, 2 invalid input or query, 3 duplicate, 4 wrong key, \
             5 corrupted, 6 storage failure, 7 sending queue full.
             """,
-        subcommands: [WalletCommand.self, DeniableCommand.self, SettingsCommand.self, DBCommand.self, CacheCommand.self,
-                      CleanupCommand.self, ResetCommand.self, SecureCommand.self, DemoCommand.self, BenchCommand.self])
+        subcommands: [
+            WalletCommand.self, DeniableCommand.self, SettingsCommand.self, DBCommand.self, CacheCommand.self,
+            CleanupCommand.self, ResetCommand.self, SecureCommand.self, DemoCommand.self, BenchCommand.self,
+        ])
 
     @OptionGroup var storeOptions: StoreOptions
 

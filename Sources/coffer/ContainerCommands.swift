@@ -17,11 +17,18 @@ enum ContainerCLI {
         let limits = cache.currentLimits
         let kinds = MediaKind.allCases.map { kind -> (String, JSONValue) in
             let s = stats.kinds[kind]!
-            return (kind.rawValue, .object([("entries", .number(String(s.diskEntries))), ("bytes", .number(String(s.diskBytes))),
-                                            ("limit", .number(String(limits.entries[kind] ?? 0)))]))
+            return (
+                kind.rawValue,
+                .object([
+                    ("entries", .number(String(s.diskEntries))), ("bytes", .number(String(s.diskBytes))),
+                    ("limit", .number(String(limits.entries[kind] ?? 0))),
+                ])
+            )
         }
-        return .object([("kinds", .object(kinds)), ("bytes", .number(String(stats.diskBytes))),
-                        ("byteLimit", .number(String(limits.diskBytes))), ("folder", .string(cache.folder.path))])
+        return .object([
+            ("kinds", .object(kinds)), ("bytes", .number(String(stats.diskBytes))),
+            ("byteLimit", .number(String(limits.diskBytes))), ("folder", .string(cache.folder.path)),
+        ])
     }
 }
 
@@ -128,12 +135,20 @@ struct CleanupCommand: AsyncParsableCommand {
         let library = DirectoryMediaLibrary(root: URL(fileURLWithPath: mediaDir ?? "/nonexistent", isDirectory: true))
         let result = try await container.freeUpSpace(options, library: library, dryRun: dryRun)
         func list(_ items: [CleanupCandidate]) -> JSONValue {
-            .array(items.map { .object([("remoteId", .string($0.remoteId)), ("localId", .string($0.localId)),
-                                        ("fileName", .string($0.fileName)), ("bytes", .number(String($0.bytes)))]) })
+            .array(
+                items.map {
+                    .object([
+                        ("remoteId", .string($0.remoteId)), ("localId", .string($0.localId)),
+                        ("fileName", .string($0.fileName)), ("bytes", .number(String($0.bytes))),
+                    ])
+                })
         }
-        print(JSONValue.object([("dryRun", .bool(dryRun)), ("count", .number(String(result.removed.count))),
-                                ("bytes", .number(String(result.bytes))), ("assets", list(result.removed)),
-                                ("notDeleted", list(result.notDeleted))]).jsonText)
+        print(
+            JSONValue.object([
+                ("dryRun", .bool(dryRun)), ("count", .number(String(result.removed.count))),
+                ("bytes", .number(String(result.bytes))), ("assets", list(result.removed)),
+                ("notDeleted", list(result.notDeleted)),
+            ]).jsonText)
     }
 }
 
@@ -156,7 +171,8 @@ struct ResetCommand: AsyncParsableCommand {
 struct SecureCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "secure",
-        abstract: "Secure items (access token, client certificate, custom headers): Keychain on Apple platforms, sealed files in STORE/secure elsewhere.",
+        abstract:
+            "Secure items (access token, client certificate, custom headers): Keychain on Apple platforms, sealed files in STORE/secure elsewhere.",
         subcommands: [Get.self, Set.self, Delete.self, List.self])
 
     @OptionGroup var storeOptions: StoreOptions
@@ -216,7 +232,9 @@ struct SecureCommand: AsyncParsableCommand {
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print the readable item names as a JSON array (values are never listed).",
-            discussion: "A damaged item is left out and named on stderr (by its file: item names are sealed inside); the others list and read as usual.")
+            discussion:
+                "A damaged item is left out and named on stderr (by its file: item names are sealed inside); the others list and read as usual."
+        )
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
@@ -224,7 +242,8 @@ struct SecureCommand: AsyncParsableCommand {
             defer { container.close() }
             let names = try container.secure.names()
             for damaged in try container.secure.damagedItems() {
-                StandardError.write("warning: damaged secure item \(damaged.file): \(damaged.reason); set the item again, or delete it by name\n")
+                StandardError.write(
+                    "warning: damaged secure item \(damaged.file): \(damaged.reason); set the item again, or delete it by name\n")
             }
             print(JSONValue.array(names.map { .string($0) }).jsonText)
         }

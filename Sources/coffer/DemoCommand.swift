@@ -27,13 +27,21 @@ struct DemoCommand: AsyncParsableCommand {
 
         step("Add three credentials with tags (plain names are encrypted tags; ~names are plaintext tags)")
         let credentials: [(String, String, WalletTags)] = [
-            ("cred-alice-degree", #"{"name":"Alice","degree":"BSc Physics","year":"2019"}"#,
-             ["schema_id": "schema:degree:1.0", "issuer_did": "did:sov:university", "~issued": "2019-06-30", "~year": "2019"]),
-            ("cred-alice-license", #"{"name":"Alice","class":"B"}"#,
-             ["schema_id": "schema:license:2.1", "issuer_did": "did:sov:dmv", "~issued": "2021-03-12", "~year": "2021"]),
-            ("cred-alice-employee", #"{"name":"Alice","employer":"Acme","role":"Engineer"}"#,
-             ["schema_id": "schema:employee:1.0", "issuer_did": "did:sov:acme", "~issued": "2023-09-01", "~year": "2023",
-              "roles": ["engineer", "reviewer"]]),
+            (
+                "cred-alice-degree", #"{"name":"Alice","degree":"BSc Physics","year":"2019"}"#,
+                ["schema_id": "schema:degree:1.0", "issuer_did": "did:sov:university", "~issued": "2019-06-30", "~year": "2019"]
+            ),
+            (
+                "cred-alice-license", #"{"name":"Alice","class":"B"}"#,
+                ["schema_id": "schema:license:2.1", "issuer_did": "did:sov:dmv", "~issued": "2021-03-12", "~year": "2021"]
+            ),
+            (
+                "cred-alice-employee", #"{"name":"Alice","employer":"Acme","role":"Engineer"}"#,
+                [
+                    "schema_id": "schema:employee:1.0", "issuer_did": "did:sov:acme", "~issued": "2023-09-01", "~year": "2023",
+                    "roles": ["engineer", "reviewer"],
+                ]
+            ),
         ]
         for (id, value, tags) in credentials {
             try await wallet.add(type: "credential", id: id, value: value, tags: tags)
@@ -50,7 +58,9 @@ struct DemoCommand: AsyncParsableCommand {
         step("Search: plaintext range, the seed's numeric form {\"~year\": {\"$gte\": 2020}}")
         try await show(wallet, #"{"~year": {"$gte": 2020}}"#)
 
-        step("Search: the seed's $or object with $regex {\"$or\": {\"schema_id\": {\"$regex\": \"^schema:(degree|license)\"}, \"roles\": \"reviewer\"}}")
+        step(
+            "Search: the seed's $or object with $regex {\"$or\": {\"schema_id\": {\"$regex\": \"^schema:(degree|license)\"}, \"roles\": \"reviewer\"}}"
+        )
         try await show(wallet, #"{"$or": {"schema_id": {"$regex": "^schema:(degree|license)"}, "roles": "reviewer"}}"#)
 
         step("Update tags: add-tags merges {\"status\": \"verified\"} into the degree")
@@ -58,8 +68,9 @@ struct DemoCommand: AsyncParsableCommand {
         say(try await wallet.get(type: "credential", id: "cred-alice-degree", options: RecordOptions(retrieveValue: false)).json)
 
         step("Update tags: update-tags replaces the license's whole tag set")
-        try await wallet.updateTags(type: "credential", id: "cred-alice-license",
-                                    tags: ["schema_id": "schema:license:2.1", "status": "expired", "~year": "2021"])
+        try await wallet.updateTags(
+            type: "credential", id: "cred-alice-license",
+            tags: ["schema_id": "schema:license:2.1", "status": "expired", "~year": "2021"])
         say(try await wallet.get(type: "credential", id: "cred-alice-license", options: RecordOptions(retrieveValue: false)).json)
 
         step("Update tags: delete-tags removes [\"roles\"] from the employee credential")
@@ -108,8 +119,9 @@ struct DemoCommand: AsyncParsableCommand {
         try await store.save(connection)
 
         step("SDK: credential offer (3) → request sent (2); the machine is serialized, stored, released")
-        let offer = CredentialOffer(issuerDID: "did:sov:university", schemaID: "schema:diploma:1.0",
-                                    credentialDefinitionID: "creddef:diploma:1", attributes: ["name": "Alice", "grade": "A"])
+        let offer = CredentialOffer(
+            issuerDID: "did:sov:university", schemaID: "schema:diploma:1.0",
+            credentialDefinitionID: "creddef:diploma:1", attributes: ["name": "Alice", "grade": "A"])
         let credential = machines.credentialCreate(offer: offer)
         try await show(machines.credentialSendRequest(credential))
         let credentialID = try await store.save(credential)
@@ -119,17 +131,23 @@ struct DemoCommand: AsyncParsableCommand {
         step("SDK: restore it into a new handle after a \"restart\", receive the credential (4), accept it (4)")
         let restored = try await store.restore(id: credentialID, kind: .credential)
         say("restored into handle \(restored) (was \(credential))")
-        try await show(machines.credentialReceive(restored, credential: IssuedCredential(attributes: offer.attributes, signature: #"{"demo":"signature"}"#)))
-        say("signature kept as a secret on receipt: \(try await wallet.hasCredentialSignature(credentialID: credentialID)); the machine's JSON has none")
+        try await show(
+            machines.credentialReceive(
+                restored, credential: IssuedCredential(attributes: offer.attributes, signature: #"{"demo":"signature"}"#)))
+        say(
+            "signature kept as a secret on receipt: \(try await wallet.hasCredentialSignature(credentialID: credentialID)); the machine's JSON has none"
+        )
         try await show(machines.credentialAccept(restored))
         try await store.save(restored)
         say("stored: \(try await wallet.get(type: "credential", id: credentialID, options: RecordOptions(retrieveValue: true)).json)")
         say("signature kept as a secret: \(try await wallet.hasCredentialSignature(credentialID: credentialID))")
 
         step("SDK: proof request (3) matched by WQL restrictions, presentation sent (2), acknowledged (4)")
-        let request = ProofRequest(name: "diploma check", requestedAttributes: [
-            "grade": .init(name: "grade", restrictions: [["schema_id": "schema:diploma:1.0"], ["issuer_did": "did:sov:other"]]),
-        ])
+        let request = ProofRequest(
+            name: "diploma check",
+            requestedAttributes: [
+                "grade": .init(name: "grade", restrictions: [["schema_id": "schema:diploma:1.0"], ["issuer_did": "did:sov:other"]])
+            ])
         let proof = machines.proofCreate(request: request)
         let matches = try await machines.proofMatchingCredentials(proof)
         say("matching credentials: \(matches)")
@@ -143,11 +161,17 @@ struct DemoCommand: AsyncParsableCommand {
         let passphrase = "demo backup passphrase"
         let exported = try await wallet.exportBackup(to: backup, passphrase: passphrase)
         say("exported \(exported) records and secrets to \(backup.path)")
-        let copy = try await Wallet.importBackup(from: backup, passphrase: passphrase, into: restoredURL, key: .raw(WalletKey.generateRawKey()))
+        let copy = try await Wallet.importBackup(
+            from: backup, passphrase: passphrase, into: restoredURL, key: .raw(WalletKey.generateRawKey()))
         defer { try? copy.close() }
-        say("restored: \(try await copy.count(type: "credential")) credentials, signature present: \(try await copy.hasCredentialSignature(credentialID: credentialID)), keys: \(try await copy.listKeys().count)")
-        let restoredMachines = StateMachineStore(machines: StateMachines(wallet: copy, protocol: agent), storage: WalletMachineStorage(wallet: copy))
-        say("state machines restored from the copy: \(try await restoredMachines.restoreAll(kind: .credential).count) credential, \(try await restoredMachines.restoreAll(kind: .connection).count) connection")
+        say(
+            "restored: \(try await copy.count(type: "credential")) credentials, signature present: \(try await copy.hasCredentialSignature(credentialID: credentialID)), keys: \(try await copy.listKeys().count)"
+        )
+        let restoredMachines = StateMachineStore(
+            machines: StateMachines(wallet: copy, protocol: agent), storage: WalletMachineStorage(wallet: copy))
+        say(
+            "state machines restored from the copy: \(try await restoredMachines.restoreAll(kind: .credential).count) credential, \(try await restoredMachines.restoreAll(kind: .connection).count) connection"
+        )
     }
 
     func show(_ t: Transition) { say("handle \(t.handle): state \(t.from) → \(t.to) (VCX numbers)\(t.mustSave ? " (save it again)" : "")") }
@@ -167,12 +191,12 @@ struct DemoCommand: AsyncParsableCommand {
 
         func send(_ message: OutboundMessage) async throws {
             switch message {
-            case let .connectionRequest(_, verkey): say("→ connection request from verkey \(verkey)")
+            case .connectionRequest(_, let verkey): say("→ connection request from verkey \(verkey)")
             case .connectionAck: say("→ connection ack")
-            case let .credentialRequest(_, offer, binding):
+            case .credentialRequest(_, let offer, let binding):
                 say("→ credential request for \(offer.credentialDefinitionID), bound to the master secret (\(binding.count)-byte binding)")
             case .credentialRejection: say("→ credential rejected")
-            case let .presentation(_, referents): say("→ presentation using \(referents)")
+            case .presentation(_, let referents): say("→ presentation using \(referents)")
             case .proofRejection: say("→ proof request rejected")
             }
         }

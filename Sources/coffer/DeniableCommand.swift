@@ -3,6 +3,7 @@
 import ArgumentParser
 import Coffer
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -46,8 +47,11 @@ struct DeniableCommand: AsyncParsableCommand {
             let (store, _) = try await DeniableCLI.open(storeOptions, service)
             let passphrase = try await store.createVault()
             try await store.close()
-            print(JSONValue.object([("passphrase", .string(passphrase)),
-                                    ("vault", .string(store.folder.appendingPathComponent("vault").path))]).jsonText)
+            print(
+                JSONValue.object([
+                    ("passphrase", .string(passphrase)),
+                    ("vault", .string(store.folder.appendingPathComponent("vault").path)),
+                ]).jsonText)
         }
     }
 
@@ -63,11 +67,12 @@ struct DeniableCommand: AsyncParsableCommand {
             let messages = try await store.mailbox()
             let queued = try await store.queuedMessageCount()
             try await store.close()
-            print(JSONValue.object([
-                ("unlocked", .bool(true)),
-                ("queued", .number(String(queued))),
-                ("mailbox", .array(messages.map(DeniableCLI.json))),
-            ]).jsonText)
+            print(
+                JSONValue.object([
+                    ("unlocked", .bool(true)),
+                    ("queued", .number(String(queued))),
+                    ("mailbox", .array(messages.map(DeniableCLI.json))),
+                ]).jsonText)
         }
     }
 
@@ -150,7 +155,9 @@ struct DeniableCommand: AsyncParsableCommand {
 
     struct Reply: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Development: the service publishes a dead drop with a journalist's reply to this user (needs the passphrase to learn the user's public key); every store of the service fetches it at its next start.")
+            abstract:
+                "Development: the service publishes a dead drop with a journalist's reply to this user (needs the passphrase to learn the user's public key); every store of the service fetches it at its next start."
+        )
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var service: DeniableServiceOptions
         @Option(help: "Sender (journalist id).") var from: String
@@ -165,40 +172,52 @@ struct DeniableCommand: AsyncParsableCommand {
             // As the next app start would: this store fetches what the service published
             // (`kept`, as before this command published through the service).
             let report = try await store.appDidStart()
-            print(JSONValue.object([("deadDrop", .number(String(drop.id))), ("kept", .number(String(report.deadDropsReceived))),
-                                    ("published", .bool(true))]).jsonText)
+            print(
+                JSONValue.object([
+                    ("deadDrop", .number(String(drop.id))), ("kept", .number(String(report.deadDropsReceived))),
+                    ("published", .bool(true)),
+                ]).jsonText)
         }
     }
 }
 
 /// Where the development service lives (`deniable` subcommands).
 struct DeniableServiceOptions: ParsableArguments {
-    @Option(name: .customLong("dev-service"),
-            help: ArgumentHelp("Folder of the development CoverNode (default: STORE/deniable-dev-service); stores that share it receive the same dead drops.",
-                               valueName: "dir"))
+    @Option(
+        name: .customLong("dev-service"),
+        help: ArgumentHelp(
+            "Folder of the development CoverNode (default: STORE/deniable-dev-service); stores that share it receive the same dead drops.",
+            valueName: "dir"))
     var devService: String?
 }
 
 enum DeniableCLI {
     static func open(_ options: StoreOptions, _ service: DeniableServiceOptions) async throws -> (DeniableStorage, DevelopmentCoverNode) {
-        let serviceFolder = service.devService.map { URL(fileURLWithPath: $0) }
+        let serviceFolder =
+            service.devService.map { URL(fileURLWithPath: $0) }
             ?? options.storeDirectory.appendingPathComponent("deniable-dev-service")
         let node = try DevelopmentCoverNode(folder: serviceFolder)
-        let store = try await DeniableStorage(folder: options.storeDirectory.appendingPathComponent("deniable"),
-                                              trustAnchor: node.trustAnchor, keySource: node, deadDropSource: node)
+        let store = try await DeniableStorage(
+            folder: options.storeDirectory.appendingPathComponent("deniable"),
+            trustAnchor: node.trustAnchor, keySource: node, deadDropSource: node)
         return (store, node)
     }
 
     /// What the app-start routine of this run found, as JSON fields.
     static func startFields(_ report: DeniableStartReport?) -> [(String, JSONValue)] {
         guard let r = report else { return [] }
-        return [("start", .object([
-            ("created", .array(r.created.map { .string($0) })),
-            ("replaced", .array(r.replaced.map { .string($0) })),
-            ("converted", .array(r.converted.map { .string($0) })),
-            ("publicKeysRefreshed", .bool(r.publicKeysRefreshed)),
-            ("deadDropsReceived", .number(String(r.deadDropsReceived))),
-        ]))]
+        return [
+            (
+                "start",
+                .object([
+                    ("created", .array(r.created.map { .string($0) })),
+                    ("replaced", .array(r.replaced.map { .string($0) })),
+                    ("converted", .array(r.converted.map { .string($0) })),
+                    ("publicKeysRefreshed", .bool(r.publicKeysRefreshed)),
+                    ("deadDropsReceived", .number(String(r.deadDropsReceived))),
+                ])
+            )
+        ]
     }
 
     static func passphrase(_ options: StoreOptions) throws -> String {

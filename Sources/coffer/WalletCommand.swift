@@ -9,7 +9,8 @@ struct WalletCommand: AsyncParsableCommand {
         abstract: "Create and use the encrypted record wallet.",
         subcommands: [
             Create.self, Add.self, Get.self, Update.self, Delete.self, AddTags.self, UpdateTags.self,
-            DeleteTags.self, Search.self, Count.self, RemoveAll.self, Import.self, Rekey.self, Check.self, Compact.self, WalletKeyCommand.self, Export.self, ImportBackup.self,
+            DeleteTags.self, Search.self, Count.self, RemoveAll.self, Import.self, Rekey.self, Check.self, Compact.self,
+            WalletKeyCommand.self, Export.self, ImportBackup.self,
         ])
 
     @OptionGroup var storeOptions: StoreOptions
@@ -31,15 +32,19 @@ struct WalletCommand: AsyncParsableCommand {
         @Argument(help: "Record type.") var type: String
         @Argument(help: "Record id.") var id: String
         @Argument(help: "Record value (or --value-file).") var value: String?
-        @Option(name: .customLong("value-file"), help: ArgumentHelp("Read the value from a file (- for standard input).", valueName: "file"))
+        @Option(
+            name: .customLong("value-file"), help: ArgumentHelp("Read the value from a file (- for standard input).", valueName: "file"))
         var valueFile: String?
         @Option(help: "Tags as a JSON object.") var tags: String?
-        @Option(name: .customLong("tags-file"), help: ArgumentHelp("Read the tags' JSON object from a file (- for standard input).", valueName: "file"))
+        @Option(
+            name: .customLong("tags-file"),
+            help: ArgumentHelp("Read the tags' JSON object from a file (- for standard input).", valueName: "file"))
         var tagsFile: String?
 
         func run() async throws {
             let value = try CLIInput.one(argument: value, file: valueFile, argumentName: "a value", fileOption: "--value-file")
-            let tagsText: String? = tags != nil || tagsFile != nil
+            let tagsText: String? =
+                tags != nil || tagsFile != nil
                 ? try CLIInput.one(argument: tags, file: tagsFile, argumentName: "--tags", fileOption: "--tags-file") : nil
             let parsed = try tagsText.map { try WalletTags(json: $0) } ?? WalletTags()
             let wallet = try await storeOptions.openWallet()
@@ -69,7 +74,8 @@ struct WalletCommand: AsyncParsableCommand {
         @Argument(help: "Record type.") var type: String
         @Argument(help: "Record id.") var id: String
         @Argument(help: "New value (or --value-file).") var value: String?
-        @Option(name: .customLong("value-file"), help: ArgumentHelp("Read the value from a file (- for standard input).", valueName: "file"))
+        @Option(
+            name: .customLong("value-file"), help: ArgumentHelp("Read the value from a file (- for standard input).", valueName: "file"))
         var valueFile: String?
 
         func run() async throws {
@@ -140,11 +146,11 @@ struct WalletCommand: AsyncParsableCommand {
         func parseNames(_ json: String) throws -> [String] {
             let value: JSONValue
             do { value = try JSONValue.parse(json) } catch { throw WalletError.invalidInput("tag names: \(error)") }
-            guard case let .array(items) = value else {
+            guard case .array(let items) = value else {
                 throw WalletError.invalidInput("tag names must be a JSON array of strings, got \(value.kindName)")
             }
             return try items.map { item in
-                guard case let .string(s) = item else {
+                guard case .string(let s) = item else {
                     throw WalletError.invalidInput("tag names must be strings, found \(item.kindName)")
                 }
                 return s
@@ -169,7 +175,8 @@ struct WalletCommand: AsyncParsableCommand {
             defer { try? wallet.close() }
             // Count and records come from one read transaction, so they agree, and nothing is
             // printed unless the whole search succeeded.
-            let type = self.type, count = self.count
+            let type = self.type
+            let count = self.count
             let page = try await wallet.session { reader in
                 try reader.search(type: type, matching: q, options: opts, count: count)
             }
@@ -179,7 +186,9 @@ struct WalletCommand: AsyncParsableCommand {
 
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Import records from JSON lines {\"type\",\"id\",\"value\",\"tags\"?,\"expiresAt\"?}: all or nothing, in one transaction, streamed (progress on stderr).")
+            abstract:
+                "Import records from JSON lines {\"type\",\"id\",\"value\",\"tags\"?,\"expiresAt\"?}: all or nothing, in one transaction, streamed (progress on stderr)."
+        )
         @OptionGroup var storeOptions: StoreOptions
         @Argument(help: "A .jsonl file.") var file: String
 
@@ -190,7 +199,8 @@ struct WalletCommand: AsyncParsableCommand {
             defer { progress.finish() }
             // Streamed: the record total is estimated from the bytes read until the end.
             let total = try await wallet.importRecords(fromJSONLines: URL(fileURLWithPath: file)) { p in
-                let estimate = p.bytesRead >= p.totalBytes || p.bytesRead == 0
+                let estimate =
+                    p.bytesRead >= p.totalBytes || p.bytesRead == 0
                     ? p.records : Int(Double(p.records) * Double(p.totalBytes) / Double(p.bytesRead))
                 progress.update(p.records, of: max(estimate, p.records))
             }
@@ -207,8 +217,11 @@ struct WalletCommand: AsyncParsableCommand {
         @Argument var file: String
         @Option(name: .customLong("backup-passphrase-env"), help: "Environment variable holding the backup passphrase.")
         var backupPassphraseEnv: String
-        @Option(name: .customLong("first-format-type"),
-                help: "A type that records of the first box format (which did not keep their type) may have; repeatable. Only needed when no newer record of that type is in the wallet.")
+        @Option(
+            name: .customLong("first-format-type"),
+            help:
+                "A type that records of the first box format (which did not keep their type) may have; repeatable. Only needed when no newer record of that type is in the wallet."
+        )
         var firstFormatTypes: [String] = []
 
         func run() async throws {
@@ -218,8 +231,10 @@ struct WalletCommand: AsyncParsableCommand {
             let wallet = try await storeOptions.openWallet()
             defer { try? wallet.close() }
             let bar = Progress(label: "export", total: 0)
-            let n = try await wallet.exportBackup(to: URL(fileURLWithPath: file), key: key,
-                                                  firstFormatTypes: firstFormatTypes) { bar.update($0.done, of: $0.total) }
+            let n = try await wallet.exportBackup(
+                to: URL(fileURLWithPath: file), key: key,
+                firstFormatTypes: firstFormatTypes
+            ) { bar.update($0.done, of: $0.total) }
             bar.finish()
             print(JSONValue.object([("exported", .number(String(n))), ("file", .string(file))]).jsonText)
         }
@@ -237,8 +252,10 @@ struct WalletCommand: AsyncParsableCommand {
         func run() async throws {
             let passphrase = try CLIKeys.passphrase(fromEnvironment: backupPassphraseEnv, option: "--backup-passphrase-env")
             let bar = Progress(label: "import", total: 0)
-            let wallet = try await Wallet.importBackup(from: URL(fileURLWithPath: file), passphrase: passphrase,
-                                                       into: storeOptions.walletURL, key: storeOptions.walletKey()) { bar.update($0.done, of: $0.total) }
+            let wallet = try await Wallet.importBackup(
+                from: URL(fileURLWithPath: file), passphrase: passphrase,
+                into: storeOptions.walletURL, key: storeOptions.walletKey()
+            ) { bar.update($0.done, of: $0.total) }
             bar.finish()
             try wallet.close()
             print(JSONValue.object([("imported", .string(storeOptions.walletURL.path))]).jsonText)
@@ -246,7 +263,8 @@ struct WalletCommand: AsyncParsableCommand {
     }
 
     struct Count: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Count the records of a type matching a WQL query (default: all); prints {\"count\": N}.")
+        static let configuration = CommandConfiguration(
+            abstract: "Count the records of a type matching a WQL query (default: all); prints {\"count\": N}.")
         @OptionGroup var storeOptions: StoreOptions
         @Argument(help: "Record type.") var type: String
         @OptionGroup var query: QueryInput
@@ -279,7 +297,8 @@ struct WalletCommand: AsyncParsableCommand {
 
     struct Check: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Check every record and tag-index row (both ways) and SQLite's integrity; print one JSON report, exit 5 on any problem.")
+            abstract:
+                "Check every record and tag-index row (both ways) and SQLite's integrity; print one JSON report, exit 5 on any problem.")
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
@@ -290,7 +309,8 @@ struct WalletCommand: AsyncParsableCommand {
             bar.finish()
             print(report.json)
             if !report.isClean {
-                StandardError.write("error: corrupted: the check found \(report.problemCount) problem\(report.problemCount == 1 ? "" : "s")\n")
+                StandardError.write(
+                    "error: corrupted: the check found \(report.problemCount) problem\(report.problemCount == 1 ? "" : "s")\n")
                 throw ExitCode(5)
             }
         }
@@ -314,16 +334,23 @@ struct WalletCommand: AsyncParsableCommand {
         @OptionGroup var storeOptions: StoreOptions
         @Option(name: .customLong("new-raw-key"), help: "New raw 32-byte key, base64 (visible to other processes; prefer -env or -file).")
         var newRawKey: String?
-        @Option(name: .customLong("new-raw-key-env"), help: "Environment variable holding the new raw key, base64.") var newRawKeyEnv: String?
+        @Option(name: .customLong("new-raw-key-env"), help: "Environment variable holding the new raw key, base64.") var newRawKeyEnv:
+            String?
         @Option(name: .customLong("new-raw-key-file"), help: "File holding the new raw key, base64 (mode 0600).") var newRawKeyFile: String?
-        @Option(name: .customLong("new-passphrase-env"), help: "Environment variable holding the new passphrase.") var newPassphraseEnv: String?
-        @Flag(help: "Also replace the wallet's own key: every record is re-sealed and re-indexed in one transaction (progress on stderr). For recovery after a suspected compromise; without it only the sealed key is rewritten.")
+        @Option(name: .customLong("new-passphrase-env"), help: "Environment variable holding the new passphrase.") var newPassphraseEnv:
+            String?
+        @Flag(
+            help:
+                "Also replace the wallet's own key: every record is re-sealed and re-indexed in one transaction (progress on stderr). For recovery after a suspected compromise; without it only the sealed key is rewritten."
+        )
         var rotate = false
 
         func run() async throws {
-            let newKey = try CLIKeys.key(raw: newRawKey, rawOption: "--new-raw-key", rawEnv: newRawKeyEnv, rawFile: newRawKeyFile,
-                                         passphraseEnv: newPassphraseEnv, passphraseOption: "--new-passphrase-env",
-                                         missing: "give the new key: --new-raw-key-env VAR, --new-raw-key-file FILE, --new-raw-key BASE64 or --new-passphrase-env VAR")
+            let newKey = try CLIKeys.key(
+                raw: newRawKey, rawOption: "--new-raw-key", rawEnv: newRawKeyEnv, rawFile: newRawKeyFile,
+                passphraseEnv: newPassphraseEnv, passphraseOption: "--new-passphrase-env",
+                missing:
+                    "give the new key: --new-raw-key-env VAR, --new-raw-key-file FILE, --new-raw-key BASE64 or --new-passphrase-env VAR")
             let wallet = try await storeOptions.openWallet()
             defer { try? wallet.close() }
             if rotate {
@@ -342,7 +369,8 @@ struct WalletCommand: AsyncParsableCommand {
 /// A WQL query given as an argument or read with `--query-file FILE|-` (search, count, remove-all).
 struct QueryInput: ParsableArguments {
     @Argument(help: "WQL query (JSON), or --query-file.") var query: String?
-    @Option(name: .customLong("query-file"), help: ArgumentHelp("Read the WQL query from a file (- for standard input).", valueName: "file"))
+    @Option(
+        name: .customLong("query-file"), help: ArgumentHelp("Read the WQL query from a file (- for standard input).", valueName: "file"))
     var file: String?
 
     /// The parsed query; `defaultJSON` when neither form is given (nil: one is required).

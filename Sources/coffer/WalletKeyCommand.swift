@@ -41,13 +41,16 @@ struct WalletKeyCommand: AsyncParsableCommand {
         func run() async throws {
             let wallet = try await storeOptions.openWallet()
             defer { try? wallet.close() }
-            let keys = try await wallet.listKeys().map { JSONValue.object([("verkey", .string($0.verkey)), ("kind", .string($0.kind.rawValue))]) }
+            let keys = try await wallet.listKeys().map {
+                JSONValue.object([("verkey", .string($0.verkey)), ("kind", .string($0.kind.rawValue))])
+            }
             print(JSONValue.array(keys).jsonText)
         }
     }
 
     struct Sign: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Sign base64 MESSAGE with a held Ed25519 key; prints {\"signature\": B64}.")
+        static let configuration = CommandConfiguration(
+            abstract: "Sign base64 MESSAGE with a held Ed25519 key; prints {\"signature\": B64}.")
         @OptionGroup var storeOptions: StoreOptions
         @Argument var verkey: String
         @Argument var message: String
@@ -69,28 +72,32 @@ struct WalletKeyCommand: AsyncParsableCommand {
         @Argument var signature: String
 
         func run() async throws {
-            let valid = try Wallet.verify(signature: WalletKeyCommand.bytes(signature, "SIGNATURE"),
-                                          message: WalletKeyCommand.bytes(message, "MESSAGE"), verkey: verkey)
+            let valid = try Wallet.verify(
+                signature: WalletKeyCommand.bytes(signature, "SIGNATURE"),
+                message: WalletKeyCommand.bytes(message, "MESSAGE"), verkey: verkey)
             print(JSONValue.object([("valid", .bool(valid))]).jsonText)
             if !valid { throw WalletError.invalidInput("the signature does not verify") }
         }
     }
 
     struct Seal: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Seal base64 MESSAGE to RECIPIENT (Base58 public key); prints {\"box\": B64}.")
+        static let configuration = CommandConfiguration(
+            abstract: "Seal base64 MESSAGE to RECIPIENT (Base58 public key); prints {\"box\": B64}.")
         @Argument var recipient: String
         @Argument var message: String
         @Option(help: "The recipient key's kind: x25519 or ed25519.") var kind = "x25519"
 
         func run() async throws {
-            let box = try Wallet.sealedBox(WalletKeyCommand.bytes(message, "MESSAGE"), to: recipient,
-                                           recipientKind: WalletKeyCommand.kind(kind))
+            let box = try Wallet.sealedBox(
+                WalletKeyCommand.bytes(message, "MESSAGE"), to: recipient,
+                recipientKind: WalletKeyCommand.kind(kind))
             print(JSONValue.object([("box", .string(box.base64EncodedString()))]).jsonText)
         }
     }
 
     struct Open: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Open a sealed box (base64) addressed to a held key; prints {\"message\": B64}.")
+        static let configuration = CommandConfiguration(
+            abstract: "Open a sealed box (base64) addressed to a held key; prints {\"message\": B64}.")
         @OptionGroup var storeOptions: StoreOptions
         @Argument var verkey: String
         @Argument var box: String

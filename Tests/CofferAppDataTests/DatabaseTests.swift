@@ -1,12 +1,14 @@
-@testable import CofferDatabase
 import CofferSettings
 import Foundation
 import GRDB
 import Testing
 
+@testable import CofferDatabase
+
 func asset(_ i: Int, owner: String = "owner-1", day: Int? = nil) -> Asset {
-    Asset(remoteId: "r\(i)", localId: "l\(i)", ownerId: owner, checksum: "sum\(i)", fileName: "IMG_\(i).jpg",
-          fileCreatedAt: Date(timeIntervalSince1970: Double(1_600_000_000 + (day ?? i) * 86_400)))
+    Asset(
+        remoteId: "r\(i)", localId: "l\(i)", ownerId: owner, checksum: "sum\(i)", fileName: "IMG_\(i).jpg",
+        fileCreatedAt: Date(timeIntervalSince1970: Double(1_600_000_000 + (day ?? i) * 86_400)))
 }
 
 @Suite("Collections")
@@ -111,12 +113,20 @@ struct MigrationTests {
         try old.pool.write { db in
             try db.execute(sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('accessToken', 'string', 'secret', 0)")
             for i in 0..<200 {
-                try db.execute(sql: """
-                    INSERT INTO assets(remoteId, localId, ownerId, checksum, fileName, type, fileCreatedAt, fileModifiedAt, updatedAt)
-                    VALUES (?, ?, ?, ?, 'f.jpg', 'image', ?, ?, ?)
-                    """, arguments: ["r\(i)", "l\(i)", i % 2 == 0 ? "OWNER-A" : "owner-b", "c\(i)", "2020-01-0\(i % 9 + 1) 00:00:00.000", "2020-01-01 00:00:00.000", "2020-01-01 00:00:00.000"])
+                try db.execute(
+                    sql: """
+                        INSERT INTO assets(remoteId, localId, ownerId, checksum, fileName, type, fileCreatedAt, fileModifiedAt, updatedAt)
+                        VALUES (?, ?, ?, ?, 'f.jpg', 'image', ?, ?, ?)
+                        """,
+                    arguments: [
+                        "r\(i)", "l\(i)", i % 2 == 0 ? "OWNER-A" : "owner-b", "c\(i)", "2020-01-0\(i % 9 + 1) 00:00:00.000",
+                        "2020-01-01 00:00:00.000", "2020-01-01 00:00:00.000",
+                    ])
             }
-            try db.execute(sql: "INSERT INTO albums(remoteId, name, createdAt, modifiedAt, ownerId) VALUES ('al', 'A', '2020-01-01', '2020-01-01', 'OWNER-A')")
+            try db.execute(
+                sql:
+                    "INSERT INTO albums(remoteId, name, createdAt, modifiedAt, ownerId) VALUES ('al', 'A', '2020-01-01', '2020-01-01', 'OWNER-A')"
+            )
             try db.execute(sql: "INSERT INTO album_assets(albumId, assetId) SELECT 1, id FROM assets WHERE id <= 10")
         }
         try old.close()
@@ -174,7 +184,7 @@ struct MigrationTests {
     func foreignKeyFailure() throws {
         let url = try v1File()
         var config = Configuration()
-        config.foreignKeysEnabled = false  // a connection that does not enforce them, as a buggy writer would
+        config.foreignKeysEnabled = false // a connection that does not enforce them, as a buggy writer would
         let queue = try DatabaseQueue(path: url.path, configuration: config)
         try queue.write { db in try db.execute(sql: "INSERT INTO album_assets(albumId, assetId) VALUES (99, 1)") }
         try queue.close()
@@ -210,15 +220,20 @@ struct FixtureTests {
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
         let old = try AppDatabase.open(at: url, schemaUpTo: "app-v1")
         try old.pool.write { db in
-            try db.execute(sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('accessToken', 'string', 'legacy-token', 0)")
+            try db.execute(
+                sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('accessToken', 'string', 'legacy-token', 0)")
             try db.execute(sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('tilesPerRow', 'int', 5, 0)")
             for i in 0..<20 {
-                try db.execute(sql: """
-                    INSERT INTO assets(remoteId, localId, ownerId, checksum, fileName, type, fileCreatedAt, fileModifiedAt, updatedAt)
-                    VALUES (?, ?, 'OWNER-A', ?, 'f.jpg', 'image', ?, '2021-01-01 00:00:00.000', '2021-01-01 00:00:00.000')
-                    """, arguments: ["r\(i)", "l\(i)", "c\(i)", String(format: "2021-02-%02d 00:00:00.000", i + 1)])
+                try db.execute(
+                    sql: """
+                        INSERT INTO assets(remoteId, localId, ownerId, checksum, fileName, type, fileCreatedAt, fileModifiedAt, updatedAt)
+                        VALUES (?, ?, 'OWNER-A', ?, 'f.jpg', 'image', ?, '2021-01-01 00:00:00.000', '2021-01-01 00:00:00.000')
+                        """, arguments: ["r\(i)", "l\(i)", "c\(i)", String(format: "2021-02-%02d 00:00:00.000", i + 1)])
             }
-            try db.execute(sql: "INSERT INTO albums(remoteId, name, createdAt, modifiedAt, ownerId) VALUES ('al', 'A', '2021-01-01', '2021-01-01', 'OWNER-A')")
+            try db.execute(
+                sql:
+                    "INSERT INTO albums(remoteId, name, createdAt, modifiedAt, ownerId) VALUES ('al', 'A', '2021-01-01', '2021-01-01', 'OWNER-A')"
+            )
             try db.execute(sql: "INSERT INTO album_assets(albumId, assetId) SELECT 1, id FROM assets WHERE id <= 5")
         }
         try old.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }

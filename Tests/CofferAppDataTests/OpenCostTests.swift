@@ -13,10 +13,12 @@ struct AppDatabaseOpenCostTests {
         let url = appFolder().appendingPathComponent("app.sqlite")
         let app = try AppDatabase.open(at: url)
         let t0 = Date(timeIntervalSince1970: 1_600_000_000)
-        try app.context.assets.putAll((0..<assets).map { i in
-            Asset(remoteId: "r\(i)", localId: "l\(i)", ownerId: "owner", checksum: "c\(i)", fileName: "f\(i).jpg",
-                  fileCreatedAt: t0.addingTimeInterval(Double(i)))
-        })
+        try app.context.assets.putAll(
+            (0..<assets).map { i in
+                Asset(
+                    remoteId: "r\(i)", localId: "l\(i)", ownerId: "owner", checksum: "c\(i)", fileName: "f\(i).jpg",
+                    fileCreatedAt: t0.addingTimeInterval(Double(i)))
+            })
         try app.close()
         return url
     }
@@ -46,7 +48,10 @@ struct AppDatabaseOpenCostTests {
         config.foreignKeysEnabled = false
         let queue = try DatabaseQueue(path: url.path, configuration: config)
         try queue.write { db in
-            try db.execute(sql: "INSERT INTO albums(remoteId, name, createdAt, modifiedAt, ownerId) VALUES ('dangling', 'D', '2021-01-01', '2021-01-01', 'owner')")
+            try db.execute(
+                sql:
+                    "INSERT INTO albums(remoteId, name, createdAt, modifiedAt, ownerId) VALUES ('dangling', 'D', '2021-01-01', '2021-01-01', 'owner')"
+            )
             try db.execute(sql: "INSERT INTO album_assets(albumId, assetId) VALUES (?, 999999)", arguments: [db.lastInsertedRowID])
         }
         try queue.close()
@@ -80,7 +85,8 @@ struct AssetIdentityTests {
         defer { try? app.close() }
         try app.context.assets.put(Asset(remoteId: "old", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
         #expect(throws: DatabaseStoreError.uniqueViolation(key: "ownerId+checksum", table: "assets")) {
-            try app.context.assets.put(Asset(remoteId: "new", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
+            try app.context.assets.put(
+                Asset(remoteId: "new", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
         }
         #expect(try app.context.assets.findByRemoteId("old") != nil)
         #expect(try app.context.assets.findByRemoteId("new") == nil)
@@ -90,9 +96,11 @@ struct AssetIdentityTests {
     func refusesRemoteIdChangeByLocalId() throws {
         let app = try Self.app()
         defer { try? app.close() }
-        try app.context.assets.put(Asset(remoteId: "r1", localId: "l1", ownerId: "o", checksum: "c1", fileName: "f", fileCreatedAt: Self.t0))
+        try app.context.assets.put(
+            Asset(remoteId: "r1", localId: "l1", ownerId: "o", checksum: "c1", fileName: "f", fileCreatedAt: Self.t0))
         #expect(throws: DatabaseStoreError.uniqueViolation(key: "localId", table: "assets")) {
-            try app.context.assets.put(Asset(remoteId: "r2", localId: "l1", ownerId: "o", checksum: "c2", fileName: "f", fileCreatedAt: Self.t0))
+            try app.context.assets.put(
+                Asset(remoteId: "r2", localId: "l1", ownerId: "o", checksum: "c2", fileName: "f", fileCreatedAt: Self.t0))
         }
         #expect(try app.context.assets.findByLocalId("l1")?.remoteId == "r1")
     }
@@ -101,8 +109,10 @@ struct AssetIdentityTests {
     func fillsMissingRemoteId() throws {
         let app = try Self.app()
         defer { try? app.close() }
-        let local = try app.context.assets.put(Asset(remoteId: nil, localId: "l1", ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
-        let backed = try app.context.assets.put(Asset(remoteId: "r1", localId: "l1", ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
+        let local = try app.context.assets.put(
+            Asset(remoteId: nil, localId: "l1", ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
+        let backed = try app.context.assets.put(
+            Asset(remoteId: "r1", localId: "l1", ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
         #expect(backed.id == local.id)
         #expect(try app.context.assets.findByRemoteId("r1")?.id == local.id)
         #expect(try app.context.assets.count() == 1)
@@ -112,9 +122,11 @@ struct AssetIdentityTests {
     func replaceWhenAsked() throws {
         let app = try Self.app()
         defer { try? app.close() }
-        let old = try app.context.assets.put(Asset(remoteId: "old", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
-        let new = try app.context.assets.put(Asset(remoteId: "new", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0),
-                                             onConflict: .replaceIdentity)
+        let old = try app.context.assets.put(
+            Asset(remoteId: "old", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
+        let new = try app.context.assets.put(
+            Asset(remoteId: "new", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0),
+            onConflict: .replaceIdentity)
         #expect(new.id == old.id)
         #expect(try app.context.assets.findByRemoteId("old") == nil)
         #expect(try app.context.assets.findByRemoteId("new")?.id == old.id)

@@ -1,15 +1,17 @@
-// One owner-id normalisation: put, queries, observation, cleanup and migration 2 agree.
-@testable import CofferSettings
-@testable import CofferDatabase
 import Foundation
 import GRDB
 import Testing
 
+@testable import CofferDatabase
+// One owner-id normalisation: put, queries, observation, cleanup and migration 2 agree.
+@testable import CofferSettings
+
 @Suite("Owner ids: one normalisation everywhere")
 struct OwnerIdTests {
     func asset(_ n: Int, owner: String, localId: String? = nil) -> Asset {
-        Asset(remoteId: "r\(n)", localId: localId, ownerId: owner, checksum: "c\(n)", fileName: "f\(n).jpg",
-              fileCreatedAt: Date(timeIntervalSince1970: 1_000_000 + Double(n)))
+        Asset(
+            remoteId: "r\(n)", localId: localId, ownerId: owner, checksum: "c\(n)", fileName: "f\(n).jpg",
+            fileCreatedAt: Date(timeIntervalSince1970: 1_000_000 + Double(n)))
     }
 
     @Test("the normalisation lower-cases ASCII letters only, like SQLite's lower()")
@@ -40,10 +42,14 @@ struct OwnerIdTests {
     @Test("owner+checksum matches across case: a put in another case updates the row")
     func uniqueKeyAcrossCase() throws {
         let app = try openApp()
-        let first = try app.context.assets.put(Asset(remoteId: nil, localId: "l1", ownerId: "User-A", checksum: "same",
-                                                     fileName: "a.jpg", fileCreatedAt: Date()))
-        let second = try app.context.assets.put(Asset(remoteId: nil, localId: nil, ownerId: "USER-A", checksum: "same",
-                                                      fileName: "b.jpg", fileCreatedAt: Date()))
+        let first = try app.context.assets.put(
+            Asset(
+                remoteId: nil, localId: "l1", ownerId: "User-A", checksum: "same",
+                fileName: "a.jpg", fileCreatedAt: Date()))
+        let second = try app.context.assets.put(
+            Asset(
+                remoteId: nil, localId: nil, ownerId: "USER-A", checksum: "same",
+                fileName: "b.jpg", fileCreatedAt: Date()))
         #expect(second.id == first.id)
         #expect(try app.context.assets.count() == 1)
     }
@@ -72,10 +78,11 @@ struct OwnerIdTests {
         let url = appFolder().appendingPathComponent("app.sqlite")
         let old = try AppDatabase.open(at: url, schemaUpTo: "app-v2")
         try old.pool.write { db in
-            try db.execute(sql: """
-                INSERT INTO assets(remoteId, localId, ownerId, checksum, fileName, type, fileCreatedAt, fileModifiedAt, updatedAt)
-                VALUES ('old', NULL, 'Owner-X', 'c-old', 'f.jpg', 'image', '2020-01-01 00:00:00.000', '2020-01-01 00:00:00.000', '2020-01-01 00:00:00.000')
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO assets(remoteId, localId, ownerId, checksum, fileName, type, fileCreatedAt, fileModifiedAt, updatedAt)
+                    VALUES ('old', NULL, 'Owner-X', 'c-old', 'f.jpg', 'image', '2020-01-01 00:00:00.000', '2020-01-01 00:00:00.000', '2020-01-01 00:00:00.000')
+                    """)
         }
         try old.close()
         let app = try AppDatabase.open(at: url)

@@ -1,17 +1,20 @@
-// Seed 004's operations that were missing: Android reads, deletes of albums, backup albums,
-// ETags and device records, and a generic observation of any client query.
-@testable import CofferSettings
-@testable import CofferDatabase
 import Foundation
 import GRDB
 import Testing
+
+@testable import CofferDatabase
+// Seed 004's operations that were missing: Android reads, deletes of albums, backup albums,
+// ETags and device records, and a generic observation of any client query.
+@testable import CofferSettings
 
 @Suite("Seed 004: reads, deletes, observation")
 struct SeedCompletenessTests {
     @Test("an Android device asset reads back, and deletes")
     func androidAssets() throws {
         let app = try openApp()
-        try app.context.sync.putAndroidAssets([AndroidDeviceAsset(id: "a1", hash: Data([1, 2])), AndroidDeviceAsset(id: "a2", hash: Data([3]))])
+        try app.context.sync.putAndroidAssets([
+            AndroidDeviceAsset(id: "a1", hash: Data([1, 2])), AndroidDeviceAsset(id: "a2", hash: Data([3])),
+        ])
         #expect(try app.context.sync.androidAsset("a1")?.hash == Data([1, 2]))
         #expect(try app.context.sync.deleteAndroidAssets(["a1", "missing"]) == 1)
         #expect(try app.context.sync.androidAsset("a1") == nil)
@@ -21,7 +24,8 @@ struct SeedCompletenessTests {
     @Test("albums delete by remote id; their assets stay")
     func deleteAlbums() throws {
         let app = try openApp()
-        let asset = try app.context.assets.put(Asset(remoteId: "r1", localId: nil, ownerId: "u", checksum: "c", fileName: "f", fileCreatedAt: Date()))
+        let asset = try app.context.assets.put(
+            Asset(remoteId: "r1", localId: nil, ownerId: "u", checksum: "c", fileName: "f", fileCreatedAt: Date()))
         let album = try app.context.albums.put(Album(remoteId: "al", name: "A", createdAt: Date(), ownerId: "u"))
         try app.context.albums.link(albumId: try #require(album.id), assetIds: [try #require(asset.id)])
         #expect(try app.context.albums.deleteAllByRemoteId(["al"]) == 1)
@@ -85,10 +89,11 @@ struct SeedCompletenessTests {
         let url = appFolder().appendingPathComponent("app.sqlite")
         let old = try AppDatabase.open(at: url, schemaUpTo: "app-v2")
         try old.pool.write { db in
-            try db.execute(sql: """
-                INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES
-                    ('version', 'int', 3, 0), ('backupFailedSince', 'json', '1700000000000', 0), ('primaryColor', 'string', 'default', 0)
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES
+                        ('version', 'int', 3, 0), ('backupFailedSince', 'json', '1700000000000', 0), ('primaryColor', 'string', 'default', 0)
+                    """)
         }
         try old.close()
         let app = try AppDatabase.open(at: url)
@@ -102,7 +107,10 @@ struct SeedCompletenessTests {
         let url = appFolder().appendingPathComponent("app.sqlite")
         let old = try AppDatabase.open(at: url, schemaUpTo: "app-v2")
         try old.pool.write { db in
-            try db.execute(sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('version', 'int', 3, 0), ('backupFailedSince', 'json', 'null', 0)")
+            try db.execute(
+                sql:
+                    "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('version', 'int', 3, 0), ('backupFailedSince', 'json', 'null', 0)"
+            )
         }
         try old.close()
         let app = try AppDatabase.open(at: url)
@@ -113,8 +121,10 @@ struct SeedCompletenessTests {
     func cleanupKeepsBoth() throws {
         let app = try openApp()
         for (n, type) in [(1, Asset.MediaType.image), (2, .video), (3, .other)] {
-            try app.context.assets.put(Asset(remoteId: "r\(n)", localId: "l\(n)", ownerId: "u", checksum: "c\(n)", fileName: "f\(n)", type: type,
-                                             fileCreatedAt: Date(timeIntervalSince1970: 1_000), fileSize: 1))
+            try app.context.assets.put(
+                Asset(
+                    remoteId: "r\(n)", localId: "l\(n)", ownerId: "u", checksum: "c\(n)", fileName: "f\(n)", type: type,
+                    fileCreatedAt: Date(timeIntervalSince1970: 1_000), fileSize: 1))
         }
         let chosen = try AssetCleanup(database: app).candidates(CleanupOptions(keepMediaType: .both, cutoffDaysAgo: 0), now: Date())
         #expect(chosen.map(\.remoteId) == ["r3"])

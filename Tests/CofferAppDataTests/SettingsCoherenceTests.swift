@@ -1,10 +1,11 @@
-// Settings across writers: memory follows commit order, and another connection's (another
-// process's) writes are noticed.
-@testable import CofferSettings
-@testable import CofferDatabase
 import Foundation
 import GRDB
 import Testing
+
+@testable import CofferDatabase
+// Settings across writers: memory follows commit order, and another connection's (another
+// process's) writes are noticed.
+@testable import CofferSettings
 
 @Suite("Settings: coherence across writers")
 struct SettingsCoherenceTests {
@@ -15,8 +16,12 @@ struct SettingsCoherenceTests {
     @Test("after many concurrent puts to one key from two instances, memory equals disk in both")
     func concurrentPutsOneKey() async throws {
         let folder = appFolder()
-        let a = try openApp(folder), b = try openApp(folder)
-        defer { try? a.close(); try? b.close() }
+        let a = try openApp(folder)
+        let b = try openApp(folder)
+        defer {
+            try? a.close()
+            try? b.close()
+        }
         await withTaskGroup(of: Void.self) { group in
             for i in 0..<200 {
                 group.addTask {

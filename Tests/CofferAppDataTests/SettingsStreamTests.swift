@@ -1,12 +1,16 @@
 // Change streams for views: the current value first on request, no repeats of an unchanged
 // value, and enums of any integer raw type.
 import CofferDatabase
-import Observation
 import CofferSettings
 import Foundation
+import Observation
 import Testing
 
-enum GridDensity: Int, Sendable { case compact = 1, regular = 2, spacious = 3 }
+enum GridDensity: Int, Sendable {
+    case compact = 1
+    case regular = 2
+    case spacious = 3
+}
 
 @Suite("Settings streams and keys")
 struct SettingsStreamTests {
@@ -83,7 +87,11 @@ struct ObservedSettingTests {
         defer { try? app.close() }
         let model = ObservedSetting(SettingsCatalog.tilesPerRow, in: app.settings)
         let changed = Flag()
-        withObservationTracking { _ = model.value } onChange: { changed.set() }
+        withObservationTracking {
+            _ = model.value
+        } onChange: {
+            changed.set()
+        }
         model.value = 3
         #expect(app.settings.get(SettingsCatalog.tilesPerRow) == 3)
         #expect(changed.isSet)

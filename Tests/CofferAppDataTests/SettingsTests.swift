@@ -1,8 +1,9 @@
-@testable import CofferSettings
-@testable import CofferDatabase
 import Foundation
 import GRDB
 import Testing
+
+@testable import CofferDatabase
+@testable import CofferSettings
 
 func appFolder(_ name: String = #function) -> URL {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-app-\(name.filter(\.isLetter))-\(UUID().uuidString)")
@@ -47,7 +48,8 @@ struct SettingsTests {
         #expect(app.settings.get(SettingsCatalog.loadOriginal))
         #expect(app.settings.get(SettingsCatalog.serverUrl) == "https://photos.example")
         #expect(app.settings.get(StoreKey("ratio", default: 1.0)) == 1.5)
-        #expect(app.settings.get(StoreKey("since", default: Date(timeIntervalSince1970: 0))) == Date(timeIntervalSince1970: 1_700_000_000.123))
+        #expect(
+            app.settings.get(StoreKey("since", default: Date(timeIntervalSince1970: 0))) == Date(timeIntervalSince1970: 1_700_000_000.123))
         #expect(app.settings.get(StoreKey("blob", default: Data())) == Data([1, 2, 3]))
         #expect(app.settings.get(SettingsCatalog.themeMode) == .dark)
         #expect(app.settings.get(SettingsCatalog.currentUser) == user)

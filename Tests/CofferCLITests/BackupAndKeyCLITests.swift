@@ -16,8 +16,9 @@ func storeWithRecords(_ count: Int) throws -> URL {
 
 /// `args` on the store's wallet with the backup passphrase in environment variable BP.
 func backupCommand(_ args: [String], store: URL, passphrase: String = "backup pass") throws -> CLIResult {
-    try CLI.run(["--raw-key-env", "COFFER_TEST_KEY", "wallet"] + args, store: store,
-                env: ["COFFER_TEST_KEY": CLI.key, "BP": passphrase])
+    try CLI.run(
+        ["--raw-key-env", "COFFER_TEST_KEY", "wallet"] + args, store: store,
+        env: ["COFFER_TEST_KEY": CLI.key, "BP": passphrase])
 }
 
 /// The one JSON object a command printed.
@@ -81,7 +82,8 @@ struct BackupCLITests {
         let target = newStoreFolder()
         _ = try backupCommand(["import-backup", file.path, "--backup-passphrase-env", "BP"], store: target)
         let message = Data("after restore".utf8).base64EncodedString()
-        let signature = try #require(try printedObject(CLI.wallet(["key", "sign", verkey, message], store: target))["signature"] as? String)
+        let signature = try #require(
+            try printedObject(CLI.wallet(["key", "sign", verkey, message], store: target))["signature"] as? String)
         #expect(try CLI.wallet(["key", "verify", verkey, message, signature], store: target).status == 0)
     }
 
@@ -101,7 +103,8 @@ struct BackupCLITests {
         let file = store.appendingPathComponent("wallet.backup")
         _ = try backupCommand(["export", file.path, "--backup-passphrase-env", "BP"], store: store)
         let target = newStoreFolder()
-        let r = try backupCommand(["import-backup", file.path, "--backup-passphrase-env", "BP"], store: target, passphrase: "not the passphrase")
+        let r = try backupCommand(
+            ["import-backup", file.path, "--backup-passphrase-env", "BP"], store: target, passphrase: "not the passphrase")
         #expect(r.status == 4)
         #expect(r.stderr.hasPrefix("error: wrong key"))
         #expect(FileManager.default.fileExists(atPath: target.appendingPathComponent("wallet.sqlite").path) == false)
@@ -152,7 +155,8 @@ struct KeyCLITests {
     @Test("key list gives each held key's verkey and kind, and nothing else")
     func listKeys() throws {
         let store = try CLI.newStore()
-        let a = try create(store), b = try create(store, kind: "x25519")
+        let a = try create(store)
+        let b = try create(store, kind: "x25519")
         let r = try CLI.wallet(["key", "list"], store: store)
         let listed = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: String]])
         #expect(Set(listed) == [["verkey": a, "kind": "ed25519"], ["verkey": b, "kind": "x25519"]])
@@ -180,7 +184,9 @@ struct KeyCLITests {
     func verifyFails() throws {
         let store = try CLI.newStore()
         let verkey = try create(store)
-        let signature = try #require(try printedObject(CLI.wallet(["key", "sign", verkey, Data("a".utf8).base64EncodedString()], store: store))["signature"] as? String)
+        let signature = try #require(
+            try printedObject(CLI.wallet(["key", "sign", verkey, Data("a".utf8).base64EncodedString()], store: store))["signature"]
+                as? String)
         let r = try CLI.wallet(["key", "verify", verkey, Data("b".utf8).base64EncodedString(), signature], store: store)
         #expect(r.status == 2)
         #expect(r.stdout == #"{"valid":false}"# + "\n")
@@ -217,7 +223,8 @@ struct KeyCLITests {
         let store = try CLI.newStore()
         let verkey = try create(store, kind: kind)
         let message = Data("sealed for you".utf8).base64EncodedString()
-        let box = try #require(try printedObject(CLI.wallet(["key", "seal", verkey, message, "--kind", kind], store: store))["box"] as? String)
+        let box = try #require(
+            try printedObject(CLI.wallet(["key", "seal", verkey, message, "--kind", kind], store: store))["box"] as? String)
         let r = try CLI.wallet(["key", "open", verkey, box], store: store)
         #expect(r.status == 0)
         #expect(try printedObject(r)["message"] as? String == message)
@@ -227,7 +234,8 @@ struct KeyCLITests {
     func openAltered() throws {
         let store = try CLI.newStore()
         let verkey = try create(store, kind: "x25519")
-        let box = try #require(try printedObject(CLI.wallet(["key", "seal", verkey, Data("m".utf8).base64EncodedString()], store: store))["box"] as? String)
+        let box = try #require(
+            try printedObject(CLI.wallet(["key", "seal", verkey, Data("m".utf8).base64EncodedString()], store: store))["box"] as? String)
         var bytes = try #require(Data(base64Encoded: box))
         bytes[bytes.count - 1] ^= 1
         let r = try CLI.wallet(["key", "open", verkey, bytes.base64EncodedString()], store: store)

@@ -1,7 +1,7 @@
-// The command line as other tools drive it: output formats and exit codes.
-import CofferWallet
 import CofferDatabase
 import CofferSettings
+// The command line as other tools drive it: output formats and exit codes.
+import CofferWallet
 import Foundation
 import GRDB
 import Testing
@@ -33,7 +33,8 @@ enum CLI {
         var environment = ProcessInfo.processInfo.environment
         for (k, v) in env { environment[k] = v }
         process.environment = environment
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         let input = Pipe()
@@ -44,7 +45,8 @@ enum CLI {
         let o = out.fileHandleForReading.readDataToEndOfFile()
         let e = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return CLIResult(status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        return CLIResult(
+            status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
     }
 
     /// A wallet command with the test key from the environment (not visible to `ps`).
@@ -150,9 +152,13 @@ struct CLITests {
         for i in 0..<5 {
             #expect(try CLI.wallet(["add", "cred", "c\(i)", "v\(i)", "--tags", #"{"~n":"\#(i)"}"#], store: store).status == 0)
         }
-        let all = try CLI.wallet(["search", "cred", #"{"~n": {"$gte": 1}}"#, "--options", #"{"retrieveTags":false,"retrieveTotalCount":true}"#], store: store)
+        let all = try CLI.wallet(
+            ["search", "cred", #"{"~n": {"$gte": 1}}"#, "--options", #"{"retrieveTags":false,"retrieveTotalCount":true}"#], store: store)
         #expect(all.status == 0)
-        #expect(all.stdout == #"{"totalCount":4,"records":[{"id":"c1","value":"v1"},{"id":"c2","value":"v2"},{"id":"c3","value":"v3"},{"id":"c4","value":"v4"}]}"# + "\n")
+        #expect(
+            all.stdout
+                == #"{"totalCount":4,"records":[{"id":"c1","value":"v1"},{"id":"c2","value":"v2"},{"id":"c3","value":"v3"},{"id":"c4","value":"v4"}]}"#
+                + "\n")
         let page = try CLI.wallet(["search", "cred", "{}", "--options", #"{"retrieveTags":false}"#, "--count", "2"], store: store)
         #expect(page.stdout == #"{"records":[{"id":"c0","value":"v0"},{"id":"c1","value":"v1"}]}"# + "\n")
     }
@@ -176,10 +182,10 @@ struct CLITests {
         let store = try CLI.newStore()
         let file = store.appendingPathComponent("in.jsonl")
         try """
-            {"type":"cred","id":"a","value":"1","tags":{"x":"1"}}
-            {"type":"cred","id":"b","value":"2"}
-            {"type":"cred","id":"a","value":"3"}
-            """.write(to: file, atomically: true, encoding: .utf8)
+        {"type":"cred","id":"a","value":"1","tags":{"x":"1"}}
+        {"type":"cred","id":"b","value":"2"}
+        {"type":"cred","id":"a","value":"3"}
+        """.write(to: file, atomically: true, encoding: .utf8)
         let r = try CLI.wallet(["import", file.path], store: store)
         #expect(r.status == 3)
         #expect(try CLI.wallet(["search", "cred", "{}"], store: store).stdout == #"{"records":[]}"# + "\n")
@@ -194,7 +200,8 @@ struct CLITests {
         let r = try CLI.wallet(["import", file.path], store: store)
         #expect(r.status == 0)
         #expect(r.stderr.contains("50/50"))
-        let s = try CLI.wallet(["search", "cred", #"{"n":"1"}"#, "--options", #"{"retrieveRecords":false,"retrieveTotalCount":true}"#], store: store)
+        let s = try CLI.wallet(
+            ["search", "cred", #"{"n":"1"}"#, "--options", #"{"retrieveRecords":false,"retrieveTotalCount":true}"#], store: store)
         #expect(s.stdout == #"{"totalCount":25}"# + "\n")
     }
 
@@ -202,7 +209,8 @@ struct CLITests {
     func importBadLine() throws {
         let store = try CLI.newStore()
         let file = store.appendingPathComponent("in.jsonl")
-        try "{\"type\":\"cred\",\"id\":\"a\",\"value\":\"1\"}\n{\"type\":\"cred\",\"id\":5,\"value\":\"1\"}\n".write(to: file, atomically: true, encoding: .utf8)
+        try "{\"type\":\"cred\",\"id\":\"a\",\"value\":\"1\"}\n{\"type\":\"cred\",\"id\":5,\"value\":\"1\"}\n".write(
+            to: file, atomically: true, encoding: .utf8)
         let r = try CLI.wallet(["import", file.path], store: store)
         #expect(r.status == 2)
         #expect(r.stderr.contains("line 2"))
@@ -213,7 +221,8 @@ struct CLITests {
         let store = try CLI.newStore()
         #expect(try CLI.wallet(["add", "cred", "c1", "v"], store: store).status == 0)
         let env = ["NEWPASS": "a new passphrase"]
-        #expect(try CLI.run(["--raw-key", CLI.key, "wallet", "rekey", "--new-passphrase-env", "NEWPASS"], store: store, env: env).status == 0)
+        #expect(
+            try CLI.run(["--raw-key", CLI.key, "wallet", "rekey", "--new-passphrase-env", "NEWPASS"], store: store, env: env).status == 0)
         #expect(try CLI.wallet(["get", "cred", "c1"], store: store).status == 4)
         #expect(try CLI.run(["--passphrase-env", "NEWPASS", "wallet", "get", "cred", "c1"], store: store, env: env).status == 0)
     }
@@ -250,7 +259,9 @@ struct CrashTests {
         let store = try CLI.newStore()
         #expect(try CLI.wallet(["add", "cred", "before", "committed"], store: store).status == 0)
         let file = store.appendingPathComponent("big.jsonl")
-        let lines = (0..<40_000).map { #"{"type":"cred","id":"r\#($0)","value":"\#(String(repeating: "v", count: 200))","tags":{"a":"\#($0 % 7)","~n":"\#($0)"}}"# }
+        let lines = (0..<40_000).map {
+            #"{"type":"cred","id":"r\#($0)","value":"\#(String(repeating: "v", count: 200))","tags":{"a":"\#($0 % 7)","~n":"\#($0)"}}"#
+        }
         try lines.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
 
         let process = Process()
@@ -290,7 +301,8 @@ struct DeniableCLITests {
     func flow() throws {
         let (store, passphrase) = try initStore()
         let env = ["DENIABLE_PASS": passphrase]
-        let sent = try CLI.run(["--passphrase-env", "DENIABLE_PASS", "deniable", "send", "--to", "alice", "hello there"], store: store, env: env)
+        let sent = try CLI.run(
+            ["--passphrase-env", "DENIABLE_PASS", "deniable", "send", "--to", "alice", "hello there"], store: store, env: env)
         #expect(sent.status == 0, "\(sent.stderr)")
         let head = try CLI.run(["deniable", "dequeue"], store: store)
         #expect(head.stdout.contains(#""text":"hello there""#), "\(head.stdout)")
@@ -337,7 +349,8 @@ struct InteropTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["bash", root.appendingPathComponent("Tests/Interop/run.sh").path, CLI.binary.path]
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         try process.run()
@@ -360,7 +373,9 @@ struct AppDataCLITests {
     func settings() throws {
         let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-settings-\(UUID().uuidString)")
         #expect(try CLI.run(["settings", "set", "tilesPerRow", "6"], store: store).status == 0)
-        #expect(try CLI.run(["settings", "get", "tilesPerRow"], store: store).stdout == #"{"name":"tilesPerRow","kind":"int","value":6,"default":4,"set":true}"# + "\n")
+        #expect(
+            try CLI.run(["settings", "get", "tilesPerRow"], store: store).stdout
+                == #"{"name":"tilesPerRow","kind":"int","value":6,"default":4,"set":true}"# + "\n")
         #expect(try CLI.run(["settings", "set", "tilesPerRow", "six"], store: store).status == 2)
         #expect(try CLI.run(["settings", "list"], store: store).stdout.contains(#""tilesPerRow":6"#))
         #expect(try CLI.run(["settings", "delete", "tilesPerRow"], store: store).status == 0)
@@ -374,10 +389,11 @@ struct AppDataCLITests {
         let old = try AppDatabase.open(at: url, schemaUpTo: "app-v1")
         let rows = 150_000
         try old.pool.write { db in
-            let statement = try db.makeStatement(sql: """
-                INSERT INTO assets(remoteId, localId, ownerId, checksum, fileName, type, fileCreatedAt, fileModifiedAt, updatedAt)
-                VALUES (?, ?, ?, ?, 'f.jpg', 'image', '2021-01-01 00:00:00.000', '2021-01-01 00:00:00.000', '2021-01-01 00:00:00.000')
-                """)
+            let statement = try db.makeStatement(
+                sql: """
+                    INSERT INTO assets(remoteId, localId, ownerId, checksum, fileName, type, fileCreatedAt, fileModifiedAt, updatedAt)
+                    VALUES (?, ?, ?, ?, 'f.jpg', 'image', '2021-01-01 00:00:00.000', '2021-01-01 00:00:00.000', '2021-01-01 00:00:00.000')
+                    """)
             for i in 0..<rows { try statement.execute(arguments: ["r\(i)", "l\(i)", "OWNER-\(i % 100)", "c\(i)"]) }
         }
         try old.close()

@@ -64,8 +64,10 @@ struct ContainerCLITests {
     func cleanup() throws {
         let store = emptyStore()
         let app = try AppDatabase.open(at: store.appendingPathComponent("app.sqlite"))
-        try app.context.assets.put(Asset(remoteId: "r1", localId: "l1.jpg", ownerId: "u", checksum: "c1", fileName: "IMG_1.jpg",
-                                         fileCreatedAt: Date().addingTimeInterval(-40 * 86_400), fileSize: 1_234))
+        try app.context.assets.put(
+            Asset(
+                remoteId: "r1", localId: "l1.jpg", ownerId: "u", checksum: "c1", fileName: "IMG_1.jpg",
+                fileCreatedAt: Date().addingTimeInterval(-40 * 86_400), fileSize: 1_234))
         try app.close()
         let dry = try CLI.run(["cleanup", "--dry-run", "--cutoff-days", "30"], store: store)
         #expect(dry.status == 0)
@@ -84,8 +86,10 @@ struct ContainerCLITests {
         try Data(count: 10).write(to: media.appendingPathComponent("l1.jpg"))
         let app = try AppDatabase.open(at: store.appendingPathComponent("app.sqlite"))
         for n in 1...2 {
-            try app.context.assets.put(Asset(remoteId: "r\(n)", localId: "l\(n).jpg", ownerId: "u", checksum: "c\(n)", fileName: "f",
-                                             fileCreatedAt: Date().addingTimeInterval(-40 * 86_400), fileSize: 10))
+            try app.context.assets.put(
+                Asset(
+                    remoteId: "r\(n)", localId: "l\(n).jpg", ownerId: "u", checksum: "c\(n)", fileName: "f",
+                    fileCreatedAt: Date().addingTimeInterval(-40 * 86_400), fileSize: 10))
         }
         try app.close()
         let run = try CLI.run(["cleanup", "--cutoff-days", "30", "--media-dir", media.path], store: store)

@@ -25,9 +25,10 @@ struct DeniableSnapshot {
         for name in try fm.contentsOfDirectory(atPath: folder.path) {
             let path = folder.appendingPathComponent(name).path
             let a = try fm.attributesOfItem(atPath: path)
-            files[name] = File(bytes: try Data(contentsOf: URL(fileURLWithPath: path)),
-                               mode: (a[.posixPermissions] as? NSNumber)?.intValue ?? -1,
-                               mtime: a[.modificationDate] as? Date ?? .distantPast)
+            files[name] = File(
+                bytes: try Data(contentsOf: URL(fileURLWithPath: path)),
+                mode: (a[.posixPermissions] as? NSNumber)?.intValue ?? -1,
+                mtime: a[.modificationDate] as? Date ?? .distantPast)
         }
     }
 
@@ -38,8 +39,10 @@ struct DeniableSnapshot {
         case "vault":
             return ["magic": field(0..<8), "contentBytes": field(8..<12), "outerSalt": field(12..<28), "outerNonce": field(28..<52)]
         case "sending-queue":
-            return ["magic": field(0..<8), "slots": field(8..<12), "itemBytes": field(12..<16), "hintBytes": field(16..<20),
-                    "outerSalt": field(20..<36), "outerNonce": field(36..<60)]
+            return [
+                "magic": field(0..<8), "slots": field(8..<12), "itemBytes": field(12..<16), "hintBytes": field(16..<20),
+                "outerSalt": field(20..<36), "outerNonce": field(36..<60),
+            ]
         case let n where n.hasSuffix(".sqlite"):
             // SQLite's database header (https://sqlite.org/fileformat.html, section 1.3).
             let offsets: [(String, Range<Int>)] = [
@@ -51,7 +54,9 @@ struct DeniableSnapshot {
         case let n where n.hasSuffix(".json"):
             // Cleartext through and through: its top-level keys and their values.
             guard let object = try? JSONSerialization.jsonObject(with: bytes) as? [String: Any] else { return ["whole": bytes] }
-            return object.mapValues { (try? JSONSerialization.data(withJSONObject: $0, options: [.fragmentsAllowed, .sortedKeys])) ?? Data() }
+            return object.mapValues {
+                (try? JSONSerialization.data(withJSONObject: $0, options: [.fragmentsAllowed, .sortedKeys])) ?? Data()
+            }
         default:
             return [:]
         }
@@ -61,11 +66,19 @@ struct DeniableSnapshot {
     func changes(to after: DeniableSnapshot) -> [String: String] {
         var out = ["<folder>": "mode \(String(after.folderMode, radix: 8)) mtimeChanged \(after.folderMtime != folderMtime)"]
         for name in Set(files.keys).union(after.files.keys) {
-            guard let new = after.files[name] else { out[name] = "removed"; continue }
-            guard let old = files[name] else { out[name] = "created size \(new.bytes.count) mode \(String(new.mode, radix: 8))"; continue }
-            let oldFields = Self.headerFields(name, old.bytes), newFields = Self.headerFields(name, new.bytes)
+            guard let new = after.files[name] else {
+                out[name] = "removed"
+                continue
+            }
+            guard let old = files[name] else {
+                out[name] = "created size \(new.bytes.count) mode \(String(new.mode, radix: 8))"
+                continue
+            }
+            let oldFields = Self.headerFields(name, old.bytes)
+            let newFields = Self.headerFields(name, new.bytes)
             let changedFields = Set(oldFields.keys).union(newFields.keys).filter { oldFields[$0] != newFields[$0] }.sorted()
-            out[name] = "size \(old.bytes.count)->\(new.bytes.count) mode \(String(new.mode, radix: 8)) "
+            out[name] =
+                "size \(old.bytes.count)->\(new.bytes.count) mode \(String(new.mode, radix: 8)) "
                 + "bytesChanged \(old.bytes != new.bytes) mtimeChanged \(old.mtime != new.mtime) fields \(changedFields)"
         }
         return out
@@ -102,17 +115,19 @@ struct TwoStores {
     let node: DevelopmentCoverNode
 
     init() throws {
-        node = try DevelopmentCoverNode(folder: root.appendingPathComponent("service"), configuration: configuration,
-                                        clock: clock.function)
+        node = try DevelopmentCoverNode(
+            folder: root.appendingPathComponent("service"), configuration: configuration,
+            clock: clock.function)
     }
 
     func folder(_ name: String) -> URL { root.appendingPathComponent(name).appendingPathComponent("deniable") }
 
     /// An app start: opening the store runs the start routine.
     func start(_ name: String) async throws -> DeniableStorage {
-        try await DeniableStorage(folder: folder(name), configuration: configuration,
-                                  trustAnchor: TrustAnchor(publicKey: node.trustAnchor.publicKey, notValidAfter: clock.now.addingTimeInterval(365 * 86_400)),
-                                  keySource: node, deadDropSource: node, clock: clock.function)
+        try await DeniableStorage(
+            folder: folder(name), configuration: configuration,
+            trustAnchor: TrustAnchor(publicKey: node.trustAnchor.publicKey, notValidAfter: clock.now.addingTimeInterval(365 * 86_400)),
+            keySource: node, deadDropSource: node, clock: clock.function)
     }
 
     func snapshot() throws -> (user: DeniableSnapshot, plain: DeniableSnapshot) {
@@ -121,12 +136,15 @@ struct TwoStores {
 }
 
 /// Checks that two before/after pairs look alike, and each copy alone too.
-func expectIndistinguishable(before: (user: DeniableSnapshot, plain: DeniableSnapshot),
-                             after: (user: DeniableSnapshot, plain: DeniableSnapshot),
-                             sourceLocation: SourceLocation = #_sourceLocation) {
+func expectIndistinguishable(
+    before: (user: DeniableSnapshot, plain: DeniableSnapshot),
+    after: (user: DeniableSnapshot, plain: DeniableSnapshot),
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
     #expect(before.user.shape == before.plain.shape, sourceLocation: sourceLocation)
     #expect(after.user.shape == after.plain.shape, sourceLocation: sourceLocation)
-    let user = before.user.changes(to: after.user), plain = before.plain.changes(to: after.plain)
+    let user = before.user.changes(to: after.user)
+    let plain = before.plain.changes(to: after.plain)
     #expect(user == plain, sourceLocation: sourceLocation)
     // The comparison sees changes at all: the start routine rewrites vault and queue in both.
     #expect(user["vault"]?.contains("bytesChanged true") == true, "\(user)", sourceLocation: sourceLocation)
@@ -196,10 +214,13 @@ struct DeniableSnapshotTests {
     func cliSchedule() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-deniable-cli-snapshot-\(UUID().uuidString)")
         let service = root.appendingPathComponent("service").path
-        let user = root.appendingPathComponent("user"), plain = root.appendingPathComponent("plain")
+        let user = root.appendingPathComponent("user")
+        let plain = root.appendingPathComponent("plain")
         // Logs at .info and above go to stderr: a user's commands must log nothing a non-user's do not.
         func run(_ store: URL, _ args: [String], env: [String: String] = [:]) throws -> CLIResult {
-            let r = try CLI.run(["deniable"] + args + ["--dev-service", service], store: store, env: env.merging(["COFFER_LOG_LEVEL": "info"]) { a, _ in a })
+            let r = try CLI.run(
+                ["deniable"] + args + ["--dev-service", service], store: store, env: env.merging(["COFFER_LOG_LEVEL": "info"]) { a, _ in a }
+            )
             #expect(r.status == 0, "\(args): \(r.stderr)")
             #expect(r.stderr.isEmpty, "\(args) logged: \(r.stderr)")
             return r
@@ -211,9 +232,11 @@ struct DeniableSnapshotTests {
         let before = try snap()
 
         let initialized = try run(user, ["init"])
-        let passphrase = (try JSONSerialization.jsonObject(with: Data(initialized.stdout.utf8)) as? [String: Any])?["passphrase"] as? String ?? ""
-        let sent = try CLI.run(["--passphrase-env", "P", "deniable", "send", "--to", "alice", "hello", "--dev-service", service],
-                               store: user, env: ["P": passphrase, "COFFER_LOG_LEVEL": "info"])
+        let passphrase =
+            (try JSONSerialization.jsonObject(with: Data(initialized.stdout.utf8)) as? [String: Any])?["passphrase"] as? String ?? ""
+        let sent = try CLI.run(
+            ["--passphrase-env", "P", "deniable", "send", "--to", "alice", "hello", "--dev-service", service],
+            store: user, env: ["P": passphrase, "COFFER_LOG_LEVEL": "info"])
         #expect(sent.status == 0 && sent.stderr.isEmpty, "send: \(sent.stderr)")
         _ = try run(plain, ["start"])
         for store in [user, plain] {
@@ -231,7 +254,9 @@ struct DeniableSnapshotTests {
             let folder = store.appendingPathComponent("deniable")
             #expect(try CLI.run(["deniable", "init"], store: store).status == 0)
             switch damage {
-            case "truncate vault": try Data(try Data(contentsOf: folder.appendingPathComponent("vault")).prefix(100)).write(to: folder.appendingPathComponent("vault"))
+            case "truncate vault":
+                try Data(try Data(contentsOf: folder.appendingPathComponent("vault")).prefix(100)).write(
+                    to: folder.appendingPathComponent("vault"))
             case "delete key": try FileManager.default.removeItem(at: folder.appendingPathComponent("secure-element.key"))
             case "garbage queue": try Data(repeating: 7, count: 500).write(to: folder.appendingPathComponent("sending-queue"))
             default: try Data(repeating: 7, count: 5000).write(to: folder.appendingPathComponent("dead-drops.sqlite"))
@@ -252,7 +277,8 @@ struct DeniableSnapshotTests {
         let folder = store.appendingPathComponent("deniable")
         #expect(try CLI.run(["deniable", "start"], store: store).status == 0)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
-        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: folder.appendingPathComponent("dead-drops.sqlite").path)
+        try FileManager.default.setAttributes(
+            [.posixPermissions: 0o644], ofItemAtPath: folder.appendingPathComponent("dead-drops.sqlite").path)
         #expect(try CLI.run(["deniable", "start"], store: store).status == 0)
         let snapshot = try DeniableSnapshot(folder)
         #expect(snapshot.folderMode == 0o700)

@@ -43,11 +43,11 @@ struct FootprintCLITests {
         let store = try CLI.newStore()
         let file = store.appendingPathComponent("in.jsonl")
         try """
-            {"type":"t","id":"a","value":"1","expiresAt":1}
-            {"type":"t","id":"b","value":"2","expiresAt":99999999999999}
+        {"type":"t","id":"a","value":"1","expiresAt":1}
+        {"type":"t","id":"b","value":"2","expiresAt":99999999999999}
 
-            {"type":"t","id":"c","value":"3"}
-            """.write(to: file, atomically: true, encoding: .utf8)
+        {"type":"t","id":"c","value":"3"}
+        """.write(to: file, atomically: true, encoding: .utf8)
         #expect(try CLI.wallet(["import", file.path], store: store).status == 0)
         #expect(try CLI.wallet(["count", "t"], store: store).stdout == #"{"count":2}"# + "\n")
         try #"{"type":"t","id":"d","value":"4"}"#.appending("\n{\"type\":\"t\",\"id\":\"e\",\"value\":\"5\",\"expiresAt\":\"soon\"}\n")

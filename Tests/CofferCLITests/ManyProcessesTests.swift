@@ -21,7 +21,8 @@ struct ManyProcessesTests {
         for (k, v) in env { environment[k] = v }
         process.environment = environment
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-child-\(UUID().uuidString)")
-        let out = base.appendingPathExtension("out"), err = base.appendingPathExtension("err")
+        let out = base.appendingPathExtension("out")
+        let err = base.appendingPathExtension("err")
         FileManager.default.createFile(atPath: out.path, contents: nil)
         FileManager.default.createFile(atPath: err.path, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: out)
@@ -31,7 +32,8 @@ struct ManyProcessesTests {
         return Child(args: args, process: process, out: out, err: err)
     }
 
-    @Test("56 processes writing settings, assets, secure items and cache entries at once: none fails, nothing is lost, the cache limit holds")
+    @Test(
+        "56 processes writing settings, assets, secure items and cache entries at once: none fails, nothing is lost, the cache limit holds")
     func manyWriters() throws {
         let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-many-\(UUID().uuidString)")
         // The store exists (an installed app), with a small thumbnail limit to press on.

@@ -9,7 +9,9 @@ struct RestoreKillTests {
     /// Runs `coffer arguments`, waits until `marker` (a temporary file the command writes) exists,
     /// sleeps a random moment up to `maxDelay` µs, and kills it with SIGKILL. `landed` tells
     /// whether the kill hit the process while it was still running with the marker present.
-    static func killWhile(_ marker: URL, maxDelay: useconds_t, env: [String: String], _ arguments: [String]) throws -> (landed: Bool, process: Process) {
+    static func killWhile(_ marker: URL, maxDelay: useconds_t, env: [String: String], _ arguments: [String]) throws -> (
+        landed: Bool, process: Process
+    ) {
         let process = Process()
         process.executableURL = CLI.binary
         process.arguments = arguments
@@ -19,7 +21,10 @@ struct RestoreKillTests {
         try process.run()
         var sawMarker = false
         for _ in 0..<20_000 where process.isRunning {
-            if FileManager.default.fileExists(atPath: marker.path) { sawMarker = true; break }
+            if FileManager.default.fileExists(atPath: marker.path) {
+                sawMarker = true
+                break
+            }
             usleep(200)
         }
         if sawMarker { usleep(useconds_t.random(in: 0...maxDelay)) }
@@ -34,11 +39,14 @@ struct RestoreKillTests {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-restore-kill-\(UUID().uuidString)")
         var config = Wallet.Configuration()
         config.passphraseParameters = .minimum
-        let source = try await Wallet.create(at: root.appendingPathComponent("source/wallet.sqlite"), key: .raw(Data(repeating: 1, count: 32)),
-                                             configuration: config)
+        let source = try await Wallet.create(
+            at: root.appendingPathComponent("source/wallet.sqlite"), key: .raw(Data(repeating: 1, count: 32)),
+            configuration: config)
         let n = 30_000
         try await source.transaction { txn in
-            for i in 0..<n { try txn.add(type: "t", id: "r\(i)", value: String(repeating: "v", count: 100), tags: ["e": .string("\(i % 50)")]) }
+            for i in 0..<n {
+                try txn.add(type: "t", id: "r\(i)", value: String(repeating: "v", count: 100), tags: ["e": .string("\(i % 50)")])
+            }
         }
         let backup = root.appendingPathComponent("backup.cfb")
         _ = try await source.exportBackup(to: backup, passphrase: "backup pass")
@@ -51,17 +59,22 @@ struct RestoreKillTests {
         var killedMidRestore = 0
         for attempt in 0..<5 {
             // Kill at a random moment while the new wallet is being written under its temporary name.
-            let (landed, process) = try Self.killWhile(temporary, maxDelay: attempt == 0 ? 1_000 : 200_000, env: env,
-                                                       ["--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-backup",
-                                                        backup.path, "--backup-passphrase-env", "BP"])
+            let (landed, process) = try Self.killWhile(
+                temporary, maxDelay: attempt == 0 ? 1_000 : 200_000, env: env,
+                [
+                    "--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-backup",
+                    backup.path, "--backup-passphrase-env", "BP",
+                ])
             if landed { killedMidRestore += 1 }
-            #expect(!FileManager.default.fileExists(atPath: target.path) || process.terminationReason == .exit,
-                    "attempt \(attempt): a killed restore left a wallet at the target")
+            #expect(
+                !FileManager.default.fileExists(atPath: target.path) || process.terminationReason == .exit,
+                "attempt \(attempt): a killed restore left a wallet at the target")
             if FileManager.default.fileExists(atPath: target.path) { try FileManager.default.removeItem(at: target) }
         }
         #expect(killedMidRestore > 0, "no kill landed while the temporary wallet was being written")
-        let restored = try CLI.run(["--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"],
-                                   store: store, env: env)
+        let restored = try CLI.run(
+            ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"],
+            store: store, env: env)
         #expect(restored.status == 0, "\(restored.stderr)")
         #expect(!FileManager.default.fileExists(atPath: temporary.path))
         let check = try CLI.wallet(["check"], store: store)
@@ -73,11 +86,15 @@ struct RestoreKillTests {
         let store = try CLI.newStore()
         #expect(try CLI.wallet(["add", "t", "1", "v"], store: store).status == 0)
         let backup = store.appendingPathComponent("b.cfb")
-        #expect(try CLI.run(["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP"], store: store,
-                            env: ["K": CLI.key, "BP": "p"]).status == 0)
+        #expect(
+            try CLI.run(
+                ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP"], store: store,
+                env: ["K": CLI.key, "BP": "p"]
+            ).status == 0)
         let before = try Data(contentsOf: store.appendingPathComponent("wallet.sqlite"))
-        let r = try CLI.run(["--raw-key-env", "K", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"], store: store,
-                            env: ["K": CLI.key, "BP": "p"])
+        let r = try CLI.run(
+            ["--raw-key-env", "K", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"], store: store,
+            env: ["K": CLI.key, "BP": "p"])
         #expect(r.status == 3)
         #expect(try Data(contentsOf: store.appendingPathComponent("wallet.sqlite")) == before)
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent(".wallet.sqlite.restoring").path))
@@ -91,7 +108,9 @@ struct RestoreKillTests {
         let key = Data(base64Encoded: CLI.key)!
         let wallet = try await Wallet.create(at: store.appendingPathComponent("wallet.sqlite"), key: .raw(key), configuration: config)
         try await wallet.transaction { txn in
-            for i in 0..<60_000 { try txn.add(type: "t", id: "r\(i)", value: String(repeating: "v", count: 200), tags: ["e": .string("\(i % 50)")]) }
+            for i in 0..<60_000 {
+                try txn.add(type: "t", id: "r\(i)", value: String(repeating: "v", count: 200), tags: ["e": .string("\(i % 50)")])
+            }
         }
         try wallet.close()
         let backup = store.appendingPathComponent("backup.cfb")
@@ -101,9 +120,12 @@ struct RestoreKillTests {
         let env = ["BP": "backup pass", "COFFER_TEST_KEY": CLI.key]
         var killedMidExport = 0
         for attempt in 0..<5 {
-            let (landed, process) = try Self.killWhile(partial, maxDelay: attempt == 0 ? 1_000 : 100_000, env: env,
-                                                       ["--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet", "export",
-                                                        backup.path, "--backup-passphrase-env", "BP"])
+            let (landed, process) = try Self.killWhile(
+                partial, maxDelay: attempt == 0 ? 1_000 : 100_000, env: env,
+                [
+                    "--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet", "export",
+                    backup.path, "--backup-passphrase-env", "BP",
+                ])
             if landed {
                 killedMidExport += 1
                 #expect(try Data(contentsOf: backup) == older, "attempt \(attempt): a killed export changed the file at the target")
@@ -111,13 +133,15 @@ struct RestoreKillTests {
             if process.terminationReason == .exit { try older.write(to: backup) }
         }
         #expect(killedMidExport > 0, "no kill landed while the partial file was being written")
-        let exported = try CLI.run(["--raw-key-env", "COFFER_TEST_KEY", "wallet", "export", backup.path, "--backup-passphrase-env", "BP"],
-                                   store: store, env: env)
+        let exported = try CLI.run(
+            ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "export", backup.path, "--backup-passphrase-env", "BP"],
+            store: store, env: env)
         #expect(exported.status == 0, "\(exported.stderr)")
         #expect(!FileManager.default.fileExists(atPath: partial.path))
         let restoredStore = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-export-kill-\(UUID().uuidString)")
-        let restored = try CLI.run(["--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"],
-                                   store: restoredStore, env: env)
+        let restored = try CLI.run(
+            ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"],
+            store: restoredStore, env: env)
         #expect(restored.status == 0, "\(restored.stderr)")
         #expect(try CLI.wallet(["count", "t"], store: restoredStore).stdout.contains(#"{"count":60000}"#))
     }

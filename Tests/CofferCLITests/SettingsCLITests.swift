@@ -79,7 +79,9 @@ struct SettingsCLITests {
     func mismatch() throws {
         let store = try store()
         let queue = try DatabaseQueue(path: store.appendingPathComponent("app.sqlite").path)
-        try queue.write { try $0.execute(sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('tilesPerRow', 'string', 'hello', 0)") }
+        try queue.write {
+            try $0.execute(sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('tilesPerRow', 'string', 'hello', 0)")
+        }
         try queue.close()
         let r = try CLI.run(["settings", "get", "tilesPerRow"], store: store)
         #expect(r.status == 0)

@@ -5,6 +5,7 @@ import CofferDatabase
 import CofferWallet
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -21,7 +22,8 @@ func runUnderUmask000(_ args: [String], store: URL, env: [String: String] = [:])
     environment["COFFER"] = CLI.binary.path
     for (k, v) in env { environment[k] = v }
     process.environment = environment
-    let out = Pipe(), err = Pipe()
+    let out = Pipe()
+    let err = Pipe()
     process.standardOutput = out
     process.standardError = err
     process.standardInput = FileHandle.nullDevice
@@ -29,7 +31,8 @@ func runUnderUmask000(_ args: [String], store: URL, env: [String: String] = [:])
     let o = out.fileHandleForReading.readDataToEndOfFile()
     let e = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return CLIResult(status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    return CLIResult(
+        status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
 }
 
 /// The permission bits (`st_mode & 0777`) of `path`, not following a final symbolic link.
@@ -83,8 +86,10 @@ struct StoreModesTests {
         }
         let found = modes(under: store)
         // The walk covers every store: a missing one would make this test vacuous.
-        for expected in ["wallet.sqlite", "app.sqlite", "secure/key", "secure/items", "caches/media/.coffer-cache-anchor",
-                         "caches/media/thumbnail", "deniable"] {
+        for expected in [
+            "wallet.sqlite", "app.sqlite", "secure/key", "secure/items", "caches/media/.coffer-cache-anchor",
+            "caches/media/thumbnail", "deniable",
+        ] {
             #expect(found[expected] != nil, "\(expected) was not written")
         }
         #expect(found.keys.contains { $0.hasPrefix("caches/media/thumbnail/") }, "no cache file was written")

@@ -15,13 +15,16 @@ func runRawArguments(_ shellArguments: String, store: URL) throws -> CLIResult {
     environment["STORE"] = store.path
     environment["K"] = CLI.key
     process.environment = environment
-    let out = Pipe(), err = Pipe()
+    let out = Pipe()
+    let err = Pipe()
     process.standardOutput = out
     process.standardError = err
     try process.run()
-    let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+    let o = out.fileHandleForReading.readDataToEndOfFile()
+    let e = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return CLIResult(status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    return CLIResult(
+        status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
 }
 
 @Suite("coffer wallet input")
@@ -41,8 +44,10 @@ struct WalletInputTests {
         let query = Data((#"{"e":{"$in":["# + values + "]}}").utf8)
         #expect(query.count > 900_000)
         let file = try temporaryFile(query)
-        for r in [try CLI.wallet(["search", "t", "--query-file", file.path], store: store),
-                  try CLI.wallet(["search", "t", "--query-file", "-"], store: store, stdin: query)] {
+        for r in [
+            try CLI.wallet(["search", "t", "--query-file", file.path], store: store),
+            try CLI.wallet(["search", "t", "--query-file", "-"], store: store, stdin: query),
+        ] {
             #expect(r.status == 0, "\(r.stderr)")
             let records = (try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])?["records"] as? [[String: Any]]
             #expect(Set(records?.compactMap { $0["id"] as? String } ?? []) == Set(stride(from: 0, to: 20, by: 4).map { "r\($0)" }))
@@ -79,7 +84,8 @@ struct WalletInputTests {
         #expect(visible.status == 0)
         #expect(visible.stderr.components(separatedBy: "\n").filter { $0.hasPrefix("warning:") }.count == 1, "\(visible.stderr)")
         #expect(try CLI.wallet(["get", "t", "1"], store: store).stderr.isEmpty)
-        let both = try CLI.run(["--raw-key-file", keyFile.path, "--raw-key-env", "X", "wallet", "get", "t", "1"], store: store, env: ["X": CLI.key])
+        let both = try CLI.run(
+            ["--raw-key-file", keyFile.path, "--raw-key-env", "X", "wallet", "get", "t", "1"], store: store, env: ["X": CLI.key])
         #expect(both.status == 2)
         // rekey's new key the same ways.
         let newKey = Data(repeating: 3, count: 32).base64EncodedString()
@@ -120,11 +126,15 @@ struct WalletInputTests {
         let sqlite = FileManager.default.temporaryDirectory.appendingPathComponent("other-\(UUID().uuidString).sqlite")
         let make = Process()
         make.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        make.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table x(y)'); c.commit()", sqlite.path]
+        make.arguments = [
+            "python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table x(y)'); c.commit()", sqlite.path,
+        ]
         try make.run()
         make.waitUntilExit()
-        let contents: [(String, Data)] = [("empty", Data()), ("one byte", Data([0])), ("garbage", Data(repeating: 0x41, count: 5000)),
-                                          ("another SQLite database", try Data(contentsOf: sqlite))]
+        let contents: [(String, Data)] = [
+            ("empty", Data()), ("one byte", Data([0])), ("garbage", Data(repeating: 0x41, count: 5000)),
+            ("another SQLite database", try Data(contentsOf: sqlite)),
+        ]
         for (label, bytes) in contents {
             let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-overwrite-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)

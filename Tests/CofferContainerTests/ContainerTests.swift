@@ -13,10 +13,13 @@ func daysAgo(_ days: Int) -> Date { now.addingTimeInterval(-Double(days) * 86_40
 
 /// A backed-up asset (local and server copy) with a real local file in `media`.
 @discardableResult
-func backedUp(_ c: CofferContainer, _ media: URL, _ n: Int, days: Int, type: Asset.MediaType = .image,
-              favorite: Bool = false, bytes: Int64 = 1_000, withFile: Bool = true) throws -> Asset {
-    let asset = Asset(remoteId: "r\(n)", localId: "l\(n).jpg", ownerId: "u1", checksum: "c\(n)", fileName: "IMG_\(n).jpg",
-                      type: type, fileCreatedAt: daysAgo(days), isFavorite: favorite, fileSize: bytes)
+func backedUp(
+    _ c: CofferContainer, _ media: URL, _ n: Int, days: Int, type: Asset.MediaType = .image,
+    favorite: Bool = false, bytes: Int64 = 1_000, withFile: Bool = true
+) throws -> Asset {
+    let asset = Asset(
+        remoteId: "r\(n)", localId: "l\(n).jpg", ownerId: "u1", checksum: "c\(n)", fileName: "IMG_\(n).jpg",
+        type: type, fileCreatedAt: daysAgo(days), isFavorite: favorite, fileSize: bytes)
     if withFile {
         try FileManager.default.createDirectory(at: media, withIntermediateDirectories: true)
         try Data(count: Int(bytes)).write(to: media.appendingPathComponent("l\(n).jpg"))
@@ -139,7 +142,8 @@ struct ResetTests {
 
     @Test("a reset removes only Coffer's files from shared folders")
     func resetLeavesOthers() throws {
-        let data = containerFolder(), caches = containerFolder()
+        let data = containerFolder()
+        let caches = containerFolder()
         let c = try CofferContainer.open(CofferLocations(data: data, caches: caches))
         try Data([1]).write(to: data.appendingPathComponent("someone-else.txt"))
         try Data([2]).write(to: caches.appendingPathComponent("other-cache.bin"))
@@ -227,10 +231,13 @@ struct CleanupTests {
         let media = containerFolder()
         try backedUp(c, media, 1, days: 40)
         try backedUp(c, media, 2, days: 5)
-        try c.context.assets.put(Asset(remoteId: nil, localId: "only-local.jpg", ownerId: "u1", checksum: "c9", fileName: "x",
-                                       fileCreatedAt: daysAgo(90), fileSize: 10))
-        let result = try await c.freeUpSpace(CleanupOptions(cutoffDaysAgo: 30), library: DirectoryMediaLibrary(root: media),
-                                             dryRun: true, now: now)
+        try c.context.assets.put(
+            Asset(
+                remoteId: nil, localId: "only-local.jpg", ownerId: "u1", checksum: "c9", fileName: "x",
+                fileCreatedAt: daysAgo(90), fileSize: 10))
+        let result = try await c.freeUpSpace(
+            CleanupOptions(cutoffDaysAgo: 30), library: DirectoryMediaLibrary(root: media),
+            dryRun: true, now: now)
         #expect(result.removed.map(\.remoteId) == ["r1"])
     }
 
@@ -270,8 +277,9 @@ struct CleanupTests {
         let media = containerFolder()
         try backedUp(c, media, 1, days: 40, bytes: 1_500)
         try backedUp(c, media, 2, days: 50, bytes: 2_500)
-        let result = try await c.freeUpSpace(CleanupOptions(cutoffDaysAgo: 30), library: DirectoryMediaLibrary(root: media),
-                                             dryRun: true, now: now)
+        let result = try await c.freeUpSpace(
+            CleanupOptions(cutoffDaysAgo: 30), library: DirectoryMediaLibrary(root: media),
+            dryRun: true, now: now)
         #expect(result.bytes == 4_000)
         #expect(FileManager.default.fileExists(atPath: media.appendingPathComponent("l1.jpg").path))
         #expect(try c.context.assets.findByRemoteId("r1")?.localId == "l1.jpg")
@@ -299,11 +307,14 @@ struct CleanupTests {
         defer { c.close() }
         let media = containerFolder()
         try backedUp(c, media, 1, days: 40)
-        try c.context.assets.put(Asset(remoteId: "other", localId: "o.jpg", ownerId: "u2", checksum: "c8", fileName: "o",
-                                       fileCreatedAt: daysAgo(40), fileSize: 5))
+        try c.context.assets.put(
+            Asset(
+                remoteId: "other", localId: "o.jpg", ownerId: "u2", checksum: "c8", fileName: "o",
+                fileCreatedAt: daysAgo(40), fileSize: 5))
         try c.settings.put(SettingsCatalog.currentUser, User(id: "u1", email: "a@b", name: "A"))
-        let result = try await c.freeUpSpace(CleanupOptions(cutoffDaysAgo: 30), library: DirectoryMediaLibrary(root: media),
-                                             dryRun: true, now: now)
+        let result = try await c.freeUpSpace(
+            CleanupOptions(cutoffDaysAgo: 30), library: DirectoryMediaLibrary(root: media),
+            dryRun: true, now: now)
         #expect(result.removed.map(\.remoteId) == ["r1"])
     }
 
@@ -323,7 +334,8 @@ struct CleanupTests {
 struct KeychainServiceTests {
     @Test("two stores get two Keychain services")
     func distinctStores() {
-        let a = CofferLocations(store: URL(fileURLWithPath: "/home/u/a")), b = CofferLocations(store: URL(fileURLWithPath: "/home/u/b"))
+        let a = CofferLocations(store: URL(fileURLWithPath: "/home/u/a"))
+        let b = CofferLocations(store: URL(fileURLWithPath: "/home/u/b"))
         #expect(a.keychainService != b.keychainService)
         #expect(a.keychainService.hasPrefix("coffer."))
         #expect(a.keychainService.count == "coffer.".count + 16)
@@ -340,10 +352,12 @@ struct KeychainServiceTests {
 
     @Test("a store keeps its service when the app's home moves (an iOS container after an update)")
     func stableAcrossHomeMoves() {
-        let before = CofferLocations.keychainService(data: URL(fileURLWithPath: "/var/mobile/Containers/Data/Application/A1/Library/Application Support/Coffer"),
-                                                     home: "/var/mobile/Containers/Data/Application/A1")
-        let after = CofferLocations.keychainService(data: URL(fileURLWithPath: "/var/mobile/Containers/Data/Application/B2/Library/Application Support/Coffer"),
-                                                    home: "/var/mobile/Containers/Data/Application/B2")
+        let before = CofferLocations.keychainService(
+            data: URL(fileURLWithPath: "/var/mobile/Containers/Data/Application/A1/Library/Application Support/Coffer"),
+            home: "/var/mobile/Containers/Data/Application/A1")
+        let after = CofferLocations.keychainService(
+            data: URL(fileURLWithPath: "/var/mobile/Containers/Data/Application/B2/Library/Application Support/Coffer"),
+            home: "/var/mobile/Containers/Data/Application/B2")
         #expect(before == after)
     }
 }

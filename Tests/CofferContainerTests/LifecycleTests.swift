@@ -50,7 +50,8 @@ struct ContainerLifecycleTests {
     func collections() async throws {
         let (app, _) = try await Self.closedContainer()
         #expect(throws: DatabaseStoreError.closed) {
-            try app.context.assets.put(Asset(remoteId: "r", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Date()))
+            try app.context.assets.put(
+                Asset(remoteId: "r", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Date()))
         }
         #expect(throws: DatabaseStoreError.closed) { _ = try app.context.assets.findByRemoteId("r") }
     }

@@ -54,8 +54,9 @@ struct AEADTests {
         #expect(a != b)
     }
 
-    @Test("nonces stay distinct across many seals (the buffered nonce source refills without repeating)",
-          arguments: [AEAD.chacha20Poly1305, .xchacha20Poly1305])
+    @Test(
+        "nonces stay distinct across many seals (the buffered nonce source refills without repeating)",
+        arguments: [AEAD.chacha20Poly1305, .xchacha20Poly1305])
     func distinctNonces(_ aead: AEAD) throws {
         let key = SecretKey.random()
         var seen = Set<Data>()
@@ -113,8 +114,9 @@ struct KeyTests {
     @Test("Argon2id matches PyNaCl for the same inputs")
     func argon2KnownAnswer() throws {
         // Reference: PyNaCl argon2id.kdf(32, b"password", b"somesaltsomesalt", opslimit=2, memlimit=8 MiB).
-        let key = try Argon2id.deriveKey(passphrase: "password", salt: Data("somesaltsomesalt".utf8),
-                                         parameters: Argon2idParameters(opsLimit: 2, memLimit: 8 << 20))
+        let key = try Argon2id.deriveKey(
+            passphrase: "password", salt: Data("somesaltsomesalt".utf8),
+            parameters: Argon2idParameters(opsLimit: 2, memLimit: 8 << 20))
         #expect(key.exportBytes().map { String(format: "%02x", $0) }.joined() == Self.argonReference)
     }
 
@@ -136,7 +138,8 @@ struct KeyTests {
 
     @Test("HMAC blind indexes are deterministic and keyed")
     func keyedHash() throws {
-        let k1 = KeyedHash(key: SecretKey.random()), k2 = KeyedHash(key: SecretKey.random())
+        let k1 = KeyedHash(key: SecretKey.random())
+        let k2 = KeyedHash(key: SecretKey.random())
         let a = k1.hash([Data("type".utf8), Data("id".utf8)], byteCount: 16)
         #expect(a == k1.hash([Data("type".utf8), Data("id".utf8)], byteCount: 16))
         #expect(a != k2.hash([Data("type".utf8), Data("id".utf8)], byteCount: 16))
@@ -160,7 +163,8 @@ struct KeyTests {
     @Test("HKDF subkeys differ by label")
     func hkdf() {
         let master = SecretKey.random()
-        let a = KeyDerivation.hkdf(from: master, info: "a"), b = KeyDerivation.hkdf(from: master, info: "b")
+        let a = KeyDerivation.hkdf(from: master, info: "a")
+        let b = KeyDerivation.hkdf(from: master, info: "b")
         #expect(!a.constantTimeEquals(b))
         #expect(a.constantTimeEquals(KeyDerivation.hkdf(from: master, info: "a")))
     }
@@ -183,7 +187,9 @@ struct SecretKeyBase64Tests {
 
     @Test("text that is not base64 is refused without quoting it")
     func notBase64() {
-        #expect(throws: CryptoError.invalidParameter("the stored key is not valid base64")) { try SecretKey(base64: "not*base64!", expectedCount: 32) }
+        #expect(throws: CryptoError.invalidParameter("the stored key is not valid base64")) {
+            try SecretKey(base64: "not*base64!", expectedCount: 32)
+        }
     }
 
     @Test("base64 of another length is refused with both lengths")

@@ -27,8 +27,9 @@ struct HygieneTests {
         return nil
     }
 
-    @Test("key bytes live in locked pages while the key is held, and the pages go with it",
-          .enabled(if: HygieneTests.lockedKilobytes() != nil && HygieneTests.canLockPages()))
+    @Test(
+        "key bytes live in locked pages while the key is held, and the pages go with it",
+        .enabled(if: HygieneTests.lockedKilobytes() != nil && HygieneTests.canLockPages()))
     func keysAreLocked() throws {
         let before = Self.lockedKilobytes()!
         var keys: [SecretKey]? = (0..<16).map { _ in SecretKey.random() }
@@ -42,7 +43,7 @@ struct HygieneTests {
     /// Whether this process may lock another megabyte ("Max locked memory" in /proc/self/limits).
     static func canLockPages() -> Bool {
         guard let limits = try? String(contentsOfFile: "/proc/self/limits", encoding: .utf8),
-              let line = limits.split(separator: "\n").first(where: { $0.hasPrefix("Max locked memory") })
+            let line = limits.split(separator: "\n").first(where: { $0.hasPrefix("Max locked memory") })
         else { return false }
         let soft = line.dropFirst("Max locked memory".count).split(separator: " ").first.map(String.init) ?? ""
         if soft == "unlimited" { return true }

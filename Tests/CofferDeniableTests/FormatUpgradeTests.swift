@@ -1,17 +1,19 @@
 // Files written in the first layouts (vault `CFVAULT1`, queue `CFQUEUE1`) are converted at the
 // next start, their contents kept.
 import CofferCrypto
-@testable import CofferDeniable
 import Foundation
 import Testing
+
+@testable import CofferDeniable
 
 @Suite("Deniable format 1 files")
 struct FormatUpgradeTests {
     /// Writes a format-1 vault (cleartext inner header, outer key from the salt) holding one message.
     func writeLegacyVault(folder: URL, passphrase: String, configuration: DeniableConfiguration) throws {
         let se = FileSecureElement(keyFile: folder.appendingPathComponent("secure-element.key"))
-        let header = Vault.Header(contentBytes: configuration.vaultContentBytes, kdf: configuration.passphraseKDF,
-                                  salt: SecureRandom.bytes(16), magic: Vault.legacyMagic)
+        let header = Vault.Header(
+            contentBytes: configuration.vaultContentBytes, kdf: configuration.passphraseKDF,
+            salt: SecureRandom.bytes(16), magic: Vault.legacyMagic)
         var contents = VaultContents.fresh()
         contents.messages.append(MailboxMessage(direction: .sent, peer: "alice", text: "from format 1", date: Date()))
         let plain = try contents.padded(size: header.contentBytes)
@@ -48,7 +50,8 @@ struct FormatUpgradeTests {
     func queueConverted() throws {
         let folder = temporaryFolder()
         let url = folder.appendingPathComponent("queue")
-        let items = (0..<4).map { _ in SecureRandom.bytes(128) }, hints = (0..<4).map { _ in SecureRandom.bytes(32) }
+        let items = (0..<4).map { _ in SecureRandom.bytes(128) }
+        let hints = (0..<4).map { _ in SecureRandom.bytes(32) }
         var w = Writer(buffer: [])
         w.bytes(SendingQueue.legacyMagic)
         w.u32(4)

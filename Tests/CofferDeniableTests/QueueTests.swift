@@ -1,13 +1,16 @@
 import CofferCrypto
-@testable import CofferDeniable
 import Foundation
 import Testing
+
+@testable import CofferDeniable
 
 @Suite("Private sending queue")
 struct QueueTests {
     func makeQueue(_ folder: URL, slots: Int = 8) throws -> SendingQueue {
-        try SendingQueue(url: folder.appendingPathComponent("queue"), slots: slots, itemBytes: 128,
-                         secureElement: FileSecureElement(keyFile: folder.appendingPathComponent("se.key"))) {
+        try SendingQueue(
+            url: folder.appendingPathComponent("queue"), slots: slots, itemBytes: 128,
+            secureElement: FileSecureElement(keyFile: folder.appendingPathComponent("se.key"))
+        ) {
             DeniableStorage.cover(itemBytes: 128, to: nil)
         }
     }
@@ -26,8 +29,9 @@ struct QueueTests {
             let folder = temporaryFolder("psq\(round)")
             let secret = SecretKey.random(byteCount: 16)
             var queue = try makeQueue(folder)
-            var model = [Data]()  // real items waiting, in order
-            var sent = [Data](), enqueued = [Data]()
+            var model = [Data]() // real items waiting, in order
+            var sent = [Data]()
+            var enqueued = [Data]()
             var next = 0
             for _ in 0..<150 {
                 switch Int.random(in: 0..<10, using: &rng) {
@@ -106,7 +110,9 @@ struct StoreSequenceTests {
         let queueURL = folder.appendingPathComponent("deniable/sending-queue")
         let vaultLength = try Data(contentsOf: vaultURL).count
         let queueLength = try Data(contentsOf: queueURL).count
-        var waiting = [String](), delivered = [String](), next = 0
+        var waiting = [String]()
+        var delivered = [String]()
+        var next = 0
         var unlocked = false
         for _ in 0..<120 {
             switch Int.random(in: 0..<10) {
@@ -175,8 +181,9 @@ struct SessionTests {
         let userKey = try await store.userPublicKey()
         try await store.lock()
         let mine = try node.deadDrop(id: 1, createdAt: clock.now, replies: [("journalist", "reply one")], to: userKey, covers: 5)
-        let other = try node.deadDrop(id: 2, createdAt: clock.now, replies: [("journalist", "not yours")],
-                                      to: X25519KeyPair.generate().publicKey, covers: 5)
+        let other = try node.deadDrop(
+            id: 2, createdAt: clock.now, replies: [("journalist", "not yours")],
+            to: X25519KeyPair.generate().publicKey, covers: 5)
         let merge = try await store.receive(deadDrops: [mine, other])
         #expect(merge.kept == 2)
         try await store.unlock(passphrase: passphrase)
@@ -216,8 +223,9 @@ struct SessionTests {
     func futureDeadDrop() async throws {
         let clock = TestClock()
         let (store, node) = try await makeStore(temporaryFolder(), clock: clock)
-        let drop = try node.deadDrop(id: 1, createdAt: clock.now.addingTimeInterval(8 * 86_400), replies: [],
-                                     to: X25519KeyPair.generate().publicKey, covers: 1)
+        let drop = try node.deadDrop(
+            id: 1, createdAt: clock.now.addingTimeInterval(8 * 86_400), replies: [],
+            to: X25519KeyPair.generate().publicKey, covers: 1)
         #expect(try await store.receive(deadDrops: [drop]).rejected == 1)
     }
 
@@ -247,8 +255,9 @@ struct SessionTests {
         let good = cache.verify(bundle, fetchedAt: now, now: now)
         #expect(good.messaging.count == 1 && good.signing.count == 1)
         let k = bundle.keys[0]
-        bundle.keys[0] = PublishedKey(role: k.role, id: k.id, key: X25519KeyPair.generate().publicKey,
-                                      notValidAfter: k.notValidAfter, signature: k.signature)
+        bundle.keys[0] = PublishedKey(
+            role: k.role, id: k.id, key: X25519KeyPair.generate().publicKey,
+            notValidAfter: k.notValidAfter, signature: k.signature)
         #expect(cache.verify(bundle, fetchedAt: now, now: now).rejected == 1)
         let expired = cache.verify(node.keyBundle(notValidAfter: now.addingTimeInterval(-1)), fetchedAt: now, now: now)
         #expect(expired.messaging.isEmpty && expired.rejected == 2)
@@ -308,7 +317,9 @@ struct SessionTests {
         try await store.send("first", to: "alice")
         try await store.send("second", to: "bob")
         #expect(try await store.queuedMessageCount() == 2)
-        let a = try await store.dequeue(), b = try await store.dequeue(), c = try await store.dequeue()
+        let a = try await store.dequeue()
+        let b = try await store.dequeue()
+        let c = try await store.dequeue()
         #expect(node.read(queueItem: a)?.text == "first")
         #expect(node.read(queueItem: b)?.recipient == "bob")
         #expect(node.read(queueItem: c) == nil)

@@ -1,7 +1,8 @@
 // Shared helpers: temporary folders, a settable clock, a counting secure element.
 import CofferCrypto
-@testable import CofferDeniable
 import Foundation
+
+@testable import CofferDeniable
 
 /// A fresh empty folder under the system's temporary folder.
 func temporaryFolder(_ name: String = #function) -> URL {
@@ -53,13 +54,16 @@ func testConfiguration() -> DeniableConfiguration {
 }
 
 /// A store with a development CoverNode as its key source and trust anchor.
-func makeStore(_ folder: URL, configuration: DeniableConfiguration = testConfiguration(), clock: TestClock = TestClock(),
-               secureElement: SecureElement? = nil) async throws -> (DeniableStorage, DevelopmentCoverNode) {
+func makeStore(
+    _ folder: URL, configuration: DeniableConfiguration = testConfiguration(), clock: TestClock = TestClock(),
+    secureElement: SecureElement? = nil
+) async throws -> (DeniableStorage, DevelopmentCoverNode) {
     let node = try DevelopmentCoverNode(folder: folder.appendingPathComponent("dev-service"), configuration: configuration)
     let anchor = TrustAnchor(publicKey: node.trustAnchor.publicKey, notValidAfter: clock.now.addingTimeInterval(365 * 86_400))
-    let store = try await DeniableStorage(folder: folder.appendingPathComponent("deniable"), configuration: configuration,
-                                          trustAnchor: anchor, keySource: node, secureElement: secureElement,
-                                          clock: clock.function)
+    let store = try await DeniableStorage(
+        folder: folder.appendingPathComponent("deniable"), configuration: configuration,
+        trustAnchor: anchor, keySource: node, secureElement: secureElement,
+        clock: clock.function)
     return (store, node)
 }
 

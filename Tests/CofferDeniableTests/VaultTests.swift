@@ -1,8 +1,9 @@
 import CofferCrypto
 import Crypto
-@testable import CofferDeniable
 import Foundation
 import Testing
+
+@testable import CofferDeniable
 
 @Suite("Vault")
 struct VaultTests {
@@ -62,7 +63,10 @@ struct VaultTests {
         let before = (unusedSE.calls, usedSE.calls)
         var errors = [DeniableError]()
         for store in [unused, used] {
-            do { try await store.unlock(passphrase: guess); Issue.record("unlocked with a guess") } catch { errors.append(error) }
+            do {
+                try await store.unlock(passphrase: guess)
+                Issue.record("unlocked with a guess")
+            } catch { errors.append(error) }
         }
         #expect(errors == [DeniableError.unlockFailed, DeniableError.unlockFailed])
         #expect(unusedSE.calls - before.0 == usedSE.calls - before.1)
@@ -127,7 +131,10 @@ struct VaultTests {
         try bytes.write(to: url)
         await #expect(throws: DeniableError.self) { try await store.unlock(passphrase: passphrase) }
         do { try await store.unlock(passphrase: passphrase) } catch {
-            guard case .corrupted = error else { Issue.record("expected corrupted, got \(error)"); return }
+            guard case .corrupted = error else {
+                Issue.record("expected corrupted, got \(error)")
+                return
+            }
         }
     }
 
@@ -146,7 +153,8 @@ struct VaultTests {
         let folder = temporaryFolder()
         let se = FileSecureElement(keyFile: folder.appendingPathComponent("se.key"))
         _ = try se.authenticate(Data("x".utf8))
-        let mode = try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent("se.key").path)[.posixPermissions] as? NSNumber
+        let mode =
+            try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent("se.key").path)[.posixPermissions] as? NSNumber
         #expect(mode?.intValue == 0o600)
     }
 }
@@ -188,4 +196,3 @@ struct PassphraseTests {
         #expect(try Passphrase.normalize(p) == p)
     }
 }
-

@@ -2,6 +2,7 @@
 import CofferMediaCache
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -38,8 +39,10 @@ struct MediaCacheModesTests {
         let folder = cacheFolder()
         try MediaCache(folder: folder).store(bytes(1), for: .thumbnail("a"))
         let entry = try #require(files(folder, .thumbnail).first)
-        for (path, mode) in [(folder.path, 0o755), (folder.appendingPathComponent("thumbnail").path, 0o755),
-                             (folder.appendingPathComponent(".coffer-cache-anchor").path, 0o644), (entry.path, 0o644)] {
+        for (path, mode) in [
+            (folder.path, 0o755), (folder.appendingPathComponent("thumbnail").path, 0o755),
+            (folder.appendingPathComponent(".coffer-cache-anchor").path, 0o644), (entry.path, 0o644),
+        ] {
             #expect(chmod(path, mode_t(mode)) == 0)
         }
         let reopened = try MediaCache(folder: folder)

@@ -26,7 +26,8 @@ struct MediaCacheSharingTests {
     func indexFollowsOtherInstances() throws {
         let folder = cacheFolder()
         let limits = MediaCacheLimits(entries: [.thumbnail: 5])
-        let a = try MediaCache(folder: folder, limits: limits), b = try MediaCache(folder: folder, limits: limits)
+        let a = try MediaCache(folder: folder, limits: limits)
+        let b = try MediaCache(folder: folder, limits: limits)
         for i in 0..<5 { try a.store(bytes(i), for: .thumbnail("a\(i)")) }
         for i in 0..<5 { try b.store(bytes(i), for: .thumbnail("b\(i)")) }
         try a.store(bytes(99), for: .thumbnail("a-last"))
@@ -92,7 +93,10 @@ struct MediaCacheLoaderRaceTests {
         gate.continuation.yield()
         #expect(try await first == bytes(1))
         #expect(cache.data(for: .thumbnail("k")) == nil)
-        _ = try await cache.data(for: .thumbnail("k")) { await calls.increment(); return bytes(2) }
+        _ = try await cache.data(for: .thumbnail("k")) {
+            await calls.increment()
+            return bytes(2)
+        }
         #expect(await calls.value == 2)
     }
 }

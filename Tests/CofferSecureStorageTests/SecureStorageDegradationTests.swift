@@ -61,7 +61,10 @@ struct SecureStorageDegradationTests {
             _ = try store.load("token")
             Issue.record("load should fail while the key is lost")
         } catch {
-            guard case .keyLost = error else { Issue.record("expected keyLost, got \(error)"); return }
+            guard case .keyLost = error else {
+                Issue.record("expected keyLost, got \(error)")
+                return
+            }
             #expect(error.description.hasPrefix("secure storage key lost"))
         }
         #expect(throws: SecureStorageError.self) { try store.names() }

@@ -2,6 +2,7 @@
 import CofferSecureStorage
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -79,7 +79,10 @@ struct EncryptedFileSecureStorageTests {
         let key = folder.appendingPathComponent("key")
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: key.path)
         let error = #expect(throws: SecureStorageError.self) { try EncryptedFileSecureStorage(folder: folder).load("a") }
-        guard case let .keyFile(message) = error else { Issue.record("expected keyFile, got \(String(describing: error))"); return }
+        guard case .keyFile(let message) = error else {
+            Issue.record("expected keyFile, got \(String(describing: error))")
+            return
+        }
         #expect(message.contains("0600"))
         #expect(message.contains("644"))
     }
@@ -99,7 +102,8 @@ struct EncryptedFileSecureStorageTests {
 
     @Test("items sealed under another store's key do not open")
     func otherKey() throws {
-        let a = secureFolder(), b = secureFolder()
+        let a = secureFolder()
+        let b = secureFolder()
         try EncryptedFileSecureStorage(folder: a).save(Data("x".utf8), for: "t", accessibility: .whenUnlocked)
         try EncryptedFileSecureStorage(folder: b).save(Data("y".utf8), for: "u", accessibility: .whenUnlocked)
         let fm = FileManager.default
@@ -127,7 +131,9 @@ struct EncryptedFileSecureStorageTests {
     @Test("bad names are refused by name")
     func badNames() throws {
         let store = EncryptedFileSecureStorage(folder: secureFolder())
-        #expect(throws: SecureStorageError.invalidName("the name is empty")) { try store.save(Data(), for: "", accessibility: .whenUnlocked) }
+        #expect(throws: SecureStorageError.invalidName("the name is empty")) {
+            try store.save(Data(), for: "", accessibility: .whenUnlocked)
+        }
         #expect(throws: SecureStorageError.self) { try store.load(String(repeating: "n", count: 300)) }
         #expect(throws: SecureStorageError.self) { try store.delete("a\nb") }
     }

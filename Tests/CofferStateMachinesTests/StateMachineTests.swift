@@ -1,8 +1,9 @@
 import CofferCrypto
-@testable import CofferStateMachines
-@testable import CofferWallet
 import Foundation
 import Testing
+
+@testable import CofferStateMachines
+@testable import CofferWallet
 
 /// A protocol that records what it was asked to send, and can be told to fail.
 final class RecordingProtocol: AriesProtocol, @unchecked Sendable {
@@ -34,12 +35,13 @@ func makeMachines(provisioned: Bool = true) async throws -> (StateMachines, Reco
 
 /// The credential machine behind `handle`.
 func credentialMachine(_ sm: StateMachines, _ handle: Int) throws -> CredentialMachine {
-    guard case let .credential(machine) = try sm.table.machine(handle) else { throw StateMachineError.unknownHandle(handle) }
+    guard case .credential(let machine) = try sm.table.machine(handle) else { throw StateMachineError.unknownHandle(handle) }
     return machine
 }
 
-let degreeOffer = CredentialOffer(issuerDID: "did:sov:issuer1", schemaID: "schema:degree:1.0",
-                                  credentialDefinitionID: "creddef:degree:1", attributes: ["name": "Alice", "degree": "MSc"])
+let degreeOffer = CredentialOffer(
+    issuerDID: "did:sov:issuer1", schemaID: "schema:degree:1.0",
+    credentialDefinitionID: "creddef:degree:1", attributes: ["name": "Alice", "degree": "MSc"])
 
 /// Drives a credential machine to `credentialReceived`.
 func receivedCredential(_ sm: StateMachines) async throws -> Int {
@@ -90,14 +92,18 @@ struct SerializationTests {
     func otherKind() async throws {
         let (sm, _, _) = try await makeMachines()
         let json = try sm.serialize(sm.connectionCreate(invitation: "i"))
-        await #expect(throws: StateMachineError.kindMismatch(expected: .credential, found: "connection")) { _ = try await sm.deserialize(json, as: .credential) }
+        await #expect(throws: StateMachineError.kindMismatch(expected: .credential, found: "connection")) {
+            _ = try await sm.deserialize(json, as: .credential)
+        }
     }
 
     @Test("JSON of a newer version is a clear error")
     func newerVersion() async throws {
         let (sm, _, _) = try await makeMachines()
         let json = try sm.serialize(sm.connectionCreate(invitation: "i")).replacingOccurrences(of: #""version":2"#, with: #""version":3"#)
-        await #expect(throws: StateMachineError.unsupportedVersion(found: 3, supported: 2)) { _ = try await sm.deserialize(json, as: .connection) }
+        await #expect(throws: StateMachineError.unsupportedVersion(found: 3, supported: 2)) {
+            _ = try await sm.deserialize(json, as: .connection)
+        }
     }
 
     @Test("broken text is a clear error")
@@ -123,27 +129,43 @@ struct Version1Case: Sendable, CustomTestStringConvertible {
     var testDescription: String { file }
 
     static let all: [Version1Case] = [
-        .init(file: "connection_v1_invited", kind: .connection, number: 1) { if case let .connection(m) = $0 { m.state == .invited } else { false } },
+        .init(file: "connection_v1_invited", kind: .connection, number: 1) {
+            if case .connection(let m) = $0 { m.state == .invited } else { false }
+        },
         .init(file: "connection_v1_responded", kind: .connection, number: 3) {
-            if case let .connection(m) = $0 { m.state == .responded && m.theirVerkey != nil && m.myVerkey != nil } else { false }
+            if case .connection(let m) = $0 { m.state == .responded && m.theirVerkey != nil && m.myVerkey != nil } else { false }
         },
-        .init(file: "credential_v1_offer_received", kind: .credential, number: 3) { if case let .credential(m) = $0 { m.state == .offerReceived } else { false } },
-        .init(file: "credential_v1_request_sent", kind: .credential, number: 2) { if case let .credential(m) = $0 { m.state == .requestSent } else { false } },
+        .init(file: "credential_v1_offer_received", kind: .credential, number: 3) {
+            if case .credential(let m) = $0 { m.state == .offerReceived } else { false }
+        },
+        .init(file: "credential_v1_request_sent", kind: .credential, number: 2) {
+            if case .credential(let m) = $0 { m.state == .requestSent } else { false }
+        },
         .init(file: "credential_v1_credential_received", kind: .credential, number: 4) {
-            if case let .credential(m) = $0 { m.state == .credentialReceived && m.received == ["name": "Alice", "grade": "A"] } else { false }
+            if case .credential(let m) = $0 {
+                m.state == .credentialReceived && m.received == ["name": "Alice", "grade": "A"]
+            } else {
+                false
+            }
         },
-        .init(file: "credential_v1_accepted", kind: .credential, number: 4) { if case let .credential(m) = $0 { m.state == .accepted } else { false } },
-        .init(file: "credential_v1_rejected", kind: .credential, number: 9) { if case let .credential(m) = $0 { m.state == .rejected } else { false } },
+        .init(file: "credential_v1_accepted", kind: .credential, number: 4) {
+            if case .credential(let m) = $0 { m.state == .accepted } else { false }
+        },
+        .init(file: "credential_v1_rejected", kind: .credential, number: 9) {
+            if case .credential(let m) = $0 { m.state == .rejected } else { false }
+        },
         .init(file: "disclosed_proof_v1_request_received", kind: .disclosedProof, number: 3) {
-            if case let .disclosedProof(m) = $0 { m.state == .requestReceived } else { false }
+            if case .disclosedProof(let m) = $0 { m.state == .requestReceived } else { false }
         },
         .init(file: "disclosed_proof_v1_presentation_sent", kind: .disclosedProof, number: 2) {
-            if case let .disclosedProof(m) = $0 { m.state == .presentationSent && m.presented != nil } else { false }
+            if case .disclosedProof(let m) = $0 { m.state == .presentationSent && m.presented != nil } else { false }
         },
         .init(file: "disclosed_proof_v1_acknowledged", kind: .disclosedProof, number: 4) {
-            if case let .disclosedProof(m) = $0 { m.state == .acknowledged } else { false }
+            if case .disclosedProof(let m) = $0 { m.state == .acknowledged } else { false }
         },
-        .init(file: "disclosed_proof_v1_rejected", kind: .disclosedProof, number: 9) { if case let .disclosedProof(m) = $0 { m.state == .rejected } else { false } },
+        .init(file: "disclosed_proof_v1_rejected", kind: .disclosedProof, number: 9) {
+            if case .disclosedProof(let m) = $0 { m.state == .rejected } else { false }
+        },
     ]
 
     func json() throws -> String {
@@ -269,20 +291,30 @@ struct TransitionTests {
         let (sm, messenger, wallet) = try await makeMachines()
         let c = try await receivedCredential(sm)
         _ = try await sm.credentialAccept(c)
-        try await wallet.add(type: "credential", id: "other", value: "{}",
-                             tags: ["attr::name::marker": "1", "schema_id": "schema:other", "issuer_did": "did:sov:x"])
-        let request = ProofRequest(name: "degree check", requestedAttributes: [
-            "r1": .init(name: "name", restrictions: [["schema_id": "schema:degree:1.0"], ["issuer_did": "did:sov:nobody"]]),
-        ])
+        try await wallet.add(
+            type: "credential", id: "other", value: "{}",
+            tags: ["attr::name::marker": "1", "schema_id": "schema:other", "issuer_did": "did:sov:x"])
+        let request = ProofRequest(
+            name: "degree check",
+            requestedAttributes: [
+                "r1": .init(name: "name", restrictions: [["schema_id": "schema:degree:1.0"], ["issuer_did": "did:sov:nobody"]])
+            ])
         let p = sm.proofCreate(request: request)
         let matches = try await sm.proofMatchingCredentials(p)
-        guard case let .credential(machine) = try sm.table.machine(c) else { Issue.record("kind"); return }
+        guard case .credential(let machine) = try sm.table.machine(c) else {
+            Issue.record("kind")
+            return
+        }
         #expect(matches == ["r1": [machine.id]])
         await #expect(throws: WalletError.self) { _ = try await sm.proofSendPresentation(p, credentials: ["r1": "other"]) }
         let t = try await sm.proofSendPresentation(p, credentials: ["r1": machine.id])
         #expect(t.to == DisclosedProofState.presentationSent.rawValue)
         #expect(try sm.proofReceiveAck(p).to == DisclosedProofState.acknowledged.rawValue)
-        #expect(messenger.sent.contains(.presentation(proofID: { if case let .disclosedProof(m) = try! sm.table.machine(p) { return m.id } else { return "" } }(), referents: ["r1": machine.id])))
+        #expect(
+            messenger.sent.contains(
+                .presentation(
+                    proofID: { if case .disclosedProof(let m) = try! sm.table.machine(p) { return m.id } else { return "" } }(),
+                    referents: ["r1": machine.id])))
     }
 }
 
@@ -390,7 +422,7 @@ struct SDKSecretTests {
         let (sm, messenger, _) = try await makeMachines()
         _ = try await sm.credentialSendRequest(sm.credentialCreate(offer: degreeOffer))
         _ = try await sm.credentialSendRequest(sm.credentialCreate(offer: degreeOffer))
-        let bindings = messenger.sent.compactMap { if case let .credentialRequest(_, _, b) = $0 { b } else { nil } }
+        let bindings = messenger.sent.compactMap { if case .credentialRequest(_, _, let b) = $0 { b } else { nil } }
         #expect(bindings.count == 2 && bindings[0] == bindings[1] && bindings[0].count == 32)
     }
 
@@ -422,11 +454,15 @@ enum CredentialStep: String, CaseIterable, Sendable {
         let h = sm.credentialCreate(offer: degreeOffer)
         if self == .none {
             // No operation leads to none: only saved JSON can hold it.
-            let json = try sm.serialize(h).replacingOccurrences(of: #""state":3,"step":"offer_received""#, with: #""state":0,"step":"none""#)
+            let json = try sm.serialize(h).replacingOccurrences(
+                of: #""state":3,"step":"offer_received""#, with: #""state":0,"step":"none""#)
             return try await sm.deserialize(json, as: .credential)
         }
         if self == .offerReceived { return h }
-        if self == .rejected { _ = try await sm.credentialReject(h); return h }
+        if self == .rejected {
+            _ = try await sm.credentialReject(h)
+            return h
+        }
         _ = try await sm.credentialSendRequest(h)
         if self == .requestSent { return h }
         _ = try await sm.credentialReceive(h, credential: IssuedCredential(attributes: degreeOffer.attributes, signature: #"{"sig":"s"}"#))
@@ -469,8 +505,9 @@ enum ProofStep: String, CaseIterable, Sendable {
 
 @Suite("Rejections")
 struct RejectionTests {
-    @Test("credentialReject moves the machine to rejected (9) from every state it is allowed in",
-          arguments: [CredentialStep.offerReceived, .requestSent, .credentialReceived])
+    @Test(
+        "credentialReject moves the machine to rejected (9) from every state it is allowed in",
+        arguments: [CredentialStep.offerReceived, .requestSent, .credentialReceived])
     func credentialRejected(_ step: CredentialStep) async throws {
         let (sm, _, _) = try await makeMachines()
         let h = try await step.drive(sm)
@@ -487,8 +524,9 @@ struct RejectionTests {
         #expect(messenger.sent.contains(.credentialRejection(credentialID: try credentialMachine(sm, h).id)))
     }
 
-    @Test("credentialReject is refused from the other states, and the machine stays as it was",
-          arguments: [CredentialStep.none, .accepted, .rejected])
+    @Test(
+        "credentialReject is refused from the other states, and the machine stays as it was",
+        arguments: [CredentialStep.none, .accepted, .rejected])
     func credentialRejectRefused(_ step: CredentialStep) async throws {
         let (sm, _, _) = try await makeMachines()
         let h = try await step.drive(sm)
@@ -499,8 +537,9 @@ struct RejectionTests {
         #expect(try sm.serialize(h) == before)
     }
 
-    @Test("proofReject moves the machine to rejected (9) from every state it is allowed in (the verifier's rejection after presenting included)",
-          arguments: [ProofStep.requestReceived, .presentationSent])
+    @Test(
+        "proofReject moves the machine to rejected (9) from every state it is allowed in (the verifier's rejection after presenting included)",
+        arguments: [ProofStep.requestReceived, .presentationSent])
     func proofRejected(_ step: ProofStep) async throws {
         let (sm, _, _) = try await makeMachines()
         let p = try await step.drive(sm)
@@ -517,7 +556,9 @@ struct RejectionTests {
         #expect(messenger.sent.contains { if case .proofRejection = $0 { return true } else { return false } })
     }
 
-    @Test("proofReject is refused from the other states, and the machine stays as it was", arguments: [ProofStep.none, .acknowledged, .rejected])
+    @Test(
+        "proofReject is refused from the other states, and the machine stays as it was",
+        arguments: [ProofStep.none, .acknowledged, .rejected])
     func proofRejectRefused(_ step: ProofStep) async throws {
         let (sm, _, _) = try await makeMachines()
         let p = try await step.drive(sm)

@@ -1,14 +1,17 @@
 import CofferCrypto
-@testable import CofferWallet
 import Foundation
 import Testing
+
+@testable import CofferWallet
 
 @Suite("Backup")
 struct BackupTests {
     func filled() async throws -> (Wallet, URL) {
         let (wallet, url) = try await TestWallets.make()
         for i in 0..<1_200 {
-            try await wallet.add(type: "note", id: "n\(i)", value: "value \(i)", tags: ["k": .string("\(i % 3)"), "~seq": .string("\(i)"), "multi": ["a", "b"]])
+            try await wallet.add(
+                type: "note", id: "n\(i)", value: "value \(i)",
+                tags: ["k": .string("\(i % 3)"), "~seq": .string("\(i)"), "multi": ["a", "b"]])
         }
         try await wallet.add(type: "credential", id: "c1", value: "{}", tags: ["é": "x"])
         try await wallet.storeCredentialSignature("sig-1", credentialID: "c1")
@@ -64,7 +67,10 @@ struct BackupTests {
                 _ = try await Wallet.importBackup(from: backup, passphrase: "p", into: target, key: .raw(TestWallets.rawKey))
                 Issue.record("\(name) backup imported")
             } catch let error as WalletError {
-                guard case .corrupted = error else { Issue.record("\(name): expected corrupted, got \(error)"); continue }
+                guard case .corrupted = error else {
+                    Issue.record("\(name): expected corrupted, got \(error)")
+                    continue
+                }
             }
             #expect(!FileManager.default.fileExists(atPath: target.path), "\(name)")
         }

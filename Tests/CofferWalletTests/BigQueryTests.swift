@@ -13,7 +13,8 @@ struct BigQueryTests {
         let (w, _) = try await TestWallets.make()
         try await w.transaction { txn in
             for i in 0..<n {
-                try txn.add(type: "t", id: "r\(i)", value: "x", tags: ["e": .string("v\(i)"), "~s": .string("s\(i)"), "~n": .string(String(i))])
+                try txn.add(
+                    type: "t", id: "r\(i)", value: "x", tags: ["e": .string("v\(i)"), "~s": .string("s\(i)"), "~n": .string(String(i))])
             }
         }
         return w
@@ -113,8 +114,9 @@ struct RegexQueryTests {
         }
     }
 
-    @Test("constructs that cannot match in linear time are refused as invalid queries naming them",
-          arguments: ["(a)\\\\1 backreference", "a(?=b) look", "(?i)a flag"])
+    @Test(
+        "constructs that cannot match in linear time are refused as invalid queries naming them",
+        arguments: ["(a)\\\\1 backreference", "a(?=b) look", "(?i)a flag"])
     func refused(_ testCase: String) {
         let parts = testCase.split(separator: " ").map(String.init)
         let message = Self.refusal(parts[0])

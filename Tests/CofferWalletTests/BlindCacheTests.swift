@@ -1,8 +1,9 @@
 // The blind-index caches give exactly what computing the blind index gives.
 import CofferCrypto
-@testable import CofferWallet
 import Foundation
 import Testing
+
+@testable import CofferWallet
 
 @Suite("Blind-index caches")
 struct BlindCacheTests {

@@ -28,7 +28,8 @@ struct EncryptedQueryTests {
         let encrypted = try await wallet.fetchAll(type: "t", matching: WalletQuery(json: #"{"enc": \#(op)}"#)).map(\.id)
         let plain = try await wallet.fetchAll(type: "t", matching: WalletQuery(json: #"{"~plain": \#(op)}"#)).map(\.id)
         #expect(encrypted == plain)
-        let expected = Self.values.enumerated().filter { try! WalletQuery(json: #"{"x": \#(op)}"#).matches(["x": .string($0.element)]) }.map { "r\($0.offset)" }
+        let expected = Self.values.enumerated().filter { try! WalletQuery(json: #"{"x": \#(op)}"#).matches(["x": .string($0.element)]) }.map
+        { "r\($0.offset)" }
         #expect(plain == expected)
     }
 
@@ -48,8 +49,9 @@ struct EncryptedQueryTests {
         try await wallet.transaction { txn in
             for i in 0..<500 { try txn.add(type: "t", id: "r\(i)", value: "v", tags: ["n": .string(String(i))]) }
         }
-        let handle = try await wallet.openSearch(type: "t", query: WalletQuery(json: #"{"n": {"$gte": 250}}"#),
-                                                 options: SearchOptions(retrieveTotalCount: true))
+        let handle = try await wallet.openSearch(
+            type: "t", query: WalletQuery(json: #"{"n": {"$gte": 250}}"#),
+            options: SearchOptions(retrieveTotalCount: true))
         var seen = [String]()
         while true {
             let page = try await wallet.searchNext(handle, count: 7)
@@ -80,7 +82,10 @@ struct RangePlanTests {
         let (w, _) = try await TestWallets.make()
         defer { try? w.close() }
         try await w.transaction { txn in
-            for i in 0..<2000 { try txn.add(type: "t", id: "r\(i)", value: "v", tags: ["~seq": .string(String(format: "%05d", i)), "k": .string(String(i % 3))]) }
+            for i in 0..<2000 {
+                try txn.add(
+                    type: "t", id: "r\(i)", value: "v", tags: ["~seq": .string(String(format: "%05d", i)), "k": .string(String(i % 3))])
+            }
         }
         let q = try WalletQuery(json: #"{"$and": [{"~seq": {"$gte": "00500"}}, {"~seq": {"$lt": "01500"}}], "k": {"$neq": "0"}}"#)
         let expected = (500..<1500).filter { $0 % 3 != 0 }.map { "r\($0)" }

@@ -1,10 +1,11 @@
-// The wallet's files stay small: the WAL is removed on close and trimmed after large writes, and
-// the space of deleted records comes back.
-@testable import CofferWallet
 import CofferSQLite
 import Foundation
 import GRDB
 import Testing
+
+// The wallet's files stay small: the WAL is removed on close and trimmed after large writes, and
+// the space of deleted records comes back.
+@testable import CofferWallet
 
 @Suite("Footprint")
 struct FootprintTests {
@@ -15,7 +16,9 @@ struct FootprintTests {
     static func fill(_ w: Wallet, _ n: Int, from start: Int = 0) async throws {
         try await w.transaction { tx in
             for i in start..<(start + n) {
-                try tx.add(type: "t", id: "r\(i)", value: String(repeating: "v", count: 300), tags: ["k": .string("\(i % 10)"), "~n": .string("\(i)")])
+                try tx.add(
+                    type: "t", id: "r\(i)", value: String(repeating: "v", count: 300),
+                    tags: ["k": .string("\(i % 10)"), "~n": .string("\(i)")])
             }
         }
     }

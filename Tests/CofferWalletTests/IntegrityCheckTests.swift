@@ -49,7 +49,9 @@ struct IntegrityCheckTests {
     @Test("a tag row moved to another record is found on both records")
     func movedTagRow() async throws {
         let url = try await wallet()
-        try await tamper(url, """
+        try await tamper(
+            url,
+            """
             UPDATE tags SET item = (SELECT id FROM items ORDER BY id LIMIT 1 OFFSET 1)
             WHERE item = (SELECT id FROM items ORDER BY id LIMIT 1) AND typeof(value) = 'text' AND value = 'x'
             """)
@@ -102,7 +104,9 @@ struct IntegrityCheckTests {
         let db = try TestWallets.attackerQueue(url)
         let (item, tags) = try await db.read { db -> ([DatabaseValue], [[DatabaseValue]]) in
             let row = try Row.fetchOne(db, sql: "SELECT id, type, name, value FROM items ORDER BY id LIMIT 1")!
-            return (Array(row.databaseValues), try Row.fetchAll(db, sql: "SELECT item, name, value FROM tags").map { Array($0.databaseValues) })
+            return (
+                Array(row.databaseValues), try Row.fetchAll(db, sql: "SELECT item, name, value FROM tags").map { Array($0.databaseValues) }
+            )
         }
         try db.close()
         let w2 = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
@@ -110,7 +114,8 @@ struct IntegrityCheckTests {
         try w2.close()
         let attacker = try TestWallets.attackerQueue(url)
         try await attacker.write { db in
-            try db.execute(sql: "INSERT INTO items(id, type, name, value) VALUES (?, ?, ?, ?)", arguments: [item[0], item[1], item[2], item[3]])
+            try db.execute(
+                sql: "INSERT INTO items(id, type, name, value) VALUES (?, ?, ?, ?)", arguments: [item[0], item[1], item[2], item[3]])
             for t in tags { try db.execute(sql: "INSERT INTO tags(item, name, value) VALUES (?, ?, ?)", arguments: [t[0], t[1], t[2]]) }
         }
         try attacker.close()

@@ -1,10 +1,11 @@
+import Foundation
+import GRDB
+import Testing
+
 // A walk driven by one tag equality either probes the index for the query's other equalities or,
 // when a sample shows they nearly always hold, leaves them to the decrypted tags. Either way the
 // result is exact.
 @testable import CofferWallet
-import Foundation
-import GRDB
-import Testing
 
 @Suite("Search: further equalities, joined or checked in memory")
 struct JoinPlanTests {
@@ -104,10 +105,11 @@ struct JoinPlanTests {
         let db = try DatabaseQueue(path: url.path)
         try await db.write { db in
             // Give the last record the first record's index entries: the index now claims a=1.
-            try db.execute(sql: """
-                UPDATE tags SET value = (SELECT f.value FROM tags f WHERE f.name = tags.name AND f.item = (SELECT MIN(id) FROM items))
-                WHERE item = (SELECT MAX(id) FROM items)
-                """)
+            try db.execute(
+                sql: """
+                    UPDATE tags SET value = (SELECT f.value FROM tags f WHERE f.name = tags.name AND f.item = (SELECT MIN(id) FROM items))
+                    WHERE item = (SELECT MAX(id) FROM items)
+                    """)
         }
         try db.close()
         let reopened = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
@@ -117,7 +119,10 @@ struct JoinPlanTests {
             _ = try await reopened.fetchAll(type: "t", matching: WalletQuery(json: #"{"a": "1", "b": "1"}"#))
             Issue.record("search trusted a tampered index")
         } catch let e as WalletError {
-            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
+            guard case .corrupted = e else {
+                Issue.record("expected corrupted, got \(e)")
+                return
+            }
         }
     }
 }

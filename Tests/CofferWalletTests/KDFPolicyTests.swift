@@ -21,7 +21,9 @@ struct KDFPolicyTests {
         var config = Wallet.Configuration()
         config.passphraseParameters = costs
         let url = TestWallets.folder().appendingPathComponent("w.sqlite")
-        let created = await #expect(throws: WalletError.self) { _ = try await Wallet.create(at: url, key: .passphrase("p"), configuration: config) }
+        let created = await #expect(throws: WalletError.self) {
+            _ = try await Wallet.create(at: url, key: .passphrase("p"), configuration: config)
+        }
         #expect("\(created.map { "\($0)" } ?? "")".contains("cap"))
         #expect(!FileManager.default.fileExists(atPath: url.path))
         let (w, walletURL) = try await TestWallets.make()
@@ -65,8 +67,9 @@ struct KDFPolicyTests {
         bytes.replaceSubrange(9..<13, with: [0, 0, 0, 64])
         try bytes.write(to: backup)
         do {
-            _ = try await Wallet.importBackup(from: backup, passphrase: "bp", into: url.deletingLastPathComponent().appendingPathComponent("r.sqlite"),
-                                             key: .raw(TestWallets.rawKey))
+            _ = try await Wallet.importBackup(
+                from: backup, passphrase: "bp", into: url.deletingLastPathComponent().appendingPathComponent("r.sqlite"),
+                key: .raw(TestWallets.rawKey))
             Issue.record("imported a backup with raised costs")
         } catch let WalletError.corrupted(message) {
             #expect(message.contains("ops: 64"), "\(message)")

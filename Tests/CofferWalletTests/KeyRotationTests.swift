@@ -1,9 +1,10 @@
 // rekey(to:rotatingKey: true): a new wallet key, every record re-sealed and re-indexed.
 import CofferCrypto
-@testable import CofferWallet
 import Foundation
 import GRDB
 import Testing
+
+@testable import CofferWallet
 
 @Suite("Key rotation")
 struct KeyRotationTests {
@@ -15,9 +16,10 @@ struct KeyRotationTests {
         let (w, url) = try await TestWallets.make()
         try await w.transaction { tx in
             for i in 0..<300 {
-                try tx.add(type: i % 3 == 0 ? "b" : "a", id: "r\(i)", value: "value \(i)",
-                           tags: ["color": i % 2 == 0 ? "red" : "blue", "~n": .string(String(i))],
-                           expiresAt: i % 10 == 0 ? Date().addingTimeInterval(3_600) : nil)
+                try tx.add(
+                    type: i % 3 == 0 ? "b" : "a", id: "r\(i)", value: "value \(i)",
+                    tags: ["color": i % 2 == 0 ? "red" : "blue", "~n": .string(String(i))],
+                    expiresAt: i % 10 == 0 ? Date().addingTimeInterval(3_600) : nil)
             }
         }
         _ = try await w.createKey(.ed25519)
@@ -61,7 +63,9 @@ struct KeyRotationTests {
         #expect(rows.count == 301) // 300 records and one key
         var opened = 0
         for row in rows {
-            if (try? RecordCodec.open(row[2], typeBlind: BlindColumn.blind(row[0]), idBlind: row[1], expiry: row[3], keys: old)) != nil { opened += 1 }
+            if (try? RecordCodec.open(row[2], typeBlind: BlindColumn.blind(row[0]), idBlind: row[1], expiry: row[3], keys: old)) != nil {
+                opened += 1
+            }
         }
         #expect(opened == 0)
         #expect(oldNames.isDisjoint(with: rows.map { $0[1] as Data }))
@@ -71,7 +75,9 @@ struct KeyRotationTests {
     func oldWrappedKeyIsUseless() async throws {
         let (w, url) = try await Self.filled()
         let oldMeta = try await w.pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT name, value FROM coffer_meta WHERE name IN ('kdf', 'keys')").map { ($0[0] as String, $0[1] as Data) }
+            try Row.fetchAll(db, sql: "SELECT name, value FROM coffer_meta WHERE name IN ('kdf', 'keys')").map {
+                ($0[0] as String, $0[1] as Data)
+            }
         }
         try await w.rekey(to: Self.newKey, rotatingKey: true)
         try await w.add(type: "a", id: "later", value: "written after rotation")
@@ -79,7 +85,9 @@ struct KeyRotationTests {
         // Whoever kept the old sealed key puts it back and opens with the old key.
         let db = try TestWallets.attackerQueue(url)
         try await db.write { db in
-            for (name, value) in oldMeta { try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = ?", arguments: [value, name]) }
+            for (name, value) in oldMeta {
+                try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = ?", arguments: [value, name])
+            }
         }
         try db.close()
         let reopened = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))

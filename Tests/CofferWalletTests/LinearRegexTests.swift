@@ -1,8 +1,9 @@
+import Foundation
+import Testing
+
 // LinearRegex against NSRegularExpression: hand-written cases per construct, whole-plane
 // character classes, seeded random patterns, pathological inputs, refusals, limits and hostile input.
 @testable import CofferWallet
-import Foundation
-import Testing
 
 /// The linear-time `$regex` matcher must answer as NSRegularExpression does, refuse what it cannot, and never hang or trap.
 @Suite("LinearRegex")
@@ -34,12 +35,14 @@ struct LinearRegexTests {
                 Issue.record("NSRegularExpression refused \(pattern.debugDescription)", sourceLocation: sourceLocation)
                 return
             }
-            #expect(regex.containsMatch(text) == expected,
-                    "pattern \(pattern.debugDescription) text \(text.debugDescription): NSRegularExpression says \(expected)",
-                    sourceLocation: sourceLocation)
-            #expect(utf8Matches(regex, text) == expected,
-                    "UTF-8 entry, pattern \(pattern.debugDescription) text \(text.debugDescription): NSRegularExpression says \(expected)",
-                    sourceLocation: sourceLocation)
+            #expect(
+                regex.containsMatch(text) == expected,
+                "pattern \(pattern.debugDescription) text \(text.debugDescription): NSRegularExpression says \(expected)",
+                sourceLocation: sourceLocation)
+            #expect(
+                utf8Matches(regex, text) == expected,
+                "UTF-8 entry, pattern \(pattern.debugDescription) text \(text.debugDescription): NSRegularExpression says \(expected)",
+                sourceLocation: sourceLocation)
         }
     }
 
@@ -168,8 +171,9 @@ struct LinearRegexTests {
         Self.expectSameAsICU("\\x41\\x4g\\xABC", ["A\u{04}g\u{AB}C", "A\u{4A}C"])
         Self.expectSameAsICU("\\x{1F600}\\x{e9}\\x{10FFFF}", ["😀é\u{10FFFF}", "😀é"])
         Self.expectSameAsICU("\\u00e9\\U0001F600", ["é😀", "e😀"])
-        Self.expectSameAsICU(#"\\\.\*\+\?\(\)\[\]\{\}\|\^\$\/\-\#\~\@\<\>\=\!\"\'\,\:\;\%\&\`\_\ "#,
-                             [#"\.*+?()[]{}|^$/-#~@<>=!"',:;%&`_ "#, "x"])
+        Self.expectSameAsICU(
+            #"\\\.\*\+\?\(\)\[\]\{\}\|\^\$\/\-\#\~\@\<\>\=\!\"\'\,\:\;\%\&\`\_\ "#,
+            [#"\.*+?()[]{}|^$/-#~@<>=!"',:;%&`_ "#, "x"])
     }
 
     @Test("\\Q…\\E quotes metacharacters")
@@ -182,7 +186,9 @@ struct LinearRegexTests {
 
     @Test("\\d \\D \\w \\W \\s \\S \\v \\V on samples")
     func predefinedClassSamples() {
-        let texts = ["5", "٣", "x", "é", "_", "‿", "\u{301}", "\u{200C}", " ", "\u{A0}", "\u{2003}", "\u{85}", "\n", "\u{0B}", "!", "😀", "𝟘", "‍"]
+        let texts = [
+            "5", "٣", "x", "é", "_", "‿", "\u{301}", "\u{200C}", " ", "\u{A0}", "\u{2003}", "\u{85}", "\n", "\u{0B}", "!", "😀", "𝟘", "‍",
+        ]
         for p in ["\\d", "\\D", "\\w", "\\W", "\\s", "\\S", "\\v", "\\V", "^\\w+$", "^\\D*$"] {
             Self.expectSameAsICU(p, texts)
         }
@@ -204,12 +210,15 @@ struct LinearRegexTests {
                 Issue.record("\(pattern) does not compile")
                 continue
             }
-            let icuSet = Set(icu.matches(in: text, range: NSRange(location: 0, length: offset)).compactMap { indexAtOffset[$0.range.location] })
+            let icuSet = Set(
+                icu.matches(in: text, range: NSRange(location: 0, length: offset)).compactMap { indexAtOffset[$0.range.location] })
             var differences = [String]()
             for (i, s) in scalars.enumerated() where ours.containsMatch(String(Character(s))) != icuSet.contains(i) {
                 differences.append(String(s.value, radix: 16, uppercase: true))
             }
-            #expect(differences.isEmpty, "\(pattern) differs from ICU at U+\(differences.prefix(20).joined(separator: " U+")) (\(differences.count) in all)")
+            #expect(
+                differences.isEmpty,
+                "\(pattern) differs from ICU at U+\(differences.prefix(20).joined(separator: " U+")) (\(differences.count) in all)")
         }
     }
 
@@ -228,7 +237,8 @@ struct LinearRegexTests {
                 continue
             }
             let textString = String(text)
-            let hits = Set(icu.matches(in: textString, range: NSRange(location: 0, length: (textString as NSString).length)).map(\.range.location))
+            let hits = Set(
+                icu.matches(in: textString, range: NSRange(location: 0, length: (textString as NSString).length)).map(\.range.location))
             var differences = [String]()
             for (i, s) in scalars.enumerated() {
                 let expected = hits.contains(2 * i)
@@ -236,14 +246,21 @@ struct LinearRegexTests {
                     differences.append(String(s.value, radix: 16, uppercase: true))
                 }
             }
-            #expect(differences.isEmpty, "\(pattern) differs from ICU before U+\(differences.prefix(20).joined(separator: " U+")) (\(differences.count) in all)")
+            #expect(
+                differences.isEmpty,
+                "\(pattern) differs from ICU before U+\(differences.prefix(20).joined(separator: " U+")) (\(differences.count) in all)")
         }
     }
 
     @Test("word boundaries look through combining marks and format characters as ICU does")
     func wordBoundaryCases() {
-        let texts = ["a", "", " ", "a b", "é", "e\u{301}", "\u{301}", "\u{301}a", "a\u{301}", "\u{200D}a", "a\u{200D}", "a\u{200D}b", "1_x", "😀a", "a😀", "a\u{AD}b"]
-        for p in ["\\b", "\\B", "^\\b", "\\b$", "a\\b", "\\ba", "\\Ba", "a\\B", "\\b\\u0301", "\\u0301\\b", "\\B\\u0301", "\\b\\B", "^\\B$"] {
+        let texts = [
+            "a", "", " ", "a b", "é", "e\u{301}", "\u{301}", "\u{301}a", "a\u{301}", "\u{200D}a", "a\u{200D}", "a\u{200D}b", "1_x", "😀a",
+            "a😀", "a\u{AD}b",
+        ]
+        for p in [
+            "\\b", "\\B", "^\\b", "\\b$", "a\\b", "\\ba", "\\Ba", "a\\B", "\\b\\u0301", "\\u0301\\b", "\\B\\u0301", "\\b\\B", "^\\B$",
+        ] {
             Self.expectSameAsICU(p, texts)
         }
     }
@@ -251,20 +268,26 @@ struct LinearRegexTests {
     @Test("sets: ranges, negation, literal ] and -, escapes and classes inside")
     func sets() {
         let texts = ["a", "b", "c", "-", "]", "^", "\\", "[", "\n", "\u{0B}", "5", " ", "é", "ê", "😐", "😀", "x", "A", "{", "$", ".", "&"]
-        for p in ["[abc]", "[^abc]", "[a-c]", "[^a-c]", "[]a]", "[^]a]", "[]-a]", "[a-]", "[-a]", "[^-a]", "[a-c-]", "[\\-x]",
-                  "[\\]\\[\\\\]", "[a^]", "[\\^]", "[\\d\\s]", "[^\\d\\s]", "[\\W]", "[^\\W\\w]", "[\\D5]", "[\\n-\\r]",
-                  "[é-ë]", "[\\x{1F600}-\\x{1F64F}]", "[\\u00e9]", "[\\0101-\\0103]", "[.$^|(){}*+?]", "[ ]", "[&]", "[a&]",
-                  "[\\v]", "[\\V]", "[\\e\\a\\t]", "[\\-]", "[\\--\\-]"] {
+        for p in [
+            "[abc]", "[^abc]", "[a-c]", "[^a-c]", "[]a]", "[^]a]", "[]-a]", "[a-]", "[-a]", "[^-a]", "[a-c-]", "[\\-x]",
+            "[\\]\\[\\\\]", "[a^]", "[\\^]", "[\\d\\s]", "[^\\d\\s]", "[\\W]", "[^\\W\\w]", "[\\D5]", "[\\n-\\r]",
+            "[é-ë]", "[\\x{1F600}-\\x{1F64F}]", "[\\u00e9]", "[\\0101-\\0103]", "[.$^|(){}*+?]", "[ ]", "[&]", "[a&]",
+            "[\\v]", "[\\V]", "[\\e\\a\\t]", "[\\-]", "[\\--\\-]",
+        ] {
             Self.expectSameAsICU(p, texts)
         }
     }
 
     @Test("^ \\A \\z and $ \\Z before a final line terminator or CR LF")
     func anchors() {
-        let texts = ["a", "a\n", "a\r\n", "a\r", "a\n\n", "a\r\r", "a\n\r", "a\u{85}", "a\u{2028}", "a\u{2029}", "a\u{0B}", "a\u{0C}",
-                     "\n", "\r\n", "", "ba", "ab", "a\nb", "\na"]
-        for p in ["^a", "a$", "^a$", "\\Aa", "a\\z", "a\\Z", "^$", "^\\z", "$", "\\Z", "\\z", "a$\\n", "a$\\r\\n", "a\\r$", "\\n$",
-                  "\\r\\Z", "\\n\\Z", "^\\n$", "a$|b", "(^|b)a", "a($|b)", "(?:^)*a", "(\\b)+a"] {
+        let texts = [
+            "a", "a\n", "a\r\n", "a\r", "a\n\n", "a\r\r", "a\n\r", "a\u{85}", "a\u{2028}", "a\u{2029}", "a\u{0B}", "a\u{0C}",
+            "\n", "\r\n", "", "ba", "ab", "a\nb", "\na",
+        ]
+        for p in [
+            "^a", "a$", "^a$", "\\Aa", "a\\z", "a\\Z", "^$", "^\\z", "$", "\\Z", "\\z", "a$\\n", "a$\\r\\n", "a\\r$", "\\n$",
+            "\\r\\Z", "\\n\\Z", "^\\n$", "a$|b", "(^|b)a", "a($|b)", "(?:^)*a", "(\\b)+a",
+        ] {
             Self.expectSameAsICU(p, texts)
         }
     }
@@ -325,7 +348,10 @@ struct LinearRegexTests {
             let regex: LinearRegex
             do { regex = try LinearRegex(pattern) } catch {
                 // The one refusal the grammar can produce: lazy over a part that can match empty.
-                if error.message.contains("lazy quantifier") { refusedLazy += 1; continue }
+                if error.message.contains("lazy quantifier") {
+                    refusedLazy += 1
+                    continue
+                }
                 Issue.record("seed \(seed): LinearRegex refused \(pattern.debugDescription): \(error)")
                 continue
             }
@@ -337,10 +363,13 @@ struct LinearRegexTests {
                 let text = generator.text()
                 let expected = icu.firstMatch(in: text, range: NSRange(location: 0, length: (text as NSString).length)) != nil
                 pairs += 1
-                #expect(regex.containsMatch(text) == expected,
-                        "seed \(seed): pattern \(pattern.debugDescription) text \(text.debugDescription): NSRegularExpression says \(expected)")
-                #expect(Self.utf8Matches(regex, text) == expected,
-                        "seed \(seed): UTF-8 entry, pattern \(pattern.debugDescription) text \(text.debugDescription): NSRegularExpression says \(expected)")
+                #expect(
+                    regex.containsMatch(text) == expected,
+                    "seed \(seed): pattern \(pattern.debugDescription) text \(text.debugDescription): NSRegularExpression says \(expected)")
+                #expect(
+                    Self.utf8Matches(regex, text) == expected,
+                    "seed \(seed): UTF-8 entry, pattern \(pattern.debugDescription) text \(text.debugDescription): NSRegularExpression says \(expected)"
+                )
             }
         }
         print("LinearRegex random seed \(seed): \(pairs) pairs compared, \(refusedLazy) lazy-over-empty patterns refused")
@@ -548,8 +577,9 @@ struct LinearRegexTests {
             for _ in 0..<3 {
                 let text = generator.text() + (random.oneIn(2) ? pattern : "")
                 let expected = icu.firstMatch(in: text, range: NSRange(location: 0, length: (text as NSString).length)) != nil
-                #expect(regex.containsMatch(text) == expected,
-                        "garbage pattern \(pattern.debugDescription) text \(text.debugDescription): NSRegularExpression says \(expected)")
+                #expect(
+                    regex.containsMatch(text) == expected,
+                    "garbage pattern \(pattern.debugDescription) text \(text.debugDescription): NSRegularExpression says \(expected)")
             }
         }
         #expect(compiled > 1000)
@@ -617,6 +647,8 @@ struct LinearRegexTests {
         var hits = 0
         let tMany = clock.measure { hits = texts.filter { literal.containsMatch($0) }.count }
         #expect(hits == 0)
-        print("LinearRegex timings: ^(a+)+$ over a*26+\"!\": \(tShort); over 100,000 \"a\": \(tLong); \"schema\" over 10,000 short strings: \(tMany)")
+        print(
+            "LinearRegex timings: ^(a+)+$ over a*26+\"!\": \(tShort); over 100,000 \"a\": \(tLong); \"schema\" over 10,000 short strings: \(tMany)"
+        )
     }
 }

@@ -1,10 +1,11 @@
 // What a record's box is bound to: its expiry (format 3), and its sealed type, which reads and
 // searches compare with the type they asked for. Old boxes (expiry not bound) still read.
 import CofferCrypto
-@testable import CofferWallet
 import Foundation
 import GRDB
 import Testing
+
+@testable import CofferWallet
 
 @Suite("Record binding: expiry and type")
 struct RecordBindingTests {
@@ -37,7 +38,10 @@ struct RecordBindingTests {
             try await body()
             Issue.record("expected corrupted, but the call succeeded")
         } catch let error as WalletError {
-            guard case .corrupted = error else { Issue.record("expected corrupted, got \(error)"); return }
+            guard case .corrupted = error else {
+                Issue.record("expected corrupted, got \(error)")
+                return
+            }
         } catch { Issue.record("expected a WalletError, got \(error)") }
     }
 
@@ -131,8 +135,10 @@ struct RecordBindingTests {
 /// (associated data: blind type then blind id, no expiry), written through the wallet's own
 /// writer so the records' version digest stays in line.
 enum LegacyBoxes {
-    static func seal(keys: WalletKeys, typeBlind: Data, idBlind: Data, format: UInt8, sealedType: String?, id: String,
-                     value: String, tags: [String: String]) -> Data {
+    static func seal(
+        keys: WalletKeys, typeBlind: Data, idBlind: Data, format: UInt8, sealedType: String?, id: String,
+        value: String, tags: [String: String]
+    ) -> Data {
         var plain: [UInt8] = [format]
         if format >= 2 { RecordCodec.appendString(sealedType ?? "", to: &plain) }
         RecordCodec.appendString(id, to: &plain)
@@ -151,8 +157,10 @@ enum LegacyBoxes {
     }
 
     /// Replaces the box of type/id with one of `format` (1 or 2) holding these contents.
-    static func replace(in wallet: Wallet, type: String, id: String, format: UInt8, sealedType: String?, value: String,
-                        tags: [String: String]) async throws {
+    static func replace(
+        in wallet: Wallet, type: String, id: String, format: UInt8, sealedType: String?, value: String,
+        tags: [String: String]
+    ) async throws {
         let keys = wallet.keys
         let tb = keys.typeBlind(type)
         let ib = keys.idBlind(typeBlind: tb, id: id)
@@ -169,7 +177,8 @@ enum LegacyBoxes {
         let tb = keys.typeBlind(type)
         let ib = keys.idBlind(typeBlind: tb, id: id)
         let row = try await wallet.pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT value, expiry FROM items WHERE type = ? AND name = ?", arguments: [BlindColumn.value(tb), ib])
+            try Row.fetchOne(
+                db, sql: "SELECT value, expiry FROM items WHERE type = ? AND name = ?", arguments: [BlindColumn.value(tb), ib])
         }
         guard let row else { return nil }
         return try RecordCodec.open(row[0], typeBlind: tb, idBlind: ib, expiry: row[1], keys: keys).format

@@ -1,8 +1,9 @@
+import Foundation
+import GRDB
+import Testing
+
 // Record-level behaviour: the Askar record cases and the seed's operations.
 @testable import CofferWallet
-import GRDB
-import Foundation
-import Testing
 
 @Suite("Records")
 struct RecordTests {
@@ -20,7 +21,8 @@ struct RecordTests {
         let (w, _) = try await TestWallets.make()
         defer { try? w.close() }
         try await w.add(type: "cred", id: "1", value: "v", tags: ["a": "1"])
-        let r = try await w.get(type: "cred", id: "1", options: RecordOptions(json: #"{"retrieveType": true, "retrieveValue": false, "retrieveTags": false}"#))
+        let r = try await w.get(
+            type: "cred", id: "1", options: RecordOptions(json: #"{"retrieveType": true, "retrieveValue": false, "retrieveTags": false}"#))
         #expect(r == WalletRecord(id: "1", type: "cred"))
     }
 
@@ -77,9 +79,11 @@ struct RecordTests {
         #expect(try await w.count(type: "t", matching: WalletQuery(json: #"{"$exist": "a"}"#)) == 0)
     }
 
-    @Test("tag values that are not strings or lists of strings are refused", arguments: [
-        #"{"a": 1}"#, #"{"a": true}"#, #"{"a": null}"#, #"{"a": ["x", 1]}"#, #"{"a": {"b": "c"}}"#, #"{"": "x"}"#, #"[]"#, #"{"a": "#,
-    ])
+    @Test(
+        "tag values that are not strings or lists of strings are refused",
+        arguments: [
+            #"{"a": 1}"#, #"{"a": true}"#, #"{"a": null}"#, #"{"a": ["x", 1]}"#, #"{"a": {"b": "c"}}"#, #"{"": "x"}"#, #"[]"#, #"{"a": "#,
+        ])
     func badTags(_ json: String) {
         #expect(throws: WalletError.self) { try WalletTags(json: json) }
     }
@@ -298,8 +302,8 @@ struct RecordsAfterErrorsTests {
 
 @Suite("Byte-exact names")
 struct ByteExactTests {
-    static let composed = "caf\u{E9}"      // é as one code point
-    static let decomposed = "cafe\u{301}"  // e + combining acute: equal as Swift strings, other bytes
+    static let composed = "caf\u{E9}" // é as one code point
+    static let decomposed = "cafe\u{301}" // e + combining acute: equal as Swift strings, other bytes
 
     @Test("two spellings of one accented id are two records, found after reopening")
     func ids() async throws {
@@ -340,8 +344,8 @@ struct ByteExactTests {
 @Suite("Askar record cases")
 struct AskarRecordCaseTests {
     static let names: [String] = {
-        guard case let .array(cases)? = WQLCase.member(WQLCase.file, "record_cases") else { return [] }
-        return cases.compactMap { if case let .string(n)? = WQLCase.member($0, "name") { return n } else { return nil } }
+        guard case .array(let cases)? = WQLCase.member(WQLCase.file, "record_cases") else { return [] }
+        return cases.compactMap { if case .string(let n)? = WQLCase.member($0, "name") { return n } else { return nil } }
     }()
 
     @Test("the case file lists record cases") func loaded() { #expect(Self.names.count >= 25) }
@@ -395,7 +399,9 @@ struct AskarRecordCaseTests {
             try await w.add(type: "d", id: "n", value: "v", tags: ["a": "1"])
             #expect(try await w.get(type: "d", id: "n").tags == ["a": "1"])
         case "replace_missing":
-            await #expect(throws: WalletError.notFound(type: "c", id: "n")) { try await w.replace(type: "c", id: "n", value: "v", tags: [:]) }
+            await #expect(throws: WalletError.notFound(type: "c", id: "n")) {
+                try await w.replace(type: "c", id: "n", value: "v", tags: [:])
+            }
         case "replace_without_tags_clears_tags":
             try await w.add(type: "c", id: "n", value: "v1", tags: ["a": "1"])
             try await w.replace(type: "c", id: "n", value: "v2", tags: [:])

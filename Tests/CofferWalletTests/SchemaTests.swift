@@ -1,9 +1,10 @@
-// The file layout (format 3: items without AUTOINCREMENT, blind types and tag names as integers, the records' version digest)
-// and the upgrade of files in the first layout.
-@testable import CofferWallet
 import Foundation
 import GRDB
 import Testing
+
+// The file layout (format 3: items without AUTOINCREMENT, blind types and tag names as integers, the records' version digest)
+// and the upgrade of files in the first layout.
+@testable import CofferWallet
 
 @Suite("File layout and upgrades")
 struct SchemaTests {
@@ -24,8 +25,9 @@ struct SchemaTests {
     /// r0…r4 minus r2 of type t and one record of type m with a two-valued plaintext tag.
     static func firstLayoutWallet() async throws -> URL {
         let url = TestWallets.folder().appendingPathComponent("wallet.sqlite")
-        let old = try await Wallet.create(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration,
-                                          schemaUpTo: Schema.firstMigration)
+        let old = try await Wallet.create(
+            at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration,
+            schemaUpTo: Schema.firstMigration)
         for i in 0..<5 {
             try await old.add(type: "t", id: "r\(i)", value: "v\(i)", tags: ["parity": i % 2 == 0 ? "even" : "odd", "~i": .string("\(i)")])
         }
@@ -42,15 +44,19 @@ struct SchemaTests {
                 try db.execute(sql: "UPDATE items SET type = ? WHERE id = ?", arguments: [BlindColumn.blind(row[1]), row[0] as Int64])
             }
             for row in try Row.fetchAll(db, sql: "SELECT item, name, value FROM tags") {
-                try db.execute(sql: "UPDATE tags SET name = ? WHERE item = ? AND name = ? AND value = ?",
-                               arguments: [BlindColumn.blind(row[1]), row[0] as Int64, row[1] as Int64, row[2] as DatabaseValue])
+                try db.execute(
+                    sql: "UPDATE tags SET name = ? WHERE item = ? AND name = ? AND value = ?",
+                    arguments: [BlindColumn.blind(row[1]), row[0] as Int64, row[1] as Int64, row[2] as DatabaseValue])
             }
             for name in try Int64.fetchAll(db, sql: "SELECT name FROM tag_multi") {
                 try db.execute(sql: "UPDATE tag_multi SET name = ? WHERE name = ?", arguments: [BlindColumn.blind(name), name])
             }
             // And the format number of those files (create writes today's).
             try db.execute(sql: "UPDATE coffer_meta SET value = CAST('1' AS BLOB) WHERE name = 'format'")
-            #expect(try String.fetchAll(db, sql: "SELECT DISTINCT typeof(type) FROM items UNION SELECT DISTINCT typeof(name) FROM tags") == ["blob"])
+            #expect(
+                try String.fetchAll(db, sql: "SELECT DISTINCT typeof(type) FROM items UNION SELECT DISTINCT typeof(name) FROM tags") == [
+                    "blob"
+                ])
         }
         try queue.close()
         return url
@@ -102,10 +108,12 @@ struct SchemaTests {
 
     static func storageClasses(_ wallet: Wallet) async throws -> [String] {
         try await wallet.pool.read { db in
-            try String.fetchAll(db, sql: """
-                SELECT DISTINCT typeof(type) FROM items UNION SELECT DISTINCT typeof(name) FROM tags
-                UNION SELECT DISTINCT typeof(name) FROM tag_multi
-                """)
+            try String.fetchAll(
+                db,
+                sql: """
+                    SELECT DISTINCT typeof(type) FROM items UNION SELECT DISTINCT typeof(name) FROM tags
+                    UNION SELECT DISTINCT typeof(name) FROM tag_multi
+                    """)
         }
     }
 

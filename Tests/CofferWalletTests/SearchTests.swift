@@ -9,8 +9,9 @@ struct SearchTests {
         let (w, _) = try await TestWallets.make(configuration: configuration)
         try await w.transaction { txn in
             for i in 0..<n {
-                try txn.add(type: "t", id: String(format: "r%05d", i), value: "v\(i)",
-                            tags: ["parity": i % 2 == 0 ? "even" : "odd", "~i": .string(String(format: "%05d", i))])
+                try txn.add(
+                    type: "t", id: String(format: "r%05d", i), value: "v\(i)",
+                    tags: ["parity": i % 2 == 0 ? "even" : "odd", "~i": .string(String(format: "%05d", i))])
             }
         }
         return w
@@ -20,10 +21,12 @@ struct SearchTests {
     func pageShape() async throws {
         let w = try await Self.filled(3)
         defer { try? w.close() }
-        let h = try await w.openSearch(type: "t", queryJSON: #"{"parity": "even"}"#,
-                                       optionsJSON: #"{"retrieveTotalCount": true, "retrieveType": true, "retrieveTags": false}"#)
+        let h = try await w.openSearch(
+            type: "t", queryJSON: #"{"parity": "even"}"#,
+            optionsJSON: #"{"retrieveTotalCount": true, "retrieveType": true, "retrieveTags": false}"#)
         let page = try await w.searchNext(h, count: 10)
-        #expect(page.json == #"{"totalCount":2,"records":[{"id":"r00000","type":"t","value":"v0"},{"id":"r00002","type":"t","value":"v2"}]}"#)
+        #expect(
+            page.json == #"{"totalCount":2,"records":[{"id":"r00000","type":"t","value":"v0"},{"id":"r00002","type":"t","value":"v2"}]}"#)
     }
 
     @Test("retrieveRecords false gives only the count")

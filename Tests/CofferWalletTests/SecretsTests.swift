@@ -1,7 +1,8 @@
 import CofferCrypto
-@testable import CofferWallet
 import Foundation
 import Testing
+
+@testable import CofferWallet
 
 @Suite("Secrets")
 struct SecretsTests {
@@ -26,8 +27,9 @@ struct SecretsTests {
                 try await call()
                 Issue.record("\(name) accepted a reserved type")
             } catch let error as WalletError {
-                guard case let .invalidInput(message) = error, message.contains("reserved") else {
-                    Issue.record("\(name): expected a reserved-type error, got \(error)"); continue
+                guard case .invalidInput(let message) = error, message.contains("reserved") else {
+                    Issue.record("\(name): expected a reserved-type error, got \(error)")
+                    continue
                 }
             }
         }
@@ -59,7 +61,8 @@ struct SecretsTests {
     @Test("a box between two wallet keys opens for the recipient and fails when altered")
     func boxes() async throws {
         let (wallet, _) = try await TestWallets.make()
-        let alice = try await wallet.createKey(.x25519), bob = try await wallet.createKey(.x25519)
+        let alice = try await wallet.createKey(.x25519)
+        let bob = try await wallet.createKey(.x25519)
         let boxed = try await wallet.box(Data("hi bob".utf8), from: alice, to: bob)
         #expect(try await wallet.openBox(boxed, from: alice, to: bob) == Data("hi bob".utf8))
         var bad = boxed.ciphertext
@@ -72,7 +75,8 @@ struct SecretsTests {
     @Test("listing keys gives public keys only")
     func listKeys() async throws {
         let (wallet, _) = try await TestWallets.make()
-        let a = try await wallet.createKey(.ed25519), b = try await wallet.createKey(.x25519)
+        let a = try await wallet.createKey(.ed25519)
+        let b = try await wallet.createKey(.x25519)
         let listed = try await wallet.listKeys()
         #expect(Set(listed) == [WalletPublicKey(verkey: a, kind: .ed25519), WalletPublicKey(verkey: b, kind: .x25519)])
     }

@@ -12,8 +12,9 @@ struct SecurityTests {
     @Test("the wallet's files hold no plaintext type, id, value, or encrypted tag name or value")
     func noPlaintextOnDisk() async throws {
         let (w, url) = try await TestWallets.make()
-        try await w.add(type: "TypeSecretQ7", id: "IdSecretQ7", value: "ValueSecretQ7",
-                        tags: ["TagNameSecretQ7": "TagValueSecretQ7", "multi": ["ListValueSecretQ7", "x"], "~plainName": "PlainValueVisibleQ7"])
+        try await w.add(
+            type: "TypeSecretQ7", id: "IdSecretQ7", value: "ValueSecretQ7",
+            tags: ["TagNameSecretQ7": "TagValueSecretQ7", "multi": ["ListValueSecretQ7", "x"], "~plainName": "PlainValueVisibleQ7"])
         try await w.update(type: "TypeSecretQ7", id: "IdSecretQ7", value: "ValueSecretQ7 updated")
         try await w.addTags(type: "TypeSecretQ7", id: "IdSecretQ7", tags: ["TagNameSecretQ7": "TagValueSecretQ7"])
         try w.close()
@@ -34,7 +35,10 @@ struct SecurityTests {
         other[0] ^= 1
         await #expect(throws: WalletError.self) { try await Wallet.open(at: url, key: .raw(other)) }
         do { _ = try await Wallet.open(at: url, key: .raw(other)) } catch let e as WalletError {
-            guard case .wrongKey = e else { Issue.record("expected wrongKey, got \(e)"); return }
+            guard case .wrongKey = e else {
+                Issue.record("expected wrongKey, got \(e)")
+                return
+            }
         }
     }
 
@@ -46,7 +50,10 @@ struct SecurityTests {
             _ = try await Wallet.open(at: url, key: .passphrase("wrong one"))
             Issue.record("opened with a wrong passphrase")
         } catch let e as WalletError {
-            guard case .wrongKey = e else { Issue.record("expected wrongKey, got \(e)"); return }
+            guard case .wrongKey = e else {
+                Issue.record("expected wrongKey, got \(e)")
+                return
+            }
         }
     }
 
@@ -58,7 +65,10 @@ struct SecurityTests {
             _ = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
             Issue.record("opened")
         } catch let e as WalletError {
-            guard case .wrongKey = e else { Issue.record("expected wrongKey, got \(e)"); return }
+            guard case .wrongKey = e else {
+                Issue.record("expected wrongKey, got \(e)")
+                return
+            }
         }
     }
 
@@ -103,7 +113,10 @@ struct SecurityTests {
             _ = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
             Issue.record("opened garbage")
         } catch let e as WalletError {
-            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
+            guard case .corrupted = e else {
+                Issue.record("expected corrupted, got \(e)")
+                return
+            }
         }
     }
 
@@ -125,7 +138,10 @@ struct SecurityTests {
             _ = try await reopened.get(type: "t", id: "1")
             Issue.record("read a tampered record")
         } catch let e as WalletError {
-            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
+            guard case .corrupted = e else {
+                Issue.record("expected corrupted, got \(e)")
+                return
+            }
         }
     }
 
@@ -147,7 +163,10 @@ struct SecurityTests {
             _ = try await reopened.get(type: "t", id: "b")
             Issue.record("read a record moved from another row")
         } catch let e as WalletError {
-            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
+            guard case .corrupted = e else {
+                Issue.record("expected corrupted, got \(e)")
+                return
+            }
         }
     }
 
@@ -170,7 +189,10 @@ struct SecurityTests {
             _ = try await reopened.fetchAll(type: "t", matching: WalletQuery(json: #"{"color": "red"}"#))
             Issue.record("search trusted a tampered index")
         } catch let e as WalletError {
-            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
+            guard case .corrupted = e else {
+                Issue.record("expected corrupted, got \(e)")
+                return
+            }
         }
     }
 

@@ -1,16 +1,20 @@
-// Backups stream (bounded messages, progress while inserting), fail without leaving a file at the
-// target, refuse hostile lengths, and carry records of the first box format.
-@testable import CofferWallet
 import Foundation
 import GRDB
 import Testing
+
+// Backups stream (bounded messages, progress while inserting), fail without leaving a file at the
+// target, refuse hostile lengths, and carry records of the first box format.
+@testable import CofferWallet
 
 @Suite("Streaming backup")
 struct StreamingBackupTests {
     static func filled(_ n: Int) async throws -> (Wallet, URL) {
         let (w, url) = try await TestWallets.make()
         try await w.transaction { tx in
-            for i in 0..<n { try tx.add(type: "t", id: "r\(i)", value: "value \(i) \u{1}\"\\ é", tags: ["k": .string("\(i % 7)"), "~n": .list(["\(i)", "x"])]) }
+            for i in 0..<n {
+                try tx.add(
+                    type: "t", id: "r\(i)", value: "value \(i) \u{1}\"\\ é", tags: ["k": .string("\(i % 7)"), "~n": .list(["\(i)", "x"])])
+            }
         }
         return (w, url)
     }
@@ -31,8 +35,10 @@ struct StreamingBackupTests {
         try w.close()
         #expect(exportReports.all.count >= 4)
         let reports = Reports()
-        let restored = try await Wallet.importBackup(from: backup, passphrase: "p", into: TestWallets.folder().appendingPathComponent("w.sqlite"),
-                                                     key: .raw(TestWallets.rawKey)) { reports.add($0) }
+        let restored = try await Wallet.importBackup(
+            from: backup, passphrase: "p", into: TestWallets.folder().appendingPathComponent("w.sqlite"),
+            key: .raw(TestWallets.rawKey)
+        ) { reports.add($0) }
         defer { try? restored.close() }
         let done = reports.all.map(\.done)
         #expect(done.first == 0)
@@ -88,7 +94,10 @@ struct StreamingBackupTests {
             _ = try await Wallet.importBackup(from: backup, passphrase: "p", into: target, key: .raw(TestWallets.rawKey))
             Issue.record("a hostile length was accepted")
         } catch let error as WalletError {
-            guard case .corrupted = error else { Issue.record("expected corrupted, got \(error)"); return }
+            guard case .corrupted = error else {
+                Issue.record("expected corrupted, got \(error)")
+                return
+            }
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: target.deletingLastPathComponent().path).isEmpty)
     }
@@ -112,8 +121,9 @@ struct StreamingBackupTests {
         }
         #expect(try await w.exportBackup(to: backup, passphrase: "p", parameters: .minimum, firstFormatTypes: ["note"]) == 4)
         try w.close()
-        let restored = try await Wallet.importBackup(from: backup, passphrase: "p", into: TestWallets.folder().appendingPathComponent("r.sqlite"),
-                                                     key: .raw(TestWallets.rawKey))
+        let restored = try await Wallet.importBackup(
+            from: backup, passphrase: "p", into: TestWallets.folder().appendingPathComponent("r.sqlite"),
+            key: .raw(TestWallets.rawKey))
         defer { try? restored.close() }
         #expect(try await restored.get(type: "credential", id: "c2").value == "second")
         #expect(try await restored.get(type: "credential", id: "c2").tags == ["schema": "s1", "~year": "2019"])
@@ -132,16 +142,21 @@ struct StreamingBackupTests {
         try? FileManager.default.removeItem(at: url)
         let w = try await Wallet.create(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration)
         try await w.add(type: "credential", id: "c1", value: "first", tags: ["schema": "s1"])
-        try await LegacyBoxes.replace(in: w, type: "credential", id: "c1", format: 2, sealedType: "credential", value: "first", tags: ["schema": "s1"])
+        try await LegacyBoxes.replace(
+            in: w, type: "credential", id: "c1", format: 2, sealedType: "credential", value: "first", tags: ["schema": "s1"])
         try await w.add(type: "credential", id: "c2", value: "second", tags: ["schema": "s1", "~year": "2019"])
-        try await LegacyBoxes.replace(in: w, type: "credential", id: "c2", format: 1, sealedType: nil, value: "second",
-                                      tags: ["schema": "s1", "~year": "2019"])
+        try await LegacyBoxes.replace(
+            in: w, type: "credential", id: "c2", format: 1, sealedType: nil, value: "second",
+            tags: ["schema": "s1", "~year": "2019"])
         try await w.add(type: "note", id: "n1", value: "a note")
         try await LegacyBoxes.replace(in: w, type: "note", id: "n1", format: 1, sealedType: nil, value: "a note", tags: [:])
         let verkey = try await w.createKey(.ed25519)
-        let keyRecord = try await w.secretRead { try $0.get(type: SecretTypes.key, id: verkey, options: RecordOptions(retrieveValue: true, retrieveTags: true)) }
-        try await LegacyBoxes.replace(in: w, type: SecretTypes.key, id: verkey, format: 1, sealedType: nil, value: keyRecord!.value!,
-                                      tags: ["kind": "ed25519"])
+        let keyRecord = try await w.secretRead {
+            try $0.get(type: SecretTypes.key, id: verkey, options: RecordOptions(retrieveValue: true, retrieveTags: true))
+        }
+        try await LegacyBoxes.replace(
+            in: w, type: SecretTypes.key, id: verkey, format: 1, sealedType: nil, value: keyRecord!.value!,
+            tags: ["kind": "ed25519"])
         try w.close()
     }
 }

@@ -60,19 +60,19 @@ struct WQLCase: Sendable, CustomTestStringConvertible {
     }()
 
     static func member(_ v: JSONValue, _ key: String) -> JSONValue? {
-        guard case let .object(m) = v else { return nil }
+        guard case .object(let m) = v else { return nil }
         return m.first { $0.0 == key }?.1
     }
 
     static let all: [WQLCase] = {
-        guard case let .array(cases)? = member(file, "cases") else { return [] }
+        guard case .array(let cases)? = member(file, "cases") else { return [] }
         return cases.map { c in
-            guard case let .string(name)? = member(c, "name") else { fatalError("case without name") }
+            guard case .string(let name)? = member(c, "name") else { fatalError("case without name") }
             let query: String
-            if case let .string(raw)? = member(c, "query_raw") { query = raw } else { query = member(c, "query")!.jsonText }
+            if case .string(let raw)? = member(c, "query_raw") { query = raw } else { query = member(c, "query")!.jsonText }
             var expected: [String]?
-            if case let .array(ids)? = member(c, "coffer_expect") {
-                expected = ids.map { if case let .string(s) = $0 { return s } else { fatalError() } }.sorted()
+            if case .array(let ids)? = member(c, "coffer_expect") {
+                expected = ids.map { if case .string(let s) = $0 { return s } else { fatalError() } }.sorted()
             }
             return WQLCase(name: name, query: query, expected: expected)
         }
@@ -86,17 +86,17 @@ struct WQLCase: Sendable, CustomTestStringConvertible {
     }
 
     static let records: [Record] = {
-        guard case let .array(items)? = member(file, "records") else { return [] }
+        guard case .array(let items)? = member(file, "records") else { return [] }
         return items.map { r in
-            guard case let .string(id)? = member(r, "id"), case let .string(type)? = member(r, "category"),
-                  case let .string(value)? = member(r, "value"), let tags = member(r, "tags")
+            guard case .string(let id)? = member(r, "id"), case .string(let type)? = member(r, "category"),
+                case .string(let value)? = member(r, "value"), let tags = member(r, "tags")
             else { fatalError("bad record") }
             return Record(type: type, id: id, value: value, tags: try! WalletTags(json: tags.jsonText))
         }
     }()
 
     static var category: String {
-        if case let .string(s)? = member(file, "category") { return s }
+        if case .string(let s)? = member(file, "category") { return s }
         return "cred"
     }
 }

@@ -72,7 +72,10 @@ struct WalletApiIOSNamesTests {
     func deleteTagsNeedsArray() async throws {
         let api = try await api()
         let error = await api.deleteTags("credential", "c1", #"{"Tag0": "zero"}"#)
-        guard case .invalidInput? = error as? WalletError else { Issue.record("expected invalidInput, got \(String(describing: error))"); return }
+        guard case .invalidInput? = error as? WalletError else {
+            Issue.record("expected invalidInput, got \(String(describing: error))")
+            return
+        }
     }
 
     @Test("a tag call on a missing record reports not found through the completion")

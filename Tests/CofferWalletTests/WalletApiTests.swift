@@ -11,7 +11,8 @@ struct WalletApiTests {
         try await api.addRecordWallet("credential", "c1", "value-1")
         try await api.addRecordTags("credential", "c1", #"{"Tag1": "value1", "~n": "5"}"#)
         try await api.updateRecordWallet("credential", "c1", "value-2")
-        #expect(try await api.getRecordWallet("credential", "c1", #"{"retrieveType": true}"#)
+        #expect(
+            try await api.getRecordWallet("credential", "c1", #"{"retrieveType": true}"#)
                 == #"{"id":"c1","type":"credential","value":"value-2","tags":{"Tag1":"value1","~n":"5"}}"#)
         try await api.deleteRecordTags("credential", "c1", #"["~n"]"#)
         try await api.updateRecordTags("credential", "c1", #"{"Tag2": "x"}"#)

@@ -12,8 +12,9 @@ struct WalletOpenCostTests {
         let (w, url) = try await TestWallets.make()
         try await w.transaction { txn in
             for i in 0..<records {
-                try txn.add(type: "credential", id: "cred-\(i)", value: String(repeating: "v", count: 200),
-                            tags: ["schema_id": .string("s\(i % 10)"), "~seq": .string(String(i))])
+                try txn.add(
+                    type: "credential", id: "cred-\(i)", value: String(repeating: "v", count: 200),
+                    tags: ["schema_id": .string("s\(i % 10)"), "~seq": .string(String(i))])
             }
         }
         try w.close()

@@ -73,8 +73,10 @@ public struct SearchOptions: Sendable, Hashable {
     public var retrieveTags: Bool
 
     /// Options with the seed's defaults unless given.
-    public init(retrieveRecords: Bool = true, retrieveTotalCount: Bool = false, retrieveType: Bool = false,
-                retrieveValue: Bool = true, retrieveTags: Bool = true) {
+    public init(
+        retrieveRecords: Bool = true, retrieveTotalCount: Bool = false, retrieveType: Bool = false,
+        retrieveValue: Bool = true, retrieveTags: Bool = true
+    ) {
         self.retrieveRecords = retrieveRecords
         self.retrieveTotalCount = retrieveTotalCount
         self.retrieveType = retrieveType
@@ -86,7 +88,8 @@ public struct SearchOptions: Sendable, Hashable {
     public init(json: String) throws(WalletError) {
         self.init()
         let fields = try OptionsParser.parse(
-            json, allowed: ["retrieveRecords", "retrieveTotalCount", "retrieveType", "retrieveValue", "retrieveTags"], what: "search options")
+            json, allowed: ["retrieveRecords", "retrieveTotalCount", "retrieveType", "retrieveValue", "retrieveTags"],
+            what: "search options")
         if let v = fields["retrieveRecords"] { retrieveRecords = v }
         if let v = fields["retrieveTotalCount"] { retrieveTotalCount = v }
         if let v = fields["retrieveType"] { retrieveType = v }
@@ -130,7 +133,7 @@ enum OptionsParser {
         if trimmed.isEmpty { return [:] }
         let value: JSONValue
         do { value = try JSONValue.parse(trimmed) } catch { throw .invalidInput("\(what): \(error.message)") }
-        guard case let .object(members) = value else {
+        guard case .object(let members) = value else {
             throw .invalidInput("\(what) must be a JSON object, got \(value.kindName)")
         }
         var out = [String: Bool]()
@@ -138,7 +141,7 @@ enum OptionsParser {
             guard allowed.contains(k) else {
                 throw .invalidInput("\(what): unknown option \(WalletError.quote(k)); known: \(allowed.sorted().joined(separator: ", "))")
             }
-            guard case let .bool(b) = v else {
+            guard case .bool(let b) = v else {
                 throw .invalidInput("\(what): \(k) must be true or false, got \(v.kindName)")
             }
             out[k] = b

@@ -16,15 +16,15 @@ public enum TagValue: Sendable, Hashable, ExpressibleByStringLiteral, Expressibl
     /// Every value of the tag.
     public var values: [String] {
         switch self {
-        case let .string(s): return [s]
-        case let .list(l): return l
+        case .string(let s): return [s]
+        case .list(let l): return l
         }
     }
 
     var json: JSONValue {
         switch self {
-        case let .string(s): return .string(s)
-        case let .list(l): return .array(l.map(JSONValue.string))
+        case .string(let s): return .string(s)
+        case .list(let l): return .array(l.map(JSONValue.string))
         }
     }
 }
@@ -100,17 +100,17 @@ public struct WalletTags: Sendable, Hashable, ExpressibleByDictionaryLiteral, Se
     }
 
     init(jsonValue: JSONValue) throws(WalletError) {
-        guard case let .object(members) = jsonValue else {
+        guard case .object(let members) = jsonValue else {
             throw .invalidInput("tags must be a JSON object of tag name → string or list of strings, got \(jsonValue.kindName)")
         }
         var s = [ByteString: TagValue]()
         for (name, v) in members {
             switch v {
-            case let .string(x): s[ByteString(name)] = .string(x)
-            case let .array(items):
+            case .string(let x): s[ByteString(name)] = .string(x)
+            case .array(let items):
                 var list = [String]()
                 for item in items {
-                    guard case let .string(x) = item else {
+                    guard case .string(let x) = item else {
                         throw .invalidInput("tag \(WalletError.quote(name)): a list may hold only strings, found \(item.kindName)")
                     }
                     list.append(x)
@@ -130,7 +130,8 @@ public struct WalletTags: Sendable, Hashable, ExpressibleByDictionaryLiteral, Se
             let name = key.string
             if name.isEmpty { throw .invalidInput("tag name must not be empty") }
             if name.utf8.count > WalletLimits.maxTagNameBytes {
-                throw .invalidInput("tag name \(WalletError.quote(String(name.prefix(32))))… is longer than \(WalletLimits.maxTagNameBytes) bytes")
+                throw .invalidInput(
+                    "tag name \(WalletError.quote(String(name.prefix(32))))… is longer than \(WalletLimits.maxTagNameBytes) bytes")
             }
             for v in value.values where v.utf8.count > WalletLimits.maxTagValueBytes {
                 throw .invalidInput("tag \(WalletError.quote(name)) has a value longer than \(WalletLimits.maxTagValueBytes) bytes")
@@ -171,7 +172,7 @@ public struct WalletTags: Sendable, Hashable, ExpressibleByDictionaryLiteral, Se
         var out = [(ByteString, TagValue)]()
         out.reserveCapacity(entries.count)
         for (name, value) in entries {
-            if case let .list(list) = value, list.isEmpty { continue }
+            if case .list(let list) = value, list.isEmpty { continue }
             out.append((name, value))
         }
         out.sort { $0.0 < $1.0 }

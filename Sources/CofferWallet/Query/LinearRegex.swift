@@ -77,7 +77,7 @@ struct LinearRegex: Sendable {
         var decoder = Unicode.UTF8()
         while true {
             switch decoder.decode(&iterator) {
-            case let .scalarValue(scalar): scalars.append(scalar)
+            case .scalarValue(let scalar): scalars.append(scalar)
             case .emptyInput: return program.run(scalars)
             case .error: return false
             }
@@ -256,9 +256,9 @@ extension LinearRegexNode {
         switch self {
         case .empty, .assertion: return true
         case .scalar, .anyButLineTerminator, .charClass: return false
-        case let .concatenation(items): return items.allSatisfy(\.canMatchEmpty)
-        case let .alternation(branches): return branches.contains(where: \.canMatchEmpty)
-        case let .repetition(body, min, _, _): return min == 0 || body.canMatchEmpty
+        case .concatenation(let items): return items.allSatisfy(\.canMatchEmpty)
+        case .alternation(let branches): return branches.contains(where: \.canMatchEmpty)
+        case .repetition(let body, let min, _, _): return min == 0 || body.canMatchEmpty
         }
     }
 }
@@ -341,8 +341,9 @@ struct LinearRegexParser {
             let atom = try parseAtom()
             if Self.isQuantifierStart(peek()) {
                 if c != "(", case .assertion = atom {
-                    throw unsupported("quantifier on an anchor or word boundary", at: index,
-                                      because: "it repeats nothing; drop the quantifier")
+                    throw unsupported(
+                        "quantifier on an anchor or word boundary", at: index,
+                        because: "it repeats nothing; drop the quantifier")
                 }
                 items.append(try parseQuantifier(on: atom))
             } else {
@@ -374,24 +375,33 @@ struct LinearRegexParser {
     /// A quantifier after `atom`: `* + ? {n} {n,} {n,m}`, optionally lazy (`?`).
     private mutating func parseQuantifier(on atom: LinearRegexNode) throws(LinearRegexError) -> LinearRegexNode {
         let start = index
-        let min: Int, max: Int?
+        let min: Int
+        let max: Int?
         switch peek() {
-        case "*": index += 1; (min, max) = (0, nil)
-        case "+": index += 1; (min, max) = (1, nil)
-        case "?": index += 1; (min, max) = (0, 1)
+        case "*":
+            index += 1
+            (min, max) = (0, nil)
+        case "+":
+            index += 1
+            (min, max) = (1, nil)
+        case "?":
+            index += 1
+            (min, max) = (0, 1)
         default: (min, max) = try parseInterval()
         }
         if peek() == "?" {
             // Lazy: the same yes/no answer as greedy, except that ICU loses matches when the
             // repeated part can match the empty string (it finds no match for `(?:|b)*?$` in "b").
             if atom.canMatchEmpty {
-                throw unsupported("lazy quantifier on a part that can match the empty string", at: start,
-                                  because: "NSRegularExpression answers it unreliably; use the greedy form")
+                throw unsupported(
+                    "lazy quantifier on a part that can match the empty string", at: start,
+                    because: "NSRegularExpression answers it unreliably; use the greedy form")
             }
             index += 1
         } else if peek() == "+" {
-            throw unsupported("possessive quantifier (a quantifier followed by '+')", at: start,
-                              because: "it changes which texts match; use a plain quantifier")
+            throw unsupported(
+                "possessive quantifier (a quantifier followed by '+')", at: start,
+                because: "it changes which texts match; use a plain quantifier")
         }
         if Self.isQuantifierStart(peek()) {
             throw fail("quantifier directly after another quantifier (put the first in a group to repeat it)", at: index)
@@ -430,8 +440,9 @@ struct LinearRegexParser {
             digits += 1
             index += 1
             if value > LinearRegex.maxRepetition {
-                throw unsupported("repetition count over \(LinearRegex.maxRepetition)", at: intervalStart,
-                                  because: "the limit is \(LinearRegex.maxRepetition)")
+                throw unsupported(
+                    "repetition count over \(LinearRegex.maxRepetition)", at: intervalStart,
+                    because: "the limit is \(LinearRegex.maxRepetition)")
             }
         }
         return digits == 0 ? nil : value
@@ -478,8 +489,12 @@ struct LinearRegexParser {
             case ":":
                 index += 2
             case "<":
-                if peek(2) == "=" { throw unsupported("lookbehind (?<=…)", at: start, because: "lookaround cannot be matched in linear time here") }
-                if peek(2) == "!" { throw unsupported("negative lookbehind (?<!…)", at: start, because: "lookaround cannot be matched in linear time here") }
+                if peek(2) == "=" {
+                    throw unsupported("lookbehind (?<=…)", at: start, because: "lookaround cannot be matched in linear time here")
+                }
+                if peek(2) == "!" {
+                    throw unsupported("negative lookbehind (?<!…)", at: start, because: "lookaround cannot be matched in linear time here")
+                }
                 index += 2
                 try parseGroupName(groupStart: start)
             case "=":
@@ -493,14 +508,16 @@ struct LinearRegexParser {
             case nil:
                 throw fail("incomplete group '(?'", at: start)
             default:
-                throw unsupported("inline flags or group syntax '(?\(peek(1).map { String($0) } ?? "")'", at: start,
-                                  because: "only (…), (?:…) and (?<name>…) are")
+                throw unsupported(
+                    "inline flags or group syntax '(?\(peek(1).map { String($0) } ?? "")'", at: start,
+                    because: "only (…), (?:…) and (?<name>…) are")
             }
         }
         depth += 1
         if depth > LinearRegex.maxNesting {
-            throw unsupported("group nesting deeper than \(LinearRegex.maxNesting)", at: start,
-                              because: "the limit is \(LinearRegex.maxNesting)")
+            throw unsupported(
+                "group nesting deeper than \(LinearRegex.maxNesting)", at: start,
+                because: "the limit is \(LinearRegex.maxNesting)")
         }
         let body = try parseAlternation()
         depth -= 1
@@ -547,7 +564,9 @@ struct LinearRegexParser {
                 index += 1
                 break
             }
-            if c == "[" { throw unsupported("nested set or POSIX class '[' inside a character class", at: position, because: "escape it as \\[") }
+            if c == "[" {
+                throw unsupported("nested set or POSIX class '[' inside a character class", at: position, because: "escape it as \\[")
+            }
             if c == "&", peek(1) == "&" { throw unsupported("set intersection '&&'", at: position) }
             if c == "-", peek(1) == "-" { throw unsupported("set difference '--'", at: position) }
             if c == "-", !first {
@@ -558,13 +577,17 @@ struct LinearRegexParser {
                     continue
                 }
                 guard let lower = rangeStart else {
-                    throw unsupported("'-' that does not follow a single character in a character class", at: position,
-                                      because: "escape it as \\- or put it first or last")
+                    throw unsupported(
+                        "'-' that does not follow a single character in a character class", at: position,
+                        because: "escape it as \\- or put it first or last")
                 }
                 index += 1
                 let endPosition = index
-                if peek() == "[" { throw unsupported("nested set or POSIX class '[' inside a character class", at: endPosition, because: "escape it as \\[") }
-                guard case let .scalar(upper) = try parseSetItem() else {
+                if peek() == "[" {
+                    throw unsupported(
+                        "nested set or POSIX class '[' inside a character class", at: endPosition, because: "escape it as \\[")
+                }
+                guard case .scalar(let upper) = try parseSetItem() else {
                     throw fail("a range in a character class must end with a single character", at: endPosition)
                 }
                 if upper < lower { throw fail("range out of order in a character class", at: position) }
@@ -574,10 +597,10 @@ struct LinearRegexParser {
                 continue
             }
             switch try parseSetItem() {
-            case let .scalar(v):
+            case .scalar(let v):
                 set.add(v, v)
                 rangeStart = v
-            case let .property(p, negated):
+            case .property(let p, let negated):
                 set.add(p, negated: negated)
                 rangeStart = nil
             }
@@ -593,8 +616,8 @@ struct LinearRegexParser {
         guard let c = peek() else { throw fail("unterminated character class '['", at: index) }
         if c == "\\" {
             switch try parseEscape(inSet: true) {
-            case let .scalar(v): return .scalar(v)
-            case let .property(p, negated): return .property(p, negated: negated)
+            case .scalar(let v): return .scalar(v)
+            case .property(let p, let negated): return .property(p, negated: negated)
             case .assertion: throw fail("an assertion inside a character class", at: index) // not produced inSet
             }
         }
@@ -624,9 +647,9 @@ struct LinearRegexParser {
         /// As a tree node, registering a class when needed.
         func node(in classes: inout [LinearRegexCharClass]) -> LinearRegexNode {
             switch self {
-            case let .scalar(v): return .scalar(v)
-            case let .assertion(a): return .assertion(a)
-            case let .property(p, negated):
+            case .scalar(let v): return .scalar(v)
+            case .assertion(let a): return .assertion(a)
+            case .property(let p, let negated):
                 classes.append(LinearRegexCharClass(p, negated: negated))
                 return .charClass(classes.count - 1)
             }
@@ -697,8 +720,9 @@ struct LinearRegexParser {
             if c.isASCII, c.properties.isAlphabetic {
                 throw unsupported("unknown escape '\\\(c)'", at: start)
             }
-            throw unsupported("escape of '\(c.escaped(asASCII: true))'", at: start,
-                              because: "only ASCII punctuation and space may be escaped")
+            throw unsupported(
+                "escape of '\(c.escaped(asASCII: true))'", at: start,
+                because: "only ASCII punctuation and space may be escaped")
         }
     }
 
@@ -815,7 +839,8 @@ struct LinearRegexBuilder {
     /// The error for a program over the limit, naming the repetition that made it so.
     private static func tooLarge(_ position: Int?) -> LinearRegexError {
         let whereText = position.map { " (at the repetition at position \($0))" } ?? ""
-        return LinearRegexError(message: "pattern compiles to more than the limit of \(LinearRegex.maxInstructions) instructions\(whereText)")
+        return LinearRegexError(
+            message: "pattern compiles to more than the limit of \(LinearRegex.maxInstructions) instructions\(whereText)")
     }
 
     /// How many instructions `node` emits; throws past the limit.
@@ -824,21 +849,21 @@ struct LinearRegexBuilder {
         switch node {
         case .empty: return 0
         case .scalar, .anyButLineTerminator, .charClass, .assertion: return 1
-        case let .concatenation(items):
+        case .concatenation(let items):
             var total = 0
             for item in items {
                 total += try instructionCount(item)
                 if total > limit { throw tooLarge(nil) }
             }
             return total
-        case let .alternation(branches):
+        case .alternation(let branches):
             var total = 0
             for branch in branches {
                 total += try instructionCount(branch) + 2
                 if total > limit { throw tooLarge(nil) }
             }
             return total - 2
-        case let .repetition(body, min, max, position):
+        case .repetition(let body, let min, let max, let position):
             let s = try instructionCount(body)
             let total: Int
             if let max {
@@ -866,17 +891,17 @@ struct LinearRegexBuilder {
         switch node {
         case .empty:
             break
-        case let .scalar(v):
+        case .scalar(let v):
             append(.scalar(v))
         case .anyButLineTerminator:
             append(.anyButLineTerminator)
-        case let .charClass(i):
+        case .charClass(let i):
             append(.charClass(Int32(i)))
-        case let .assertion(a):
+        case .assertion(let a):
             append(.assertion(a))
-        case let .concatenation(items):
+        case .concatenation(let items):
             for item in items { emit(item) }
-        case let .alternation(branches):
+        case .alternation(let branches):
             // split L1, next; L1: branch; jump end; next: split L2, next'; … last branch; end:
             var jumps = [Int32]()
             for (i, branch) in branches.enumerated() {
@@ -890,7 +915,7 @@ struct LinearRegexBuilder {
                 }
             }
             for j in jumps { code[Int(j)] = .jump(here) }
-        case let .repetition(body, min, max, _):
+        case .repetition(let body, let min, let max, _):
             emitRepetition(body, min: min, max: max)
         }
     }
@@ -949,7 +974,7 @@ struct LinearRegexProgram: Sendable {
             if case .assertion(.notWordBoundary) = $0 { return true }
             return false
         }
-        if case let .scalar(v)? = code.first, !usesWordBoundaries { firstScalar = v } else { firstScalar = nil }
+        if case .scalar(let v)? = code.first, !usesWordBoundaries { firstScalar = v } else { firstScalar = nil }
     }
 
     /// Whether some substring of `text` matches: a Thompson simulation, one state set per position.
@@ -1013,9 +1038,9 @@ private struct Simulation {
     /// Whether the consuming instruction `pc` accepts `c`.
     func consumes(_ pc: Int32, _ c: Unicode.Scalar) -> Bool {
         switch program.code[Int(pc)] {
-        case let .scalar(v): return c.value == v
+        case .scalar(let v): return c.value == v
         case .anyButLineTerminator: return !ICURegexCharacters.isLineTerminator(c)
-        case let .charClass(i): return program.classes[Int(i)].contains(c)
+        case .charClass(let i): return program.classes[Int(i)].contains(c)
         case .split, .jump, .assertion, .match: return false
         }
     }
@@ -1032,12 +1057,12 @@ private struct Simulation {
             switch program.code[i] {
             case .scalar, .anyButLineTerminator, .charClass:
                 list.append(pc)
-            case let .split(a, b):
+            case .split(let a, let b):
                 stack.append(b)
                 stack.append(a)
-            case let .jump(target):
+            case .jump(let target):
                 stack.append(target)
-            case let .assertion(a):
+            case .assertion(let a):
                 if holds(a, at: position) { stack.append(pc + 1) }
             case .match:
                 stack.removeAll(keepingCapacity: true)

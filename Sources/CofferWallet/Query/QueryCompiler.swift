@@ -74,13 +74,15 @@ enum QueryCompiler {
     /// (`json_each`) instead of one SQL parameter each.
     static let boundListThreshold = 16
 
-    static func compile(type: String, query: WalletQuery, keys: WalletKeys, allowReserved: Bool = false) throws(WalletError) -> CompiledSearch {
+    static func compile(type: String, query: WalletQuery, keys: WalletKeys, allowReserved: Bool = false) throws(WalletError)
+        -> CompiledSearch
+    {
         try Validate.type(type, allowReserved: allowReserved)
         let tb = keys.typeBlind(type)
         var context = Context(typeBlind: tb, keys: keys)
         let root = query.root
         let conjuncts: [WQLNode]
-        if case let .and(items) = root { conjuncts = items } else { conjuncts = [root] }
+        if case .and(let items) = root { conjuncts = items } else { conjuncts = [root] }
         var plans = [CompiledSearch.Plan]()
 
         // A positive, exactly indexable equality at the top level drives the walk.
@@ -98,33 +100,38 @@ enum QueryCompiler {
                     rest.append(c)
                 }
             }
-            plans.append(.init(driver: .tag(name: name, value: value),
-                               joins: SQLFragment(sql: joins.joined(separator: " "), arguments: joinArguments),
-                               predicate: context.sql(WQLNode.and(rest).simplified, positive: true), requiresSingleValued: nil,
-                               residual: WQLNode.and([conjuncts[at]] + rest)))
+            plans.append(
+                .init(
+                    driver: .tag(name: name, value: value),
+                    joins: SQLFragment(sql: joins.joined(separator: " "), arguments: joinArguments),
+                    predicate: context.sql(WQLNode.and(rest).simplified, positive: true), requiresSingleValued: nil,
+                    residual: WQLNode.and([conjuncts[at]] + rest)))
         }
         // String ranges on one plaintext tag: one index range, exact while the tag is single-valued.
         if let tag = conjuncts.lazy.compactMap({ Context.rangeTag($0) }).first {
             var conditions = [SQLFragment]()
             var rest = [WQLNode]()
             for c in conjuncts {
-                if Context.rangeTag(c) == tag, case let .compare(_, op, .string(s)) = c {
+                if Context.rangeTag(c) == tag, case .compare(_, let op, .string(let s)) = c {
                     conditions.append(SQLFragment(sql: "d.value \(Context.symbol(op)) ?", arguments: [s.databaseValue]))
                 } else {
                     rest.append(c)
                 }
             }
             let name = context.nameBlind(tag)
-            plans.append(.init(driver: .range(name: name, conditions: context.join(conditions, "AND")),
-                               predicate: context.sql(WQLNode.and(rest).simplified, positive: true), requiresSingleValued: name))
+            plans.append(
+                .init(
+                    driver: .range(name: name, conditions: context.join(conditions, "AND")),
+                    predicate: context.sql(WQLNode.and(rest).simplified, positive: true), requiresSingleValued: name))
         }
         var typeContext = context
         // A query of more conditions than SQL should plan (each is a correlated subquery) is
         // answered by decrypting every record of the type and checking the whole tree: the same
         // results, at the cost of a full walk. `$in` lists and `$exist` names count as one.
         if root.conditionCount > maxSQLConditions {
-            return CompiledSearch(type: type, typeBlind: tb, keys: keys, root: root, exact: false,
-                                  plans: [.init(driver: .type, predicate: .yes, requiresSingleValued: nil)])
+            return CompiledSearch(
+                type: type, typeBlind: tb, keys: keys, root: root, exact: false,
+                plans: [.init(driver: .type, predicate: .yes, requiresSingleValued: nil)])
         }
         let full = typeContext.sql(root, positive: true)
         plans.append(.init(driver: .type, predicate: full, requiresSingleValued: nil))
@@ -140,7 +147,7 @@ enum QueryCompiler {
         func nameBlind(_ name: String) -> Data { keys.tagNameBlind(typeBlind: typeBlind, name: name) }
 
         static func rangeTag(_ node: WQLNode) -> String? {
-            guard case let .compare(tag, op, .string) = node, WalletTags.isPlaintext(tag) else { return nil }
+            guard case .compare(let tag, let op, .string) = node, WalletTags.isPlaintext(tag) else { return nil }
             switch op {
             case .gt, .gte, .lt, .lte: return tag
             case .eq, .neq: return nil
@@ -159,8 +166,9 @@ enum QueryCompiler {
         }
 
         func equalityDriver(_ node: WQLNode) -> (Data, DatabaseValue)? {
-            guard case let .compare(tag, .eq, .string(s)) = node else { return nil }
-            let value: DatabaseValue = WalletTags.isPlaintext(tag)
+            guard case .compare(let tag, .eq, .string(let s)) = node else { return nil }
+            let value: DatabaseValue =
+                WalletTags.isPlaintext(tag)
                 ? s.databaseValue
                 : keys.tagValueBlind(typeBlind: typeBlind, name: tag, value: s).databaseValue
             return (nameBlind(tag), value)
@@ -171,36 +179,37 @@ enum QueryCompiler {
             switch node {
             case .all: return .yes
             case .none: return .no
-            case let .and(children): return join(children.map { sql($0, positive: positive) }, "AND")
-            case let .or(children): return join(children.map { sql($0, positive: positive) }, "OR")
-            case let .not(child):
+            case .and(let children): return join(children.map { sql($0, positive: positive) }, "AND")
+            case .or(let children): return join(children.map { sql($0, positive: positive) }, "OR")
+            case .not(let child):
                 let inner = sql(child, positive: !positive)
                 return SQLFragment(sql: "NOT (\(inner.sql))", arguments: inner.arguments)
-            case let .exist(names):
+            case .exist(let names):
                 let unique = Array(Set(names))
                 guard unique.count > QueryCompiler.boundListThreshold else { return join(unique.map { exists($0, condition: nil) }, "AND") }
                 // Every name present: as many distinct listed names among the record's tag rows.
                 let list = "[" + unique.map { String(BlindColumn.value(nameBlind($0))) }.joined(separator: ",") + "]"
                 return SQLFragment(
-                    sql: "(SELECT COUNT(DISTINCT t.name) FROM tags t WHERE t.item = i.id AND t.name IN (SELECT value FROM json_each(?))) = ?",
+                    sql:
+                        "(SELECT COUNT(DISTINCT t.name) FROM tags t WHERE t.item = i.id AND t.name IN (SELECT value FROM json_each(?))) = ?",
                     arguments: [list.databaseValue, unique.count.databaseValue])
-            case let .compare(tag, op, operand):
+            case .compare(let tag, let op, let operand):
                 if let cond = condition(tag: tag, op: op, operand: operand) { return exists(tag, condition: cond) }
                 return inexact(tag, positive: positive)
-            case let .isIn(tag, operands) where operands.count > QueryCompiler.boundListThreshold:
+            case .isIn(let tag, let operands) where operands.count > QueryCompiler.boundListThreshold:
                 guard let cond = boundList(tag: tag, operands: operands) else { return inexact(tag, positive: positive) }
                 return exists(tag, condition: cond)
-            case let .isIn(tag, operands):
+            case .isIn(let tag, let operands):
                 var parts = [SQLFragment]()
                 for operand in operands {
                     guard let cond = condition(tag: tag, op: .eq, operand: operand) else { return inexact(tag, positive: positive) }
                     parts.append(cond)
                 }
                 return exists(tag, condition: join(parts, "OR"))
-            case let .like(tag, pattern):
+            case .like(let tag, let pattern):
                 guard WalletTags.isPlaintext(tag) else { return inexact(tag, positive: positive) }
                 return exists(tag, condition: SQLFragment(sql: "t.value LIKE ?", arguments: [pattern.databaseValue]))
-            case let .regex(tag, pattern):
+            case .regex(let tag, let pattern):
                 guard WalletTags.isPlaintext(tag) else { return inexact(tag, positive: positive) }
                 return exists(tag, condition: SQLFragment(sql: "coffer_regexp(?, t.value)", arguments: [pattern.databaseValue]))
             }
@@ -211,9 +220,9 @@ enum QueryCompiler {
             let symbol = Self.symbol(op)
             if WalletTags.isPlaintext(tag) {
                 switch operand {
-                case let .string(s):
+                case .string(let s):
                     return SQLFragment(sql: "t.value \(symbol) ?", arguments: [s.databaseValue])
-                case let .number(x, _):
+                case .number(let x, _):
                     if op == .neq {
                         return SQLFragment(sql: "(coffer_num(t.value) IS NULL OR coffer_num(t.value) <> ?)", arguments: [x.databaseValue])
                     }
@@ -221,7 +230,7 @@ enum QueryCompiler {
                 }
             }
             // Encrypted: blind indexes answer string equality and inequality only.
-            guard case let .string(s) = operand, op == .eq || op == .neq else { return nil }
+            guard case .string(let s) = operand, op == .eq || op == .neq else { return nil }
             let blind = keys.tagValueBlind(typeBlind: typeBlind, name: tag, value: s)
             return SQLFragment(sql: "t.value \(symbol) ?", arguments: [blind.databaseValue])
         }
@@ -229,11 +238,12 @@ enum QueryCompiler {
         /// A long `$in` as tag-row conditions over one bound JSON array per kind of operand; nil
         /// when only decryption can answer it (numbers on an encrypted tag).
         func boundList(tag: String, operands: WQLValueSet) -> SQLFragment? {
-            var strings = [String](), numbers = [String]()
+            var strings = [String]()
+            var numbers = [String]()
             for operand in operands {
                 switch operand {
-                case let .string(s): strings.append(s)
-                case let .number(x, _):
+                case .string(let s): strings.append(s)
+                case .number(let x, _):
                     guard WalletTags.isPlaintext(tag) else { return nil }
                     numbers.append(x.description)
                 }
@@ -244,18 +254,24 @@ enum QueryCompiler {
                     // `+t.value`: filter the record's own tag rows (found by its primary key) instead
                     // of letting the planner probe the value index once per listed value for
                     // every record (5,000 values × N records: seconds per query).
-                    parts.append(SQLFragment(sql: "+t.value IN (SELECT value FROM json_each(?))",
-                                             arguments: [JSONValue.array(strings.map { .string($0) }).jsonText.databaseValue]))
+                    parts.append(
+                        SQLFragment(
+                            sql: "+t.value IN (SELECT value FROM json_each(?))",
+                            arguments: [JSONValue.array(strings.map { .string($0) }).jsonText.databaseValue]))
                 } else {
                     // Blind indexes are blobs, which JSON cannot carry: compare their hex.
                     let hex = strings.map { "\"" + keys.tagValueBlind(typeBlind: typeBlind, name: tag, value: $0).hexUppercase + "\"" }
-                    parts.append(SQLFragment(sql: "hex(t.value) IN (SELECT value FROM json_each(?))",
-                                             arguments: [("[" + hex.joined(separator: ",") + "]").databaseValue]))
+                    parts.append(
+                        SQLFragment(
+                            sql: "hex(t.value) IN (SELECT value FROM json_each(?))",
+                            arguments: [("[" + hex.joined(separator: ",") + "]").databaseValue]))
                 }
             }
             if !numbers.isEmpty {
-                parts.append(SQLFragment(sql: "coffer_num(t.value) IN (SELECT value FROM json_each(?))",
-                                         arguments: [("[" + numbers.joined(separator: ",") + "]").databaseValue]))
+                parts.append(
+                    SQLFragment(
+                        sql: "coffer_num(t.value) IN (SELECT value FROM json_each(?))",
+                        arguments: [("[" + numbers.joined(separator: ",") + "]").databaseValue]))
             }
             return join(parts, "OR")
         }
@@ -287,7 +303,8 @@ enum QueryCompiler {
                     arguments: parts.flatMap(\.arguments))
             }
             let middle = parts.count / 2
-            let left = join(Array(parts[..<middle]), op), right = join(Array(parts[middle...]), op)
+            let left = join(Array(parts[..<middle]), op)
+            let right = join(Array(parts[middle...]), op)
             return SQLFragment(sql: "(\(left.sql)) \(op) (\(right.sql))", arguments: left.arguments + right.arguments)
         }
     }
@@ -313,9 +330,9 @@ extension WQLNode {
     var conditionCount: Int {
         switch self {
         case .all, .none: return 0
-        case let .and(children), let .or(children): return children.reduce(0) { $0 + $1.conditionCount }
-        case let .not(child): return child.conditionCount
-        case let .exist(names): return names.count > QueryCompiler.boundListThreshold ? 1 : names.count
+        case .and(let children), .or(let children): return children.reduce(0) { $0 + $1.conditionCount }
+        case .not(let child): return child.conditionCount
+        case .exist(let names): return names.count > QueryCompiler.boundListThreshold ? 1 : names.count
         case .compare, .isIn, .like, .regex: return 1
         }
     }

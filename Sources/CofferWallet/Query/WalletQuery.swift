@@ -42,8 +42,8 @@ enum WQLOperand: Sendable, Equatable, CustomStringConvertible {
 
     var description: String {
         switch self {
-        case let .string(s): return WalletError.quote(s)
-        case let .number(_, literal): return literal
+        case .string(let s): return WalletError.quote(s)
+        case .number(_, let literal): return literal
         }
     }
 }
@@ -57,11 +57,12 @@ struct WQLValueSet: Sendable, RandomAccessCollection {
 
     init(_ operands: [WQLOperand]) {
         self.operands = operands
-        var strings = Set<ByteString>(), numbers = Set<Double>()
+        var strings = Set<ByteString>()
+        var numbers = Set<Double>()
         for operand in operands {
             switch operand {
-            case let .string(s): strings.insert(ByteString(s))
-            case let .number(x, _): numbers.insert(x)
+            case .string(let s): strings.insert(ByteString(s))
+            case .number(let x, _): numbers.insert(x)
             }
         }
         self.strings = strings
@@ -81,7 +82,12 @@ struct WQLValueSet: Sendable, RandomAccessCollection {
 }
 
 enum WQLCompare: String, Sendable {
-    case eq = "$eq", neq = "$neq", gt = "$gt", gte = "$gte", lt = "$lt", lte = "$lte"
+    case eq = "$eq"
+    case neq = "$neq"
+    case gt = "$gt"
+    case gte = "$gte"
+    case lt = "$lt"
+    case lte = "$lte"
 }
 
 indirect enum WQLNode: Sendable, CustomStringConvertible {
@@ -100,39 +106,39 @@ indirect enum WQLNode: Sendable, CustomStringConvertible {
         switch self {
         case .all: return "true"
         case .none: return "false"
-        case let .and(c): return "and(" + c.map(\.description).joined(separator: ", ") + ")"
-        case let .or(c): return "or(" + c.map(\.description).joined(separator: ", ") + ")"
-        case let .not(c): return "not(\(c))"
-        case let .exist(n): return "exist(" + n.map(WalletError.quote).joined(separator: ", ") + ")"
-        case let .compare(tag, op, v): return "\(WalletError.quote(tag)) \(op.rawValue) \(v)"
-        case let .isIn(tag, vs): return "\(WalletError.quote(tag)) $in [" + vs.map(\.description).joined(separator: ", ") + "]"
-        case let .like(tag, p): return "\(WalletError.quote(tag)) $like \(WalletError.quote(p))"
-        case let .regex(tag, p): return "\(WalletError.quote(tag)) $regex \(WalletError.quote(p))"
+        case .and(let c): return "and(" + c.map(\.description).joined(separator: ", ") + ")"
+        case .or(let c): return "or(" + c.map(\.description).joined(separator: ", ") + ")"
+        case .not(let c): return "not(\(c))"
+        case .exist(let n): return "exist(" + n.map(WalletError.quote).joined(separator: ", ") + ")"
+        case .compare(let tag, let op, let v): return "\(WalletError.quote(tag)) \(op.rawValue) \(v)"
+        case .isIn(let tag, let vs): return "\(WalletError.quote(tag)) $in [" + vs.map(\.description).joined(separator: ", ") + "]"
+        case .like(let tag, let p): return "\(WalletError.quote(tag)) $like \(WalletError.quote(p))"
+        case .regex(let tag, let p): return "\(WalletError.quote(tag)) $regex \(WalletError.quote(p))"
         }
     }
 
     /// Folds constants and flattens nested and/or, keeping the meaning.
     var simplified: WQLNode {
         switch self {
-        case let .and(children):
+        case .and(let children):
             var out = [WQLNode]()
             for c in children.map(\.simplified) {
                 switch c {
                 case .all: continue
                 case .none: return .none
-                case let .and(inner): out.append(contentsOf: inner)
+                case .and(let inner): out.append(contentsOf: inner)
                 default: out.append(c)
                 }
             }
             if out.isEmpty { return .all }
             return out.count == 1 ? out[0] : .and(out)
-        case let .or(children):
+        case .or(let children):
             var out = [WQLNode]()
             for c in children.map(\.simplified) {
                 switch c {
                 case .none: continue
                 case .all: return .all
-                case let .or(inner): out.append(contentsOf: inner)
+                case .or(let inner): out.append(contentsOf: inner)
                 default: out.append(c)
                 }
             }
@@ -140,23 +146,25 @@ indirect enum WQLNode: Sendable, CustomStringConvertible {
             if out.count == 1 { return out[0] }
             // Equalities on one tag, or'ed: one $in (one index probe with a bound list, and a
             // set lookup in memory, however many there are). Same meaning: any value equals one.
-            if case let .compare(tag, .eq, _) = out[0],
-               let operands = Optional(out.compactMap({ c -> WQLOperand? in
-                   if case let .compare(t, .eq, v) = c, t == tag { return v } else { return nil }
-               })), operands.count == out.count {
+            if case .compare(let tag, .eq, _) = out[0],
+                let operands = Optional(
+                    out.compactMap({ c -> WQLOperand? in
+                        if case .compare(let t, .eq, let v) = c, t == tag { return v } else { return nil }
+                    })), operands.count == out.count
+            {
                 return .isIn(tag: tag, WQLValueSet(operands))
             }
             return .or(out)
-        case let .not(child):
+        case .not(let child):
             switch child.simplified {
             case .all: return .none
             case .none: return .all
-            case let .not(inner): return inner
+            case .not(let inner): return inner
             case let c: return .not(c)
             }
-        case let .exist(names):
+        case .exist(let names):
             return names.isEmpty ? .all : self
-        case let .isIn(_, values):
+        case .isIn(_, let values):
             return values.isEmpty ? .none : self
         default:
             return self
@@ -170,22 +178,22 @@ indirect enum WQLNode: Sendable, CustomStringConvertible {
         switch self {
         case .all: return true
         case .none: return false
-        case let .and(c): return c.allSatisfy { $0.matches(tags) }
-        case let .or(c): return c.contains { $0.matches(tags) }
-        case let .not(c): return !c.matches(tags)
-        case let .exist(names): return names.allSatisfy { WQLNode.present(tags[ByteString($0)]) }
-        case let .compare(tag, op, operand):
+        case .and(let c): return c.allSatisfy { $0.matches(tags) }
+        case .or(let c): return c.contains { $0.matches(tags) }
+        case .not(let c): return !c.matches(tags)
+        case .exist(let names): return names.allSatisfy { WQLNode.present(tags[ByteString($0)]) }
+        case .compare(let tag, let op, let operand):
             let values = tags[ByteString(tag)]
             if op == .neq {
                 return WQLNode.present(values) && WQLNode.any(values) { !WQLNode.equals($0, operand) }
             }
             return WQLNode.any(values) { WQLNode.compare($0, op, operand) }
-        case let .isIn(tag, operands):
+        case .isIn(let tag, let operands):
             return WQLNode.any(tags[ByteString(tag)]) { operands.containsEqual(to: $0) }
-        case let .like(tag, pattern):
+        case .like(let tag, let pattern):
             let p = Array(pattern.unicodeScalars)
             return WQLNode.any(tags[ByteString(tag)]) { LikePattern.matches(Array($0.unicodeScalars), p) }
-        case let .regex(tag, pattern):
+        case .regex(let tag, let pattern):
             guard let re = RegexCache.shared.regex(pattern) else { return false }
             return WQLNode.any(tags[ByteString(tag)]) { re.containsMatch($0) }
         }
@@ -196,7 +204,7 @@ indirect enum WQLNode: Sendable, CustomStringConvertible {
         switch value {
         case nil: return false
         case .string?: return true
-        case let .list(l)?: return !l.isEmpty
+        case .list(let l)?: return !l.isEmpty
         }
     }
 
@@ -204,24 +212,25 @@ indirect enum WQLNode: Sendable, CustomStringConvertible {
     static func any(_ value: TagValue?, _ predicate: (String) -> Bool) -> Bool {
         switch value {
         case nil: return false
-        case let .string(s)?: return predicate(s)
-        case let .list(l)?: return l.contains(where: predicate)
+        case .string(let s)?: return predicate(s)
+        case .list(let l)?: return l.contains(where: predicate)
         }
     }
 
     static func equals(_ value: String, _ operand: WQLOperand) -> Bool {
         switch operand {
-        case let .string(s): return ByteString(value) == ByteString(s)
-        case let .number(x, _): return NumericTag.parse(value).map { $0 == x } ?? false
+        case .string(let s): return ByteString(value) == ByteString(s)
+        case .number(let x, _): return NumericTag.parse(value).map { $0 == x } ?? false
         }
     }
 
     static func compare(_ value: String, _ op: WQLCompare, _ operand: WQLOperand) -> Bool {
         switch operand {
-        case let .string(s):
+        case .string(let s):
             // Byte-wise comparison of UTF-8, as SQLite's BINARY collation does (memcmp for
             // native strings).
-            let a = ByteString(value), b = ByteString(s)
+            let a = ByteString(value)
+            let b = ByteString(s)
             switch op {
             case .eq: return a == b
             case .neq: return a != b
@@ -230,7 +239,7 @@ indirect enum WQLNode: Sendable, CustomStringConvertible {
             case .lt: return a < b
             case .lte: return !(b < a)
             }
-        case let .number(x, _):
+        case .number(let x, _):
             guard let v = NumericTag.parse(value) else { return op == .neq }
             switch op {
             case .eq: return v == x
@@ -274,15 +283,22 @@ enum NumericTag {
 /// case-insensitive, no escape character.
 enum LikePattern {
     static func matches(_ text: [Unicode.Scalar], _ pattern: [Unicode.Scalar]) -> Bool {
-        var t = 0, p = 0
-        var starP = -1, starT = 0
+        var t = 0
+        var p = 0
+        var starP = -1
+        var starT = 0
         while t < text.count {
             if p < pattern.count, pattern[p] == "%" {
-                starP = p; starT = t; p += 1
+                starP = p
+                starT = t
+                p += 1
             } else if p < pattern.count, pattern[p] == "_" || fold(pattern[p]) == fold(text[t]) {
-                p += 1; t += 1
+                p += 1
+                t += 1
             } else if starP >= 0 {
-                p = starP + 1; starT += 1; t = starT
+                p = starP + 1
+                starT += 1
+                t = starT
             } else {
                 return false
             }
@@ -334,14 +350,14 @@ final class RegexCache: @unchecked Sendable {
 enum WQLParser {
     static func parseTop(_ value: JSONValue) throws(WalletError) -> WQLNode {
         switch value {
-        case let .object(members):
+        case .object(let members):
             return try parseObject(members, path: "query")
-        case let .array(items):
+        case .array(let items):
             // The old "restrictions" form: OR of objects, null fields dropped; [] = all.
             if items.isEmpty { return .all }
             var branches = [WQLNode]()
             for (i, item) in items.enumerated() {
-                guard case let .object(members) = item else {
+                guard case .object(let members) = item else {
                     throw .invalidQuery("restriction [\(i)] must be an object, got \(item.kindName)")
                 }
                 let kept = members.filter { if case .null = $0.1 { return false } else { return true } }
@@ -364,12 +380,12 @@ enum WQLParser {
     static func parseClause(_ key: String, _ value: JSONValue, path: String) throws(WalletError) -> WQLNode {
         switch key {
         case "$and":
-            guard case let .array(items) = value else {
+            guard case .array(let items) = value else {
                 throw .invalidQuery("\(path): $and must be an array of objects, got \(value.kindName)")
             }
             var out = [WQLNode]()
             for (i, item) in items.enumerated() {
-                guard case let .object(m) = item else {
+                guard case .object(let m) = item else {
                     throw .invalidQuery("\(path): $and[\(i)] must be an object, got \(item.kindName)")
                 }
                 out.append(try parseObject(m, path: "\(path).$and[\(i)]"))
@@ -377,16 +393,16 @@ enum WQLParser {
             return .and(out)
         case "$or":
             switch value {
-            case let .array(items):
+            case .array(let items):
                 var out = [WQLNode]()
                 for (i, item) in items.enumerated() {
-                    guard case let .object(m) = item else {
+                    guard case .object(let m) = item else {
                         throw .invalidQuery("\(path): $or[\(i)] must be an object, got \(item.kindName)")
                     }
                     out.append(try parseObject(m, path: "\(path).$or[\(i)]"))
                 }
                 return .or(out)
-            case let .object(pairs):
+            case .object(let pairs):
                 // The Mobile SDK form: the object's key/clause pairs are ORed.
                 var out = [WQLNode]()
                 for (k, v) in pairs { out.append(try parseClause(k, v, path: "\(path).$or")) }
@@ -395,19 +411,20 @@ enum WQLParser {
                 throw .invalidQuery("\(path): $or must be an array of objects or an object, got \(value.kindName)")
             }
         case "$not":
-            guard case let .object(m) = value else {
+            guard case .object(let m) = value else {
                 throw .invalidQuery("\(path): $not must be an object, got \(value.kindName)")
             }
             return .not(try parseObject(m, path: "\(path).$not"))
         case "$exist":
             switch value {
-            case let .string(name):
+            case .string(let name):
                 return .exist([name])
-            case let .array(items):
+            case .array(let items):
                 var names = [String]()
                 for item in items {
-                    guard case let .string(name) = item else {
-                        throw .invalidQuery("\(path): $exist must be a tag name or an array of tag names, found \(item.kindName) in the array")
+                    guard case .string(let name) = item else {
+                        throw .invalidQuery(
+                            "\(path): $exist must be a tag name or an array of tag names, found \(item.kindName) in the array")
                     }
                     names.append(name)
                 }
@@ -425,7 +442,7 @@ enum WQLParser {
         switch value {
         case .string, .number:
             return .compare(tag: tag, .eq, try scalar(value, at: at))
-        case let .object(ops):
+        case .object(let ops):
             if ops.isEmpty { throw .invalidQuery("\(at): an operator object needs at least one operator") }
             var out = [WQLNode]()
             for (op, operand) in ops {
@@ -443,7 +460,7 @@ enum WQLParser {
         }
         switch op {
         case "$in":
-            guard case let .array(items) = operand else {
+            guard case .array(let items) = operand else {
                 throw .invalidQuery("\(at) $in must be an array of strings or numbers, got \(operand.kindName)")
             }
             var values = [WQLOperand]()
@@ -451,12 +468,12 @@ enum WQLParser {
             for item in items { values.append(try scalar(item, at: "\(at) $in")) }
             return .isIn(tag: tag, WQLValueSet(values))
         case "$like":
-            guard case let .string(p) = operand else {
+            guard case .string(let p) = operand else {
                 throw .invalidQuery("\(at) $like must be a string pattern, got \(operand.kindName)")
             }
             return .like(tag: tag, p)
         case "$regex":
-            guard case let .string(p) = operand else {
+            guard case .string(let p) = operand else {
                 throw .invalidQuery("\(at) $regex must be a string pattern, got \(operand.kindName)")
             }
             do { _ = try RegexCache.shared.compile(p) } catch {
@@ -473,8 +490,8 @@ enum WQLParser {
 
     static func scalar(_ v: JSONValue, at: String) throws(WalletError) -> WQLOperand {
         switch v {
-        case let .string(s): return .string(s)
-        case let .number(literal):
+        case .string(let s): return .string(s)
+        case .number(let literal):
             guard let d = Double(literal) else { throw .invalidQuery("\(at): number \(literal) is out of range") }
             return .number(d, literal: literal)
         default:

@@ -79,16 +79,20 @@ final class OpenedChunk: @unchecked Sendable {
     /// `type` (a blind-type collision reads as `corrupted`, not as a record of another type). A row whose decrypted tags fail
     /// `mustHold` (what the SQL that selected it already checked on the index) is `corrupted`.
     func open(type expectedType: String, typeBlind: Data, keys: WalletKeys, root: WQLNode?, mustHold: WQLNode?, shape: RecordShape?) {
-        let rowids = self.rowids, starts = self.starts, expiries = self.expiries
+        let rowids = self.rowids
+        let starts = self.starts
+        let expiries = self.expiries
         results = withBytes(typeBlind) { type in
             bytes.withUnsafeBytes { all in
                 (0..<rowids.count).map { i in
-                    let idStart = starts[2 * i], boxStart = starts[2 * i + 1]
+                    let idStart = starts[2 * i]
+                    let boxStart = starts[2 * i + 1]
                     let boxEnd = i + 1 < rowids.count ? starts[2 * i + 2] : all.count
                     return Result { () throws(WalletError) in
-                        let contents = try RecordCodec.open(UnsafeRawBufferPointer(rebasing: all[boxStart..<boxEnd]), typeBlind: type,
-                                                            idBlind: UnsafeRawBufferPointer(rebasing: all[idStart..<boxStart]),
-                                                            expiry: expiries[i], keys: keys, expectedType: expectedType)
+                        let contents = try RecordCodec.open(
+                            UnsafeRawBufferPointer(rebasing: all[boxStart..<boxEnd]), typeBlind: type,
+                            idBlind: UnsafeRawBufferPointer(rebasing: all[idStart..<boxStart]),
+                            expiry: expiries[i], keys: keys, expectedType: expectedType)
                         let matches = root?.matches(contents.tags.entries) ?? true
                         // `mustHold` is part of `root`, so only a rejected row can fail it.
                         if !matches, let mustHold, !mustHold.matches(contents.tags.entries) { throw WalletError.indexDisagrees }
@@ -205,8 +209,10 @@ extension CompiledSearch {
         for plan in plans {
             if case .range = plan.driver, !allowRange { continue }
             if let name = plan.requiresSingleValued {
-                let multi = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM tag_multi WHERE name = ?)"),
-                                              arguments: [BlindColumn.value(name)]) ?? true
+                let multi =
+                    try Bool.fetchOne(
+                        db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM tag_multi WHERE name = ?)"),
+                        arguments: [BlindColumn.value(name)]) ?? true
                 if multi { continue }
             }
             return plan
@@ -227,25 +233,35 @@ extension CompiledSearch {
             sql = "FROM items i WHERE i.type = ?"
             args = [BlindColumn.value(typeBlind).databaseValue]
             itemColumn = "i.id"
-        case let .tag(name, value):
+        case .tag(let name, let value):
             sql = "FROM tags d \(plan.joins.sql)\(items) WHERE d.name = ? AND d.value = ?"
             args = plan.joins.arguments + [BlindColumn.value(name).databaseValue, value]
             itemColumn = "d.item"
-        case let .range(name, conditions) where joinItems:
+        case .range(let name, let conditions) where joinItems:
             // The range comes in value order: SQLite collects its record ids (index only) and
             // visits them in id order, instead of sorting whole joined rows.
             sql = "FROM items i NOT INDEXED WHERE i.id IN (SELECT d.item FROM tags d WHERE d.name = ? AND \(conditions.sql))"
             args = [BlindColumn.value(name).databaseValue] + conditions.arguments
             itemColumn = "i.id"
-        case let .range(name, conditions):
+        case .range(let name, let conditions):
             sql = "FROM tags d WHERE d.name = ? AND \(conditions.sql)"
             args = [BlindColumn.value(name).databaseValue] + conditions.arguments
             itemColumn = "d.item"
         }
         if joinItems {
-            if case .type = plan.driver {} else { sql += " AND i.type = ?"; args.append(BlindColumn.value(typeBlind).databaseValue) }
-            if expiry { sql += " AND (i.expiry IS NULL OR i.expiry > ?)"; args.append(now.databaseValue) }
-            if plan.predicate.sql != "1" { sql += " AND (\(plan.predicate.sql))"; args += plan.predicate.arguments }
+            if case .type = plan.driver {
+            } else {
+                sql += " AND i.type = ?"
+                args.append(BlindColumn.value(typeBlind).databaseValue)
+            }
+            if expiry {
+                sql += " AND (i.expiry IS NULL OR i.expiry > ?)"
+                args.append(now.databaseValue)
+            }
+            if plan.predicate.sql != "1" {
+                sql += " AND (\(plan.predicate.sql))"
+                args += plan.predicate.arguments
+            }
         }
         return (sql, args, itemColumn)
     }
@@ -258,26 +274,35 @@ extension CompiledSearch {
     /// thread reads the next, so decryption overlaps the index walk instead of waiting for it,
     /// and what is left when the walk ends is opened on this thread too. `mustHold`: see
     /// ``OpenedChunk/open(type:typeBlind:keys:root:mustHold:shape:)``.
-    func openedCandidates(_ db: Database, keys: WalletKeys, plan: Plan, after: Int64?, limit: Int, descending: Bool,
-                          now: Int64, expiry: Bool, mustHold: WQLNode? = nil, shape: RecordShape?) throws -> [OpenedChunk] {
+    func openedCandidates(
+        _ db: Database, keys: WalletKeys, plan: Plan, after: Int64?, limit: Int, descending: Bool,
+        now: Int64, expiry: Bool, mustHold: WQLNode? = nil, shape: RecordShape?
+    ) throws -> [OpenedChunk] {
         let from = source(plan, joinItems: true, now: now, expiry: expiry)
         var sql = "SELECT i.id, i.name, i.value, i.expiry " + from.sql
         var args = from.arguments
-        if let after { sql += " AND \(from.itemColumn) \(descending ? "<" : ">") ?"; args.append(after.databaseValue) }
+        if let after {
+            sql += " AND \(from.itemColumn) \(descending ? "<" : ">") ?"
+            args.append(after.databaseValue)
+        }
         sql += " ORDER BY \(from.itemColumn) \(descending ? "DESC" : "ASC") LIMIT ?"
         args.append(limit.databaseValue)
         // Prepared per call: query shapes vary (each $in length is one), and a cache per
         // connection would grow with every shape ever seen.
         let statement = try db.makeStatement(sql: sql)
         statement.setUncheckedArguments(StatementArguments(args))
-        let typeBlind = self.typeBlind, type = self.type
+        let typeBlind = self.typeBlind
+        let type = self.type
         let root: WQLNode?
         if case .all = self.root { root = nil } else { root = self.root }
         // The walking thread keeps one core; the others open chunks.
         let queue = ChunkQueue(maxWorkers: ProcessInfo.processInfo.activeProcessorCount - 1)
         let group = DispatchGroup()
         // On a failed step, workers stop taking chunks and are waited for before this returns.
-        defer { queue.cancel(); group.wait() }
+        defer {
+            queue.cancel()
+            group.wait()
+        }
         var chunk = ChunkPool.shared.get()
         // SQLite's own stepping: the row's blobs are copied once, straight into the chunk,
         // instead of into a `Data` each through GRDB's `Row`.
@@ -287,11 +312,13 @@ extension CompiledSearch {
             let code = sqlite3_step(stmt)
             if code == SQLITE_DONE { break }
             guard code == SQLITE_ROW else {
-                throw DatabaseError(resultCode: ResultCode(rawValue: code),
-                                    message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
+                throw DatabaseError(
+                    resultCode: ResultCode(rawValue: code),
+                    message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
             }
-            chunk.append(rowid: sqlite3_column_int64(stmt, 0), idBlind: Self.blob(stmt, 1), sealed: Self.blob(stmt, 2),
-                         expiry: sqlite3_column_type(stmt, 3) == SQLITE_NULL ? nil : sqlite3_column_int64(stmt, 3))
+            chunk.append(
+                rowid: sqlite3_column_int64(stmt, 0), idBlind: Self.blob(stmt, 1), sealed: Self.blob(stmt, 2),
+                expiry: sqlite3_column_type(stmt, 3) == SQLITE_NULL ? nil : sqlite3_column_int64(stmt, 3))
             if chunk.count == pipelineChunk {
                 if queue.push(chunk) {
                     DispatchQueue.global().async(group: group) {
@@ -324,23 +351,31 @@ extension CompiledSearch {
     /// The next `limit` matching records after `cursor`.
     /// A range plan reads its whole range before the first row, so only one-shot reads (`allowRange`)
     /// may use it; pages of a walk keep a driver whose cost does not grow with the position.
-    func page(_ db: Database, keys: WalletKeys, cursor: inout SearchCursor, limit: Int, options: RecordOptions,
-              descending: Bool = false, allowRange: Bool = false, now: Date = Date()) throws -> [WalletRecord] {
+    func page(
+        _ db: Database, keys: WalletKeys, cursor: inout SearchCursor, limit: Int, options: RecordOptions,
+        descending: Bool = false, allowRange: Bool = false, now: Date = Date()
+    ) throws -> [WalletRecord] {
         try checkKeys(keys)
         var out = [WalletRecord]()
         guard !cursor.exhausted, limit > 0 else { return out }
-        if case .none = root { cursor.exhausted = true; return out }
+        if case .none = root {
+            cursor.exhausted = true
+            return out
+        }
         let nowMs = unixMillis(now)
         let expiry = try Self.expiryActive(db)
         let joined = try plan(db, allowRange: allowRange)
         var plan = joined
         if !joined.joins.sql.isEmpty {
-            if cursor.joinsDropped == nil { cursor.joinsDropped = try joinsMostlyHold(db, joined, after: cursor.after, descending: descending) }
+            if cursor.joinsDropped == nil {
+                cursor.joinsDropped = try joinsMostlyHold(db, joined, after: cursor.after, descending: descending)
+            }
             if cursor.joinsDropped == true { plan = joined.withoutJoins }
         }
         let shape = RecordShape(type: type, options: options)
         // Rows this page has read and kept: whether leaving the joins to memory still pays.
-        var read = 0, kept = 0
+        var read = 0
+        var kept = 0
         out.reserveCapacity(min(limit, 4096))
         while true {
             // Without joins, rows the decrypted tags reject are expected; what the SQL still
@@ -349,8 +384,9 @@ extension CompiledSearch {
             let mustHold = self.exact && plan.joinsDropped ? plan.residual : nil
             let want = limit - out.count
             let batch = exact ? want : max(want, 64)
-            let found = try openedCandidates(db, keys: keys, plan: plan, after: cursor.after, limit: batch,
-                                             descending: descending, now: nowMs, expiry: expiry, mustHold: mustHold, shape: shape)
+            let found = try openedCandidates(
+                db, keys: keys, plan: plan, after: cursor.after, limit: batch,
+                descending: descending, now: nowMs, expiry: expiry, mustHold: mustHold, shape: shape)
             defer { ChunkPool.shared.recycle(found) }
             for chunk in found {
                 for result in chunk.results {
@@ -387,10 +423,13 @@ extension CompiledSearch {
     /// are set together (schema and issuer of a credential) are the common case. An empty
     /// sample (nothing left to walk) answers true; the walk ends on its first read either way.
     func joinsMostlyHold(_ db: Database, _ plan: Plan, after: Int64?, descending: Bool) throws -> Bool {
-        guard case let .tag(name, value) = plan.driver else { return false }
+        guard case .tag(let name, let value) = plan.driver else { return false }
         var sample = "SELECT d.item FROM tags d WHERE d.name = ? AND d.value = ?"
         var sampleArgs: [DatabaseValue] = [BlindColumn.value(name).databaseValue, value]
-        if let after { sample += " AND d.item \(descending ? "<" : ">") ?"; sampleArgs.append(after.databaseValue) }
+        if let after {
+            sample += " AND d.item \(descending ? "<" : ">") ?"
+            sampleArgs.append(after.databaseValue)
+        }
         sample += " ORDER BY d.item \(descending ? "DESC" : "ASC") LIMIT \(joinSample)"
         let sql = "SELECT (SELECT COUNT(*) FROM (\(sample)) d), (SELECT COUNT(*) FROM (\(sample)) d \(plan.joins.sql))"
         let row = try Row.fetchOne(db, sql: sql, arguments: StatementArguments(sampleArgs + sampleArgs + plan.joins.arguments))
@@ -426,8 +465,9 @@ extension CompiledSearch {
         var cursor = SearchCursor()
         var total = 0
         while !cursor.exhausted {
-            let found = try openedCandidates(db, keys: keys, plan: plan, after: cursor.after, limit: 512,
-                                             descending: false, now: nowMs, expiry: expiry, shape: nil)
+            let found = try openedCandidates(
+                db, keys: keys, plan: plan, after: cursor.after, limit: 512,
+                descending: false, now: nowMs, expiry: expiry, shape: nil)
             defer { ChunkPool.shared.recycle(found) }
             for chunk in found {
                 for result in chunk.results {

@@ -24,13 +24,17 @@ enum DigestFunction {
         }
     }
 
-    private static let step: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = { context, count, values in
+    private static let step: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = {
+        context, count, values in
         guard let context, let values, count == 4, let user = sqlite3_user_data(context) else { return }
         let keys = Unmanaged<WalletKeys>.fromOpaque(user).takeUnretainedValue()
-        let digest = values[0], type = values[1], name = values[2], value = values[3]
+        let digest = values[0]
+        let type = values[1]
+        let name = values[2]
+        let value = values[3]
         guard sqlite3_value_type(digest) == SQLITE_BLOB, sqlite3_value_bytes(digest) == Int32(RowDigest.byteCount),
-              sqlite3_value_type(type) == SQLITE_INTEGER, sqlite3_value_type(name) == SQLITE_BLOB,
-              sqlite3_value_type(value) == SQLITE_BLOB
+            sqlite3_value_type(type) == SQLITE_INTEGER, sqlite3_value_type(name) == SQLITE_BLOB,
+            sqlite3_value_type(value) == SQLITE_BLOB
         else {
             sqlite3_result_error(context, "the records' version digest or a record row is malformed", -1)
             return

@@ -45,18 +45,20 @@ struct DirectStatement {
     func bind(_ index: Int32, text: String) {
         var text = text
         text.withUTF8 { utf8 in
-            _ = sqlite3_bind_text(handle, index, UnsafeRawPointer(utf8.baseAddress ?? UnsafePointer(bitPattern: 1)!)
-                .assumingMemoryBound(to: CChar.self), Int32(utf8.count), Self.transient)
+            _ = sqlite3_bind_text(
+                handle, index,
+                UnsafeRawPointer(utf8.baseAddress ?? UnsafePointer(bitPattern: 1)!)
+                    .assumingMemoryBound(to: CChar.self), Int32(utf8.count), Self.transient)
         }
     }
 
     /// Binds a tag row's value: a blind index (blob) or a plaintext tag value (text).
     func bind(_ index: Int32, _ value: DatabaseValue) {
         switch value.storage {
-        case let .blob(data): bind(index, data)
-        case let .string(text): bind(index, text: text)
-        case let .int64(int): bind(index, int)
-        case let .double(double): _ = sqlite3_bind_double(handle, index, double)
+        case .blob(let data): bind(index, data)
+        case .string(let text): bind(index, text: text)
+        case .int64(let int): bind(index, int)
+        case .double(let double): _ = sqlite3_bind_double(handle, index, double)
         case .null: _ = sqlite3_bind_null(handle, index)
         }
     }

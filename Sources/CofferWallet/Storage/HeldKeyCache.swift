@@ -21,8 +21,8 @@ enum OpenedKey: Sendable {
     /// The X25519 pair for boxes and sealed boxes.
     var agreementPair: X25519KeyPair {
         switch self {
-        case let .ed25519(_, agreement): return agreement
-        case let .x25519(pair): return pair
+        case .ed25519(_, let agreement): return agreement
+        case .x25519(let pair): return pair
         }
     }
 

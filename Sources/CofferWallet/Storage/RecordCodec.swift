@@ -44,8 +44,8 @@ enum RecordCodec {
         for (name, value) in contents.tags.entries {
             capacity += name.string.utf8.count + 16
             switch value {
-            case let .string(s): capacity += s.utf8.count + 10
-            case let .list(list): capacity += list.reduce(0) { $0 + $1.utf8.count + 10 }
+            case .string(let s): capacity += s.utf8.count + 10
+            case .list(let list): capacity += list.reduce(0) { $0 + $1.utf8.count + 10 }
             }
         }
         if let secret = contents.secretValue { capacity += secret.base64ByteCount + 10 }
@@ -63,11 +63,11 @@ enum RecordCodec {
         appendVarint(UInt64(tags.count), to: &out)
         for (name, value) in tags {
             switch value {
-            case let .string(s):
+            case .string(let s):
                 out.append(0)
                 appendString(name, to: &out)
                 appendString(s, to: &out)
-            case let .list(values):
+            case .list(let values):
                 out.append(1)
                 appendString(name, to: &out)
                 appendVarint(UInt64(values.count), to: &out)
@@ -96,8 +96,10 @@ enum RecordCodec {
 
     /// Lends the associated data of a record box — its row's blind type, blind id and (version
     /// 3) expiry — from a temporary buffer (on the stack when small).
-    static func withAssociatedData<R, E: Error>(_ typeBlind: UnsafeRawBufferPointer, _ idBlind: UnsafeRawBufferPointer, expiry: ExpiryBinding,
-                                                _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    static func withAssociatedData<R, E: Error>(
+        _ typeBlind: UnsafeRawBufferPointer, _ idBlind: UnsafeRawBufferPointer, expiry: ExpiryBinding,
+        _ body: (UnsafeRawBufferPointer) throws(E) -> R
+    ) throws(E) -> R {
         let tail: Int
         switch expiry {
         case .legacy: tail = 0
@@ -108,7 +110,7 @@ enum RecordCodec {
             UnsafeMutableRawBufferPointer(rebasing: ad[0..<typeBlind.count]).copyMemory(from: typeBlind)
             UnsafeMutableRawBufferPointer(rebasing: ad[typeBlind.count..<(typeBlind.count + idBlind.count)]).copyMemory(from: idBlind)
             let at = typeBlind.count + idBlind.count
-            if case let .bound(value) = expiry {
+            if case .bound(let value) = expiry {
                 ad[at] = value == nil ? 0 : 1
                 if let value {
                     var bigEndian = UInt64(bitPattern: value).bigEndian
@@ -121,8 +123,10 @@ enum RecordCodec {
 
     /// Opens and decodes a record box.
     /// - Throws: ``WalletError/corrupted(_:)`` when authentication or decoding fails.
-    static func open(_ sealed: Data, typeBlind: Data, idBlind: Data, expiry: Int64?, keys: WalletKeys,
-                     expectedType: String? = nil) throws(WalletError) -> Contents {
+    static func open(
+        _ sealed: Data, typeBlind: Data, idBlind: Data, expiry: Int64?, keys: WalletKeys,
+        expectedType: String? = nil
+    ) throws(WalletError) -> Contents {
         try withBytes(sealed) { (box) throws(WalletError) -> Contents in
             try withBytes(typeBlind) { (t) throws(WalletError) -> Contents in
                 try withBytes(idBlind) { (i) throws(WalletError) -> Contents in
@@ -140,15 +144,18 @@ enum RecordCodec {
     /// - Throws: ``WalletError/corrupted(_:)`` when authentication or decoding fails.
     /// With `secretValue` given, the value's bytes are handed to it instead of being made into
     /// ``Contents/value`` (which is then empty).
-    static func open(_ box: UnsafeRawBufferPointer, typeBlind: UnsafeRawBufferPointer, idBlind: UnsafeRawBufferPointer,
-                     expiry: Int64?, keys: WalletKeys, expectedType: String? = nil,
-                     secretValue: ((UnsafeRawBufferPointer) -> Void)? = nil) throws(WalletError) -> Contents {
+    static func open(
+        _ box: UnsafeRawBufferPointer, typeBlind: UnsafeRawBufferPointer, idBlind: UnsafeRawBufferPointer,
+        expiry: Int64?, keys: WalletKeys, expectedType: String? = nil,
+        secretValue: ((UnsafeRawBufferPointer) -> Void)? = nil
+    ) throws(WalletError) -> Contents {
         let decoded: Contents?
         do {
             decoded = try keys.withRecordKey(typeBlind: typeBlind, idBlind: idBlind) { (key) throws(CryptoError) -> Contents? in
                 // Associated data and plaintext live in temporary buffers (on the stack when
                 // small), so opening a record allocates only what it returns.
-                try withUnsafeTemporaryAllocation(byteCount: max(box.count - aead.overhead, 1), alignment: 8) { (plain) throws(CryptoError) -> Contents? in
+                try withUnsafeTemporaryAllocation(byteCount: max(box.count - aead.overhead, 1), alignment: 8) {
+                    (plain) throws(CryptoError) -> Contents? in
                     defer { SecureMemory.wipe(plain) }
                     let n: Int
                     let legacy: Bool
@@ -171,7 +178,8 @@ enum RecordCodec {
                 }
             }
         } catch {
-            throw .corrupted("a record failed authentication (the wallet file was altered or damaged: its box, blind type, blind id or expiry)")
+            throw .corrupted(
+                "a record failed authentication (the wallet file was altered or damaged: its box, blind type, blind id or expiry)")
         }
         guard let decoded else { throw .corrupted("a record's sealed contents do not decode, or its sealed type differs from its index") }
         return decoded
@@ -182,8 +190,10 @@ enum RecordCodec {
     /// no `String` of the value is made. The secret is nil when the value does not decode to
     /// that length; the contents carry the id and tags (their value is empty).
     /// - Throws: ``WalletError/corrupted(_:)`` when authentication or decoding fails.
-    static func openSecret(_ sealed: Data, typeBlind: Data, idBlind: Data, expiry: Int64?, keys: WalletKeys,
-                           expectedType: String, byteCount: Int) throws(WalletError) -> (SecretKey?, Contents) {
+    static func openSecret(
+        _ sealed: Data, typeBlind: Data, idBlind: Data, expiry: Int64?, keys: WalletKeys,
+        expectedType: String, byteCount: Int
+    ) throws(WalletError) -> (SecretKey?, Contents) {
         var secret: SecretKey?
         let contents = try withBytes(sealed) { (box) throws(WalletError) -> Contents in
             try withBytes(typeBlind) { (t) throws(WalletError) -> Contents in
@@ -199,8 +209,10 @@ enum RecordCodec {
 
     /// Reads the plaintext layout; nil when it is malformed, or when `expectedType` is given and
     /// the sealed type (versions 2 and 3) differs from it.
-    static func decode(_ bytes: UnsafeRawBufferPointer, expectedType: String? = nil,
-                       secretValue: ((UnsafeRawBufferPointer) -> Void)? = nil) -> Contents? {
+    static func decode(
+        _ bytes: UnsafeRawBufferPointer, expectedType: String? = nil,
+        secretValue: ((UnsafeRawBufferPointer) -> Void)? = nil
+    ) -> Contents? {
         var reader = ByteReader(bytes)
         guard let format = reader.byte() else { return nil }
         var type: String?

@@ -14,7 +14,9 @@ enum Validate {
             throw .invalidInput("record type is longer than \(WalletLimits.maxTypeBytes) bytes")
         }
         if !allowReserved, type.hasPrefix(reservedTypePrefix) {
-            throw .invalidInput("record type \(WalletError.quote(type)) is reserved for the wallet's secrets (types starting with \"\(reservedTypePrefix)\" cannot be used by the record API)")
+            throw .invalidInput(
+                "record type \(WalletError.quote(type)) is reserved for the wallet's secrets (types starting with \"\(reservedTypePrefix)\" cannot be used by the record API)"
+            )
         }
     }
 
@@ -115,8 +117,9 @@ struct RecordStore {
         let now = self.now
         return try select.fetchOne { row in
             let expiry = row.optionalInt64(2)
-            return Located(type: type, rowid: row.int64(0), typeBlind: tb, idBlind: ib, sealed: row.data(1), expiry: expiry,
-                           expired: expiry.map { $0 <= now } ?? false)
+            return Located(
+                type: type, rowid: row.int64(0), typeBlind: tb, idBlind: ib, sealed: row.data(1), expiry: expiry,
+                expired: expiry.map { $0 <= now } ?? false)
         }
     }
 
@@ -128,8 +131,9 @@ struct RecordStore {
     }
 
     func open(_ located: Located) throws -> RecordCodec.Contents {
-        try RecordCodec.open(located.sealed, typeBlind: located.typeBlind, idBlind: located.idBlind, expiry: located.expiry, keys: keys,
-                             expectedType: located.type)
+        try RecordCodec.open(
+            located.sealed, typeBlind: located.typeBlind, idBlind: located.idBlind, expiry: located.expiry, keys: keys,
+            expectedType: located.type)
     }
 
     // MARK: Writes
@@ -144,8 +148,9 @@ struct RecordStore {
         let tb = keys.typeBlind(type)
         let ib = keys.idBlind(typeBlind: tb, id: id)
         let expiry = expiresAt.map(unixMillis)
-        let sealed = RecordCodec.seal(.init(type: type, id: id, value: value, tags: tags, secretValue: secret),
-                                      typeBlind: tb, idBlind: ib, expiry: expiry, keys: keys)
+        let sealed = RecordCodec.seal(
+            .init(type: type, id: id, value: value, tags: tags, secretValue: secret),
+            typeBlind: tb, idBlind: ib, expiry: expiry, keys: keys)
         let insert = try statement(.insertItem)
         func bindRow() {
             insert.bind(1, BlindColumn.value(tb))
@@ -203,8 +208,9 @@ struct RecordStore {
             let signature = try Row.fetchOne(statement, arguments: [BlindColumn.value(tb), keys.idBlind(typeBlind: tb, id: id)])
             do { try deleteRecord(type: type, id: id) } catch {
                 if let signature {
-                    try? db.execute(sql: "INSERT INTO items(id, type, name, value, expiry) VALUES (?, ?, ?, ?, ?)",
-                                    arguments: [signature[0], BlindColumn.value(tb), keys.idBlind(typeBlind: tb, id: id), signature[1], signature[2]])
+                    try? db.execute(
+                        sql: "INSERT INTO items(id, type, name, value, expiry) VALUES (?, ?, ?, ?, ?)",
+                        arguments: [signature[0], BlindColumn.value(tb), keys.idBlind(typeBlind: tb, id: id), signature[1], signature[2]])
                 }
                 throw error
             }
@@ -232,9 +238,13 @@ struct RecordStore {
         select.bind(1, BlindColumn.value(tb))
         select.bind(2, ib)
         select.bind(3, now)
-        guard let found = try select.fetchOne({ row in
-            Located(type: type, rowid: row.int64(0), typeBlind: tb, idBlind: ib, sealed: row.data(1), expiry: row.optionalInt64(2), expired: false)
-        }) else {
+        guard
+            let found = try select.fetchOne({ row in
+                Located(
+                    type: type, rowid: row.int64(0), typeBlind: tb, idBlind: ib, sealed: row.data(1), expiry: row.optionalInt64(2),
+                    expired: false)
+            })
+        else {
             throw WalletError.notFound(type: type, id: id)
         }
         let deleteItem = try statement(.deleteItem)
@@ -242,14 +252,17 @@ struct RecordStore {
         try deleteItem.execute()
         // Index rows of a missing item never match (every walk joins items), but put the item
         // back if they cannot be removed, so the call changes nothing.
-        try undoingOnFailure({
-            let deleteTags = try statement(.deleteTagsOfItem)
-            deleteTags.bind(1, found.rowid)
-            try deleteTags.execute()
-        }, undo: {
-            try db.execute(sql: "INSERT INTO items(id, type, name, value, expiry) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [found.rowid, BlindColumn.value(found.typeBlind), found.idBlind, found.sealed, found.expiry])
-        })
+        try undoingOnFailure(
+            {
+                let deleteTags = try statement(.deleteTagsOfItem)
+                deleteTags.bind(1, found.rowid)
+                try deleteTags.execute()
+            },
+            undo: {
+                try db.execute(
+                    sql: "INSERT INTO items(id, type, name, value, expiry) VALUES (?, ?, ?, ?, ?)",
+                    arguments: [found.rowid, BlindColumn.value(found.typeBlind), found.idBlind, found.sealed, found.expiry])
+            })
     }
 
     func addTags(type: String, id: String, tags: WalletTags) throws {
@@ -302,8 +315,9 @@ struct RecordStore {
         try Validate.type(type, allowReserved: allowReserved)
         try Validate.id(id)
         guard let found = try locate(type: type, id: id), !found.expired else { return nil }
-        let (secret, contents) = try RecordCodec.openSecret(found.sealed, typeBlind: found.typeBlind, idBlind: found.idBlind,
-                                                             expiry: found.expiry, keys: keys, expectedType: type, byteCount: byteCount)
+        let (secret, contents) = try RecordCodec.openSecret(
+            found.sealed, typeBlind: found.typeBlind, idBlind: found.idBlind,
+            expiry: found.expiry, keys: keys, expectedType: type, byteCount: byteCount)
         guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
         return (secret, contents.tags)
     }
@@ -331,11 +345,13 @@ struct RecordStore {
     /// Rewrites a record's box and tag rows together; on failure the old box and rows return.
     private func rewriteWithTags(_ found: Located, _ contents: RecordCodec.Contents) throws {
         try rewrite(found, contents)
-        try undoingOnFailure({ try replaceTags(found, contents.tags) }, undo: {
-            try db.cachedStatement(sql: "UPDATE items SET value = ? WHERE id = ?").execute(arguments: [found.sealed, found.rowid])
-            let old = try open(found)
-            try replaceTags(found, old.tags)
-        })
+        try undoingOnFailure(
+            { try replaceTags(found, contents.tags) },
+            undo: {
+                try db.cachedStatement(sql: "UPDATE items SET value = ? WHERE id = ?").execute(arguments: [found.sealed, found.rowid])
+                let old = try open(found)
+                try replaceTags(found, old.tags)
+            })
     }
 
     private func rewrite(_ found: Located, _ contents: RecordCodec.Contents) throws {
@@ -441,12 +457,14 @@ struct RecordStore {
             let nb = BlindColumn.value(keys.tagNameBlind(typeBlind: typeBlind, name: name))
             let plaintext = WalletTags.isPlaintext(name)
             func row(_ v: String) -> TagRow {
-                TagRow(name: nb, value: plaintext ? v.databaseValue : keys.tagValueBlind(typeBlind: typeBlind, name: name, value: v).databaseValue)
+                TagRow(
+                    name: nb,
+                    value: plaintext ? v.databaseValue : keys.tagValueBlind(typeBlind: typeBlind, name: name, value: v).databaseValue)
             }
             switch value {
-            case let .string(v):
+            case .string(let v):
                 rows.append(row(v))
-            case let .list(list):
+            case .list(let list):
                 if plaintext, list.count > 1, Set(list).count > 1 { multi.append(nb) }
                 for v in list { rows.append(row(v)) }
             }

@@ -1,6 +1,6 @@
+import CofferSQLite
 // The wallet file's tables, its metadata rows, and the SQL functions WQL needs.
 import Foundation
-import CofferSQLite
 import GRDB
 
 /// On disk (SQLite, WAL, `synchronous=FULL`):
@@ -41,48 +41,50 @@ enum Schema {
     static func migrator() -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration(Schema.firstMigration) { db in
-            try db.execute(sql: """
-                CREATE TABLE coffer_meta(name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL);
-                CREATE TABLE items(
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    type BLOB NOT NULL,
-                    name BLOB NOT NULL,
-                    value BLOB NOT NULL,
-                    expiry INTEGER
-                );
-                CREATE UNIQUE INDEX items_type_name ON items(type, name);
-                CREATE INDEX items_type ON items(type);
-                CREATE INDEX items_expiry ON items(expiry) WHERE expiry IS NOT NULL;
-                CREATE TABLE tags(
-                    item INTEGER NOT NULL,
-                    name BLOB NOT NULL,
-                    value NOT NULL,
-                    PRIMARY KEY(item, name, value)
-                ) WITHOUT ROWID;
-                CREATE INDEX tags_lookup ON tags(name, value, item);
-                CREATE TABLE tag_multi(name BLOB PRIMARY KEY NOT NULL) WITHOUT ROWID;
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE coffer_meta(name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL);
+                    CREATE TABLE items(
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        type BLOB NOT NULL,
+                        name BLOB NOT NULL,
+                        value BLOB NOT NULL,
+                        expiry INTEGER
+                    );
+                    CREATE UNIQUE INDEX items_type_name ON items(type, name);
+                    CREATE INDEX items_type ON items(type);
+                    CREATE INDEX items_expiry ON items(expiry) WHERE expiry IS NOT NULL;
+                    CREATE TABLE tags(
+                        item INTEGER NOT NULL,
+                        name BLOB NOT NULL,
+                        value NOT NULL,
+                        PRIMARY KEY(item, name, value)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX tags_lookup ON tags(name, value, item);
+                    CREATE TABLE tag_multi(name BLOB PRIMARY KEY NOT NULL) WITHOUT ROWID;
+                    """)
         }
         // v1 numbered items with AUTOINCREMENT, which keeps a counter row in sqlite_sequence
         // and updates it on every insert (about 5% of a batched insert). Row ids are used only
         // as keyset cursors and to join tag rows, neither of which needs ids never reused, so
         // the table is rebuilt without it. The rows and their ids are copied as they are.
         migrator.registerMigration(Schema.itemsRowidMigration) { db in
-            try db.execute(sql: """
-                CREATE TABLE items_rowid(
-                    id INTEGER PRIMARY KEY,
-                    type BLOB NOT NULL,
-                    name BLOB NOT NULL,
-                    value BLOB NOT NULL,
-                    expiry INTEGER
-                );
-                INSERT INTO items_rowid(id, type, name, value, expiry) SELECT id, type, name, value, expiry FROM items;
-                DROP TABLE items;
-                ALTER TABLE items_rowid RENAME TO items;
-                CREATE UNIQUE INDEX items_type_name ON items(type, name);
-                CREATE INDEX items_type ON items(type);
-                CREATE INDEX items_expiry ON items(expiry) WHERE expiry IS NOT NULL;
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE items_rowid(
+                        id INTEGER PRIMARY KEY,
+                        type BLOB NOT NULL,
+                        name BLOB NOT NULL,
+                        value BLOB NOT NULL,
+                        expiry INTEGER
+                    );
+                    INSERT INTO items_rowid(id, type, name, value, expiry) SELECT id, type, name, value, expiry FROM items;
+                    DROP TABLE items;
+                    ALTER TABLE items_rowid RENAME TO items;
+                    CREATE UNIQUE INDEX items_type_name ON items(type, name);
+                    CREATE INDEX items_type ON items(type);
+                    CREATE INDEX items_expiry ON items(expiry) WHERE expiry IS NOT NULL;
+                    """)
         }
         // Blind types and tag names were 8-byte blobs; they lead the keys of both item indexes
         // and of the tag index, where SQLite compares blobs field by field through memcmp but
@@ -90,12 +92,13 @@ enum Schema {
         // a batched remove about 7% faster in a plain-SQLite test of this layout. The columns
         // keep their declared type (an ALTER cannot change it); nothing depends on it.
         migrator.registerMigration(Schema.integerBlindsMigration) { db in
-            try db.execute(sql: """
-                UPDATE items SET type = coffer_blind_int(type);
-                UPDATE tags SET name = coffer_blind_int(name);
-                UPDATE tag_multi SET name = coffer_blind_int(name);
-                UPDATE coffer_meta SET value = CAST('2' AS BLOB) WHERE name = 'format';
-                """)
+            try db.execute(
+                sql: """
+                    UPDATE items SET type = coffer_blind_int(type);
+                    UPDATE tags SET name = coffer_blind_int(name);
+                    UPDATE tag_multi SET name = coffer_blind_int(name);
+                    UPDATE coffer_meta SET value = CAST('2' AS BLOB) WHERE name = 'format';
+                    """)
         }
         // A keyed digest of every record's current version: the XOR of a keyed BLAKE2b of each
         // row's (type, id blind, sealed box). Triggers keep it in the same statement as every
@@ -107,21 +110,22 @@ enum Schema {
             var digest = [UInt8](repeating: 0, count: RowDigest.byteCount)
             let rows = try Data.fetchCursor(db, sql: "SELECT coffer_digest_step(zeroblob(32), type, name, value) FROM items")
             while let d = try rows.next() { RowDigest.xor(&digest, d) }
-            try db.execute(sql: """
-                CREATE TABLE coffer_digest(id INTEGER PRIMARY KEY CHECK (id = 1), value BLOB NOT NULL);
-                INSERT INTO coffer_digest(id, value) VALUES (1, ?);
-                CREATE TRIGGER coffer_digest_insert AFTER INSERT ON items BEGIN
-                    UPDATE coffer_digest SET value = coffer_digest_step(value, NEW.type, NEW.name, NEW.value) WHERE id = 1;
-                END;
-                CREATE TRIGGER coffer_digest_delete AFTER DELETE ON items BEGIN
-                    UPDATE coffer_digest SET value = coffer_digest_step(value, OLD.type, OLD.name, OLD.value) WHERE id = 1;
-                END;
-                CREATE TRIGGER coffer_digest_update AFTER UPDATE ON items BEGIN
-                    UPDATE coffer_digest SET value = coffer_digest_step(coffer_digest_step(value, OLD.type, OLD.name, OLD.value),
-                                                                        NEW.type, NEW.name, NEW.value) WHERE id = 1;
-                END;
-                UPDATE coffer_meta SET value = CAST('3' AS BLOB) WHERE name = 'format';
-                """, arguments: [Data(digest)])
+            try db.execute(
+                sql: """
+                    CREATE TABLE coffer_digest(id INTEGER PRIMARY KEY CHECK (id = 1), value BLOB NOT NULL);
+                    INSERT INTO coffer_digest(id, value) VALUES (1, ?);
+                    CREATE TRIGGER coffer_digest_insert AFTER INSERT ON items BEGIN
+                        UPDATE coffer_digest SET value = coffer_digest_step(value, NEW.type, NEW.name, NEW.value) WHERE id = 1;
+                    END;
+                    CREATE TRIGGER coffer_digest_delete AFTER DELETE ON items BEGIN
+                        UPDATE coffer_digest SET value = coffer_digest_step(value, OLD.type, OLD.name, OLD.value) WHERE id = 1;
+                    END;
+                    CREATE TRIGGER coffer_digest_update AFTER UPDATE ON items BEGIN
+                        UPDATE coffer_digest SET value = coffer_digest_step(coffer_digest_step(value, OLD.type, OLD.name, OLD.value),
+                                                                            NEW.type, NEW.name, NEW.value) WHERE id = 1;
+                    END;
+                    UPDATE coffer_meta SET value = CAST('3' AS BLOB) WHERE name = 'format';
+                    """, arguments: [Data(digest)])
         }
         return migrator
     }
@@ -142,8 +146,8 @@ enum Schema {
     /// `coffer_regexp(pattern, text)`: whether `text` contains a match of `pattern`.
     static let regexFunction = DatabaseFunction("coffer_regexp", argumentCount: 2, pure: true) { values in
         guard let pattern = String.fromDatabaseValue(values[0]),
-              let s = String.fromDatabaseValue(values[1]),
-              let re = RegexCache.shared.regex(pattern)
+            let s = String.fromDatabaseValue(values[1]),
+            let re = RegexCache.shared.regex(pattern)
         else { return false }
         return re.containsMatch(s)
     }

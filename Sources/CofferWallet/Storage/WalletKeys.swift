@@ -73,8 +73,10 @@ final class WalletKeys: @unchecked Sendable {
     }
 
     /// ``rowDigest(type:idBlind:sealed:)`` over bytes the caller holds, lent to `body`.
-    func rowDigest<R>(type: Int64, idBlind: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer,
-                      _ body: (UnsafeRawBufferPointer) -> R) -> R {
+    func rowDigest<R>(
+        type: Int64, idBlind: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer,
+        _ body: (UnsafeRawBufferPointer) -> R
+    ) -> R {
         withUnsafeTemporaryAllocation(byteCount: 8 + idBlind.count, alignment: 8) { a in
             var typeBits = UInt64(bitPattern: type).littleEndian
             withUnsafeBytes(of: &typeBits) { a.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: 8) }
@@ -135,8 +137,10 @@ final class WalletKeys: @unchecked Sendable {
     }
 
     /// ``withRecordKey(typeBlind:idBlind:_:)`` over blind bytes the caller already holds.
-    func withRecordKey<R, E: Error>(typeBlind: UnsafeRawBufferPointer, idBlind: UnsafeRawBufferPointer,
-                                    _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    func withRecordKey<R, E: Error>(
+        typeBlind: UnsafeRawBufferPointer, idBlind: UnsafeRawBufferPointer,
+        _ body: (UnsafeRawBufferPointer) throws(E) -> R
+    ) throws(E) -> R {
         try recordKeyHash.withDerivedKey(domain: 2, typeBlind, idBlind, body)
     }
 }

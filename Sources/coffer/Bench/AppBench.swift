@@ -16,7 +16,9 @@ struct AppBench: AsyncParsableCommand {
     @Flag(help: "Print one JSON object instead of a table.") var json = false
 
     func validate() throws {
-        guard assets >= 100, reads >= 1, writes >= 1, lookups >= 1 else { throw ValidationError("counts must be positive (--assets at least 100)") }
+        guard assets >= 100, reads >= 1, writes >= 1, lookups >= 1 else {
+            throw ValidationError("counts must be positive (--assets at least 100)")
+        }
     }
 
     func run() async throws {
@@ -36,7 +38,8 @@ struct AppBench: AsyncParsableCommand {
         defer { defaults.removePersistentDomain(forName: suite) }
         defaults.set(5, forKey: "tilesPerRow")
         // In alternating rounds, so both see the same machine load.
-        var tGet = 0.0, tDefaultsGet = 0.0
+        var tGet = 0.0
+        var tDefaultsGet = 0.0
         for _ in 0..<5 {
             tGet += await Clock.time { for _ in 0..<(reads / 5) { sum &+= app.settings.get(key) } }.1
             tDefaultsGet += await Clock.time { for _ in 0..<(reads / 5) { sum &+= defaults.integer(forKey: "tilesPerRow") } }.1
@@ -49,7 +52,7 @@ struct AppBench: AsyncParsableCommand {
                 defaults.synchronize()
             }
         }
-        if sum == 42 { print("") }  // keep the reads
+        if sum == 42 { print("") } // keep the reads
         results += [
             ("settings_get_per_sec", Double(reads) / tGet), ("userdefaults_get_per_sec", Double(reads) / tDefaultsGet),
             ("settings_put_durable_per_sec", Double(writes) / tPut), ("userdefaults_set_per_sec", Double(writes) / tDefaultsSet),
@@ -59,18 +62,23 @@ struct AppBench: AsyncParsableCommand {
         // Collections vs the same operations written directly against GRDB.
         let t0 = Date(timeIntervalSince1970: 1_600_000_000)
         let batch = (0..<assets).map { i in
-            Asset(remoteId: "remote-\(i)", localId: "local-\(i)", ownerId: "owner-\(i % 10)", checksum: "checksum-\(i)",
-                  fileName: "IMG_\(i).jpg", fileCreatedAt: t0.addingTimeInterval(Double(i) * 60))
+            Asset(
+                remoteId: "remote-\(i)", localId: "local-\(i)", ownerId: "owner-\(i % 10)", checksum: "checksum-\(i)",
+                fileName: "IMG_\(i).jpg", fileCreatedAt: t0.addingTimeInterval(Double(i) * 60))
         }
         let (_, tPutAll) = try await Clock.time { try app.context.assets.putAll(batch) }
         let probe = (0..<lookups).map { "remote-\(($0 &* 7919) % assets)" }
-        let windows = (0..<20).map { j in (t0.addingTimeInterval(Double(j * assets / 20) * 60), t0.addingTimeInterval(Double((j + 1) * assets / 20 - 1) * 60)) }
+        let windows = (0..<20).map { j in
+            (t0.addingTimeInterval(Double(j * assets / 20) * 60), t0.addingTimeInterval(Double((j + 1) * assets / 20 - 1) * 60))
+        }
 
-        let direct = try DatabasePool(path: folder.appendingPathComponent("direct.sqlite").path, configuration: {
-            var c = Configuration()
-            c.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-            return c
-        }())
+        let direct = try DatabasePool(
+            path: folder.appendingPathComponent("direct.sqlite").path,
+            configuration: {
+                var c = Configuration()
+                c.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+                return c
+            }())
         defer { try? direct.close() }
         try await direct.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
         try AppDatabase.migrator().migrate(direct)
@@ -78,15 +86,23 @@ struct AppBench: AsyncParsableCommand {
             try direct.write { db in for var a in batch { try a.insert(db) } }
         }
         // Reads alternate between the two sides in rounds, so both see the same machine load.
-        var found = 0, directFound = 0, rows = 0, directRows = 0
-        var tLookup = 0.0, tDirectLookup = 0.0, tBetween = 0.0, tDirectBetween = 0.0
+        var found = 0
+        var directFound = 0
+        var rows = 0
+        var directRows = 0
+        var tLookup = 0.0
+        var tDirectLookup = 0.0
+        var tBetween = 0.0
+        var tDirectBetween = 0.0
         let rounds = 5
         for round in 0..<rounds {
             let slice = probe[(round * probe.count / rounds)..<((round + 1) * probe.count / rounds)]
             tLookup += try await Clock.time { for id in slice { if try app.context.assets.findByRemoteId(id) != nil { found += 1 } } }.1
             tDirectLookup += try await Clock.time {
                 for id in slice {
-                    if try direct.read({ db in try Asset.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE remoteId = ?"), arguments: [id]) }) != nil {
+                    if try direct.read({ db in
+                        try Asset.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE remoteId = ?"), arguments: [id])
+                    }) != nil {
                         directFound += 1
                     }
                 }
@@ -96,8 +112,11 @@ struct AppBench: AsyncParsableCommand {
             tDirectBetween += try await Clock.time {
                 for (a, b) in windowSlice {
                     directRows += try direct.read { db in
-                        try Asset.fetchAll(db.cachedStatement(sql: "SELECT * FROM assets WHERE fileCreatedAt >= ? AND fileCreatedAt <= ? ORDER BY fileCreatedAt"),
-                                          arguments: [a, b]).count
+                        try Asset.fetchAll(
+                            db.cachedStatement(
+                                sql: "SELECT * FROM assets WHERE fileCreatedAt >= ? AND fileCreatedAt <= ? ORDER BY fileCreatedAt"),
+                            arguments: [a, b]
+                        ).count
                     }
                 }
             }.1
@@ -108,7 +127,8 @@ struct AppBench: AsyncParsableCommand {
         results += [
             ("putall_assets_per_sec", Double(assets) / tPutAll), ("direct_grdb_insert_assets_per_sec", Double(assets) / tDirectPutAll),
             ("lookup_remote_id_per_sec", Double(lookups) / tLookup), ("direct_grdb_lookup_per_sec", Double(lookups) / tDirectLookup),
-            ("created_between_rows_per_sec", Double(rows) / tBetween), ("direct_grdb_created_between_rows_per_sec", Double(directRows) / tDirectBetween),
+            ("created_between_rows_per_sec", Double(rows) / tBetween),
+            ("direct_grdb_created_between_rows_per_sec", Double(directRows) / tDirectBetween),
         ]
         if json {
             var fields = results.map { ($0.0, JSONValue.number(String(format: "%.1f", $0.1))) }

@@ -40,14 +40,16 @@ struct WalletBench: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let folder = dir.map { URL(fileURLWithPath: $0, isDirectory: true) }
+        let folder =
+            dir.map { URL(fileURLWithPath: $0, isDirectory: true) }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bench-\(UUID().uuidString)", isDirectory: true)
         try? FileManager.default.removeItem(at: folder)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { if dir == nil { try? FileManager.default.removeItem(at: folder) } }
 
         let workload = BenchWorkload(n: n, valueSize: valueSize, fetchCap: fetchCap, txnCap: txnCap)
-        let wallet = try await WalletWorkloadRunner(workload: workload, folder: folder, kdfRepeats: kdfRepeats, scanRepeats: scanRepeats).run()
+        let wallet = try await WalletWorkloadRunner(workload: workload, folder: folder, kdfRepeats: kdfRepeats, scanRepeats: scanRepeats)
+            .run()
         var baseline: [String: BenchValue]?
         if !skipBaseline {
             baseline = try await PlainSQLiteRunner(workload: workload, folder: folder.appendingPathComponent("plain")).run()
@@ -138,7 +140,7 @@ enum BenchValue: Sendable {
             return .number(String(format: "%.4f", d))
         }
         switch self {
-        case let .rate(ops, seconds, extra):
+        case .rate(let ops, let seconds, let extra):
             var m: [(String, JSONValue)] = [
                 ("ops", num(Double(ops))), ("seconds", num(seconds)),
                 ("ops_per_sec", num((Double(ops) / seconds * 10).rounded() / 10)),
@@ -146,7 +148,7 @@ enum BenchValue: Sendable {
             ]
             m += extra.map { ($0.0, num($0.1)) }
             return .object(m)
-        case let .rows(rows, seconds, queries, extra):
+        case .rows(let rows, let seconds, let queries, let extra):
             var m: [(String, JSONValue)] = [
                 ("ops", num(Double(queries))), ("seconds", num(seconds)),
                 ("ops_per_sec", num((Double(queries) / seconds * 10).rounded() / 10)),
@@ -155,15 +157,15 @@ enum BenchValue: Sendable {
             ]
             m += extra.map { ($0.0, num($0.1)) }
             return .object(m)
-        case let .pages(pages, rows, seconds):
+        case .pages(let pages, let rows, let seconds):
             return .object([
                 ("pages", num(Double(pages))), ("rows", num(Double(rows))), ("seconds", num(seconds)),
                 ("pages_per_sec", num((Double(pages) / seconds * 10).rounded() / 10)),
                 ("rows_per_sec", num((Double(rows) / seconds * 10).rounded() / 10)),
             ])
-        case let .number(d):
+        case .number(let d):
             return num(d)
-        case let .group(items):
+        case .group(let items):
             return .object(items.map { ($0.0, num($0.1)) })
         }
     }
@@ -171,10 +173,10 @@ enum BenchValue: Sendable {
     /// The headline number for tables and ratios.
     var headline: (String, Double)? {
         switch self {
-        case let .rate(ops, seconds, _): return ("ops/s", Double(ops) / seconds)
-        case let .rows(rows, seconds, _, _): return ("rows/s", Double(rows) / seconds)
-        case let .pages(pages, _, seconds): return ("pages/s", Double(pages) / seconds)
-        case let .number(d): return ("", d)
+        case .rate(let ops, let seconds, _): return ("ops/s", Double(ops) / seconds)
+        case .rows(let rows, let seconds, _, _): return ("rows/s", Double(rows) / seconds)
+        case .pages(let pages, _, let seconds): return ("pages/s", Double(pages) / seconds)
+        case .number(let d): return ("", d)
         case .group: return nil
         }
     }
@@ -234,13 +236,16 @@ struct BenchReport {
     var json: String {
         var top: [(String, JSONValue)] = [
             ("tool", .string("coffer-bench")),
-            ("params", .object([
-                ("n", .number(String(workload.n))), ("value_bytes", .number(String(workload.valueSize))),
-                ("tags_per_record", .number("4")), ("schema_values", .number(String(BenchWorkload.schemas))),
-                ("issuer_values", .number(String(BenchWorkload.issuers))), ("fetch_cap", .number(String(workload.fetchCap))),
-                ("one_per_txn_ops", .number(String(workload.oneTxnCount))),
-                ("sqlite", .string("WAL, synchronous=FULL")),
-            ])),
+            (
+                "params",
+                .object([
+                    ("n", .number(String(workload.n))), ("value_bytes", .number(String(workload.valueSize))),
+                    ("tags_per_record", .number("4")), ("schema_values", .number(String(BenchWorkload.schemas))),
+                    ("issuer_values", .number(String(BenchWorkload.issuers))), ("fetch_cap", .number(String(workload.fetchCap))),
+                    ("one_per_txn_ops", .number(String(workload.oneTxnCount))),
+                    ("sqlite", .string("WAL, synchronous=FULL")),
+                ])
+            ),
             ("results", .object(results.map { ($0.0, $0.1.jsonValue) })),
         ]
         if let baseline {

@@ -3,6 +3,7 @@
 import ArgumentParser
 import Coffer
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -48,8 +49,10 @@ struct CacheBench: AsyncParsableCommand {
             try cache.store(payloads[i % 64], for: keys[i])
             nscache.setObject(payloads[i % 64] as NSData, forKey: nsKeys[i])
         }
-        var hits = 0, nsHits = 0
-        var tMemory = 0.0, tNSCache = 0.0
+        var hits = 0
+        var nsHits = 0
+        var tMemory = 0.0
+        var tNSCache = 0.0
         let rounds = 5
         for round in 0..<rounds {
             let slice = probe[(round * reads / rounds)..<((round + 1) * reads / rounds)]
@@ -61,31 +64,37 @@ struct CacheBench: AsyncParsableCommand {
 
         // Disk: our disk layer (memory layer off) vs URLCache with no memory capacity.
         let (diskOnly, tOpen) = try await Clock.time {
-            try MediaCache(folder: folder.appendingPathComponent("coffer"),
-                           limits: MediaCacheLimits(entries: [.thumbnail: entries], memoryBytes: 0, diskBytes: entries * size * 4))
+            try MediaCache(
+                folder: folder.appendingPathComponent("coffer"),
+                limits: MediaCacheLimits(entries: [.thumbnail: entries], memoryBytes: 0, diskBytes: entries * size * 4))
         }
         // Opening reads no entry (the index is built in the background); statistics() builds it
         // now if the background has not yet, so this is at most the whole scan.
         let (stats, tIndex) = await Clock.time { diskOnly.statistics() }
         guard stats.kinds[.thumbnail]?.diskEntries == entries else { throw ValidationError("reopening lost entries") }
         results += [("open_ms", tOpen * 1000), ("index_after_open_ms", tIndex * 1000)]
-        let urlCache = URLCache(memoryCapacity: 0, diskCapacity: entries * size * 4, diskPath: folder.appendingPathComponent("urlcache").path)
+        let urlCache = URLCache(
+            memoryCapacity: 0, diskCapacity: entries * size * 4, diskPath: folder.appendingPathComponent("urlcache").path)
         let requests = ids.map { URLRequest(url: URL(string: "https://media.example/thumbnails/\($0)")!) }
         let (_, tURLPut) = await Clock.time {
             for i in 0..<urlcacheEntries {
-                let response = HTTPURLResponse(url: requests[i].url!, statusCode: 200, httpVersion: "HTTP/1.1",
-                                               headerFields: ["Cache-Control": "max-age=86400", "Content-Type": "image/jpeg"])!
+                let response = HTTPURLResponse(
+                    url: requests[i].url!, statusCode: 200, httpVersion: "HTTP/1.1",
+                    headerFields: ["Cache-Control": "max-age=86400", "Content-Type": "image/jpeg"])!
                 urlCache.storeCachedResponse(CachedURLResponse(response: response, data: payloads[i % 64]), for: requests[i])
             }
         }
         let urlReads = min(diskReads, 1_000) // at Linux URLCache's speed, more only lengthens the run
-        var diskHits = 0, urlHits = 0
-        var tDisk = 0.0, tURL = 0.0
+        var diskHits = 0
+        var urlHits = 0
+        var tDisk = 0.0
+        var tURL = 0.0
         for round in 0..<rounds {
             let slice = probe[(round * diskReads / rounds)..<((round + 1) * diskReads / rounds)]
             tDisk += await Clock.time { for i in slice where diskOnly.data(for: keys[i])?.count == size { diskHits += 1 } }.1
             tURL += await Clock.time {
-                for i in slice.prefix(urlReads / rounds) where urlCache.cachedResponse(for: requests[i % urlcacheEntries])?.data.count == size { urlHits += 1 }
+                for i in slice.prefix(urlReads / rounds)
+                where urlCache.cachedResponse(for: requests[i % urlcacheEntries])?.data.count == size { urlHits += 1 }
             }.1
         }
         guard diskHits == diskReads else { throw ValidationError("disk hits: coffer \(diskHits) of \(diskReads)") }
@@ -93,8 +102,10 @@ struct CacheBench: AsyncParsableCommand {
         results += [("disk_hit_per_sec", Double(diskReads) / tDisk), ("disk_hit_mb_per_sec", megabytes / tDisk)]
         let urlTimed = rounds * (urlReads / rounds)
         if urlHits == urlTimed {
-            results += [("urlcache_disk_hit_per_sec", Double(urlTimed) / tURL),
-                        ("urlcache_disk_hit_mb_per_sec", Double(urlTimed * size) / 1_048_576 / tURL)]
+            results += [
+                ("urlcache_disk_hit_per_sec", Double(urlTimed) / tURL),
+                ("urlcache_disk_hit_mb_per_sec", Double(urlTimed * size) / 1_048_576 / tURL),
+            ]
         } else {
             StandardError.write("URLCache answered \(urlHits) of \(urlTimed) disk reads; its hit rate is not comparable\n")
             results += [("urlcache_disk_hit_ratio", Double(urlHits) / Double(urlTimed))]
@@ -105,8 +116,9 @@ struct CacheBench: AsyncParsableCommand {
         // (so both see the same disk write-back): the cost must not grow with the entry count.
         let sizes = [1_000, entries]
         let evicting = try sizes.map { n in
-            let c = try MediaCache(folder: folder.appendingPathComponent("evict-\(n)"),
-                                   limits: MediaCacheLimits(entries: [.thumbnail: n], diskBytes: Int.max / 2))
+            let c = try MediaCache(
+                folder: folder.appendingPathComponent("evict-\(n)"),
+                limits: MediaCacheLimits(entries: [.thumbnail: n], diskBytes: Int.max / 2))
             for i in 0..<n { try c.store(payloads[i % 64], for: .thumbnail("fill-\(i)")) }
             return c
         }
@@ -126,8 +138,10 @@ struct CacheBench: AsyncParsableCommand {
             c.clear()
         }
         let timedPuts = Double(rounds * (puts / rounds))
-        results += [("put_evict_at_1k_per_sec", timedPuts / tPut[0]), ("put_evict_at_\(entries / 1000)k_per_sec", timedPuts / tPut[1]),
-                    ("eviction_cost_ratio_large_over_1k", tPut[1] / tPut[0])]
+        results += [
+            ("put_evict_at_1k_per_sec", timedPuts / tPut[0]), ("put_evict_at_\(entries / 1000)k_per_sec", timedPuts / tPut[1]),
+            ("eviction_cost_ratio_large_over_1k", tPut[1] / tPut[0]),
+        ]
         let nsEvicting = NSCache<NSString, NSData>()
         nsEvicting.countLimit = entries
         for i in 0..<entries { nsEvicting.setObject(payloads[i % 64] as NSData, forKey: NSString(string: "fill-\(i)")) }
@@ -137,8 +151,10 @@ struct CacheBench: AsyncParsableCommand {
 
         if json {
             var fields = results.map { ($0.0, JSONValue.number(String(format: "%.2f", $0.1))) }
-            fields += [("entries", .number(String(entries))), ("urlcache_entries", .number(String(urlcacheEntries))),
-                       ("bytes_per_image", .number(String(size)))]
+            fields += [
+                ("entries", .number(String(entries))), ("urlcache_entries", .number(String(urlcacheEntries))),
+                ("bytes_per_image", .number(String(size))),
+            ]
             print(JSONValue.object([("tool", .string("coffer bench cache")), ("results", .object(fields))]).jsonText)
         } else {
             for (k, v) in results { print(k.padding(toLength: 40, withPad: " ", startingAt: 0), String(format: "%14.2f", v)) }

@@ -7,7 +7,8 @@ import Foundation
 struct DeniableBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "deniable",
-        abstract: "Unlock time beside libsodium's Argon2id for the same costs, vault save time empty vs full, queue rewrite and app-start time.")
+        abstract:
+            "Unlock time beside libsodium's Argon2id for the same costs, vault save time empty vs full, queue rewrite and app-start time.")
 
     @Option(help: "Unlock and save repetitions.") var repeats: Int = 5
     @Option(name: .customLong("ops"), help: "Argon2id opslimit (default: MODERATE).") var ops: UInt64?
@@ -27,19 +28,26 @@ struct DeniableBench: AsyncParsableCommand {
         config.queueSlots = 1024
         let node = try DevelopmentCoverNode(folder: folder.appendingPathComponent("dev"), configuration: config)
         func open(_ name: String) async throws -> DeniableStorage {
-            try await DeniableStorage(folder: folder.appendingPathComponent(name), configuration: config,
-                                      trustAnchor: node.trustAnchor, keySource: node)
+            try await DeniableStorage(
+                folder: folder.appendingPathComponent(name), configuration: config,
+                trustAnchor: node.trustAnchor, keySource: node)
         }
         let store = try await open("deniable")
         let passphrase = try await store.createVault()
 
         // Argon2id alone (same costs, output length and passphrase, fresh salt) and a whole unlock,
         // in alternation so both see the same machine load; the ratio is taken per pair.
-        var argon = [Double](), unlock = [Double](), ratio = [Double](), saveEmpty = [Double](), saveFull = [Double]()
+        var argon = [Double]()
+        var unlock = [Double]()
+        var ratio = [Double]()
+        var saveEmpty = [Double]()
+        var saveFull = [Double]()
         var saveRatio = [Double]()
         for _ in 0..<repeats {
             let salt = SecureRandom.bytes(16)
-            let (_, a) = try await Clock.time { _ = try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: config.passphraseKDF) }
+            let (_, a) = try await Clock.time {
+                _ = try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: config.passphraseKDF)
+            }
             argon.append(a)
             let (_, t) = try await Clock.time { try await store.unlock(passphrase: passphrase) }
             unlock.append(t)
@@ -65,7 +73,8 @@ struct DeniableBench: AsyncParsableCommand {
         for round in 0..<repeats {
             try await store.unlock(passphrase: passphrase)
             try await full.unlock(passphrase: fullPassphrase)
-            var e = 0.0, f = 0.0
+            var e = 0.0
+            var f = 0.0
             if round % 2 == 0 {
                 e = try await Clock.time { try await store.lock() }.1
                 f = try await Clock.time { try await full.lock() }.1
@@ -79,11 +88,14 @@ struct DeniableBench: AsyncParsableCommand {
         }
         // The app-start routine on this store (keys fresh, no dead-drop source: only file work),
         // and the default 8-slot queue's rewrite alone (secure-element MAC, seal, atomic write).
-        var start = [Double](), rewrite = [Double]()
+        var start = [Double]()
+        var rewrite = [Double]()
         let defaults = DeniableConfiguration()
-        let queue = try SendingQueue(url: folder.appendingPathComponent("queue-bench"), slots: defaults.queueSlots,
-                                     itemBytes: defaults.queueItemBytes,
-                                     secureElement: FileSecureElement(keyFile: folder.appendingPathComponent("queue-bench.key"))) {
+        let queue = try SendingQueue(
+            url: folder.appendingPathComponent("queue-bench"), slots: defaults.queueSlots,
+            itemBytes: defaults.queueItemBytes,
+            secureElement: FileSecureElement(keyFile: folder.appendingPathComponent("queue-bench.key"))
+        ) {
             SecureRandom.bytes(defaults.queueItemBytes)
         }
         for _ in 0..<max(repeats, 5) {
@@ -103,7 +115,9 @@ struct DeniableBench: AsyncParsableCommand {
             fields.append(("vault_file_bytes", .number(String(Vault.fileLength(contentBytes: config.vaultContentBytes)))))
             print(JSONValue.object([("tool", .string("coffer bench deniable")), ("results", .object(fields))]).jsonText)
         } else {
-            print("deniable storage, \(config.passphraseKDF), vault \(Vault.fileLength(contentBytes: config.vaultContentBytes)) bytes, full = \(held) messages")
+            print(
+                "deniable storage, \(config.passphraseKDF), vault \(Vault.fileLength(contentBytes: config.vaultContentBytes)) bytes, full = \(held) messages"
+            )
             for (k, v) in results { print(k.padding(toLength: 24, withPad: " ", startingAt: 0), String(format: "%.4f", v)) }
         }
     }

@@ -45,8 +45,10 @@ enum HeldKeyBench {
                 for _ in 0..<calls { failures += Int(crypto_box_seal_open(&opened, cBox, UInt64(cBox.count), boxPK, boxSK) != 0 ? 1 : 0) }
             }
             let (_, tWOpen) = try await Clock.time { for _ in 0..<calls { _ = try await wallet.openSealedBox(box, with: recipient) } }
-            best = (max(best.cSign, Double(calls) / tCSign), max(best.wSign, Double(calls) / tWSign),
-                    max(best.cOpen, Double(calls) / tCOpen), max(best.wOpen, Double(calls) / tWOpen))
+            best = (
+                max(best.cSign, Double(calls) / tCSign), max(best.wSign, Double(calls) / tWSign),
+                max(best.cOpen, Double(calls) / tCOpen), max(best.wOpen, Double(calls) / tWOpen)
+            )
         }
         guard failures == 0 else { throw WalletError.corrupted("the benchmark's C sealed box failed to open") }
         return [

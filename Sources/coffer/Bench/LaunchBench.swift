@@ -39,7 +39,8 @@ struct LaunchBench: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let folder = dir.map { URL(fileURLWithPath: $0, isDirectory: true) }
+        let folder =
+            dir.map { URL(fileURLWithPath: $0, isDirectory: true) }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bench-launch-\(UUID().uuidString)", isDirectory: true)
         try? FileManager.default.removeItem(at: folder)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -48,10 +49,12 @@ struct LaunchBench: AsyncParsableCommand {
 
         func log(_ text: String) { if !json { FileHandle.standardError.write(Data("\(text)\n".utf8)) } }
         log("building the empty and the realistic store …")
-        let empty = try await LaunchStore.build(at: folder.appendingPathComponent("empty"), key: key, walletRecords: 0, assets: 0,
-                                                thumbnails: 0, thumbnailSize: thumbnailSize, useVault: false)
-        let full = try await LaunchStore.build(at: folder.appendingPathComponent("realistic"), key: key, walletRecords: walletRecords,
-                                               assets: assets, thumbnails: thumbnails, thumbnailSize: thumbnailSize, useVault: true)
+        let empty = try await LaunchStore.build(
+            at: folder.appendingPathComponent("empty"), key: key, walletRecords: 0, assets: 0,
+            thumbnails: 0, thumbnailSize: thumbnailSize, useVault: false)
+        let full = try await LaunchStore.build(
+            at: folder.appendingPathComponent("realistic"), key: key, walletRecords: walletRecords,
+            assets: assets, thumbnails: thumbnails, thumbnailSize: thumbnailSize, useVault: true)
         log("timing launches …")
         var samples: [String: [String: [Double]]] = ["empty": [:], "realistic": [:]]
         for round in 0..<repeats {
@@ -62,10 +65,12 @@ struct LaunchBench: AsyncParsableCommand {
             }
         }
         log("timing the wallet's open at \(scaleSmall) and \(scaleLarge) records …")
-        let small = folder.appendingPathComponent("scale-small.sqlite"), large = folder.appendingPathComponent("scale-large.sqlite")
+        let small = folder.appendingPathComponent("scale-small.sqlite")
+        let large = folder.appendingPathComponent("scale-large.sqlite")
         try await LaunchStore.makeWallet(at: small, key: key, records: scaleSmall)
         try await LaunchStore.makeWallet(at: large, key: key, records: scaleLarge)
-        var smallOpens = [Double](), largeOpens = [Double]()
+        var smallOpens = [Double]()
+        var largeOpens = [Double]()
         for round in 0..<max(repeats, 5) {
             for (url, isSmall) in round % 2 == 0 ? [(small, true), (large, false)] : [(large, false), (small, true)] {
                 let (wallet, t) = try await Clock.time { try await Wallet.open(at: url, key: key) }
@@ -91,20 +96,27 @@ struct LaunchBench: AsyncParsableCommand {
                 ("raw_open_s_median_large", .number(String(format: "%.6f", median(largeOpens)))),
                 ("large_over_small", .number(String(format: "%.3f", median(largeOpens) / median(smallOpens)))),
             ])
-            print(JSONValue.object([
-                ("tool", .string("coffer bench launch")), ("realistic_sizes", sizes),
-                ("empty_s_median", group("empty")), ("realistic_s_median", group("realistic")), ("wallet_open_scaling", scaling),
-            ]).jsonText)
+            print(
+                JSONValue.object([
+                    ("tool", .string("coffer bench launch")), ("realistic_sizes", sizes),
+                    ("empty_s_median", group("empty")), ("realistic_s_median", group("realistic")), ("wallet_open_scaling", scaling),
+                ]).jsonText)
         } else {
-            print("launch by part, median of \(repeats) (seconds); realistic = \(walletRecords) wallet records, \(assets) assets, "
-                  + "\(thumbnails) thumbnails of \(thumbnailSize) bytes, a used vault")
+            print(
+                "launch by part, median of \(repeats) (seconds); realistic = \(walletRecords) wallet records, \(assets) assets, "
+                    + "\(thumbnails) thumbnails of \(thumbnailSize) bytes, a used vault")
             print("part".padding(toLength: 30, withPad: " ", startingAt: 0), "     empty", " realistic", "     ratio")
             for part in parts {
-                let e = median(samples["empty"]?[part] ?? [0]), r = median(samples["realistic"]?[part] ?? [0])
-                print(part.padding(toLength: 30, withPad: " ", startingAt: 0), String(format: "%10.5f %10.5f %9.2fx", e, r, r / max(e, 1e-9)))
+                let e = median(samples["empty"]?[part] ?? [0])
+                let r = median(samples["realistic"]?[part] ?? [0])
+                print(
+                    part.padding(toLength: 30, withPad: " ", startingAt: 0), String(format: "%10.5f %10.5f %9.2fx", e, r, r / max(e, 1e-9)))
             }
-            let s = median(smallOpens), l = median(largeOpens)
-            print(String(format: "wallet raw-key open: %.5f s at %d records, %.5f s at %d records (%.2fx)", s, scaleSmall, l, scaleLarge, l / s))
+            let s = median(smallOpens)
+            let l = median(largeOpens)
+            print(
+                String(
+                    format: "wallet raw-key open: %.5f s at %d records, %.5f s at %d records (%.2fx)", s, scaleSmall, l, scaleLarge, l / s))
         }
     }
 }
@@ -123,18 +135,22 @@ struct LaunchStore: Sendable {
     let node: DevelopmentCoverNode
     let probe: MediaKey?
 
-    static func build(at folder: URL, key: WalletKey, walletRecords: Int, assets: Int, thumbnails: Int, thumbnailSize: Int,
-                      useVault: Bool) async throws -> LaunchStore {
+    static func build(
+        at folder: URL, key: WalletKey, walletRecords: Int, assets: Int, thumbnails: Int, thumbnailSize: Int,
+        useVault: Bool
+    ) async throws -> LaunchStore {
         let locations = CofferLocations(store: folder)
-        let container = try CofferContainer.open(locations, cacheByteLimits: (memory: 96 << 20, disk: max(1 << 30, thumbnails * (thumbnailSize + 256) * 2)))
+        let container = try CofferContainer.open(
+            locations, cacheByteLimits: (memory: 96 << 20, disk: max(1 << 30, thumbnails * (thumbnailSize + 256) * 2)))
         defer { container.close() }
         try container.secure.save(Data("token-\(folder.lastPathComponent)".utf8), for: "session-token", accessibility: .afterFirstUnlock)
         if assets > 0 {
             let t0 = Date(timeIntervalSince1970: 1_600_000_000)
             for start in stride(from: 0, to: assets, by: 10_000) {
                 let batch = (start..<min(assets, start + 10_000)).map { i in
-                    Asset(remoteId: "remote-\(i)", localId: "local-\(i)", ownerId: "owner-\(i % 10)", checksum: "checksum-\(i)",
-                          fileName: "IMG_\(i).jpg", fileCreatedAt: t0.addingTimeInterval(Double(i) * 60))
+                    Asset(
+                        remoteId: "remote-\(i)", localId: "local-\(i)", ownerId: "owner-\(i % 10)", checksum: "checksum-\(i)",
+                        fileName: "IMG_\(i).jpg", fileCreatedAt: t0.addingTimeInterval(Double(i) * 60))
                 }
                 try container.context.assets.putAll(batch)
             }
@@ -160,8 +176,9 @@ struct LaunchStore: Sendable {
             try await deniable.lock()
         }
         try await deniable.close()
-        return LaunchStore(label: useVault ? "realistic" : "empty", locations: locations, deniableFolder: deniableFolder, node: node,
-                           probe: thumbnails > 0 ? .thumbnail("asset-\(thumbnails / 2)") : nil)
+        return LaunchStore(
+            label: useVault ? "realistic" : "empty", locations: locations, deniableFolder: deniableFolder, node: node,
+            probe: thumbnails > 0 ? .thumbnail("asset-\(thumbnails / 2)") : nil)
     }
 
     /// Fills (or creates) a wallet with `records` records of the bench workload's shape.
@@ -171,8 +188,9 @@ struct LaunchStore: Sendable {
         for start in stride(from: 0, to: records, by: 10_000) {
             try await wallet.transaction { txn in
                 for i in start..<min(records, start + 10_000) {
-                    try txn.add(type: "credential", id: "cred-\(i)", value: value,
-                                tags: ["schema_id": .string("schema-\(i % 10)"), "~seq": .string(String(i))])
+                    try txn.add(
+                        type: "credential", id: "cred-\(i)", value: value,
+                        tags: ["schema_id": .string("schema-\(i % 10)"), "~seq": .string(String(i))])
                 }
             }
         }

@@ -78,9 +78,15 @@ enum BackupMemoryBench {
         let writer = try FileHandle(forWritingTo: jsonl)
         var chunk = ""
         for i in 0..<records {
-            chunk += JSONValue.object([("type", .string(BenchWorkload.category)), ("id", .string(workload.names[i])),
-                                       ("value", .string(workload.values[i])), ("tags", workload.tags[i].jsonValue)]).jsonText + "\n"
-            if chunk.utf8.count > 1 << 20 { try writer.write(contentsOf: Data(chunk.utf8)); chunk = "" }
+            chunk +=
+                JSONValue.object([
+                    ("type", .string(BenchWorkload.category)), ("id", .string(workload.names[i])),
+                    ("value", .string(workload.values[i])), ("tags", workload.tags[i].jsonValue),
+                ]).jsonText + "\n"
+            if chunk.utf8.count > 1 << 20 {
+                try writer.write(contentsOf: Data(chunk.utf8))
+                chunk = ""
+            }
         }
         try writer.write(contentsOf: Data(chunk.utf8))
         try writer.close()
@@ -94,10 +100,17 @@ enum BackupMemoryBench {
         _ = try coffer(source, ["wallet", "create"])
         let (importPeak, tImport) = try Clock.timeSync { try coffer(source, ["wallet", "import", jsonl.path]) }
         out += [("import_jsonl_records_per_sec", Double(records) / tImport), ("import_jsonl_peak_rss_mib", importPeak)]
-        out.append(("store_mib_after_import", (Double(databaseBytes(source.appendingPathComponent("wallet.sqlite").path)) / 1_048_576 * 10).rounded() / 10))
-        out.append(("search_one_page_peak_rss_mib", try coffer(source, ["wallet", "search", BenchWorkload.category, "{}", "--count", "100"])))
+        out.append(
+            (
+                "store_mib_after_import",
+                (Double(databaseBytes(source.appendingPathComponent("wallet.sqlite").path)) / 1_048_576 * 10).rounded() / 10
+            ))
+        out.append(
+            ("search_one_page_peak_rss_mib", try coffer(source, ["wallet", "search", BenchWorkload.category, "{}", "--count", "100"])))
         let backup = folder.appendingPathComponent("bench.cfb")
-        let (exportPeak, tExport) = try Clock.timeSync { try coffer(source, ["wallet", "export", backup.path, "--backup-passphrase-env", "COFFER_BENCH_BACKUP"]) }
+        let (exportPeak, tExport) = try Clock.timeSync {
+            try coffer(source, ["wallet", "export", backup.path, "--backup-passphrase-env", "COFFER_BENCH_BACKUP"])
+        }
         out += [("backup_export_records_per_sec", Double(records) / tExport), ("backup_export_peak_rss_mib", exportPeak)]
         let size = (try? FileManager.default.attributesOfItem(atPath: backup.path)[.size] as? Int) ?? 0
         out.append(("backup_file_mib", (Double(size) / 1_048_576 * 10).rounded() / 10))
@@ -107,8 +120,14 @@ enum BackupMemoryBench {
         }
         out += [("backup_restore_records_per_sec", Double(records) / tRestore), ("backup_restore_peak_rss_mib", restorePeak)]
         // Space coming back: remove 90% of the records, then compact.
-        func storeMiB() -> Double { (Double(databaseBytes(source.appendingPathComponent("wallet.sqlite").path)) / 1_048_576 * 10).rounded() / 10 }
-        out.append(("remove_90pct_peak_rss_mib", try coffer(source, ["wallet", "remove-all", BenchWorkload.category, #"{"schema_id": {"$neq": "schema:0"}}"#])))
+        func storeMiB() -> Double {
+            (Double(databaseBytes(source.appendingPathComponent("wallet.sqlite").path)) / 1_048_576 * 10).rounded() / 10
+        }
+        out.append(
+            (
+                "remove_90pct_peak_rss_mib",
+                try coffer(source, ["wallet", "remove-all", BenchWorkload.category, #"{"schema_id": {"$neq": "schema:0"}}"#])
+            ))
         out.append(("store_mib_after_remove_90pct", storeMiB()))
         out.append(("compact_peak_rss_mib", try coffer(source, ["wallet", "compact"])))
         out.append(("store_mib_after_compact", storeMiB()))

@@ -49,8 +49,11 @@ struct PlainSQLiteRunner {
     }
 
     static func fetch(_ db: Database, _ name: String) throws -> (String, [(String, String)])? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, value FROM items WHERE type = ? AND name = ?"),
-                                         arguments: [BenchWorkload.category, name]) else { return nil }
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT id, value FROM items WHERE type = ? AND name = ?"),
+                arguments: [BenchWorkload.category, name])
+        else { return nil }
         let tags = try Row.fetchAll(db.cachedStatement(sql: "SELECT name, value FROM tags WHERE item = ?"), arguments: [row[0] as Int64])
         return (row[1], tags.map { ($0[0], $0[1]) })
     }
@@ -72,8 +75,11 @@ struct PlainSQLiteRunner {
     }
 
     static func replace(_ db: Database, _ name: String, _ value: String, _ tags: WalletTags) throws {
-        guard let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM items WHERE type = ? AND name = ?"),
-                                          arguments: [BenchWorkload.category, name]) else { return }
+        guard
+            let id = try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT id FROM items WHERE type = ? AND name = ?"),
+                arguments: [BenchWorkload.category, name])
+        else { return }
         try db.cachedStatement(sql: "UPDATE items SET value = ? WHERE id = ?").execute(arguments: [value, id])
         // As the wallet does: only the tag rows that change are written.
         var wanted = Set<[String]>()
@@ -89,8 +95,11 @@ struct PlainSQLiteRunner {
     }
 
     static func remove(_ db: Database, _ name: String) throws {
-        guard let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM items WHERE type = ? AND name = ?"),
-                                          arguments: [BenchWorkload.category, name]) else { return }
+        guard
+            let id = try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT id FROM items WHERE type = ? AND name = ?"),
+                arguments: [BenchWorkload.category, name])
+        else { return }
         try db.cachedStatement(sql: "DELETE FROM tags WHERE item = ?").execute(arguments: [id])
         try db.cachedStatement(sql: "DELETE FROM items WHERE id = ?").execute(arguments: [id])
     }
@@ -136,7 +145,9 @@ struct PlainSQLiteRunner {
         var rows = 0
         let (_, tS) = try await Clock.time {
             for v in 0..<BenchWorkload.schemas {
-                rows += try await b.read { try Self.scan($0, where: "AND d.name = 'schema_id' AND d.value = ?", ["schema:\(v)"], join: eqJoin) }
+                rows += try await b.read {
+                    try Self.scan($0, where: "AND d.name = 'schema_id' AND d.value = ?", ["schema:\(v)"], join: eqJoin)
+                }
             }
         }
         out["scan_tag_eq_encrypted_fetch_all"] = .rows(rows: rows, seconds: tS, queries: BenchWorkload.schemas)
@@ -145,18 +156,23 @@ struct PlainSQLiteRunner {
         let (_, tA2) = try await Clock.time {
             for v in 0..<BenchWorkload.schemas {
                 rows += try await b.read {
-                    try Self.scan($0, where: "AND d.name = 'schema_id' AND d.value = ? AND EXISTS (SELECT 1 FROM tags t WHERE t.item = i.id AND t.name = 'issuer_did' AND t.value = ?)",
-                                  ["schema:\(v)", "did:example:issuer\(v % BenchWorkload.issuers)"], join: eqJoin)
+                    try Self.scan(
+                        $0,
+                        where:
+                            "AND d.name = 'schema_id' AND d.value = ? AND EXISTS (SELECT 1 FROM tags t WHERE t.item = i.id AND t.name = 'issuer_did' AND t.value = ?)",
+                        ["schema:\(v)", "did:example:issuer\(v % BenchWorkload.issuers)"], join: eqJoin)
                 }
             }
         }
         out["scan_tag_and_2_encrypted_fetch_all"] = .rows(rows: rows, seconds: tA2, queries: BenchWorkload.schemas)
         rows = 0
-        let rangeClause = "AND EXISTS (SELECT 1 FROM tags t WHERE t.item = i.id AND t.name = '~seq' AND t.value >= ?) AND EXISTS (SELECT 1 FROM tags t WHERE t.item = i.id AND t.name = '~seq' AND t.value < ?)"
+        let rangeClause =
+            "AND EXISTS (SELECT 1 FROM tags t WHERE t.item = i.id AND t.name = '~seq' AND t.value >= ?) AND EXISTS (SELECT 1 FROM tags t WHERE t.item = i.id AND t.name = '~seq' AND t.value < ?)"
         let (_, tR) = try await Clock.time {
             for j in 0..<10 {
                 rows += try await b.read {
-                    try Self.scan($0, where: rangeClause, [String(format: "%08d", j * w.rangeWidth), String(format: "%08d", (j + 1) * w.rangeWidth)])
+                    try Self.scan(
+                        $0, where: rangeClause, [String(format: "%08d", j * w.rangeWidth), String(format: "%08d", (j + 1) * w.rangeWidth)])
                 }
             }
         }
@@ -170,8 +186,10 @@ struct PlainSQLiteRunner {
                 let cursor = after
                 // A page of 100 with each record's tags, as a wallet page returns them.
                 let (count, last) = try await b.read { db -> (Int, Int64) in
-                    let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT i.id, i.name, i.value FROM items i WHERE i.type = ? AND i.id > ? ORDER BY i.id LIMIT 100"),
-                                                arguments: [BenchWorkload.category, cursor])
+                    let rows = try Row.fetchAll(
+                        db.cachedStatement(
+                            sql: "SELECT i.id, i.name, i.value FROM items i WHERE i.type = ? AND i.id > ? ORDER BY i.id LIMIT 100"),
+                        arguments: [BenchWorkload.category, cursor])
                     let tagStatement = try db.cachedStatement(sql: "SELECT name, value FROM tags WHERE item = ?")
                     for row in rows { _ = try Row.fetchAll(tagStatement, arguments: [row[0] as Int64]) }
                     return (rows.count, rows.last?[0] ?? cursor)
@@ -186,14 +204,21 @@ struct PlainSQLiteRunner {
 
         let reps = 100
         let (_, tC) = try await Clock.time {
-            for _ in 0..<reps { _ = try await b.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM items WHERE type = ?", arguments: [BenchWorkload.category]) } }
+            for _ in 0..<reps {
+                _ = try await b.read {
+                    try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM items WHERE type = ?", arguments: [BenchWorkload.category])
+                }
+            }
         }
         out["count_all"] = .rate(ops: reps, seconds: tC)
         let (_, tCT) = try await Clock.time {
             for j in 0..<reps {
                 _ = try await b.read {
-                    try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM tags d CROSS JOIN items i ON i.id = d.item WHERE d.name = 'schema_id' AND d.value = ? AND i.type = ?",
-                                     arguments: ["schema:\(j % BenchWorkload.schemas)", BenchWorkload.category])
+                    try Int.fetchOne(
+                        $0,
+                        sql:
+                            "SELECT COUNT(*) FROM tags d CROSS JOIN items i ON i.id = d.item WHERE d.name = 'schema_id' AND d.value = ? AND i.type = ?",
+                        arguments: ["schema:\(j % BenchWorkload.schemas)", BenchWorkload.category])
                 }
             }
         }
@@ -201,8 +226,12 @@ struct PlainSQLiteRunner {
         let (_, tCR) = try await Clock.time {
             for j in 0..<reps {
                 _ = try await b.read {
-                    try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM items i WHERE i.type = ? \(rangeClause)",
-                                     arguments: [BenchWorkload.category, String(format: "%08d", (j % 10) * w.rangeWidth), String(format: "%08d", (j % 10 + 1) * w.rangeWidth)])
+                    try Int.fetchOne(
+                        $0, sql: "SELECT COUNT(*) FROM items i WHERE i.type = ? \(rangeClause)",
+                        arguments: [
+                            BenchWorkload.category, String(format: "%08d", (j % 10) * w.rangeWidth),
+                            String(format: "%08d", (j % 10 + 1) * w.rangeWidth),
+                        ])
                 }
             }
         }

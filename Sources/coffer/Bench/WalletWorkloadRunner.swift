@@ -69,15 +69,23 @@ struct WalletWorkloadRunner {
                 lat.reserveCapacity(order.count)
                 for i in order {
                     let t1 = Clock.now()
-                    guard let r = try s.fetch(type: cat, id: w.names[i]), r.value != nil else { throw WalletError.notFound(type: cat, id: w.names[i]) }
+                    guard let r = try s.fetch(type: cat, id: w.names[i]), r.value != nil else {
+                        throw WalletError.notFound(type: cat, id: w.names[i])
+                    }
                     lat.append(Clock.now() - t1)
                 }
                 return lat
             }
         }
-        out.append(("fetch_by_id_random", .rate(ops: order.count, seconds: tF, extra: [
-            ("p50_us", (percentile(lat, 50) * 1e7).rounded() / 10), ("p99_us", (percentile(lat, 99) * 1e7).rounded() / 10),
-        ])))
+        out.append(
+            (
+                "fetch_by_id_random",
+                .rate(
+                    ops: order.count, seconds: tF,
+                    extra: [
+                        ("p50_us", (percentile(lat, 50) * 1e7).rounded() / 10), ("p99_us", (percentile(lat, 99) * 1e7).rounded() / 10),
+                    ])
+            ))
         let (_, tM) = try await Clock.time {
             try await b.session { s in
                 for i in 0..<order.count { _ = try s.fetch(type: cat, id: "missing-\(i)") }
@@ -119,7 +127,10 @@ struct WalletWorkloadRunner {
         // Plaintext range scans on ~seq, each N/10 rows.
         rows = 0
         let ranges = try (0..<10).map { j in
-            try WalletQuery(json: String(format: #"{"$and": [{"~seq": {"$gte": "%08d"}}, {"~seq": {"$lt": "%08d"}}]}"#, j * w.rangeWidth, (j + 1) * w.rangeWidth))
+            try WalletQuery(
+                json: String(
+                    format: #"{"$and": [{"~seq": {"$gte": "%08d"}}, {"~seq": {"$lt": "%08d"}}]}"#, j * w.rangeWidth, (j + 1) * w.rangeWidth)
+            )
         }
         let (_, tR) = try await Clock.time {
             for _ in 0..<scanRepeats { for q in ranges { rows += try await b.fetchAll(type: cat, matching: q).count } }
@@ -154,7 +165,9 @@ struct WalletWorkloadRunner {
                 if rows % 1000 == 0 { peak = max(peak, residentBytes()) }
             }
         }
-        out.append(("stream_walk_all", .rows(rows: rows, seconds: tW, queries: 1, extra: [("rss_growth_bytes", Double(max(0, peak - rssBefore)))])))
+        out.append(
+            ("stream_walk_all", .rows(rows: rows, seconds: tW, queries: 1, extra: [("rss_growth_bytes", Double(max(0, peak - rssBefore)))]))
+        )
 
         // Rekey rewrites only the sealed keys: the same time for N records as for 10.
         let small = try await Wallet.create(at: folder.appendingPathComponent("small.sqlite"), key: key)
@@ -280,12 +293,23 @@ struct WalletWorkloadRunner {
 
         // Import from JSON lines (streamed, one transaction), then remove 90% and compact.
         let jsonl = folder.appendingPathComponent("import.jsonl")
-        if let writer = FileHandle(forWritingAtPath: { FileManager.default.createFile(atPath: jsonl.path, contents: nil); return jsonl.path }()) {
+        if let writer = FileHandle(
+            forWritingAtPath: {
+                FileManager.default.createFile(atPath: jsonl.path, contents: nil)
+                return jsonl.path
+            }())
+        {
             var chunk = ""
             for i in 0..<w.n {
-                chunk += JSONValue.object([("type", .string(cat)), ("id", .string(w.names[i])), ("value", .string(w.values[i])),
-                                           ("tags", w.tags[i].jsonValue)]).jsonText + "\n"
-                if chunk.utf8.count > 1 << 20 { try writer.write(contentsOf: Data(chunk.utf8)); chunk = "" }
+                chunk +=
+                    JSONValue.object([
+                        ("type", .string(cat)), ("id", .string(w.names[i])), ("value", .string(w.values[i])),
+                        ("tags", w.tags[i].jsonValue),
+                    ]).jsonText + "\n"
+                if chunk.utf8.count > 1 << 20 {
+                    try writer.write(contentsOf: Data(chunk.utf8))
+                    chunk = ""
+                }
             }
             try writer.write(contentsOf: Data(chunk.utf8))
             try writer.close()
@@ -298,7 +322,8 @@ struct WalletWorkloadRunner {
         log("remove 90% …")
         let keep = "schema:0"
         let (removed90, tRemove90) = try await Clock.time {
-            try await storeC.removeAll(type: cat, matching: WalletQuery(jsonValue: .object([("schema_id", .object([("$neq", .string(keep))]))])))
+            try await storeC.removeAll(
+                type: cat, matching: WalletQuery(jsonValue: .object([("schema_id", .object([("$neq", .string(keep))]))])))
         }
         out.append(("remove_all_90pct", .rate(ops: removed90, seconds: tRemove90)))
         log("compact …")
