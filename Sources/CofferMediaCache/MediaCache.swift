@@ -146,8 +146,9 @@ public enum MediaCacheError: Error, Equatable, Sendable, CustomStringConvertible
 ///   removal, clear) runs under an exclusive `flock(2)` on `folder/.coffer-cache-lock`, which
 ///   also holds a change counter; a process whose counter is behind re-reads the folder before it
 ///   evicts, so the limits hold across processes too.
-/// - Files are mode 0600 and folders 0700 whatever the umask; the cache's own folders and files
-///   found with a wider mode are restricted to their owner when the cache opens.
+/// - Files are mode 0600 and folders 0700 whatever the umask; the cache's own folders and anchor
+///   found with a wider mode are restricted to their owner when the cache opens, its entries when
+///   it indexes them (in the background after open, or at the first call that needs the index).
 public final class MediaCache: @unchecked Sendable {
     /// The disk layer's folder.
     public let folder: URL

@@ -34,7 +34,7 @@ struct MediaCacheModesTests {
         #expect(wrongModes(parent) == [])
     }
 
-    @Test("the cache's folders, anchor and entries found wider are restricted when it opens")
+    @Test("the cache's folders and anchor found wider are restricted when it opens, its entries when it indexes them")
     func existingCacheRestricted() throws {
         let folder = cacheFolder()
         try MediaCache(folder: folder).store(bytes(1), for: .thumbnail("a"))
@@ -47,6 +47,7 @@ struct MediaCacheModesTests {
         }
         let reopened = try MediaCache(folder: folder)
         #expect(reopened.data(for: .thumbnail("a")) == bytes(1))
+        _ = reopened.statistics() // the index is built now if the background has not yet
         #expect(wrongModes(folder) == [])
     }
 }
