@@ -74,7 +74,7 @@ let package = Package(
         ),
         .target(
             name: "CofferSettings",
-            dependencies: [.product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CofferFileModes", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "CofferDatabase",
@@ -91,13 +91,13 @@ let package = Package(
         ),
         .target(
             name: "CofferSecureStorage",
-            dependencies: ["CofferCrypto", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CofferCrypto", "CofferFileModes", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "Coffer",
             dependencies: [
                 "CofferWallet", "CofferStateMachines", "CofferDeniable", "CofferSettings", "CofferDatabase", "CofferCrypto",
-                "CofferMediaCache", "CofferSecureStorage", .product(name: "Logging", package: "swift-log"),
+                "CofferMediaCache", "CofferSecureStorage", "CofferFileModes", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
@@ -112,6 +112,8 @@ let package = Package(
             ]
         ),
         .testTarget(name: "CofferCryptoTests", dependencies: ["CofferCrypto"]),
+        // An app's view: only `import Coffer`, from a main-actor view model.
+        .testTarget(name: "CofferAPITests", dependencies: ["Coffer"]),
         .testTarget(name: "CofferMediaCacheTests", dependencies: ["CofferMediaCache"]),
         .testTarget(name: "CofferSecureStorageTests", dependencies: ["CofferSecureStorage"]),
         .testTarget(name: "CofferContainerTests", dependencies: ["Coffer", .product(name: "GRDB", package: "GRDB.swift")]),

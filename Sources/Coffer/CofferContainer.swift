@@ -1,5 +1,6 @@
 // The app container: every store of an app in one folder (plus a caches folder), opened together.
 import CofferCrypto
+import CofferFileModes
 import Foundation
 import Logging
 
@@ -143,6 +144,9 @@ public final class CofferContainer: @unchecked Sendable {
     ///   - cacheByteLimits: the media cache's memory and disk byte limits; by default
     ///     `MediaCacheLimits.default` (its entry limits always follow the cache-size settings).
     ///   - dataMigrations: the app database's data ladder; by default `AppDatabase.dataMigrations`.
+    ///
+    /// Blocks the calling thread while the database opens and migrates: from the main actor,
+    /// `await` the async form.
     public static func open(
         _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
         keychainService: String? = nil, cacheByteLimits: (memory: Int, disk: Int)? = nil,
@@ -171,6 +175,21 @@ public final class CofferContainer: @unchecked Sendable {
         return container
     }
 
+    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)`` off the
+    /// caller's executor: opening and migrating run on a worker thread, so an app can open its
+    /// container from the main actor (e.g. in a SwiftUI `.task`) without blocking it.
+    public static func open(
+        _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
+        keychainService: String? = nil, cacheByteLimits: (memory: Int, disk: Int)? = nil,
+        dataMigrations: [DataMigration] = AppDatabase.dataMigrations
+    ) async throws -> CofferContainer {
+        try await offCaller {
+            try open(
+                locations, secureStorage: secureStorage, keychainService: keychainService,
+                cacheByteLimits: cacheByteLimits, dataMigrations: dataMigrations)
+        }
+    }
+
     private init(locations: CofferLocations, database: AppDatabase, cache: MediaCache, secure: any SecureStorage) {
         self.locations = locations
         self.database = database
@@ -197,7 +216,7 @@ public final class CofferContainer: @unchecked Sendable {
                 for await _ in stream {
                     var limits = cache.currentLimits
                     limits.entries = Self.cacheEntries(settings)
-                    try? cache.setLimits(limits)
+                    try? await cache.setLimits(limits)
                 }
             }
         }
@@ -243,13 +262,21 @@ public final class CofferContainer: @unchecked Sendable {
         return try await AssetCleanup(database: database).run(chosen, library: library, dryRun: dryRun, now: now, ownerId: owner)
     }
 
+    /// ``clearCache(_:)`` off the caller's executor.
+    public func clearCache(_ kind: MediaKind? = nil) async throws(ContainerError) {
+        try await offCaller { () throws(ContainerError) in try self.clearCache(kind) }
+    }
+
     /// Clear cache: thumbnails, previews and album covers (or one kind); synced data untouched.
+    /// Blocks the calling thread while files are removed: from the main actor, `await` the async form.
     public func clearCache(_ kind: MediaKind? = nil) throws(ContainerError) {
         try checkOpen()
         cache.clear(kind)
     }
 
-    /// Closes the wallets it opened and the app database. Idempotent.
+    /// Closes the wallets it opened, the media cache and the app database, ending every settings
+    /// stream and collection observation they serve; later calls throw their module's `closed`
+    /// error. Idempotent. Blocks the calling thread briefly while the files close.
     public func close() {
         let (opened, tasks, observer, wasClosed) = lock.withLock { () -> ([Wallet], [Task<Void, Never>], (any NSObjectProtocol)?, Bool) in
             defer {
@@ -269,9 +296,15 @@ public final class CofferContainer: @unchecked Sendable {
         try? database.close()
     }
 
+    /// ``reset()`` off the caller's executor.
+    public func reset() async throws {
+        try await offCaller { try self.reset() }
+    }
+
     /// Full reset: closes everything, then removes the database (settings included), the wallet,
     /// the deniable vault, the media cache and every secure item (see
     /// ``reset(_:secureStorage:keychainService:)``). This container is closed afterwards.
+    /// Blocks the calling thread while files are removed: from the main actor, `await` the async form.
     public func reset() throws {
         try checkOpen()
         cache.clear()
@@ -288,7 +321,8 @@ public final class CofferContainer: @unchecked Sendable {
     /// default this store's own ``CofferLocations/keychainService``, on Apple platforms; the
     /// sealed-file folder elsewhere). Other stores' items are untouched. The next
     /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)`` is a fresh install.
-    /// Close any container or wallet of these locations first.
+    /// Close any container or wallet of these locations first. Blocks the calling thread: from the
+    /// main actor, `await` the async form.
     /// - Throws: ``ContainerError/storage(_:)`` naming every item that could not be removed (the
     ///   others are removed all the same).
     public static func reset(
@@ -312,6 +346,16 @@ public final class CofferContainer: @unchecked Sendable {
         DurableFile.syncFolder(locations.data)
         guard failures.isEmpty else { throw ContainerError.storage(failures.joined(separator: "; ")) }
         logger.notice("full reset done", metadata: ["folder": "\(locations.data.path)"])
+    }
+}
+
+extension CofferContainer {
+    /// ``reset(_:secureStorage:keychainService:)`` off the caller's executor.
+    public static func reset(
+        _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
+        keychainService: String? = nil
+    ) async throws {
+        try await offCaller { try reset(locations, secureStorage: secureStorage, keychainService: keychainService) }
     }
 }
 

@@ -77,8 +77,9 @@ public struct DataMigration: Sendable {
 
 /// The app database: one file shared by settings and the entity collections.
 public final class AppDatabase: Sendable {
-    /// The connection pool (one per file).
-    public let pool: DatabasePool
+    /// The connection pool (one per file). Package-internal: apps reach the data through
+    /// ``settings``, ``context`` and their observations, which are Coffer's own types.
+    package let pool: DatabasePool
     /// The typed settings store.
     public let settings: Settings
     /// One typed client per entity.
@@ -89,7 +90,7 @@ public final class AppDatabase: Sendable {
     static let logger = Logger(label: "coffer.database")
 
     /// Schema migrations, oldest first. Shipped steps never change; new ones are appended.
-    public static func migrator() -> DatabaseMigrator {
+    package static func migrator() -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         Settings.registerMigrations(&migrator)
         migrator.registerMigration("app-v1") { db in
@@ -390,7 +391,39 @@ public final class AppDatabase: Sendable {
         }
     }
 
-    /// Rows per collection (`coffer db stats`).
+    /// ``open(at:dataMigrations:schemaUpTo:)`` off the caller's executor: the migrations and
+    /// checks run on a worker thread, so awaiting it from the main actor does not block it.
+    public static func open(
+        at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,
+        schemaUpTo lastMigration: String? = nil
+    ) async throws -> AppDatabase {
+        try await offCaller { try open(at: url, dataMigrations: dataMigrations, schemaUpTo: lastMigration, profile: nil) }
+    }
+
+    /// ``stats()`` off the caller's executor.
+    public func stats() async throws -> [(table: String, rows: Int)] {
+        let rows = try await offCaller { try self.stats().map { TableRows(table: $0.table, rows: $0.rows) } }
+        return rows.map { (table: $0.table, rows: $0.rows) }
+    }
+
+    /// ``compact()`` off the caller's executor.
+    @discardableResult
+    public func compact() async throws -> (bytesBefore: Int, bytesAfter: Int) {
+        let sizes = try await offCaller { () throws -> [Int] in
+            let (before, after) = try self.compact() as (bytesBefore: Int, bytesAfter: Int)
+            return [before, after]
+        }
+        return (bytesBefore: sizes[0], bytesAfter: sizes[1])
+    }
+
+    /// One collection's row count (a `Sendable` carrier for ``stats()``).
+    private struct TableRows: Sendable {
+        let table: String
+        let rows: Int
+    }
+
+    /// Rows per collection (`coffer db stats`). Blocks the calling thread while SQLite counts;
+    /// from the main actor, `await` the async form.
     public func stats() throws -> [(table: String, rows: Int)] {
         let tables = [
             "assets", "albums", "album_assets", "album_users", "backup_albums", "duplicated_assets", "etags",
@@ -401,15 +434,18 @@ public final class AppDatabase: Sendable {
         }
     }
 
-    /// Closes the pool.
+    /// Closes the pool and ends every settings stream and collection observation it serves;
+    /// later calls throw ``DatabaseStoreError/closed`` (settings: `SettingsError.closed`).
     public func close() throws {
+        context.observations.closeAll()
         settings.close()
         try pool.close()
         // GRDB closes its read-only readers last, and they cannot remove the WAL.
         SQLiteFootprint.removeWAL(atPath: pool.path)
     }
 
-    /// Gives every free page back to the file system and truncates the WAL.
+    /// Gives every free page back to the file system and truncates the WAL. Blocks the calling
+    /// thread; from the main actor, `await` the async form.
     /// - Returns: the bytes of `app.sqlite` and its WAL before and after.
     @discardableResult
     public func compact() throws -> (bytesBefore: Int, bytesAfter: Int) {

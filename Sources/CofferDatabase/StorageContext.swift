@@ -6,24 +6,32 @@ import GRDB
 /// Seed 003's brand client.
 public protocol BrandClientType: Sendable {
     /// Saves (inserts or replaces) a brand under a namespace (language).
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func save(_ entity: Brand, for nameSpace: String) throws
     /// Brands of a language.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func getBrandByLanguage(_ language: String) throws -> [Brand]?
     /// Removes a language's brands.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func clearBrandBy(_ language: String) throws
     /// Deletes a brand; returns how many rows went (0 or 1).
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func delete(_ id: String) throws -> Int
 }
 
 /// The assets collection.
 public protocol AssetClientType: Sendable {
     /// The asset with this server id.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func findByRemoteId(_ remoteId: String) throws -> Asset?
     /// The asset with this device id.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func findByLocalId(_ localId: String) throws -> Asset?
     /// Every asset of an owner, newest first.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func allForOwner(_ ownerId: String) throws -> [Asset]
     /// Assets created in `start...end`, oldest first.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func createdBetween(_ start: Date, _ end: Date) throws -> [Asset]
     /// Inserts or updates (matched on remote id, else local id, else owner + checksum) in one
     /// transaction. A row matched by its local id or by owner + checksum keeps the remote id and
@@ -31,21 +39,27 @@ public protocol AssetClientType: Sendable {
     /// that names different ones is refused (``DatabaseStoreError/uniqueViolation(key:table:)``
     /// naming the key it matched on) and nothing is written. A missing id is filled in (a local
     /// asset backed up gets its remote id).
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult func put(_ asset: Asset, onConflict: AssetIdentityConflict) throws -> Asset
     /// ``put(_:onConflict:)`` for many, all in one transaction (all or nothing).
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult func putAll(_ assets: [Asset], onConflict: AssetIdentityConflict) throws -> [Asset]
     /// Deletes the assets with these server ids in one transaction; returns how many went.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult func deleteAllByRemoteId(_ remoteIds: [String]) throws -> Int
     /// Number of assets.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func count() throws -> Int
     /// An owner's assets now and after every committed change that affects them.
-    func observeOwner(_ ownerId: String) -> AsyncValueObservation<[Asset]>
+    func observeOwner(_ ownerId: String) -> QueryObservation<[Asset]>
 }
 
 extension AssetClientType {
     /// ``put(_:onConflict:)`` that refuses to change an existing row's remote or local id.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult public func put(_ asset: Asset) throws -> Asset { try put(asset, onConflict: .refuse) }
     /// ``putAll(_:onConflict:)`` that refuses to change an existing row's remote or local id.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult public func putAll(_ assets: [Asset]) throws -> [Asset] { try putAll(assets, onConflict: .refuse) }
 }
 
@@ -61,55 +75,78 @@ public enum AssetIdentityConflict: Sendable, Hashable {
 /// The albums collection with its links to assets and users.
 public protocol AlbumClientType: Sendable {
     /// Inserts or updates (matched on remote id) an album.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult func put(_ album: Album) throws -> Album
     /// The album with this server id.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func findByRemoteId(_ remoteId: String) throws -> Album?
     /// Links assets to an album (one transaction).
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func link(albumId: Int64, assetIds: [Int64]) throws
     /// Shares an album with users.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func share(albumId: Int64, userIds: [String]) throws
     /// The album's assets.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func assets(albumId: Int64) throws -> [Asset]
     /// An owner's albums.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func allForOwner(_ ownerId: String) throws -> [Album]
     /// Removes the albums with these remote ids (their asset and user links go with them; the
     /// assets stay); returns how many were removed.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult func deleteAllByRemoteId(_ remoteIds: [String]) throws -> Int
 }
 
 /// Backup album selection, duplicated assets, ETags and device assets.
 public protocol SyncClientType: Sendable {
     /// Saves a backup album selection.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func putBackupAlbum(_ album: BackupAlbum) throws
     /// Albums with a selection.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func backupAlbums(_ selection: BackupAlbum.Selection) throws -> [BackupAlbum]
     /// Marks device assets as already uploaded.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func putDuplicated(_ ids: [String]) throws
     /// Whether a device asset was already uploaded.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func isDuplicated(_ id: String) throws -> Bool
     /// Saves a user's sync ETag.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func putETag(_ etag: ETag) throws
     /// A user's sync ETag.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func etag(_ userId: String) throws -> ETag?
     /// Saves Android device asset hashes.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func putAndroidAssets(_ assets: [AndroidDeviceAsset]) throws
     /// Saves iOS device asset hashes.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func putIOSAssets(_ assets: [IOSDeviceAsset]) throws
     /// An iOS device asset's hash record.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func iosAsset(_ id: String) throws -> IOSDeviceAsset?
     /// An Android device asset's hash record.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func androidAsset(_ id: String) throws -> AndroidDeviceAsset?
     /// Every backup album selection (whatever its selection).
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func allBackupAlbums() throws -> [BackupAlbum]
     /// Removes backup album selections by device album id; returns how many were removed.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult func deleteBackupAlbums(_ ids: [String]) throws -> Int
     /// Removes users' sync ETags; returns how many were removed.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult func deleteETags(_ userIds: [String]) throws -> Int
     /// Removes "already uploaded" marks; returns how many were removed.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult func deleteDuplicated(_ ids: [String]) throws -> Int
     /// Removes Android device asset hash records; returns how many were removed.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult func deleteAndroidAssets(_ ids: [String]) throws -> Int
     /// Removes iOS device asset hash records; returns how many were removed.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult func deleteIOSAssets(_ ids: [String]) throws -> Int
 }
 
@@ -128,26 +165,30 @@ public protocol ClientType: Sendable {
 /// The database behind every client; each write runs in one transaction.
 public final class StorageContext: ClientType, Sendable {
     let pool: DatabasePool
+    /// The running observations, ended when the database closes.
+    let observations = ObservationRegistry()
 
     init(pool: DatabasePool) { self.pool = pool }
 
     /// Brands.
     public var brand: BrandClientType { BrandClient(pool: pool) }
     /// Assets.
-    public var assets: AssetClientType { AssetClient(pool: pool) }
+    public var assets: AssetClientType { AssetClient(pool: pool, observations: observations) }
     /// Albums.
     public var albums: AlbumClientType { AlbumClient(pool: pool) }
     /// Sync bookkeeping.
     public var sync: SyncClientType { SyncClient(pool: pool) }
 
-    /// Observes any read of the app database: yields its result now and after every committed
-    /// change to the tables it read (unchanged results are skipped).
+    /// Observes any read of the app database, written with GRDB's `Database` (the one call of
+    /// the collections that needs `import GRDB`; ``observe(client:)`` needs none): yields its
+    /// result now and after every committed change to the tables it read (unchanged results are
+    /// skipped).
     ///
     ///     for try await n in app.context.observe({ db in try Asset.fetchCount(db) }) { … }
     public func observe<Value: Equatable & Sendable>(_ query: @escaping @Sendable (Database) throws -> Value)
-        -> AsyncValueObservation<Value>
+        -> QueryObservation<Value>
     {
-        ValueObservation.tracking(query).removeDuplicates().values(in: pool)
+        QueryObservation(registry: observations) { [pool] in ValueObservation.tracking(query).removeDuplicates().values(in: pool) }
     }
 
     /// Observes any query of a client, written against the clients: the client's reads join the
@@ -155,7 +196,7 @@ public final class StorageContext: ClientType, Sendable {
     ///
     ///     for try await albums in app.context.observe({ try app.context.albums.allForOwner(id) }) { … }
     public func observe<Value: Equatable & Sendable>(client query: @escaping @Sendable () throws -> Value)
-        -> AsyncValueObservation<Value>
+        -> QueryObservation<Value>
     {
         observe { db in try ObservationScope.with(db) { try query() } }
     }
@@ -217,6 +258,7 @@ struct BrandClient: BrandClientType {
 
 struct AssetClient: AssetClientType {
     let pool: DatabasePool
+    let observations: ObservationRegistry
 
     // Hot reads use cached prepared statements: building and preparing SQL per call would cost
     // more than the indexed read itself.
@@ -327,13 +369,15 @@ struct AssetClient: AssetClientType {
 
     func count() throws -> Int { try read(pool) { db in try Asset.fetchCount(db) } }
 
-    func observeOwner(_ ownerId: String) -> AsyncValueObservation<[Asset]> {
+    func observeOwner(_ ownerId: String) -> QueryObservation<[Asset]> {
         let ownerId = OwnerId.normalized(ownerId)
-        return ValueObservation.tracking { db in
-            try Asset.filter(Column("ownerId") == ownerId).order(Column("fileCreatedAt").desc).fetchAll(db)
+        return QueryObservation(registry: observations) { [pool] in
+            ValueObservation.tracking { db in
+                try Asset.filter(Column("ownerId") == ownerId).order(Column("fileCreatedAt").desc).fetchAll(db)
+            }
+            .removeDuplicates()
+            .values(in: pool)
         }
-        .removeDuplicates()
-        .values(in: pool)
     }
 }
 

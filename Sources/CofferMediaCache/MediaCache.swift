@@ -263,6 +263,7 @@ public final class MediaCache: @unchecked Sendable {
 
     /// The cached bytes from memory, else from disk (then kept in memory), else nil (also once
     /// the cache is closed).
+    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
     public func data(for key: MediaKey) -> Data? {
         lock.lock()
         if isClosed {
@@ -350,7 +351,9 @@ public final class MediaCache: @unchecked Sendable {
         if closed { throw MediaCacheError.closed }
         try Task.checkCancellation()
         for attempt in 0... {
-            if let hit = data(for: key) { return hit }
+            // A memory hit answers at once; a disk read runs off the caller's executor.
+            if let hit = memoryData(for: key) { return hit }
+            if let hit = await data(for: key) { return hit }
             let diskKey = DiskKey(key)
             let joined: (Flight, UInt64)? = lock.withLock {
                 let flight: Flight
@@ -398,7 +401,7 @@ public final class MediaCache: @unchecked Sendable {
             // Stored while still in flight, so a request arriving meanwhile waits for this run
             // instead of starting another. The caller gets its image even when it cannot be
             // cached (disk full, too large).
-            do { try store(data, for: key) } catch {
+            do { try await store(data, for: key) } catch {
                 Self.logger.warning("a loaded image was not cached", metadata: ["key": "\(key)", "reason": "\(error)"])
             }
         }
@@ -461,6 +464,7 @@ public final class MediaCache: @unchecked Sendable {
     /// Stores `data` in both layers, evicting least recently used entries to stay within limits.
     /// - Throws: ``MediaCacheError/invalidInput(_:)`` for an empty id or data, or data larger
     ///   than the disk layer's limit; ``MediaCacheError/storage(_:)`` when the file cannot be written.
+    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
     public func store(_ data: Data, for key: MediaKey) throws(MediaCacheError) {
         try Self.validate(key)
         if closed { throw .closed }
@@ -498,16 +502,19 @@ public final class MediaCache: @unchecked Sendable {
     }
 
     /// Removes one entry from both layers.
+    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
     public func remove(_ key: MediaKey) {
         removeUnderFolderLock([key])
     }
 
     /// Removes an asset's thumbnail and preview (the asset was deleted or changed).
+    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
     public func invalidate(assetId: String) {
         removeUnderFolderLock([.thumbnail(assetId), .preview(assetId)])
     }
 
     /// Removes an album's cover (the album changed).
+    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
     public func invalidate(albumId: String) {
         removeUnderFolderLock([.albumThumbnail(albumId)])
     }
@@ -524,6 +531,7 @@ public final class MediaCache: @unchecked Sendable {
     }
 
     /// Removes every entry of one kind, or of every kind.
+    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
     public func clear(_ kind: MediaKind? = nil) {
         withFolderLock {
             lock.lock()
@@ -554,6 +562,7 @@ public final class MediaCache: @unchecked Sendable {
     }
 
     /// Applies new limits, evicting at once what no longer fits.
+    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
     public func setLimits(_ newLimits: MediaCacheLimits) throws(MediaCacheError) {
         let checked = try Self.checked(newLimits)
         withFolderLock {
@@ -573,6 +582,7 @@ public final class MediaCache: @unchecked Sendable {
     }
 
     /// Entries and bytes per kind in each layer (builds the disk index first if it is not yet).
+    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
     public func statistics() -> MediaCacheStatistics {
         withFolderLock {}
         lock.lock()
@@ -588,6 +598,7 @@ public final class MediaCache: @unchecked Sendable {
 
     /// Checks the anchor file now (e.g. when the app returns to the foreground); when the OS
     /// purged the folder, forgets the disk index and recreates the folder. Returns whether it had.
+    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
     @discardableResult
     public func checkForPurge() -> Bool {
         withFolderLock {

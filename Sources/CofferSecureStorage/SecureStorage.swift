@@ -52,17 +52,24 @@ public enum SecureStorageError: Error, Equatable, Sendable, CustomStringConverti
 }
 
 /// Named secret items: `save`, `load`, `delete`. Implementations are thread-safe; every write is
-/// durable when it returns.
+/// durable when it returns. Every call here blocks the calling thread (a Keychain call, or a
+/// sealed file's read or write and fsync): from the main actor, `await` the async forms of the
+/// same names, which run on a worker thread.
 public protocol SecureStorage: Sendable {
     /// Stores `data` under `name` (replacing any item of that name) with an accessibility class.
+    /// Blocking: from the main actor, `await` the async form.
     func save(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError)
     /// The item's bytes, or nil when there is none.
+    /// Blocking: from the main actor, `await` the async form.
     func load(_ name: String) throws(SecureStorageError) -> Data?
     /// Removes the item; removing a missing item is not an error.
+    /// Blocking: from the main actor, `await` the async form.
     func delete(_ name: String) throws(SecureStorageError)
     /// The names of every stored item, sorted.
+    /// Blocking: from the main actor, `await` the async form.
     func names() throws(SecureStorageError) -> [String]
     /// Removes every item of this store.
+    /// Blocking: from the main actor, `await` the async form.
     func deleteAll() throws(SecureStorageError)
     /// Items that exist but fail their check (named as the store can: a file or account name),
     /// with the reason; the others still read. Stores that cannot tell return none.
@@ -189,6 +196,7 @@ extension SecureItem where Value == [String: String] {
 
 extension SecureStorage {
     /// Stores a typed item under its name and default (or the given) accessibility.
+    /// Blocking: from the main actor, `await` the async form.
     public func save<Value>(_ value: Value, for item: SecureItem<Value>, accessibility: SecureAccessibility? = nil)
         throws(SecureStorageError)
     {
@@ -199,12 +207,14 @@ extension SecureStorage {
 
     /// A typed item's value, or nil when it is not stored.
     /// - Throws: ``SecureStorageError/invalidValue(_:)`` when the stored bytes are not a `Value`.
+    /// Blocking: from the main actor, `await` the async form.
     public func load<Value>(_ item: SecureItem<Value>) throws(SecureStorageError) -> Value? {
         guard let data = try load(item.name) else { return nil }
         do { return try item.decode(data) } catch { throw .invalidValue("\(item.name) does not hold a \(Value.self)") }
     }
 
     /// Removes a typed item.
+    /// Blocking: from the main actor, `await` the async form.
     public func delete<Value>(_ item: SecureItem<Value>) throws(SecureStorageError) {
         try delete(item.name)
     }

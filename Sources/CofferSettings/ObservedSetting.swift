@@ -12,6 +12,7 @@ import Observation
 /// @State private var columns = ObservedSetting(SettingsCatalog.tilesPerRow, in: app.settings)
 /// Stepper("Columns: \(columns.value)", value: $columns.value, in: 1...8)
 /// ```
+@available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, visionOS 1.0, *)
 @MainActor
 @Observable
 public final class ObservedSetting<Value: Sendable> {

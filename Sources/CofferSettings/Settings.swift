@@ -1,6 +1,7 @@
 // The typed settings store: reads from memory, writes to SQLite first (durable when `put`
 // returns), then to memory; every instance on one file sees the others' writes, in this process
 // at once and in other processes at its next read after a short interval.
+import CofferFileModes
 import Foundation
 import GRDB
 import Logging
@@ -179,8 +180,25 @@ public final class Settings: @unchecked Sendable {
     /// ``changes(_:)`` subscribers what changed. Reads call this on their own after
     /// ``crossProcessCheckInterval``; call it when the app needs other processes' writes now
     /// (e.g. on returning to the foreground).
+    /// Blocks the calling thread for one small read: from the main actor, `await` the async form.
     public func refresh() {
         refreshIfChanged(wait: true)
+    }
+
+    /// ``refresh()`` off the caller's executor.
+    public func refresh() async {
+        await offCaller { self.refresh() }
+    }
+
+    /// ``put(_:_:)`` off the caller's executor: the commit runs on a worker thread; memory and
+    /// ``changes(_:initial:)`` subscribers are updated before it returns, as with the blocking form.
+    public func put<Value>(_ key: StoreKey<Value>, _ value: Value) async throws(SettingsError) {
+        try await offCaller { () throws(SettingsError) in try self.put(key, value) }
+    }
+
+    /// ``delete(_:)`` off the caller's executor.
+    public func delete<Value>(_ key: StoreKey<Value>) async throws(SettingsError) {
+        try await offCaller { () throws(SettingsError) in try self.delete(key) }
     }
 
     private func refreshIfChanged(wait: Bool) {
@@ -267,31 +285,34 @@ public final class Settings: @unchecked Sendable {
     }
 
     /// The raw stored value of `name` as text (for tools), nil when unset.
-    public func rawValue(_ name: String) -> (kind: String, value: DatabaseValue)? {
+    package func rawValue(_ name: String) -> (kind: String, value: DatabaseValue)? {
         stored(name).map { ($0.kind, $0.value) }
     }
 
     // MARK: Writes (database first)
 
-    /// Stores `value`; when this returns the value is committed to disk, then in memory.
+    /// Stores `value`; when this returns the value is committed to disk, then in memory. Blocks
+    /// the calling thread for the commit (about a millisecond, more while another process holds
+    /// the lock): from the main actor, `await` the async form.
     public func put<Value>(_ key: StoreKey<Value>, _ value: Value) throws(SettingsError) {
         let encoded: DatabaseValue
         do { encoded = try key.codec.encode(value) } catch { throw .unencodable(key: key.name, reason: "\(error)") }
         try write(key.name, StoredSetting(kind: key.codec.kind, value: encoded))
     }
 
-    /// Removes the key's value (reads give the default again).
+    /// Removes the key's value (reads give the default again). Blocks the calling thread for the
+    /// commit: from the main actor, `await` the async form.
     public func delete<Value>(_ key: StoreKey<Value>) throws(SettingsError) {
         try write(key.name, nil)
     }
 
     /// Stores a raw value under `name` (for tools that do not know the key's type).
-    public func putRaw(_ name: String, kind: String, value: DatabaseValue) throws(SettingsError) {
+    package func putRaw(_ name: String, kind: String, value: DatabaseValue) throws(SettingsError) {
         try write(name, StoredSetting(kind: kind, value: value))
     }
 
     /// Removes `name` (for tools).
-    public func deleteRaw(_ name: String) throws(SettingsError) {
+    package func deleteRaw(_ name: String) throws(SettingsError) {
         try write(name, nil)
     }
 

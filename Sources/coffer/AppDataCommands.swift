@@ -206,7 +206,7 @@ struct DBCommand: AsyncParsableCommand {
         func run() async throws {
             let app = try AppDataCLI.open(storeOptions)
             defer { try? app.close() }
-            let (before, after) = try app.compact()
+            let (before, after) = try await app.compact()
             print(JSONValue.object([("bytesBefore", .number(String(before))), ("bytesAfter", .number(String(after)))]).jsonText)
         }
     }
@@ -218,7 +218,7 @@ struct DBCommand: AsyncParsableCommand {
         func run() async throws {
             let app = try AppDataCLI.open(storeOptions)
             defer { try? app.close() }
-            print(JSONValue.object(try app.stats().map { ($0.table, .number(String($0.rows))) }).jsonText)
+            print(JSONValue.object(try await app.stats().map { ($0.table, .number(String($0.rows))) }).jsonText)
         }
     }
 }

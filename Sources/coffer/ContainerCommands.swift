@@ -61,9 +61,9 @@ struct CacheCommand: AsyncParsableCommand {
         func run() async throws {
             let container = try ContainerCLI.open(storeOptions)
             defer { container.close() }
-            let before = container.cache.statistics().diskBytes
-            try container.clearCache(kind)
-            let freed = before - container.cache.statistics().diskBytes
+            let before = await container.cache.statistics().diskBytes
+            try await container.clearCache(kind)
+            let freed = before - (await container.cache.statistics().diskBytes)
             print(JSONValue.object([("cleared", .string(kind?.rawValue ?? "all")), ("bytes", .number(String(freed)))]).jsonText)
         }
     }
@@ -82,7 +82,7 @@ struct CacheCommand: AsyncParsableCommand {
             }
             let container = try ContainerCLI.open(storeOptions)
             defer { container.close() }
-            try container.cache.store(data, for: MediaKey(kind, id))
+            try await container.cache.store(data, for: MediaKey(kind, id))
         }
     }
 
@@ -95,7 +95,7 @@ struct CacheCommand: AsyncParsableCommand {
         func run() async throws {
             let container = try ContainerCLI.open(storeOptions)
             defer { container.close() }
-            guard let data = container.cache.data(for: MediaKey(kind, id)) else {
+            guard let data = await container.cache.data(for: MediaKey(kind, id)) else {
                 throw WalletError.notFound(type: "cached \(kind.rawValue)", id: id)
             }
             FileHandle.standardOutput.write(data)
@@ -163,7 +163,7 @@ struct ResetCommand: AsyncParsableCommand {
     func run() async throws {
         guard yes else { throw WalletError.invalidInput("reset removes every local store: confirm with --yes") }
         // Nothing is opened: a store written by a newer version, or damaged, is reset all the same.
-        try CofferContainer.reset(storeOptions.locations)
+        try await CofferContainer.reset(storeOptions.locations)
         StandardError.write("reset: \(storeOptions.locations.data.path) is back to a fresh install\n")
     }
 }
@@ -186,7 +186,7 @@ struct SecureCommand: AsyncParsableCommand {
         func run() async throws {
             let container = try ContainerCLI.open(storeOptions)
             defer { container.close() }
-            guard let data = try container.secure.load(name) else { throw WalletError.notFound(type: "secure item", id: name) }
+            guard let data = try await container.secure.load(name) else { throw WalletError.notFound(type: "secure item", id: name) }
             if base64 { print(data.base64EncodedString()) } else { FileHandle.standardOutput.write(data) }
         }
     }
@@ -213,7 +213,7 @@ struct SecureCommand: AsyncParsableCommand {
             guard !value.isEmpty else { throw WalletError.invalidInput("the value of \(name) is empty") }
             let container = try ContainerCLI.open(storeOptions)
             defer { container.close() }
-            try container.secure.save(value, for: name, accessibility: accessibility)
+            try await container.secure.save(value, for: name, accessibility: accessibility)
         }
     }
 
@@ -225,7 +225,7 @@ struct SecureCommand: AsyncParsableCommand {
         func run() async throws {
             let container = try ContainerCLI.open(storeOptions)
             defer { container.close() }
-            try container.secure.delete(name)
+            try await container.secure.delete(name)
         }
     }
 
@@ -240,7 +240,7 @@ struct SecureCommand: AsyncParsableCommand {
         func run() async throws {
             let container = try ContainerCLI.open(storeOptions)
             defer { container.close() }
-            let names = try container.secure.names()
+            let names = try await container.secure.names()
             for damaged in try container.secure.damagedItems() {
                 StandardError.write(
                     "warning: damaged secure item \(damaged.file): \(damaged.reason); set the item again, or delete it by name\n")

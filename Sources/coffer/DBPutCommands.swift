@@ -30,7 +30,7 @@ extension DBCommand {
             let app = try AppDataCLI.open(storeOptions)
             defer { try? app.close() }
             let created = createdAt.map { Date(timeIntervalSince1970: $0) } ?? Date()
-            let asset = try app.context.assets.put(
+            let asset = try await app.context.assets.put(
                 Asset(
                     remoteId: remoteId, localId: localId, ownerId: ownerId, checksum: checksum,
                     fileName: remoteId, fileCreatedAt: created),

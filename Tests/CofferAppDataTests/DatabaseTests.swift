@@ -95,10 +95,10 @@ struct CollectionTests {
         let app = try openApp()
         var iterator = app.context.assets.observeOwner("owner-1").makeAsyncIterator()
         #expect(try await iterator.next()?.count == 0)
-        try app.context.assets.put(asset(1))
+        try await app.context.assets.put(asset(1))
         #expect(try await iterator.next()?.count == 1)
-        try app.context.assets.put(asset(2, owner: "someone-else"))
-        try app.context.assets.put(asset(3))
+        try await app.context.assets.put(asset(2, owner: "someone-else"))
+        try await app.context.assets.put(asset(3))
         #expect(try await iterator.next()?.count == 2)
     }
 }

@@ -61,14 +61,14 @@ struct AppDatabaseOpenCostTests {
     func checkOnDemand() async throws {
         let url = try Self.database(assets: 10)
         try Self.addDanglingLink(url)
-        let app = try AppDatabase.open(at: url)
+        let app = try await AppDatabase.open(at: url)
         defer { try? app.close() }
         await #expect(throws: DatabaseStoreError.self) { try await app.checkIntegrity() }
     }
 
     @Test("checkIntegrity() passes on a sound file")
     func checkPasses() async throws {
-        let app = try AppDatabase.open(at: try Self.database(assets: 10))
+        let app = try await AppDatabase.open(at: try Self.database(assets: 10))
         defer { try? app.close() }
         try await app.checkIntegrity()
     }

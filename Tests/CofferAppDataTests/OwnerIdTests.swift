@@ -57,7 +57,7 @@ struct OwnerIdTests {
     @Test("observeOwner with a mixed-case id sees the owner's assets")
     func observationNormalises() async throws {
         let app = try openApp()
-        try app.context.assets.put(asset(1, owner: "user-a"))
+        try await app.context.assets.put(asset(1, owner: "user-a"))
         var iterator = app.context.assets.observeOwner("User-A").makeAsyncIterator()
         let first = try await iterator.next()
         #expect(first?.count == 1)

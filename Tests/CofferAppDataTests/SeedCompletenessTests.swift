@@ -58,7 +58,7 @@ struct SeedCompletenessTests {
         let context = app.context
         var updates = context.observe(client: { try context.albums.allForOwner("U").map(\.name) }).makeAsyncIterator()
         #expect(try await updates.next() == [])
-        try context.albums.put(Album(remoteId: "al", name: "Holiday", createdAt: Date(), ownerId: "u"))
+        try await context.albums.put(Album(remoteId: "al", name: "Holiday", createdAt: Date(), ownerId: "u"))
         #expect(try await updates.next() == ["Holiday"])
     }
 
@@ -67,7 +67,7 @@ struct SeedCompletenessTests {
         let app = try openApp()
         var updates = app.context.observe { db in try ETag.fetchCount(db) }.makeAsyncIterator()
         #expect(try await updates.next() == 0)
-        try app.context.sync.putETag(ETag(id: "u", assetCount: 1, time: Date()))
+        try await app.context.sync.putETag(ETag(id: "u", assetCount: 1, time: Date()))
         #expect(try await updates.next() == 1)
     }
 

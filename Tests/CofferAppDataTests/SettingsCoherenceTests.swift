@@ -65,7 +65,7 @@ struct SettingsCoherenceTests {
             try db.execute(sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('themeMode', 'enum', 'dark', 0)")
         }
         try other.close()
-        app.settings.refresh()
+        await app.settings.refresh()
         #expect(app.settings.get(SettingsCatalog.themeMode) == .dark)
         var iterator = stream.makeAsyncIterator()
         #expect(await iterator.next() == .dark)

@@ -30,11 +30,11 @@ struct SettingsStreamTests {
     func initialValueFirst() async throws {
         let app = try openApp()
         defer { try? app.close() }
-        try app.settings.put(SettingsCatalog.tilesPerRow, 5)
+        try await app.settings.put(SettingsCatalog.tilesPerRow, 5)
         let stream = app.settings.changes(SettingsCatalog.tilesPerRow, initial: true)
         let reader = Task { await Self.first(2, of: stream) }
         try await Task.sleep(for: .milliseconds(20))
-        try app.settings.put(SettingsCatalog.tilesPerRow, 6)
+        try await app.settings.put(SettingsCatalog.tilesPerRow, 6)
         #expect(await reader.value == [5, 6])
     }
 
@@ -44,10 +44,10 @@ struct SettingsStreamTests {
         defer { try? app.close() }
         let stream = app.settings.changes(SettingsCatalog.tilesPerRow)
         let reader = Task { await Self.first(2, of: stream) }
-        try app.settings.put(SettingsCatalog.tilesPerRow, 3)
-        try app.settings.put(SettingsCatalog.tilesPerRow, 3)
-        try app.settings.put(SettingsCatalog.tilesPerRow, 3)
-        try app.settings.put(SettingsCatalog.tilesPerRow, 7)
+        try await app.settings.put(SettingsCatalog.tilesPerRow, 3)
+        try await app.settings.put(SettingsCatalog.tilesPerRow, 3)
+        try await app.settings.put(SettingsCatalog.tilesPerRow, 3)
+        try await app.settings.put(SettingsCatalog.tilesPerRow, 7)
         #expect(await reader.value == [3, 7])
     }
 
@@ -70,19 +70,23 @@ struct SettingsStreamTests {
 struct ObservedSettingTests {
     @Test("an ObservedSetting starts at the stored value and follows another instance's writes")
     func follows() async throws {
+        // Observation's models need macOS 14 / iOS 17; the package supports older systems.
+        guard #available(macOS 14.0, iOS 17.0, *) else { return }
         let folder = appFolder()
         let app = try openApp(folder)
         defer { try? app.close() }
-        try app.settings.put(SettingsCatalog.tilesPerRow, 5)
+        try await app.settings.put(SettingsCatalog.tilesPerRow, 5)
         let model = ObservedSetting(SettingsCatalog.tilesPerRow, in: app.settings)
         #expect(model.value == 5)
-        try app.settings.put(SettingsCatalog.tilesPerRow, 8)
+        try await app.settings.put(SettingsCatalog.tilesPerRow, 8)
         for _ in 0..<500 where model.value != 8 { try await Task.sleep(for: .milliseconds(5)) }
         #expect(model.value == 8)
     }
 
     @Test("assigning value writes the setting, and Observation reports the change")
     func assignmentWrites() async throws {
+        // Observation's models need macOS 14 / iOS 17; the package supports older systems.
+        guard #available(macOS 14.0, iOS 17.0, *) else { return }
         let app = try openApp()
         defer { try? app.close() }
         let model = ObservedSetting(SettingsCatalog.tilesPerRow, in: app.settings)
@@ -100,6 +104,8 @@ struct ObservedSettingTests {
 
     @Test("a write that fails is kept in lastError and the value stays as stored")
     func failedWrite() async throws {
+        // Observation's models need macOS 14 / iOS 17; the package supports older systems.
+        guard #available(macOS 14.0, iOS 17.0, *) else { return }
         let app = try openApp()
         let model = ObservedSetting(SettingsCatalog.tilesPerRow, in: app.settings)
         try app.close()

@@ -69,14 +69,14 @@ struct ContainerTests {
 
     @Test("changing a cache-size setting resizes the open cache")
     func limitsFollowSettings() async throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try await CofferContainer.open(CofferLocations(store: containerFolder()))
         defer { c.close() }
-        for i in 0..<10 { try c.cache.store(Data([UInt8(i)]), for: .preview("a\(i)")) }
-        try c.settings.put(SettingsCatalog.imageCacheSize, 4)
-        for _ in 0..<200 where c.cache.statistics().kinds[.preview]?.diskEntries != 4 {
+        for i in 0..<10 { try await c.cache.store(Data([UInt8(i)]), for: .preview("a\(i)")) }
+        try await c.settings.put(SettingsCatalog.imageCacheSize, 4)
+        for _ in 0..<200 where await c.cache.statistics().kinds[.preview]?.diskEntries != 4 {
             try await Task.sleep(nanoseconds: 10_000_000)
         }
-        #expect(c.cache.statistics().kinds[.preview]?.diskEntries == 4)
+        await #expect(c.cache.statistics().kinds[.preview]?.diskEntries == 4)
     }
 
     @Test("clear cache empties every kind and leaves synced data")
@@ -120,23 +120,23 @@ struct ResetTests {
     @Test("after a reset the next open behaves exactly as a fresh install")
     func resetIsFreshInstall() async throws {
         let folder = containerFolder()
-        let c = try CofferContainer.open(CofferLocations(store: folder))
-        try c.settings.put(SettingsCatalog.themeMode, .dark)
+        let c = try await CofferContainer.open(CofferLocations(store: folder))
+        try await c.settings.put(SettingsCatalog.themeMode, .dark)
         try backedUp(c, containerFolder(), 1, days: 3)
-        try c.secure.save("tok", for: .accessToken)
-        try c.cache.store(Data([1, 2]), for: .preview("r1"))
+        try await c.secure.save("tok", for: .accessToken)
+        try await c.cache.store(Data([1, 2]), for: .preview("r1"))
         let wallet = try await c.openWallet(.raw(Data(repeating: 7, count: 32)))
         try await wallet.add(type: "note", id: "n1", value: "v")
-        try c.reset()
+        try await c.reset()
 
-        let fresh = try CofferContainer.open(CofferLocations(store: folder))
+        let fresh = try await CofferContainer.open(CofferLocations(store: folder))
         defer { fresh.close() }
         #expect(fresh.database.isFreshInstall)
         #expect(fresh.settings.get(SettingsCatalog.themeMode) == .system)
         #expect(fresh.settings.get(SettingsCatalog.version) == AppDatabase.dataMigrations.map(\.version).max())
-        #expect(try fresh.context.assets.count() == 0)
-        #expect(try fresh.secure.names().isEmpty)
-        #expect(fresh.cache.data(for: .preview("r1")) == nil)
+        await #expect(try fresh.context.assets.count() == 0)
+        await #expect(try fresh.secure.names().isEmpty)
+        await #expect(fresh.cache.data(for: .preview("r1")) == nil)
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("wallet.sqlite").path))
     }
 
@@ -217,7 +217,7 @@ struct ResetTests {
 struct CleanupTests {
     @Test("without a chosen cutoff nothing runs and the error says why")
     func noCutoff() async throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try await CofferContainer.open(CofferLocations(store: containerFolder()))
         defer { c.close() }
         await #expect(throws: DatabaseStoreError.self) {
             try await c.freeUpSpace(library: DirectoryMediaLibrary(root: containerFolder()), dryRun: true, now: now)
@@ -226,12 +226,12 @@ struct CleanupTests {
 
     @Test("only backed-up local assets older than the cutoff are chosen")
     func cutoffAndServerCopy() async throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try await CofferContainer.open(CofferLocations(store: containerFolder()))
         defer { c.close() }
         let media = containerFolder()
         try backedUp(c, media, 1, days: 40)
         try backedUp(c, media, 2, days: 5)
-        try c.context.assets.put(
+        try await c.context.assets.put(
             Asset(
                 remoteId: nil, localId: "only-local.jpg", ownerId: "u1", checksum: "c9", fileName: "x",
                 fileCreatedAt: daysAgo(90), fileSize: 10))
@@ -243,15 +243,15 @@ struct CleanupTests {
 
     @Test("favourites, the kept media type and kept albums stay")
     func keeps() async throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try await CofferContainer.open(CofferLocations(store: containerFolder()))
         defer { c.close() }
         let media = containerFolder()
         try backedUp(c, media, 1, days: 40, favorite: true)
         try backedUp(c, media, 2, days: 40, type: .video)
         let inAlbum = try backedUp(c, media, 3, days: 40)
         try backedUp(c, media, 4, days: 40)
-        let album = try c.context.albums.put(Album(remoteId: "keep-me", name: "Trip", createdAt: now, modifiedAt: now, ownerId: "u1"))
-        try c.context.albums.link(albumId: album.id!, assetIds: [inAlbum.id!])
+        let album = try await c.context.albums.put(Album(remoteId: "keep-me", name: "Trip", createdAt: now, modifiedAt: now, ownerId: "u1"))
+        try await c.context.albums.link(albumId: album.id!, assetIds: [inAlbum.id!])
         let options = CleanupOptions(keepFavorites: true, keepMediaType: .videos, keepAlbumIds: ["keep-me"], cutoffDaysAgo: 30)
         let result = try await c.freeUpSpace(options, library: DirectoryMediaLibrary(root: media), dryRun: true, now: now)
         #expect(result.removed.map(\.remoteId) == ["r4"])
@@ -259,20 +259,20 @@ struct CleanupTests {
 
     @Test("the options default to the settings' cleanup keys")
     func optionsFromSettings() async throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try await CofferContainer.open(CofferLocations(store: containerFolder()))
         defer { c.close() }
         let media = containerFolder()
         try backedUp(c, media, 1, days: 40, favorite: true)
         try backedUp(c, media, 2, days: 40)
-        try c.settings.put(SettingsCatalog.cleanupCutoffDaysAgo, 30)
-        try c.settings.put(SettingsCatalog.cleanupKeepFavorites, false)
+        try await c.settings.put(SettingsCatalog.cleanupCutoffDaysAgo, 30)
+        try await c.settings.put(SettingsCatalog.cleanupKeepFavorites, false)
         let result = try await c.freeUpSpace(library: DirectoryMediaLibrary(root: media), dryRun: true, now: now)
         #expect(result.removed.count == 2)
     }
 
     @Test("a dry run lists the bytes and deletes nothing")
     func dryRun() async throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try await CofferContainer.open(CofferLocations(store: containerFolder()))
         defer { c.close() }
         let media = containerFolder()
         try backedUp(c, media, 1, days: 40, bytes: 1_500)
@@ -282,12 +282,12 @@ struct CleanupTests {
             dryRun: true, now: now)
         #expect(result.bytes == 4_000)
         #expect(FileManager.default.fileExists(atPath: media.appendingPathComponent("l1.jpg").path))
-        #expect(try c.context.assets.findByRemoteId("r1")?.localId == "l1.jpg")
+        await #expect(try c.context.assets.findByRemoteId("r1")?.localId == "l1.jpg")
     }
 
     @Test("the real run forgets only the local copies the library actually deleted")
     func realRun() async throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try await CofferContainer.open(CofferLocations(store: containerFolder()))
         defer { c.close() }
         let media = containerFolder()
         try backedUp(c, media, 1, days: 40)
@@ -296,22 +296,22 @@ struct CleanupTests {
         #expect(result.removed.map(\.remoteId) == ["r1"])
         #expect(result.notDeleted.map(\.remoteId) == ["r2"])
         #expect(!FileManager.default.fileExists(atPath: media.appendingPathComponent("l1.jpg").path))
-        #expect(try c.context.assets.findByRemoteId("r1")?.localId == nil)
-        #expect(try c.context.assets.findByRemoteId("r2")?.localId == "l2.jpg")
-        #expect(try c.context.assets.count() == 2)
+        await #expect(try c.context.assets.findByRemoteId("r1")?.localId == nil)
+        await #expect(try c.context.assets.findByRemoteId("r2")?.localId == "l2.jpg")
+        await #expect(try c.context.assets.count() == 2)
     }
 
     @Test("only the logged-in user's assets are chosen when a user is set")
     func ownerOnly() async throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try await CofferContainer.open(CofferLocations(store: containerFolder()))
         defer { c.close() }
         let media = containerFolder()
         try backedUp(c, media, 1, days: 40)
-        try c.context.assets.put(
+        try await c.context.assets.put(
             Asset(
                 remoteId: "other", localId: "o.jpg", ownerId: "u2", checksum: "c8", fileName: "o",
                 fileCreatedAt: daysAgo(40), fileSize: 5))
-        try c.settings.put(SettingsCatalog.currentUser, User(id: "u1", email: "a@b", name: "A"))
+        try await c.settings.put(SettingsCatalog.currentUser, User(id: "u1", email: "a@b", name: "A"))
         let result = try await c.freeUpSpace(
             CleanupOptions(cutoffDaysAgo: 30), library: DirectoryMediaLibrary(root: media),
             dryRun: true, now: now)

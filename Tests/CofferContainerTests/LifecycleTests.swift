@@ -7,7 +7,7 @@ import Testing
 @Suite("Container lifecycle")
 struct ContainerLifecycleTests {
     static func closedContainer() async throws -> (CofferContainer, Wallet) {
-        let app = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let app = try await CofferContainer.open(CofferLocations(store: containerFolder()))
         let wallet = try await app.openWallet(.raw(WalletKey.generateRawKey()))
         app.close()
         return (app, wallet)
@@ -21,8 +21,8 @@ struct ContainerLifecycleTests {
 
     @Test("settings writes throw SettingsError.closed; reads keep the last values")
     func settings() async throws {
-        let app = try CofferContainer.open(CofferLocations(store: containerFolder()))
-        try app.settings.put(SettingsCatalog.tilesPerRow, 6)
+        let app = try await CofferContainer.open(CofferLocations(store: containerFolder()))
+        try await app.settings.put(SettingsCatalog.tilesPerRow, 6)
         app.close()
         #expect(throws: SettingsError.closed) { try app.settings.put(SettingsCatalog.tilesPerRow, 7) }
         #expect(app.settings.get(SettingsCatalog.tilesPerRow) == 6)
@@ -30,14 +30,14 @@ struct ContainerLifecycleTests {
 
     @Test("a settings change stream finishes when the container closes")
     func settingsStreamFinishes() async throws {
-        let app = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let app = try await CofferContainer.open(CofferLocations(store: containerFolder()))
         let stream = app.settings.changes(SettingsCatalog.themeMode)
         let reader = Task { () -> Int in
             var seen = 0
             for await _ in stream { seen += 1 }
             return seen
         }
-        try app.settings.put(SettingsCatalog.themeMode, .dark)
+        try await app.settings.put(SettingsCatalog.themeMode, .dark)
         app.close()
         // The loop ends (it would hang here, and the test time out, if the stream did not finish).
         #expect(await reader.value >= 0)
@@ -58,26 +58,26 @@ struct ContainerLifecycleTests {
 
     @Test("the media cache throws MediaCacheError.closed on store and load, and serves nothing")
     func cache() async throws {
-        let app = try CofferContainer.open(CofferLocations(store: containerFolder()))
-        try app.cache.store(Data([1, 2, 3]), for: .thumbnail("a"))
+        let app = try await CofferContainer.open(CofferLocations(store: containerFolder()))
+        try await app.cache.store(Data([1, 2, 3]), for: .thumbnail("a"))
         app.close()
         #expect(throws: MediaCacheError.closed) { try app.cache.store(Data([4]), for: .thumbnail("b")) }
         await #expect(throws: MediaCacheError.closed) { _ = try await app.cache.data(for: .thumbnail("c")) { Data([5]) } }
-        #expect(app.cache.data(for: .thumbnail("a")) == nil)
+        await #expect(app.cache.data(for: .thumbnail("a")) == nil)
         #expect(app.cache.memoryData(for: .thumbnail("a")) == nil)
     }
 
     @Test("secure storage throws SecureStorageError.closed, and reset still removes the items")
     func secure() async throws {
         let folder = containerFolder()
-        let app = try CofferContainer.open(CofferLocations(store: folder))
-        try app.secure.save(Data("token".utf8), for: "accessToken", accessibility: .afterFirstUnlock)
+        let app = try await CofferContainer.open(CofferLocations(store: folder))
+        try await app.secure.save(Data("token".utf8), for: "accessToken", accessibility: .afterFirstUnlock)
         app.close()
         #expect(throws: SecureStorageError.closed) { _ = try app.secure.load("accessToken") }
         #expect(throws: SecureStorageError.closed) { try app.secure.save(Data("x".utf8), for: "other", accessibility: .afterFirstUnlock) }
-        try CofferContainer.reset(CofferLocations(store: folder))
-        let again = try CofferContainer.open(CofferLocations(store: folder))
+        try await CofferContainer.reset(CofferLocations(store: folder))
+        let again = try await CofferContainer.open(CofferLocations(store: folder))
         defer { again.close() }
-        #expect(try again.secure.load("accessToken") == nil)
+        await #expect(try again.secure.load("accessToken") == nil)
     }
 }

@@ -69,7 +69,7 @@ struct LoaderCancellationTests {
         #expect(await log.started == 1)
         // Give the abandoned run time to finish; it must not have stored its bytes.
         try await Task.sleep(for: .milliseconds(100))
-        #expect(cache.data(for: .thumbnail("a")) == nil)
+        await #expect(cache.data(for: .thumbnail("a")) == nil)
         // A later call loads afresh.
         let fresh = try await cache.data(for: .thumbnail("a")) { Data([1]) }
         #expect(fresh == Data([1]))
@@ -94,7 +94,7 @@ struct LoaderCancellationTests {
         await gate.open()
         #expect(try await staying.value == Data([7]))
         #expect(await log.started == 1)
-        #expect(cache.data(for: .thumbnail("b")) == Data([7]))
+        await #expect(cache.data(for: .thumbnail("b")) == Data([7]))
     }
 
     @Test("a caller already cancelled gets CancellationError without starting the loader")

@@ -89,10 +89,10 @@ struct MediaCacheLoaderRaceTests {
             return bytes(1)
         }
         while await calls.value == 0 { await Task.yield() }
-        cache.invalidate(assetId: "k")
+        await cache.invalidate(assetId: "k")
         gate.continuation.yield()
         #expect(try await first == bytes(1))
-        #expect(cache.data(for: .thumbnail("k")) == nil)
+        await #expect(cache.data(for: .thumbnail("k")) == nil)
         _ = try await cache.data(for: .thumbnail("k")) {
             await calls.increment()
             return bytes(2)

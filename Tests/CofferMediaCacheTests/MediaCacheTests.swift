@@ -288,11 +288,11 @@ struct MediaCacheConcurrencyTests {
                 }
             }
         }
-        let entries = try #require(cache.statistics().kinds[.thumbnail]?.diskEntries)
+        let entries = try await #require(cache.statistics().kinds[.thumbnail]?.diskEntries)
         #expect(entries <= 50)
         #expect(files(folder, .thumbnail).count == entries)
         let reopened = try MediaCache(folder: folder, limits: MediaCacheLimits(entries: [.thumbnail: 50]))
-        #expect(reopened.statistics().kinds[.thumbnail]?.diskEntries == entries)
+        await #expect(reopened.statistics().kinds[.thumbnail]?.diskEntries == entries)
     }
 }
 
@@ -317,7 +317,7 @@ struct MediaCacheLoadingTests {
         #expect(await calls.value == 1)
         #expect(results.count == 40)
         #expect(results.allSatisfy { $0 == bytes(9) })
-        #expect(cache.data(for: .thumbnail("slow")) == bytes(9))
+        await #expect(cache.data(for: .thumbnail("slow")) == bytes(9))
     }
 
     @Test("a failed load stores nothing and the error reaches the caller")
@@ -327,13 +327,13 @@ struct MediaCacheLoadingTests {
         await #expect(throws: Offline.self) {
             try await cache.data(for: .preview("p")) { throw Offline() }
         }
-        #expect(cache.data(for: .preview("p")) == nil)
+        await #expect(cache.data(for: .preview("p")) == nil)
     }
 
     @Test("a cached key does not call the loader")
     func cachedSkipsLoader() async throws {
         let cache = try MediaCache(folder: cacheFolder())
-        try cache.store(bytes(1), for: .preview("p"))
+        try await cache.store(bytes(1), for: .preview("p"))
         let calls = Counter()
         let data = try await cache.data(for: .preview("p")) {
             await calls.increment()
@@ -351,6 +351,6 @@ struct MediaCacheUncachableTests {
         let cache = try MediaCache(folder: cacheFolder(), limits: MediaCacheLimits(diskBytes: 1_000))
         let data = try await cache.data(for: .preview("big")) { bytes(1, count: 5_000) }
         #expect(data == bytes(1, count: 5_000))
-        #expect(cache.data(for: .preview("big")) == nil)
+        await #expect(cache.data(for: .preview("big")) == nil)
     }
 }

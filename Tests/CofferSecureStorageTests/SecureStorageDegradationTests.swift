@@ -92,7 +92,7 @@ struct SecureStorageDegradationTests {
             }
         }
         let reader = EncryptedFileSecureStorage(folder: folder)
-        #expect(try reader.names().count == 16)
+        #expect(try await reader.names().count == 16)
         #expect(try reader.damagedItems().isEmpty)
     }
 }

@@ -140,10 +140,10 @@ struct LaunchStore: Sendable {
         useVault: Bool
     ) async throws -> LaunchStore {
         let locations = CofferLocations(store: folder)
-        let container = try CofferContainer.open(
+        let container = try await CofferContainer.open(
             locations, cacheByteLimits: (memory: 96 << 20, disk: max(1 << 30, thumbnails * (thumbnailSize + 256) * 2)))
         defer { container.close() }
-        try container.secure.save(Data("token-\(folder.lastPathComponent)".utf8), for: "session-token", accessibility: .afterFirstUnlock)
+        try await container.secure.save(Data("token-\(folder.lastPathComponent)".utf8), for: "session-token", accessibility: .afterFirstUnlock)
         if assets > 0 {
             let t0 = Date(timeIntervalSince1970: 1_600_000_000)
             for start in stride(from: 0, to: assets, by: 10_000) {
@@ -152,13 +152,13 @@ struct LaunchStore: Sendable {
                         remoteId: "remote-\(i)", localId: "local-\(i)", ownerId: "owner-\(i % 10)", checksum: "checksum-\(i)",
                         fileName: "IMG_\(i).jpg", fileCreatedAt: t0.addingTimeInterval(Double(i) * 60))
                 }
-                try container.context.assets.putAll(batch)
+                try await container.context.assets.putAll(batch)
             }
         }
-        try container.settings.put(SettingsCatalog.thumbnailCacheSize, max(thumbnails, 1))
+        try await container.settings.put(SettingsCatalog.thumbnailCacheSize, max(thumbnails, 1))
         var rng = SplitMix64(seed: 7)
         let payload = Data((0..<thumbnailSize).map { _ in UInt8(truncatingIfNeeded: rng.next()) })
-        for i in 0..<thumbnails { try container.cache.store(payload, for: .thumbnail("asset-\(i)")) }
+        for i in 0..<thumbnails { try await container.cache.store(payload, for: .thumbnail("asset-\(i)")) }
         let wallet = try await container.openWallet(key)
         try wallet.close()
         try await makeWallet(at: locations.wallet, key: key, records: walletRecords, existing: true)
