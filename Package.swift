@@ -74,7 +74,9 @@ let package = Package(
         ),
         .target(
             name: "CofferSettings",
-            dependencies: ["CofferFileModes", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CofferFileModes", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .target(
             name: "CofferDatabase",

@@ -9,7 +9,9 @@ extension BrandClientType {
     /// ``save(_:for:)`` off the caller's executor.
     public func save(_ entity: Brand, for nameSpace: String) async throws { try await offCaller { try self.save(entity, for: nameSpace) } }
     /// ``getBrandByLanguage(_:)`` off the caller's executor.
-    public func getBrandByLanguage(_ language: String) async throws -> [Brand]? { try await offCaller { try self.getBrandByLanguage(language) } }
+    public func getBrandByLanguage(_ language: String) async throws -> [Brand]? {
+        try await offCaller { try self.getBrandByLanguage(language) }
+    }
     /// ``clearBrandBy(_:)`` off the caller's executor.
     public func clearBrandBy(_ language: String) async throws { try await offCaller { try self.clearBrandBy(language) } }
     /// ``delete(_:)`` off the caller's executor.
@@ -49,9 +51,13 @@ extension AlbumClientType {
     /// ``findByRemoteId(_:)`` off the caller's executor.
     public func findByRemoteId(_ remoteId: String) async throws -> Album? { try await offCaller { try self.findByRemoteId(remoteId) } }
     /// ``link(albumId:assetIds:)`` off the caller's executor.
-    public func link(albumId: Int64, assetIds: [Int64]) async throws { try await offCaller { try self.link(albumId: albumId, assetIds: assetIds) } }
+    public func link(albumId: Int64, assetIds: [Int64]) async throws {
+        try await offCaller { try self.link(albumId: albumId, assetIds: assetIds) }
+    }
     /// ``share(albumId:userIds:)`` off the caller's executor.
-    public func share(albumId: Int64, userIds: [String]) async throws { try await offCaller { try self.share(albumId: albumId, userIds: userIds) } }
+    public func share(albumId: Int64, userIds: [String]) async throws {
+        try await offCaller { try self.share(albumId: albumId, userIds: userIds) }
+    }
     /// ``assets(albumId:)`` off the caller's executor.
     public func assets(albumId: Int64) async throws -> [Asset] { try await offCaller { try self.assets(albumId: albumId) } }
     /// ``allForOwner(_:)`` off the caller's executor.
@@ -88,15 +94,23 @@ extension SyncClientType {
     /// ``allBackupAlbums()`` off the caller's executor.
     public func allBackupAlbums() async throws -> [BackupAlbum] { try await offCaller { try self.allBackupAlbums() } }
     /// ``deleteBackupAlbums(_:)`` off the caller's executor.
-    @discardableResult public func deleteBackupAlbums(_ ids: [String]) async throws -> Int { try await offCaller { try self.deleteBackupAlbums(ids) } }
+    @discardableResult public func deleteBackupAlbums(_ ids: [String]) async throws -> Int {
+        try await offCaller { try self.deleteBackupAlbums(ids) }
+    }
     /// ``deleteETags(_:)`` off the caller's executor.
-    @discardableResult public func deleteETags(_ userIds: [String]) async throws -> Int { try await offCaller { try self.deleteETags(userIds) } }
+    @discardableResult public func deleteETags(_ userIds: [String]) async throws -> Int {
+        try await offCaller { try self.deleteETags(userIds) }
+    }
     /// ``deleteDuplicated(_:)`` off the caller's executor.
-    @discardableResult public func deleteDuplicated(_ ids: [String]) async throws -> Int { try await offCaller { try self.deleteDuplicated(ids) } }
+    @discardableResult public func deleteDuplicated(_ ids: [String]) async throws -> Int {
+        try await offCaller { try self.deleteDuplicated(ids) }
+    }
     /// ``deleteAndroidAssets(_:)`` off the caller's executor.
     @discardableResult public func deleteAndroidAssets(_ ids: [String]) async throws -> Int {
         try await offCaller { try self.deleteAndroidAssets(ids) }
     }
     /// ``deleteIOSAssets(_:)`` off the caller's executor.
-    @discardableResult public func deleteIOSAssets(_ ids: [String]) async throws -> Int { try await offCaller { try self.deleteIOSAssets(ids) } }
+    @discardableResult public func deleteIOSAssets(_ ids: [String]) async throws -> Int {
+        try await offCaller { try self.deleteIOSAssets(ids) }
+    }
 }

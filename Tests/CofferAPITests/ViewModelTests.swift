@@ -157,14 +157,17 @@ struct ViewModelTests {
 
         var changes = settings.changes(SettingsCatalog.tilesPerRow, initial: true).makeAsyncIterator()
         #expect(await changes.next() == 5)
-        try await settings.put(SettingsCatalog.tilesPerRow, 5)  // the same value: not given again
+        try await settings.put(SettingsCatalog.tilesPerRow, 5) // the same value: not given again
         try await settings.put(SettingsCatalog.tilesPerRow, 7)
         #expect(await changes.next() == 7)
     }
 
     @Test("4. an enum with integer raw values is a setting")
     func intEnumSetting() async throws {
-        enum Quality: Int, Sendable { case low = 1, high = 2 }
+        enum Quality: Int, Sendable {
+            case low = 1
+            case high = 2
+        }
         let key = StoreKey(enum: "apiQuality", default: Quality.low)
         let model = try await GalleryModel.open(scratchLocations())
         defer { model.container.close() }
@@ -179,7 +182,7 @@ struct ViewModelTests {
         let cache = model.container.cache
         let load = Task {
             try await cache.data(for: .preview("slow")) {
-                try? await Task.sleep(for: .seconds(30))  // a loader that ignores cancellation
+                try? await Task.sleep(for: .seconds(30)) // a loader that ignores cancellation
                 return Data("late".utf8)
             }
         }

@@ -143,7 +143,9 @@ struct CacheBench: AsyncParsableCommand {
             }
         }
         for (j, c) in evicting.enumerated() {
-            guard await c.statistics().kinds[.thumbnail]?.diskEntries == sizes[j] else { throw ValidationError("the entry limit did not hold") }
+            guard await c.statistics().kinds[.thumbnail]?.diskEntries == sizes[j] else {
+                throw ValidationError("the entry limit did not hold")
+            }
             await c.clear()
         }
         let timedPuts = Double(rounds * (puts / rounds))

@@ -143,7 +143,8 @@ struct LaunchStore: Sendable {
         let container = try await CofferContainer.open(
             locations, cacheByteLimits: (memory: 96 << 20, disk: max(1 << 30, thumbnails * (thumbnailSize + 256) * 2)))
         defer { container.close() }
-        try await container.secure.save(Data("token-\(folder.lastPathComponent)".utf8), for: "session-token", accessibility: .afterFirstUnlock)
+        try await container.secure.save(
+            Data("token-\(folder.lastPathComponent)".utf8), for: "session-token", accessibility: .afterFirstUnlock)
         if assets > 0 {
             let t0 = Date(timeIntervalSince1970: 1_600_000_000)
             for start in stride(from: 0, to: assets, by: 10_000) {
