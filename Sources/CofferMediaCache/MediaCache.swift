@@ -351,9 +351,10 @@ public final class MediaCache: @unchecked Sendable {
         if closed { throw MediaCacheError.closed }
         try Task.checkCancellation()
         for attempt in 0... {
-            // A memory hit answers at once; a disk read runs off the caller's executor.
+            // A memory hit answers at once. A caller that finds a run in flight joins it at once
+            // (the run stores what it loads); otherwise the disk is read off the caller's executor.
             if let hit = memoryData(for: key) { return hit }
-            if let hit = await data(for: key) { return hit }
+            if !lock.withLock({ inFlight[key] != nil }), let hit = await data(for: key) { return hit }
             let diskKey = DiskKey(key)
             let joined: (Flight, UInt64)? = lock.withLock {
                 let flight: Flight

@@ -114,17 +114,29 @@ struct ViewModelTests {
         let model = try await GalleryModel.open(locations)
         let container = model.container
         let wallet = try await container.openWallet(.raw(Data(repeating: 7, count: 32)))
+        let firstValues = AsyncStream<Void>.makeStream()
         let observing = Task { () -> Int in
             var seen = 0
-            for try await _ in container.context.assets.observeOwner("alice") { seen += 1 }
+            for try await _ in container.context.assets.observeOwner("alice") {
+                seen += 1
+                firstValues.continuation.yield()
+            }
             return seen
         }
         let settingsStream = Task { () -> Int in
             var seen = 0
-            for await _ in container.settings.changes(SettingsCatalog.tilesPerRow, initial: true) { seen += 1 }
+            for await _ in container.settings.changes(SettingsCatalog.tilesPerRow, initial: true) {
+                seen += 1
+                firstValues.continuation.yield()
+            }
             return seen
         }
-        try await Task.sleep(for: .milliseconds(100))
+        // Close once both loops are running (each has had its first value).
+        var started = 0
+        for await _ in firstValues.stream {
+            started += 1
+            if started == 2 { break }
+        }
         container.close()
         // Both loops end on their own (a leaked loop would hang this test).
         #expect(try await observing.value >= 1)
