@@ -34,6 +34,7 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
         ),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
         .target(name: "CofferFileModes"),
         .target(
             name: "CofferSQLite",
@@ -63,6 +64,8 @@ let package = Package(
             name: "CofferDeniable",
             dependencies: [
                 "CofferCrypto",
+                "CZlib",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],

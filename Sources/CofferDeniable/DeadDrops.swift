@@ -1,49 +1,129 @@
 // Dead drops: signed batches of messages the service publishes for every user; only trial
 // decryption tells a user which ones are theirs.
 import CofferCrypto
+import Crypto
 import Foundation
 import GRDB
 
-/// One published dead drop.
+/// One journalist-to-user dead drop, as CoverDrop's API serves it.
 public struct DeadDrop: Sendable, Hashable {
     /// The service's increasing identifier.
     public let id: Int64
-    /// When the service published it (retention counts from the newest one, not the device clock).
-    public let createdAt: Date
-    /// Concatenated fixed-size messages, each a sealed box to some user's key.
+    /// When the service published it, in whole Unix seconds (what is signed; retention counts
+    /// from the newest one, not the device clock).
+    public let createdAtSeconds: Int64
+    /// Concatenated 553-byte TwoPartyBoxes, each from a journalist's messaging key to some
+    /// user's key (or a cover between random keys).
     public let data: Data
-    /// Ed25519 signature of ``signedBytes(id:createdAt:data:)`` by a CoverNode signing key.
+    /// A CoverNode identity key's Ed25519 signature of ``signedDigest(data:createdAtSeconds:)``.
     public let signature: Data
 
+    /// When the service published it.
+    public var createdAt: Date { Date(timeIntervalSince1970: Double(createdAtSeconds)) }
+
     /// A dead drop as published.
-    public init(id: Int64, createdAt: Date, data: Data, signature: Data) {
+    public init(id: Int64, createdAtSeconds: Int64, data: Data, signature: Data) {
         self.id = id
-        self.createdAt = createdAt
+        self.createdAtSeconds = createdAtSeconds
         self.data = data
         self.signature = signature
     }
 
-    /// What a CoverNode signs: a label, the id, the publication time (ms, big-endian) and the data.
-    public static func signedBytes(id: Int64, createdAt: Date, data: Data) -> Data {
-        var w = Writer(buffer: [])
-        w.bytes(Array("coffer.deniable.deaddrop.v1".utf8))
-        w.u64(UInt64(bitPattern: id))
-        w.u64(UInt64(bitPattern: unixMillis(createdAt)))
-        var out = Data(w.buffer)
-        out.append(data)
-        return out
+    /// What a CoverNode signs (CoverDrop's second dead-drop signature scheme): SHA-256 of the
+    /// data followed by the publication time in whole seconds, i64 big-endian.
+    public static func signedDigest(data: Data, createdAtSeconds: Int64) -> Data {
+        var hasher = SHA256()
+        hasher.update(data: data)
+        withUnsafeBytes(of: createdAtSeconds.bigEndian) { hasher.update(bufferPointer: $0) }
+        return Data(hasher.finalize())
+    }
+
+    /// A dead drop signed by a CoverNode identity key.
+    public static func signed(id: Int64, createdAtSeconds: Int64, data: Data, by identityKey: Ed25519KeyPair) -> DeadDrop {
+        DeadDrop(
+            id: id, createdAtSeconds: createdAtSeconds, data: data,
+            signature: identityKey.sign(signedDigest(data: data, createdAtSeconds: createdAtSeconds)))
+    }
+
+    /// Whether one of `identityKeys` signed it.
+    public func isSigned(byAnyOf identityKeys: [Data]) -> Bool {
+        let digest = Self.signedDigest(data: data, createdAtSeconds: createdAtSeconds)
+        return identityKeys.contains { Ed25519KeyPair.verify(signature: signature, message: digest, publicKey: $0) }
     }
 }
 
-/// Milliseconds since 1970, rounded.
-func unixMillis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+/// The dead-drop list of CoverDrop's API (`GET /v1/user/dead-drops?ids_greater_than=N`):
+/// `{"dead_drops": [{"id", "created_at" (RFC 3339), "data" (base64), "signature" (hex)}]}`.
+/// A legacy `cert` field, and any other, is ignored.
+public enum DeadDropList {
+    private struct Item: Codable {
+        var id: Int64
+        var createdAt: String
+        var data: String
+        var signature: String
+        enum CodingKeys: String, CodingKey {
+            case id, data, signature
+            case createdAt = "created_at"
+        }
+    }
+
+    private struct List: Codable {
+        var deadDrops: [Item]
+        enum CodingKeys: String, CodingKey { case deadDrops = "dead_drops" }
+    }
+
+    /// The dead drops in a response body.
+    /// - Throws: ``DeniableError/invalidInput(_:)`` naming what does not parse.
+    public static func parse(_ json: Data) throws(DeniableError) -> [DeadDrop] {
+        let list: List
+        do { list = try JSONDecoder().decode(List.self, from: json) } catch {
+            throw .invalidInput("the dead-drop list is not CoverDrop's shape: \(error)")
+        }
+        var out = [DeadDrop]()
+        for item in list.deadDrops {
+            guard let time = RFC3339.parse(item.createdAt) else {
+                throw .invalidInput("dead drop \(item.id): created_at \(item.createdAt) is not an RFC 3339 time")
+            }
+            guard let data = Base64.decode(item.data) else { throw .invalidInput("dead drop \(item.id): data is not base64") }
+            guard let signature = Hex.decode(item.signature) else { throw .invalidInput("dead drop \(item.id): signature is not hex") }
+            out.append(DeadDrop(id: item.id, createdAtSeconds: time.seconds, data: data, signature: signature))
+        }
+        return out
+    }
+
+    /// A response body holding `drops` (base64 without padding, as CoverDrop's server writes it).
+    public static func json(_ drops: [DeadDrop]) -> Data {
+        let list = List(
+            deadDrops: drops.map {
+                Item(
+                    id: $0.id, createdAt: RFC3339.format(seconds: $0.createdAtSeconds),
+                    data: $0.data.base64EncodedString().replacingOccurrences(of: "=", with: ""), signature: Hex.encode($0.signature))
+            })
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(list)) ?? Data(#"{"dead_drops":[]}"#.utf8)
+    }
+}
+
+/// Standard base64, with or without padding.
+enum Base64 {
+    static func decode(_ text: String) -> Data? {
+        var padded = text
+        while padded.utf8.count % 4 != 0 { padded += "=" }
+        return Data(base64Encoded: padded)
+    }
+}
 
 /// The dead-drop database (`dead-drops.sqlite`): verified dead drops, merged by id, trimmed to
-/// the retention window counted back from the newest one. It uses a rollback journal, so between
+/// the retention window counted back from the newest one. Its `user_version` is 2 for CoverDrop's
+/// formats; dead drops stored in Coffer's earlier format are dropped when it opens (they are
+/// fetched again). It uses a rollback journal, so between
 /// writes it is one file (mode 0600, made before SQLite opens it; SQLite gives its journal the
 /// same mode), and every install that fetches the same dead drops writes it the same way.
 final class DeadDropStore: Sendable {
     let queue: DatabaseQueue
+    /// CoverDrop's dead drops (created_at in whole seconds, CoverDrop's signature).
+    static let formatVersion = 2
 
     init(url: URL) throws(DeniableError) {
         do {
@@ -56,6 +136,10 @@ final class DeadDropStore: Sendable {
             queue = try DatabaseQueue(path: url.path, configuration: config)
             try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = DELETE") }
             try queue.write { db in
+                if try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 < Self.formatVersion {
+                    try db.execute(sql: "DROP TABLE IF EXISTS dead_drops")
+                    try db.execute(sql: "PRAGMA user_version = \(Self.formatVersion)")
+                }
                 try db.execute(
                     sql: """
                         CREATE TABLE IF NOT EXISTS dead_drops(
@@ -82,18 +166,14 @@ final class DeadDropStore: Sendable {
     /// Verifies each drop against `signingKeys`, adds the new ones, and trims those older than
     /// `retention` before the newest, all in one transaction.
     func merge(
-        _ drops: [DeadDrop], signingKeys: [PublishedKey], now: Date, retention: TimeInterval,
+        _ drops: [DeadDrop], signingKeys: [Data], now: Date, retention: TimeInterval,
         maxFutureSkew: TimeInterval, messageBytes: Int
     ) throws(DeniableError) -> MergeResult {
         var result = MergeResult()
         do {
             try queue.write { db in
                 for drop in drops {
-                    let signed = DeadDrop.signedBytes(id: drop.id, createdAt: drop.createdAt, data: drop.data)
-                    let verified = signingKeys.contains {
-                        Ed25519KeyPair.verify(signature: drop.signature, message: signed, publicKey: $0.key)
-                    }
-                    guard verified, drop.createdAt.timeIntervalSince(now) <= maxFutureSkew,
+                    guard drop.isSigned(byAnyOf: signingKeys), drop.createdAt.timeIntervalSince(now) <= maxFutureSkew,
                         !drop.data.isEmpty, drop.data.count % messageBytes == 0
                     else {
                         result.rejected += 1
@@ -101,11 +181,11 @@ final class DeadDropStore: Sendable {
                     }
                     try db.execute(
                         sql: "INSERT OR IGNORE INTO dead_drops(id, created_at, data, signature) VALUES (?, ?, ?, ?)",
-                        arguments: [drop.id, unixMillis(drop.createdAt), drop.data, drop.signature])
+                        arguments: [drop.id, drop.createdAtSeconds, drop.data, drop.signature])
                     if db.changesCount == 1 { result.kept += 1 } else { result.duplicates += 1 }
                 }
                 if let newest = try Int64.fetchOne(db, sql: "SELECT MAX(created_at) FROM dead_drops") {
-                    let cutoff = newest - Int64((retention * 1000).rounded())
+                    let cutoff = newest - Int64(retention.rounded())
                     try db.execute(sql: "DELETE FROM dead_drops WHERE created_at < ?", arguments: [cutoff])
                     result.trimmed = db.changesCount
                 }
@@ -121,9 +201,7 @@ final class DeadDropStore: Sendable {
         do {
             return try queue.read { db in
                 try Row.fetchAll(db, sql: "SELECT id, created_at, data, signature FROM dead_drops ORDER BY id").map { row in
-                    DeadDrop(
-                        id: row[0], createdAt: Date(timeIntervalSince1970: Double(row[1] as Int64) / 1000),
-                        data: row[2], signature: row[3])
+                    DeadDrop(id: row[0], createdAtSeconds: row[1], data: row[2], signature: row[3])
                 }
             }
         } catch { throw .storage("reading dead drops failed: \(error)") }
@@ -140,38 +218,6 @@ final class DeadDropStore: Sendable {
     func removeAll() throws(DeniableError) {
         do { try queue.write { db in try db.execute(sql: "DELETE FROM dead_drops") } } catch {
             throw .storage("clearing dead drops failed: \(error)")
-        }
-    }
-}
-
-/// The fixed-size plaintext of a message before it is sealed: peer name length (1 byte), peer
-/// name, text length (2 bytes, big-endian), text, random fill.
-enum MessagePadding {
-    static func encode(peer: String, text: String, size: Int) throws(DeniableError) -> Data {
-        let p = Array(peer.utf8)
-        let t = Array(text.utf8)
-        guard !p.isEmpty, p.count <= 255 else { throw .invalidInput("a recipient name must be 1…255 bytes of UTF-8") }
-        let capacity = size - 3 - p.count
-        guard t.count <= capacity, t.count <= Int(UInt16.max) else {
-            throw .invalidInput("the message is \(t.count) bytes of UTF-8; at most \(max(capacity, 0)) fit")
-        }
-        var w = Writer(buffer: [])
-        w.u8(UInt8(p.count))
-        w.bytes(p)
-        w.u16(UInt16(t.count))
-        w.bytes(t)
-        var out = Data(w.buffer)
-        out.append(SecureRandom.bytes(size - out.count))
-        return out
-    }
-
-    static func decode(_ data: Data) -> (peer: String, text: String)? {
-        data.withUnsafeBytes { raw in
-            var r = Reader(bytes: raw)
-            guard let pn = r.u8(), pn > 0, let p = r.take(Int(pn)), let tn = r.u16(), let t = r.take(Int(tn)),
-                let peer = String(validating: p, as: UTF8.self), let text = String(validating: t, as: UTF8.self)
-            else { return nil }
-            return (peer, text)
         }
     }
 }

@@ -55,9 +55,9 @@ public struct DeniableConfiguration: Sendable, Equatable {
     public var passphraseKDF = Argon2idParameters.moderate
     /// Slots of the private sending queue.
     public var queueSlots = 8
-    /// Bytes of one queue item (CoverDrop's user-to-CoverNode message is 773).
+    /// Bytes of one queue item: CoverDrop's user-to-CoverNode message, 773 (the only value accepted).
     public var queueItemBytes = 773
-    /// Bytes of one message inside a dead drop (a sealed box to the user's key).
+    /// Bytes of one dead-drop slot: CoverDrop's journalist-to-user TwoPartyBox, 553 (the only value accepted).
     public var deadDropMessageBytes = 553
     /// How long a mailbox message is kept after its date.
     public var mailboxRetention: TimeInterval = 7 * 86_400
@@ -96,11 +96,15 @@ public struct DeniableConfiguration: Sendable, Equatable {
             throw .invalidInput("passphraseWordCount must be 1…24, got \(passphraseWordCount)")
         }
         guard (1...1024).contains(queueSlots) else { throw .invalidInput("queueSlots must be 1…1024, got \(queueSlots)") }
-        guard queueItemBytes >= SealedBox.overhead + 64, queueItemBytes <= 1 << 20 else {
-            throw .invalidInput("queueItemBytes must be \(SealedBox.overhead + 64)…1 MiB, got \(queueItemBytes)")
+        guard queueItemBytes == CoverDropProtocol.userToCoverNodeEncryptedBytes else {
+            throw .invalidInput(
+                "queueItemBytes must be \(CoverDropProtocol.userToCoverNodeEncryptedBytes) (CoverDrop's user-to-CoverNode message), got \(queueItemBytes)"
+            )
         }
-        guard deadDropMessageBytes >= SealedBox.overhead + 16, deadDropMessageBytes <= 1 << 20 else {
-            throw .invalidInput("deadDropMessageBytes must be \(SealedBox.overhead + 16)…1 MiB, got \(deadDropMessageBytes)")
+        guard deadDropMessageBytes == CoverDropProtocol.journalistToUserEncryptedBytes else {
+            throw .invalidInput(
+                "deadDropMessageBytes must be \(CoverDropProtocol.journalistToUserEncryptedBytes) (CoverDrop's journalist-to-user message), got \(deadDropMessageBytes)"
+            )
         }
         do { try passphraseKDF.validateWithinCap() } catch { throw .invalidInput("passphraseKDF: \(error)") }
         for (name, value) in [

@@ -48,11 +48,12 @@ public struct DeniableStartReport: Sendable, Equatable {
     public init() {}
 }
 
-/// Fetches the dead drops a CoverDrop-style service publishes for all its users (network access
-/// is the app's business).
+/// Fetches the dead drops a CoverDrop service publishes for all its users (network access is
+/// the app's business): the body of CoverDrop's `GET /v1/user/dead-drops?ids_greater_than=N`.
 public protocol DeadDropSource: Sendable {
-    /// The dead drops published after `id` (every one the service still serves when nil).
-    func fetchDeadDrops(after id: Int64?) async throws -> [DeadDrop]
+    /// The dead-drop list (``DeadDropList``) of those published after `id` (0: every one the
+    /// service still serves).
+    func fetchDeadDrops(idsGreaterThan id: Int64) async throws -> Data
 }
 
 /// CoverDrop-style deniable storage in one folder:
@@ -168,13 +169,13 @@ public actor DeniableStorage {
         if !dropsExisted { report.created.append("dead-drops.sqlite") }
 
         let itemBytes = configuration.queueItemBytes
-        let coverKey = CoverKey(loaded?.messaging.first?.key)
+        let coverKey = CoverKey(loaded?.wrappingKeys ?? [])
         self.coverKey = coverKey
         let queueURL = folder.appendingPathComponent("sending-queue")
         let queueExisted = FileManager.default.fileExists(atPath: queueURL.path)
         let makeQueue = { [se = self.secureElement] () throws(DeniableError) -> SendingQueue in
             try SendingQueue(url: queueURL, slots: configuration.queueSlots, itemBytes: itemBytes, secureElement: se) {
-                Self.cover(itemBytes: itemBytes, to: coverKey.current)
+                UserMessage.coverItem(coverNodeKeys: coverKey.current)
             }
         }
         do { self.queue = try makeQueue() } catch {
@@ -449,23 +450,30 @@ public actor DeniableStorage {
         return queue.contains(hint: hint)
     }
 
-    /// Seals `text` for `recipient` to the newest verified CoverNode key, puts it in the front-most
-    /// free slot of the sending queue, and records it in the mailbox.
-    /// - Throws: ``DeniableError/locked``, ``DeniableError/noVerifiedKeys(_:)``,
-    ///   ``DeniableError/invalidInput(_:)`` for a text that does not fit, ``DeniableError/queueFull``.
+    /// Puts `text` for the journalist `recipient` in the front-most free slot of the sending
+    /// queue as CoverDrop's clients send it, and records it in the mailbox: the text (gzipped and
+    /// padded to 512 bytes) with the user's public key as the reply key, in an AnonymousBox to the
+    /// journalist's newest verified messaging key, behind the journalist's recipient tag, in a
+    /// MultiAnonymousBox to the CoverNodes' newest messaging keys (773 bytes).
+    /// - Throws: ``DeniableError/locked``; ``DeniableError/noVerifiedKeys(_:)`` when the
+    ///   journalist or the CoverNodes have no verified key; ``DeniableError/invalidInput(_:)`` for
+    ///   an empty text or one that compresses past CoverDrop's 510-byte limit;
+    ///   ``DeniableError/queueFull``.
     @discardableResult
     public func send(_ text: String, to recipient: String) throws(DeniableError) -> MailboxMessage {
         var current = try requireSession()
-        guard let coverNode = currentKeys()?.messaging.first else {
-            throw .noVerifiedKeys("no verified CoverNode messaging key to seal the message to")
+        guard !text.isEmpty else { throw .invalidInput("a message must not be empty") }
+        let keys = currentKeys()
+        guard let coverNodes = keys?.wrappingKeys, !coverNodes.isEmpty else {
+            throw .noVerifiedKeys("no verified CoverNode messaging key to wrap the message for")
         }
-        let plain = try MessagePadding.encode(
-            peer: recipient, text: text,
-            size: configuration.queueItemBytes - SealedBox.overhead)
-        let item: Data
-        do { item = try SealedBox.seal(plain, to: coverNode.key) } catch {
-            throw .invalidInput("cannot seal to the CoverNode key: \(error)")
+        guard let journalistKey = keys?.journalistMessagingKeys[recipient]?.first else {
+            throw .noVerifiedKeys(
+                "no verified messaging key for the journalist \"\(recipient)\" (is the id right? the key bundle lists the journalists)")
         }
+        let item = try UserMessage.realItem(
+            text: text, replyKey: current.contents.userKey.publicKey, journalistID: recipient, journalistKey: journalistKey,
+            coverNodeKeys: coverNodes)
         let hint = try queue.enqueue(item, secret: current.contents.queueSecret)
         let message = MailboxMessage(direction: .sent, peer: recipient, text: text, date: clock(), queueHint: hint)
         current.contents.messages.append(message)
@@ -502,8 +510,8 @@ public actor DeniableStorage {
     /// - Returns: how many were kept, already known, rejected and trimmed.
     @discardableResult
     public func receive(deadDrops: [DeadDrop]) throws(DeniableError) -> DeadDropMerge {
-        guard let signing = currentKeys()?.signing, !signing.isEmpty else {
-            throw .noVerifiedKeys("no verified CoverNode signing key to check dead drops with")
+        guard let signing = currentKeys()?.deadDropSigningKeys, !signing.isEmpty else {
+            throw .noVerifiedKeys("no verified CoverNode identity key to check dead drops with")
         }
         let r = try deadDropStore.merge(
             deadDrops, signingKeys: signing, now: clock(),
@@ -523,30 +531,68 @@ public actor DeniableStorage {
     /// The id after which to fetch dead drops (the newest stored), nil when none are stored.
     public func newestDeadDropID() throws(DeniableError) -> Int64? { try deadDropStore.newestID() }
 
-    /// Trial-decrypts every stored dead drop message with the user's key; adds new ones.
+    /// Verifies and stores a dead-drop list in CoverDrop's API shape (``DeadDropList``).
+    /// - Throws: ``DeniableError/invalidInput(_:)`` when it does not parse; as
+    ///   ``receive(deadDrops:)`` otherwise.
+    @discardableResult
+    public func receive(deadDropsJSON json: Data) throws(DeniableError) -> DeadDropMerge {
+        try receive(deadDrops: DeadDropList.parse(json))
+    }
+
+    /// Trial-decrypts every stored dead drop's 553-byte slots, as CoverDrop's clients do: as
+    /// TwoPartyBoxes from each verified messaging key of every journalist the user has a
+    /// conversation with (sent to, heard from, or handed over to) to the user's key. Text
+    /// replies and handovers are added to the mailbox once each.
     private func collectMessages(into contents: inout VaultContents) throws(DeniableError) -> Int {
-        let size = configuration.deadDropMessageBytes
+        let size = CoverDropProtocol.journalistToUserEncryptedBytes
+        var journalists = Set(contents.messages.map(\.peer))
+        journalists.formUnion(contents.messages.compactMap(\.handoverTo))
+        let keys = currentKeys()?.journalistMessagingKeys ?? [:]
         var known = Set(contents.messages.map(\.id))
         var added = 0
-        for drop in try deadDropStore.all() {
-            var offset = 0
-            var index: UInt64 = 0
-            while offset + size <= drop.data.count {
-                defer {
-                    offset += size
-                    index += 1
+        let drops = try deadDropStore.all()
+        // A handover adds a journalist, whose replies in the same dead drops are then looked for.
+        var searched = Set<String>()
+        while true {
+            let fresh = journalists.subtracting(searched).sorted()
+            guard !fresh.isEmpty else { break }
+            searched.formUnion(fresh)
+            let openers: [(String, TwoPartyBox.Opener)] = fresh.flatMap { id in
+                (keys[id] ?? []).compactMap { key in
+                    (try? TwoPartyBox.Opener(senderPublicKey: key, recipient: contents.userKey)).map { (id, $0) }
                 }
-                let id = Self.receivedID(drop: drop.id, index: index)
-                guard !known.contains(id),
-                    let plain = try? contents.userKey.openSealed(drop.data.subdata(in: offset..<(offset + size))),
-                    let (peer, text) = MessagePadding.decode(plain)
-                else { continue }
-                contents.messages.append(
-                    MailboxMessage(
-                        id: id, direction: .received, peer: peer, text: text,
-                        date: drop.createdAt, deadDropID: drop.id))
-                known.insert(id)
-                added += 1
+            }
+            guard !openers.isEmpty else { continue }
+            for drop in drops {
+                var index: UInt64 = 0
+                var offset = 0
+                while offset + size <= drop.data.count {
+                    defer {
+                        offset += size
+                        index += 1
+                    }
+                    let id = Self.receivedID(drop: drop.id, index: index)
+                    guard !known.contains(id) else { continue }
+                    let slot = drop.data.subdata(in: offset..<(offset + size))
+                    for (journalist, opener) in openers {
+                        guard let plain = try? opener.open(slot), let message = try? JournalistMessage.decode(plain) else { continue }
+                        switch message {
+                        case .text(let text):
+                            contents.messages.append(
+                                MailboxMessage(
+                                    id: id, direction: .received, peer: journalist, text: text, date: drop.createdAt, deadDropID: drop.id))
+                        case .handover(let target):
+                            contents.messages.append(
+                                MailboxMessage(
+                                    id: id, direction: .received, peer: journalist, text: "", date: drop.createdAt, deadDropID: drop.id,
+                                    handoverTo: target))
+                            journalists.insert(target)
+                        }
+                        known.insert(id)
+                        added += 1
+                        break
+                    }
+                }
             }
         }
         return added
@@ -572,7 +618,7 @@ public actor DeniableStorage {
         // Verified again at the current time: a key that expired since the last load is dropped.
         guard let cached = try? keyCache.load(now: clock()) else { return keys }
         keys = cached
-        coverKey.current = cached.messaging.first?.key
+        coverKey.current = cached.wrappingKeys
         return cached
     }
 
@@ -595,7 +641,7 @@ public actor DeniableStorage {
         guard let deadDropSource else { return 0 }
         do {
             let newest = try deadDropStore.newestID()
-            let drops = try await deadDropSource.fetchDeadDrops(after: newest)
+            let drops = try DeadDropList.parse(try await deadDropSource.fetchDeadDrops(idsGreaterThan: newest ?? 0))
             guard !drops.isEmpty else { return 0 }
             return try receive(deadDrops: drops).kept
         } catch {
@@ -615,7 +661,7 @@ public actor DeniableStorage {
         try keyCache.store(json, fetchedAt: now)
         guard let loaded = try keyCache.load(now: now) else { throw DeniableError.storage("the key cache vanished") }
         keys = loaded
-        coverKey.current = loaded.messaging.first?.key
+        coverKey.current = loaded.wrappingKeys
         return loaded
     }
 
@@ -637,18 +683,8 @@ public actor DeniableStorage {
             mailboxMessages: session?.contents.messages.count,
             deadDrops: try deadDropStore.all().count,
             publicKeysFetchedAt: keys?.fetchedAt,
-            verifiedKeys: (keys?.messaging.count ?? 0) + (keys?.signing.count ?? 0),
+            verifiedKeys: keys?.count ?? 0,
             lastStart: lastStart)
-    }
-
-    /// A cover item: a zero byte (no recipient) and random bytes, sealed to the CoverNode key (to
-    /// a throwaway key when none is verified yet), so covers and real items are the same kind of
-    /// ciphertext and only the CoverNode can tell them apart.
-    static func cover(itemBytes: Int, to key: Data?) -> Data {
-        let target = key ?? X25519KeyPair.generate().publicKey
-        var plain = Data([0])
-        plain.append(SecureRandom.bytes(itemBytes - SealedBox.overhead - 1))
-        return (try? SealedBox.seal(plain, to: target)) ?? SecureRandom.bytes(itemBytes)
     }
 }
 
@@ -664,14 +700,15 @@ public struct DeadDropMerge: Sendable, Equatable {
     public let trimmed: Int
 }
 
-/// The CoverNode key covers are sealed to, shared with the queue's cover maker.
+/// The CoverNode keys covers are wrapped for, shared with the queue's cover maker.
 final class CoverKey: @unchecked Sendable {
+    // Safe to share: `key` is only touched under `lock`.
     private let lock = NSLock()
-    private var key: Data?
+    private var key: [Data]
 
-    init(_ key: Data?) { self.key = key }
+    init(_ key: [Data]) { self.key = key }
 
-    var current: Data? {
+    var current: [Data] {
         get { lock.withLock { key } }
         set { lock.withLock { key = newValue } }
     }

@@ -1,45 +1,65 @@
-// A development stand-in for the service side (trust anchor, CoverNode keys, journalists'
-// dead drops), for the command line, tests and benchmarks — as CoverDrop has a dev environment.
+// A development stand-in for a CoverDrop service (organisation, CoverNodes, journalists), for the
+// command line, tests and benchmarks — as CoverDrop has a dev environment. It speaks CoverDrop's
+// wire formats: the key bundle and dead-drop list in its API's JSON shape, user-to-CoverNode
+// messages opened as a CoverNode and a journalist open them, replies as journalist-to-user
+// TwoPartyBoxes in dead drops signed with CoverDrop's signature scheme.
 import CofferCrypto
 import Foundation
 
-/// The service side of a development environment, with real keys: a trust anchor that signs a
-/// CoverNode's messaging (X25519) and signing (Ed25519) keys, a key bundle to serve, dead drops
-/// with replies sealed to a user's public key, and the CoverNode's view of queue items.
+/// The service side of a development environment, with real keys: an organisation key (the
+/// trust anchor apps bundle) that certifies a CoverNode provisioning key and a journalist
+/// provisioning key; two CoverNodes (`covernode_001`, `covernode_002`) and a roster of
+/// journalists, each with an identity key and a messaging key.
 ///
-/// Its secret keys live in a folder (mode 0600 files) so separate processes can share one
-/// environment. Production apps bundle their service's real trust anchor instead.
+/// Its secret keys live in a folder (mode 0600 files, raw 32-byte seeds and X25519 secret keys)
+/// so separate processes — and an independent implementation in a test — can share one
+/// environment. Production apps bundle their service's real organisation key instead.
 ///
 /// Like CoverDrop's service, it publishes dead drops for all its users on its own schedule: a
-/// dead drop of ``messagesPerDeadDrop`` messages whenever ``deadDropInterval`` has passed since
-/// the last one (checked when a client fetches), holding the journalists' pending replies and
-/// covers, and one at once when a reply is published. Every store that fetches from it stores
-/// the same dead drops.
+/// dead drop of ``messagesPerDeadDrop`` slots whenever ``deadDropInterval`` has passed since the
+/// last one (checked when a client fetches), its empty slots filled with covers (TwoPartyBoxes
+/// between random keys, as CoverDrop's CoverNode fills them), and one at once when a reply is
+/// published. Every store that fetches from it stores the same dead drops.
 public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSource {
-    /// The trust anchor apps of this environment bundle.
+    /// The journalists a new environment lists.
+    public static let defaultJournalists = ["alice", "bob", "journalist"]
+    /// The CoverNodes of an environment.
+    public static let coverNodeIDs = ["covernode_001", "covernode_002"]
+
+    struct Party: Sendable {
+        let identity: Ed25519KeyPair
+        let messaging: X25519KeyPair
+    }
+
+    /// The organisation key apps of this environment bundle.
     public let trustAnchor: TrustAnchor
-    private let anchorKey: Ed25519KeyPair
-    private let messagingKey: X25519KeyPair
-    private let signingKey: Ed25519KeyPair
+    /// The journalists it lists, sorted.
+    public let journalistIDs: [String]
+    private let organization: Ed25519KeyPair
+    private let coverNodeProvisioning: Ed25519KeyPair
+    private let journalistProvisioning: Ed25519KeyPair
+    private let coverNodes: [String: Party]
+    private let journalists: [String: Party]
     private let configuration: DeniableConfiguration
     private let folder: URL
     private let clock: @Sendable () -> Date
     private let publishLock = NSLock()
     /// How often the service publishes a dead drop without replies.
     public let deadDropInterval: TimeInterval
-    /// Messages in every dead drop (replies and covers together).
+    /// Slots in every dead drop (replies and covers together).
     public let messagesPerDeadDrop: Int
 
-    /// Loads the environment kept in `folder`, creating it (keys valid for a year) when absent.
+    /// Loads the environment kept in `folder`, creating what is missing (keys valid for a year).
     /// - Parameters:
-    ///   - folder: where the service keeps its keys, queue inbox and dead drops.
-    ///   - configuration: the sizes its users' storage is configured with.
+    ///   - folder: where the service keeps its keys and dead drops.
+    ///   - configuration: the retention its users' storage is configured with.
+    ///   - journalists: journalists to list (each is created when missing; 1…128 ASCII bytes).
     ///   - deadDropInterval: seconds between scheduled dead drops (default an hour).
-    ///   - messagesPerDeadDrop: messages in every dead drop (default 10).
+    ///   - messagesPerDeadDrop: slots in every dead drop (default 10; CoverDrop's production uses 20).
     ///   - clock: the service's time (injected in tests).
     public init(
-        folder: URL, configuration: DeniableConfiguration = .init(), deadDropInterval: TimeInterval = 3_600,
-        messagesPerDeadDrop: Int = 10, clock: @escaping @Sendable () -> Date = { Date() }
+        folder: URL, configuration: DeniableConfiguration = .init(), journalists: [String] = DevelopmentCoverNode.defaultJournalists,
+        deadDropInterval: TimeInterval = 3_600, messagesPerDeadDrop: Int = 10, clock: @escaping @Sendable () -> Date = { Date() }
     ) throws(DeniableError) {
         try AtomicFile.ensureFolder(folder)
         self.configuration = configuration
@@ -47,7 +67,7 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
         self.clock = clock
         self.deadDropInterval = deadDropInterval
         self.messagesPerDeadDrop = max(messagesPerDeadDrop, 1)
-        func seed(_ name: String) throws(DeniableError) -> SecretKey {
+        func secret(_ name: String) throws(DeniableError) -> SecretKey {
             let url = folder.appendingPathComponent(name)
             if let data = try AtomicFile.read(url) {
                 do { return try SecretKey(copying: data, expectedCount: 32) } catch { throw .corrupted("\(url.path): \(error)") }
@@ -56,91 +76,190 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
             try key.withUnsafeBytes { (b) throws(DeniableError) in try AtomicFile.write(b, to: url, permissions: 0o600) }
             return key
         }
+        func party(_ prefix: String) throws(DeniableError) -> Party {
+            do {
+                return Party(
+                    identity: try Ed25519KeyPair(seed: secret("\(prefix).id.seed")),
+                    messaging: try X25519KeyPair(secretKey: secret("\(prefix).msg.key")))
+            } catch let error as DeniableError { throw error } catch { throw .corrupted("development keys of \(prefix): \(error)") }
+        }
+        var roster = Set(journalists)
+        for id in journalists { try JournalistMessage.checkID(id) }
+        // Journalists created earlier in this folder stay listed.
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        for name in names where name.hasPrefix("journalist.") && name.hasSuffix(".id.seed") {
+            roster.insert(String(name.dropFirst("journalist.".count).dropLast(".id.seed".count)))
+        }
         do {
-            anchorKey = try Ed25519KeyPair(seed: seed("anchor.seed"))
-            signingKey = try Ed25519KeyPair(seed: seed("covernode-signing.seed"))
-            messagingKey = try X25519KeyPair(secretKey: seed("covernode-messaging.key"))
+            organization = try Ed25519KeyPair(seed: secret("organization.seed"))
+            coverNodeProvisioning = try Ed25519KeyPair(seed: secret("covernode-provisioning.seed"))
+            journalistProvisioning = try Ed25519KeyPair(seed: secret("journalist-provisioning.seed"))
         } catch let error as DeniableError { throw error } catch { throw .corrupted("development keys: \(error)") }
-        let expiryURL = folder.appendingPathComponent("anchor.not-valid-after")
-        let expiry: Date
-        if let data = try AtomicFile.read(expiryURL), let text = String(data: data, encoding: .utf8), let s = Double(text) {
-            expiry = Date(timeIntervalSince1970: s)
+        var nodes = [String: Party]()
+        for id in Self.coverNodeIDs { nodes[id] = try party(id) }
+        coverNodes = nodes
+        var people = [String: Party]()
+        for id in roster { people[id] = try party("journalist.\(id)") }
+        self.journalists = people
+        journalistIDs = roster.sorted()
+        let expiryURL = folder.appendingPathComponent("keys.not-valid-after")
+        let expiry: Int64
+        if let data = try AtomicFile.read(expiryURL), let text = String(data: data, encoding: .utf8), let s = Int64(text) {
+            expiry = s
         } else {
-            expiry = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 365 * 86_400).rounded(.down))
-            try AtomicFile.write(Data(String(Int(expiry.timeIntervalSince1970)).utf8), to: expiryURL, permissions: 0o600)
+            expiry = Int64(Date().timeIntervalSince1970.rounded(.down)) + 365 * 86_400
+            try AtomicFile.write(Data(String(expiry).utf8), to: expiryURL, permissions: 0o600)
         }
-        trustAnchor = TrustAnchor(publicKey: anchorKey.publicKey, notValidAfter: expiry)
+        keysNotValidAfter = expiry
+        trustAnchor = TrustAnchor(publicKey: organization.publicKey, notValidAfter: Date(timeIntervalSince1970: Double(expiry)))
     }
 
-    /// The key bundle, signed by the anchor, keys valid until `notValidAfter` (default: the anchor's expiry).
+    private let keysNotValidAfter: Int64
+
+    /// The organisation key's file as CoverDrop's apps bundle it (`{"key", "certificate",
+    /// "not_valid_after"}`, self-signed).
+    public func organizationKeyJSON() -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(SignedPublicKey.certify(organization.publicKey, until: keysNotValidAfter, by: organization))) ?? Data()
+    }
+
+    /// The key bundle in CoverDrop's API shape, every key certified by its parent and valid until
+    /// `notValidAfter` (default: the environment's key expiry).
     public func keyBundle(notValidAfter: Date? = nil) -> KeyBundle {
-        let until = notValidAfter ?? trustAnchor.notValidAfter
-        func published(_ role: PublishedKey.Role, _ key: Data) -> PublishedKey {
-            let id = "covernode_dev"
-            let signed = PublishedKey.signedBytes(role: role, id: id, key: key, notValidAfter: until)
-            return PublishedKey(role: role, id: id, key: key, notValidAfter: until, signature: anchorKey.sign(signed))
+        let until = notValidAfter.map { Int64($0.timeIntervalSince1970.rounded(.down)) } ?? keysNotValidAfter
+        func family(_ party: Party, provisioning: Ed25519KeyPair) -> [KeyBundle.IdentityFamily] {
+            [
+                KeyBundle.IdentityFamily(
+                    idPK: .certify(party.identity.publicKey, until: until, by: provisioning),
+                    msgPKs: [.certify(party.messaging.publicKey, until: until, by: party.identity)])
+            ]
         }
-        return KeyBundle(keys: [
-            published(.coverNodeMessaging, messagingKey.publicKey),
-            published(.coverNodeSigning, signingKey.publicKey),
-        ])
+        let hierarchy = KeyBundle.Hierarchy(
+            orgPK: .certify(organization.publicKey, until: until, by: organization),
+            covernodes: [
+                KeyBundle.CoverNodeBranch(
+                    provisioningPK: .certify(coverNodeProvisioning.publicKey, until: until, by: organization),
+                    covernodes: coverNodes.mapValues { family($0, provisioning: coverNodeProvisioning) })
+            ],
+            journalists: [
+                KeyBundle.JournalistBranch(
+                    provisioningPK: .certify(journalistProvisioning.publicKey, until: until, by: organization),
+                    journalists: journalists.mapValues { family($0, provisioning: journalistProvisioning) })
+            ])
+        let profiles = journalistIDs.map {
+            KeyBundle.Profile(
+                id: $0, displayName: $0, sortName: $0, description: "development journalist", isDesk: false,
+                tag: Hex.encode(RecipientTag.of($0)), status: "VISIBLE")
+        }
+        return KeyBundle(journalistProfiles: profiles, defaultJournalistID: journalistIDs.first, keys: [hierarchy])
     }
 
-    /// The bundle's JSON (``PublicKeySource``).
+    /// The bundle's JSON (``PublicKeySource``), as CoverDrop's `GET /v1/public-keys` serves it.
     public func fetchKeyBundle() async throws -> Data {
-        try JSONEncoder().encode(keyBundle())
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return try encoder.encode(keyBundle())
     }
 
-    /// A signed dead drop holding `replies` (sender, text) sealed to `userPublicKey`, plus
-    /// `covers` messages sealed to throwaway keys, in random order.
+    /// A signed dead drop holding `replies` (a journalist's id and message) in TwoPartyBoxes from
+    /// the journalist's messaging key to `userPublicKey`, plus `covers` cover slots, in random order.
+    /// - Throws: ``DeniableError/invalidInput(_:)`` for an unknown journalist or a message that
+    ///   does not fit.
     public func deadDrop(
-        id: Int64, createdAt: Date, replies: [(sender: String, text: String)],
-        to userPublicKey: Data, covers: Int = 0
+        id: Int64, createdAt: Date, messages replies: [(sender: String, message: JournalistMessage)], to userPublicKey: Data,
+        covers: Int = 0
     ) throws(DeniableError) -> DeadDrop {
-        let size = configuration.deadDropMessageBytes
-        var messages = [Data]()
+        var slots = [Data]()
         for reply in replies {
-            let plain = try MessagePadding.encode(peer: reply.sender, text: reply.text, size: size - SealedBox.overhead)
-            do { messages.append(try SealedBox.seal(plain, to: userPublicKey)) } catch { throw .invalidInput("user public key: \(error)") }
+            guard let journalist = journalists[reply.sender] else {
+                throw .invalidInput("\"\(reply.sender)\" is not a journalist of this development service (it lists \(journalistIDs))")
+            }
+            do { slots.append(try TwoPartyBox.seal(reply.message.encoded(), from: journalist.messaging, to: userPublicKey)) } catch let
+                error as DeniableError
+            {
+                throw error
+            } catch { throw .invalidInput("user public key: \(error)") }
         }
-        for _ in 0..<covers {
-            messages.append(DeniableStorage.cover(itemBytes: size, to: nil))
-        }
-        messages.shuffle()
-        let data = messages.reduce(into: Data()) { $0.append($1) }
-        return DeadDrop(
-            id: id, createdAt: createdAt, data: data,
-            signature: signingKey.sign(DeadDrop.signedBytes(id: id, createdAt: createdAt, data: data)))
+        for _ in 0..<covers { slots.append(try Self.coverSlot()) }
+        slots.shuffle()
+        let data = slots.reduce(into: Data()) { $0.append($1) }
+        let signer = coverNodes[Self.coverNodeIDs[0]]!.identity
+        return DeadDrop.signed(id: id, createdAtSeconds: Int64(createdAt.timeIntervalSince1970.rounded(.down)), data: data, by: signer)
     }
 
-    /// What the CoverNode reads from a queue item: recipient and text for a real message, nil for a cover.
-    public func read(queueItem: Data) -> (recipient: String, text: String)? {
-        guard let plain = try? messagingKey.openSealed(queueItem) else { return nil }
-        return MessagePadding.decode(plain).map { ($0.peer, $0.text) }
+    /// ``deadDrop(id:createdAt:messages:to:covers:)`` for text replies.
+    public func deadDrop(
+        id: Int64, createdAt: Date, replies: [(sender: String, text: String)], to userPublicKey: Data, covers: Int = 0
+    ) throws(DeniableError) -> DeadDrop {
+        try deadDrop(id: id, createdAt: createdAt, messages: replies.map { ($0.sender, .text($0.text)) }, to: userPublicKey, covers: covers)
+    }
+
+    /// A cover slot as CoverDrop's CoverNode makes one: an empty text between two random keys.
+    static func coverSlot() throws(DeniableError) -> Data {
+        do {
+            return try TwoPartyBox.seal(JournalistMessage.text("").encoded(), from: .generate(), to: X25519KeyPair.generate().publicKey)
+        } catch let error as DeniableError {
+            throw error
+        } catch { throw .storage("making a cover slot failed: \(error)") }
+    }
+
+    /// What the service reads from a queue item.
+    public struct QueueItemContent: Sendable, Equatable {
+        /// The journalist it is for.
+        public let recipient: String
+        /// The text.
+        public let text: String
+        /// The user's key to reply to.
+        public let replyKey: Data
+    }
+
+    /// What the service reads from a queue item, as a CoverNode and then the journalist would:
+    /// the MultiAnonymousBox opened with a CoverNode messaging key, the recipient tag matched to a
+    /// journalist, the AnonymousBox opened with the journalist's messaging key. Nil for a cover
+    /// (the all-zero tag) or an item none of its keys opens.
+    public func read(queueItem: Data) -> QueueItemContent? {
+        for id in Self.coverNodeIDs {
+            guard let node = coverNodes[id],
+                let plain = try? MultiAnonymousBox.open(
+                    queueItem, recipients: CoverDropProtocol.coverNodeWrappingKeyCount, with: node.messaging)
+            else { continue }
+            guard plain.count == CoverDropProtocol.userToCoverNodeBytes else { return nil }
+            let tag = plain.prefix(CoverDropProtocol.recipientTagBytes)
+            guard tag != RecipientTag.cover,
+                let journalist = journalistIDs.first(where: { RecipientTag.of($0) == tag }),
+                let inner = try? AnonymousBox.open(
+                    plain.dropFirst(CoverDropProtocol.recipientTagBytes), with: journalists[journalist]!.messaging),
+                let (replyKey, text) = try? UserMessage.readUserToJournalist(inner)
+            else { return nil }
+            return QueueItemContent(recipient: journalist, text: text, replyKey: replyKey)
+        }
+        return nil
     }
 
     // MARK: Publishing dead drops
 
-    private var publishedURL: URL { folder.appendingPathComponent("published-dead-drops.json") }
-
-    private struct Published: Codable {
-        var id: Int64
-        var createdAtMillis: Int64
-        var data: Data
-        var signature: Data
-    }
+    private var publishedURL: URL { folder.appendingPathComponent("dead-drops-api.json") }
 
     /// Every dead drop the service still serves (the retention window back from the newest), oldest first.
     public func publishedDeadDrops() throws(DeniableError) -> [DeadDrop] {
         try withPublicationLock { () throws(DeniableError) in try readPublished() }
     }
 
-    /// Publishes a dead drop now holding `replies` sealed to `userPublicKey`, filled with covers
-    /// up to ``messagesPerDeadDrop`` (more messages when there are more replies).
+    /// Publishes a dead drop now holding `replies` to `userPublicKey`, filled with covers up to
+    /// ``messagesPerDeadDrop`` (more slots when there are more replies).
     @discardableResult
     public func publishReplies(_ replies: [(sender: String, text: String)], to userPublicKey: Data) throws(DeniableError) -> DeadDrop {
+        try publish(replies.map { ($0.sender, .text($0.text)) }, to: userPublicKey)
+    }
+
+    /// Publishes a dead drop now holding `messages` (texts or handovers) to `userPublicKey`.
+    @discardableResult
+    public func publish(_ messages: [(sender: String, message: JournalistMessage)], to userPublicKey: Data) throws(DeniableError)
+        -> DeadDrop
+    {
         try withPublicationLock { () throws(DeniableError) in
-            try publish(replies: replies, to: userPublicKey, existing: readPublished())
+            try publish(messages: messages, to: userPublicKey, existing: readPublished())
         }
     }
 
@@ -151,45 +270,35 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
         try withPublicationLock { () throws(DeniableError) in
             let existing = try readPublished()
             if let newest = existing.last, clock().timeIntervalSince(newest.createdAt) < deadDropInterval { return nil }
-            return try publish(replies: [], to: nil, existing: existing)
+            return try publish(messages: [], to: nil, existing: existing)
         }
     }
 
-    /// The dead drops published after `id` (``DeadDropSource``); publishes one first when due.
-    public func fetchDeadDrops(after id: Int64?) async throws -> [DeadDrop] {
+    /// The dead-drop list of those published after `id` (``DeadDropSource``), as CoverDrop's API
+    /// serves it; publishes one first when due.
+    public func fetchDeadDrops(idsGreaterThan id: Int64) async throws -> Data {
         try publishIfDue()
-        return try publishedDeadDrops().filter { id == nil || $0.id > id! }
+        return DeadDropList.json(try publishedDeadDrops().filter { $0.id > id })
     }
 
     private func publish(
-        replies: [(sender: String, text: String)], to userPublicKey: Data?,
-        existing: [DeadDrop]
+        messages: [(sender: String, message: JournalistMessage)], to userPublicKey: Data?, existing: [DeadDrop]
     ) throws(DeniableError) -> DeadDrop {
         let now = clock()
-        let createdAt = Date(timeIntervalSince1970: Double(unixMillis(now)) / 1000)
         let id = (existing.last?.id ?? 0) + 1
         let drop = try deadDrop(
-            id: id, createdAt: createdAt, replies: replies, to: userPublicKey ?? X25519KeyPair.generate().publicKey,
-            covers: max(messagesPerDeadDrop - replies.count, 0))
+            id: id, createdAt: now, messages: messages, to: userPublicKey ?? X25519KeyPair.generate().publicKey,
+            covers: max(messagesPerDeadDrop - messages.count, 0))
         var kept = existing + [drop]
-        let cutoff = createdAt.addingTimeInterval(-configuration.deadDropRetention)
-        kept.removeAll { $0.createdAt < cutoff }
-        let stored = kept.map { Published(id: $0.id, createdAtMillis: unixMillis($0.createdAt), data: $0.data, signature: $0.signature) }
-        let json: Data
-        do { json = try JSONEncoder().encode(stored) } catch { throw .storage("cannot encode published dead drops: \(error)") }
-        try AtomicFile.write(json, to: publishedURL, permissions: 0o600)
+        let cutoff = drop.createdAtSeconds - Int64(configuration.deadDropRetention.rounded())
+        kept.removeAll { $0.createdAtSeconds < cutoff }
+        try AtomicFile.write(DeadDropList.json(kept), to: publishedURL, permissions: 0o600)
         return drop
     }
 
     private func readPublished() throws(DeniableError) -> [DeadDrop] {
         guard let data = try AtomicFile.read(publishedURL) else { return [] }
-        do {
-            return try JSONDecoder().decode([Published].self, from: data).map {
-                DeadDrop(
-                    id: $0.id, createdAt: Date(timeIntervalSince1970: Double($0.createdAtMillis) / 1000), data: $0.data,
-                    signature: $0.signature)
-            }
-        } catch { throw .corrupted("\(publishedURL.path) does not parse: \(error)") }
+        do { return try DeadDropList.parse(data) } catch { throw .corrupted("\(publishedURL.path): \(error)") }
     }
 
     /// Serialises publication between threads, and between processes sharing the folder (flock).

@@ -27,11 +27,14 @@ public struct MailboxMessage: Sendable, Hashable, Identifiable {
     public let queueHint: Data?
     /// For a received message, the dead drop it came in.
     public let deadDropID: Int64?
+    /// For a received handover (CoverDrop's flag 0x01), the journalist the conversation moved
+    /// to; its `text` is empty. Replies from that journalist are collected from then on.
+    public let handoverTo: String?
 
     /// A message as stored in the mailbox.
     public init(
         id: UUID = UUID(), direction: Direction, peer: String, text: String, date: Date,
-        queueHint: Data? = nil, deadDropID: Int64? = nil
+        queueHint: Data? = nil, deadDropID: Int64? = nil, handoverTo: String? = nil
     ) {
         self.id = id
         self.direction = direction
@@ -40,8 +43,12 @@ public struct MailboxMessage: Sendable, Hashable, Identifiable {
         self.date = date
         self.queueHint = queueHint
         self.deadDropID = deadDropID
+        self.handoverTo = handoverTo
     }
 }
+
+/// Milliseconds since 1970, rounded.
+func unixMillis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
 
 /// The secrets and messages kept inside the vault while a session is unlocked.
 struct VaultContents: Sendable {
@@ -49,7 +56,8 @@ struct VaultContents: Sendable {
     var queueSecret: SecretKey
     var messages: [MailboxMessage]
 
-    static let version: UInt8 = 1
+    /// 2 adds each message's handover target; version 1 contents still read.
+    static let version: UInt8 = 2
     static let queueSecretBytes = 16
 
     /// A fresh state: a new key pair, a new queue secret, an empty mailbox.
@@ -96,7 +104,7 @@ struct VaultContents: Sendable {
     static func decode(_ plain: UnsafeRawBufferPointer) throws(DeniableError) -> VaultContents {
         var r = Reader(bytes: plain)
         guard let length = r.u32(), Int(length) <= plain.count - 4,
-            r.u8() == version,
+            let version = r.u8(), version == 1 || version == Self.version,
             let secret = r.take(X25519KeyPair.keyByteCount),
             let queue = r.take(queueSecretBytes),
             let count = r.u32()
@@ -109,7 +117,7 @@ struct VaultContents: Sendable {
         } catch { throw .corrupted("the vault's keys do not parse") }
         var messages = [MailboxMessage]()
         for _ in 0..<count {
-            guard let m = decodeMessage(&r) else { throw .corrupted("a mailbox message does not parse") }
+            guard let m = decodeMessage(&r, version: version) else { throw .corrupted("a mailbox message does not parse") }
             messages.append(m)
         }
         return VaultContents(userKey: userKey, queueSecret: queueSecret, messages: messages)
@@ -117,7 +125,8 @@ struct VaultContents: Sendable {
 
     /// Bytes ``encode(_:into:)`` writes for `m`.
     private static func encodedSize(_ m: MailboxMessage) -> Int {
-        1 + 16 + 8 + 4 + m.peer.utf8.count + 4 + m.text.utf8.count + 1 + min(m.queueHint?.count ?? 0, 255) + 1 + 8
+        1 + 16 + 8 + 4 + m.peer.utf8.count + 4 + m.text.utf8.count + 1 + min(m.queueHint?.count ?? 0, 255) + 1 + 8 + 4
+            + (m.handoverTo?.utf8.count ?? 0)
     }
 
     private static func encode(_ m: MailboxMessage, into w: inout Writer) {
@@ -131,22 +140,28 @@ struct VaultContents: Sendable {
         hint.withUnsafeBytes { w.put($0) }
         w.u8(m.deadDropID == nil ? 0 : 1)
         w.u64(UInt64(bitPattern: m.deadDropID ?? 0))
+        w.string(m.handoverTo ?? "")
     }
 
-    private static func decodeMessage(_ r: inout Reader) -> MailboxMessage? {
+    private static func decodeMessage(_ r: inout Reader, version: UInt8) -> MailboxMessage? {
         guard let kind = r.u8(), let direction = MailboxMessage.Direction(rawValue: kind),
             let idBytes = r.take(16), let millis = r.u64(),
             let peer = r.string(), let text = r.string(),
             let hintCount = r.u8(), let hint = r.take(Int(hintCount)),
             let hasDrop = r.u8(), let drop = r.u64()
         else { return nil }
+        var handoverTo: String?
+        if version >= 2 {
+            guard let target = r.string() else { return nil }
+            handoverTo = target.isEmpty ? nil : target
+        }
         var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &uuid) { $0.copyBytes(from: idBytes) }
         return MailboxMessage(
             id: UUID(uuid: uuid), direction: direction, peer: peer, text: text,
             date: Date(timeIntervalSince1970: Double(Int64(bitPattern: millis)) / 1000),
             queueHint: hintCount == 0 ? nil : Data(hint),
-            deadDropID: hasDrop == 1 ? Int64(bitPattern: drop) : nil)
+            deadDropID: hasDrop == 1 ? Int64(bitPattern: drop) : nil, handoverTo: handoverTo)
     }
 }
 

@@ -19,7 +19,9 @@ struct DeniableCommand: AsyncParsableCommand {
             the app-start routine (the same file work for every install, used or not); `start` runs only it. \
             The passphrase comes from --passphrase-env VAR, else it is read from standard input.
             """,
-        subcommands: [Start.self, Init.self, Unlock.self, Status.self, Send.self, Dequeue.self, Lock.self, Reply.self])
+        subcommands: [
+            Start.self, Init.self, Unlock.self, Status.self, Send.self, Dequeue.self, Lock.self, Reply.self, CheckVectors.self,
+        ])
 
     @OptionGroup var storeOptions: StoreOptions
 
@@ -107,7 +109,8 @@ struct DeniableCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Unlock, put a message in the sending queue, lock.")
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var service: DeniableServiceOptions
-        @Option(help: "Recipient (journalist id).") var to: String
+        @Option(help: "Recipient: a journalist id from the service's key bundle (the development service lists alice, bob and journalist).")
+        var to: String
         @Argument(help: "Message text.") var text: String
 
         func run() async throws {
@@ -132,7 +135,14 @@ struct DeniableCommand: AsyncParsableCommand {
             var fields: [(String, JSONValue)] = [("item", .string(item.base64EncodedString()))]
             // What the development CoverNode reads from it: a real message, or a cover.
             if let real = node.read(queueItem: item) {
-                fields.append(("coverNode", .object([("recipient", .string(real.recipient)), ("text", .string(real.text))])))
+                fields.append(
+                    (
+                        "coverNode",
+                        .object([
+                            ("recipient", .string(real.recipient)), ("text", .string(real.text)),
+                            ("replyKey", .string(real.replyKey.base64EncodedString())),
+                        ])
+                    ))
             } else {
                 fields.append(("coverNode", .string("cover")))
             }
@@ -160,15 +170,23 @@ struct DeniableCommand: AsyncParsableCommand {
         )
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var service: DeniableServiceOptions
-        @Option(help: "Sender (journalist id).") var from: String
-        @Argument(help: "Reply text.") var text: String
+        @Option(help: "Sender: a journalist id of the development service (alice, bob, journalist).") var from: String
+        @Option(help: "Instead of a text, hand the conversation over to this journalist (CoverDrop's handover message).")
+        var handoverTo: String?
+        @Argument(help: "Reply text (none with --handover-to).") var text: String?
 
         func run() async throws {
             let (store, node) = try await DeniableCLI.open(storeOptions, service)
             try await store.unlock(passphrase: DeniableCLI.passphrase(storeOptions))
             let userKey = try await store.userPublicKey()
             try await store.close()
-            let drop = try node.publishReplies([(from, text)], to: userKey)
+            let message: JournalistMessage
+            switch (text, handoverTo) {
+            case (let text?, nil): message = .text(text)
+            case (nil, let target?): message = .handover(target)
+            default: throw ValidationError("give a reply text or --handover-to ID, not both")
+            }
+            let drop = try node.publish([(from, message)], to: userKey)
             // As the next app start would: this store fetches what the service published
             // (`kept`, as before this command published through the service).
             let report = try await store.appDidStart()
@@ -177,6 +195,28 @@ struct DeniableCommand: AsyncParsableCommand {
                     ("deadDrop", .number(String(drop.id))), ("kept", .number(String(report.deadDropsReceived))),
                     ("published", .bool(true)),
                 ]).jsonText)
+        }
+    }
+}
+
+extension DeniableCommand {
+    struct CheckVectors: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "check-vectors",
+            abstract: "Check a folder laid out like CoverDrop's common/tests/vectors/ through Coffer's implementation.",
+            discussion: """
+                Opens each box with the given secret keys and compares it with the message, verifies each signature and \
+                reproduces it from the secret key, rebuilds the certificate data, and opens the journalist dead drop. \
+                Prints one JSON object with a field per vector group ("pass", "fail: …" or "skipped (absent)"). Exit 0 \
+                when every group present passes, 5 when one fails, 2 when the folder is not in that layout.
+                """)
+        @Argument(help: ArgumentHelp("The vectors folder (holding anonymous_box/, signature/, …).", valueName: "dir"))
+        var directory: String
+
+        func run() throws {
+            let results = try CoverDropVectors.check(folder: URL(fileURLWithPath: directory))
+            print(JSONValue.object(results.map { ($0.group, .string($0.outcome.description)) }).jsonText)
+            if results.contains(where: { if case .fail = $0.outcome { return true } else { return false } }) { throw ExitCode(5) }
         }
     }
 }

@@ -11,7 +11,7 @@ struct QueueTests {
             url: folder.appendingPathComponent("queue"), slots: slots, itemBytes: 128,
             secureElement: FileSecureElement(keyFile: folder.appendingPathComponent("se.key"))
         ) {
-            DeniableStorage.cover(itemBytes: 128, to: nil)
+            SecureRandom.bytes(128)
         }
     }
 
@@ -118,11 +118,11 @@ struct StoreSequenceTests {
             switch Int.random(in: 0..<10) {
             case 0..<4:
                 if !unlocked {
-                    await #expect(throws: DeniableError.locked) { try await store.send("x", to: "j") }
+                    await #expect(throws: DeniableError.locked) { try await store.send("x", to: "journalist") }
                 } else if waiting.count == 8 {
-                    await #expect(throws: DeniableError.queueFull) { try await store.send("x", to: "j") }
+                    await #expect(throws: DeniableError.queueFull) { try await store.send("x", to: "journalist") }
                 } else {
-                    try await store.send("m\(next)", to: "j")
+                    try await store.send("m\(next)", to: "journalist")
                     waiting.append("m\(next)")
                     next += 1
                 }
@@ -158,9 +158,9 @@ struct SessionTests {
         let (store, _) = try await makeStore(temporaryFolder(), clock: clock)
         let passphrase = try await store.createVault()
         try await store.unlock(passphrase: passphrase)
-        try await store.send("old", to: "j")
+        try await store.send("old", to: "journalist")
         clock.advance(6 * 86_400)
-        try await store.send("new", to: "j")
+        try await store.send("new", to: "journalist")
         try await store.lock()
         try await store.unlock(passphrase: passphrase)
         #expect(try await store.mailbox().map(\.text) == ["old", "new"])
@@ -179,6 +179,8 @@ struct SessionTests {
         let passphrase = try await store.createVault()
         try await store.unlock(passphrase: passphrase)
         let userKey = try await store.userPublicKey()
+        // CoverDrop looks for replies only from journalists the user has a conversation with.
+        try await store.send("hello", to: "journalist")
         try await store.lock()
         let mine = try node.deadDrop(id: 1, createdAt: clock.now, replies: [("journalist", "reply one")], to: userKey, covers: 5)
         let other = try node.deadDrop(
@@ -198,7 +200,7 @@ struct SessionTests {
         let (store, node) = try await makeStore(temporaryFolder(), clock: clock)
         let key = X25519KeyPair.generate().publicKey
         let drop = try node.deadDrop(id: 5, createdAt: clock.now, replies: [], to: key, covers: 2)
-        let forged = DeadDrop(id: 6, createdAt: drop.createdAt, data: drop.data, signature: drop.signature)
+        let forged = DeadDrop(id: 6, createdAtSeconds: drop.createdAtSeconds + 1, data: drop.data, signature: drop.signature)
         let first = try await store.receive(deadDrops: [drop, forged])
         let second = try await store.receive(deadDrops: [drop])
         #expect(first == DeadDropMerge(kept: 1, duplicates: 0, rejected: 1, trimmed: 0))
@@ -245,22 +247,29 @@ struct SessionTests {
         #expect(await store.verifiedKeys()?.fetchedAt == clock.now)
     }
 
-    @Test("keys with a bad signature or past their expiry are not used")
+    @Test("keys with a bad certificate or past their expiry are not used, nor anything below them")
     func keyVerification() throws {
         let folder = temporaryFolder()
         let node = try DevelopmentCoverNode(folder: folder)
         let now = Date()
-        let cache = PublicKeyCache(url: folder.appendingPathComponent("k.json"), anchor: node.trustAnchor)
         var bundle = node.keyBundle()
-        let good = cache.verify(bundle, fetchedAt: now, now: now)
-        #expect(good.messaging.count == 1 && good.signing.count == 1)
-        let k = bundle.keys[0]
-        bundle.keys[0] = PublishedKey(
-            role: k.role, id: k.id, key: X25519KeyPair.generate().publicKey,
-            notValidAfter: k.notValidAfter, signature: k.signature)
-        #expect(cache.verify(bundle, fetchedAt: now, now: now).rejected == 1)
-        let expired = cache.verify(node.keyBundle(notValidAfter: now.addingTimeInterval(-1)), fetchedAt: now, now: now)
-        #expect(expired.messaging.isEmpty && expired.rejected == 2)
+        let good = VerifiedKeys.verify(bundle, anchor: node.trustAnchor, fetchedAt: now, now: now)
+        #expect(good.wrappingKeys.count == 2 && good.deadDropSigningKeys.count == 2 && good.rejected == 0)
+        #expect(good.journalistMessagingKeys.keys.sorted() == DevelopmentCoverNode.defaultJournalists)
+        // A CoverNode messaging key swapped under its certificate is dropped.
+        var family = bundle.keys[0].covernodes[0].covernodes["covernode_001"]![0]
+        let msg = family.msgPKs[0]
+        family.msgPKs[0] = SignedPublicKey(
+            key: X25519KeyPair.generate().publicKey, certificate: msg.certificate, notValidAfterSeconds: msg.notValidAfterSeconds)
+        bundle.keys[0].covernodes[0].covernodes["covernode_001"] = [family]
+        let tampered = VerifiedKeys.verify(bundle, anchor: node.trustAnchor, fetchedAt: now, now: now)
+        #expect(tampered.rejected == 1 && tampered.wrappingKeys.count == 1)
+        // A bundle whose organisation key is not the anchor yields nothing.
+        let stranger = TrustAnchor(publicKey: Ed25519KeyPair.generate().publicKey, notValidAfter: now.addingTimeInterval(86_400))
+        #expect(VerifiedKeys.verify(node.keyBundle(), anchor: stranger, fetchedAt: now, now: now).count == 0)
+        let expired = VerifiedKeys.verify(
+            node.keyBundle(notValidAfter: now.addingTimeInterval(-1)), anchor: node.trustAnchor, fetchedAt: now, now: now)
+        #expect(expired.count == 0 && expired.rejected == 1)
     }
 
     @Test("going to the background ends the session")

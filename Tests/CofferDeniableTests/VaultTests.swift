@@ -97,7 +97,7 @@ struct VaultTests {
         let passphrase = try await store.createVault()
         try await store.unlock(passphrase: passphrase)
         for i in 0..<40 {
-            try await store.send("message \(i) " + String(repeating: ".", count: 150), to: "j")
+            try await store.send("message \(i) " + String(repeating: ".", count: 150), to: "journalist")
             clock.advance(1)
         }
         let kept = try await store.mailbox().map { Int($0.text.split(separator: " ")[1])! }

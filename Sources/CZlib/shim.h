@@ -1,0 +1,2 @@
+// Exposes zlib (gzip for CoverDrop's padded compressed strings) to Swift.
+#include <zlib.h>
