@@ -135,7 +135,9 @@ let package = Package(
         ),
         .testTarget(
             name: "CofferDeniableTests",
-            dependencies: ["CofferDeniable", "CofferCrypto", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["CofferDeniable", "CofferCrypto", .product(name: "Crypto", package: "swift-crypto")],
+            // CoverDrop's published test vectors and integration data (Apache-2.0; see NOTICE).
+            resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "CofferCLITests",

@@ -278,11 +278,12 @@ enum DeniableCLI {
     }
 
     static func json(_ m: MailboxMessage) -> JSONValue {
-        .object([
-            ("direction", .string(m.direction == .sent ? "sent" : "received")),
-            ("peer", .string(m.peer)),
-            ("text", .string(m.text)),
-            ("date", .string(ISO8601DateFormatter().string(from: m.date))),
-        ])
+        .object(
+            [
+                ("direction", .string(m.direction == .sent ? "sent" : "received")),
+                ("peer", .string(m.peer)),
+                ("text", .string(m.text)),
+                ("date", .string(ISO8601DateFormatter().string(from: m.date))),
+            ] + (m.handoverTo.map { [("handoverTo", JSONValue.string($0))] } ?? []))
     }
 }

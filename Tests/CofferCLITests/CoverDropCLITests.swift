@@ -1,0 +1,91 @@
+// `coffer deniable check-vectors` and the README's walk-through over CoverDrop's formats, run as
+// separate processes.
+import Foundation
+import Testing
+
+/// The repository root (this file is Tests/CofferCLITests/…).
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+/// CoverDrop's published vectors, as the deniable tests keep them.
+let coverDropVectors = repositoryRoot.appendingPathComponent("Tests/CofferDeniableTests/Fixtures/coverdrop/vectors")
+
+func parsedObject(_ text: String) -> [String: Any]? {
+    (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
+}
+
+@Suite("coffer deniable check-vectors")
+struct CheckVectorsCLITests {
+    let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-vectors-cli-\(UUID().uuidString)")
+
+    @Test("CoverDrop's published vectors pass: one JSON object, a field per group, exit 0")
+    func published() throws {
+        let r = try CLI.run(["deniable", "check-vectors", coverDropVectors.path], store: store)
+        #expect(r.status == 0, "\(r.stderr)")
+        let object = try #require(parsedObject(r.stdout))
+        for group in ["anonymous_box", "multi_anonymous_box", "two_party_box", "signature", "certificate_data", "journalist_dead_drop"] {
+            #expect(object[group] as? String == "pass", "\(group): \(r.stdout)")
+        }
+    }
+
+    @Test("a tampered box exits 5 and names the failing group; absent groups are skipped")
+    func tampered() throws {
+        let copy = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-vectors-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
+        for group in ["anonymous_box", "signature"] {
+            try FileManager.default.copyItem(at: coverDropVectors.appendingPathComponent(group), to: copy.appendingPathComponent(group))
+        }
+        let box = copy.appendingPathComponent("anonymous_box/04_anonymous_box")
+        var bytes = try Data(contentsOf: box)
+        bytes[100] ^= 0x80
+        try bytes.write(to: box)
+        let r = try CLI.run(["deniable", "check-vectors", copy.path], store: store)
+        #expect(r.status == 5)
+        let object = try #require(parsedObject(r.stdout))
+        #expect((object["anonymous_box"] as? String)?.hasPrefix("fail") == true)
+        #expect(object["signature"] as? String == "pass")
+        #expect(object["two_party_box"] as? String == "skipped (absent)")
+    }
+
+    @Test("a folder not in CoverDrop's layout exits 2 with a message saying what it expected")
+    func wrongLayout() throws {
+        let r = try CLI.run(["deniable", "check-vectors", store.path], store: store)
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("common/tests/vectors") || r.stderr.contains("not a folder"), "\(r.stderr)")
+    }
+}
+
+@Suite("The deniable walk-through over CoverDrop's formats")
+struct CoverDropWalkthroughTests {
+    @Test("init, send, dequeue, reply, handover, unlock: every message crosses in CoverDrop's formats, each command its own process")
+    func walkthrough() throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-walkthrough-\(UUID().uuidString)")
+        let started = try CLI.run(["deniable", "start"], store: store)
+        #expect(started.status == 0, "\(started.stderr)")
+        let created = try CLI.run(["deniable", "init"], store: store)
+        let passphrase = try #require(parsedObject(created.stdout)?["passphrase"] as? String)
+        let env = ["P": passphrase]
+        let sent = try CLI.run(["--passphrase-env", "P", "deniable", "send", "--to", "alice", "hello"], store: store, env: env)
+        #expect(sent.status == 0, "\(sent.stderr)")
+        let head = try CLI.run(["deniable", "dequeue"], store: store)
+        let item = try #require(parsedObject(head.stdout))
+        #expect(Data(base64Encoded: item["item"] as? String ?? "")?.count == 773)
+        let read = try #require(item["coverNode"] as? [String: Any], "\(head.stdout)")
+        #expect(read["recipient"] as? String == "alice" && read["text"] as? String == "hello")
+        let reply = try CLI.run(["--passphrase-env", "P", "deniable", "reply", "--from", "alice", "hi back"], store: store, env: env)
+        #expect(reply.status == 0, "\(reply.stderr)")
+        let handover = try CLI.run(
+            ["--passphrase-env", "P", "deniable", "reply", "--from", "alice", "--handover-to", "bob"], store: store, env: env)
+        #expect(handover.status == 0, "\(handover.stderr)")
+        let fromBob = try CLI.run(["--passphrase-env", "P", "deniable", "reply", "--from", "bob", "bob here"], store: store, env: env)
+        #expect(fromBob.status == 0, "\(fromBob.stderr)")
+        let unlocked = try CLI.run(["--passphrase-env", "P", "deniable", "unlock"], store: store, env: env)
+        let mailbox = try #require(parsedObject(unlocked.stdout)?["mailbox"] as? [[String: Any]], "\(unlocked.stdout)")
+        let received = mailbox.filter { $0["direction"] as? String == "received" }
+        #expect(received.contains { $0["peer"] as? String == "alice" && $0["text"] as? String == "hi back" }, "\(unlocked.stdout)")
+        #expect(received.contains { $0["peer"] as? String == "alice" && $0["handoverTo"] as? String == "bob" }, "\(unlocked.stdout)")
+        #expect(received.contains { $0["peer"] as? String == "bob" && $0["text"] as? String == "bob here" }, "\(unlocked.stdout)")
+        let status = try CLI.run(["deniable", "status"], store: store)
+        #expect(status.status == 0)
+        let unknown = try CLI.run(["--passphrase-env", "P", "deniable", "send", "--to", "nobody", "hi"], store: store, env: env)
+        #expect(unknown.status != 0 && unknown.stderr.contains("nobody"), "\(unknown.stderr)")
+    }
+}
