@@ -97,9 +97,12 @@ struct CoverDropIntegrationTests {
     }
 
     func userKey() throws -> X25519KeyPair {
-        struct Pair: Decodable { let secret_key: String }
+        struct Pair: Decodable {
+            let secretKey: String
+            enum CodingKeys: String, CodingKey { case secretKey = "secret_key" }
+        }
         let pair = try JSONDecoder().decode(Pair.self, from: fixtureData("integration/user.keypair.json"))
-        return try X25519KeyPair(secretKey: SecretKey(copying: #require(Hex.decode(pair.secret_key)), expectedCount: 32))
+        return try X25519KeyPair(secretKey: SecretKey(copying: #require(Hex.decode(pair.secretKey)), expectedCount: 32))
     }
 
     func verified(_ scenario: String, _ step: String) throws -> (VerifiedKeys, [DeadDrop]) {
