@@ -36,13 +36,18 @@ let package = Package(
         ),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
         .target(name: "CofferFileModes"),
+        // The package's one lock type and its way off the caller's executor.
+        .target(name: "CofferSync"),
         .target(
             name: "CofferSQLite",
-            dependencies: [.product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]
+            dependencies: [
+                "CofferSync", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]
         ),
         .target(
             name: "CofferCrypto",
             dependencies: [
+                "CofferSync",
                 "CSodium",
                 "CofferFileModes",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -52,6 +57,7 @@ let package = Package(
         .target(
             name: "CofferWallet",
             dependencies: [
+                "CofferSync",
                 "CofferCrypto",
                 "CofferSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -63,6 +69,7 @@ let package = Package(
         .target(
             name: "CofferDeniable",
             dependencies: [
+                "CofferSync",
                 "CofferCrypto",
                 "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -73,17 +80,21 @@ let package = Package(
         ),
         .target(
             name: "CofferStateMachines",
-            dependencies: ["CofferWallet", "CofferCrypto"]
+            dependencies: [
+                "CofferSync", "CofferWallet", "CofferCrypto",
+            ]
         ),
         .target(
             name: "CofferSettings",
             dependencies: [
+                "CofferSync",
                 "CofferFileModes", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
             name: "CofferDatabase",
             dependencies: [
+                "CofferSync",
                 "CofferSettings", "CofferFileModes", "CofferSQLite", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -91,16 +102,20 @@ let package = Package(
         .target(
             name: "CofferMediaCache",
             dependencies: [
+                "CofferSync",
                 "CofferFileModes", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
             name: "CofferSecureStorage",
-            dependencies: ["CofferCrypto", "CofferFileModes", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CofferSync", "CofferCrypto", "CofferFileModes", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .target(
             name: "Coffer",
             dependencies: [
+                "CofferSync",
                 "CofferWallet", "CofferStateMachines", "CofferDeniable", "CofferSettings", "CofferDatabase", "CofferCrypto",
                 "CofferMediaCache", "CofferSecureStorage", "CofferFileModes", .product(name: "Logging", package: "swift-log"),
             ]
@@ -108,6 +123,7 @@ let package = Package(
         .executableTarget(
             name: "coffer",
             dependencies: [
+                "CofferSync",
                 "Coffer",
                 // libsodium's C calls, the baseline `coffer bench sdk` compares wallet-held keys with.
                 "CSodium",

@@ -1,6 +1,7 @@
 // The app container: every store of an app in one folder (plus a caches folder), opened together.
 import CofferCrypto
 import CofferFileModes
+import CofferSync
 import Foundation
 import Logging
 
@@ -116,7 +117,7 @@ public final class CofferContainer: @unchecked Sendable {
     /// Tokens, client certificates, custom headers. Every call throws
     /// `SecureStorageError.closed` once the container is closed or reset.
     public let secure: any SecureStorage
-    /// The secure store itself, which ``reset()`` still uses after closing.
+    /// The secure store itself, which ``reset()-1hq1w`` still uses after closing.
     private let baseSecure: any SecureStorage
     /// Whether the container closed, readable without the container (the secure wrapper holds it).
     private let closedFlag = ClosedFlag()
@@ -175,7 +176,7 @@ public final class CofferContainer: @unchecked Sendable {
         return container
     }
 
-    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)`` off the
+    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)-94a4f`` off the
     /// caller's executor: opening and migrating run on a worker thread, so an app can open its
     /// container from the main actor (e.g. in a SwiftUI `.task`) without blocking it.
     public static func open(
@@ -236,7 +237,7 @@ public final class CofferContainer: @unchecked Sendable {
     }
 
     /// Opens the container's wallet, creating it when `createIfMissing` and it does not exist.
-    /// The container closes it at ``close()`` and ``reset()``.
+    /// The container closes it at ``close()`` and ``reset()-1hq1w``.
     public func openWallet(_ key: WalletKey, createIfMissing: Bool = true) async throws -> Wallet {
         try checkOpen()
         let exists = FileManager.default.fileExists(atPath: locations.wallet.path)
@@ -296,14 +297,14 @@ public final class CofferContainer: @unchecked Sendable {
         try? database.close()
     }
 
-    /// ``reset()`` off the caller's executor.
+    /// ``reset()-1hq1w`` off the caller's executor.
     public func reset() async throws {
         try await offCaller { try self.reset() }
     }
 
     /// Full reset: closes everything, then removes the database (settings included), the wallet,
     /// the deniable vault, the media cache and every secure item (see
-    /// ``reset(_:secureStorage:keychainService:)``). This container is closed afterwards.
+    /// ``reset(_:secureStorage:keychainService:)-2y0z9``). This container is closed afterwards.
     /// Blocks the calling thread while files are removed: from the main actor, `await` the async form.
     public func reset() throws {
         try checkOpen()
@@ -320,7 +321,7 @@ public final class CofferContainer: @unchecked Sendable {
     /// leaves it empty) — and every secure item (the Keychain items of `keychainService`, by
     /// default this store's own ``CofferLocations/keychainService``, on Apple platforms; the
     /// sealed-file folder elsewhere). Other stores' items are untouched. The next
-    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)`` is a fresh install.
+    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)-94a4f`` is a fresh install.
     /// Close any container or wallet of these locations first. Blocks the calling thread: from the
     /// main actor, `await` the async form.
     /// - Throws: ``ContainerError/storage(_:)`` naming every item that could not be removed (the
@@ -350,7 +351,7 @@ public final class CofferContainer: @unchecked Sendable {
 }
 
 extension CofferContainer {
-    /// ``reset(_:secureStorage:keychainService:)`` off the caller's executor.
+    /// ``reset(_:secureStorage:keychainService:)-2y0z9`` off the caller's executor.
     public static func reset(
         _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
         keychainService: String? = nil

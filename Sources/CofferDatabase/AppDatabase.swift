@@ -1,4 +1,5 @@
 import CofferFileModes
+import CofferSync
 import CofferSQLite
 // The app database (`app.sqlite`): schema migrations through GRDB's migrator, then the ordered
 // data-migration ladder whose version lives in the settings store, then integrity checks.
@@ -217,7 +218,7 @@ public final class AppDatabase: Sendable {
         try open(at: url, dataMigrations: dataMigrations, schemaUpTo: lastMigration, profile: nil)
     }
 
-    /// ``open(at:dataMigrations:schemaUpTo:)`` recording the statements its pool runs (tests of
+    /// ``open(at:dataMigrations:schemaUpTo:)-4phrd`` recording the statements its pool runs (tests of
     /// the open path's cost).
     package static func open(
         at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,
@@ -370,7 +371,7 @@ public final class AppDatabase: Sendable {
     }
 
     /// Runs SQLite's `PRAGMA quick_check` and `PRAGMA foreign_key_check` over the whole file —
-    /// what ``open(at:dataMigrations:schemaUpTo:)`` runs after a migration. It reads every page
+    /// what ``open(at:dataMigrations:schemaUpTo:)-4phrd`` runs after a migration. It reads every page
     /// (74 ms at 100,000 assets here), so run it off the main actor, e.g. in a background task
     /// after launch. Other reads and writes go on meanwhile (it reads a snapshot).
     /// - Throws: ``DatabaseStoreError/integrityFailed(_:)`` naming the first problems.
@@ -391,7 +392,7 @@ public final class AppDatabase: Sendable {
         }
     }
 
-    /// ``open(at:dataMigrations:schemaUpTo:)`` off the caller's executor: the migrations and
+    /// ``open(at:dataMigrations:schemaUpTo:)-4phrd`` off the caller's executor: the migrations and
     /// checks run on a worker thread, so awaiting it from the main actor does not block it.
     public static func open(
         at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,

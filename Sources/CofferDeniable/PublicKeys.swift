@@ -39,7 +39,7 @@ public struct TrustAnchor: Sendable, Hashable {
 }
 
 /// A public key as CoverDrop publishes it: the key, its parent's Ed25519 signature of
-/// ``KeyCertificateData`` (key ‖ not-valid-after seconds), and its expiry.
+/// `KeyCertificateData` (CofferCrypto) (key ‖ not-valid-after seconds), and its expiry.
 public struct SignedPublicKey: Sendable, Hashable, Codable {
     /// The key (32 bytes: Ed25519 for organisation, provisioning and identity keys, X25519 for
     /// messaging keys).

@@ -1,7 +1,7 @@
 // Async forms of every secure-storage call. A Keychain call or a sealed file's read, write and
 // fsync runs on a worker thread (`offCaller`), so awaiting it from the main actor never blocks
 // the actor. In async code Swift picks these forms.
-import CofferFileModes
+import CofferSync
 import Foundation
 
 extension SecureStorage {

@@ -1,0 +1,68 @@
+// The package's one lock type: a mutex around the state it guards, reached only through
+// `withLock`, so no code can touch the state without holding the lock or forget to release it.
+// An unfair lock on Apple platforms (`os_unfair_lock`), a `pthread_mutex_t` elsewhere; both live
+// in their own allocation, as neither may be moved once used.
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#endif
+
+/// A value guarded by a mutex. Safe to share between threads: the state is only reachable
+/// inside ``withLock(_:)``, while the mutex is held. The lock is not reentrant.
+package final class Locked<State>: @unchecked Sendable {
+    #if canImport(Darwin)
+    @usableFromInline let mutex: UnsafeMutablePointer<os_unfair_lock>
+    #else
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    #endif
+    @usableFromInline var state: State
+
+    /// A lock guarding `state`.
+    package init(_ state: State) {
+        self.state = state
+        mutex = .allocate(capacity: 1)
+        #if canImport(Darwin)
+        mutex.initialize(to: os_unfair_lock())
+        #else
+        mutex.initialize(to: pthread_mutex_t())
+        precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init failed")
+        #endif
+    }
+
+    deinit {
+        #if !canImport(Darwin)
+        pthread_mutex_destroy(mutex)
+        #endif
+        mutex.deinitialize(count: 1)
+        mutex.deallocate()
+    }
+
+    /// Runs `body` with the state while holding the lock.
+    @inlinable
+    package func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
+        #if canImport(Darwin)
+        os_unfair_lock_lock(mutex)
+        defer { os_unfair_lock_unlock(mutex) }
+        #else
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        #endif
+        return try body(&state)
+    }
+}
+
+extension Locked where State == Void {
+    /// A lock guarding no value of its own (it serialises a section of code, or state kept
+    /// elsewhere whose declaration says this lock guards it).
+    package convenience init() { self.init(()) }
+
+    /// Runs `body` while holding the lock.
+    @inlinable
+    package func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        try withLock { (_: inout Void) in try body() }
+    }
+}
+
+/// The package's lock when it guards no value of its own.
+package typealias Lock = Locked<Void>
