@@ -1,9 +1,9 @@
 import CofferFileModes
-import CofferSync
 import CofferSQLite
 // The app database (`app.sqlite`): schema migrations through GRDB's migrator, then the ordered
 // data-migration ladder whose version lives in the settings store, then integrity checks.
 import CofferSettings
+import CofferSync
 import Foundation
 import GRDB
 import Logging
