@@ -108,6 +108,7 @@ public enum ContainerError: Error, Equatable, Sendable, CustomStringConvertible 
 /// following their changes; its memory layer is dropped on a UIKit memory warning), secure
 /// storage (Keychain on Apple platforms) and, on request, the wallet.
 public final class CofferContainer: @unchecked Sendable {
+    // Safe to share: its stored properties are immutable and Sendable, except `wallets`, `watchers`, `memoryWarningObserver` and `isClosed`, which only `lock` guards.
     /// The folders.
     public let locations: CofferLocations
     /// Settings and collections (`app.sqlite`).
@@ -126,7 +127,7 @@ public final class CofferContainer: @unchecked Sendable {
     /// One typed client per entity.
     public var context: StorageContext { database.context }
 
-    private let lock = NSLock()
+    private let lock = Lock()
     private var wallets: [Wallet] = []
     private var watchers: [Task<Void, Never>] = []
     private var memoryWarningObserver: (any NSObjectProtocol)?
@@ -363,7 +364,7 @@ extension CofferContainer {
 /// A flag set once (the container's closing), read from any thread.
 final class ClosedFlag: @unchecked Sendable {
     // `value` is guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var value = false
     var isSet: Bool { lock.withLock { value } }
     func set() { lock.withLock { value = true } }

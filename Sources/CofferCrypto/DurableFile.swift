@@ -202,6 +202,7 @@ private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -
 /// not supported: the later one removes the earlier one's partial file, which then fails.)
 /// Used by one thread at a time (a backup export's read), hence `@unchecked Sendable`.
 package final class DurableFileWriter: @unchecked Sendable {
+    // Safe to share: one task at a time owns it (a backup export writes it sequentially); it is handed between threads, never used by two at once.
     /// Where the pieces go until ``commit()``.
     package let temporary: URL
     private let target: URL

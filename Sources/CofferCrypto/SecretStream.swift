@@ -4,7 +4,7 @@ import CSodium
 import Foundation
 
 /// Encrypts a stream of messages under one key.
-public final class SecretStreamWriter: @unchecked Sendable {
+public final class SecretStreamWriter {
     // Used from one task at a time, as a stream is written in order.
     private let state: UnsafeMutablePointer<crypto_secretstream_xchacha20poly1305_state>
     /// The stream header: store it before the first message; the reader needs it.
@@ -54,7 +54,7 @@ public final class SecretStreamWriter: @unchecked Sendable {
 }
 
 /// Decrypts a stream written by ``SecretStreamWriter``.
-public final class SecretStreamReader: @unchecked Sendable {
+public final class SecretStreamReader {
     // Used from one task at a time, as a stream is read in order.
     private let state: UnsafeMutablePointer<crypto_secretstream_xchacha20poly1305_state>
 

@@ -1,5 +1,6 @@
 // Any collection query as an `@Observable` model for SwiftUI (and anything else using
 // Observation): its value follows every committed change to what the query read.
+import CofferSync
 import Foundation
 import Observation
 
@@ -47,7 +48,7 @@ public final class ObservedQuery<Value: Equatable & Sendable> {
 /// The task that follows a query for an ``ObservedQuery``, cancellable from its deinit.
 private final class QueryFollower: @unchecked Sendable {
     // Safe to share: `task` is guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var task: Task<Void, Never>?
     func start(_ task: Task<Void, Never>) { lock.withLock { self.task = task } }
     func cancel() { lock.withLock { task }?.cancel() }

@@ -1,5 +1,6 @@
 // Observations of the app database as Coffer's own type, so an app iterates them with nothing
 // but `import Coffer`, and closing the database ends every one of them.
+import CofferSync
 import Foundation
 import GRDB
 
@@ -64,7 +65,7 @@ final class ObservationRegistry: @unchecked Sendable {
         var finishers: [Int: @Sendable () -> Void] = [:]
     }
     // Safe to share: `state` is only touched inside `withLock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var state = State()
 
     private func withLock<T>(_ body: (inout State) -> T) -> T { lock.withLock { body(&state) } }

@@ -1,6 +1,7 @@
+import CofferCrypto
 // The deniable store: vault, sending queue, dead drops and public keys in one folder, and the
 // session that unlocks them.
-import CofferCrypto
+import CofferSync
 import Foundation
 import Logging
 
@@ -703,7 +704,7 @@ public struct DeadDropMerge: Sendable, Equatable {
 /// The CoverNode keys covers are wrapped for, shared with the queue's cover maker.
 final class CoverKey: @unchecked Sendable {
     // Safe to share: `key` is only touched under `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var key: [Data]
 
     init(_ key: [Data]) { self.key = key }

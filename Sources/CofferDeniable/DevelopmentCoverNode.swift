@@ -1,9 +1,10 @@
+import CofferCrypto
 // A development stand-in for a CoverDrop service (organisation, CoverNodes, journalists), for the
 // command line, tests and benchmarks — as CoverDrop has a dev environment. It speaks CoverDrop's
 // wire formats: the key bundle and dead-drop list in its API's JSON shape, user-to-CoverNode
 // messages opened as a CoverNode and a journalist open them, replies as journalist-to-user
 // TwoPartyBoxes in dead drops signed with CoverDrop's signature scheme.
-import CofferCrypto
+import CofferSync
 import Foundation
 
 /// The service side of a development environment, with real keys: an organisation key (the
@@ -43,7 +44,7 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
     private let configuration: DeniableConfiguration
     private let folder: URL
     private let clock: @Sendable () -> Date
-    private let publishLock = NSLock()
+    private let publishLock = Lock()
     /// How often the service publishes a dead drop without replies.
     public let deadDropInterval: TimeInterval
     /// Slots in every dead drop (replies and covers together).
@@ -303,13 +304,13 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
 
     /// Serialises publication between threads, and between processes sharing the folder (flock).
     private func withPublicationLock<R>(_ body: () throws(DeniableError) -> R) throws(DeniableError) -> R {
-        publishLock.lock()
-        defer { publishLock.unlock() }
-        let fd = open(folder.appendingPathComponent("publish.lock").path, O_RDWR | O_CREAT, 0o600)
-        guard fd >= 0 else { throw .storage("cannot open the development service's lock file in \(folder.path)") }
-        defer { close(fd) }
-        _ = flock(fd, LOCK_EX)
-        defer { _ = flock(fd, LOCK_UN) }
-        return try body()
+        return try publishLock.withLock { () throws(DeniableError) -> R in
+            let fd = open(folder.appendingPathComponent("publish.lock").path, O_RDWR | O_CREAT, 0o600)
+            guard fd >= 0 else { throw .storage("cannot open the development service's lock file in \(folder.path)") }
+            defer { close(fd) }
+            _ = flock(fd, LOCK_EX)
+            defer { _ = flock(fd, LOCK_UN) }
+            return try body()
+        }
     }
 }

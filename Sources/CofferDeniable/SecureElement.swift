@@ -1,5 +1,6 @@
-// The secure-element key k_se: held by hardware on a phone, by a 0600 file here.
 import CofferCrypto
+// The secure-element key k_se: held by hardware on a phone, by a 0600 file here.
+import CofferSync
 import Foundation
 
 /// A device-bound key that computes with its secret but never hands it out. The vault key mixes
@@ -33,9 +34,10 @@ extension SecureElement {
 /// Unlike hardware, the file sits beside the files it protects: a copy of the folder holds the
 /// key (see `docs/deniable-threat-model.md`).
 public final class FileSecureElement: SecureElement, @unchecked Sendable {
+    // Safe to share: `cached` is only touched under `lock`; `keyFile` is immutable.
     /// Where the key lives.
     public let keyFile: URL
-    private let lock = NSLock()
+    private let lock = Lock()
     private var cached: KeyedHash?
 
     /// A secure element keeping its key at `keyFile` (created with mode 0600 when absent).
@@ -56,43 +58,46 @@ public final class FileSecureElement: SecureElement, @unchecked Sendable {
 
     /// Writes a fresh key (atomically, 0600) and forgets the old one.
     public func regenerate() throws(DeniableError) {
-        lock.lock()
-        defer { lock.unlock() }
-        cached = nil
-        try writeKey(SecretKey.random(byteCount: 32))
+        try lock.withLock { () throws(DeniableError) -> Void in
+            cached = nil
+            try writeKey(SecretKey.random(byteCount: 32))
+        }
     }
 
     /// Creates the key file when it is missing, and replaces it when it does not hold a 32-byte
     /// key. A key file readable by others is refused (``DeniableError/secureElement(_:)``): it is
     /// not damaged, and replacing it would destroy what it protects; fix its mode to 0600.
     public func prepare() throws(DeniableError) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        let file = OwnerOnlyKeyFile(url: keyFile)
-        if FileManager.default.fileExists(atPath: keyFile.path) {
-            do {
-                cached = KeyedHash(key: try file.load())
-                return false
-            } catch {
-                let mode = (try? FileManager.default.attributesOfItem(atPath: keyFile.path)[.posixPermissions] as? NSNumber)?.intValue ?? 0
-                if mode & 0o077 != 0 { throw .secureElement(error.message) }
+        return try lock.withLock { () throws(DeniableError) -> Bool in
+            let file = OwnerOnlyKeyFile(url: keyFile)
+            if FileManager.default.fileExists(atPath: keyFile.path) {
+                do throws(FileOperationError) {
+                    cached = KeyedHash(key: try file.load())
+                    return false
+                } catch {
+                    let mode =
+                        (try? FileManager.default.attributesOfItem(atPath: keyFile.path)[.posixPermissions] as? NSNumber)?.intValue ?? 0
+                    if mode & 0o077 != 0 { throw .secureElement(error.message) }
+                }
             }
+            let key = SecretKey.random(byteCount: 32)
+            try writeKey(key)
+            cached = KeyedHash(key: key)
+            return true
         }
-        let key = SecretKey.random(byteCount: 32)
-        try writeKey(key)
-        cached = KeyedHash(key: key)
-        return true
     }
 
     private func keyed() throws(DeniableError) -> KeyedHash {
-        lock.lock()
-        defer { lock.unlock() }
-        if let cached { return cached }
-        let key: SecretKey
-        do { key = try OwnerOnlyKeyFile(url: keyFile).loadOrCreate() } catch { throw .secureElement(error.message) }
-        let hasher = KeyedHash(key: key)
-        cached = hasher
-        return hasher
+        return try lock.withLock { () throws(DeniableError) -> KeyedHash in
+            if let cached { return cached }
+            let key: SecretKey
+            do throws(FileOperationError) { key = try OwnerOnlyKeyFile(url: keyFile).loadOrCreate() } catch {
+                throw .secureElement(error.message)
+            }
+            let hasher = KeyedHash(key: key)
+            cached = hasher
+            return hasher
+        }
     }
 
     private func writeKey(_ key: SecretKey) throws(DeniableError) {

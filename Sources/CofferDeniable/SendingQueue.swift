@@ -1,6 +1,7 @@
+import CofferCrypto
 // The private sending queue: a fixed number of fixed-size slots, real messages at the front
 // where only the holder of the queue secret can count them.
-import CofferCrypto
+import CofferSync
 import Foundation
 
 /// The private sending queue, kept in one file of constant length (version 2). All integers
@@ -27,6 +28,7 @@ import Foundation
 /// was queued, sent, or nothing happened. Version 1 (`CFQUEUE1`, the same slots without the
 /// outer layer) is read and rewritten in version 2.
 public final class SendingQueue: @unchecked Sendable {
+    // Safe to share: the slots, hints and file are only touched under `lock`; the rest is immutable.
     /// Bytes of one hint (full HMAC-SHA256 output).
     public static let hintBytes = 32
     static let magic = Array("CFQUEUE2".utf8)
@@ -47,7 +49,7 @@ public final class SendingQueue: @unchecked Sendable {
     private let secureElement: SecureElement
     private let makeCover: @Sendable () -> Data
     // Guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var items: [Data]
     private var hints: [Data]
 
@@ -135,9 +137,9 @@ public final class SendingQueue: @unchecked Sendable {
 
     /// Rewrites the file with a fresh outer salt and nonce and the same slots (every app start).
     public func rewrite() throws(DeniableError) {
-        lock.lock()
-        defer { lock.unlock() }
-        try save()
+        try lock.withLock { () throws(DeniableError) -> Void in
+            try save()
+        }
     }
 
     private func appendCover() throws(DeniableError) {
@@ -178,9 +180,9 @@ public final class SendingQueue: @unchecked Sendable {
 
     /// How many real messages wait at the front (needs the secret).
     public func fillLevel(secret: SecretKey) -> Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return fillLevelLocked(secret)
+        return lock.withLock { () -> Int in
+            return fillLevelLocked(secret)
+        }
     }
 
     /// Puts a real item in the front-most free slot and returns its hint.
@@ -189,36 +191,36 @@ public final class SendingQueue: @unchecked Sendable {
     @discardableResult
     public func enqueue(_ item: Data, secret: SecretKey) throws(DeniableError) -> Data {
         guard item.count == itemBytes else { throw .invalidInput("a queue item must be \(itemBytes) bytes, got \(item.count)") }
-        lock.lock()
-        defer { lock.unlock() }
-        let level = fillLevelLocked(secret)
-        guard level < slots else { throw .queueFull }
-        let hint = Self.hint(item, secret: secret)
-        let (oldItems, oldHints) = (items, hints)
-        items.insert(item, at: level)
-        hints.insert(hint, at: level)
-        items.removeLast()
-        hints.removeLast()
-        do { try save() } catch {
-            (items, hints) = (oldItems, oldHints)
-            throw error
+        return try lock.withLock { () throws(DeniableError) -> Data in
+            let level = fillLevelLocked(secret)
+            guard level < slots else { throw .queueFull }
+            let hint = Self.hint(item, secret: secret)
+            let (oldItems, oldHints) = (items, hints)
+            items.insert(item, at: level)
+            hints.insert(hint, at: level)
+            items.removeLast()
+            hints.removeLast()
+            do throws(DeniableError) { try save() } catch {
+                (items, hints) = (oldItems, oldHints)
+                throw error
+            }
+            return hint
         }
-        return hint
     }
 
     /// The item at the head (what the sender sends next).
     public func peek() -> Data {
-        lock.lock()
-        defer { lock.unlock() }
-        return items[0]
+        return lock.withLock { () -> Data in
+            return items[0]
+        }
     }
 
     /// Removes the head and appends a fresh cover; returns the removed item. Needs no secret.
     @discardableResult
     public func dequeue() throws(DeniableError) -> Data {
-        lock.lock()
-        defer { lock.unlock() }
-        return try removeLocked(items[0])
+        return try lock.withLock { () throws(DeniableError) -> Data in
+            return try removeLocked(items[0])
+        }
     }
 
     /// Sends the head through `send`, then removes exactly that item (wherever an enqueue made
@@ -250,31 +252,31 @@ public final class SendingQueue: @unchecked Sendable {
 
     /// Takes a just-enqueued item back out (its caller could not record it), appending a cover.
     func withdraw(_ item: Data) throws(DeniableError) {
-        lock.lock()
-        defer { lock.unlock() }
-        _ = try removeLocked(item)
+        try lock.withLock { () throws(DeniableError) -> Void in
+            _ = try removeLocked(item)
+        }
     }
 
     /// Whether a message with this hint still waits in the queue.
     public func contains(hint: Data) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return hints.contains { constantTimeEqual($0, hint) }
+        return lock.withLock { () -> Bool in
+            return hints.contains { constantTimeEqual($0, hint) }
+        }
     }
 
     /// Replaces every slot with a fresh cover (the vault was reset: its real items must go too).
     public func wipe() throws(DeniableError) {
-        lock.lock()
-        defer { lock.unlock() }
-        let (oldItems, oldHints) = (items, hints)
-        items = []
-        hints = []
-        do {
-            for _ in 0..<slots { try appendCover() }
-            try save()
-        } catch {
-            (items, hints) = (oldItems, oldHints)
-            throw error
+        try lock.withLock { () throws(DeniableError) -> Void in
+            let (oldItems, oldHints) = (items, hints)
+            items = []
+            hints = []
+            do throws(DeniableError) {
+                for _ in 0..<slots { try appendCover() }
+                try save()
+            } catch {
+                (items, hints) = (oldItems, oldHints)
+                throw error
+            }
         }
     }
 }

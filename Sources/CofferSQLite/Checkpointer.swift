@@ -1,4 +1,5 @@
 // WAL checkpoints after a commit has returned, instead of inside it.
+import CofferSync
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -23,11 +24,12 @@ import GRDBSQLite
 /// at the next write). A database with more than ``SQLiteFootprint/freePagesToReclaim`` free
 /// pages (after large deletes) gives them back to the file system (`incremental_vacuum`).
 package final class Checkpointer: @unchecked Sendable {
+    // Safe to share: `queued`, `pool` and `installed` are only touched under `lock`.
     /// WAL pages that trigger a checkpoint (SQLite's own automatic threshold).
     package static let walPages: Int32 = 1_000
 
     // Guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var queued = false
     private weak var pool: DatabasePool?
     private var installed = false
@@ -54,13 +56,12 @@ package final class Checkpointer: @unchecked Sendable {
 
     /// Called from the hook, on the writer, as a commit completes.
     private func enqueue() {
-        lock.lock()
-        guard !queued, let pool else {
-            lock.unlock()
-            return
+        let target = lock.withLock { () -> DatabasePool? in
+            guard !queued, let pool else { return nil }
+            queued = true
+            return pool
         }
-        queued = true
-        lock.unlock()
+        guard let pool = target else { return }
         pool.asyncWriteWithoutTransaction { db in
             self.lock.withLock { self.queued = false }
             // Passive: never waits for readers; what it cannot copy now, a later one will.
@@ -72,10 +73,10 @@ package final class Checkpointer: @unchecked Sendable {
     /// Drops the hook's reference once the pool's connections are closed (no commit can call
     /// the hook any more).
     package func poolClosed() {
-        lock.lock()
-        let release = installed
-        installed = false
-        lock.unlock()
+        let release = lock.withLock { () -> Bool in
+            defer { installed = false }
+            return installed
+        }
         if release { Unmanaged.passUnretained(self).release() }
     }
 }

@@ -1,5 +1,6 @@
 // What SQL a connection ran and how much work each statement did, for tests that prove a code
 // path does no per-record work (the same statements and virtual-machine steps at any size).
+import CofferSync
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -9,7 +10,7 @@ import GRDBSQLite
 /// visits. Installed through SQLite's `sqlite3_trace_v2` profile event; meant for tests.
 package final class StatementProfile: @unchecked Sendable {
     // `entries` is guarded by `lock`; connections report from their own threads.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var entries: [(sql: String, steps: Int)] = []
 
     package init() {}

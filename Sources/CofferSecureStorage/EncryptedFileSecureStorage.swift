@@ -1,5 +1,6 @@
-// The secure storage of platforms without a Keychain: one sealed file per item, names blinded.
 import CofferCrypto
+// The secure storage of platforms without a Keychain: one sealed file per item, names blinded.
+import CofferSync
 import Foundation
 import Logging
 
@@ -22,9 +23,10 @@ import Darwin
 /// are mode 0600 and folders 0700 whatever the umask; the store's folders found wider are
 /// restricted to their owner when the store first reads or writes.
 public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendable {
+    // Safe to share: `keys` and every file operation are under `lock`; `folder` is immutable.
     /// The store's folder.
     public let folder: URL
-    private let lock = NSLock()
+    private let lock = Lock()
     private var keys: (names: KeyedHash, items: SecretKey)?
     private static let logger = Logger(label: "coffer.secure")
     private static let format: UInt8 = 1
@@ -40,62 +42,62 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     /// Stores `data` under `name`, sealed, with its accessibility class.
     public func save(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError) {
         try validateName(name)
-        lock.lock()
-        defer { lock.unlock() }
-        let (names, itemKey) = try loadKeys(create: true)
-        let file = fileName(name, names)
-        var plain = Data()
-        plain.append(UInt8(SecureAccessibility.allCases.firstIndex(of: accessibility)!))
-        let nameBytes = Data(name.utf8)
-        plain.append(UInt8(nameBytes.count))
-        plain.append(nameBytes)
-        plain.append(data)
-        defer { plain.resetBytes(in: 0..<plain.count) }
-        var sealed = Data([Self.format])
-        do { sealed.append(try AEAD.xchacha20Poly1305.seal(plain, key: itemKey, associatedData: Data(file.utf8))) } catch {
-            throw .storage("cannot seal \(name): \(error)")
+        try lock.withLock { () throws(SecureStorageError) -> Void in
+            let (names, itemKey) = try loadKeys(create: true)
+            let file = fileName(name, names)
+            var plain = Data()
+            plain.append(UInt8(SecureAccessibility.allCases.firstIndex(of: accessibility)!))
+            let nameBytes = Data(name.utf8)
+            plain.append(UInt8(nameBytes.count))
+            plain.append(nameBytes)
+            plain.append(data)
+            defer { plain.resetBytes(in: 0..<plain.count) }
+            var sealed = Data([Self.format])
+            do { sealed.append(try AEAD.xchacha20Poly1305.seal(plain, key: itemKey, associatedData: Data(file.utf8))) } catch {
+                throw .storage("cannot seal \(name): \(error)")
+            }
+            do throws(FileOperationError) {
+                try DurableFile.ensureFolder(itemsFolder)
+                try DurableFile.write(sealed, to: itemsFolder.appendingPathComponent(file), permissions: 0o600)
+            } catch { throw .storage(error.message) }
         }
-        do {
-            try DurableFile.ensureFolder(itemsFolder)
-            try DurableFile.write(sealed, to: itemsFolder.appendingPathComponent(file), permissions: 0o600)
-        } catch { throw .storage(error.message) }
     }
 
     /// The item's bytes, or nil when there is none.
     /// - Throws: ``SecureStorageError/corrupted(_:)`` when the file fails its check.
     public func load(_ name: String) throws(SecureStorageError) -> Data? {
         try validateName(name)
-        lock.lock()
-        defer { lock.unlock() }
-        guard try keyExists() else { return nil }
-        let (names, itemKey) = try loadKeys(create: false)
-        let file = fileName(name, names)
-        guard let item = try open(file, itemKey) else { return nil }
-        guard item.name == name else { throw .corrupted("the file of \(name) holds another item") }
-        return item.data
+        return try lock.withLock { () throws(SecureStorageError) -> Data? in
+            guard try keyExists() else { return nil }
+            let (names, itemKey) = try loadKeys(create: false)
+            let file = fileName(name, names)
+            guard let item = try open(file, itemKey) else { return nil }
+            guard item.name == name else { throw .corrupted("the file of \(name) holds another item") }
+            return item.data
+        }
     }
 
     /// The accessibility class an item was saved with, or nil when there is no such item.
     public func accessibility(of name: String) throws(SecureStorageError) -> SecureAccessibility? {
         try validateName(name)
-        lock.lock()
-        defer { lock.unlock() }
-        guard try keyExists() else { return nil }
-        let (names, itemKey) = try loadKeys(create: false)
-        return try open(fileName(name, names), itemKey)?.accessibility
+        return try lock.withLock { () throws(SecureStorageError) -> SecureAccessibility? in
+            guard try keyExists() else { return nil }
+            let (names, itemKey) = try loadKeys(create: false)
+            return try open(fileName(name, names), itemKey)?.accessibility
+        }
     }
 
     /// Removes the item (durably); a missing item is not an error.
     public func delete(_ name: String) throws(SecureStorageError) {
         try validateName(name)
-        lock.lock()
-        defer { lock.unlock() }
-        guard try keyExists() else { return }
-        let (names, _) = try loadKeys(create: false)
-        let url = itemsFolder.appendingPathComponent(fileName(name, names))
-        guard FileManager.default.fileExists(atPath: url.path) else { return }
-        do { try DurableFile.remove(url) } catch { throw .storage(error.message) }
-        DurableFile.syncFolder(itemsFolder)
+        try lock.withLock { () throws(SecureStorageError) -> Void in
+            guard try keyExists() else { return }
+            let (names, _) = try loadKeys(create: false)
+            let url = itemsFolder.appendingPathComponent(fileName(name, names))
+            guard FileManager.default.fileExists(atPath: url.path) else { return }
+            do throws(FileOperationError) { try DurableFile.remove(url) } catch { throw .storage(error.message) }
+            DurableFile.syncFolder(itemsFolder)
+        }
     }
 
     /// Every readable item's name, sorted (each file is opened to read it). A damaged item is
@@ -118,30 +120,32 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     }
 
     private func inventory() throws(SecureStorageError) -> (names: [String], damaged: [(file: String, reason: String)]) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard try keyExists() else { return ([], []) }
-        let (_, itemKey) = try loadKeys(create: false)
-        var found: [String] = []
-        var damaged: [(file: String, reason: String)] = []
-        for file in itemFiles() {
-            do {
-                if let item = try open(file, itemKey) { found.append(item.name) }
-            } catch {
-                damaged.append((file, error.description))
+        return try lock.withLock { () throws(SecureStorageError) -> (names: [String], damaged: [(file: String, reason: String)]) in
+            guard try keyExists() else { return ([], []) }
+            let (_, itemKey) = try loadKeys(create: false)
+            var found: [String] = []
+            var damaged: [(file: String, reason: String)] = []
+            for file in itemFiles() {
+                do throws(SecureStorageError) {
+                    if let item = try open(file, itemKey) { found.append(item.name) }
+                } catch {
+                    damaged.append((file, error.description))
+                }
             }
+            return (found.sorted(), damaged)
         }
-        return (found.sorted(), damaged)
     }
 
     /// Removes every item; the key stays.
     public func deleteAll() throws(SecureStorageError) {
-        lock.lock()
-        defer { lock.unlock() }
-        for file in itemFiles() {
-            do { try DurableFile.remove(itemsFolder.appendingPathComponent(file)) } catch { throw .storage(error.message) }
+        try lock.withLock { () throws(SecureStorageError) -> Void in
+            for file in itemFiles() {
+                do throws(FileOperationError) { try DurableFile.remove(itemsFolder.appendingPathComponent(file)) } catch {
+                    throw .storage(error.message)
+                }
+            }
+            DurableFile.syncFolder(itemsFolder)
         }
-        DurableFile.syncFolder(itemsFolder)
     }
 
     // MARK: - Internals

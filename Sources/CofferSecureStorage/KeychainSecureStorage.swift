@@ -26,6 +26,7 @@ import Security
 /// Items are never synchronised to iCloud. The Keychain keeps items across app reinstalls;
 /// `CofferContainer` removes them when it sees a fresh install.
 public final class KeychainSecureStorage: SecureStorage, @unchecked Sendable {
+    // Safe to share: its properties are immutable strings and the Keychain calls are thread-safe (Keychain Services documentation); `@unchecked` only because Security types are not annotated.
     /// The `kSecAttrService` of every item.
     public let service: String
     /// The `kSecAttrAccessGroup` (team-prefixed), or nil for the app's default group.

@@ -1,5 +1,6 @@
 // One setting as an `@Observable` model for SwiftUI (and anything else using Observation): its
 // value follows every write, this process's or another's, and assigning writes it through.
+import CofferSync
 import Foundation
 import Observation
 
@@ -60,7 +61,7 @@ public final class ObservedSetting<Value: Sendable> {
 /// The task that follows a setting for an ``ObservedSetting``, cancellable from its deinit.
 private final class FollowerTask: @unchecked Sendable {
     // `task` is guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var task: Task<Void, Never>?
     func start(_ task: Task<Void, Never>) { lock.withLock { self.task = task } }
     func cancel() { lock.withLock { task }?.cancel() }

@@ -77,8 +77,8 @@ public final class Settings: @unchecked Sendable {
     // `observers` is guarded by `lock`; the cache by its own mutex (reads are the hot path);
     // `database` is itself thread-safe; `watcher` and `lastDataVersion` are guarded by the hub's write lock.
     private let database: any DatabaseWriter
-    private let lock = NSLock()
-    @usableFromInline let cache: FastLock<SettingsCache>
+    private let lock = Lock()
+    @usableFromInline let cache: Locked<SettingsCache>
     private var watcher: DatabaseQueue?
     private var lastDataVersion: Int64 = -1
     /// How long a read trusts memory before it checks for other processes' writes: 100 ms.
@@ -122,7 +122,7 @@ public final class Settings: @unchecked Sendable {
             watcher = try? DatabaseQueue(path: database.path, configuration: config)
         }
         self.watcher = watcher
-        cache = FastLock(SettingsCache(values: [:], nextCheck: Self.monotonicNow() &+ Self.crossProcessCheckInterval))
+        cache = Locked(SettingsCache(values: [:], nextCheck: Self.monotonicNow() &+ Self.crossProcessCheckInterval))
         // Read and join the file's instances under the write lock: no write of this process can
         // fall between the read and the registration.
         do {
@@ -411,7 +411,7 @@ public final class Settings: @unchecked Sendable {
 
 /// Connects every ``Settings`` instance on one database file in this process.
 final class SettingsHub: @unchecked Sendable {
-    private static let registryLock = NSLock()
+    private static let registryLock = Lock()
     nonisolated(unsafe) private static var hubs = [String: SettingsHub]()
 
     static func shared(for path: String) -> SettingsHub {
@@ -425,21 +425,17 @@ final class SettingsHub: @unchecked Sendable {
     }
 
     private struct Weak { weak var settings: Settings? }
-    private let lock = NSLock()
+    private let lock = Lock()
     /// Held across every settings commit and its broadcast on this file, and across refreshes.
-    private let writeLock = NSLock()
+    private let writeLock = Lock()
 
     func withWriteLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        writeLock.lock()
-        defer { writeLock.unlock() }
-        return try body()
+        try writeLock.withLock(body)
     }
 
     /// Runs `body` under the write lock; without `wait`, returns nil at once when it is taken.
     func withWriteLock<R>(wait: Bool, _ body: () -> R) -> R? {
-        if wait { writeLock.lock() } else if !writeLock.try() { return nil }
-        defer { writeLock.unlock() }
-        return body()
+        wait ? writeLock.withLock(body) : writeLock.withLockIfAvailable(body)
     }
     private var members = [ObjectIdentifier: Weak]()
 
@@ -460,7 +456,7 @@ final class SettingsHub: @unchecked Sendable {
 /// The stored value a change stream gave last, so a write of the same value is not given twice.
 private final class LastStored: @unchecked Sendable {
     // `value` is guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var value: StoredSetting??
 
     /// Records `stored`; false when it is what was recorded last.

@@ -1,4 +1,5 @@
 // Integer handles over live machines, and the JSON form machines are saved in.
+import CofferSync
 import Foundation
 
 /// Errors of the state-machine layer; each names what was wrong.
@@ -57,7 +58,7 @@ public struct TransportFailure: Error, Sendable, Equatable {
 /// Live machines behind integer handles. Thread-safe; handles count up and are never reused.
 public final class HandleTable: @unchecked Sendable {
     // Guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var next = 1
     private var machines = [Int: AnyMachine]()
 
@@ -88,12 +89,12 @@ public final class HandleTable: @unchecked Sendable {
     public func update(_ handle: Int, _ change: (AnyMachine) throws(StateMachineError) -> AnyMachine) throws(StateMachineError)
         -> AnyMachine
     {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let current = machines[handle] else { throw .unknownHandle(handle) }
-        let updated = try change(current)
-        machines[handle] = updated
-        return updated
+        return try lock.withLock { () throws(StateMachineError) -> AnyMachine in
+            guard let current = machines[handle] else { throw .unknownHandle(handle) }
+            let updated = try change(current)
+            machines[handle] = updated
+            return updated
+        }
     }
 
     /// Forgets the machine behind `handle`; the handle is never issued again.

@@ -10,6 +10,7 @@ import Glibc
 
 /// A value guarded by a mutex. Safe to share between threads: the state is only reachable
 /// inside ``withLock(_:)``, while the mutex is held. The lock is not reentrant.
+@usableFromInline
 package final class Locked<State>: @unchecked Sendable {
     #if canImport(Darwin)
     @usableFromInline let mutex: UnsafeMutablePointer<os_unfair_lock>
@@ -19,6 +20,7 @@ package final class Locked<State>: @unchecked Sendable {
     @usableFromInline var state: State
 
     /// A lock guarding `state`.
+    @usableFromInline
     package init(_ state: State) {
         self.state = state
         mutex = .allocate(capacity: 1)
@@ -40,12 +42,26 @@ package final class Locked<State>: @unchecked Sendable {
 
     /// Runs `body` with the state while holding the lock.
     @inlinable
-    package func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
+    package func withLock<R, E: Error>(_ body: (inout State) throws(E) -> R) throws(E) -> R {
         #if canImport(Darwin)
         os_unfair_lock_lock(mutex)
         defer { os_unfair_lock_unlock(mutex) }
         #else
         pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        #endif
+        return try body(&state)
+    }
+
+    /// Runs `body` with the state if the lock is free now; nil (without running it) when another
+    /// thread holds it.
+    @inlinable
+    package func withLockIfAvailable<R, E: Error>(_ body: (inout State) throws(E) -> R) throws(E) -> R? {
+        #if canImport(Darwin)
+        guard os_unfair_lock_trylock(mutex) else { return nil }
+        defer { os_unfair_lock_unlock(mutex) }
+        #else
+        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
         defer { pthread_mutex_unlock(mutex) }
         #endif
         return try body(&state)
@@ -59,10 +75,26 @@ extension Locked where State == Void {
 
     /// Runs `body` while holding the lock.
     @inlinable
-    package func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        try withLock { (_: inout Void) in try body() }
+    package func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        try withLock { (_: inout Void) throws(E) -> R in try body() }
+    }
+
+    /// Runs `body` if the lock is free now; nil (without running it) when another thread holds it.
+    @inlinable
+    package func withLockIfAvailable<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R? {
+        try withLockIfAvailable { (_: inout Void) throws(E) -> R in try body() }
     }
 }
 
 /// The package's lock when it guards no value of its own.
 package typealias Lock = Locked<Void>
+
+/// Hands a value that is not `Sendable` to code on another thread that then uses it alone (the
+/// sender no longer touches it), e.g. a stream cipher's state moved into a database closure.
+/// The one place such a transfer is written down; it does not make the value safe to share.
+package struct Handoff<Value>: @unchecked Sendable {
+    // Safe to send: ownership moves with it; the sender keeps no other use of `value`.
+    package let value: Value
+    /// Wraps `value` for the transfer.
+    package init(_ value: Value) { self.value = value }
+}

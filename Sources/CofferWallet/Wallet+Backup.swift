@@ -1,5 +1,6 @@
 // Backup: the whole wallet (records and secrets) in one file under its own passphrase.
 import CofferCrypto
+import CofferSync
 import Foundation
 import GRDB
 
@@ -112,7 +113,8 @@ extension Wallet {
         let key = backupKey.key
         let salt = backupKey.salt
         let parameters = backupKey.parameters
-        let writer = try SecretStreamWriter(key: key)
+        let handoff = Handoff(try SecretStreamWriter(key: key))
+        let writer = handoff.value
         var head = Data(BackupFormat.magic)
         head.append(BackupFormat.version)
         Self.appendU32(UInt32(parameters.opsLimit), to: &head)
@@ -129,6 +131,7 @@ extension Wallet {
             // One read transaction: the backup is one consistent state of the wallet.
             total = try await gated { keys in
                 try await pool.read { db -> Int in
+                    let writer = handoff.value
                     try Self.beginBulk(db, cacheKiB: Self.exportCacheKiB)
                     defer { Self.endBulk(db, cacheKiB: Schema.cacheKiB) }
                     try file.write(start)
@@ -208,7 +211,8 @@ extension Wallet {
         }
         defer { try? handle.close() }
         let reader = BackupReader(handle: handle)
-        let stream = try reader.open(passphrase: passphrase)
+        let handoff = Handoff(try reader.open(passphrase: passphrase))
+        let stream = handoff.value
         guard let first = try reader.next(stream), !first.final,
             case .object(let head)? = try? JSONValue.parse(String(decoding: first.message, as: UTF8.self)),
             head.first(where: { $0.0 == "format" })?.1 == .number("1"),
@@ -233,7 +237,7 @@ extension Wallet {
                             var done = 0
                             var sawFinal = false
                             progress?(BackupProgress(done: 0, total: total))
-                            while var chunk = try reader.next(stream) {
+                            while var chunk = try reader.next(handoff.value) {
                                 defer { chunk.message.resetBytes(in: 0..<chunk.message.count) }
                                 if chunk.final {
                                     guard chunk.message.isEmpty else {
@@ -336,6 +340,7 @@ extension Wallet {
 /// Reads a backup file's header and length-prefixed messages from a file handle, one message
 /// at a time. Used by one task at a time (the restore's write).
 final class BackupReader: @unchecked Sendable {
+    // Safe to share: one task at a time owns it (the restore reads it sequentially).
     let handle: FileHandle
     private var first = true
 

@@ -121,6 +121,7 @@ extension Wallet {
 /// Reads a file line by line, 1 MiB at a time (lines are numbered from 1; blank ones skipped).
 /// Used by one task at a time (the import's write), hence `@unchecked Sendable`.
 final class JSONLinesReader: @unchecked Sendable {
+    // Safe to share: one task at a time owns it (the import reads it sequentially).
     private let handle: FileHandle
     private let path: String
     private var buffer = [UInt8]()

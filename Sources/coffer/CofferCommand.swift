@@ -1,6 +1,7 @@
-// The `coffer` command line: a contract other tools drive (exit codes and output formats are fixed).
 import ArgumentParser
 import Coffer
+// The `coffer` command line: a contract other tools drive (exit codes and output formats are fixed).
+import CofferSync
 import Foundation
 import Logging
 
@@ -278,7 +279,7 @@ extension ExitCodes {
 enum StandardError {
     /// Whether stderr is a terminal (a progress bar redraws in place only there).
     static let isTerminal = isatty(STDERR_FILENO) == 1
-    private static let lock = NSLock()
+    private static let lock = Lock()
     nonisolated(unsafe) private static var lineOpen = false
 
     static func write(_ s: String) {

@@ -1,6 +1,7 @@
-// `coffer wallet …`: record operations on the store's wallet.
 import ArgumentParser
 import Coffer
+// `coffer wallet …`: record operations on the store's wallet.
+import CofferSync
 import Foundation
 
 struct WalletCommand: AsyncParsableCommand {
@@ -382,11 +383,12 @@ struct QueryInput: ParsableArguments {
 
 /// A progress bar on stderr, redrawn at most ~20 times a second.
 final class Progress: @unchecked Sendable {
+    // Safe to share: its counters are only touched under `lock`.
     private let label: String
     private var total: Int
     private var lastDraw = Date.distantPast
     private var lastTenth = -1
-    private let lock = NSLock()
+    private let lock = Lock()
 
     init(label: String, total: Int) {
         self.label = label
@@ -395,26 +397,26 @@ final class Progress: @unchecked Sendable {
 
     /// Moves the bar; `total` replaces the expected total when given.
     func update(_ done: Int, of total: Int? = nil) {
-        lock.lock()
-        defer { lock.unlock() }
-        if let total { self.total = total }
-        let total = self.total
-        let now = Date()
-        guard done == total || now.timeIntervalSince(lastDraw) > 0.05 else { return }
-        lastDraw = now
-        let width = 30
-        let fraction = total == 0 ? 1 : Double(done) / Double(total)
-        guard StandardError.isTerminal else {
-            // A log, not a screen: one line per tenth, no carriage returns.
-            let tenth = Int(fraction * 10)
-            guard tenth > lastTenth else { return }
-            lastTenth = tenth
-            StandardError.write("\(label): \(done)/\(total)\n")
-            return
+        lock.withLock { () -> Void in
+            if let total { self.total = total }
+            let total = self.total
+            let now = Date()
+            guard done == total || now.timeIntervalSince(lastDraw) > 0.05 else { return }
+            lastDraw = now
+            let width = 30
+            let fraction = total == 0 ? 1 : Double(done) / Double(total)
+            guard StandardError.isTerminal else {
+                // A log, not a screen: one line per tenth, no carriage returns.
+                let tenth = Int(fraction * 10)
+                guard tenth > lastTenth else { return }
+                lastTenth = tenth
+                StandardError.write("\(label): \(done)/\(total)\n")
+                return
+            }
+            let filled = Int(fraction * Double(width))
+            let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+            StandardError.writeOpenLine("\r\(label) [\(bar)] \(done)/\(total)")
         }
-        let filled = Int(fraction * Double(width))
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        StandardError.writeOpenLine("\r\(label) [\(bar)] \(done)/\(total)")
     }
 
     /// Ends the bar's line (nothing to end when stderr is not a terminal).

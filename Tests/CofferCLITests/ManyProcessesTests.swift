@@ -23,8 +23,8 @@ struct ManyProcessesTests {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-child-\(UUID().uuidString)")
         let out = base.appendingPathExtension("out")
         let err = base.appendingPathExtension("err")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        FileManager.default.createFile(atPath: err.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: out)
         process.standardError = try FileHandle(forWritingTo: err)
         process.standardInput = FileHandle.nullDevice

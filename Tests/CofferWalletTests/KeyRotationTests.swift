@@ -59,7 +59,7 @@ struct KeyRotationTests {
         let oldNames = Set(try await w.pool.read { db in try Data.fetchAll(db, sql: "SELECT name FROM items") })
         try await w.rekey(to: Self.newKey, rotatingKey: true)
         #expect(w.keys !== old)
-        let rows = try await w.pool.read { db in try Row.fetchAll(db, sql: "SELECT type, name, value, expiry FROM items") }
+        let rows = try w.pool.read { db in try Row.fetchAll(db, sql: "SELECT type, name, value, expiry FROM items") }
         #expect(rows.count == 301) // 300 records and one key
         var opened = 0
         for row in rows {

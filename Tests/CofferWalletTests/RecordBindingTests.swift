@@ -176,7 +176,7 @@ enum LegacyBoxes {
         let keys = wallet.keys
         let tb = keys.typeBlind(type)
         let ib = keys.idBlind(typeBlind: tb, id: id)
-        let row = try await wallet.pool.read { db in
+        let row = try wallet.pool.read { db in
             try Row.fetchOne(
                 db, sql: "SELECT value, expiry FROM items WHERE type = ? AND name = ?", arguments: [BlindColumn.value(tb), ib])
         }

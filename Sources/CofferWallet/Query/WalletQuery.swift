@@ -1,4 +1,5 @@
 // WQL as a syntax tree: parsing (design/WQL.md, exactly) and the per-record meaning.
+import CofferSync
 import Foundation
 
 /// A WQL query over one record type's tags, parsed and validated.
@@ -317,6 +318,7 @@ enum LikePattern {
 /// are ``LinearRegex``: matching takes time linear in the text, so no pattern can make a search
 /// run for minutes (ICU's backtracking engine takes seconds on `^(a+)+$` over 27 characters).
 final class RegexCache: @unchecked Sendable {
+    // Safe to share: the cache dictionary is only touched under `lock`; compiled patterns are immutable.
     static let shared = RegexCache()
 
     /// One compiled pattern.
@@ -327,7 +329,7 @@ final class RegexCache: @unchecked Sendable {
         func containsMatch(utf8 bytes: UnsafeRawBufferPointer) -> Bool { regex.containsMatch(utf8: bytes) }
     }
 
-    private let lock = NSLock()
+    private let lock = Lock()
     private var cache = [String: Compiled]()
 
     /// The compiled pattern.

@@ -1,6 +1,7 @@
+import CofferCrypto
 // Keyset paging over a compiled search: each page starts after the last record returned, so a
 // page costs the same at page 1 and page 1,000, and a walk never repeats or skips a record.
-import CofferCrypto
+import CofferSync
 import Dispatch
 import Foundation
 import GRDB
@@ -29,6 +30,7 @@ struct RecordShape {
 /// dispatch group has been waited on and the walking thread has drained the queue), which
 /// orders the writes before the read.
 final class OpenedChunk: @unchecked Sendable {
+    // Safe to share: one thread at a time owns a chunk (handed over through `ChunkQueue`, whose lock orders the writes before the reads; see above).
     private(set) var rowids = [Int64]()
     /// Per row: where its blind id starts in `bytes`, then where its box starts; the box ends
     /// where the next row's id starts (or at the end).
@@ -110,7 +112,8 @@ final class OpenedChunk: @unchecked Sendable {
 /// workers. The walk reads on one core while the workers open chunks on the others; once the
 /// walk is over, the walking thread opens what is left alongside them instead of waiting.
 final class ChunkQueue: @unchecked Sendable {
-    private let lock = NSLock()
+    // Safe to share: every mutable field is only touched under `lock`.
+    private let lock = Lock()
     private var chunks = [OpenedChunk]()
     private var taken = 0
     private var workers = 0
@@ -155,12 +158,13 @@ final class ChunkQueue: @unchecked Sendable {
 /// the system (glibc trims freed heap tops), and touching them costs a page fault per 4 KiB —
 /// more than the rows themselves. Reused, they stay mapped.
 final class ChunkPool: @unchecked Sendable {
+    // Safe to share: the pooled chunks are only touched under `lock`.
     static let shared = ChunkPool()
     /// Chunks kept at most: usually about 50 KiB each (128 rows of a few hundred bytes), never
     /// more than ``OpenedChunk/pooledBytesLimit``.
     static let limit = 32
 
-    private let lock = NSLock()
+    private let lock = Lock()
     private var free = [OpenedChunk]()
 
     /// An empty chunk, reused when one is free.

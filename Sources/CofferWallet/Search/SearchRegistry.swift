@@ -1,4 +1,5 @@
 // Open searches behind integer handles: bounded, reclaimed when idle, never reused.
+import CofferSync
 import Foundation
 
 /// Holds the state of searches opened with ``Wallet/openSearch(type:query:options:)``.
@@ -8,6 +9,7 @@ import Foundation
 /// longer than `idleTimeout` is reclaimed on the next call. A search holds no SQLite statement
 /// or transaction between pages (keyset paging), so reclaiming frees only memory.
 final class SearchRegistry: @unchecked Sendable {
+    // Safe to share: `entries` and the handle counter are only touched under `lock`.
     struct Entry {
         let search: CompiledSearch
         let options: SearchOptions
@@ -18,7 +20,7 @@ final class SearchRegistry: @unchecked Sendable {
         var busy = false
     }
 
-    private let lock = NSLock()
+    private let lock = Lock()
     private var entries = [Int: Entry]()
     private var nextHandle = 1
     private let capacity: Int
@@ -31,60 +33,58 @@ final class SearchRegistry: @unchecked Sendable {
     }
 
     var openCount: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return entries.count
+        return lock.withLock { () -> Int in
+            return entries.count
+        }
     }
 
     func open(_ search: CompiledSearch, options: SearchOptions, totalCount: Int?) -> Int {
-        lock.lock()
-        defer { lock.unlock() }
-        let now = clock.now
-        sweep(now: now)
-        while entries.count >= capacity {
-            // Reclaim the least recently used idle search: the caller has most likely abandoned it.
-            guard let oldest = entries.filter({ !$0.value.busy }).min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key else { break }
-            entries[oldest] = nil
+        return lock.withLock { () -> Int in
+            let now = clock.now
+            sweep(now: now)
+            while entries.count >= capacity {
+                // Reclaim the least recently used idle search: the caller has most likely abandoned it.
+                guard let oldest = entries.filter({ !$0.value.busy }).min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key else { break }
+                entries[oldest] = nil
+            }
+            let handle = nextHandle
+            nextHandle += 1
+            entries[handle] = Entry(search: search, options: options, cursor: SearchCursor(), totalCount: totalCount, lastUsed: now)
+            return handle
         }
-        let handle = nextHandle
-        nextHandle += 1
-        entries[handle] = Entry(search: search, options: options, cursor: SearchCursor(), totalCount: totalCount, lastUsed: now)
-        return handle
     }
 
     /// Takes a search out for one page; a second concurrent call on the same handle is refused.
     func checkOut(_ handle: Int) throws -> Entry {
-        lock.lock()
-        defer { lock.unlock() }
-        sweep(now: clock.now)
-        guard var entry = entries[handle] else { throw WalletError.invalidHandle(handle) }
-        if entry.busy { throw WalletError.invalidInput("search handle \(handle) is already fetching a page in another call") }
-        entry.busy = true
-        entries[handle] = entry
-        return entry
+        return try lock.withLock { () throws -> Entry in
+            sweep(now: clock.now)
+            guard var entry = entries[handle] else { throw WalletError.invalidHandle(handle) }
+            if entry.busy { throw WalletError.invalidInput("search handle \(handle) is already fetching a page in another call") }
+            entry.busy = true
+            entries[handle] = entry
+            return entry
+        }
     }
 
     /// Puts a search back with its new position (or unchanged, after a failure).
     func checkIn(_ handle: Int, _ entry: Entry) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard entries[handle] != nil else { return } // closed meanwhile
-        var e = entry
-        e.busy = false
-        e.lastUsed = clock.now
-        entries[handle] = e
+        lock.withLock { () -> Void in
+            guard entries[handle] != nil else { return } // closed meanwhile
+            var e = entry
+            e.busy = false
+            e.lastUsed = clock.now
+            entries[handle] = e
+        }
     }
 
     func close(_ handle: Int) throws {
-        lock.lock()
-        defer { lock.unlock() }
-        guard entries.removeValue(forKey: handle) != nil else { throw WalletError.invalidHandle(handle) }
+        try lock.withLock { () throws -> Void in
+            guard entries.removeValue(forKey: handle) != nil else { throw WalletError.invalidHandle(handle) }
+        }
     }
 
     func closeAll() {
-        lock.lock()
-        entries.removeAll()
-        lock.unlock()
+        lock.withLock { entries.removeAll() }
     }
 
     private func sweep(now: ContinuousClock.Instant) {

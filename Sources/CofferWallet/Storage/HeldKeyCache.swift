@@ -1,6 +1,7 @@
+import CofferCrypto
 // Opened key pairs of the keys a wallet holds, kept per verkey so signing and opening do not
 // read, decrypt and expand the stored key on every call.
-import CofferCrypto
+import CofferSync
 import Foundation
 
 /// A held key, opened: its kind and the key pair its secret determines. The pairs keep their
@@ -44,7 +45,7 @@ enum OpenedKey: Sendable {
 /// cache is emptied and refilled on use.
 final class HeldKeyCache: @unchecked Sendable {
     // Guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var opened = [String: OpenedKey]()
     /// Verkeys removed through this wallet: a read that raced the removal cannot cache them again
     /// (verkeys are random, so a removed one never comes back in this wallet).

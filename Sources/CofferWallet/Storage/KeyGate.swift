@@ -1,4 +1,5 @@
 // The wallet's current keys, and the gate a key rotation closes while it re-seals every record.
+import CofferSync
 import Foundation
 
 /// Hands out the wallet's keys to the calls that read and write with them, and lets a key
@@ -7,7 +8,7 @@ import Foundation
 /// SQLite work is done, so a call never mixes keys with rows of the other generation.
 final class KeyGate: @unchecked Sendable {
     // All guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var keys: WalletKeys
     private var active = 0
     private var closed = false

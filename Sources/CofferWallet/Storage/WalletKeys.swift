@@ -1,5 +1,6 @@
-// The wallet's own keys: derived from one random master key that the store key seals.
 import CofferCrypto
+// The wallet's own keys: derived from one random master key that the store key seals.
+import CofferSync
 import Foundation
 
 /// Lengths of the keyed blind indexes stored in place of plaintext.
@@ -17,6 +18,7 @@ enum BlindLength {
 /// Keys derived from the wallet master key (HKDF-SHA256, one label each), plus caches of the
 /// blind indexes that repeat (types, tag names, short tag values).
 final class WalletKeys: @unchecked Sendable {
+    // Safe to share: the derived keys are immutable after init and their hash objects are themselves safe to share; the blind caches lock themselves.
     private let typeHash: KeyedHash
     private let idHash: KeyedHash
     private let tagNameHash: KeyedHash
@@ -149,7 +151,7 @@ final class WalletKeys: @unchecked Sendable {
 /// refills: the entries that repeat come back at once.
 private final class BlindCache<Key: Hashable>: @unchecked Sendable {
     // Guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var entries = [Key: Data]()
     private let capacity: Int
 

@@ -74,7 +74,7 @@ enum BackupMemoryBench {
         let rawKey = WalletKey.generateRawKey()
         let source = folder.appendingPathComponent("source", isDirectory: true)
         let jsonl = folder.appendingPathComponent("records.jsonl")
-        FileManager.default.createFile(atPath: jsonl.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: jsonl.path, contents: nil)
         let writer = try FileHandle(forWritingTo: jsonl)
         var chunk = ""
         for i in 0..<records {

@@ -295,7 +295,7 @@ struct WalletWorkloadRunner {
         let jsonl = folder.appendingPathComponent("import.jsonl")
         if let writer = FileHandle(
             forWritingAtPath: {
-                FileManager.default.createFile(atPath: jsonl.path, contents: nil)
+                _ = FileManager.default.createFile(atPath: jsonl.path, contents: nil)
                 return jsonl.path
             }())
         {
