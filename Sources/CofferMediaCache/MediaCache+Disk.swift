@@ -1,0 +1,381 @@
+// The disk layer: one checksummed file per entry under a folder per kind, named by a hash of the
+// id; the index rebuilt from a listing; the anchor file whose absence means the OS purged the
+// folder; and the folder lock (an in-process lock and a `flock(2)`) every change runs under.
+
+import CofferFileModes
+import CofferSync
+import Crypto
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `close(2)`, named apart from ``MediaCache/close()``.
+func closeDescriptor(_ fd: Int32) {
+    #if canImport(Glibc)
+    _ = Glibc.close(fd)
+    #else
+    _ = Darwin.close(fd)
+    #endif
+}
+
+/// A disk entry: its kind and the first 128 bits of the SHA-256 of its id, which is also its file
+/// name (hex), so the index is rebuilt from a directory listing alone.
+struct DiskKey: CacheIndexKey {
+    let kind: MediaKind
+    let high: UInt64
+    let low: UInt64
+
+    init(_ key: MediaKey) {
+        let digest = SHA256.hash(data: Data(key.id.utf8))
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for (i, byte) in digest.prefix(16).enumerated() {
+            if i < 8 { high = high << 8 | UInt64(byte) } else { low = low << 8 | UInt64(byte) }
+        }
+        self.kind = key.kind
+        self.high = high
+        self.low = low
+    }
+
+    init?(_ kind: MediaKind, fileName: String) {
+        guard fileName.utf8.count == 32, let high = UInt64(fileName.prefix(16), radix: 16),
+            let low = UInt64(fileName.suffix(16), radix: 16)
+        else { return nil }
+        self.kind = kind
+        self.high = high
+        self.low = low
+        guard self.fileName == fileName else { return nil } // only names this type writes
+    }
+
+    var fileName: String {
+        let h = String(high, radix: 16)
+        let l = String(low, radix: 16)
+        return String(repeating: "0", count: 16 - h.count) + h + String(repeating: "0", count: 16 - l.count) + l
+    }
+}
+
+/// This instance's end of the folder lock: the open lock file and the change counter its disk
+/// index matches. Kept in ``MediaCache/fileLock``, so every use holds that lock.
+struct FolderLockFile {
+    /// The open lock file; -1 when it could not be opened.
+    var fd: Int32 = -1
+    /// The change counter this instance's disk index matches.
+    var knownChanges: UInt64 = 0
+
+    /// Opens the lock file when needed and takes the flock; reopens it when the folder was purged
+    /// or the file replaced (a lock on an unlinked file excludes nobody).
+    mutating func acquire(_ folder: URL) -> Bool {
+        let path = folder.appendingPathComponent(MediaCache.lockName).path
+        for _ in 0..<3 {
+            if fd < 0 {
+                try? MediaCache.ensureFolder(folder)
+                let opened = open(path, O_RDWR | O_CREAT, 0o600)
+                guard opened >= 0 else {
+                    MediaCache.logger.warning(
+                        "the media cache lock file cannot be opened; other processes are not excluded",
+                        metadata: ["path": "\(path)", "reason": "\(MediaCache.errnoText())"])
+                    return false
+                }
+                _ = fchmod(opened, 0o600)
+                fd = opened
+                knownChanges = .max // a new file: read the folder again
+            }
+            var result: Int32
+            repeat { result = flock(fd, LOCK_EX) } while result != 0 && errno == EINTR
+            guard result == 0 else { return false }
+            var held = stat()
+            var named = stat()
+            if fstat(fd, &held) == 0, stat(path, &named) == 0, held.st_ino == named.st_ino, held.st_dev == named.st_dev {
+                return true
+            }
+            _ = flock(fd, LOCK_UN)
+            closeDescriptor(fd)
+            fd = -1
+        }
+        return false
+    }
+
+    /// Folder lock held. The change counter kept in the lock file (0 when new).
+    func readChanges() -> UInt64 {
+        var value: UInt64 = 0
+        let n = withUnsafeMutableBytes(of: &value) { pread(fd, $0.baseAddress!, 8, 0) }
+        return n == 8 ? UInt64(littleEndian: value) : 0
+    }
+
+    /// Folder lock held (a no-op without it). Records that this process changed the folder, so
+    /// the others re-read it before they evict.
+    mutating func noteChange() {
+        guard fd >= 0 else { return }
+        let next = readChanges() &+ 1
+        var bytes = next.littleEndian
+        if withUnsafeBytes(of: &bytes, { pwrite(fd, $0.baseAddress!, 8, 0) }) == 8 { knownChanges = next }
+    }
+}
+
+extension MediaCache {
+    // MARK: The folder lock (between processes)
+
+    /// Runs `body` holding this instance's `fileLock` and an exclusive `flock(2)` on the folder's
+    /// lock file; first brings the disk index up to date when another process changed the folder
+    /// since this instance last looked. Without a lock file (it cannot be created) the body runs
+    /// under `fileLock` alone, as a single-process cache. `body` gets the lock file, for
+    /// ``FolderLockFile/noteChange()``.
+    func withFolderLock<R, E: Error>(sync: Bool = true, _ body: (inout FolderLockFile) throws(E) -> R) throws(E) -> R {
+        let result = fileLock.withLock { lockFile -> Result<R, E> in
+            let locked = lockFile.acquire(folder)
+            defer { if locked { _ = flock(lockFile.fd, LOCK_UN) } }
+            if sync {
+                let indexed = state.withLock { $0.diskIndexed }
+                if locked {
+                    let changes = lockFile.readChanges()
+                    if changes != lockFile.knownChanges || !indexed {
+                        // Not built yet, or another process stored, evicted or removed files: read
+                        // the folder (names and times only) so eviction counts what is really there.
+                        loadIndex()
+                        lockFile.knownChanges = changes
+                    }
+                } else if !indexed {
+                    loadIndex()
+                }
+                if !indexed {
+                    // The first index of this instance: what a lower limit no longer allows goes now,
+                    // whichever call built it.
+                    let evicted = state.withLock { enforceLimits(&$0) }
+                    if evicted, locked { lockFile.noteChange() }
+                }
+            }
+            return Result { () throws(E) -> R in try body(&lockFile) }
+        }
+        return try result.get()
+    }
+
+    /// Folder lock held.
+    func noticePurge() {
+        state.withLock { state in
+            state.disk.removeAll()
+            state.diskIndexed = true // an empty folder, known to be empty
+            state.mutations &+= 1
+            state.purges += 1
+        }
+        Self.logger.notice("the media cache folder was purged; starting an empty disk layer", metadata: ["folder": "\(folder.path)"])
+        try? prepareFolder()
+    }
+
+    func kindFolder(_ kind: MediaKind) -> URL { folder.appendingPathComponent(kind.rawValue, isDirectory: true) }
+
+    func fileURL(_ key: DiskKey) -> URL {
+        kindFolder(key.kind).appendingPathComponent(key.fileName)
+    }
+
+    /// Makes the folder, its kind folders and the anchor file, all owner-only whatever the
+    /// umask: new folders 0700 (parents too), the anchor 0600; the cache's own folders and anchor
+    /// that exist with a wider mode are restricted to their owner.
+    func prepareFolder() throws(MediaCacheError) {
+        let anchor = folder.appendingPathComponent(Self.anchorName)
+        let fm = FileManager.default
+        let fresh = !fm.fileExists(atPath: anchor.path)
+        for kind in MediaKind.allCases {
+            let dir = kindFolder(kind)
+            // Without the anchor, whatever is left is not ours to trust: start empty.
+            if fresh, fm.fileExists(atPath: dir.path) {
+                do { try fm.removeItem(at: dir) } catch {
+                    throw .storage("cannot prepare \(folder.path): \(error.localizedDescription)")
+                }
+            }
+            try Self.ensureFolder(dir)
+        }
+        for owned in [folder] + MediaKind.allCases.map(kindFolder) { Self.restrictToOwner(owned.path) }
+        if fresh {
+            let fd = open(anchor.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            guard fd >= 0 else { throw .storage("cannot prepare \(folder.path): cannot create \(anchor.path): \(Self.errnoText())") }
+            defer { closeDescriptor(fd) }
+            let text = Array("coffer media cache\n".utf8)
+            guard fchmod(fd, 0o600) == 0, text.withUnsafeBytes({ write(fd, $0.baseAddress!, $0.count) }) == text.count else {
+                throw .storage("cannot prepare \(folder.path): cannot write \(anchor.path): \(Self.errnoText())")
+            }
+        } else {
+            Self.restrictToOwner(anchor.path)
+        }
+    }
+
+    /// Whether the anchor and every kind folder exist (then restricted to their owner, as
+    /// ``prepareFolder()`` would), so opening needs no lock and no change.
+    func isPrepared() -> Bool {
+        let anchor = folder.appendingPathComponent(Self.anchorName).path
+        var info = stat()
+        guard stat(anchor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
+        for kind in MediaKind.allCases {
+            var dir = stat()
+            guard stat(kindFolder(kind).path, &dir) == 0, (dir.st_mode & S_IFMT) == S_IFDIR else { return false }
+        }
+        for owned in [folder] + MediaKind.allCases.map(kindFolder) { Self.restrictToOwner(owned.path) }
+        Self.restrictToOwner(anchor, mode: info.st_mode)
+        return true
+    }
+
+    /// Creates `folder` and any missing parents, each new folder 0700 whatever the umask.
+    static func ensureFolder(_ folder: URL) throws(MediaCacheError) {
+        do { try OwnerOnlyFiles.ensureFolder(folder) } catch { throw .storage(error.message) }
+    }
+
+    /// Takes group and other permissions away from one of the cache's own files or folders
+    /// (0644 becomes 0600, 0755 becomes 0700); best effort, a failure is logged.
+    private static func restrictToOwner(_ path: String) {
+        do { try OwnerOnlyFiles.restrictToOwner(path) } catch {
+            logger.warning("a cache file or folder stays readable by others", metadata: ["path": "\(path)", "reason": "\(error)"])
+        }
+    }
+
+    /// ``restrictToOwner(_:)`` for a path whose mode was just read.
+    private static func restrictToOwner(_ path: String, mode: mode_t) {
+        do { try OwnerOnlyFiles.restrictToOwner(path, mode: mode) } catch {
+            logger.warning("a cache file or folder stays readable by others", metadata: ["path": "\(path)", "reason": "\(error)"])
+        }
+    }
+
+    static func errnoText() -> String { String(cString: strerror(errno)) }
+
+    /// Indexes the files on disk, oldest access first (so recency survives a restart). Only names
+    /// and file times are read; contents are checked when an entry is read.
+    private func loadIndex() {
+        var found: [(key: DiskKey, bytes: Int, time: Double)] = []
+        for kind in MediaKind.allCases {
+            let dir = kindFolder(kind)
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [] {
+                let path = dir.appendingPathComponent(name).path
+                var info = stat()
+                guard let key = DiskKey(kind, fileName: name), stat(path, &info) == 0, info.st_size > Self.headerSize else {
+                    unlink(path) // a temporary file of an interrupted write, or a stranger
+                    continue
+                }
+                Self.restrictToOwner(path, mode: info.st_mode) // written by an older release under a wide umask
+                #if canImport(Darwin)
+                let time = Double(info.st_mtimespec.tv_sec) + Double(info.st_mtimespec.tv_nsec) / 1e9
+                #else
+                let time = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+                #endif
+                found.append((key, Int(info.st_size), time))
+            }
+        }
+        found.sort { $0.time < $1.time }
+        state.withLock { state in
+            state.disk.removeAll()
+            for entry in found { state.disk.insert(entry.key, (), bytes: entry.bytes) }
+            state.diskIndexed = true
+            state.scans += 1
+        }
+    }
+
+    // MARK: File format
+    //
+    // Little-endian: magic "CFMC" (4) · format 1 (1) · kind (1) · id length (2) · data length (8)
+    // · SHA-256 of id ‖ data (32) · id · data.
+
+    private static let headerSize = 48
+    private static let magic: [UInt8] = Array("CFMC".utf8)
+
+    static func encode(_ data: Data, key: MediaKey) -> Data {
+        let id = Data(key.id.utf8)
+        var hasher = SHA256()
+        hasher.update(data: id)
+        hasher.update(data: data)
+        let digest = hasher.finalize()
+        var file = Data(capacity: headerSize + id.count + data.count)
+        file.append(contentsOf: magic)
+        file.append(1)
+        file.append(UInt8(key.kind.index))
+        withUnsafeBytes(of: UInt16(id.count).littleEndian) { file.append(contentsOf: $0) }
+        withUnsafeBytes(of: UInt64(data.count).littleEndian) { file.append(contentsOf: $0) }
+        file.append(contentsOf: digest)
+        file.append(id)
+        file.append(data)
+        return file
+    }
+
+    enum ReadResult {
+        case hit(Data)
+        case missing, damaged
+    }
+
+    func readFile(_ key: MediaKey, _ diskKey: DiskKey) -> ReadResult {
+        let fd = open(fileURL(diskKey).path, O_RDONLY)
+        guard fd >= 0 else { return errno == ENOENT ? .missing : .damaged }
+        defer { closeDescriptor(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return .damaged }
+        var header = [UInt8](repeating: 0, count: Self.headerSize)
+        guard Self.readFully(fd, &header, offset: 0), Array(header[0..<4]) == Self.magic, header[4] == 1,
+            header[5] == UInt8(key.kind.index)
+        else { return .damaged }
+        let idLength = Int(header[6]) | Int(header[7]) << 8
+        var dataLength: UInt64 = 0
+        for i in 0..<8 { dataLength |= UInt64(header[8 + i]) << (8 * UInt64(i)) }
+        guard UInt64(info.st_size) == UInt64(Self.headerSize + idLength) + dataLength, dataLength > 0 else { return .damaged }
+        var id = [UInt8](repeating: 0, count: idLength)
+        guard Self.readFully(fd, &id, offset: Self.headerSize) else { return .damaged }
+        guard id.elementsEqual(key.id.utf8) else { return .damaged } // another id under this name: not ours to serve
+        var data = Data(count: Int(dataLength))
+        let ok = data.withUnsafeMutableBytes { buffer in
+            Self.readFully(fd, buffer, offset: Self.headerSize + idLength)
+        }
+        guard ok else { return .damaged }
+        var hasher = SHA256()
+        hasher.update(data: id)
+        hasher.update(data: data)
+        guard hasher.finalize().elementsEqual(header[16..<48]) else { return .damaged }
+        _ = futimens(fd, nil) // recency that survives a restart
+        return .hit(data)
+    }
+
+    private static func readFully(_ fd: Int32, _ bytes: inout [UInt8], offset: Int) -> Bool {
+        bytes.withUnsafeMutableBytes { readFully(fd, $0, offset: offset) }
+    }
+
+    private static func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, offset: Int) -> Bool {
+        var done = 0
+        while done < buffer.count {
+            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { return false }
+            done += n
+        }
+        return true
+    }
+
+    func writeTemporary(_ file: Data, beside final: URL) throws(MediaCacheError) -> URL {
+        let temporary = final.deletingLastPathComponent().appendingPathComponent(".\(UUID().uuidString).tmp")
+        var fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        if fd < 0, errno == ENOENT {
+            noticePurge()
+            fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        }
+        guard fd >= 0 else { throw .storage("cannot create \(temporary.path): \(String(cString: strerror(errno)))") }
+        defer { closeDescriptor(fd) }
+        // open(2)'s mode passes through the umask; set it exactly.
+        guard fchmod(fd, 0o600) == 0 else {
+            let reason = Self.errnoText()
+            unlink(temporary.path)
+            throw .storage("cannot set the mode of \(temporary.path): \(reason)")
+        }
+        let written = file.withUnsafeBytes { raw -> Bool in
+            var done = 0
+            while done < raw.count {
+                let n = write(fd, raw.baseAddress! + done, raw.count - done)
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { return false }
+                done += n
+            }
+            return true
+        }
+        guard written else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary.path)
+            throw .storage("cannot write \(temporary.path): \(reason)")
+        }
+        return temporary
+    }
+}

@@ -1,0 +1,127 @@
+// Loader coalescing: `data(for:orLoad:)` runs one loader for all the concurrent requests of a
+// missing key, stores what it loads, and answers every waiter; a waiter's cancellation answers it
+// at once, and a run every waiter has left is cancelled and caches nothing.
+
+import CofferSync
+import Foundation
+
+extension MediaCache {
+    /// The cached bytes, or the loader's (then stored in both layers). Concurrent calls for one
+    /// missing key share one run of the loader; a failed load stores nothing and is rethrown to
+    /// every waiter. Loaded bytes that cannot be cached (empty, larger than the disk limit, disk
+    /// full) are still returned, and the reason is logged.
+    ///
+    /// Cancellation: a caller whose task is cancelled gets `CancellationError` at once, whatever
+    /// the loader is doing; when every caller waiting for a run has cancelled, the loader's task
+    /// is cancelled and nothing it returns is cached (a later call loads afresh).
+    public func data(for key: MediaKey, orLoad loader: @escaping @Sendable () async throws -> Data) async throws -> Data {
+        try Self.validate(key)
+        if closed { throw MediaCacheError.closed }
+        try Task.checkCancellation()
+        for attempt in 0... {
+            // A memory hit answers at once. A caller that finds a run in flight joins it at once
+            // (the run stores what it loads); otherwise the disk is read off the caller's executor.
+            if let hit = memoryData(for: key) { return hit }
+            if !state.withLock({ $0.inFlight[key] != nil }), let hit = await data(for: key) { return hit }
+            let diskKey = DiskKey(key)
+            let joined: (Flight, UInt64)? = state.withLock { state in
+                let flight: Flight
+                if let running = state.inFlight[key] {
+                    flight = running
+                } else {
+                    // A run that finished between the miss above and this lock has stored its
+                    // result: read it rather than load again.
+                    // (Bounded: an entry that keeps vanishing between index and file is loaded.)
+                    if attempt < 3, state.memory.peek(key) != nil || state.disk.peek(diskKey) != nil { return nil }
+                    flight = Flight()
+                    state.inFlight[key] = flight
+                    flight.task = Task { [self] in await run(flight, key, loader) }
+                }
+                state.nextWaiter &+= 1
+                flight.active += 1
+                return (flight, state.nextWaiter)
+            }
+            if let (flight, id) = joined { return try await wait(for: flight, key, id) }
+        }
+        fatalError("unreachable")
+    }
+
+    /// One run of a loader for one key and the callers waiting for it (every field guarded by
+    /// the cache's `state` lock).
+    // Safe to share: every field is read and written only inside the cache's `state.withLock`.
+    final class Flight: @unchecked Sendable {
+        var task: Task<Void, Never>?
+        /// Callers waiting, by id.
+        var waiters: [UInt64: CheckedContinuation<Data, any Error>] = [:]
+        /// Callers cancelled before they started waiting.
+        var cancelledEarly: Set<UInt64> = []
+        /// Callers that joined and have neither been answered nor cancelled.
+        var active = 0
+        /// The loader's outcome, once it is known.
+        var result: Result<Data, any Error>?
+        /// Every caller cancelled: nothing this run loads is cached.
+        var abandoned = false
+    }
+
+    private func run(_ flight: Flight, _ key: MediaKey, _ loader: @Sendable () async throws -> Data) async {
+        let result: Result<Data, any Error>
+        do { result = .success(try await loader()) } catch { result = .failure(error) }
+        let keep = state.withLock { !flight.abandoned && !$0.invalidatedInFlight.contains(key) }
+        if case .success(let data) = result, keep {
+            // Stored while still in flight, so a request arriving meanwhile waits for this run
+            // instead of starting another. The caller gets its image even when it cannot be
+            // cached (disk full, too large).
+            do { try await store(data, for: key) } catch {
+                Self.logger.warning("a loaded image was not cached", metadata: ["key": "\(key)", "reason": "\(error)"])
+            }
+        }
+        let (waiting, invalidatedDuringStore) = state.withLock { state -> ([CheckedContinuation<Data, any Error>], Bool) in
+            flight.result = result
+            let waiting = Array(flight.waiters.values)
+            flight.waiters.removeAll()
+            flight.active = 0
+            guard !flight.abandoned else { return (waiting, false) }
+            if state.inFlight[key] === flight { state.inFlight[key] = nil }
+            return (waiting, state.invalidatedInFlight.remove(key) != nil)
+        }
+        // Invalidated while it was being stored: what was stored is stale.
+        if invalidatedDuringStore, keep, case .success = result { removeUnderFolderLock([key], markInFlight: false) }
+        for waiter in waiting { waiter.resume(with: result) }
+    }
+
+    /// Waits for `flight` as caller `id`, returning at once with `CancellationError` when the
+    /// caller's task is cancelled.
+    private func wait(for flight: Flight, _ key: MediaKey, _ id: UInt64) async throws -> Data {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data, any Error>) in
+                // The answer when there is one already (the run finished, or this caller was
+                // cancelled before it got here); otherwise the continuation is left to the run.
+                let answer = state.withLock { _ -> Result<Data, any Error>? in
+                    if let result = flight.result { return result }
+                    if flight.cancelledEarly.remove(id) != nil { return .failure(CancellationError()) }
+                    flight.waiters[id] = continuation
+                    return nil
+                }
+                if let answer { continuation.resume(with: answer) }
+            }
+        } onCancel: {
+            let (waiter, abandonedTask) = state.withLock { state -> (CheckedContinuation<Data, any Error>?, Task<Void, Never>?) in
+                guard flight.result == nil else { return (nil, nil) }
+                let waiter = flight.waiters.removeValue(forKey: id)
+                if waiter == nil { flight.cancelledEarly.insert(id) }
+                flight.active -= 1
+                var abandonedTask: Task<Void, Never>?
+                if flight.active == 0 {
+                    // Nobody wants this run any more: stop it, cache nothing, and let a later call
+                    // start a new one.
+                    flight.abandoned = true
+                    if state.inFlight[key] === flight { state.inFlight[key] = nil }
+                    abandonedTask = flight.task
+                }
+                return (waiter, abandonedTask)
+            }
+            waiter?.resume(throwing: CancellationError())
+            abandonedTask?.cancel()
+        }
+    }
+}
