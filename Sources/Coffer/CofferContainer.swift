@@ -369,3 +369,9 @@ final class ClosedFlag: @unchecked Sendable {
     var isSet: Bool { lock.withLock { value } }
     func set() { lock.withLock { value = true } }
 }
+
+extension ContainerError: LocalizedError {
+    /// The same text as `description`: what went wrong and what to do (for
+    /// `localizedDescription`, alerts and logs).
+    public var errorDescription: String? { description }
+}

@@ -1,4 +1,5 @@
 // The one error type of CofferCrypto.
+import Foundation
 
 /// Errors raised by Coffer's cryptographic wrappers. Messages never include key material.
 public enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -24,4 +25,10 @@ public enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
             return "cryptographic operation failed: \(message)"
         }
     }
+}
+
+extension CryptoError: LocalizedError {
+    /// The same text as `description`: what went wrong and what to do (for
+    /// `localizedDescription`, alerts and logs).
+    public var errorDescription: String? { description }
 }

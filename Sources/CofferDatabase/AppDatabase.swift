@@ -457,3 +457,9 @@ public final class AppDatabase: Sendable {
         }
     }
 }
+
+extension DatabaseStoreError: LocalizedError {
+    /// The same text as `description`: what went wrong and what to do (for
+    /// `localizedDescription`, alerts and logs).
+    public var errorDescription: String? { description }
+}

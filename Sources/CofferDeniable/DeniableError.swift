@@ -119,3 +119,9 @@ public struct DeniableConfiguration: Sendable, Equatable {
         }
     }
 }
+
+extension DeniableError: LocalizedError {
+    /// The same text as `description`: what went wrong and what to do (for
+    /// `localizedDescription`, alerts and logs).
+    public var errorDescription: String? { description }
+}

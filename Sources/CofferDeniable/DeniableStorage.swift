@@ -109,6 +109,8 @@ public actor DeniableStorage {
     /// The wall-clock time of the last app start: every deniable file carries it as its mtime.
     private var startedAt = Date()
     private var lastStart: DeniableStartReport?
+    private var vaultOperationRunning = false
+    private var vaultOperationWaiters: [CheckedContinuation<Void, Never>] = []
 
     var vaultURL: URL { folder.appendingPathComponent("vault") }
 
@@ -214,7 +216,7 @@ public actor DeniableStorage {
         // The queue rewrites its file from memory (which also repairs a file damaged since it was
         // read), under a fresh outer salt and nonce.
         try queue.rewrite()
-        try startVault(&report)
+        try await startVault(&report)
         report.publicKeysRefreshed = await refreshKeysIfStale()
         report.deadDropsReceived = await fetchDeadDrops()
         lastStart = report
@@ -254,9 +256,9 @@ public actor DeniableStorage {
     /// Rewrites the vault's outer layer; creates the vault under a random passphrase when it is
     /// missing, and replaces it when it cannot be read (damaged, truncated, or written under
     /// another device key) — for every install alike, since nobody can open such a file.
-    private func startVault(_ report: inout DeniableStartReport) throws(DeniableError) {
+    private func startVault(_ report: inout DeniableStartReport) async throws(DeniableError) {
         guard let file = try AtomicFile.read(vaultURL) else {
-            try writeFreshVault(passphrase: Passphrase.generate(wordCount: configuration.passphraseWordCount))
+            try await writeFreshVault(passphrase: Passphrase.generate(wordCount: configuration.passphraseWordCount))
             logger.debug("created the vault")
             report.created.append("vault")
             return
@@ -264,7 +266,7 @@ public actor DeniableStorage {
         let opened: Vault.Opened
         do { opened = try Vault.open(file, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement) } catch {
             guard case .corrupted = error else { throw error }
-            try writeFreshVault(passphrase: Passphrase.generate(wordCount: configuration.passphraseWordCount))
+            try await writeFreshVault(passphrase: Passphrase.generate(wordCount: configuration.passphraseWordCount))
             logger.debug("replaced an unreadable vault")
             report.replaced.append("vault")
             return
@@ -279,11 +281,11 @@ public actor DeniableStorage {
     }
 
     /// Writes a new vault (new salt, fresh keys, empty mailbox) under `passphrase`.
-    private func writeFreshVault(passphrase: String) throws(DeniableError) {
+    private func writeFreshVault(passphrase: String) async throws(DeniableError) {
         let header = Vault.Header(
             contentBytes: configuration.vaultContentBytes, kdf: configuration.passphraseKDF,
             salt: SecureRandom.bytes(Argon2idParameters.saltByteCount))
-        let key = try Vault.vaultKey(passphrase: passphrase, header: header, secureElement: secureElement)
+        let key = try await Self.deriveVaultKey(passphrase: passphrase, header: header, secureElement: secureElement)
         var contents = VaultContents.fresh()
         try save(&contents, header: header, vaultKey: key)
     }
@@ -301,14 +303,40 @@ public actor DeniableStorage {
     /// start, for every install). Unlock with the returned passphrase to start using it.
     /// It succeeds whatever the old vault's state: the app-start routine has already replaced a
     /// damaged one.
-    public func createVault() throws(DeniableError) -> String {
+    public func createVault() async throws(DeniableError) -> String {
+        await enterVaultOperation()
+        defer { leaveVaultOperation() }
         session = nil
         let passphrase = Passphrase.generate(wordCount: configuration.passphraseWordCount)
-        try writeFreshVault(passphrase: passphrase)
+        try await writeFreshVault(passphrase: passphrase)
         try queue.wipe()
         settle()
         logger.debug("vault operation finished")
         return passphrase
+    }
+
+    /// The passphrase's key (Argon2id and the secure element) on a worker thread: the seconds of
+    /// Argon2id never occupy the actor's executor (a thread of Swift's cooperative pool).
+    private static func deriveVaultKey(passphrase: String, header: Vault.Header, secureElement: SecureElement) async throws(DeniableError)
+        -> SecretKey
+    {
+        try await offCaller { () throws(DeniableError) -> SecretKey in
+            try Vault.vaultKey(passphrase: passphrase, header: header, secureElement: secureElement)
+        }
+    }
+
+    /// Vault operations that suspend for Argon2id (create, unlock) run one at a time: while one
+    /// waits for its key, another cannot replace the vault under it. Calls that do not suspend
+    /// (lock, send, receive) run between them as before; an unlock re-reads nothing they change
+    /// but the outer layer, which it rewrites when it saves.
+    private func enterVaultOperation() async {
+        while vaultOperationRunning { await withCheckedContinuation { vaultOperationWaiters.append($0) } }
+        vaultOperationRunning = true
+    }
+
+    private func leaveVaultOperation() {
+        vaultOperationRunning = false
+        if !vaultOperationWaiters.isEmpty { vaultOperationWaiters.removeFirst().resume() }
     }
 
     /// Whether a session is unlocked (expiry is checked first).
@@ -322,12 +350,14 @@ public actor DeniableStorage {
     /// - Throws: ``DeniableError/invalidPassphrase(_:)`` for a malformed passphrase or a word not
     ///   in the list (before any key work); ``DeniableError/unlockFailed`` for a wrong passphrase
     ///   and for a vault that was never used alike, after the same work.
-    public func unlock(passphrase: String) throws(DeniableError) {
+    public func unlock(passphrase: String) async throws(DeniableError) {
         let normalized = try Passphrase.normalize(passphrase)
+        await enterVaultOperation()
+        defer { leaveVaultOperation() }
         guard let file = try AtomicFile.read(vaultURL) else { throw .storage("the vault file is missing") }
         let opened = try Vault.open(file, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)
         let header = opened.header
-        let key = try Vault.vaultKey(passphrase: normalized, header: header, secureElement: secureElement)
+        let key = try await Self.deriveVaultKey(passphrase: normalized, header: header, secureElement: secureElement)
         var contents = try Vault.openInner(opened.inner, header: header, vaultKey: key)
         _ = try collectMessages(into: &contents)
         try save(&contents, header: header, vaultKey: key)

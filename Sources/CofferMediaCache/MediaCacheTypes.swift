@@ -1,5 +1,6 @@
 // The cache's public values: what an entry is (kind, key), the limits it keeps, the statistics it
 // reports and the errors it throws.
+import Foundation
 
 /// What a cached image is for; each kind has its own entry limit, so one never evicts another.
 public enum MediaKind: String, Sendable, Codable, CaseIterable {
@@ -112,4 +113,10 @@ public enum MediaCacheError: Error, Equatable, Sendable, CustomStringConvertible
         case .storage(let m): return "media cache storage: \(m)"
         }
     }
+}
+
+extension MediaCacheError: LocalizedError {
+    /// The same text as `description`: what went wrong and what to do (for
+    /// `localizedDescription`, alerts and logs).
+    public var errorDescription: String? { description }
 }

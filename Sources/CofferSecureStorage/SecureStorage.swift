@@ -250,3 +250,9 @@ public enum PlatformSecureStorage {
         #endif
     }
 }
+
+extension SecureStorageError: LocalizedError {
+    /// The same text as `description`: what went wrong and what to do (for
+    /// `localizedDescription`, alerts and logs).
+    public var errorDescription: String? { description }
+}

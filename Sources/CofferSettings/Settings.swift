@@ -468,3 +468,9 @@ private final class LastStored: @unchecked Sendable {
         }
     }
 }
+
+extension SettingsError: LocalizedError {
+    /// The same text as `description`: what went wrong and what to do (for
+    /// `localizedDescription`, alerts and logs).
+    public var errorDescription: String? { description }
+}

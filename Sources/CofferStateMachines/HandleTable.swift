@@ -1,5 +1,6 @@
 // Integer handles over live machines, and the JSON form machines are saved in.
 import CofferSync
+import CofferWallet
 import Foundation
 
 /// Errors of the state-machine layer; each names what was wrong.
@@ -20,6 +21,14 @@ public enum StateMachineError: Error, Equatable, Sendable, CustomStringConvertib
     case protocolFailed(String)
     /// The injected transport threw; nothing changed. The error it threw is kept, unchanged.
     case transportFailed(TransportFailure)
+    /// An argument was rejected (the message names it); nothing changed.
+    case invalidInput(String)
+    /// Something the operation needs is not there (a saved machine, a credential's signature).
+    case notFound(String)
+    /// The wallet refused or failed; nothing changed. Its error is kept.
+    case wallet(WalletError)
+    /// The calling task was cancelled before the transition committed; nothing changed.
+    case cancelled
 
     /// What went wrong.
     public var description: String {
@@ -36,6 +45,10 @@ public enum StateMachineError: Error, Equatable, Sendable, CustomStringConvertib
             return "serialized state machine is a \(found) machine, not a \(expected.rawValue) machine"
         case .protocolFailed(let m): return "the protocol exchange failed: \(m)"
         case .transportFailed(let f): return "the protocol exchange failed: the transport threw \(f.underlying)"
+        case .invalidInput(let m): return "invalid input: \(m)"
+        case .notFound(let m): return "not found: \(m)"
+        case .wallet(let e): return "the wallet failed: \(e)"
+        case .cancelled: return "the task was cancelled; the machine did not change"
         }
     }
 }
@@ -248,4 +261,10 @@ public enum MachineCoding {
                 machine: .disclosedProof(DisclosedProofMachine(id: old.id, state: state, request: old.request, presented: old.presented)))
         }
     }
+}
+
+extension StateMachineError: LocalizedError {
+    /// The same text as `description`: what went wrong and what to do (for
+    /// `localizedDescription`, alerts and logs).
+    public var errorDescription: String? { description }
 }

@@ -73,22 +73,24 @@ public struct StateMachineStore: Sendable {
     }
 
     /// Restores saved machine `id` into a new handle.
-    /// - Throws: ``WalletError/notFound(type:id:)`` when nothing is saved under `id`.
+    /// - Throws: ``StateMachineError/notFound(_:)`` when nothing is saved under `id`; the
+    ///   storage's error when it fails.
     public func restore(id: String, kind: MachineKind) async throws -> Int {
         guard let json = try await storage.load(id: id, kind: kind) else {
-            throw WalletError.notFound(type: "state_machine.\(kind.rawValue)", id: id)
+            throw StateMachineError.notFound("no \(kind.rawValue) machine is saved under id \(id)")
         }
         return try await machines.deserialize(json, as: kind)
     }
 
     /// Restores saved machine `id` into a new handle, whatever its kind (machines of different
     /// kinds never share an id: ids are UUIDs).
-    /// - Throws: ``WalletError/notFound(type:id:)`` when nothing is saved under `id`.
+    /// - Throws: ``StateMachineError/notFound(_:)`` when nothing is saved under `id`; the
+    ///   storage's error when it fails.
     public func restore(id: String) async throws -> Int {
         for kind in MachineKind.allCases {
             if let json = try await storage.load(id: id, kind: kind) { return try await machines.deserialize(json, as: kind) }
         }
-        throw WalletError.notFound(type: "state_machine", id: id)
+        throw StateMachineError.notFound("no state machine is saved under id \(id)")
     }
 
     /// Restores every saved machine of `kind`: id → new handle.

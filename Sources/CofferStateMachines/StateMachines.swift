@@ -66,7 +66,7 @@ public final class StateMachines: Sendable {
     }
 
     /// ``deserialize(_:as:)`` with the kind the JSON names (`"kind"`).
-    public func deserialize(_ json: String) async throws -> Int {
+    public func deserialize(_ json: String) async throws(StateMachineError) -> Int {
         try await deserialize(json, as: try MachineCoding.kind(of: json))
     }
 
@@ -75,11 +75,11 @@ public final class StateMachines: Sendable {
     /// accepted carried its signature in the JSON: it is stored in the wallet's secrets first,
     /// and the machine's JSON from now on has none.
     /// - Throws: ``StateMachineError`` for JSON that does not parse or is of another kind or a
-    ///   newer version; ``WalletError`` when the wallet cannot store the signature.
-    public func deserialize(_ json: String, as kind: MachineKind) async throws -> Int {
+    ///   newer version, or ``StateMachineError/wallet(_:)`` when the wallet cannot store the signature.
+    public func deserialize(_ json: String, as kind: MachineKind) async throws(StateMachineError) -> Int {
         let decoded = try MachineCoding.decode(json, as: kind)
         if let signature = decoded.pendingSignature {
-            try await wallet.storeCredentialSignature(signature, credentialID: decoded.machine.id)
+            try await walletCall { try await wallet.storeCredentialSignature(signature, credentialID: decoded.machine.id) }
         }
         return table.insert(decoded.machine)
     }
@@ -101,54 +101,14 @@ public final class StateMachines: Sendable {
     /// from an accepted one (both 4).
     public func credentialState(_ handle: Int) throws(StateMachineError) -> CredentialState { try credential(handle).state }
 
-    private func change(_ handle: Int, _ body: (AnyMachine) throws(StateMachineError) -> AnyMachine) throws(StateMachineError) -> Transition
-    {
-        var before: AnyMachine?
-        let after = try table.update(handle) { (m) throws(StateMachineError) in
-            before = m
-            return try body(m)
-        }
-        guard let before else { throw .unknownHandle(handle) }
-        return Transition(handle: handle, from: before.stateNumber, to: after.stateNumber, mustSave: before != after)
-    }
+    func connection(_ handle: Int) throws(StateMachineError) -> ConnectionMachine { try machine(handle, as: ConnectionMachine.self) }
 
-    func connection(_ handle: Int) throws(StateMachineError) -> ConnectionMachine {
-        let m = try table.machine(handle)
-        guard case .connection(let c) = m else { throw .wrongKind(handle: handle, expected: .connection, found: m.kind) }
-        return c
-    }
+    func credential(_ handle: Int) throws(StateMachineError) -> CredentialMachine { try machine(handle, as: CredentialMachine.self) }
 
-    func credential(_ handle: Int) throws(StateMachineError) -> CredentialMachine {
-        let m = try table.machine(handle)
-        guard case .credential(let c) = m else { throw .wrongKind(handle: handle, expected: .credential, found: m.kind) }
-        return c
-    }
-
-    func proof(_ handle: Int) throws(StateMachineError) -> DisclosedProofMachine {
-        let m = try table.machine(handle)
-        guard case .disclosedProof(let p) = m else { throw .wrongKind(handle: handle, expected: .disclosedProof, found: m.kind) }
-        return p
-    }
-
-    private func require<S: NumberedState>(_ state: S, in allowed: [S], _ kind: MachineKind, _ op: String) throws(StateMachineError) {
-        guard allowed.contains(state) else { throw .invalidTransition(kind: kind, operation: op, state: state.number) }
-    }
+    func proof(_ handle: Int) throws(StateMachineError) -> DisclosedProofMachine { try machine(handle, as: DisclosedProofMachine.self) }
 
     private func deliver(_ message: OutboundMessage) async throws(StateMachineError) {
         do { try await messenger.send(message) } catch { throw .transportFailed(TransportFailure(error)) }
-    }
-
-    /// Applies `apply` to the machine only if it is still in `expected` (another task may have
-    /// moved it meanwhile): a transition is all or nothing.
-    private func commit<S: NumberedState>(
-        _ handle: Int, expected: S, _ apply: (AnyMachine) -> AnyMachine, _ kind: MachineKind, _ op: String
-    ) throws(StateMachineError) -> Transition {
-        try change(handle) { (m) throws(StateMachineError) in
-            guard let current = m.state as? S, current == expected else {
-                throw .invalidTransition(kind: kind, operation: op, state: m.stateNumber)
-            }
-            return apply(m)
-        }
     }
 
     // MARK: Connection
@@ -159,54 +119,40 @@ public final class StateMachines: Sendable {
     }
 
     /// Makes this side's key in the wallet and sends the connection request (invited 1 → requested 2).
-    public func connectionSendRequest(_ handle: Int) async throws -> Transition {
-        let c = try connection(handle)
-        try require(c.state, in: [.invited], .connection, "sendRequest")
-        let verkey = try await wallet.createKey(.ed25519)
-        do { try await deliver(.connectionRequest(invitation: c.invitation, verkey: verkey)) } catch {
-            // The step failed: the key made for it goes too, so nothing changed.
-            try? await wallet.removeKey(verkey)
-            throw error
-        }
-        return try commit(
-            handle, expected: ConnectionState.invited,
-            { m in
-                guard case .connection(var c) = m else { return m }
-                c.state = .requested
-                c.myVerkey = verkey
-                return .connection(c)
-            }, .connection, "sendRequest")
+    public func connectionSendRequest(_ handle: Int) async throws(StateMachineError) -> Transition {
+        try await step(
+            handle, ConnectionMachine.self, "sendRequest",
+            work: { (c) throws(StateMachineError) -> String in
+                let verkey = try await walletCall { try await wallet.createKey(.ed25519) }
+                do throws(StateMachineError) { try await deliver(.connectionRequest(invitation: c.invitation, verkey: verkey)) } catch {
+                    // The step failed: the key made for it goes too, so nothing changed.
+                    try? await wallet.removeKey(verkey)
+                    throw error
+                }
+                return verkey
+            },
+            update: { c, verkey in c.myVerkey = verkey },
+            undo: { verkey in try? await wallet.removeKey(verkey) })
     }
 
     /// Records the inviter's response and its key (requested 2 → responded 3).
-    public func connectionReceiveResponse(_ handle: Int, theirVerkey: String) throws -> Transition {
-        let c = try connection(handle)
-        try require(c.state, in: [.requested], .connection, "receiveResponse")
-        guard let bytes = Base58.decode(theirVerkey), bytes.count == 32 else {
-            throw WalletError.invalidInput("their verkey \(theirVerkey) is not a Base58 32-byte key")
-        }
-        return try commit(
-            handle, expected: ConnectionState.requested,
-            { m in
-                guard case .connection(var c) = m else { return m }
-                c.state = .responded
-                c.theirVerkey = theirVerkey
-                return .connection(c)
-            }, .connection, "receiveResponse")
+    /// - Throws: ``StateMachineError/invalidInput(_:)`` when `theirVerkey` is not a Base58 32-byte key.
+    public func connectionReceiveResponse(_ handle: Int, theirVerkey: String) throws(StateMachineError) -> Transition {
+        try step(
+            handle, ConnectionMachine.self, "receiveResponse",
+            check: { (_) throws(StateMachineError) in
+                guard let bytes = Base58.decode(theirVerkey), bytes.count == 32 else {
+                    throw .invalidInput("their verkey \(theirVerkey) is not a Base58 32-byte key")
+                }
+            },
+            update: { c in c.theirVerkey = theirVerkey })
     }
 
     /// Acknowledges the response (responded 3 → completed 4).
-    public func connectionComplete(_ handle: Int) async throws -> Transition {
-        let c = try connection(handle)
-        try require(c.state, in: [.responded], .connection, "complete")
-        try await deliver(.connectionAck(connectionID: c.id))
-        return try commit(
-            handle, expected: ConnectionState.responded,
-            { m in
-                guard case .connection(var c) = m else { return m }
-                c.state = .completed
-                return .connection(c)
-            }, .connection, "complete")
+    public func connectionComplete(_ handle: Int) async throws(StateMachineError) -> Transition {
+        try await step(
+            handle, ConnectionMachine.self, "complete",
+            work: { (c) throws(StateMachineError) in try await deliver(.connectionAck(connectionID: c.id)) }, update: { _, _ in })
     }
 
     // MARK: Credential
@@ -218,88 +164,67 @@ public final class StateMachines: Sendable {
 
     /// Sends the credential request, bound to the master secret (offer received 3 → request
     /// sent 2). The binding is computed inside the wallet; the master secret never leaves it.
-    /// - Throws: ``WalletError/invalidInput(_:)`` when the wallet was not provisioned for the SDK
-    ///   (``Wallet/initializeMasterSecret()`` makes the master secret, once, at provisioning).
-    public func credentialSendRequest(_ handle: Int) async throws -> Transition {
-        let c = try credential(handle)
-        try require(c.state, in: [.offerReceived], .credential, "sendRequest")
-        let binding = try await wallet.masterSecretBinding(credentialDefinitionID: c.offer.credentialDefinitionID)
-        try await deliver(.credentialRequest(credentialID: c.id, offer: c.offer, masterSecretBinding: binding))
-        return try commit(
-            handle, expected: CredentialState.offerReceived,
-            { m in
-                guard case .credential(var c) = m else { return m }
-                c.state = .requestSent
-                return .credential(c)
-            }, .credential, "sendRequest")
+    /// - Throws: ``StateMachineError/wallet(_:)`` holding ``WalletError/invalidInput(_:)`` when the
+    ///   wallet was not provisioned for the SDK (``Wallet/initializeMasterSecret()`` makes the
+    ///   master secret, once, at provisioning).
+    public func credentialSendRequest(_ handle: Int) async throws(StateMachineError) -> Transition {
+        try await step(
+            handle, CredentialMachine.self, "sendRequest",
+            work: { (c) throws(StateMachineError) in
+                let binding = try await walletCall {
+                    try await wallet.masterSecretBinding(credentialDefinitionID: c.offer.credentialDefinitionID)
+                }
+                try await deliver(.credentialRequest(credentialID: c.id, offer: c.offer, masterSecretBinding: binding))
+            }, update: { _, _ in })
     }
 
     /// Records the issued credential (request sent 2 → credential received 4). Its signature goes
     /// into the wallet's secrets at once, under the machine's id; the machine keeps only the
     /// attributes, so its JSON never holds the signature.
-    public func credentialReceive(_ handle: Int, credential issued: IssuedCredential) async throws -> Transition {
-        let c = try credential(handle)
-        try require(c.state, in: [.requestSent], .credential, "receiveCredential")
-        try await wallet.storeCredentialSignature(issued.signature, credentialID: c.id)
-        do {
-            return try commit(
-                handle, expected: CredentialState.requestSent,
-                { m in
-                    guard case .credential(var c) = m else { return m }
-                    c.state = .credentialReceived
-                    c.received = issued.attributes
-                    return .credential(c)
-                }, .credential, "receiveCredential")
-        } catch {
+    public func credentialReceive(_ handle: Int, credential issued: IssuedCredential) async throws(StateMachineError) -> Transition {
+        try await step(
+            handle, CredentialMachine.self, "receiveCredential",
+            work: { (c) throws(StateMachineError) -> String in
+                try await walletCall { try await wallet.storeCredentialSignature(issued.signature, credentialID: c.id) }
+                return c.id
+            },
+            update: { c, _ in c.received = issued.attributes },
             // Another task moved the machine meanwhile: the signature stored for this step goes.
-            try? await wallet.removeCredentialSignature(credentialID: c.id)
-            throw error
-        }
+            undo: { id in try? await wallet.removeCredentialSignature(credentialID: id) })
     }
 
     /// Accepts the credential (credential received 4 → accepted 4; `mustSave` is true): by
     /// default stores its attributes in the wallet (type `credential`, id = the machine's id,
     /// tags per attribute plus schema id, credential definition id and issuer), beside the
     /// signature stored when it arrived.
-    public func credentialAccept(_ handle: Int) async throws -> Transition {
-        let c = try credential(handle)
-        try require(c.state, in: [.credentialReceived], .credential, "accept")
-        guard let attributes = c.received else { throw StateMachineError.invalidJSON("credential received without its attributes") }
-        if storesCredentials {
-            try await wallet.storeCredential(
-                id: c.id, value: Self.attributesJSON(attributes),
-                tags: Self.credentialTags(offer: c.offer, attributes: attributes))
-        }
-        return try commit(
-            handle, expected: CredentialState.credentialReceived,
-            { m in
-                guard case .credential(var c) = m else { return m }
-                c.state = .accepted
-                c.received = nil
-                return .credential(c)
-            }, .credential, "accept")
+    public func credentialAccept(_ handle: Int) async throws(StateMachineError) -> Transition {
+        try await step(
+            handle, CredentialMachine.self, "accept",
+            work: { (c) throws(StateMachineError) in
+                guard let attributes = c.received else { throw .invalidJSON("credential received without its attributes") }
+                if storesCredentials {
+                    try await walletCall {
+                        try await wallet.storeCredential(
+                            id: c.id, value: Self.attributesJSON(attributes),
+                            tags: Self.credentialTags(offer: c.offer, attributes: attributes))
+                    }
+                }
+            }, update: { c, _ in c.received = nil })
     }
 
     /// Rejects the offer or the credential (offer received, request sent or credential received
     /// → rejected 9), telling the issuer. A received credential's signature is removed from
     /// the wallet.
-    public func credentialReject(_ handle: Int) async throws -> Transition {
-        let c = try credential(handle)
-        let allowed: [CredentialState] = [.offerReceived, .requestSent, .credentialReceived]
-        try require(c.state, in: allowed, .credential, "reject")
-        try await deliver(.credentialRejection(credentialID: c.id))
-        let transition = try commit(
-            handle, expected: c.state,
-            { m in
-                guard case .credential(var c) = m else { return m }
-                c.state = .rejected
-                c.received = nil
-                return .credential(c)
-            }, .credential, "reject")
-        if c.state == .credentialReceived {
+    public func credentialReject(_ handle: Int) async throws(StateMachineError) -> Transition {
+        let before = try credential(handle)
+        let transition = try await step(
+            handle, CredentialMachine.self, "reject",
+            work: { (c) throws(StateMachineError) in try await deliver(.credentialRejection(credentialID: c.id)) },
+            update: { c, _ in c.received = nil })
+        if before.state == .credentialReceived {
             // The machine is rejected either way; a signature that could not be removed now is
             // an unused secret, removed with the wallet.
-            try? await wallet.removeCredentialSignature(credentialID: c.id)
+            try? await wallet.removeCredentialSignature(credentialID: before.id)
         }
         return transition
     }
@@ -329,15 +254,16 @@ public final class StateMachines: Sendable {
     }
 
     /// The wallet's credentials that can answer each requested attribute (referent → ids).
-    public func proofMatchingCredentials(_ handle: Int) async throws -> [String: [String]] {
+    public func proofMatchingCredentials(_ handle: Int) async throws(StateMachineError) -> [String: [String]] {
         let p = try proof(handle)
         var out = [String: [String]]()
         for (referent, attribute) in p.request.requestedAttributes {
-            let query = try WalletQuery(json: Self.restrictionQuery(attribute).jsonText)
-            out[referent] = try await wallet.fetchAll(
-                type: "credential", matching: query,
-                options: RecordOptions(retrieveValue: false, retrieveTags: false)
-            ).map(\.id)
+            out[referent] = try await walletCall {
+                let query = try WalletQuery(json: Self.restrictionQuery(attribute).jsonText)
+                return try await wallet.fetchAll(
+                    type: "credential", matching: query, options: RecordOptions(retrieveValue: false, retrieveTags: false)
+                ).map(\.id)
+            }
         }
         return out
     }
@@ -354,59 +280,38 @@ public final class StateMachines: Sendable {
 
     /// Sends the presentation built from `credentials` (referent → credential id; every referent
     /// needs one, and each must match) (request received 3 → presentation sent 2).
-    public func proofSendPresentation(_ handle: Int, credentials: [String: String]) async throws -> Transition {
-        let p = try proof(handle)
-        try require(p.state, in: [.requestReceived], .disclosedProof, "sendPresentation")
-        let matching = try await proofMatchingCredentials(handle)
-        for referent in p.request.requestedAttributes.keys {
-            guard let chosen = credentials[referent] else {
-                throw WalletError.invalidInput("no credential chosen for referent \(referent)")
-            }
-            guard matching[referent]?.contains(chosen) == true else {
-                throw WalletError.invalidInput("credential \(chosen) does not satisfy the restrictions of referent \(referent)")
-            }
-            guard try await wallet.hasCredentialSignature(credentialID: chosen) else {
-                throw WalletError.notFound(type: "credential signature", id: chosen)
-            }
-        }
-        try await deliver(.presentation(proofID: p.id, referents: credentials))
-        return try commit(
-            handle, expected: DisclosedProofState.requestReceived,
-            { m in
-                guard case .disclosedProof(var p) = m else { return m }
-                p.state = .presentationSent
-                p.presented = credentials
-                return .disclosedProof(p)
-            }, .disclosedProof, "sendPresentation")
+    /// - Throws: ``StateMachineError/invalidInput(_:)`` for a missing or non-matching choice,
+    ///   ``StateMachineError/notFound(_:)`` for a credential whose signature is not in the wallet.
+    public func proofSendPresentation(_ handle: Int, credentials: [String: String]) async throws(StateMachineError) -> Transition {
+        try await step(
+            handle, DisclosedProofMachine.self, "sendPresentation",
+            work: { (p) throws(StateMachineError) in
+                let matching = try await proofMatchingCredentials(handle)
+                for referent in p.request.requestedAttributes.keys {
+                    guard let chosen = credentials[referent] else { throw .invalidInput("no credential chosen for referent \(referent)") }
+                    guard matching[referent]?.contains(chosen) == true else {
+                        throw .invalidInput("credential \(chosen) does not satisfy the restrictions of referent \(referent)")
+                    }
+                    guard try await walletCall({ try await wallet.hasCredentialSignature(credentialID: chosen) }) else {
+                        throw .notFound("the signature of credential \(chosen) is not in the wallet")
+                    }
+                }
+                try await deliver(.presentation(proofID: p.id, referents: credentials))
+            }, update: { p, _ in p.presented = credentials })
     }
 
     /// The verifier acknowledged (presentation sent 2 → acknowledged 4).
-    public func proofReceiveAck(_ handle: Int) throws -> Transition {
-        let p = try proof(handle)
-        try require(p.state, in: [.presentationSent], .disclosedProof, "receiveAck")
-        return try commit(
-            handle, expected: DisclosedProofState.presentationSent,
-            { m in
-                guard case .disclosedProof(var p) = m else { return m }
-                p.state = .acknowledged
-                return .disclosedProof(p)
-            }, .disclosedProof, "receiveAck")
+    public func proofReceiveAck(_ handle: Int) throws(StateMachineError) -> Transition {
+        try step(handle, DisclosedProofMachine.self, "receiveAck")
     }
 
     /// Rejects the proof: the holder declines the request (request received 3 → rejected 9), or
     /// the presentation went out and the verifier rejected it — their problem report ends the
     /// exchange (presentation sent 2 → rejected 9). Either way the other side is told. (VCX
     /// reports a proof ended by the verifier's problem report as None, 0; Coffer reports 9.)
-    public func proofReject(_ handle: Int) async throws -> Transition {
-        let p = try proof(handle)
-        try require(p.state, in: [.requestReceived, .presentationSent], .disclosedProof, "reject")
-        try await deliver(.proofRejection(proofID: p.id))
-        return try commit(
-            handle, expected: p.state,
-            { m in
-                guard case .disclosedProof(var p) = m else { return m }
-                p.state = .rejected
-                return .disclosedProof(p)
-            }, .disclosedProof, "reject")
+    public func proofReject(_ handle: Int) async throws(StateMachineError) -> Transition {
+        try await step(
+            handle, DisclosedProofMachine.self, "reject",
+            work: { (p) throws(StateMachineError) in try await deliver(.proofRejection(proofID: p.id)) }, update: { _, _ in })
     }
 }

@@ -79,3 +79,9 @@ public enum WalletError: Error, Sendable, Equatable, CustomStringConvertible {
         return out
     }
 }
+
+extension WalletError: LocalizedError {
+    /// The same text as `description`: what went wrong and what to do (for
+    /// `localizedDescription`, alerts and logs).
+    public var errorDescription: String? { description }
+}

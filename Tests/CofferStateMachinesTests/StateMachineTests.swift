@@ -306,7 +306,9 @@ struct TransitionTests {
             return
         }
         #expect(matches == ["r1": [machine.id]])
-        await #expect(throws: WalletError.self) { _ = try await sm.proofSendPresentation(p, credentials: ["r1": "other"]) }
+        await #expect(throws: StateMachineError.invalidInput("credential other does not satisfy the restrictions of referent r1")) {
+            _ = try await sm.proofSendPresentation(p, credentials: ["r1": "other"])
+        }
         let t = try await sm.proofSendPresentation(p, credentials: ["r1": machine.id])
         #expect(t.to == DisclosedProofState.presentationSent.rawValue)
         #expect(try sm.proofReceiveAck(p).to == DisclosedProofState.acknowledged.rawValue)
@@ -412,7 +414,14 @@ struct SDKSecretTests {
     func unprovisionedRefused() async throws {
         let (sm, messenger, wallet) = try await makeMachines(provisioned: false)
         let h = sm.credentialCreate(offer: degreeOffer)
-        await #expect(throws: WalletError.self) { _ = try await sm.credentialSendRequest(h) }
+        do {
+            _ = try await sm.credentialSendRequest(h)
+            Issue.record("an unprovisioned wallet sent a credential request")
+        } catch {
+            // The wallet's own error, kept inside the state-machine layer's one error type.
+            guard case .wallet(.invalidInput(let message)) = error else { throw error }
+            #expect(message.contains("initializeMasterSecret"))
+        }
         #expect(try await wallet.hasMasterSecret() == false)
         #expect(messenger.sent.isEmpty)
     }
@@ -610,6 +619,8 @@ struct StateMachineTypedAPITests {
         let id = try await store.save(h)
         let h3 = try await store.restore(id: id)
         #expect(try sm.serialize(h3) == json)
-        await #expect(throws: WalletError.self) { _ = try await store.restore(id: "missing") }
+        await #expect(throws: StateMachineError.notFound("no state machine is saved under id missing")) {
+            _ = try await store.restore(id: "missing")
+        }
     }
 }

@@ -1,0 +1,21 @@
+// Every module's one error type reads the same through `localizedDescription` as through its
+// description, so an app can show any Coffer error in an alert.
+import Coffer
+import Foundation
+import Testing
+
+@Suite("Readable errors")
+struct ErrorTests {
+    @Test(
+        "each module's error gives its description as localizedDescription",
+        arguments: [
+            WalletError.closed as any Error, CryptoError.authenticationFailed, StateMachineError.unknownHandle(7),
+            DeniableError.queueFull, SettingsError.closed, DatabaseStoreError.closed, MediaCacheError.closed,
+            SecureStorageError.closed, ContainerError.closed,
+        ])
+    func localized(_ error: any Error) {
+        let described = "\(error)"
+        #expect(error.localizedDescription == described)
+        #expect(!described.contains("error 0") && !described.contains("operation couldn"))
+    }
+}
