@@ -40,6 +40,7 @@ struct LRUIndex<Key: CacheIndexKey, Payload> {
         moveToFront(index)
         clock &+= 1
         slots[Int(index)].stamp = clock
+        assertInvariants()
         return (slots[Int(index)].payload!, slots[Int(index)].generation)
     }
 
@@ -77,6 +78,7 @@ struct LRUIndex<Key: CacheIndexKey, Payload> {
         counts[k] += 1
         kindBytes[k] += bytes
         totalBytes += bytes
+        assertInvariants()
     }
 
     /// Removes an entry; returns its payload and size.
@@ -91,6 +93,7 @@ struct LRUIndex<Key: CacheIndexKey, Payload> {
         totalBytes -= slot.bytes
         slots[Int(index)].payload = nil
         free.append(index)
+        assertInvariants()
         return (slot.payload!, slot.bytes)
     }
 
@@ -115,9 +118,88 @@ struct LRUIndex<Key: CacheIndexKey, Payload> {
         map.keys.filter { kind == nil || $0.kind == kind }
     }
 
-    /// Forgets everything.
+    /// Forgets everything. Generations keep counting, so an entry inserted afterwards never gets a
+    /// generation an earlier entry had (a reader comparing generations sees the replacement).
     mutating func removeAll() {
+        let generations = self.generations
         self = LRUIndex()
+        self.generations = generations
+    }
+
+    /// The keys of one kind from most to least recently used.
+    func keysByRecency(_ kind: MediaKind) -> [Key] {
+        var keys: [Key] = []
+        var index = heads[kind.index]
+        while index >= 0 {
+            keys.append(slots[Int(index)].key)
+            index = slots[Int(index)].next
+        }
+        return keys
+    }
+
+    /// Checks the index's internal consistency, for tests and debug builds.
+    ///
+    /// The invariants: each kind's list, walked from its head, links both ways (every slot's
+    /// `prev` is the slot before it), ends at the kind's tail, holds only live entries of that
+    /// kind whose key the dictionary maps to that slot, and has strictly decreasing recency
+    /// stamps (so a tail is its kind's least recent entry); each kind's count and bytes equal the
+    /// sums over its list; `totalBytes` is the sum of the kinds' bytes; every dictionary entry is
+    /// on a list; and every slot is either live or on the free list, never both.
+    ///
+    /// Each mutation calls it in debug builds (`#if DEBUG`) while the index has at most
+    /// `debugCheckSlotLimit` slots, so a large debug cache keeps O(1) operations. It walks every
+    /// slot: O(n).
+    /// - Returns: a description of the first inconsistency found, or nil when there is none.
+    func checkInvariants() -> String? {
+        var linked = 0
+        for kind in MediaKind.allCases {
+            let k = kind.index
+            var index = heads[k]
+            var previous: Int32 = -1
+            var count = 0
+            var bytes = 0
+            var stamp = UInt64.max
+            while index >= 0 {
+                guard Int(index) < slots.count else { return "\(kind) list reaches slot \(index), past the end" }
+                guard count < slots.count else { return "\(kind) list has a cycle" }
+                let slot = slots[Int(index)]
+                guard slot.prev == previous else { return "\(kind) slot \(index) has prev \(slot.prev), not \(previous)" }
+                guard slot.payload != nil else { return "\(kind) list links free slot \(index)" }
+                guard slot.key.kind == kind else { return "\(kind) list links slot \(index) of kind \(slot.key.kind)" }
+                guard map[slot.key] == index else { return "\(kind) slot \(index) is not where the dictionary maps its key" }
+                guard slot.stamp < stamp else { return "\(kind) slot \(index) is more recent than the slot before it" }
+                stamp = slot.stamp
+                count += 1
+                bytes += slot.bytes
+                previous = index
+                index = slot.next
+            }
+            guard tails[k] == previous else { return "\(kind) tail is \(tails[k]), the list ends at \(previous)" }
+            guard counts[k] == count else { return "\(kind) count is \(counts[k]), the list holds \(count)" }
+            guard kindBytes[k] == bytes else { return "\(kind) bytes are \(kindBytes[k]), the list sums to \(bytes)" }
+            linked += count
+        }
+        guard totalBytes == kindBytes.reduce(0, +) else { return "total bytes \(totalBytes) differ from the kinds' sum" }
+        guard linked == map.count else { return "the dictionary holds \(map.count) entries, the lists \(linked)" }
+        guard free.count + map.count == slots.count, Set(free).count == free.count else {
+            return "\(slots.count) slots are not \(map.count) live plus \(free.count) distinct free ones"
+        }
+        for index in free where Int(index) >= slots.count || slots[Int(index)].payload != nil {
+            return "free slot \(index) is live or past the end"
+        }
+        return nil
+    }
+
+    /// The most slots a debug build checks after every mutation.
+    static var debugCheckSlotLimit: Int { 2_048 }
+
+    /// In debug builds, stops at a broken invariant (see ``checkInvariants()``) after a mutation.
+    private func assertInvariants() {
+        #if DEBUG
+        if slots.count <= Self.debugCheckSlotLimit, let problem = checkInvariants() {
+            assertionFailure("LRUIndex: \(problem)")
+        }
+        #endif
     }
 
     private mutating func unlink(_ index: Int32) {

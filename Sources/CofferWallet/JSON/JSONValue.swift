@@ -44,6 +44,10 @@ public enum JSONValue: Sendable, Equatable {
     }
 
     /// Parses `text` as one JSON value (RFC 8259).
+    ///
+    /// Arrays and objects may nest 256 deep; deeper nesting is an error. Whitespace is only
+    /// space, tab, line feed and carriage return: a leading byte order mark is an error (RFC 8259
+    /// lets a parser ignore one; this one does not).
     /// - Throws: ``JSONParseError`` naming the position and what was expected.
     public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
         var parser = JSONParser(Array(text.utf8))
