@@ -4,11 +4,29 @@ import Coffer
 import Foundation
 import GRDB
 
-enum AppDataCLI {
-    static func open(_ options: StoreOptions) throws -> AppDatabase {
-        try AppDatabase.open(at: StoreLocation.appDatabaseFile(in: options.storeDirectory))
+/// The settings commands' own failures, on the contract's exit codes: a name that is neither set
+/// nor in the catalogue is not found (1); a value, kind or key the catalogue refuses is invalid input (2).
+enum SettingsCLIError: Error, CustomStringConvertible {
+    case notFound(name: String)
+    case refused(String)
+
+    var description: String {
+        switch self {
+        case .notFound(let name):
+            return "not found: setting \"\(name)\" is not set and is not in the catalogue (`coffer settings list` prints the stored ones)"
+        case .refused(let message): return "invalid input: \(message)"
+        }
     }
 
+    var exitCode: Int32 {
+        switch self {
+        case .notFound: return 1
+        case .refused: return 2
+        }
+    }
+}
+
+enum AppDataCLI {
     /// The stored value as JSON for `get`: booleans as true/false, json values embedded.
     static func json(_ value: DatabaseValue, kind: String) -> JSONValue {
         switch (kind, value.storage) {
@@ -22,26 +40,26 @@ enum AppDataCLI {
     static func parse(_ value: String, kind: String, name: String) throws -> DatabaseValue {
         switch kind {
         case "int":
-            guard let i = Int64(value) else { throw WalletError.invalidInput("\(name) is an int; \"\(value)\" is not") }
+            guard let i = Int64(value) else { throw SettingsCLIError.refused("\(name) is an int; \"\(value)\" is not") }
             return i.databaseValue
         case "bool":
-            guard let b = Bool(value.lowercased()) else { throw WalletError.invalidInput("\(name) is a bool: give true or false") }
+            guard let b = Bool(value.lowercased()) else { throw SettingsCLIError.refused("\(name) is a bool: give true or false") }
             return b.databaseValue
         case "double":
-            guard let d = Double(value), d.isFinite else { throw WalletError.invalidInput("\(name) is a double; \"\(value)\" is not") }
+            guard let d = Double(value), d.isFinite else { throw SettingsCLIError.refused("\(name) is a double; \"\(value)\" is not") }
             return d.databaseValue
         case "date":
-            guard let ms = Int64(value) else { throw WalletError.invalidInput("\(name) is a date: give milliseconds since 1970") }
+            guard let ms = Int64(value) else { throw SettingsCLIError.refused("\(name) is a date: give milliseconds since 1970") }
             return ms.databaseValue
         case "string", "enum":
             return value.databaseValue
         case "json":
             guard (try? JSONSerialization.jsonObject(with: Data(value.utf8), options: [.fragmentsAllowed])) != nil else {
-                throw WalletError.invalidInput("\(name) holds JSON; the value does not parse")
+                throw SettingsCLIError.refused("\(name) holds JSON; the value does not parse")
             }
             return value.databaseValue
         default:
-            throw WalletError.invalidInput("--kind must be int, bool, string, double, date, enum or json")
+            throw SettingsCLIError.refused("--kind must be int, bool, string, double, date, enum or json")
         }
     }
 
@@ -87,21 +105,21 @@ struct SettingsCommand: AsyncParsableCommand {
                 true/false, json values as JSON. A name outside the catalogue prints its stored value \
                 ("default": null), or exits 1 when unset.
                 """)
+        @Argument(help: "The setting's name (a catalogue key, or any name set with --kind).") var name: String
         @OptionGroup var storeOptions: StoreOptions
-        @Argument var name: String
 
         func run() async throws {
-            let app = try AppDataCLI.open(storeOptions)
-            defer { try? app.close() }
-            let stored = app.settings.rawValue(name)
+            let fields = try await storeOptions.withAppDatabase { app in try Self.fields(name, stored: app.settings.rawValue(name)) }
+            print(JSONValue.object(fields).jsonText)
+        }
+
+        static func fields(_ name: String, stored: (kind: String, value: DatabaseValue)?) throws -> [(String, JSONValue)] {
             guard let entry = SettingsCatalog.entry(named: name) else {
-                guard let (kind, value) = stored else { throw WalletError.notFound(type: "setting", id: name) }
-                print(
-                    JSONValue.object([
-                        ("name", .string(name)), ("kind", .string(kind)), ("value", AppDataCLI.json(value, kind: kind)),
-                        ("default", .null), ("set", .bool(true)),
-                    ]).jsonText)
-                return
+                guard let (kind, value) = stored else { throw SettingsCLIError.notFound(name: name) }
+                return [
+                    ("name", .string(name)), ("kind", .string(kind)), ("value", AppDataCLI.json(value, kind: kind)),
+                    ("default", .null), ("set", .bool(true)),
+                ]
             }
             let defaultJSON = AppDataCLI.json(entry.defaultValue, kind: entry.kind)
             var fields: [(String, JSONValue)] = [("name", .string(name)), ("kind", .string(entry.kind))]
@@ -119,57 +137,65 @@ struct SettingsCommand: AsyncParsableCommand {
             } else {
                 fields += [("value", defaultJSON), ("default", defaultJSON), ("set", .bool(false))]
             }
-            print(JSONValue.object(fields).jsonText)
+            return fields
         }
     }
 
     struct Set: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Set a setting; catalogue keys take only their declared kind and values, others need --kind (int, bool, string, double, enum, json).",
+                "Set a setting; prints {\"set\": {\"name\", \"kind\", \"value\"}}. Catalogue keys take only their declared kind and values, others need --kind.",
             discussion: """
                 Enum keys take one of their allowed values, json keys a value that decodes as the key's type \
                 (currentUser: {"id","email","name","isAdmin"?}), counts their minimum or more (cache sizes \
                 at least 1). Reserved keys (version, written by the data-migration ladder) cannot be set. \
-                A rejected value exits 2 naming what the key accepts.
+                A rejected value exits 2 naming what the key accepts. A value that starts with - follows \
+                -- (coffer settings set imageCacheSize -- -5).
                 """)
+        @Argument(help: "The setting's name.") var name: String
+        @Argument(help: "The value, as text: a number, true/false, an enum case or JSON, as the key's kind says.") var value: String
+        @Option(
+            help: ArgumentHelp(
+                "The value's kind for a name outside the catalogue: int, bool, string, double, date, enum or json (a catalogue key's kind cannot be changed).",
+                valueName: "kind"))
+        var kind: String?
         @OptionGroup var storeOptions: StoreOptions
-        @Argument var name: String
-        @Argument var value: String
-        @Option(help: "The value's kind for a name outside the catalogue (a catalogue key's kind cannot be changed).") var kind: String?
 
         func run() async throws {
             let entry = SettingsCatalog.entry(named: name)
             if let entry {
-                if let reason = entry.reservedReason { throw WalletError.invalidInput("\(name) is reserved and cannot be set: \(reason)") }
+                if let reason = entry.reservedReason { throw SettingsCLIError.refused("\(name) is reserved and cannot be set: \(reason)") }
                 if let kind, kind != entry.kind {
-                    throw WalletError.invalidInput("\(name) is declared as \(entry.kind); --kind \(kind) is not allowed (leave --kind out)")
+                    throw SettingsCLIError.refused("\(name) is declared as \(entry.kind); --kind \(kind) is not allowed (leave --kind out)")
                 }
             }
             guard let kind = kind ?? entry?.kind else {
-                throw WalletError.invalidInput("\(name) is not in the catalogue: give --kind")
+                throw SettingsCLIError.refused("\(name) is not in the catalogue: give --kind")
             }
             let stored = try AppDataCLI.parse(value, kind: kind, name: name)
-            if let entry, !entry.accepts(kind: kind, stored) { throw WalletError.invalidInput(AppDataCLI.rejection(entry, value)) }
-            let app = try AppDataCLI.open(storeOptions)
-            defer { try? app.close() }
-            try app.settings.putRaw(name, kind: kind, value: stored)
+            if let entry, !entry.accepts(kind: kind, stored) { throw SettingsCLIError.refused(AppDataCLI.rejection(entry, value)) }
+            try await storeOptions.withAppDatabase { try $0.settings.putRaw(name, kind: kind, value: stored) }
+            print(
+                JSONValue.object([
+                    ("set", .object([("name", .string(name)), ("kind", .string(kind)), ("value", AppDataCLI.json(stored, kind: kind))]))
+                ]).jsonText)
         }
     }
 
     struct Delete: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Remove a setting (its default applies again); reserved keys (version) cannot be removed.")
+            abstract:
+                "Remove a setting (its default applies again; removing an unset one is not an error); prints {\"deleted\": {\"name\"}}. Reserved keys (version) cannot be removed."
+        )
+        @Argument(help: "The setting's name.") var name: String
         @OptionGroup var storeOptions: StoreOptions
-        @Argument var name: String
 
         func run() async throws {
             if let reason = SettingsCatalog.entry(named: name)?.reservedReason {
-                throw WalletError.invalidInput("\(name) is reserved and cannot be removed: \(reason)")
+                throw SettingsCLIError.refused("\(name) is reserved and cannot be removed: \(reason)")
             }
-            let app = try AppDataCLI.open(storeOptions)
-            defer { try? app.close() }
-            try app.settings.deleteRaw(name)
+            try await storeOptions.withAppDatabase { try $0.settings.deleteRaw(name) }
+            print(JSONValue.object([("deleted", .object([("name", .string(name))]))]).jsonText)
         }
     }
 
@@ -179,13 +205,13 @@ struct SettingsCommand: AsyncParsableCommand {
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
-            let app = try AppDataCLI.open(storeOptions)
-            defer { try? app.close() }
-            let names = app.settings.storedNames().keys.sorted()
-            // Values as `get` prints them: booleans as true/false, json values as JSON.
-            print(
-                JSONValue.object(names.compactMap { n in app.settings.rawValue(n).map { (n, AppDataCLI.json($0.value, kind: $0.kind)) } })
-                    .jsonText)
+            let listed = try await storeOptions.withAppDatabase { app in
+                let names = app.settings.storedNames().keys.sorted()
+                // Values as `get` prints them: booleans as true/false, json values as JSON.
+                return JSONValue.object(
+                    names.compactMap { n in app.settings.rawValue(n).map { (n, AppDataCLI.json($0.value, kind: $0.kind)) } })
+            }
+            print(listed.jsonText)
         }
     }
 }
@@ -204,9 +230,7 @@ struct DBCommand: AsyncParsableCommand {
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
-            let app = try AppDataCLI.open(storeOptions)
-            defer { try? app.close() }
-            let (before, after) = try await app.compact()
+            let (before, after) = try await storeOptions.withAppDatabase { try await $0.compact() }
             print(JSONValue.object([("bytesBefore", .number(String(before))), ("bytesAfter", .number(String(after)))]).jsonText)
         }
     }
@@ -216,9 +240,8 @@ struct DBCommand: AsyncParsableCommand {
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
-            let app = try AppDataCLI.open(storeOptions)
-            defer { try? app.close() }
-            print(JSONValue.object(try await app.stats().map { ($0.table, .number(String($0.rows))) }).jsonText)
+            let stats = try await storeOptions.withAppDatabase { try await $0.stats() }
+            print(JSONValue.object(stats.map { ($0.table, .number(String($0.rows))) }).jsonText)
         }
     }
 }

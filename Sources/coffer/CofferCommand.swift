@@ -5,26 +5,13 @@ import CofferSync
 import Foundation
 import Logging
 
-/// Options every store-touching command takes, given before or after the subcommand name.
+/// `--store DIR`: every command that reads or writes a store. The root declares the same group,
+/// so it is accepted before the subcommand name too (the parser hands the root's value down by type).
 struct StoreOptions: ParsableArguments {
-    @Option(name: .long, help: "Store folder (default: $COFFER_HOME, else the platform's application-data folder).")
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Store folder (default: $COFFER_HOME, else the platform's application-data folder).", valueName: "dir"))
     var store: String?
-
-    @Option(
-        name: .customLong("raw-key"),
-        help: "The wallet's raw 32-byte key, base64 (other processes can read arguments: prefer --raw-key-env or --raw-key-file).")
-    var rawKey: String?
-
-    @Option(name: .customLong("raw-key-env"), help: "Name of an environment variable holding the wallet's raw key, base64.")
-    var rawKeyEnv: String?
-
-    @Option(
-        name: .customLong("raw-key-file"),
-        help: "A file holding the wallet's raw key, base64 (refused when group or others may read it).")
-    var rawKeyFile: String?
-
-    @Option(name: .customLong("passphrase-env"), help: "Name of an environment variable holding the wallet passphrase.")
-    var passphraseEnv: String?
 
     var storeDirectory: URL {
         if let store { return URL(fileURLWithPath: store, isDirectory: true) }
@@ -40,15 +27,71 @@ struct StoreOptions: ParsableArguments {
         return .platformDefault()
     }
 
+    /// Opens the app database (STORE/app.sqlite), runs `body` with it and closes it.
+    func withAppDatabase<T>(_ body: (AppDatabase) async throws -> T) async throws -> T {
+        let app = try await AppDatabase.open(at: StoreLocation.appDatabaseFile(in: storeDirectory))
+        defer { try? app.close() }
+        return try await body(app)
+    }
+
+    /// Opens the app container (database, settings, media cache, secure items), runs `body` with it and closes it.
+    func withContainer<T>(_ body: (CofferContainer) async throws -> T) async throws -> T {
+        let container = try await CofferContainer.open(locations)
+        defer { container.close() }
+        return try await body(container)
+    }
+}
+
+/// The wallet's key, given exactly one way. The root declares this group too (hidden in its help),
+/// so `coffer --raw-key-env VAR wallet …` keeps working; only wallet commands show it.
+struct WalletKeyOptions: ParsableArguments {
+    @Option(
+        name: .customLong("raw-key"),
+        help: ArgumentHelp(
+            "The wallet's raw 32-byte key, base64 (other processes can read arguments: prefer --raw-key-env or --raw-key-file).",
+            valueName: "base64"))
+    var rawKey: String?
+
+    @Option(
+        name: .customLong("raw-key-env"),
+        help: ArgumentHelp("Name of an environment variable holding the wallet's raw key, base64.", valueName: "var"))
+    var rawKeyEnv: String?
+
+    @Option(
+        name: .customLong("raw-key-file"),
+        help: ArgumentHelp("A file holding the wallet's raw key, base64 (refused when group or others may read it).", valueName: "file"))
+    var rawKeyFile: String?
+
+    @Option(
+        name: .customLong("passphrase-env"),
+        help: ArgumentHelp("Name of an environment variable holding the wallet's passphrase.", valueName: "var"))
+    var passphraseEnv: String?
+
+    /// The options that take a value, as they may stand before a subcommand name.
+    static let valueOptions: Set<String> = ["--raw-key", "--raw-key-env", "--raw-key-file", "--passphrase-env"]
+
     func walletKey() throws -> WalletKey {
         try CLIKeys.key(
             raw: rawKey, rawOption: "--raw-key", rawEnv: rawKeyEnv, rawFile: rawKeyFile, passphraseEnv: passphraseEnv,
             passphraseOption: "--passphrase-env",
             missing: "give the wallet key: --raw-key-env VAR, --raw-key-file FILE, --raw-key BASE64 or --passphrase-env VAR")
     }
+}
 
-    func openWallet() async throws -> Wallet {
-        try await Wallet.open(at: walletURL, key: walletKey())
+/// What a wallet command takes: the store and the wallet's key.
+struct WalletOptions: ParsableArguments {
+    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup(title: "Wallet key (one of)") var key: WalletKeyOptions
+
+    var walletURL: URL { storeOptions.walletURL }
+
+    func walletKey() throws -> WalletKey { try key.walletKey() }
+
+    /// Opens the store's wallet, runs `body` with it and closes it, whether `body` succeeded or threw.
+    func withWallet<T>(_ body: (Wallet) async throws -> T) async throws -> T {
+        let wallet = try await Wallet.open(at: walletURL, key: walletKey())
+        defer { try? wallet.close() }
+        return try await body(wallet)
     }
 }
 
@@ -148,6 +191,16 @@ enum CLIInput {
         }
     }
 
+    /// Checks, while parsing (so that a usage error prints the command's usage), that at most one of
+    /// an argument and a file option is given, and with `required` at least one.
+    static func checkOne(argument: String?, file: String?, argumentName: String, fileOption: String, required: Bool = true) throws {
+        switch (argument, file) {
+        case (nil, nil) where required: throw ValidationError("give \(argumentName) or \(fileOption) FILE|-")
+        case (.some, .some): throw ValidationError("give \(argumentName) or \(fileOption), not both")
+        default: break
+        }
+    }
+
     /// The process's arguments as bytes, checked before parsing: Swift would otherwise replace
     /// invalid UTF-8 with U+FFFD, and two different names would become one.
     /// - Returns: a message naming the first argument that is not valid UTF-8, or nil.
@@ -179,6 +232,12 @@ struct CofferCommand: AsyncParsableCommand {
         ])
 
     @OptionGroup var storeOptions: StoreOptions
+    /// Accepted before the subcommand name (`coffer --raw-key-env VAR wallet …`, `coffer --passphrase-env VAR
+    /// deniable unlock`); each command that uses a key shows its own options in its help.
+    @OptionGroup(visibility: .hidden) var walletKey: WalletKeyOptions
+
+    /// Errors are printed as `error: …`, as every other failure of the command line.
+    static var _errorPrefix: String { "error: " }
 
     /// Runs the command and turns every failure into `error: …` on stderr and the contract's exit code.
     static func main() async {
@@ -209,6 +268,8 @@ struct CofferCommand: AsyncParsableCommand {
             fail(error.description, code: 6)
         } catch let error as ContainerError {
             fail(error.description, code: 6)
+        } catch let error as SettingsCLIError {
+            fail(error.description, code: error.exitCode)
         } catch let error as SettingsError {
             if case .storage = error { fail(error.description, code: 6) }
             if error == .closed { fail(error.description, code: 6) }
@@ -217,7 +278,12 @@ struct CofferCommand: AsyncParsableCommand {
             let code = exitCode(for: error)
             if code == .success { exit(withError: error) } // --help, --version
             if error is ExitCode { exit(withError: error) }
-            fail(message(for: error) + "\n" + usageString(), code: 2)
+            // A command line the parser refused: the message, the usage of the (sub)command that
+            // failed and the parser's hint; a mistyped subcommand name is named with the closest one.
+            let text = CommandSuggestion.unknownSubcommand(in: Array(CommandLine.arguments.dropFirst())) ?? fullMessage(for: error)
+            StandardError.endProgressLine()
+            FileHandle.standardError.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+            Foundation.exit(2)
         }
     }
 

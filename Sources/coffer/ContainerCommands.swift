@@ -8,10 +8,6 @@ extension KeepMediaType: ExpressibleByArgument {}
 extension SecureAccessibility: ExpressibleByArgument {}
 
 enum ContainerCLI {
-    static func open(_ options: StoreOptions) throws -> CofferContainer {
-        try CofferContainer.open(options.locations)
-    }
-
     static func statistics(_ cache: MediaCache) -> JSONValue {
         let stats = cache.statistics()
         let limits = cache.currentLimits
@@ -46,56 +42,57 @@ struct CacheCommand: AsyncParsableCommand {
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
-            let container = try ContainerCLI.open(storeOptions)
-            defer { container.close() }
-            print(ContainerCLI.statistics(container.cache).jsonText)
+            print(try await storeOptions.withContainer { ContainerCLI.statistics($0.cache) }.jsonText)
         }
     }
 
     struct Clear: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove cached images (every kind, or one with --kind); synced data is untouched. Prints {\"cleared\", \"bytes\"}.")
+        @Option(help: "Only this kind (default: every kind).") var kind: MediaKind?
         @OptionGroup var storeOptions: StoreOptions
-        @Option(help: "Only this kind: thumbnail, preview or albumThumbnail.") var kind: MediaKind?
 
         func run() async throws {
-            let container = try ContainerCLI.open(storeOptions)
-            defer { container.close() }
-            let before = await container.cache.statistics().diskBytes
-            try await container.clearCache(kind)
-            let freed = before - (await container.cache.statistics().diskBytes)
+            let freed = try await storeOptions.withContainer { container in
+                let before = await container.cache.statistics().diskBytes
+                try await container.clearCache(kind)
+                return before - (await container.cache.statistics().diskBytes)
+            }
             print(JSONValue.object([("cleared", .string(kind?.rawValue ?? "all")), ("bytes", .number(String(freed)))]).jsonText)
         }
     }
 
     struct Put: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Store FILE's bytes as the KIND image of ID.")
-        @OptionGroup var storeOptions: StoreOptions
-        @Argument(help: "thumbnail, preview or albumThumbnail") var kind: MediaKind
+        static let configuration = CommandConfiguration(
+            abstract: "Store FILE's bytes as the KIND image of ID; prints {\"stored\": {\"kind\", \"id\", \"bytes\"}}.")
+        @Argument(help: "The image's kind.") var kind: MediaKind
         @Argument(help: "Asset id (album id for albumThumbnail).") var id: String
-        @Argument var file: String
+        @Argument(help: ArgumentHelp("The image file to store.", valueName: "file")) var file: String
+        @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
             let data: Data
             do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
                 throw WalletError.invalidInput("cannot read \(file): \(error.localizedDescription)")
             }
-            let container = try ContainerCLI.open(storeOptions)
-            defer { container.close() }
-            try await container.cache.store(data, for: MediaKey(kind, id))
+            let key = MediaKey(kind, id)
+            try await storeOptions.withContainer { try await $0.cache.store(data, for: key) }
+            print(
+                JSONValue.object([
+                    ("stored", .object([("kind", .string(kind.rawValue)), ("id", .string(id)), ("bytes", .number(String(data.count)))]))
+                ]).jsonText)
         }
     }
 
     struct Get: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Write the cached KIND image of ID to stdout (exit 1 when not cached).")
+        @Argument(help: "The image's kind.") var kind: MediaKind
+        @Argument(help: "Asset id (album id for albumThumbnail).") var id: String
         @OptionGroup var storeOptions: StoreOptions
-        @Argument(help: "thumbnail, preview or albumThumbnail") var kind: MediaKind
-        @Argument var id: String
 
         func run() async throws {
-            let container = try ContainerCLI.open(storeOptions)
-            defer { container.close() }
-            guard let data = await container.cache.data(for: MediaKey(kind, id)) else {
+            let key = MediaKey(kind, id)
+            guard let data = try await storeOptions.withContainer({ await $0.cache.data(for: key) }) else {
                 throw WalletError.notFound(type: "cached \(kind.rawValue)", id: id)
             }
             FileHandle.standardOutput.write(data)
@@ -114,26 +111,35 @@ struct CleanupCommand: AsyncParsableCommand {
             {"dryRun", "count", "bytes", "assets": [{"remoteId", "localId", "fileName", "bytes"}], "notDeleted": [...]}.
             """)
 
-    @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "List what would be removed, with bytes; delete nothing.") var dryRun = false
-    @Option(help: "Only assets created at least this many days ago.") var cutoffDays: Int?
-    @Option(help: "Keep favourites (true/false).") var keepFavorites: Bool?
-    @Option(help: "Keep this media type: none, photos, videos or both.") var keepMediaType: KeepMediaType?
-    @Option(help: "Keep assets in this album (server id; repeatable).") var keepAlbum: [String] = []
-    @Option(help: "The folder of the device's local media files (required unless --dry-run).") var mediaDir: String?
+    // `.unconditional`: `--cutoff-days -3` reaches validate() (and its message) instead of reading as an option.
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "Only assets created at least this many days ago, 0 or more (default: the cleanupCutoffDaysAgo setting).", valueName: "days"))
+    var cutoffDays: Int?
+    @Option(help: ArgumentHelp("Keep favourites: true or false.", valueName: "bool")) var keepFavorites: Bool?
+    @Option(help: ArgumentHelp("Keep this media type.", valueName: "type")) var keepMediaType: KeepMediaType?
+    @Option(help: ArgumentHelp("Keep assets in this album (server id; repeatable).", valueName: "id")) var keepAlbum: [String] = []
+    @Option(help: ArgumentHelp("The folder of the device's local media files (required unless --dry-run).", valueName: "dir"))
+    var mediaDir: String?
+    @OptionGroup var storeOptions: StoreOptions
+
+    func validate() throws {
+        if let cutoffDays, cutoffDays < 0 { throw ValidationError("--cutoff-days must be at least 0, got \(cutoffDays)") }
+    }
 
     func run() async throws {
         if !dryRun, mediaDir == nil { throw WalletError.invalidInput("give --media-dir (where the local files are) or --dry-run") }
-        if let cutoffDays, cutoffDays < 0 { throw WalletError.invalidInput("--cutoff-days must be 0 or more") }
-        let container = try ContainerCLI.open(storeOptions)
-        defer { container.close() }
-        var options = CleanupOptions(settings: container.settings)
-        if let cutoffDays { options.cutoffDaysAgo = cutoffDays }
-        if let keepFavorites { options.keepFavorites = keepFavorites }
-        if let keepMediaType { options.keepMediaType = keepMediaType }
-        if !keepAlbum.isEmpty { options.keepAlbumIds = keepAlbum }
         let library = DirectoryMediaLibrary(root: URL(fileURLWithPath: mediaDir ?? "/nonexistent", isDirectory: true))
-        let result = try await container.freeUpSpace(options, library: library, dryRun: dryRun)
+        let result = try await storeOptions.withContainer { container in
+            var options = CleanupOptions(settings: container.settings)
+            if let cutoffDays { options.cutoffDaysAgo = cutoffDays }
+            if let keepFavorites { options.keepFavorites = keepFavorites }
+            if let keepMediaType { options.keepMediaType = keepMediaType }
+            if !keepAlbum.isEmpty { options.keepAlbumIds = keepAlbum }
+            return try await container.freeUpSpace(options, library: library, dryRun: dryRun)
+        }
         func list(_ items: [CleanupCandidate]) -> JSONValue {
             .array(
                 items.map {
@@ -157,14 +163,18 @@ struct ResetCommand: AsyncParsableCommand {
         commandName: "reset",
         abstract: "Full reset: remove the database, settings, wallet, deniable vault, media cache and secure items of the store.")
 
-    @OptionGroup var storeOptions: StoreOptions
     @Flag(help: "Confirm: nothing is removed without it.") var yes = false
+    @OptionGroup var storeOptions: StoreOptions
 
     func run() async throws {
         guard yes else { throw WalletError.invalidInput("reset removes every local store: confirm with --yes") }
         // Nothing is opened: a store written by a newer version, or damaged, is reset all the same.
-        try await CofferContainer.reset(storeOptions.locations)
-        StandardError.write("reset: \(storeOptions.locations.data.path) is back to a fresh install\n")
+        let locations = storeOptions.locations
+        try await CofferContainer.reset(locations)
+        StandardError.write("reset: \(locations.data.path) is back to a fresh install\n")
+        print(
+            JSONValue.object([("reset", .object([("data", .string(locations.data.path)), ("caches", .string(locations.caches.path))]))])
+                .jsonText)
     }
 }
 
@@ -179,26 +189,28 @@ struct SecureCommand: AsyncParsableCommand {
 
     struct Get: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Write the item's value to stdout (exit 1 when there is none).")
-        @OptionGroup var storeOptions: StoreOptions
-        @Argument var name: String
+        @Argument(help: "The item's name.") var name: String
         @Flag(help: "Print the value as base64 (for binary items).") var base64 = false
+        @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
-            let container = try ContainerCLI.open(storeOptions)
-            defer { container.close() }
-            guard let data = try await container.secure.load(name) else { throw WalletError.notFound(type: "secure item", id: name) }
+            guard let data = try await storeOptions.withContainer({ try await $0.secure.load(name) }) else {
+                throw WalletError.notFound(type: "secure item", id: name)
+            }
             if base64 { print(data.base64EncodedString()) } else { FileHandle.standardOutput.write(data) }
         }
     }
 
     struct Set: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Store an item; the value comes from --value-env VAR, else from stdin (never from the command line).")
-        @OptionGroup var storeOptions: StoreOptions
-        @Argument var name: String
-        @Option(help: "Name of an environment variable holding the value.") var valueEnv: String?
-        @Option(help: "whenUnlocked, afterFirstUnlock, whenUnlockedThisDeviceOnly, afterFirstUnlockThisDeviceOnly.")
+            abstract:
+                "Store an item; the value comes from --value-env VAR, else from stdin (never from the command line). Prints {\"set\": {\"name\", \"accessibility\"}} (never the value)."
+        )
+        @Argument(help: "The item's name.") var name: String
+        @Option(help: ArgumentHelp("Name of an environment variable holding the value.", valueName: "var")) var valueEnv: String?
+        @Option(help: "When the item may be read (the Keychain's accessibility; kept with the item elsewhere).")
         var accessibility: SecureAccessibility = .afterFirstUnlock
+        @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
             let value: Data
@@ -211,21 +223,22 @@ struct SecureCommand: AsyncParsableCommand {
                 value = FileHandle.standardInput.readDataToEndOfFile()
             }
             guard !value.isEmpty else { throw WalletError.invalidInput("the value of \(name) is empty") }
-            let container = try ContainerCLI.open(storeOptions)
-            defer { container.close() }
-            try await container.secure.save(value, for: name, accessibility: accessibility)
+            try await storeOptions.withContainer { try await $0.secure.save(value, for: name, accessibility: accessibility) }
+            print(
+                JSONValue.object([("set", .object([("name", .string(name)), ("accessibility", .string(accessibility.rawValue))]))]).jsonText
+            )
         }
     }
 
     struct Delete: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove an item (removing a missing item is not an error).")
+        static let configuration = CommandConfiguration(
+            abstract: "Remove an item (removing a missing item is not an error); prints {\"deleted\": {\"name\"}}.")
+        @Argument(help: "The item's name.") var name: String
         @OptionGroup var storeOptions: StoreOptions
-        @Argument var name: String
 
         func run() async throws {
-            let container = try ContainerCLI.open(storeOptions)
-            defer { container.close() }
-            try await container.secure.delete(name)
+            try await storeOptions.withContainer { try await $0.secure.delete(name) }
+            print(JSONValue.object([("deleted", .object([("name", .string(name))]))]).jsonText)
         }
     }
 
@@ -238,12 +251,13 @@ struct SecureCommand: AsyncParsableCommand {
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
-            let container = try ContainerCLI.open(storeOptions)
-            defer { container.close() }
-            let names = try await container.secure.names()
-            for damaged in try container.secure.damagedItems() {
-                StandardError.write(
-                    "warning: damaged secure item \(damaged.file): \(damaged.reason); set the item again, or delete it by name\n")
+            let names = try await storeOptions.withContainer { container in
+                let names = try await container.secure.names()
+                for damaged in try container.secure.damagedItems() {
+                    StandardError.write(
+                        "warning: damaged secure item \(damaged.file): \(damaged.reason); set the item again, or delete it by name\n")
+                }
+                return names
             }
             print(JSONValue.array(names.map { .string($0) }).jsonText)
         }

@@ -10,35 +10,42 @@ extension DBCommand {
             abstract:
                 "Insert or update one asset (matched by remote id, local id or owner+checksum); prints {\"id\", \"remoteId\", \"ownerId\"}."
         )
-        @OptionGroup var storeOptions: StoreOptions
         @Argument(help: "The server's asset id.") var remoteId: String
         @Argument(help: "The owner's user id (stored lower-cased).") var ownerId: String
         @Argument(help: "The content checksum (unique per owner).") var checksum: String
-        @Option(help: "The device's local id, when the asset also lives on the device.") var localId: String?
-        @Option(help: "Creation time, seconds since 1970 (default: now).") var createdAt: Double?
+        @Option(help: ArgumentHelp("The device's local id, when the asset also lives on the device.", valueName: "id")) var localId: String?
+        // `.unconditional`: a time before 1970 (`--created-at -86400`) is a value, not an option.
+        @Option(
+            parsing: .unconditional,
+            help: ArgumentHelp("Creation time, seconds since 1970, any finite number (default: now).", valueName: "seconds"))
+        var createdAt: Double?
         @Flag(
             name: .customLong("replace-identity"),
             help:
                 "When the row matched by local id or owner+checksum has another remote or local id, overwrite it (default: refuse, exit 3)."
         )
         var replaceIdentity = false
+        @OptionGroup var storeOptions: StoreOptions
+
+        func validate() throws {
+            if let createdAt, !createdAt.isFinite {
+                throw ValidationError("--created-at must be a finite number of seconds, got \(createdAt)")
+            }
+        }
 
         func run() async throws {
             guard !remoteId.isEmpty, !ownerId.isEmpty, !checksum.isEmpty else {
                 throw WalletError.invalidInput("remote id, owner id and checksum must not be empty")
             }
-            let app = try AppDataCLI.open(storeOptions)
-            defer { try? app.close() }
             let created = createdAt.map { Date(timeIntervalSince1970: $0) } ?? Date()
-            let asset = try await app.context.assets.put(
-                Asset(
-                    remoteId: remoteId, localId: localId, ownerId: ownerId, checksum: checksum,
-                    fileName: remoteId, fileCreatedAt: created),
-                onConflict: replaceIdentity ? .replaceIdentity : .refuse)
+            let asset = Asset(
+                remoteId: remoteId, localId: localId, ownerId: ownerId, checksum: checksum, fileName: remoteId, fileCreatedAt: created)
+            let conflict: AssetIdentityConflict = replaceIdentity ? .replaceIdentity : .refuse
+            let stored = try await storeOptions.withAppDatabase { try await $0.context.assets.put(asset, onConflict: conflict) }
             print(
                 JSONValue.object([
-                    ("id", .number(String(asset.id ?? 0))), ("remoteId", .string(remoteId)),
-                    ("ownerId", .string(asset.ownerId)),
+                    ("id", .number(String(stored.id ?? 0))), ("remoteId", .string(remoteId)),
+                    ("ownerId", .string(stored.ownerId)),
                 ]).jsonText)
         }
     }

@@ -150,7 +150,7 @@ struct DemoCommand: AsyncParsableCommand {
             ])
         let proof = machines.proofCreate(request: request)
         let matches = try await machines.proofMatchingCredentials(proof)
-        say("matching credentials: \(matches)")
+        say("matching credentials: \(DemoCommand.json(matches.mapValues { .array($0.map { .string($0) }) }).jsonText)")
         try await show(machines.proofSendPresentation(proof, credentials: ["grade": credentialID]))
         try show(machines.proofReceiveAck(proof))
 
@@ -185,6 +185,11 @@ struct DemoCommand: AsyncParsableCommand {
 
     func step(_ title: String) { print("\n== \(title)") }
 
+    /// A map as a JSON object, keys sorted (never Swift's dictionary description).
+    static func json(_ map: [String: JSONValue]) -> JSONValue {
+        .object(map.keys.sorted().map { ($0, map[$0]!) })
+    }
+
     /// The demo's stand-in for the network: it prints what the SDK would send.
     struct DemoAgent: AriesProtocol {
         let say: @Sendable (String) -> Void
@@ -196,7 +201,8 @@ struct DemoCommand: AsyncParsableCommand {
             case .credentialRequest(_, let offer, let binding):
                 say("→ credential request for \(offer.credentialDefinitionID), bound to the master secret (\(binding.count)-byte binding)")
             case .credentialRejection: say("→ credential rejected")
-            case .presentation(_, let referents): say("→ presentation using \(referents)")
+            case .presentation(_, let referents):
+                say("→ presentation using \(DemoCommand.json(referents.mapValues { .string($0) }).jsonText)")
             case .proofRejection: say("→ proof request rejected")
             }
         }

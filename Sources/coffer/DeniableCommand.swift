@@ -17,13 +17,14 @@ struct DeniableCommand: AsyncParsableCommand {
             STORE/deniable-dev-service, or in --dev-service DIR (real keys; an app bundles its service's trust \
             anchor instead); stores that share one service receive the same dead drops. Every command first runs \
             the app-start routine (the same file work for every install, used or not); `start` runs only it. \
-            The passphrase comes from --passphrase-env VAR, else it is read from standard input.
+            The vault's passphrase comes from --passphrase-env VAR, else it is read from standard input.
             """,
         subcommands: [
             Start.self, Init.self, Unlock.self, Status.self, Send.self, Dequeue.self, Lock.self, Reply.self, CheckVectors.self,
         ])
 
     @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var vault: VaultPassphraseOptions
 
     struct Start: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -61,11 +62,12 @@ struct DeniableCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Unlock the vault, collect replies from dead drops, print the mailbox, lock again.")
         @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var vault: VaultPassphraseOptions
         @OptionGroup var service: DeniableServiceOptions
 
         func run() async throws {
             let (store, _) = try await DeniableCLI.open(storeOptions, service)
-            try await store.unlock(passphrase: DeniableCLI.passphrase(storeOptions))
+            try await store.unlock(passphrase: vault.passphrase())
             let messages = try await store.mailbox()
             let queued = try await store.queuedMessageCount()
             try await store.close()
@@ -82,12 +84,13 @@ struct DeniableCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print sizes and counts; with a passphrase also the queue fill level and mailbox size.")
         @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var vault: VaultPassphraseOptions
         @OptionGroup var service: DeniableServiceOptions
 
         func run() async throws {
             let (store, _) = try await DeniableCLI.open(storeOptions, service)
-            if storeOptions.passphraseEnv != nil {
-                try await store.unlock(passphrase: DeniableCLI.passphrase(storeOptions))
+            if vault.variable != nil {
+                try await store.unlock(passphrase: vault.passphrase())
             }
             let s = try await store.status()
             try await store.close()
@@ -108,14 +111,18 @@ struct DeniableCommand: AsyncParsableCommand {
     struct Send: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Unlock, put a message in the sending queue, lock.")
         @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var vault: VaultPassphraseOptions
         @OptionGroup var service: DeniableServiceOptions
-        @Option(help: "Recipient: a journalist id from the service's key bundle (the development service lists alice, bob and journalist).")
+        @Option(
+            help: ArgumentHelp(
+                "Recipient: a journalist id from the service's key bundle (the development service lists alice, bob and journalist).",
+                valueName: "id"))
         var to: String
         @Argument(help: "Message text.") var text: String
 
         func run() async throws {
             let (store, _) = try await DeniableCLI.open(storeOptions, service)
-            try await store.unlock(passphrase: DeniableCLI.passphrase(storeOptions))
+            try await store.unlock(passphrase: vault.passphrase())
             let message = try await store.send(text, to: to)
             let queued = try await store.queuedMessageCount()
             try await store.close()
@@ -169,23 +176,27 @@ struct DeniableCommand: AsyncParsableCommand {
                 "Development: the service publishes a dead drop with a journalist's reply to this user (needs the passphrase to learn the user's public key); every store of the service fetches it at its next start."
         )
         @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var vault: VaultPassphraseOptions
         @OptionGroup var service: DeniableServiceOptions
-        @Option(help: "Sender: a journalist id of the development service (alice, bob, journalist).") var from: String
-        @Option(help: "Instead of a text, hand the conversation over to this journalist (CoverDrop's handover message).")
+        @Option(help: ArgumentHelp("Sender: a journalist id of the development service (alice, bob, journalist).", valueName: "id"))
+        var from: String
+        @Option(
+            help: ArgumentHelp(
+                "Instead of a text, hand the conversation over to this journalist (CoverDrop's handover message).", valueName: "id"))
         var handoverTo: String?
         @Argument(help: "Reply text (none with --handover-to).") var text: String?
 
+        func validate() throws {
+            if (text == nil) == (handoverTo == nil) { throw ValidationError("give a reply text or --handover-to ID (exactly one)") }
+        }
+
         func run() async throws {
             let (store, node) = try await DeniableCLI.open(storeOptions, service)
-            try await store.unlock(passphrase: DeniableCLI.passphrase(storeOptions))
+            try await store.unlock(passphrase: vault.passphrase())
             let userKey = try await store.userPublicKey()
             try await store.close()
-            let message: JournalistMessage
-            switch (text, handoverTo) {
-            case (let text?, nil): message = .text(text)
-            case (nil, let target?): message = .handover(target)
-            default: throw ValidationError("give a reply text or --handover-to ID, not both")
-            }
+            // validate() made sure exactly one of them is given.
+            let message: JournalistMessage = if let text { .text(text) } else { .handover(handoverTo!) }
             let drop = try node.publish([(from, message)], to: userKey)
             // As the next app start would: this store fetches what the service published
             // (`kept`, as before this command published through the service).
@@ -219,6 +230,25 @@ extension DeniableCommand {
             if results.contains(where: { if case .fail = $0.outcome { return true } else { return false } }) { throw ExitCode(5) }
         }
     }
+}
+
+/// The vault's passphrase (`deniable unlock|status|send|reply`).
+struct VaultPassphraseOptions: ParsableArguments {
+    @Option(
+        name: .customLong("passphrase-env"),
+        help: ArgumentHelp(
+            "Name of an environment variable holding the vault's passphrase (without it, the passphrase is typed or read from standard input).",
+            valueName: "var"))
+    var passphraseEnv: String?
+
+    /// `--passphrase-env` is also the root's (`coffer --passphrase-env VAR deniable unlock`, as the
+    /// tests and docs have it); the parser gives the option to the root wherever it stands.
+    @ParentCommand var coffer: CofferCommand
+
+    /// The variable named on the command line, if any.
+    var variable: String? { passphraseEnv ?? coffer.walletKey.passphraseEnv }
+
+    func passphrase() throws -> String { try DeniableCLI.passphrase(variable: variable) }
 }
 
 /// Where the development service lives (`deniable` subcommands).
@@ -260,8 +290,9 @@ enum DeniableCLI {
         ]
     }
 
-    static func passphrase(_ options: StoreOptions) throws -> String {
-        if let variable = options.passphraseEnv {
+    /// The vault's passphrase: from the environment variable `variable` names, else typed or read from standard input.
+    static func passphrase(variable: String?) throws -> String {
+        if let variable {
             return try CLIKeys.passphrase(fromEnvironment: variable, option: "--passphrase-env")
         }
         // At a terminal the passphrase is typed without echo; otherwise it is read as one line.

@@ -14,33 +14,48 @@ struct WalletCommand: AsyncParsableCommand {
             WalletKeyCommand.self, Export.self, ImportBackup.self,
         ])
 
-    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var walletOptions: WalletOptions
+
+    /// The record a command names, as mutating commands print it: {"type": T, "id": I}.
+    static func record(_ type: String, _ id: String) -> JSONValue {
+        .object([("type", .string(type)), ("id", .string(id))])
+    }
 
     struct Create: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create the wallet in the store.")
-        @OptionGroup var storeOptions: StoreOptions
+        static let configuration = CommandConfiguration(abstract: "Create the wallet in the store; prints {\"created\": PATH}.")
+        @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            let wallet = try await Wallet.create(at: storeOptions.walletURL, key: storeOptions.walletKey())
+            let wallet = try await Wallet.create(at: walletOptions.walletURL, key: walletOptions.walletKey())
             try wallet.close()
             print(JSONValue.object([("created", .string(wallet.path))]).jsonText)
         }
     }
 
     struct Add: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Add a record.")
-        @OptionGroup var storeOptions: StoreOptions
+        static let configuration = CommandConfiguration(
+            abstract: "Add a record; prints {\"added\": {\"type\", \"id\"}}.",
+            usage: """
+                coffer wallet add <type> <id> <value> [--tags <json> | --tags-file <file>] [--store <dir>] <wallet key>
+                coffer wallet add <type> <id> --value-file <file> [--tags <json> | --tags-file <file>] [--store <dir>] <wallet key>
+                """)
         @Argument(help: "Record type.") var type: String
         @Argument(help: "Record id.") var id: String
         @Argument(help: "Record value (or --value-file).") var value: String?
         @Option(
             name: .customLong("value-file"), help: ArgumentHelp("Read the value from a file (- for standard input).", valueName: "file"))
         var valueFile: String?
-        @Option(help: "Tags as a JSON object.") var tags: String?
+        @Option(help: ArgumentHelp("Tags as a JSON object.", valueName: "json")) var tags: String?
         @Option(
             name: .customLong("tags-file"),
             help: ArgumentHelp("Read the tags' JSON object from a file (- for standard input).", valueName: "file"))
         var tagsFile: String?
+        @OptionGroup var walletOptions: WalletOptions
+
+        func validate() throws {
+            try CLIInput.checkOne(argument: value, file: valueFile, argumentName: "<value>", fileOption: "--value-file")
+            try CLIInput.checkOne(argument: tags, file: tagsFile, argumentName: "--tags", fileOption: "--tags-file", required: false)
+        }
 
         func run() async throws {
             let value = try CLIInput.one(argument: value, file: valueFile, argumentName: "a value", fileOption: "--value-file")
@@ -48,100 +63,122 @@ struct WalletCommand: AsyncParsableCommand {
                 tags != nil || tagsFile != nil
                 ? try CLIInput.one(argument: tags, file: tagsFile, argumentName: "--tags", fileOption: "--tags-file") : nil
             let parsed = try tagsText.map { try WalletTags(json: $0) } ?? WalletTags()
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
-            try await wallet.add(type: type, id: id, value: value, tags: parsed)
+            try await walletOptions.withWallet { try await $0.add(type: type, id: id, value: value, tags: parsed) }
+            print(JSONValue.object([("added", WalletCommand.record(type, id))]).jsonText)
         }
     }
 
     struct Get: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print a record as JSON.")
-        @OptionGroup var storeOptions: StoreOptions
-        @Argument var type: String
-        @Argument var id: String
-        @Option(help: "Record options as JSON: retrieveType, retrieveValue, retrieveTags.") var options: String?
+        @Argument(help: "Record type.") var type: String
+        @Argument(help: "Record id.") var id: String
+        @Option(help: ArgumentHelp("Record options as JSON: retrieveType, retrieveValue, retrieveTags.", valueName: "json"))
+        var options: String?
+        @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
             let opts = try options.map { try RecordOptions(json: $0) } ?? RecordOptions()
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
-            print(try await wallet.get(type: type, id: id, options: opts).json)
+            print(try await walletOptions.withWallet { try await $0.get(type: type, id: id, options: opts) }.json)
         }
     }
 
     struct Update: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Replace a record's value (tags kept).")
-        @OptionGroup var storeOptions: StoreOptions
+        static let configuration = CommandConfiguration(
+            abstract: "Replace a record's value (tags kept); prints {\"updated\": {\"type\", \"id\"}}.",
+            usage: """
+                coffer wallet update <type> <id> <value> [--store <dir>] <wallet key>
+                coffer wallet update <type> <id> --value-file <file> [--store <dir>] <wallet key>
+                """)
         @Argument(help: "Record type.") var type: String
         @Argument(help: "Record id.") var id: String
         @Argument(help: "New value (or --value-file).") var value: String?
         @Option(
             name: .customLong("value-file"), help: ArgumentHelp("Read the value from a file (- for standard input).", valueName: "file"))
         var valueFile: String?
+        @OptionGroup var walletOptions: WalletOptions
+
+        func validate() throws {
+            try CLIInput.checkOne(argument: value, file: valueFile, argumentName: "<value>", fileOption: "--value-file")
+        }
 
         func run() async throws {
             let value = try CLIInput.one(argument: value, file: valueFile, argumentName: "a value", fileOption: "--value-file")
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
-            try await wallet.update(type: type, id: id, value: value)
+            try await walletOptions.withWallet { try await $0.update(type: type, id: id, value: value) }
+            print(JSONValue.object([("updated", WalletCommand.record(type, id))]).jsonText)
         }
     }
 
     struct Delete: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete a record.")
-        @OptionGroup var storeOptions: StoreOptions
-        @Argument var type: String
-        @Argument var id: String
+        static let configuration = CommandConfiguration(abstract: "Delete a record; prints {\"deleted\": {\"type\", \"id\"}}.")
+        @Argument(help: "Record type.") var type: String
+        @Argument(help: "Record id.") var id: String
+        @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
-            try await wallet.delete(type: type, id: id)
+            try await walletOptions.withWallet { try await $0.delete(type: type, id: id) }
+            print(JSONValue.object([("deleted", WalletCommand.record(type, id))]).jsonText)
         }
     }
 
-    struct AddTags: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "add-tags", abstract: "Merge tags into a record.")
-        @OptionGroup var storeOptions: StoreOptions
-        @Argument var type: String
-        @Argument var id: String
-        @Argument(help: "Tags as a JSON object.") var json: String
+    typealias AddTags = TagsCommand<MergeTags>
+    typealias UpdateTags = TagsCommand<ReplaceTags>
 
-        func run() async throws {
-            let tags = try WalletTags(json: json)
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
+    /// What `add-tags` and `update-tags` do with the tags they are given.
+    protocol TagsOperation {
+        static var commandName: String { get }
+        static var abstract: String { get }
+        /// The key of the printed object, e.g. "tagsAdded".
+        static var printedKey: String { get }
+        static func apply(_ tags: WalletTags, to wallet: Wallet, type: String, id: String) async throws
+    }
+
+    enum MergeTags: TagsOperation {
+        static let commandName = "add-tags"
+        static let abstract = "Merge tags into a record; prints {\"tagsAdded\": {\"type\", \"id\"}}."
+        static let printedKey = "tagsAdded"
+        static func apply(_ tags: WalletTags, to wallet: Wallet, type: String, id: String) async throws {
             try await wallet.addTags(type: type, id: id, tags: tags)
         }
     }
 
-    struct UpdateTags: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "update-tags", abstract: "Replace a record's tags.")
-        @OptionGroup var storeOptions: StoreOptions
-        @Argument var type: String
-        @Argument var id: String
-        @Argument(help: "Tags as a JSON object.") var json: String
-
-        func run() async throws {
-            let tags = try WalletTags(json: json)
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
+    enum ReplaceTags: TagsOperation {
+        static let commandName = "update-tags"
+        static let abstract = "Replace a record's tags; prints {\"tagsUpdated\": {\"type\", \"id\"}}."
+        static let printedKey = "tagsUpdated"
+        static func apply(_ tags: WalletTags, to wallet: Wallet, type: String, id: String) async throws {
             try await wallet.updateTags(type: type, id: id, tags: tags)
         }
     }
 
+    /// `add-tags` and `update-tags`: the same arguments and steps, one operation apart.
+    struct TagsCommand<Operation: TagsOperation>: AsyncParsableCommand {
+        static var configuration: CommandConfiguration {
+            CommandConfiguration(commandName: Operation.commandName, abstract: Operation.abstract)
+        }
+        @Argument(help: "Record type.") var type: String
+        @Argument(help: "Record id.") var id: String
+        @Argument(help: ArgumentHelp("Tags as a JSON object.", valueName: "json")) var json: String
+        @OptionGroup var walletOptions: WalletOptions
+
+        func run() async throws {
+            let tags = try WalletTags(json: json)
+            try await walletOptions.withWallet { try await Operation.apply(tags, to: $0, type: type, id: id) }
+            print(JSONValue.object([(Operation.printedKey, WalletCommand.record(type, id))]).jsonText)
+        }
+    }
+
     struct DeleteTags: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "delete-tags", abstract: "Delete tags by name.")
-        @OptionGroup var storeOptions: StoreOptions
-        @Argument var type: String
-        @Argument var id: String
-        @Argument(help: "Tag names as a JSON array.") var json: String
+        static let configuration = CommandConfiguration(
+            commandName: "delete-tags", abstract: "Delete tags by name; prints {\"tagsDeleted\": {\"type\", \"id\"}}.")
+        @Argument(help: "Record type.") var type: String
+        @Argument(help: "Record id.") var id: String
+        @Argument(help: ArgumentHelp("Tag names as a JSON array.", valueName: "json")) var json: String
+        @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
             let names = try parseNames(json)
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
-            try await wallet.deleteTags(type: type, id: id, names: names)
+            try await walletOptions.withWallet { try await $0.deleteTags(type: type, id: id, names: names) }
+            print(JSONValue.object([("tagsDeleted", WalletCommand.record(type, id))]).jsonText)
         }
 
         func parseNames(_ json: String) throws -> [String] {
@@ -162,24 +199,30 @@ struct WalletCommand: AsyncParsableCommand {
     struct Search: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Search records of a type with a WQL query; prints one JSON page object.")
-        @OptionGroup var storeOptions: StoreOptions
         @Argument(help: "Record type.") var type: String
         @OptionGroup var query: QueryInput
-        @Option(help: "Search options as JSON.") var options: String?
-        @Option(help: "Records in the page; without it, every match.") var count: Int?
+        @Option(help: ArgumentHelp("Search options as JSON.", valueName: "json")) var options: String?
+        // `.unconditional`: `--count -1` reaches validate() (and its message) instead of reading as an option.
+        @Option(parsing: .unconditional, help: ArgumentHelp("Records in the page, 1 or more (default: every match).", valueName: "n"))
+        var count: Int?
+        @OptionGroup var walletOptions: WalletOptions
+
+        func validate() throws {
+            try CLIInput.checkOne(argument: query.query, file: query.file, argumentName: "a query", fileOption: "--query-file")
+            if let count, count < 1 { throw ValidationError("--count must be at least 1, got \(count)") }
+        }
 
         func run() async throws {
             let q = try query.parsed(default: nil)
             let opts = try options.map { try SearchOptions(json: $0) } ?? SearchOptions()
-            if let count, count < 1 { throw WalletError.invalidInput("--count must be at least 1, got \(count)") }
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
             // Count and records come from one read transaction, so they agree, and nothing is
             // printed unless the whole search succeeded.
             let type = self.type
             let count = self.count
-            let page = try await wallet.session { reader in
-                try reader.search(type: type, matching: q, options: opts, count: count)
+            let page = try await walletOptions.withWallet { wallet in
+                try await wallet.session { reader in
+                    try reader.search(type: type, matching: q, options: opts, count: count)
+                }
             }
             print(page.json)
         }
@@ -188,55 +231,60 @@ struct WalletCommand: AsyncParsableCommand {
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Import records from JSON lines {\"type\",\"id\",\"value\",\"tags\"?,\"expiresAt\"?}: all or nothing, in one transaction, streamed (progress on stderr)."
+                "Import records from JSON lines {\"type\",\"id\",\"value\",\"tags\"?,\"expiresAt\"?}: all or nothing, in one transaction, streamed (progress on stderr); prints {\"imported\": N}."
         )
-        @OptionGroup var storeOptions: StoreOptions
-        @Argument(help: "A .jsonl file.") var file: String
+        @Argument(help: ArgumentHelp("A .jsonl file, one record per line.", valueName: "file")) var file: String
+        @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
-            let progress = Progress(label: "import", total: 0)
-            defer { progress.finish() }
-            // Streamed: the record total is estimated from the bytes read until the end.
-            let total = try await wallet.importRecords(fromJSONLines: URL(fileURLWithPath: file)) { p in
-                let estimate =
-                    p.bytesRead >= p.totalBytes || p.bytesRead == 0
-                    ? p.records : Int(Double(p.records) * Double(p.totalBytes) / Double(p.bytesRead))
-                progress.update(p.records, of: max(estimate, p.records))
+            let total = try await walletOptions.withWallet { wallet in
+                let progress = Progress(label: "import", total: 0)
+                defer { progress.finish() }
+                // Streamed: the record total is estimated from the bytes read until the end.
+                let total = try await wallet.importRecords(fromJSONLines: URL(fileURLWithPath: file)) { p in
+                    let estimate =
+                        p.bytesRead >= p.totalBytes || p.bytesRead == 0
+                        ? p.records : Int(Double(p.records) * Double(p.totalBytes) / Double(p.bytesRead))
+                    progress.update(p.records, of: max(estimate, p.records))
+                }
+                progress.update(total, of: total)
+                return total
             }
-            progress.update(total, of: total)
-            progress.finish()
             print(JSONValue.object([("imported", .number(String(total)))]).jsonText)
         }
     }
 
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Write every record and secret to FILE, encrypted under the backup passphrase (progress on stderr).")
-        @OptionGroup var storeOptions: StoreOptions
-        @Argument var file: String
-        @Option(name: .customLong("backup-passphrase-env"), help: "Environment variable holding the backup passphrase.")
+            abstract:
+                "Write every record and secret to FILE, encrypted under the backup passphrase (progress on stderr); prints {\"exported\": N, \"file\": FILE}."
+        )
+        @Argument(help: ArgumentHelp("The backup file to write.", valueName: "file")) var file: String
+        @Option(
+            name: .customLong("backup-passphrase-env"),
+            help: ArgumentHelp("Environment variable holding the backup passphrase.", valueName: "var"))
         var backupPassphraseEnv: String
         @Option(
             name: .customLong("first-format-type"),
-            help:
-                "A type that records of the first box format (which did not keep their type) may have; repeatable. Only needed when no newer record of that type is in the wallet."
+            help: ArgumentHelp(
+                "A type that records of the first box format (which did not keep their type) may have; repeatable. Only needed when no newer record of that type is in the wallet.",
+                valueName: "type")
         )
         var firstFormatTypes: [String] = []
+        @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
             let passphrase = try CLIKeys.passphrase(fromEnvironment: backupPassphraseEnv, option: "--backup-passphrase-env")
             // The key first: its derivation's memory is given back before the wallet opens.
             let key = try BackupKey.derive(passphrase: passphrase)
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
-            let bar = Progress(label: "export", total: 0)
-            let n = try await wallet.exportBackup(
-                to: URL(fileURLWithPath: file), key: key,
-                firstFormatTypes: firstFormatTypes
-            ) { bar.update($0.done, of: $0.total) }
-            bar.finish()
+            let n = try await walletOptions.withWallet { wallet in
+                let bar = Progress(label: "export", total: 0)
+                defer { bar.finish() }
+                return try await wallet.exportBackup(
+                    to: URL(fileURLWithPath: file), key: key,
+                    firstFormatTypes: firstFormatTypes
+                ) { bar.update($0.done, of: $0.total) }
+            }
             print(JSONValue.object([("exported", .number(String(n))), ("file", .string(file))]).jsonText)
         }
     }
@@ -244,37 +292,42 @@ struct WalletCommand: AsyncParsableCommand {
     struct ImportBackup: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "import-backup",
-            abstract: "Create the store's wallet from a backup FILE (all or nothing; progress on stderr).")
-        @OptionGroup var storeOptions: StoreOptions
-        @Argument var file: String
-        @Option(name: .customLong("backup-passphrase-env"), help: "Environment variable holding the backup passphrase.")
+            abstract: "Create the store's wallet from a backup FILE (all or nothing; progress on stderr); prints {\"imported\": PATH}.")
+        @Argument(help: ArgumentHelp("The backup file to read.", valueName: "file")) var file: String
+        @Option(
+            name: .customLong("backup-passphrase-env"),
+            help: ArgumentHelp("Environment variable holding the backup passphrase.", valueName: "var"))
         var backupPassphraseEnv: String
+        @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
             let passphrase = try CLIKeys.passphrase(fromEnvironment: backupPassphraseEnv, option: "--backup-passphrase-env")
             let bar = Progress(label: "import", total: 0)
             let wallet = try await Wallet.importBackup(
                 from: URL(fileURLWithPath: file), passphrase: passphrase,
-                into: storeOptions.walletURL, key: storeOptions.walletKey()
+                into: walletOptions.walletURL, key: walletOptions.walletKey()
             ) { bar.update($0.done, of: $0.total) }
             bar.finish()
             try wallet.close()
-            print(JSONValue.object([("imported", .string(storeOptions.walletURL.path))]).jsonText)
+            print(JSONValue.object([("imported", .string(walletOptions.walletURL.path))]).jsonText)
         }
     }
 
     struct Count: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Count the records of a type matching a WQL query (default: all); prints {\"count\": N}.")
-        @OptionGroup var storeOptions: StoreOptions
         @Argument(help: "Record type.") var type: String
         @OptionGroup var query: QueryInput
+        @OptionGroup var walletOptions: WalletOptions
+
+        func validate() throws {
+            try CLIInput.checkOne(
+                argument: query.query, file: query.file, argumentName: "a query", fileOption: "--query-file", required: false)
+        }
 
         func run() async throws {
             let q = try query.parsed(default: "{}")
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
-            let n = try await wallet.count(type: type, matching: q)
+            let n = try await walletOptions.withWallet { try await $0.count(type: type, matching: q) }
             print(JSONValue.object([("count", .number(String(n)))]).jsonText)
         }
     }
@@ -283,15 +336,18 @@ struct WalletCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "remove-all",
             abstract: "Remove every record of a type matching a WQL query (default: all), in one transaction; prints {\"removed\": N}.")
-        @OptionGroup var storeOptions: StoreOptions
         @Argument(help: "Record type.") var type: String
         @OptionGroup var query: QueryInput
+        @OptionGroup var walletOptions: WalletOptions
+
+        func validate() throws {
+            try CLIInput.checkOne(
+                argument: query.query, file: query.file, argumentName: "a query", fileOption: "--query-file", required: false)
+        }
 
         func run() async throws {
             let q = try query.parsed(default: "{}")
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
-            let n = try await wallet.removeAll(type: type, matching: q)
+            let n = try await walletOptions.withWallet { try await $0.removeAll(type: type, matching: q) }
             print(JSONValue.object([("removed", .number(String(n)))]).jsonText)
         }
     }
@@ -300,14 +356,14 @@ struct WalletCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
                 "Check every record and tag-index row (both ways) and SQLite's integrity; print one JSON report, exit 5 on any problem.")
-        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
-            let bar = Progress(label: "check", total: 0)
-            let report = try await wallet.checkIntegrity { bar.update($0.done, of: $0.total) }
-            bar.finish()
+            let report = try await walletOptions.withWallet { wallet in
+                let bar = Progress(label: "check", total: 0)
+                defer { bar.finish() }
+                return try await wallet.checkIntegrity { bar.update($0.done, of: $0.total) }
+            }
             print(report.json)
             if !report.isClean {
                 StandardError.write(
@@ -320,31 +376,40 @@ struct WalletCommand: AsyncParsableCommand {
     struct Compact: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Give the wallet's free pages back and truncate its WAL; prints {\"bytesBefore\": N, \"bytesAfter\": N}.")
-        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
-            let (before, after) = try await wallet.compact()
+            let (before, after) = try await walletOptions.withWallet { try await $0.compact() }
             print(JSONValue.object([("bytesBefore", .number(String(before))), ("bytesAfter", .number(String(after)))]).jsonText)
         }
     }
 
     struct Rekey: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Protect the wallet with a new raw key or passphrase.")
-        @OptionGroup var storeOptions: StoreOptions
-        @Option(name: .customLong("new-raw-key"), help: "New raw 32-byte key, base64 (visible to other processes; prefer -env or -file).")
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Protect the wallet with a new raw key or passphrase; prints {\"rekeyed\": PATH} (and \"rotated\": true with --rotate).")
+        @Option(
+            name: .customLong("new-raw-key"),
+            help: ArgumentHelp("New raw 32-byte key, base64 (visible to other processes; prefer -env or -file).", valueName: "base64"))
         var newRawKey: String?
-        @Option(name: .customLong("new-raw-key-env"), help: "Environment variable holding the new raw key, base64.") var newRawKeyEnv:
-            String?
-        @Option(name: .customLong("new-raw-key-file"), help: "File holding the new raw key, base64 (mode 0600).") var newRawKeyFile: String?
-        @Option(name: .customLong("new-passphrase-env"), help: "Environment variable holding the new passphrase.") var newPassphraseEnv:
-            String?
+        @Option(
+            name: .customLong("new-raw-key-env"),
+            help: ArgumentHelp("Environment variable holding the new raw key, base64.", valueName: "var"))
+        var newRawKeyEnv: String?
+        @Option(
+            name: .customLong("new-raw-key-file"),
+            help: ArgumentHelp("File holding the new raw key, base64 (mode 0600).", valueName: "file"))
+        var newRawKeyFile: String?
+        @Option(
+            name: .customLong("new-passphrase-env"),
+            help: ArgumentHelp("Environment variable holding the new passphrase.", valueName: "var"))
+        var newPassphraseEnv: String?
         @Flag(
             help:
                 "Also replace the wallet's own key: every record is re-sealed and re-indexed in one transaction (progress on stderr). For recovery after a suspected compromise; without it only the sealed key is rewritten."
         )
         var rotate = false
+        @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
             let newKey = try CLIKeys.key(
@@ -352,17 +417,17 @@ struct WalletCommand: AsyncParsableCommand {
                 passphraseEnv: newPassphraseEnv, passphraseOption: "--new-passphrase-env",
                 missing:
                     "give the new key: --new-raw-key-env VAR, --new-raw-key-file FILE, --new-raw-key BASE64 or --new-passphrase-env VAR")
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
-            if rotate {
-                let bar = Progress(label: "rotate", total: 0)
-                defer { bar.finish() }
-                try await wallet.rekey(to: newKey, rotatingKey: true) { bar.update($0.done, of: $0.total) }
-                print(JSONValue.object([("rekeyed", .string(wallet.path)), ("rotated", .bool(true))]).jsonText)
-            } else {
+            let printed = try await walletOptions.withWallet { wallet in
+                if rotate {
+                    let bar = Progress(label: "rotate", total: 0)
+                    defer { bar.finish() }
+                    try await wallet.rekey(to: newKey, rotatingKey: true) { bar.update($0.done, of: $0.total) }
+                    return JSONValue.object([("rekeyed", .string(wallet.path)), ("rotated", .bool(true))])
+                }
                 try await wallet.rekey(to: newKey)
-                print(JSONValue.object([("rekeyed", .string(wallet.path))]).jsonText)
+                return JSONValue.object([("rekeyed", .string(wallet.path))])
             }
+            print(printed.jsonText)
         }
     }
 }

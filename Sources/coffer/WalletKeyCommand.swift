@@ -23,25 +23,22 @@ struct WalletKeyCommand: AsyncParsableCommand {
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a key pair; prints {\"verkey\": BASE58}.")
-        @OptionGroup var storeOptions: StoreOptions
         @Option(help: "ed25519 (signing) or x25519 (key agreement).") var kind = "ed25519"
+        @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
             let kind = try WalletKeyCommand.kind(kind)
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
-            print(JSONValue.object([("verkey", .string(try await wallet.createKey(kind)))]).jsonText)
+            let verkey = try await walletOptions.withWallet { try await $0.createKey(kind) }
+            print(JSONValue.object([("verkey", .string(verkey))]).jsonText)
         }
     }
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the public keys the wallet holds.")
-        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
-            let keys = try await wallet.listKeys().map {
+            let keys = try await walletOptions.withWallet { try await $0.listKeys() }.map {
                 JSONValue.object([("verkey", .string($0.verkey)), ("kind", .string($0.kind.rawValue))])
             }
             print(JSONValue.array(keys).jsonText)
@@ -51,15 +48,13 @@ struct WalletKeyCommand: AsyncParsableCommand {
     struct Sign: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Sign base64 MESSAGE with a held Ed25519 key; prints {\"signature\": B64}.")
-        @OptionGroup var storeOptions: StoreOptions
-        @Argument var verkey: String
-        @Argument var message: String
+        @Argument(help: "The held Ed25519 key's public key (Base58), as key create printed it.") var verkey: String
+        @Argument(help: "The message to sign, base64.") var message: String
+        @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
             let data = try WalletKeyCommand.bytes(message, "MESSAGE")
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
-            let signature = try await wallet.sign(data, with: verkey)
+            let signature = try await walletOptions.withWallet { try await $0.sign(data, with: verkey) }
             print(JSONValue.object([("signature", .string(signature.base64EncodedString()))]).jsonText)
         }
     }
@@ -67,9 +62,9 @@ struct WalletKeyCommand: AsyncParsableCommand {
     struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check an Ed25519 signature (base64) of base64 MESSAGE by VERKEY; prints {\"valid\": BOOL}, exit 2 when invalid.")
-        @Argument var verkey: String
-        @Argument var message: String
-        @Argument var signature: String
+        @Argument(help: "The signer's Ed25519 public key (Base58).") var verkey: String
+        @Argument(help: "The signed message, base64.") var message: String
+        @Argument(help: "The signature, base64.") var signature: String
 
         func run() async throws {
             let valid = try Wallet.verify(
@@ -83,8 +78,8 @@ struct WalletKeyCommand: AsyncParsableCommand {
     struct Seal: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Seal base64 MESSAGE to RECIPIENT (Base58 public key); prints {\"box\": B64}.")
-        @Argument var recipient: String
-        @Argument var message: String
+        @Argument(help: "The recipient's public key (Base58).") var recipient: String
+        @Argument(help: "The message to seal, base64.") var message: String
         @Option(help: "The recipient key's kind: x25519 or ed25519.") var kind = "x25519"
 
         func run() async throws {
@@ -98,15 +93,13 @@ struct WalletKeyCommand: AsyncParsableCommand {
     struct Open: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Open a sealed box (base64) addressed to a held key; prints {\"message\": B64}.")
-        @OptionGroup var storeOptions: StoreOptions
-        @Argument var verkey: String
-        @Argument var box: String
+        @Argument(help: "The held key the box is addressed to (Base58 public key).") var verkey: String
+        @Argument(help: "The sealed box, base64.") var box: String
+        @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
             let data = try WalletKeyCommand.bytes(box, "BOX")
-            let wallet = try await storeOptions.openWallet()
-            defer { try? wallet.close() }
-            let message = try await wallet.openSealedBox(data, with: verkey)
+            let message = try await walletOptions.withWallet { try await $0.openSealedBox(data, with: verkey) }
             print(JSONValue.object([("message", .string(message.base64EncodedString()))]).jsonText)
         }
     }
