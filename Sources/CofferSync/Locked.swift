@@ -98,3 +98,34 @@ package struct Handoff<Value>: @unchecked Sendable {
     /// Wraps `value` for the transfer.
     package init(_ value: Value) { self.value = value }
 }
+
+/// A small cache that computes each missing value once and forgets everything when it reaches
+/// its capacity (the values it holds are cheap to recompute; a full clear keeps the bookkeeping
+/// to one dictionary). `compute` runs outside the lock, so two callers may compute one key at
+/// once; the result is the same either way.
+package final class BoundedCache<Key: Hashable, Value>: @unchecked Sendable {
+    // Safe to share: `entries` is only touched inside `lock`'s withLock.
+    private let lock = Lock()
+    private var entries = [Key: Value]()
+    private let capacity: Int
+
+    /// A cache of at most `capacity` values.
+    package init(capacity: Int) { self.capacity = capacity }
+
+    /// The cached value of `key`, or the one `compute` gives (then cached).
+    package func value<E: Error>(for key: Key, _ compute: () throws(E) -> Value) throws(E) -> Value {
+        if let hit = lock.withLock({ entries[key] }) { return hit }
+        let value = try compute()
+        lock.withLock {
+            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+            entries[key] = value
+        }
+        return value
+    }
+
+    /// Values held.
+    package var count: Int { lock.withLock { entries.count } }
+
+    /// Forgets every value.
+    package func removeAll() { lock.withLock { entries.removeAll() } }
+}

@@ -317,8 +317,7 @@ enum LikePattern {
 /// Compiled regular expressions, shared by the in-memory evaluator and the SQL function. They
 /// are ``LinearRegex``: matching takes time linear in the text, so no pattern can make a search
 /// run for minutes (ICU's backtracking engine takes seconds on `^(a+)+$` over 27 characters).
-final class RegexCache: @unchecked Sendable {
-    // Safe to share: the cache dictionary is only touched under `lock`; compiled patterns are immutable.
+final class RegexCache: Sendable {
     static let shared = RegexCache()
 
     /// One compiled pattern.
@@ -329,19 +328,12 @@ final class RegexCache: @unchecked Sendable {
         func containsMatch(utf8 bytes: UnsafeRawBufferPointer) -> Bool { regex.containsMatch(utf8: bytes) }
     }
 
-    private let lock = Lock()
-    private var cache = [String: Compiled]()
+    private let cache = BoundedCache<String, Compiled>(capacity: 256)
 
     /// The compiled pattern.
     /// - Throws: ``LinearRegexError`` naming what is not supported or malformed.
     func compile(_ pattern: String) throws(LinearRegexError) -> Compiled {
-        if let hit = lock.withLock({ cache[pattern] }) { return hit }
-        let compiled = Compiled(try LinearRegex(pattern))
-        lock.withLock {
-            if cache.count > 256 { cache.removeAll() }
-            cache[pattern] = compiled
-        }
-        return compiled
+        try cache.value(for: pattern) { () throws(LinearRegexError) -> Compiled in Compiled(try LinearRegex(pattern)) }
     }
 
     /// The compiled pattern, or nil when it does not compile.

@@ -149,27 +149,10 @@ final class WalletKeys: @unchecked Sendable {
 
 /// Blind indexes by what they were computed from, behind one lock. When full it is emptied and
 /// refills: the entries that repeat come back at once.
-private final class BlindCache<Key: Hashable>: @unchecked Sendable {
-    // Guarded by `lock`.
-    private let lock = Lock()
-    private var entries = [Key: Data]()
-    private let capacity: Int
+/// A cache of blind indexes (one shared cache type for the package).
+private typealias BlindCache<Key: Hashable> = BoundedCache<Key, Data>
 
-    init(capacity: Int) { self.capacity = capacity }
-
-    /// The cached blind index of `key`, or the one `compute` gives (then cached). `compute` runs
-    /// outside the lock.
-    func blind(for key: Key, _ compute: () -> Data) -> Data {
-        if let hit = lock.withLock({ entries[key] }) { return hit }
-        let blind = compute()
-        lock.withLock {
-            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            entries[key] = blind
-        }
-        return blind
-    }
-
-    var count: Int { lock.withLock { entries.count } }
-
-    func removeAll() { lock.withLock { entries.removeAll() } }
+extension BoundedCache where Value == Data {
+    /// The cached blind index of `key`, or the one `compute` gives (then cached).
+    fileprivate func blind(for key: Key, _ compute: () -> Data) -> Data { value(for: key, compute) }
 }
