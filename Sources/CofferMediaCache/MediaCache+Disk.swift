@@ -124,8 +124,8 @@ extension MediaCache {
     /// since this instance last looked. Without a lock file (it cannot be created) the body runs
     /// under `fileLock` alone, as a single-process cache. `body` gets the lock file, for
     /// ``FolderLockFile/noteChange()``.
-    func withFolderLock<R, E: Error>(sync: Bool = true, _ body: (inout FolderLockFile) throws(E) -> R) throws(E) -> R {
-        let result = fileLock.withLock { lockFile -> Result<R, E> in
+    func withFolderLock<R, E: Error>(sync: Bool = true, _ body: (inout FolderLockFile) throws(E) -> sending R) throws(E) -> sending R {
+        try fileLock.withLock { (lockFile) throws(E) -> sending R in
             let locked = lockFile.acquire(folder)
             defer { if locked { _ = flock(lockFile.fd, LOCK_UN) } }
             if sync {
@@ -148,9 +148,8 @@ extension MediaCache {
                     if evicted, locked { lockFile.noteChange() }
                 }
             }
-            return Result { () throws(E) -> R in try body(&lockFile) }
+            return try body(&lockFile)
         }
-        return try result.get()
     }
 
     /// Folder lock held.

@@ -429,12 +429,12 @@ final class SettingsHub: @unchecked Sendable {
     /// Held across every settings commit and its broadcast on this file, and across refreshes.
     private let writeLock = Lock()
 
-    func withWriteLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+    func withWriteLock<R, E: Error>(_ body: () throws(E) -> sending R) throws(E) -> sending R {
         try writeLock.withLock(body)
     }
 
     /// Runs `body` under the write lock; without `wait`, returns nil at once when it is taken.
-    func withWriteLock<R>(wait: Bool, _ body: () -> R) -> R? {
+    func withWriteLock<R>(wait: Bool, _ body: () -> sending R) -> sending R? {
         wait ? writeLock.withLock(body) : writeLock.withLockIfAvailable(body)
     }
     private var members = [ObjectIdentifier: Weak]()

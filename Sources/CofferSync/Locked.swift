@@ -1,70 +1,71 @@
 // The package's one lock type: a mutex around the state it guards, reached only through
 // `withLock`, so no code can touch the state without holding the lock or forget to release it.
-// An unfair lock on Apple platforms (`os_unfair_lock`), a `pthread_mutex_t` elsewhere; both live
-// in their own allocation, as neither may be moved once used.
+// An unfair lock on Apple platforms (`os_unfair_lock`, in its own allocation, as it may not move
+// once used), the standard library's `Mutex` elsewhere (not available on Apple platforms before
+// macOS 15 / iOS 18, which the package still supports).
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
 import Glibc
+import Synchronization
 #endif
 
 /// A value guarded by a mutex. Safe to share between threads: the state is only reachable
 /// inside ``withLock(_:)``, while the mutex is held. The lock is not reentrant.
 @usableFromInline
 package final class Locked<State>: @unchecked Sendable {
+    // Safe to share: the state is only reached through the mutex.
     #if canImport(Darwin)
     @usableFromInline let mutex: UnsafeMutablePointer<os_unfair_lock>
-    #else
-    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    #endif
     @usableFromInline var state: State
+    #else
+    // The standard library's futex-based mutex, holding the state: taking and releasing it
+    // inline to two atomics when uncontended.
+    @usableFromInline let mutex: Mutex<State>
+    #endif
 
     /// A lock guarding `state`.
     @usableFromInline
-    package init(_ state: State) {
+    package init(_ state: sending State) {
+        #if canImport(Darwin)
         self.state = state
         mutex = .allocate(capacity: 1)
-        #if canImport(Darwin)
         mutex.initialize(to: os_unfair_lock())
         #else
-        mutex.initialize(to: pthread_mutex_t())
-        precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init failed")
+        mutex = Mutex(state)
         #endif
     }
 
+    #if canImport(Darwin)
     deinit {
-        #if !canImport(Darwin)
-        pthread_mutex_destroy(mutex)
-        #endif
         mutex.deinitialize(count: 1)
         mutex.deallocate()
     }
+    #endif
 
     /// Runs `body` with the state while holding the lock.
     @inlinable
-    package func withLock<R, E: Error>(_ body: (inout State) throws(E) -> R) throws(E) -> R {
+    package func withLock<R, E: Error>(_ body: (inout sending State) throws(E) -> sending R) throws(E) -> sending R {
         #if canImport(Darwin)
         os_unfair_lock_lock(mutex)
         defer { os_unfair_lock_unlock(mutex) }
-        #else
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        #endif
         return try body(&state)
+        #else
+        return try mutex.withLock(body)
+        #endif
     }
 
     /// Runs `body` with the state if the lock is free now; nil (without running it) when another
     /// thread holds it.
     @inlinable
-    package func withLockIfAvailable<R, E: Error>(_ body: (inout State) throws(E) -> R) throws(E) -> R? {
+    package func withLockIfAvailable<R, E: Error>(_ body: (inout sending State) throws(E) -> sending R) throws(E) -> sending R? {
         #if canImport(Darwin)
         guard os_unfair_lock_trylock(mutex) else { return nil }
         defer { os_unfair_lock_unlock(mutex) }
-        #else
-        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
-        defer { pthread_mutex_unlock(mutex) }
-        #endif
         return try body(&state)
+        #else
+        return try mutex.withLockIfAvailable(body)
+        #endif
     }
 }
 
@@ -75,14 +76,14 @@ extension Locked where State == Void {
 
     /// Runs `body` while holding the lock.
     @inlinable
-    package func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        try withLock { (_: inout Void) throws(E) -> R in try body() }
+    package func withLock<R, E: Error>(_ body: () throws(E) -> sending R) throws(E) -> sending R {
+        try withLock { (_: inout sending Void) throws(E) -> sending R in try body() }
     }
 
     /// Runs `body` if the lock is free now; nil (without running it) when another thread holds it.
     @inlinable
-    package func withLockIfAvailable<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R? {
-        try withLockIfAvailable { (_: inout Void) throws(E) -> R in try body() }
+    package func withLockIfAvailable<R, E: Error>(_ body: () throws(E) -> sending R) throws(E) -> sending R? {
+        try withLockIfAvailable { (_: inout sending Void) throws(E) -> sending R in try body() }
     }
 }
 
@@ -103,7 +104,7 @@ package struct Handoff<Value>: @unchecked Sendable {
 /// its capacity (the values it holds are cheap to recompute; a full clear keeps the bookkeeping
 /// to one dictionary). `compute` runs outside the lock, so two callers may compute one key at
 /// once; the result is the same either way.
-package final class BoundedCache<Key: Hashable, Value>: @unchecked Sendable {
+package final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
     // Safe to share: `entries` is only touched inside `lock`'s withLock.
     private let lock = Lock()
     private var entries = [Key: Value]()

@@ -150,7 +150,7 @@ final class WalletKeys: @unchecked Sendable {
 /// Blind indexes by what they were computed from, behind one lock. When full it is emptied and
 /// refills: the entries that repeat come back at once.
 /// A cache of blind indexes (one shared cache type for the package).
-private typealias BlindCache<Key: Hashable> = BoundedCache<Key, Data>
+private typealias BlindCache<Key: Hashable & Sendable> = BoundedCache<Key, Data>
 
 extension BoundedCache where Value == Data {
     /// The cached blind index of `key`, or the one `compute` gives (then cached).
