@@ -103,7 +103,8 @@ public struct AssetCleanup: Sendable {
 
     /// The assets a cleanup with `options` would remove, oldest first: local assets with a server
     /// copy (not trashed, owned by the logged-in user when one is set), created on or before the
-    /// cutoff, minus favourites, the kept media type and assets in kept albums.
+    /// cutoff, minus favourites, the kept media type and assets in kept albums. Blocks the calling
+    /// thread while SQLite reads (``run(_:library:dryRun:now:ownerId:)`` is async).
     /// - Throws: ``DatabaseStoreError/invalidInput(_:)`` when no cutoff is chosen (negative).
     public func candidates(_ options: CleanupOptions, now: Date = Date(), ownerId: String? = nil) throws -> [CleanupCandidate] {
         guard options.cutoffDaysAgo >= 0 else {

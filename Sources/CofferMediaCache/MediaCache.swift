@@ -69,6 +69,7 @@ public final class MediaCache: Sendable {
     /// list), and until then ``data(for:)`` reads a file directly, so the first hit does not wait
     /// for the scan. A store, a removal, ``setLimits(_:)`` or ``statistics()`` that comes first
     /// builds the index itself before it evicts or counts, so the limits hold throughout.
+    /// Blocks the calling thread for a few file-system calls (no listing).
     /// - Throws: ``MediaCacheError/storage(_:)`` when the folder cannot be created.
     public convenience init(folder: URL, limits: MediaCacheLimits = .default) throws(MediaCacheError) {
         try self.init(folder: folder, limits: limits, indexInBackground: true)

@@ -221,17 +221,20 @@ extension SecureStorage {
 }
 
 extension SSLClientCertificate {
-    /// Saves this certificate to `storage` (seed: `save()`).
+    /// Saves this certificate to `storage` (seed: `save()`). Blocks like the store's own calls:
+    /// from the main actor, `await storage.save(cert, for: .sslClientCertificate)` instead.
     public func save(to storage: any SecureStorage) throws(SecureStorageError) {
         try storage.save(self, for: .sslClientCertificate)
     }
 
-    /// The stored certificate, if any (seed: `load()`).
+    /// The stored certificate, if any (seed: `load()`). Blocks like the store's own calls: from
+    /// the main actor, `await storage.load(.sslClientCertificate)` instead.
     public static func load(from storage: any SecureStorage) throws(SecureStorageError) -> SSLClientCertificate? {
         try storage.load(.sslClientCertificate)
     }
 
-    /// Removes the stored certificate (seed: `delete()`).
+    /// Removes the stored certificate (seed: `delete()`). Blocks like the store's own calls: from
+    /// the main actor, `await storage.delete(.sslClientCertificate)` instead.
     public static func delete(from storage: any SecureStorage) throws(SecureStorageError) {
         try storage.delete(.sslClientCertificate)
     }

@@ -107,6 +107,7 @@ public final class Settings: @unchecked Sendable {
 
     /// Settings over `database`, whose migrations (``registerMigrations(_:)``) have run. Every
     /// value is read into memory now.
+    /// Blocks the calling thread while it reads the settings table once.
     public init(database: any DatabaseWriter) throws {
         self.database = database
         let hub = SettingsHub.shared(for: database.path)

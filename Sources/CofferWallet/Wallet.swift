@@ -284,7 +284,7 @@ public final class Wallet: Sendable {
     }
 
     /// Closes the wallet: open searches end and the file is released. Every later call throws
-    /// ``WalletError/closed``.
+    /// ``WalletError/closed``. Blocks the calling thread briefly while SQLite closes the file.
     public func close() throws {
         gate.markClosed()
         searches.closeAll()
