@@ -120,13 +120,27 @@ let package = Package(
                 "CofferMediaCache", "CofferSecureStorage", "CofferFileModes", .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // What the `coffer` executable and its benchmarks share (stderr output); in no product.
+        .target(name: "CofferCLISupport", dependencies: ["CofferSync"]),
+        // `coffer bench …`: the benchmarks, a library the executable registers; in no product.
+        .target(
+            name: "CofferBench",
+            dependencies: [
+                "Coffer",
+                "CofferCLISupport",
+                // libsodium's C calls, the baseline `coffer bench sdk` compares wallet-held keys with.
+                "CSodium",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(
             name: "coffer",
             dependencies: [
                 "CofferSync",
                 "Coffer",
-                // libsodium's C calls, the baseline `coffer bench sdk` compares wallet-held keys with.
-                "CSodium",
+                "CofferBench",
+                "CofferCLISupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,6 +1,7 @@
 // `coffer settings …` and `coffer db …`: the app database of a store (STORE/app.sqlite).
 import ArgumentParser
 import Coffer
+import CofferCLISupport
 import Foundation
 import GRDB
 

@@ -1,7 +1,8 @@
+// The `coffer` command line: a contract other tools drive (exit codes and output formats are fixed).
 import ArgumentParser
 import Coffer
-// The `coffer` command line: a contract other tools drive (exit codes and output formats are fixed).
-import CofferSync
+import CofferBench
+import CofferCLISupport
 import Foundation
 import Logging
 
@@ -338,39 +339,5 @@ extension ExitCodes {
         case .storage, .secureElement: return 6
         case .queueFull: return 7
         }
-    }
-}
-
-/// Writes to stderr (progress, notes) without touching stdout, which carries results.
-enum StandardError {
-    /// Whether stderr is a terminal (a progress bar redraws in place only there).
-    static let isTerminal = isatty(STDERR_FILENO) == 1
-    private static let lock = Lock()
-    nonisolated(unsafe) private static var lineOpen = false
-
-    static func write(_ s: String) {
-        FileHandle.standardError.write(Data(s.utf8))
-    }
-
-    /// Part of a line that a later write continues (a progress bar drawn in place).
-    static func writeOpenLine(_ s: String) {
-        lock.withLock {
-            write(s)
-            lineOpen = true
-        }
-    }
-
-    /// Ends a progress line left open, so that what follows starts on its own line.
-    static func endProgressLine() {
-        lock.withLock {
-            if lineOpen { write("\n") }
-            lineOpen = false
-        }
-    }
-
-    /// A note on its own line.
-    static func note(_ s: String) {
-        endProgressLine()
-        write(s + "\n")
     }
 }

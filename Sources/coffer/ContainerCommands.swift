@@ -1,6 +1,7 @@
 // `coffer cache …`, `coffer cleanup`, `coffer reset`, `coffer secure …`: the app container of a store.
 import ArgumentParser
 import Coffer
+import CofferCLISupport
 import Foundation
 
 extension MediaKind: ExpressibleByArgument {}

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Coffer
+import CofferCLISupport
 // `coffer wallet …`: record operations on the store's wallet.
 import CofferSync
 import Foundation

@@ -35,14 +35,27 @@ struct DeniableBench: AsyncParsableCommand {
         let store = try await open("deniable")
         let passphrase = try await store.createVault()
 
-        // Argon2id alone (same costs, output length and passphrase, fresh salt) and a whole unlock,
-        // in alternation so both see the same machine load; the ratio is taken per pair.
+        let (argon, unlock, ratio) = try await unlockBesideArgon2id(store, passphrase: passphrase, config: config)
+        let (full, fullPassphrase, held) = try await fullVault(open)
+        let (saveEmpty, saveFull, saveRatio) = try await saves(store, passphrase: passphrase, full: full, fullPassphrase: fullPassphrase)
+        let (start, rewrite) = try await appStartAndQueueRewrite(store, folder: folder)
+        let med = { (xs: [Double]) in xs.sorted()[xs.count / 2] }
+        let results: [(String, Double)] = [
+            ("argon2id_alone_s", med(argon)), ("unlock_s", med(unlock)), ("unlock_over_argon2id", med(ratio)),
+            ("save_empty_s", med(saveEmpty)), ("save_full_s", med(saveFull)), ("save_full_over_empty", med(saveRatio)),
+            ("queue_rewrite_s", med(rewrite)), ("app_start_s", med(start)),
+        ]
+        printResults(results, config: config, held: held)
+    }
+
+    /// Argon2id alone (same costs, output length and passphrase, fresh salt) and a whole unlock,
+    /// in alternation so both see the same machine load; the ratio is taken per pair.
+    func unlockBesideArgon2id(
+        _ store: DeniableStorage, passphrase: String, config: DeniableConfiguration
+    ) async throws -> (argon: [Double], unlock: [Double], ratio: [Double]) {
         var argon = [Double]()
         var unlock = [Double]()
         var ratio = [Double]()
-        var saveEmpty = [Double]()
-        var saveFull = [Double]()
-        var saveRatio = [Double]()
         for _ in 0..<repeats {
             let salt = SecureRandom.bytes(16)
             let (_, a) = try await Clock.time {
@@ -54,7 +67,14 @@ struct DeniableBench: AsyncParsableCommand {
             ratio.append(t / a)
             try await store.lock()
         }
-        // A second vault, filled until it trims (~512 KiB of messages).
+        return (argon, unlock, ratio)
+    }
+
+    /// A second vault, filled until it trims (~512 KiB of messages); returns it locked, with its
+    /// passphrase and the number of messages it holds.
+    func fullVault(
+        _ open: (String) async throws -> DeniableStorage
+    ) async throws -> (full: DeniableStorage, passphrase: String, held: Int) {
         let full = try await open("deniable-full")
         let fullPassphrase = try await full.createVault()
         try await full.unlock(passphrase: fullPassphrase)
@@ -67,6 +87,16 @@ struct DeniableBench: AsyncParsableCommand {
         }
         let held = try await full.mailbox().count
         try await full.lock()
+        return (full, fullPassphrase, held)
+    }
+
+    /// Per repeat: saves of the empty and of the full vault, and their ratio.
+    func saves(
+        _ store: DeniableStorage, passphrase: String, full: DeniableStorage, fullPassphrase: String
+    ) async throws -> (empty: [Double], full: [Double], ratio: [Double]) {
+        var saveEmpty = [Double]()
+        var saveFull = [Double]()
+        var saveRatio = [Double]()
         // Saves of the empty and the full vault in alternation (each save is the lock that ends a
         // session: trim, encode, two seals, atomic durable write); the ratio is taken per pair.
         // The order within a pair alternates, so neither side always follows the unlocks.
@@ -86,6 +116,11 @@ struct DeniableBench: AsyncParsableCommand {
             saveFull.append(f)
             saveRatio.append(f / e)
         }
+        return (saveEmpty, saveFull, saveRatio)
+    }
+
+    /// The app-start routine's times and the default queue's rewrite times.
+    func appStartAndQueueRewrite(_ store: DeniableStorage, folder: URL) async throws -> (start: [Double], rewrite: [Double]) {
         // The app-start routine on this store (keys fresh, no dead-drop source: only file work),
         // and the default 8-slot queue's rewrite alone (secure-element MAC, seal, atomic write).
         var start = [Double]()
@@ -102,12 +137,11 @@ struct DeniableBench: AsyncParsableCommand {
             start.append(try await Clock.time { try await store.appDidStart() }.1)
             rewrite.append(try await Clock.time { try queue.rewrite() }.1)
         }
-        let med = { (xs: [Double]) in xs.sorted()[xs.count / 2] }
-        let results: [(String, Double)] = [
-            ("argon2id_alone_s", med(argon)), ("unlock_s", med(unlock)), ("unlock_over_argon2id", med(ratio)),
-            ("save_empty_s", med(saveEmpty)), ("save_full_s", med(saveFull)), ("save_full_over_empty", med(saveRatio)),
-            ("queue_rewrite_s", med(rewrite)), ("app_start_s", med(start)),
-        ]
+        return (start, rewrite)
+    }
+
+    /// The results as one JSON object or as a table, on stdout.
+    func printResults(_ results: [(String, Double)], config: DeniableConfiguration, held: Int) {
         if json {
             var fields: [(String, JSONValue)] = results.map { ($0.0, .number(String(format: "%.6f", $0.1))) }
             fields.append(("full_vault_messages", .number(String(held))))

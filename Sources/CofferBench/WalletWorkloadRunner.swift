@@ -1,6 +1,36 @@
 // The Askar workload against Coffer's wallet, metric by metric.
 import Coffer
+import CofferCLISupport
 import Foundation
+
+/// The results of a wallet run so far, and the phase they belong to. Each phase (announced by
+/// ``log(_:store:)``) reports its peak resident memory and the bytes on disk (main file + WAL) of
+/// the store it worked on.
+struct PhaseLog {
+    var out = [(String, BenchValue)]()
+    var phase: String?
+    var phaseStore: URL
+
+    init(store: URL) { phaseStore = store }
+
+    mutating func endPhase() {
+        guard let name = phase else { return }
+        out.append(("peak_rss_mib_\(name)", .number(PeakMemory.peakMiB())))
+        out.append(("disk_bytes_after_\(name)", .number(Double(databaseBytes(phaseStore.path)))))
+        phase = nil
+    }
+
+    /// Ends the phase before and starts the next; `store` is the file the new phase works on
+    /// (default: the one before).
+    mutating func log(_ s: String, store: URL? = nil) {
+        endPhase()
+        if let store { phaseStore = store }
+        StandardError.write("coffer: \(s)\n")
+        phase = s.replacingOccurrences(of: " …", with: "").replacingOccurrences(of: "%", with: "pct")
+            .replacingOccurrences(of: " ", with: "_").replacingOccurrences(of: "-", with: "_")
+        PeakMemory.reset()
+    }
+}
 
 struct WalletWorkloadRunner {
     let workload: BenchWorkload
@@ -9,59 +39,63 @@ struct WalletWorkloadRunner {
     let scanRepeats: Int
 
     func run() async throws -> [(String, BenchValue)] {
-        let w = workload
-        let cat = BenchWorkload.category
-        var out = [(String, BenchValue)]()
         let key = WalletKey.raw(WalletKey.generateRawKey())
         let pathB = folder.appendingPathComponent("batched.sqlite")
-        // Each phase (announced by `log`) reports its peak resident memory and the bytes on disk
-        // (main file + WAL) of the store it worked on.
-        var phase: String?
-        var phaseStore = pathB
-        func endPhase() {
-            guard let name = phase else { return }
-            out.append(("peak_rss_mib_\(name)", .number(PeakMemory.peakMiB())))
-            out.append(("disk_bytes_after_\(name)", .number(Double(databaseBytes(phaseStore.path)))))
-            phase = nil
-        }
-        /// Ends the phase before and starts the next; `store` is the file the new phase works on
-        /// (default: the one before).
-        func log(_ s: String, store: URL? = nil) {
-            endPhase()
-            if let store { phaseStore = store }
-            StandardError.write("coffer: \(s)\n")
-            phase = s.replacingOccurrences(of: " …", with: "").replacingOccurrences(of: "%", with: "pct")
-                .replacingOccurrences(of: " ", with: "_").replacingOccurrences(of: "-", with: "_")
-            PeakMemory.reset()
-        }
+        var phases = PhaseLog(store: pathB)
+        let (storeA, b) = try await insert(key: key, pathB: pathB, &phases)
+        try await fetch(b, &phases)
+        let queries = try await tagScans(b, &phases)
+        let ranges = try await rangeScans(b, &phases)
+        try await streamWalk(b, &phases)
+        let rekeyTimes = try await rekey(b, key: key)
+        try await counts(b, queries: queries, ranges: ranges, &phases)
+        try await bigQueries(b, &phases)
+        try await regex(key: key, &phases)
+        try await update(b, &phases)
+        try await remove(storeA: storeA, b, pathB: pathB, &phases)
+        try await importAndCompact(key: key, &phases)
+        phases.phaseStore = pathB
+        try await openTimings(key: key, pathB: pathB, rekeyTimes: rekeyTimes, &phases)
+        return phases.out
+    }
 
+    /// Inserts one record per transaction (store A) and all N in one transaction (store B, which
+    /// it reopens); returns both stores.
+    func insert(key: WalletKey, pathB: URL, _ phases: inout PhaseLog) async throws -> (storeA: Wallet, b: Wallet) {
+        let w = workload
+        let cat = BenchWorkload.category
         // Insert, one record per transaction.
-        log("insert one-per-txn …", store: folder.appendingPathComponent("one_per_txn.sqlite"))
+        phases.log("insert one-per-txn …", store: folder.appendingPathComponent("one_per_txn.sqlite"))
         let storeA = try await Wallet.create(at: folder.appendingPathComponent("one_per_txn.sqlite"), key: key)
         let k = w.oneTxnCount
         let (_, tA) = try await Clock.time {
             for i in 0..<k { try await storeA.add(type: cat, id: w.names[i], value: w.values[i], tags: w.tags[i]) }
         }
-        out.append(("insert_one_per_txn", .rate(ops: k, seconds: tA)))
+        phases.out.append(("insert_one_per_txn", .rate(ops: k, seconds: tA)))
 
         // Insert, all N in one transaction.
-        log("insert batched …", store: pathB)
+        phases.log("insert batched …", store: pathB)
         var storeB = try await Wallet.create(at: pathB, key: key)
         let (_, tB) = try await Clock.time {
             try await storeB.transaction { txn in
                 for i in 0..<w.n { try txn.add(type: cat, id: w.names[i], value: w.values[i], tags: w.tags[i]) }
             }
         }
-        out.append(("insert_batched_one_txn", .rate(ops: w.n, seconds: tB)))
+        phases.out.append(("insert_batched_one_txn", .rate(ops: w.n, seconds: tB)))
         try storeB.close()
         let bytes = databaseBytes(pathB.path)
-        out.append(("db_bytes_after_insert", .number(Double(bytes))))
-        out.append(("db_bytes_per_record", .number((Double(bytes) / Double(w.n) * 10).rounded() / 10)))
+        phases.out.append(("db_bytes_after_insert", .number(Double(bytes))))
+        phases.out.append(("db_bytes_per_record", .number((Double(bytes) / Double(w.n) * 10).rounded() / 10)))
         storeB = try await Wallet.open(at: pathB, key: key)
         let b = storeB
+        return (storeA, b)
+    }
 
-        // Fetch by id, random order, one read session.
-        log("fetch …")
+    /// Fetch by id, random order, one read session; misses; one session per fetch.
+    func fetch(_ b: Wallet, _ phases: inout PhaseLog) async throws {
+        let w = workload
+        let cat = BenchWorkload.category
+        phases.log("fetch …")
         let order = w.fetchOrder
         let (lat, tF) = try await Clock.time {
             try await b.session { s in
@@ -77,7 +111,7 @@ struct WalletWorkloadRunner {
                 return lat
             }
         }
-        out.append(
+        phases.out.append(
             (
                 "fetch_by_id_random",
                 .rate(
@@ -91,21 +125,24 @@ struct WalletWorkloadRunner {
                 for i in 0..<order.count { _ = try s.fetch(type: cat, id: "missing-\(i)") }
             }
         }
-        out.append(("fetch_by_id_miss", .rate(ops: order.count, seconds: tM)))
+        phases.out.append(("fetch_by_id_miss", .rate(ops: order.count, seconds: tM)))
         let kk = min(order.count, 2000)
         let (_, tN) = try await Clock.time {
             for i in order.prefix(kk) { _ = try await b.get(type: cat, id: w.names[i]).value }
         }
-        out.append(("fetch_by_id_new_session_each", .rate(ops: kk, seconds: tN)))
+        phases.out.append(("fetch_by_id_new_session_each", .rate(ops: kk, seconds: tN)))
+    }
 
-        // Tag-equality scans on encrypted tags, each ~N/10 rows.
-        log("scans …")
+    /// Tag-equality scans on encrypted tags, each ~N/10 rows; returns the one-tag queries.
+    func tagScans(_ b: Wallet, _ phases: inout PhaseLog) async throws -> [WalletQuery] {
+        let cat = BenchWorkload.category
+        phases.log("scans …")
         var rows = 0
         let queries = try (0..<BenchWorkload.schemas).map { try WalletQuery(json: #"{"schema_id": "schema:\#($0)"}"#) }
         let (_, tS) = try await Clock.time {
             for _ in 0..<scanRepeats { for q in queries { rows += try await b.fetchAll(type: cat, matching: q).count } }
         }
-        out.append(("scan_tag_eq_encrypted_fetch_all", .rows(rows: rows, seconds: tS, queries: queries.count * scanRepeats)))
+        phases.out.append(("scan_tag_eq_encrypted_fetch_all", .rows(rows: rows, seconds: tS, queries: queries.count * scanRepeats)))
         rows = 0
         let (_, tI) = try await Clock.time {
             for _ in 0..<scanRepeats {
@@ -114,7 +151,7 @@ struct WalletWorkloadRunner {
                 }
             }
         }
-        out.append(("scan_tag_eq_encrypted_scan_iter", .rows(rows: rows, seconds: tI, queries: queries.count * scanRepeats)))
+        phases.out.append(("scan_tag_eq_encrypted_scan_iter", .rows(rows: rows, seconds: tI, queries: queries.count * scanRepeats)))
         rows = 0
         let and2 = try (0..<BenchWorkload.schemas).map {
             try WalletQuery(json: #"{"schema_id": "schema:\#($0)", "issuer_did": "did:example:issuer\#($0 % BenchWorkload.issuers)"}"#)
@@ -122,10 +159,17 @@ struct WalletWorkloadRunner {
         let (_, tA2) = try await Clock.time {
             for _ in 0..<scanRepeats { for q in and2 { rows += try await b.fetchAll(type: cat, matching: q).count } }
         }
-        out.append(("scan_tag_and_2_encrypted_fetch_all", .rows(rows: rows, seconds: tA2, queries: and2.count * scanRepeats)))
+        phases.out.append(("scan_tag_and_2_encrypted_fetch_all", .rows(rows: rows, seconds: tA2, queries: and2.count * scanRepeats)))
+        return queries
+    }
 
+    /// Plaintext range scans on ~seq (each N/10 rows), the whole type in one call and a paged
+    /// walk; returns the range queries.
+    func rangeScans(_ b: Wallet, _ phases: inout PhaseLog) async throws -> [WalletQuery] {
+        let w = workload
+        let cat = BenchWorkload.category
         // Plaintext range scans on ~seq, each N/10 rows.
-        rows = 0
+        var rows = 0
         let ranges = try (0..<10).map { j in
             try WalletQuery(
                 json: String(
@@ -135,7 +179,7 @@ struct WalletWorkloadRunner {
         let (_, tR) = try await Clock.time {
             for _ in 0..<scanRepeats { for q in ranges { rows += try await b.fetchAll(type: cat, matching: q).count } }
         }
-        out.append(("scan_range_plaintext_fetch_all", .rows(rows: rows, seconds: tR, queries: ranges.count * scanRepeats)))
+        phases.out.append(("scan_range_plaintext_fetch_all", .rows(rows: rows, seconds: tR, queries: ranges.count * scanRepeats)))
 
         // Whole type in one call.
         let (allRows, tAll) = try await Clock.time { () -> Int in
@@ -143,7 +187,7 @@ struct WalletWorkloadRunner {
             for _ in 0..<scanRepeats { total += try await b.fetchAll(type: cat).count }
             return total
         }
-        out.append(("fetch_all_category_one_call", .rows(rows: allRows, seconds: tAll, queries: scanRepeats)))
+        phases.out.append(("fetch_all_category_one_call", .rows(rows: allRows, seconds: tAll, queries: scanRepeats)))
 
         // Paged walk through a search handle, 100 rows a page (keyset paging, no OFFSET).
         let (pagedRows, tP) = try await Clock.time { () -> Int in
@@ -153,46 +197,58 @@ struct WalletWorkloadRunner {
             try await b.closeSearch(h)
             return total
         }
-        out.append(("paged_scan_handle_100", .pages(pages: (w.n + 99) / 100, rows: pagedRows, seconds: tP)))
+        phases.out.append(("paged_scan_handle_100", .pages(pages: (w.n + 99) / 100, rows: pagedRows, seconds: tP)))
+        return ranges
+    }
 
-        // Streaming walk of every record: resident memory must not grow with the result.
+    /// Streaming walk of every record: resident memory must not grow with the result.
+    func streamWalk(_ b: Wallet, _ phases: inout PhaseLog) async throws {
+        let cat = BenchWorkload.category
         let rssBefore = residentBytes()
         var peak = rssBefore
-        rows = 0
+        var rows = 0
         let (_, tW) = try await Clock.time {
             for try await _ in b.records(type: cat) {
                 rows += 1
                 if rows % 1000 == 0 { peak = max(peak, residentBytes()) }
             }
         }
-        out.append(
+        phases.out.append(
             ("stream_walk_all", .rows(rows: rows, seconds: tW, queries: 1, extra: [("rss_growth_bytes", Double(max(0, peak - rssBefore)))]))
         )
+    }
 
-        // Rekey rewrites only the sealed keys: the same time for N records as for 10.
+    /// Rekey rewrites only the sealed keys: the same time for N records as for 10. Returns both
+    /// times, for the open group; `b` ends with `key` again.
+    func rekey(_ b: Wallet, key: WalletKey) async throws -> [(String, Double)] {
+        let w = workload
+        let cat = BenchWorkload.category
         let small = try await Wallet.create(at: folder.appendingPathComponent("small.sqlite"), key: key)
         for i in 0..<10 { try await small.add(type: cat, id: w.names[i], value: w.values[i], tags: w.tags[i]) }
         let (_, tRekeySmall) = try await Clock.time { try await small.rekey(to: .raw(WalletKey.generateRawKey())) }
         try small.close()
         let (_, tRekeyN) = try await Clock.time { try await b.rekey(to: .raw(WalletKey.generateRawKey())) }
         try await b.rekey(to: key)
-        let rekeyTimes = [("rekey_10_records_s", tRekeySmall), ("rekey_n_records_s", tRekeyN)]
+        return [("rekey_10_records_s", tRekeySmall), ("rekey_n_records_s", tRekeyN)]
+    }
 
-        // Counts.
-        log("count …")
+    /// Counts from the tag index, and the same counts done by opening every matching record.
+    func counts(_ b: Wallet, queries: [WalletQuery], ranges: [WalletQuery], _ phases: inout PhaseLog) async throws {
+        let cat = BenchWorkload.category
+        phases.log("count …")
         let reps = 100
         let (cAll, tC) = try await Clock.time { () -> Int in
             var c = 0
             for _ in 0..<reps { c = try await b.count(type: cat) }
             return c
         }
-        out.append(("count_all", .rate(ops: reps, seconds: tC, extra: [("result", Double(cAll))])))
+        phases.out.append(("count_all", .rate(ops: reps, seconds: tC, extra: [("result", Double(cAll))])))
         let (cTag, tCT) = try await Clock.time { () -> Int in
             var c = 0
             for j in 0..<reps { c = try await b.count(type: cat, matching: queries[j % queries.count]) }
             return c
         }
-        out.append(("count_tag_eq", .rate(ops: reps, seconds: tCT, extra: [("result", Double(cTag))])))
+        phases.out.append(("count_tag_eq", .rate(ops: reps, seconds: tCT, extra: [("result", Double(cTag))])))
         // The same counts done by opening every matching record (what a count that cannot be
         // misled by an altered tag index would cost; Coffer's counts read the index, and
         // `wallet check` verifies it).
@@ -203,23 +259,26 @@ struct WalletWorkloadRunner {
             for _ in 0..<openReps { c = try await b.fetchAll(type: cat, options: opened).count }
             return c
         }
-        out.append(("count_all_by_opening", .rate(ops: openReps, seconds: tCO, extra: [("result", Double(cAllOpened))])))
+        phases.out.append(("count_all_by_opening", .rate(ops: openReps, seconds: tCO, extra: [("result", Double(cAllOpened))])))
         let (cTagOpened, tCTO) = try await Clock.time { () -> Int in
             var c = 0
             for j in 0..<openReps { c = try await b.fetchAll(type: cat, matching: queries[j % queries.count], options: opened).count }
             return c
         }
-        out.append(("count_tag_eq_by_opening", .rate(ops: openReps, seconds: tCTO, extra: [("result", Double(cTagOpened))])))
+        phases.out.append(("count_tag_eq_by_opening", .rate(ops: openReps, seconds: tCTO, extra: [("result", Double(cTagOpened))])))
         let (cRange, tCR) = try await Clock.time { () -> Int in
             var c = 0
             for j in 0..<reps { c = try await b.count(type: cat, matching: ranges[j % 10]) }
             return c
         }
-        out.append(("count_range_plaintext", .rate(ops: reps, seconds: tCR, extra: [("result", Double(cRange))])))
+        phases.out.append(("count_range_plaintext", .rate(ops: reps, seconds: tCR, extra: [("result", Double(cRange))])))
+    }
 
-        // Long $in lists (bound as one JSON array each): 5,000 values on a plaintext and on an
-        // encrypted tag, counted and fully fetched.
-        log("big queries …")
+    /// Long $in lists (bound as one JSON array each): 5,000 values on a plaintext and on an
+    /// encrypted tag, counted and fully fetched.
+    func bigQueries(_ b: Wallet, _ phases: inout PhaseLog) async throws {
+        let cat = BenchWorkload.category
+        phases.log("big queries …")
         func inQuery(_ tag: String, _ values: [String]) throws -> WalletQuery {
             try WalletQuery(jsonValue: .object([(tag, .object([("$in", .array(values.map { .string($0) }))]))]))
         }
@@ -233,15 +292,19 @@ struct WalletWorkloadRunner {
                 for _ in 0..<5 { c = try await b.count(type: cat, matching: query) }
                 return c
             }
-            out.append(("count_\(name)", .rate(ops: 5, seconds: tCount, extra: [("result", Double(c))])))
+            phases.out.append(("count_\(name)", .rate(ops: 5, seconds: tCount, extra: [("result", Double(c))])))
             let (rows, tFetch) = try await Clock.time { try await b.fetchAll(type: cat, matching: query).count }
-            out.append(("fetch_all_\(name)", .rate(ops: rows, seconds: tFetch, extra: [("seconds", tFetch)])))
+            phases.out.append(("fetch_all_\(name)", .rate(ops: rows, seconds: tFetch, extra: [("seconds", tFetch)])))
         }
+    }
 
-        // $regex: a pattern that makes a backtracking engine take exponential time (`^(a+)+$`
-        // over 26 a's and a '!') against a trivial one, over N records on a plaintext and an
-        // encrypted tag. Linear-time matching keeps the two within a small factor.
-        log("regex …")
+    /// $regex: a pattern that makes a backtracking engine take exponential time (`^(a+)+$`
+    /// over 26 a's and a '!') against a trivial one, over N records on a plaintext and an
+    /// encrypted tag. Linear-time matching keeps the two within a small factor.
+    func regex(key: WalletKey, _ phases: inout PhaseLog) async throws {
+        let w = workload
+        let cat = BenchWorkload.category
+        phases.log("regex …")
         let regexPath = folder.appendingPathComponent("regex.sqlite")
         let regexStore = try await Wallet.create(at: regexPath, key: key)
         let hostile = String(repeating: "a", count: 26) + "!"
@@ -256,42 +319,56 @@ struct WalletWorkloadRunner {
                 seconds.append(("\(label)_s", t))
             }
             seconds.append(("pathological_over_trivial", seconds[1].1 / seconds[0].1))
-            out.append(("regex_count_\(tag == "e" ? "encrypted" : "plaintext")", .group(seconds)))
+            phases.out.append(("regex_count_\(tag == "e" ? "encrypted" : "plaintext")", .group(seconds)))
         }
         try regexStore.close()
+    }
 
-        // Update (replace value and tags, as Askar's replace), one per transaction and batched.
-        log("update …")
+    /// Update (replace value and tags, as Askar's replace), one per transaction and batched.
+    func update(_ b: Wallet, _ phases: inout PhaseLog) async throws {
+        let w = workload
+        let cat = BenchWorkload.category
+        let k = w.oneTxnCount
+        phases.log("update …")
         let upd = Array(w.updateOrder.prefix(k))
         let (_, tU) = try await Clock.time {
             for i in upd { try await b.replace(type: cat, id: w.names[i], value: w.newValues[i], tags: w.tags[i]) }
         }
-        out.append(("update_one_per_txn", .rate(ops: upd.count, seconds: tU)))
+        phases.out.append(("update_one_per_txn", .rate(ops: upd.count, seconds: tU)))
         let (_, tUB) = try await Clock.time {
             try await b.transaction { txn in
                 for i in w.updateOrder { try txn.replace(type: cat, id: w.names[i], value: w.values[i], tags: w.tags[i]) }
             }
         }
-        out.append(("update_batched_one_txn", .rate(ops: w.n, seconds: tUB)))
+        phases.out.append(("update_batched_one_txn", .rate(ops: w.n, seconds: tUB)))
+    }
 
-        // Remove, one per transaction (store A) and batched (store B).
-        log("remove …")
+    /// Remove, one per transaction (store A) and batched (store B); closes both.
+    func remove(storeA: Wallet, _ b: Wallet, pathB: URL, _ phases: inout PhaseLog) async throws {
+        let w = workload
+        let cat = BenchWorkload.category
+        let k = w.oneTxnCount
+        phases.log("remove …")
         let removeA = w.updateOrder.filter { $0 < k }
         let (_, tRA) = try await Clock.time {
             for i in removeA { try await storeA.delete(type: cat, id: w.names[i]) }
         }
-        out.append(("remove_one_per_txn", .rate(ops: removeA.count, seconds: tRA)))
+        phases.out.append(("remove_one_per_txn", .rate(ops: removeA.count, seconds: tRA)))
         let (_, tRB) = try await Clock.time {
             try await b.transaction { txn in
                 for i in w.updateOrder { try txn.delete(type: cat, id: w.names[i]) }
             }
         }
-        out.append(("remove_batched_one_txn", .rate(ops: w.n, seconds: tRB)))
+        phases.out.append(("remove_batched_one_txn", .rate(ops: w.n, seconds: tRB)))
         try storeA.close()
         try b.close()
-        out.append(("db_bytes_after_remove_all", .number(Double(databaseBytes(pathB.path)))))
+        phases.out.append(("db_bytes_after_remove_all", .number(Double(databaseBytes(pathB.path)))))
+    }
 
-        // Import from JSON lines (streamed, one transaction), then remove 90% and compact.
+    /// Writes the workload's records as JSON lines, in chunks of about 1 MiB; returns the file.
+    func writeImportLines() throws -> URL {
+        let w = workload
+        let cat = BenchWorkload.category
         let jsonl = folder.appendingPathComponent("import.jsonl")
         if let writer = FileHandle(
             forWritingAtPath: {
@@ -314,28 +391,36 @@ struct WalletWorkloadRunner {
             try writer.write(contentsOf: Data(chunk.utf8))
             try writer.close()
         }
+        return jsonl
+    }
+
+    /// Import from JSON lines (streamed, one transaction), then remove 90% and compact.
+    func importAndCompact(key: WalletKey, _ phases: inout PhaseLog) async throws {
+        let cat = BenchWorkload.category
+        let jsonl = try writeImportLines()
         let pathC = folder.appendingPathComponent("imported.sqlite")
         let storeC = try await Wallet.create(at: pathC, key: key)
-        log("import jsonl …", store: pathC)
+        phases.log("import jsonl …", store: pathC)
         let (imported, tImport) = try await Clock.time { try await storeC.importRecords(fromJSONLines: jsonl) }
-        out.append(("import_jsonl_one_txn", .rate(ops: imported, seconds: tImport)))
-        log("remove 90% …")
+        phases.out.append(("import_jsonl_one_txn", .rate(ops: imported, seconds: tImport)))
+        phases.log("remove 90% …")
         let keep = "schema:0"
         let (removed90, tRemove90) = try await Clock.time {
             try await storeC.removeAll(
                 type: cat, matching: WalletQuery(jsonValue: .object([("schema_id", .object([("$neq", .string(keep))]))])))
         }
-        out.append(("remove_all_90pct", .rate(ops: removed90, seconds: tRemove90)))
-        log("compact …")
+        phases.out.append(("remove_all_90pct", .rate(ops: removed90, seconds: tRemove90)))
+        phases.log("compact …")
         let (_, tCompact) = try await Clock.time { try await storeC.compact() }
-        out.append(("compact_s", .number(tCompact)))
+        phases.out.append(("compact_s", .number(tCompact)))
         try storeC.close()
-        endPhase()
-        out.append(("disk_bytes_after_close", .number(Double(databaseBytes(pathC.path)))))
-        phaseStore = pathB
+        phases.endPhase()
+        phases.out.append(("disk_bytes_after_close", .number(Double(databaseBytes(pathC.path)))))
+    }
 
-        // Open cost: raw key and Argon2id passphrases.
-        log("open timings …")
+    /// Open cost: raw key and Argon2id passphrases, with the rekey times, as one group.
+    func openTimings(key: WalletKey, pathB: URL, rekeyTimes: [(String, Double)], _ phases: inout PhaseLog) async throws {
+        phases.log("open timings …")
         var opens = [(String, Double)]()
         var rawTimes = [Double]()
         for _ in 0..<kdfRepeats {
@@ -362,8 +447,7 @@ struct WalletWorkloadRunner {
             opens.append(("argon2id_\(label)_open_s_median", percentile(times, 50)))
         }
         opens += rekeyTimes
-        out.append(("open", .group(opens)))
-        endPhase()
-        return out
+        phases.out.append(("open", .group(opens)))
+        phases.endPhase()
     }
 }

@@ -70,26 +70,9 @@ enum ChildRun {
 /// on disk (main file + WAL) after each step that changes them.
 enum BackupMemoryBench {
     static func run(records: Int, folder: URL) async throws -> [(String, Double)] {
-        let workload = BenchWorkload(n: records, valueSize: 200, fetchCap: 1, txnCap: 1)
         let rawKey = WalletKey.generateRawKey()
         let source = folder.appendingPathComponent("source", isDirectory: true)
-        let jsonl = folder.appendingPathComponent("records.jsonl")
-        _ = FileManager.default.createFile(atPath: jsonl.path, contents: nil)
-        let writer = try FileHandle(forWritingTo: jsonl)
-        var chunk = ""
-        for i in 0..<records {
-            chunk +=
-                JSONValue.object([
-                    ("type", .string(BenchWorkload.category)), ("id", .string(workload.names[i])),
-                    ("value", .string(workload.values[i])), ("tags", workload.tags[i].jsonValue),
-                ]).jsonText + "\n"
-            if chunk.utf8.count > 1 << 20 {
-                try writer.write(contentsOf: Data(chunk.utf8))
-                chunk = ""
-            }
-        }
-        try writer.write(contentsOf: Data(chunk.utf8))
-        try writer.close()
+        let jsonl = try writeRecords(records, folder: folder)
         let env = ["COFFER_BENCH_KEY": rawKey.base64EncodedString(), "COFFER_BENCH_BACKUP": "bench backup passphrase"]
         func coffer(_ store: URL, _ args: [String]) throws -> Double {
             let (status, peak) = try ChildRun.run(["--store", store.path, "--raw-key-env", "COFFER_BENCH_KEY"] + args, environment: env)
@@ -132,5 +115,29 @@ enum BackupMemoryBench {
         out.append(("compact_peak_rss_mib", try coffer(source, ["wallet", "compact"])))
         out.append(("store_mib_after_compact", storeMiB()))
         return out
+    }
+
+    /// Writes `records` records of the bench workload as JSON lines, in chunks of about 1 MiB;
+    /// returns the file.
+    static func writeRecords(_ records: Int, folder: URL) throws -> URL {
+        let workload = BenchWorkload(n: records, valueSize: 200, fetchCap: 1, txnCap: 1)
+        let jsonl = folder.appendingPathComponent("records.jsonl")
+        _ = FileManager.default.createFile(atPath: jsonl.path, contents: nil)
+        let writer = try FileHandle(forWritingTo: jsonl)
+        var chunk = ""
+        for i in 0..<records {
+            chunk +=
+                JSONValue.object([
+                    ("type", .string(BenchWorkload.category)), ("id", .string(workload.names[i])),
+                    ("value", .string(workload.values[i])), ("tags", workload.tags[i].jsonValue),
+                ]).jsonText + "\n"
+            if chunk.utf8.count > 1 << 20 {
+                try writer.write(contentsOf: Data(chunk.utf8))
+                chunk = ""
+            }
+        }
+        try writer.write(contentsOf: Data(chunk.utf8))
+        try writer.close()
+        return jsonl
     }
 }

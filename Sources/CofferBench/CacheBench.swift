@@ -2,6 +2,7 @@
 // same operations, same data, same run.
 import ArgumentParser
 import Coffer
+import CofferCLISupport
 import Foundation
 
 #if canImport(FoundationNetworking)
@@ -28,6 +29,9 @@ struct CacheBench: AsyncParsableCommand {
         }
     }
 
+    /// Rounds that alternate between the two sides of a comparison, so both see the same machine load.
+    static let rounds = 5
+
     func run() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bench-cache-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -39,11 +43,34 @@ struct CacheBench: AsyncParsableCommand {
         var results = [(String, Double)]()
 
         // Memory: our memory layer vs NSCache, both holding every entry.
+        let keys = ids.map { MediaKey.thumbnail($0) }
+        // Both caches stay open for the rest of the run.
+        let memory = try await memoryHits(folder: folder, payloads: payloads, ids: ids, keys: keys, probe: probe)
+        results += memory.results
+
+        // Disk: our disk layer (memory layer off) vs URLCache with no memory capacity.
+        let (diskOnly, openResults) = try await openDiskOnly(folder: folder)
+        results += openResults
+        let (urlCache, requests, tURLPut) = await urlCachePuts(folder: folder, payloads: payloads, ids: ids)
+        results += try await diskHits(diskOnly, keys: keys, urlCache: urlCache, requests: requests, probe: probe)
+        results += [("urlcache_put_per_sec", Double(urlcacheEntries) / tURLPut)]
+
+        // Puts that each evict one entry, at 1,000 and at `entries` entries, in alternating rounds
+        // (so both see the same disk write-back): the cost must not grow with the entry count.
+        results += try await evictingPuts(folder: folder, payloads: payloads)
+        results += await nsCachePuts(payloads: payloads)
+        printResults(results)
+    }
+
+    /// Memory hits of the media cache and of NSCache, both filled with every entry; returns both caches.
+    func memoryHits(
+        folder: URL, payloads: [Data], ids: [String], keys: [MediaKey], probe: [Int]
+    ) async throws -> (cache: MediaCache, nscache: NSCache<NSString, NSData>, results: [(String, Double)]) {
+        let rounds = Self.rounds
         let limits = MediaCacheLimits(entries: [.thumbnail: entries], memoryBytes: entries * size * 2, diskBytes: entries * size * 4)
         let cache = try MediaCache(folder: folder.appendingPathComponent("coffer"), limits: limits)
         let nscache = NSCache<NSString, NSData>()
         nscache.countLimit = entries
-        let keys = ids.map { MediaKey.thumbnail($0) }
         let nsKeys = ids.map { NSString(string: $0) }
         for i in 0..<entries {
             try await cache.store(payloads[i % 64], for: keys[i])
@@ -53,16 +80,17 @@ struct CacheBench: AsyncParsableCommand {
         var nsHits = 0
         var tMemory = 0.0
         var tNSCache = 0.0
-        let rounds = 5
         for round in 0..<rounds {
             let slice = probe[(round * reads / rounds)..<((round + 1) * reads / rounds)]
             tMemory += await Clock.time { for i in slice where cache.memoryData(for: keys[i]) != nil { hits += 1 } }.1
             tNSCache += await Clock.time { for i in slice where nscache.object(forKey: nsKeys[i]) != nil { nsHits += 1 } }.1
         }
         guard hits == reads, nsHits == reads else { throw ValidationError("memory hits: coffer \(hits), NSCache \(nsHits) of \(reads)") }
-        results += [("memory_hit_per_sec", Double(reads) / tMemory), ("nscache_hit_per_sec", Double(reads) / tNSCache)]
+        return (cache, nscache, [("memory_hit_per_sec", Double(reads) / tMemory), ("nscache_hit_per_sec", Double(reads) / tNSCache)])
+    }
 
-        // Disk: our disk layer (memory layer off) vs URLCache with no memory capacity.
+    /// Reopens the cache with its memory layer off; the open's and the index's times.
+    func openDiskOnly(folder: URL) async throws -> (MediaCache, [(String, Double)]) {
         let (diskOnly, tOpen) = try await Clock.time {
             try MediaCache(
                 folder: folder.appendingPathComponent("coffer"),
@@ -72,7 +100,11 @@ struct CacheBench: AsyncParsableCommand {
         // now if the background has not yet, so this is at most the whole scan.
         let (stats, tIndex) = await Clock.time { diskOnly.statistics() }
         guard stats.kinds[.thumbnail]?.diskEntries == entries else { throw ValidationError("reopening lost entries") }
-        results += [("open_ms", tOpen * 1000), ("index_after_open_ms", tIndex * 1000)]
+        return (diskOnly, [("open_ms", tOpen * 1000), ("index_after_open_ms", tIndex * 1000)])
+    }
+
+    /// A URLCache without memory capacity, filled with `urlcacheEntries` responses; the time of the fill.
+    func urlCachePuts(folder: URL, payloads: [Data], ids: [String]) async -> (URLCache, [URLRequest], Double) {
         let urlCache = URLCache(
             memoryCapacity: 0, diskCapacity: entries * size * 4, diskPath: folder.appendingPathComponent("urlcache").path)
         let requests = ids.map { URLRequest(url: URL(string: "https://media.example/thumbnails/\($0)")!) }
@@ -84,6 +116,15 @@ struct CacheBench: AsyncParsableCommand {
                 urlCache.storeCachedResponse(CachedURLResponse(response: response, data: payloads[i % 64]), for: requests[i])
             }
         }
+        return (urlCache, requests, tURLPut)
+    }
+
+    /// Disk hits of the media cache (sync and async) beside URLCache's.
+    func diskHits(
+        _ diskOnly: MediaCache, keys: [MediaKey], urlCache: URLCache, requests: [URLRequest], probe: [Int]
+    ) async throws -> [(String, Double)] {
+        let rounds = Self.rounds
+        var results = [(String, Double)]()
         let urlReads = min(diskReads, 1_000) // at Linux URLCache's speed, more only lengthens the run
         var diskHits = 0
         var urlHits = 0
@@ -119,10 +160,12 @@ struct CacheBench: AsyncParsableCommand {
             StandardError.write("URLCache answered \(urlHits) of \(urlTimed) disk reads; its hit rate is not comparable\n")
             results += [("urlcache_disk_hit_ratio", Double(urlHits) / Double(urlTimed))]
         }
-        results += [("urlcache_put_per_sec", Double(urlcacheEntries) / tURLPut)]
+        return results
+    }
 
-        // Puts that each evict one entry, at 1,000 and at `entries` entries, in alternating rounds
-        // (so both see the same disk write-back): the cost must not grow with the entry count.
+    /// Puts that each evict one entry, into caches full at 1,000 and at `entries` entries.
+    func evictingPuts(folder: URL, payloads: [Data]) async throws -> [(String, Double)] {
+        let rounds = Self.rounds
         let sizes = [1_000, entries]
         let evicting = try sizes.map { n in
             let c = try MediaCache(
@@ -149,17 +192,24 @@ struct CacheBench: AsyncParsableCommand {
             await c.clear()
         }
         let timedPuts = Double(rounds * (puts / rounds))
-        results += [
+        return [
             ("put_evict_at_1k_per_sec", timedPuts / tPut[0]), ("put_evict_at_\(entries / 1000)k_per_sec", timedPuts / tPut[1]),
             ("eviction_cost_ratio_large_over_1k", tPut[1] / tPut[0]),
         ]
+    }
+
+    /// NSCache's puts, each evicting one entry of a full cache.
+    func nsCachePuts(payloads: [Data]) async -> [(String, Double)] {
         let nsEvicting = NSCache<NSString, NSData>()
         nsEvicting.countLimit = entries
         for i in 0..<entries { nsEvicting.setObject(payloads[i % 64] as NSData, forKey: NSString(string: "fill-\(i)")) }
         let newKeys = (0..<puts).map { NSString(string: "new-\($0)") }
         let (_, tNSPut) = await Clock.time { for i in 0..<puts { nsEvicting.setObject(payloads[i % 64] as NSData, forKey: newKeys[i]) } }
-        results += [("nscache_put_evict_per_sec", Double(puts) / tNSPut)]
+        return [("nscache_put_evict_per_sec", Double(puts) / tNSPut)]
+    }
 
+    /// The results as one JSON object or as a table, on stdout.
+    func printResults(_ results: [(String, Double)]) {
         if json {
             var fields = results.map { ($0.0, JSONValue.number(String(format: "%.2f", $0.1))) }
             fields += [

@@ -1,5 +1,6 @@
 // The same workload on plain SQLite through GRDB: same schema shape, no encryption, same durability.
 import Coffer
+import CofferCLISupport
 import Foundation
 import GRDB
 
@@ -104,10 +105,29 @@ struct PlainSQLiteRunner {
         try db.cachedStatement(sql: "DELETE FROM items WHERE id = ?").execute(arguments: [id])
     }
 
+    /// The SQL condition of a plaintext range on ~seq, bound to its two ends.
+    static let rangeClause =
+        "AND EXISTS (SELECT 1 FROM tags t WHERE t.item = i.id AND t.name = '~seq' AND t.value >= ?) AND EXISTS (SELECT 1 FROM tags t WHERE t.item = i.id AND t.name = '~seq' AND t.value < ?)"
+
     func run() async throws -> [String: BenchValue] {
-        let w = workload
         var out = [String: BenchValue]()
         StandardError.write("coffer: plain SQLite baseline …\n")
+        let (a, b) = try await timeInserts(&out)
+        try await timeFetches(b, &out)
+        try await timeTagScans(b, &out)
+        try await timeRangeScans(b, &out)
+        try await timePagedScan(b, &out)
+        try await timeCounts(b, &out)
+        try await timeUpdatesAndRemoves(a, b, &out)
+        try a.close()
+        try b.close()
+        return out
+    }
+
+    /// Inserts one record per transaction (store A) and all N in one transaction (store B);
+    /// returns both stores.
+    func timeInserts(_ out: inout [String: BenchValue]) async throws -> (a: DatabasePool, b: DatabasePool) {
+        let w = workload
         let a = try open("one_per_txn.sqlite")
         let k = w.oneTxnCount
         let (_, tA) = try await Clock.time {
@@ -124,7 +144,12 @@ struct PlainSQLiteRunner {
         let bytes = databaseBytes(folder.appendingPathComponent("batched.sqlite").path)
         out["db_bytes_after_insert"] = .number(Double(bytes))
         out["db_bytes_per_record"] = .number((Double(bytes) / Double(w.n) * 10).rounded() / 10)
+        return (a, b)
+    }
 
+    /// Fetch by id, random order, one read; misses; one read per fetch.
+    func timeFetches(_ b: DatabasePool, _ out: inout [String: BenchValue]) async throws {
+        let w = workload
         let order = w.fetchOrder
         let (_, tF) = try await Clock.time {
             try await b.read { db in for i in order { _ = try Self.fetch(db, w.names[i]) } }
@@ -140,7 +165,10 @@ struct PlainSQLiteRunner {
             for i in order.prefix(kk) { _ = try b.read { try Self.fetch($0, w.names[i]) } }
         }
         out["fetch_by_id_new_session_each"] = .rate(ops: kk, seconds: tN)
+    }
 
+    /// Tag-equality scans, one tag and two tags.
+    func timeTagScans(_ b: DatabasePool, _ out: inout [String: BenchValue]) async throws {
         let eqJoin = "tags d CROSS JOIN items i ON i.id = d.item"
         var rows = 0
         let (_, tS) = try await Clock.time {
@@ -165,9 +193,13 @@ struct PlainSQLiteRunner {
             }
         }
         out["scan_tag_and_2_encrypted_fetch_all"] = .rows(rows: rows, seconds: tA2, queries: BenchWorkload.schemas)
-        rows = 0
-        let rangeClause =
-            "AND EXISTS (SELECT 1 FROM tags t WHERE t.item = i.id AND t.name = '~seq' AND t.value >= ?) AND EXISTS (SELECT 1 FROM tags t WHERE t.item = i.id AND t.name = '~seq' AND t.value < ?)"
+    }
+
+    /// Plaintext range scans on ~seq, and the whole type in one query.
+    func timeRangeScans(_ b: DatabasePool, _ out: inout [String: BenchValue]) async throws {
+        let w = workload
+        let rangeClause = Self.rangeClause
+        var rows = 0
         let (_, tR) = try await Clock.time {
             for j in 0..<10 {
                 rows += try await b.read {
@@ -179,6 +211,11 @@ struct PlainSQLiteRunner {
         out["scan_range_plaintext_fetch_all"] = .rows(rows: rows, seconds: tR, queries: 10)
         let (allRows, tAll) = try await Clock.time { try await b.read { try Self.scan($0, where: "", []) } }
         out["fetch_all_category_one_call"] = .rows(rows: allRows, seconds: tAll, queries: 1)
+    }
+
+    /// A walk in pages of 100 (keyset paging), each record with its tags.
+    func timePagedScan(_ b: DatabasePool, _ out: inout [String: BenchValue]) async throws {
+        let w = workload
         let (pagedRows, tP) = try await Clock.time { () -> Int in
             var after: Int64 = 0
             var total = 0
@@ -201,7 +238,12 @@ struct PlainSQLiteRunner {
             return total
         }
         out["paged_scan_handle_100"] = .pages(pages: (w.n + 99) / 100, rows: pagedRows, seconds: tP)
+    }
 
+    /// Counts: the whole type, one tag, a plaintext range.
+    func timeCounts(_ b: DatabasePool, _ out: inout [String: BenchValue]) async throws {
+        let w = workload
+        let rangeClause = Self.rangeClause
         let reps = 100
         let (_, tC) = try await Clock.time {
             for _ in 0..<reps {
@@ -236,7 +278,12 @@ struct PlainSQLiteRunner {
             }
         }
         out["count_range_plaintext"] = .rate(ops: reps, seconds: tCR)
+    }
 
+    /// Update (replace value and tags), then remove; one per transaction and batched.
+    func timeUpdatesAndRemoves(_ a: DatabasePool, _ b: DatabasePool, _ out: inout [String: BenchValue]) async throws {
+        let w = workload
+        let k = w.oneTxnCount
         let upd = Array(w.updateOrder.prefix(k))
         let (_, tU) = try await Clock.time {
             for i in upd { try await b.write { try Self.replace($0, w.names[i], w.newValues[i], w.tags[i]) } }
@@ -255,8 +302,5 @@ struct PlainSQLiteRunner {
             try await b.write { db in for i in w.updateOrder { try Self.remove(db, w.names[i]) } }
         }
         out["remove_batched_one_txn"] = .rate(ops: w.n, seconds: tRB)
-        try a.close()
-        try b.close()
-        return out
     }
 }

@@ -47,15 +47,36 @@ struct LaunchBench: AsyncParsableCommand {
         defer { if dir == nil { try? FileManager.default.removeItem(at: folder) } }
         let key = WalletKey.raw(WalletKey.generateRawKey())
 
-        func log(_ text: String) { if !json { FileHandle.standardError.write(Data("\(text)\n".utf8)) } }
         log("building the empty and the realistic store …")
+        let (empty, full) = try await buildStores(in: folder, key: key)
+        log("timing launches …")
+        let samples = try await launches(empty, full, key: key)
+        log("timing the wallet's open at \(scaleSmall) and \(scaleLarge) records …")
+        let (smallOpens, largeOpens) = try await walletOpenScaling(in: folder, key: key)
+
+        if json {
+            printJSON(samples: samples, smallOpens: smallOpens, largeOpens: largeOpens)
+        } else {
+            printTable(samples: samples, smallOpens: smallOpens, largeOpens: largeOpens)
+        }
+    }
+
+    /// A progress line on stderr, unless the output is JSON.
+    func log(_ text: String) { if !json { FileHandle.standardError.write(Data("\(text)\n".utf8)) } }
+
+    /// The empty and the realistic store.
+    func buildStores(in folder: URL, key: WalletKey) async throws -> (empty: LaunchStore, full: LaunchStore) {
         let empty = try await LaunchStore.build(
             at: folder.appendingPathComponent("empty"), key: key, walletRecords: 0, assets: 0,
             thumbnails: 0, thumbnailSize: thumbnailSize, useVault: false)
         let full = try await LaunchStore.build(
             at: folder.appendingPathComponent("realistic"), key: key, walletRecords: walletRecords,
             assets: assets, thumbnails: thumbnails, thumbnailSize: thumbnailSize, useVault: true)
-        log("timing launches …")
+        return (empty, full)
+    }
+
+    /// `repeats` launches of each store; each part's seconds, by store label.
+    func launches(_ empty: LaunchStore, _ full: LaunchStore, key: WalletKey) async throws -> [String: [String: [Double]]] {
         var samples: [String: [String: [Double]]] = ["empty": [:], "realistic": [:]]
         for round in 0..<repeats {
             // Alternate which store goes first, so neither always follows the other.
@@ -64,7 +85,11 @@ struct LaunchBench: AsyncParsableCommand {
                 for (part, seconds) in parts { samples[store.label, default: [:]][part, default: []].append(seconds) }
             }
         }
-        log("timing the wallet's open at \(scaleSmall) and \(scaleLarge) records …")
+        return samples
+    }
+
+    /// The wallet's raw-key open at `scaleSmall` and at `scaleLarge` records, alternating.
+    func walletOpenScaling(in folder: URL, key: WalletKey) async throws -> (small: [Double], large: [Double]) {
         let small = folder.appendingPathComponent("scale-small.sqlite")
         let large = folder.appendingPathComponent("scale-large.sqlite")
         try await LaunchStore.makeWallet(at: small, key: key, records: scaleSmall)
@@ -78,46 +103,53 @@ struct LaunchBench: AsyncParsableCommand {
                 if isSmall { smallOpens.append(t) } else { largeOpens.append(t) }
             }
         }
+        return (smallOpens, largeOpens)
+    }
 
+    /// The medians as one JSON object, on stdout.
+    func printJSON(samples: [String: [String: [Double]]], smallOpens: [Double], largeOpens: [Double]) {
         let parts = LaunchStore.parts
         let median = { (xs: [Double]) in percentile(xs, 50) }
-        if json {
-            func group(_ label: String) -> JSONValue {
-                .object(parts.map { ($0, .number(String(format: "%.6f", median(samples[label]?[$0] ?? [0])))) })
-            }
-            let sizes: JSONValue = .object([
-                ("wallet_records", .number(String(walletRecords))), ("assets", .number(String(assets))),
-                ("thumbnails", .number(String(thumbnails))), ("thumbnail_bytes", .number(String(thumbnailSize))),
-                ("vault", .string("used")), ("repeats", .number(String(repeats))),
-            ])
-            let scaling: JSONValue = .object([
-                ("records_small", .number(String(scaleSmall))), ("records_large", .number(String(scaleLarge))),
-                ("raw_open_s_median_small", .number(String(format: "%.6f", median(smallOpens)))),
-                ("raw_open_s_median_large", .number(String(format: "%.6f", median(largeOpens)))),
-                ("large_over_small", .number(String(format: "%.3f", median(largeOpens) / median(smallOpens)))),
-            ])
-            print(
-                JSONValue.object([
-                    ("tool", .string("coffer bench launch")), ("realistic_sizes", sizes),
-                    ("empty_s_median", group("empty")), ("realistic_s_median", group("realistic")), ("wallet_open_scaling", scaling),
-                ]).jsonText)
-        } else {
-            print(
-                "launch by part, median of \(repeats) (seconds); realistic = \(walletRecords) wallet records, \(assets) assets, "
-                    + "\(thumbnails) thumbnails of \(thumbnailSize) bytes, a used vault")
-            print("part".padding(toLength: 30, withPad: " ", startingAt: 0), "     empty", " realistic", "     ratio")
-            for part in parts {
-                let e = median(samples["empty"]?[part] ?? [0])
-                let r = median(samples["realistic"]?[part] ?? [0])
-                print(
-                    part.padding(toLength: 30, withPad: " ", startingAt: 0), String(format: "%10.5f %10.5f %9.2fx", e, r, r / max(e, 1e-9)))
-            }
-            let s = median(smallOpens)
-            let l = median(largeOpens)
-            print(
-                String(
-                    format: "wallet raw-key open: %.5f s at %d records, %.5f s at %d records (%.2fx)", s, scaleSmall, l, scaleLarge, l / s))
+        func group(_ label: String) -> JSONValue {
+            .object(parts.map { ($0, .number(String(format: "%.6f", median(samples[label]?[$0] ?? [0])))) })
         }
+        let sizes: JSONValue = .object([
+            ("wallet_records", .number(String(walletRecords))), ("assets", .number(String(assets))),
+            ("thumbnails", .number(String(thumbnails))), ("thumbnail_bytes", .number(String(thumbnailSize))),
+            ("vault", .string("used")), ("repeats", .number(String(repeats))),
+        ])
+        let scaling: JSONValue = .object([
+            ("records_small", .number(String(scaleSmall))), ("records_large", .number(String(scaleLarge))),
+            ("raw_open_s_median_small", .number(String(format: "%.6f", median(smallOpens)))),
+            ("raw_open_s_median_large", .number(String(format: "%.6f", median(largeOpens)))),
+            ("large_over_small", .number(String(format: "%.3f", median(largeOpens) / median(smallOpens)))),
+        ])
+        print(
+            JSONValue.object([
+                ("tool", .string("coffer bench launch")), ("realistic_sizes", sizes),
+                ("empty_s_median", group("empty")), ("realistic_s_median", group("realistic")), ("wallet_open_scaling", scaling),
+            ]).jsonText)
+    }
+
+    /// The medians as a table, on stdout.
+    func printTable(samples: [String: [String: [Double]]], smallOpens: [Double], largeOpens: [Double]) {
+        let parts = LaunchStore.parts
+        let median = { (xs: [Double]) in percentile(xs, 50) }
+        print(
+            "launch by part, median of \(repeats) (seconds); realistic = \(walletRecords) wallet records, \(assets) assets, "
+                + "\(thumbnails) thumbnails of \(thumbnailSize) bytes, a used vault")
+        print("part".padding(toLength: 30, withPad: " ", startingAt: 0), "     empty", " realistic", "     ratio")
+        for part in parts {
+            let e = median(samples["empty"]?[part] ?? [0])
+            let r = median(samples["realistic"]?[part] ?? [0])
+            print(
+                part.padding(toLength: 30, withPad: " ", startingAt: 0), String(format: "%10.5f %10.5f %9.2fx", e, r, r / max(e, 1e-9)))
+        }
+        let s = median(smallOpens)
+        let l = median(largeOpens)
+        print(
+            String(
+                format: "wallet raw-key open: %.5f s at %d records, %.5f s at %d records (%.2fx)", s, scaleSmall, l, scaleLarge, l / s))
     }
 }
 

@@ -1,6 +1,7 @@
 // `coffer bench sdk`: state-machine JSON round trips, and the public-key crypto calls.
 import ArgumentParser
 import Coffer
+import CofferCLISupport
 import Foundation
 
 struct SDKBench: AsyncParsableCommand {

@@ -30,6 +30,15 @@ struct AppBench: AsyncParsableCommand {
         // Settings vs UserDefaults.
         let app = try await AppDatabase.open(at: folder.appendingPathComponent("app.sqlite"))
         defer { try? app.close() }
+        results += try await settingsBesideUserDefaults(app)
+
+        // Collections vs the same operations written directly against GRDB.
+        results += try await collectionsBesideGRDB(app, folder: folder)
+        printResults(results)
+    }
+
+    /// Settings get, durable put (sync and async) beside UserDefaults' get, set and synchronize.
+    func settingsBesideUserDefaults(_ app: AppDatabase) async throws -> [(String, Double)] {
         let key = SettingsCatalog.tilesPerRow
         try await app.settings.put(key, 5)
         var sum = 0
@@ -55,14 +64,17 @@ struct AppBench: AsyncParsableCommand {
             }
         }
         if sum == 42 { print("") } // keep the reads
-        results += [
+        return [
             ("settings_get_per_sec", Double(reads) / tGet), ("userdefaults_get_per_sec", Double(reads) / tDefaultsGet),
             ("settings_put_durable_per_sec", Double(writes) / tPut), ("userdefaults_set_per_sec", Double(writes) / tDefaultsSet),
             ("userdefaults_set_synchronize_per_sec", Double(writes) / tDefaultsSync),
             ("settings_put_durable_async_per_sec", Double(writes) / tPutAsync),
         ]
+    }
 
-        // Collections vs the same operations written directly against GRDB.
+    /// Assets' putAll, lookups by remote id and created-between windows beside the same
+    /// operations written against GRDB on a second database.
+    func collectionsBesideGRDB(_ app: AppDatabase, folder: URL) async throws -> [(String, Double)] {
         let t0 = Date(timeIntervalSince1970: 1_600_000_000)
         let batch = (0..<assets).map { i in
             Asset(
@@ -75,6 +87,30 @@ struct AppBench: AsyncParsableCommand {
             (t0.addingTimeInterval(Double(j * assets / 20) * 60), t0.addingTimeInterval(Double((j + 1) * assets / 20 - 1) * 60))
         }
 
+        let direct = try await Self.directDatabase(in: folder)
+        defer { try? direct.close() }
+        let (_, tDirectPutAll) = try await Clock.time {
+            try direct.write { db in for var a in batch { try a.insert(db) } }
+        }
+        let r = try await alternatingReads(app, direct: direct, probe: probe, windows: windows)
+        var asyncFound = 0
+        let (_, tLookupAsync) = try await Clock.time {
+            for id in probe { if try await app.context.assets.findByRemoteId(id) != nil { asyncFound += 1 } }
+        }
+        guard r.found == r.directFound, asyncFound == r.found, r.rows == r.directRows, r.rows == assets else {
+            throw ValidationError("the two sides disagree: \(r.found)/\(r.directFound) lookups, \(r.rows)/\(r.directRows) rows")
+        }
+        return [
+            ("putall_assets_per_sec", Double(assets) / tPutAll), ("direct_grdb_insert_assets_per_sec", Double(assets) / tDirectPutAll),
+            ("lookup_remote_id_per_sec", Double(lookups) / r.tLookup), ("direct_grdb_lookup_per_sec", Double(lookups) / r.tDirectLookup),
+            ("lookup_remote_id_async_per_sec", Double(probe.count) / tLookupAsync),
+            ("created_between_rows_per_sec", Double(r.rows) / r.tBetween),
+            ("direct_grdb_created_between_rows_per_sec", Double(r.directRows) / r.tDirectBetween),
+        ]
+    }
+
+    /// The GRDB side: the app database's schema in a second file, with the same durability.
+    static func directDatabase(in folder: URL) async throws -> DatabasePool {
         let direct = try DatabasePool(
             path: folder.appendingPathComponent("direct.sqlite").path,
             configuration: {
@@ -82,12 +118,27 @@ struct AppBench: AsyncParsableCommand {
                 c.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
                 return c
             }())
-        defer { try? direct.close() }
         try await direct.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
         try AppDatabase.migrator().migrate(direct)
-        let (_, tDirectPutAll) = try await Clock.time {
-            try direct.write { db in for var a in batch { try a.insert(db) } }
-        }
+        return direct
+    }
+
+    /// What the alternating read rounds found and how long each side took.
+    struct ReadTotals {
+        let found: Int
+        let directFound: Int
+        let rows: Int
+        let directRows: Int
+        let tLookup: Double
+        let tDirectLookup: Double
+        let tBetween: Double
+        let tDirectBetween: Double
+    }
+
+    /// Lookups by remote id and created-between windows, on the collection and on direct GRDB.
+    func alternatingReads(
+        _ app: AppDatabase, direct: DatabasePool, probe: [String], windows: [(Date, Date)]
+    ) async throws -> ReadTotals {
         // Reads alternate between the two sides in rounds, so both see the same machine load.
         var found = 0
         var directFound = 0
@@ -124,20 +175,13 @@ struct AppBench: AsyncParsableCommand {
                 }
             }.1
         }
-        var asyncFound = 0
-        let (_, tLookupAsync) = try await Clock.time {
-            for id in probe { if try await app.context.assets.findByRemoteId(id) != nil { asyncFound += 1 } }
-        }
-        guard found == directFound, asyncFound == found, rows == directRows, rows == assets else {
-            throw ValidationError("the two sides disagree: \(found)/\(directFound) lookups, \(rows)/\(directRows) rows")
-        }
-        results += [
-            ("putall_assets_per_sec", Double(assets) / tPutAll), ("direct_grdb_insert_assets_per_sec", Double(assets) / tDirectPutAll),
-            ("lookup_remote_id_per_sec", Double(lookups) / tLookup), ("direct_grdb_lookup_per_sec", Double(lookups) / tDirectLookup),
-            ("lookup_remote_id_async_per_sec", Double(probe.count) / tLookupAsync),
-            ("created_between_rows_per_sec", Double(rows) / tBetween),
-            ("direct_grdb_created_between_rows_per_sec", Double(directRows) / tDirectBetween),
-        ]
+        return ReadTotals(
+            found: found, directFound: directFound, rows: rows, directRows: directRows, tLookup: tLookup, tDirectLookup: tDirectLookup,
+            tBetween: tBetween, tDirectBetween: tDirectBetween)
+    }
+
+    /// The results as one JSON object or as a table, on stdout.
+    func printResults(_ results: [(String, Double)]) {
         if json {
             var fields = results.map { ($0.0, JSONValue.number(String(format: "%.1f", $0.1))) }
             fields.append(("assets", .number(String(assets))))

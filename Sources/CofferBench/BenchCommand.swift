@@ -1,0 +1,65 @@
+// `coffer bench …`: measurements, never assertions. `bench wallet` runs the Askar workload.
+import ArgumentParser
+import Coffer
+import Foundation
+
+/// `coffer bench`: the benchmarks' group of subcommands, registered by the `coffer` executable.
+package struct BenchCommand: AsyncParsableCommand {
+    /// The `bench` name, its help and its subcommands.
+    package static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure Coffer's speed (build with -c release for real numbers).",
+        subcommands: [WalletBench.self, DeniableBench.self, SDKBench.self, AppBench.self, CacheBench.self, LaunchBench.self])
+
+    /// An empty command; the argument parser fills in the subcommand.
+    package init() {}
+}
+
+struct WalletBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "wallet",
+        abstract: "The workload of Benchmarks/askar_bench.py against the wallet and against plain SQLite.",
+        discussion: """
+            N records of one type, ~200-byte values, 4 tags (schema_id and issuer_did encrypted, ~seq and ~ts \
+            plaintext). Metric names and the JSON shape follow askar_bench.py; the same operations on plain \
+            SQLite (same schema, no encryption, WAL + synchronous=FULL) appear as baseline_plain_sqlite.
+            """)
+
+    @Option(help: "Number of records.") var n: Int = 10_000
+    @Option(name: .customLong("fetch-cap"), help: "At most this many random fetches.") var fetchCap: Int = 10_000
+    @Option(name: .customLong("txn-cap"), help: "At most this many one-per-transaction writes (each waits for fsync).")
+    var txnCap: Int = 10_000
+    @Option(name: .customLong("value-size"), help: "Bytes per value.") var valueSize: Int = 200
+    @Option(help: "Working folder (default: a new temporary folder, removed afterwards).") var dir: String?
+    @Option(name: .customLong("kdf-repeats"), help: "Repeats of each passphrase open.") var kdfRepeats: Int = 3
+    @Option(name: .customLong("scan-repeats"), help: "Run each scan and count batch this many times (steadier numbers).")
+    var scanRepeats: Int = 1
+    @Flag(help: "Print one JSON object instead of a table.") var json = false
+    @Flag(name: .customLong("skip-baseline"), help: "Do not run the plain-SQLite baseline.") var skipBaseline = false
+
+    func validate() throws {
+        guard n >= 10 else { throw ValidationError("--n must be at least 10") }
+        guard fetchCap >= 1, txnCap >= 1, valueSize >= 64, kdfRepeats >= 1, scanRepeats >= 1 else {
+            throw ValidationError("--fetch-cap, --txn-cap and --kdf-repeats must be at least 1, --value-size at least 64")
+        }
+    }
+
+    func run() async throws {
+        let folder =
+            dir.map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bench-\(UUID().uuidString)", isDirectory: true)
+        try? FileManager.default.removeItem(at: folder)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { if dir == nil { try? FileManager.default.removeItem(at: folder) } }
+
+        let workload = BenchWorkload(n: n, valueSize: valueSize, fetchCap: fetchCap, txnCap: txnCap)
+        let wallet = try await WalletWorkloadRunner(workload: workload, folder: folder, kdfRepeats: kdfRepeats, scanRepeats: scanRepeats)
+            .run()
+        var baseline: [String: BenchValue]?
+        if !skipBaseline {
+            baseline = try await PlainSQLiteRunner(workload: workload, folder: folder.appendingPathComponent("plain")).run()
+        }
+        let report = BenchReport(workload: workload, results: wallet, baseline: baseline)
+        print(json ? report.json : report.table)
+    }
+}
