@@ -75,8 +75,10 @@ struct ViewModelTests {
         ticker.stop()
         try await model.importAssets([])
         #expect(model.assets.count == 20_000)
-        // A blocking write on the main actor would leave the ticker no turn until it returned.
-        #expect(during > 10)
+        // A blocking write on the main actor leaves the ticker no turn at all until it returns
+        // (0, measured); awaited, the ticker's queued turn runs while the worker writes. Other
+        // main-actor tests share the actor under a parallel run, so only "some turn" is asserted.
+        #expect(during > 0)
     }
 
     @Test("1. settings, cache, secure storage and reset each have an async form that does the work")
