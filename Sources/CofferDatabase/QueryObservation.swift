@@ -45,6 +45,12 @@ public struct QueryObservation<Value: Sendable>: AsyncSequence, Sendable {
             pump.cancel()
             registry.remove(id)
         }
+        // Closed between the registration and the handler: the finish came before the handler
+        // existed and did not call it, so the pump is cancelled here.
+        if registry.isClosed {
+            pump.cancel()
+            continuation.finish()
+        }
         return Iterator(base: stream.makeAsyncIterator())
     }
 
@@ -58,17 +64,15 @@ public struct QueryObservation<Value: Sendable>: AsyncSequence, Sendable {
 }
 
 /// The running observations of one database, ended together when it closes.
-final class ObservationRegistry: @unchecked Sendable {
+final class ObservationRegistry: Sendable {
     private struct State {
         var closed = false
         var nextId = 0
         var finishers: [Int: @Sendable () -> Void] = [:]
     }
-    // Safe to share: `state` is only touched inside `withLock`.
-    private let lock = Lock()
-    private var state = State()
+    private let state = Locked(State())
 
-    private func withLock<T>(_ body: (inout State) -> T) -> T { lock.withLock { body(&state) } }
+    private func withLock<T: Sendable>(_ body: (inout State) -> T) -> T { state.withLock { body(&$0) } }
 
     /// Registers a running observation; nil when the database is already closed.
     func register<V>(_ continuation: AsyncThrowingStream<V, any Error>.Continuation) -> Int? {
@@ -79,6 +83,9 @@ final class ObservationRegistry: @unchecked Sendable {
             return s.nextId
         }
     }
+
+    /// Whether ``closeAll()`` ran.
+    var isClosed: Bool { withLock { $0.closed } }
 
     func remove(_ id: Int) { _ = withLock { $0.finishers.removeValue(forKey: id) } }
 

@@ -148,6 +148,7 @@ final class DeadDropStore: Sendable {
                             data BLOB NOT NULL,
                             signature BLOB NOT NULL);
                         CREATE INDEX IF NOT EXISTS dead_drops_created ON dead_drops(created_at);
+                        CREATE UNIQUE INDEX IF NOT EXISTS dead_drops_signature ON dead_drops(signature);
                         """)
             }
         } catch {

@@ -216,6 +216,10 @@ public actor DeniableStorage {
         // The queue rewrites its file from memory (which also repairs a file damaged since it was
         // read), under a fresh outer salt and nonce.
         try queue.rewrite()
+        // Under the vault-operation gate: a create or unlock waiting for its key must not see
+        // the vault replaced by a start that had to make a fresh one.
+        await enterVaultOperation()
+        defer { leaveVaultOperation() }
         try await startVault(&report)
         report.publicKeysRefreshed = await refreshKeysIfStale()
         report.deadDropsReceived = await fetchDeadDrops()
@@ -327,8 +331,9 @@ public actor DeniableStorage {
 
     /// Vault operations that suspend for Argon2id (create, unlock) run one at a time: while one
     /// waits for its key, another cannot replace the vault under it. Calls that do not suspend
-    /// (lock, send, receive) run between them as before; an unlock re-reads nothing they change
-    /// but the outer layer, which it rewrites when it saves.
+    /// (lock, send, receive) run between them as before; an unlock reads the vault again after
+    /// its key is ready, so what they saved meanwhile is kept. The app-start routine takes the
+    /// gate too, as it may write a fresh vault.
     private func enterVaultOperation() async {
         while vaultOperationRunning { await withCheckedContinuation { vaultOperationWaiters.append($0) } }
         vaultOperationRunning = true
@@ -358,7 +363,13 @@ public actor DeniableStorage {
         let opened = try Vault.open(file, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)
         let header = opened.header
         let key = try await Self.deriveVaultKey(passphrase: normalized, header: header, secureElement: secureElement)
-        var contents = try Vault.openInner(opened.inner, header: header, vaultKey: key)
+        // Read again after the wait: calls that do not take the gate (a send, a lock, a receive)
+        // may have saved the vault meanwhile, and what they saved must not be lost. From here on
+        // nothing suspends, so no other call runs until the session is set.
+        guard let current = try AtomicFile.read(vaultURL) else { throw .storage("the vault file is missing") }
+        let reopened = try Vault.open(current, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)
+        guard reopened.header == header else { throw .unlockFailed }
+        var contents = try Vault.openInner(reopened.inner, header: header, vaultKey: key)
         _ = try collectMessages(into: &contents)
         try save(&contents, header: header, vaultKey: key)
         settle()

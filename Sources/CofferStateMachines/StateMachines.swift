@@ -190,7 +190,12 @@ public final class StateMachines: Sendable {
             },
             update: { c, _ in c.received = issued.attributes },
             // Another task moved the machine meanwhile: the signature stored for this step goes.
-            undo: { id in try? await wallet.removeCredentialSignature(credentialID: id) })
+            undo: { id in
+                // Lost to another task: when that one was a receive that committed (received or
+                // accepted), the signature it stored under the same id is the machine's now and stays.
+                let now = try? self.credential(handle).state
+                if now != .credentialReceived && now != .accepted { try? await wallet.removeCredentialSignature(credentialID: id) }
+            })
     }
 
     /// Accepts the credential (credential received 4 → accepted 4; `mustSave` is true): by
@@ -216,15 +221,17 @@ public final class StateMachines: Sendable {
     /// → rejected 9), telling the issuer. A received credential's signature is removed from
     /// the wallet.
     public func credentialReject(_ handle: Int) async throws(StateMachineError) -> Transition {
-        let before = try credential(handle)
+        let id = try credential(handle).id
         let transition = try await step(
             handle, CredentialMachine.self, "reject",
             work: { (c) throws(StateMachineError) in try await deliver(.credentialRejection(credentialID: c.id)) },
             update: { c, _ in c.received = nil })
-        if before.state == .credentialReceived {
+        // Decided on the state the commit actually left (another task may have moved the machine
+        // between a read here and the step): a received credential's signature goes.
+        if transition.from == CredentialState.credentialReceived.number {
             // The machine is rejected either way; a signature that could not be removed now is
             // an unused secret, removed with the wallet.
-            try? await wallet.removeCredentialSignature(credentialID: before.id)
+            try? await wallet.removeCredentialSignature(credentialID: id)
         }
         return transition
     }

@@ -151,3 +151,36 @@ struct CoverDropUpgradeTests {
         #expect(await store.verifiedKeys()?.wrappingKeys.count == 2)
     }
 }
+
+@Suite("Deniable storage under concurrent calls (review findings)")
+struct DeniableConcurrencyTests {
+    @Test("a message sent while a second unlock waits for Argon2id stays in the mailbox")
+    func sendDuringUnlock() async throws {
+        var configuration = testConfiguration()
+        // A slower key derivation (tens of milliseconds), so the send lands while unlock waits.
+        configuration.passphraseKDF = .interactive
+        let (store, _) = try await makeStore(temporaryFolder(), configuration: configuration)
+        let passphrase = try await store.createVault()
+        try await store.unlock(passphrase: passphrase)
+        let again = Task { try await store.unlock(passphrase: passphrase) }
+        try await Task.sleep(for: .milliseconds(5))
+        try await store.send("sent meanwhile", to: "alice")
+        try await again.value
+        #expect(try await store.mailbox().map(\.text).contains("sent meanwhile"))
+        try await store.lock()
+        try await store.unlock(passphrase: passphrase)
+        #expect(try await store.mailbox().map(\.text).contains("sent meanwhile"))
+    }
+
+    @Test("a dead drop replayed under another id is a duplicate, not a second copy of its messages")
+    func replayedDeadDrop() async throws {
+        let clock = TestClock()
+        let (store, node) = try await makeStore(temporaryFolder(), clock: clock)
+        let drop = try node.deadDrop(id: 1, createdAt: clock.now, replies: [], to: X25519KeyPair.generate().publicKey, covers: 2)
+        let replay = DeadDrop(id: 9_999, createdAtSeconds: drop.createdAtSeconds, data: drop.data, signature: drop.signature)
+        #expect(try await store.receive(deadDrops: [drop]).kept == 1)
+        let second = try await store.receive(deadDrops: [replay])
+        #expect(second.kept == 0 && second.duplicates == 1)
+        #expect(try await store.newestDeadDropID() == 1)
+    }
+}
