@@ -127,6 +127,7 @@ let package = Package(
             name: "CofferBench",
             dependencies: [
                 "Coffer",
+                "CofferSync",
                 "CofferCLISupport",
                 // libsodium's C calls, the baseline `coffer bench sdk` compares wallet-held keys with.
                 "CSodium",
@@ -149,7 +150,7 @@ let package = Package(
         .testTarget(name: "CofferCryptoTests", dependencies: ["CofferCrypto"]),
         // An app's view: only `import Coffer`, from a main-actor view model.
         .testTarget(name: "CofferAPITests", dependencies: ["Coffer"]),
-        .testTarget(name: "CofferMediaCacheTests", dependencies: ["CofferMediaCache"]),
+        .testTarget(name: "CofferMediaCacheTests", dependencies: ["CofferMediaCache", "CofferSync"]),
         .testTarget(name: "CofferSecureStorageTests", dependencies: ["CofferSecureStorage"]),
         .testTarget(name: "CofferContainerTests", dependencies: ["Coffer", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
@@ -177,7 +178,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "CofferWalletTests",
-            dependencies: ["CofferWallet", "CofferCrypto", "CofferSQLite", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["CofferWallet", "CofferSync", "CofferCrypto", "CofferSQLite", .product(name: "GRDB", package: "GRDB.swift")],
             resources: [.copy("Fixtures")]
         ),
     ],

@@ -1,5 +1,6 @@
 // The records of `coffer bench wallet`, the same on every run.
 import Coffer
+import CofferSync
 import Foundation
 
 /// The records of the workload, as askar_bench.py makes them.
@@ -53,17 +54,25 @@ struct BenchWorkload: Sendable {
 
     var oneTxnCount: Int { min(n, txnCap) }
     var rangeWidth: Int { max(1, n / 10) }
-}
 
-/// A small deterministic generator so every run makes the same workload.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+    /// Writes the records as JSON lines (`coffer wallet import`'s input) to a new file at `url`,
+    /// in chunks of about 1 MiB.
+    func writeJSONLines(to url: URL) throws {
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+        let writer = try FileHandle(forWritingTo: url)
+        var chunk = ""
+        for i in 0..<n {
+            chunk +=
+                JSONValue.object([
+                    ("type", .string(Self.category)), ("id", .string(names[i])), ("value", .string(values[i])),
+                    ("tags", tags[i].jsonValue),
+                ]).jsonText + "\n"
+            if chunk.utf8.count > 1 << 20 {
+                try writer.write(contentsOf: Data(chunk.utf8))
+                chunk = ""
+            }
+        }
+        try writer.write(contentsOf: Data(chunk.utf8))
+        try writer.close()
     }
 }

@@ -120,24 +120,8 @@ enum BackupMemoryBench {
     /// Writes `records` records of the bench workload as JSON lines, in chunks of about 1 MiB;
     /// returns the file.
     static func writeRecords(_ records: Int, folder: URL) throws -> URL {
-        let workload = BenchWorkload(n: records, valueSize: 200, fetchCap: 1, txnCap: 1)
         let jsonl = folder.appendingPathComponent("records.jsonl")
-        _ = FileManager.default.createFile(atPath: jsonl.path, contents: nil)
-        let writer = try FileHandle(forWritingTo: jsonl)
-        var chunk = ""
-        for i in 0..<records {
-            chunk +=
-                JSONValue.object([
-                    ("type", .string(BenchWorkload.category)), ("id", .string(workload.names[i])),
-                    ("value", .string(workload.values[i])), ("tags", workload.tags[i].jsonValue),
-                ]).jsonText + "\n"
-            if chunk.utf8.count > 1 << 20 {
-                try writer.write(contentsOf: Data(chunk.utf8))
-                chunk = ""
-            }
-        }
-        try writer.write(contentsOf: Data(chunk.utf8))
-        try writer.close()
+        try BenchWorkload(n: records, valueSize: 200, fetchCap: 1, txnCap: 1).writeJSONLines(to: jsonl)
         return jsonl
     }
 }

@@ -367,30 +367,8 @@ struct WalletWorkloadRunner {
 
     /// Writes the workload's records as JSON lines, in chunks of about 1 MiB; returns the file.
     func writeImportLines() throws -> URL {
-        let w = workload
-        let cat = BenchWorkload.category
         let jsonl = folder.appendingPathComponent("import.jsonl")
-        if let writer = FileHandle(
-            forWritingAtPath: {
-                _ = FileManager.default.createFile(atPath: jsonl.path, contents: nil)
-                return jsonl.path
-            }())
-        {
-            var chunk = ""
-            for i in 0..<w.n {
-                chunk +=
-                    JSONValue.object([
-                        ("type", .string(cat)), ("id", .string(w.names[i])), ("value", .string(w.values[i])),
-                        ("tags", w.tags[i].jsonValue),
-                    ]).jsonText + "\n"
-                if chunk.utf8.count > 1 << 20 {
-                    try writer.write(contentsOf: Data(chunk.utf8))
-                    chunk = ""
-                }
-            }
-            try writer.write(contentsOf: Data(chunk.utf8))
-            try writer.close()
-        }
+        try workload.writeJSONLines(to: jsonl)
         return jsonl
     }
 

@@ -95,49 +95,49 @@ public enum PaddedCompressedString {
 enum Gzip {
     static func compress(_ input: Data) throws(DeniableError) -> Data {
         var stream = z_stream()
-        var rc = deflateInit2_(
+        let rc = deflateInit2_(
             &stream, 6, Z_DEFLATED, MAX_WBITS + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
         guard rc == Z_OK else { throw .storage("zlib deflateInit2 failed (\(rc))") }
         defer { deflateEnd(&stream) }
-        var input = [UInt8](input)
-        var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, UInt(input.count))) + 32)
-        let produced: Int = input.withUnsafeMutableBufferPointer { inp in
-            output.withUnsafeMutableBufferPointer { out in
-                stream.next_in = inp.baseAddress
-                stream.avail_in = UInt32(inp.count)
-                stream.next_out = out.baseAddress
-                stream.avail_out = UInt32(out.count)
-                rc = deflate(&stream, Z_FINISH)
-                return out.count - Int(stream.avail_out)
-            }
-        }
-        guard rc == Z_STREAM_END else { throw .storage("zlib deflate failed (\(rc))") }
-        return Data(output[0..<produced])
+        let capacity = Int(deflateBound(&stream, UInt(input.count))) + 32
+        let (end, output) = finish(&stream, input, capacity: capacity) { deflate(&$0, Z_FINISH) }
+        guard end == Z_STREAM_END else { throw .storage("zlib deflate failed (\(end))") }
+        return Data(output)
     }
 
     /// Inflates one gzip member, refusing output longer than `limit` bytes.
     static func decompress(_ input: Data, limit: Int) throws(DeniableError) -> [UInt8] {
         var stream = z_stream()
-        var rc = inflateInit2_(&stream, MAX_WBITS + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
+        let rc = inflateInit2_(&stream, MAX_WBITS + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
         guard rc == Z_OK else { throw .storage("zlib inflateInit2 failed (\(rc))") }
         defer { inflateEnd(&stream) }
+        let (end, output) = finish(&stream, input, capacity: limit + 1) { inflate(&$0, Z_FINISH) }
+        guard end == Z_STREAM_END else {
+            if output.count > limit { throw .corrupted("a padded compressed string inflates past \(limit) bytes") }
+            throw .corrupted("a padded compressed string's gzip data does not inflate (zlib \(end))")
+        }
+        return output
+    }
+
+    /// Runs one `Z_FINISH` step of an initialised stream over all of `input` into a buffer of
+    /// `capacity` bytes; the step's result and the bytes it produced.
+    private static func finish(
+        _ stream: inout z_stream, _ input: Data, capacity: Int, _ step: (inout z_stream) -> Int32
+    ) -> (Int32, [UInt8]) {
         var input = [UInt8](input)
-        var output = [UInt8](repeating: 0, count: limit + 1)
+        var output = [UInt8](repeating: 0, count: capacity)
+        var rc: Int32 = Z_OK
         let produced: Int = input.withUnsafeMutableBufferPointer { inp in
             output.withUnsafeMutableBufferPointer { out in
                 stream.next_in = inp.baseAddress
                 stream.avail_in = UInt32(inp.count)
                 stream.next_out = out.baseAddress
                 stream.avail_out = UInt32(out.count)
-                rc = inflate(&stream, Z_FINISH)
+                rc = step(&stream)
                 return out.count - Int(stream.avail_out)
             }
         }
-        guard rc == Z_STREAM_END else {
-            if produced > limit { throw .corrupted("a padded compressed string inflates past \(limit) bytes") }
-            throw .corrupted("a padded compressed string's gzip data does not inflate (zlib \(rc))")
-        }
-        return Array(output[0..<produced])
+        return (rc, Array(output[0..<produced]))
     }
 }
 

@@ -1,6 +1,7 @@
 // LRUIndex driven by seeded random operations against a plain reference model (one array in
 // recency order), compared after every step: per-kind order, counts, bytes, least recent keys,
 // payloads, generations and the index's own invariant check.
+import CofferSync
 import Testing
 
 @testable import CofferMediaCache
@@ -10,18 +11,6 @@ struct ModelKey: CacheIndexKey, CustomStringConvertible {
     let kind: MediaKind
     let id: Int
     var description: String { "\(kind.rawValue)#\(id)" }
-}
-
-/// SplitMix64: a small seeded generator, so a failing run replays from its seed.
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 /// The reference: every live entry in one array, most recently used first.
@@ -66,7 +55,7 @@ private struct ModelRun {
     /// What differed from the model; a run stops at the first step that has any.
     var problems: [String] = []
 
-    init(seed: UInt64) { rng = SplitMix64(state: seed) }
+    init(seed: UInt64) { rng = SplitMix64(seed: seed) }
 
     mutating func check(_ condition: Bool, _ what: String) {
         if !condition { problems.append(what) }

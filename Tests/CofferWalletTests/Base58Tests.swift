@@ -1,7 +1,8 @@
+import CofferCrypto
 // Base58 (Bitcoin alphabet, CofferCrypto) against Bitcoin Core's test vectors
 // (src/test/data/base58_encode_decode.json), characters outside the alphabet, and round trips of
 // seeded random data with leading zero bytes.
-import CofferCrypto
+import CofferSync
 import Foundation
 import Testing
 
@@ -52,18 +53,6 @@ private let bitcoinVectors: [Base58Vector] = [
     .init(hex: "271F35A1", text: "211112"),
 ]
 
-/// SplitMix64: a small seeded generator, so a failing round trip names data that reproduces.
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Suite("Base58")
 struct Base58Tests {
     @Test("encoding Bitcoin's vector bytes gives Bitcoin's text", arguments: bitcoinVectors)
@@ -112,7 +101,7 @@ struct Base58Tests {
 
     @Test("seeded random data with leading zero bytes round-trips, and its text is canonical")
     func randomRoundTrips() {
-        var rng = SplitMix64(state: 0xC0FF_EE58)
+        var rng = SplitMix64(seed: 0xC0FF_EE58)
         var failures: [String] = []
         for _ in 0..<2000 {
             let zeros = Int.random(in: 0...4, using: &rng)

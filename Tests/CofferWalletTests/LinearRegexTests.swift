@@ -1,3 +1,4 @@
+import CofferSync
 import Foundation
 import Testing
 
@@ -56,23 +57,8 @@ struct LinearRegexTests {
         }
     }
 
-    /// A small deterministic generator (SplitMix64) so failures can be replayed from the seed.
-    struct SplitMix: RandomNumberGenerator {
-        /// The state.
-        var state: UInt64
-        /// The next 64 random bits.
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        /// A uniformly chosen element of `items`.
-        mutating func pick<T>(_ items: [T]) -> T { items[Int(next() % UInt64(items.count))] }
-        /// True with probability 1/`n`.
-        mutating func oneIn(_ n: UInt64) -> Bool { next() % n == 0 }
-    }
+    /// The package's seeded generator, so failures can be replayed from the seed.
+    typealias SplitMix = SplitMix64
 
     /// Random patterns from the supported grammar, and texts over the same alphabet.
     struct PatternGenerator {
@@ -339,7 +325,7 @@ struct LinearRegexTests {
 
     @Test("random patterns and texts get NSRegularExpression's answers", arguments: [UInt64(1), 2, 3, 20_260_704])
     func randomPatterns(seed: UInt64) {
-        var generator = PatternGenerator(random: SplitMix(state: seed))
+        var generator = PatternGenerator(random: SplitMix(seed: seed))
         var pairs = 0
         var refusedLazy = 0
         for _ in 0..<1500 {
@@ -560,9 +546,9 @@ struct LinearRegexTests {
 
     @Test("thousands of random garbage patterns compile or throw, and those that compile agree with ICU")
     func garbagePatterns() {
-        var random = SplitMix(state: 7)
+        var random = SplitMix(seed: 7)
         let alphabet = Array("()[]{}|*+?.^$\\-:&<>=!#,0123456789abdswDWSBAzZQEkpPxuUnrtfv é😀\u{301}\u{0}").map(String.init)
-        var generator = PatternGenerator(random: SplitMix(state: 8))
+        var generator = PatternGenerator(random: SplitMix(seed: 8))
         var compiled = 0
         for _ in 0..<5000 {
             var pattern = ""
@@ -587,7 +573,7 @@ struct LinearRegexTests {
 
     @Test("arbitrary scalar strings never trap the compiler")
     func arbitraryScalarPatterns() {
-        var random = SplitMix(state: 99)
+        var random = SplitMix(seed: 99)
         for _ in 0..<3000 {
             var pattern = String.UnicodeScalarView()
             for _ in 0..<Int(random.next() % 20) {
@@ -651,4 +637,11 @@ struct LinearRegexTests {
             "LinearRegex timings: ^(a+)+$ over a*26+\"!\": \(tShort); over 100,000 \"a\": \(tLong); \"schema\" over 10,000 short strings: \(tMany)"
         )
     }
+}
+
+extension SplitMix64 {
+    /// A uniformly chosen element of `items`.
+    mutating func pick<T>(_ items: [T]) -> T { items[Int(next() % UInt64(items.count))] }
+    /// True with probability 1/`n`.
+    mutating func oneIn(_ n: UInt64) -> Bool { next() % n == 0 }
 }
