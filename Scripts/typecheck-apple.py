@@ -94,6 +94,10 @@ def rewrite_conditions(text, platform, path):
     for index, line in enumerate(lines):
         found = CONDITION_LINE.match(line)
         if found:
+            condition = found.group(2).split("//")[0].rstrip()
+            if condition.endswith(("||", "&&", "(", ",", "!")) or condition.count("(") != condition.count(")"):
+                raise Failure(f"{path}:{index + 1}: an #if condition continued on the next line; "
+                              "write it on one line so the check can decide it")
             lines[index] = found.group(1) + CONDITION.sub(decide, found.group(2))
         elif FOUNDATION_IMPORT.match(line):
             lines[index] = line.rstrip() + "; import Darwin"
