@@ -313,7 +313,7 @@ MUTATIONS = [
      "Sources/CofferSecureStorage/KeychainSecureStorage.swift", "iOS",
      "(SecCopyErrorMessageString(status, nil) as String?) ?? \"OSStatus \\(status)\"",
      "SecCopyErrorMessageString(status, nil) as String",
-     "error:"),
+     "is not convertible to 'String'"),
     ("a misspelt Keychain key in the macOS-only branch",
      "Sources/CofferSecureStorage/KeychainSecureStorage.swift", "macOS",
      "query[kSecUseDataProtectionKeychain as String] = true",
@@ -323,7 +323,17 @@ MUTATIONS = [
      "Sources/CofferSync/Locked.swift", "iOS",
      "guard os_unfair_lock_trylock(mutex) else { return nil }",
      "guard os_unfair_lock_trylock(mutex.pointee) else { return nil }",
+     "cannot convert value of type 'os_unfair_lock'"),
+    ("a wrong label on SwiftUI's State initializer",
+     "Sources/CofferSettings/SettingProperty.swift", "iOS",
+     "_model = State(wrappedValue: ObservedSetting(key, in: settings))",
+     "_model = State(value: ObservedSetting(key, in: settings))",
      "error:"),
+    ("the @Setting wrapper taken off the main actor (Swift 6 concurrency checking)",
+     "Sources/CofferSettings/SettingProperty.swift", "macOS",
+     "@MainActor\n@propertyWrapper\npublic struct Setting",
+     "@propertyWrapper\npublic struct Setting",
+     "main actor-isolated"),
 ]
 
 
@@ -339,6 +349,7 @@ def self_test(targets):
         target = next(t["name"] for t in targets.values() if os.path.join(ROOT, path).startswith(t["folder"] + os.sep))
         failures = check(targets, [platform], wanted=[target], overlay={path: text.replace(old, new)}, quiet=True,
                          scratch=os.path.join(WORK, f"self-test-{index}"))
+        shutil.rmtree(os.path.join(WORK, f"self-test-{index}"), ignore_errors=True)
         caught = [f for f in failures if f[1] == target and expected in f[2] and path in f[2]]
         if caught:
             print(f"  ok   {what} ({platform}): rejected")
