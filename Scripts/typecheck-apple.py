@@ -328,7 +328,7 @@ MUTATIONS = [
      "Sources/CofferSettings/SettingProperty.swift", "iOS",
      "_model = State(wrappedValue: ObservedSetting(key, in: settings))",
      "_model = State(value: ObservedSetting(key, in: settings))",
-     "error:"),
+     "no exact matches in call to initializer"),
     ("the @Setting wrapper taken off the main actor (Swift 6 concurrency checking)",
      "Sources/CofferSettings/SettingProperty.swift", "macOS",
      "@MainActor\n@propertyWrapper\npublic struct Setting",
