@@ -1,6 +1,7 @@
 // What the vault holds — the user's key pair, the sending-queue secret and the mailbox — and
 // its fixed-size binary form.
 import CofferCrypto
+import CofferSync
 import Foundation
 
 /// One message of the mailbox.
@@ -216,6 +217,6 @@ struct Reader {
     mutating func u64() -> UInt64? { take(8).map { $0.reduce(0) { $0 << 8 | UInt64($1) } } }
     mutating func string() -> String? {
         guard let n = u32(), let raw = take(Int(n)) else { return nil }
-        return String(validating: raw, as: UTF8.self)
+        return String(validUTF8: raw)
     }
 }

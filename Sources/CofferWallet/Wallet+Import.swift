@@ -1,5 +1,6 @@
 // Importing records from JSON lines: streamed in chunks, all or nothing in one transaction.
 import CofferSQLite
+import CofferSync
 import Foundation
 import GRDB
 
@@ -174,7 +175,7 @@ final class JSONLinesReader: @unchecked Sendable {
 
     /// The line as text; nil when blank.
     private func decode(_ bytes: ArraySlice<UInt8>) throws -> String? {
-        guard let raw = String(validating: bytes, as: UTF8.self) else {
+        guard let raw = String(validUTF8: bytes) else {
             throw WalletError.invalidInput("line \(number) of \(path) is not valid UTF-8")
         }
         let line = raw.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -3,6 +3,7 @@ import ArgumentParser
 import Coffer
 import CofferBench
 import CofferCLISupport
+import CofferSync
 import Foundation
 import Logging
 
@@ -176,7 +177,7 @@ enum CLIInput {
             }
             data = contents
         }
-        guard let text = String(validating: data, as: UTF8.self) else {
+        guard let text = String(validUTF8: data) else {
             throw WalletError.invalidInput("\(what): \(path == "-" ? "standard input" : path) is not valid UTF-8")
         }
         return text
