@@ -11,7 +11,9 @@
 # compiled in dependency order with `swiftc -emit-module` (full type-checking of every body, in
 # the Swift 6 language mode with its complete concurrency checking), taking every other flag from
 # the package's own debug build (`.build/debug.yaml`), so the dependencies (GRDB, swift-crypto,
-# swift-log, argument parser) are the modules that build produced: nothing is rebuilt.
+# swift-log, argument parser) are the modules that build produced: nothing is rebuilt. Then, as
+# the compiler checks availability only for the platform it compiles for, the script checks it
+# itself for Sources/ (see "availability" below).
 import argparse
 import hashlib
 import json
@@ -247,7 +249,27 @@ def prepare_sources(target, platform, src_root, overlay):
     return files + target["derived"], paths
 
 
-def check(targets, platforms, wanted=None, overlay=None, quiet=False, scratch=None):
+def base_availability(swiftc, target, interfaces, interfaces_out, scratch):
+    """The availability table of the toolchain's modules (cached per toolchain) and the interfaces."""
+    cached = os.path.join(WORK, "toolchain-availability.json")
+    stamp = f"{os.path.realpath(swiftc)} {os.path.getmtime(os.path.realpath(swiftc))} {target}"
+    table = None
+    if os.path.exists(cached):
+        saved = json.load(open(cached))
+        if saved.get("stamp") == stamp:
+            table = {tuple(json.loads(k)): [{d: tuple(v) for d, v in e.items()} for e in entries]
+                     for k, entries in saved["table"].items()}
+    if table is None:
+        table = symbol_availability(swiftc, TOOLCHAIN_MODULES, [], target, os.path.join(scratch, "graphs"))
+        with open(cached, "w") as handle:
+            json.dump({"stamp": stamp, "table": {json.dumps(list(k)): v for k, v in table.items()}}, handle)
+    for key, entries in symbol_availability(swiftc, interfaces, [interfaces_out], target,
+                                            os.path.join(scratch, "graphs")).items():
+        table.setdefault(key, []).extend(entries)
+    return table
+
+
+def check(targets, platforms, wanted=None, overlay=None, quiet=False, scratch=None, availability=True):
     """Type-checks `wanted` (default: every module) for each platform; returns the failures."""
     overlay = overlay or {}
     scratch = scratch or os.path.join(WORK, "run")
@@ -255,8 +277,13 @@ def check(targets, platforms, wanted=None, overlay=None, quiet=False, scratch=No
     cache = os.path.join(WORK, "ModuleCache")
     interfaces_out = os.path.join(scratch, "interfaces")
     os.makedirs(interfaces_out)
-    swiftc, _ = compiler_args(next(iter(targets.values()))["args"])
-    compile_interfaces(swiftc, interfaces_out, cache)
+    first_args = next(iter(targets.values()))["args"]
+    swiftc, _ = compiler_args(first_args)
+    target_triple = first_args[first_args.index("-target") + 1]
+    interfaces = compile_interfaces(swiftc, interfaces_out, cache)
+    if availability:
+        deployment = deployment_targets()
+        table = base_availability(swiftc, target_triple, interfaces, interfaces_out, scratch)
     failures = []
     previous = None  # the platform checked before (if it passed), whose identical modules are reused
     for platform in platforms:
@@ -291,9 +318,179 @@ def check(targets, platforms, wanted=None, overlay=None, quiet=False, scratch=No
             if not ok:
                 failures.append((platform, name, output))
                 break  # later modules would fail on the missing module
+            # Availability: for what the package ships (Sources/), which an app builds; the tests
+            # are built only by the Apple workflow.
+            if availability and target["folder"].startswith(os.path.join(ROOT, "Sources") + os.sep):
+                # The first platform checked answers for both (the same code but for its `#if os`
+                # branches); a later one for itself, in the modules whose code differs.
+                domains = list(PLATFORMS) if platform == platforms[0] else [platform]
+                if any("@available" in open(f, encoding="utf-8").read() for f in files):
+                    for key, entries in symbol_availability(swiftc, [name], [out, interfaces_out], target_triple,
+                                                            os.path.join(scratch, "graphs"), "private").items():
+                        table.setdefault(key, []).extend(entries)
+                dump_path = os.path.join(scratch, "ast.txt")
+                with open(dump_path, "w") as dump_file:
+                    subprocess.run([swiftc, "-I", out, "-I", interfaces_out] + flags +
+                                   ["-dump-ast", "-enable-batch-mode", "-j1", "-module-cache-path", cache] + files,
+                                   stdout=dump_file, stderr=subprocess.STDOUT)
+                with open(dump_path, encoding="utf-8", errors="replace") as dump_file:
+                    # In batch mode one file's dump ends on the line where the next one starts.
+                    lines = (part for line in dump_file for part in line.replace(")(source_file ", ")\n(source_file ").split("\n"))
+                    findings = availability_findings(lines, table, domains, deployment, paths)
+                os.remove(dump_path)
+                if findings:
+                    text = "\n".join(
+                        f"{location}: error: '{declaration.split('.(file).')[-1].replace(' extension', '')}' "
+                        f"is only available in {domain} {'.'.join(map(str, needed[:2]))} or newer; the package "
+                        f"supports {domain} {'.'.join(map(str, deployment[domain][:2]))} (add `if #available` or "
+                        f"`@available`, or use an older API)"
+                        for location, declaration, domain, needed in sorted(set(findings)))
+                    print(text)
+                    failures.append((platform, name, text))
         passed = len(failures) == failed_before
         previous = {"platform": platform, "out": out, "hashes": hashes} if passed else None
     return failures
+
+
+# MARK: availability
+#
+# The compiler checks `@available(iOS …)` only when it compiles for iOS, so this check finds the
+# uses of declarations that are newer than the package's minimum platforms itself: it reads the
+# availability every declaration carries (the standard library, Foundation, Observation and the
+# AppleInterfaces modules record their Apple availability even in a Linux build) from the
+# compiler's symbol graphs, dumps each module's type-checked syntax tree (`-dump-ast`), and
+# reports every reference to such a declaration that no enclosing `@available` or
+# `if`/`guard #available` covers.
+TOOLCHAIN_MODULES = ["Swift", "_Concurrency", "_StringProcessing", "Observation", "Synchronization", "Foundation",
+                     "FoundationEssentials", "FoundationInternationalization", "Dispatch", "RegexBuilder"]
+
+
+def version(text):
+    parts = [int(p) for p in text.split(".") if p.isdigit()]
+    return tuple((parts + [0, 0])[:3])
+
+
+def deployment_targets():
+    """The package's minimum Apple platforms, from Package.swift (`.iOS(.v16)` → iOS 16.0.0)."""
+    text = open(os.path.join(ROOT, "Package.swift"), encoding="utf-8").read()
+    found = {name: version(f"{major}.{minor or 0}")
+             for name, major, minor in re.findall(r"\.(macOS|iOS)\(\s*\.v(\d+)(?:_(\d+))?", text)}
+    if set(found) != {"iOS", "macOS"}:
+        raise Failure("Package.swift's platforms do not name both iOS and macOS minimums")
+    return found
+
+
+def symbol_availability(swiftc, modules, search_paths, target, scratch, minimum_access="public"):
+    """For each symbol path (e.g. ('String', 'init(validating:as:)')): one {domain: version} per
+    declaration with that path, as its symbol graph records it."""
+    extract = os.path.join(os.path.dirname(swiftc), "swift-symbolgraph-extract")
+    table = {}
+    os.makedirs(scratch, exist_ok=True)
+    for module in modules:
+        out = os.path.join(scratch, module)
+        os.makedirs(out, exist_ok=True)
+        command = [extract, "-module-name", module, "-target", target, "-output-dir", out,
+                   "-minimum-access-level", minimum_access, "-skip-synthesized-members"]
+        for path in search_paths:
+            command += ["-I", path]
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if done.returncode != 0:
+            continue  # a module this toolchain does not have
+        for name in os.listdir(out):
+            graph = json.load(open(os.path.join(out, name), encoding="utf-8"))
+            for symbol in graph.get("symbols", []):
+                domains = {}
+                for entry in symbol.get("availability", []):
+                    introduced = entry.get("introduced")
+                    if entry.get("domain") in ("iOS", "macOS") and introduced:
+                        domains[entry["domain"]] = (introduced.get("major", 0), introduced.get("minor", 0),
+                                                    introduced.get("patch", 0))
+                table.setdefault(tuple(symbol["pathComponents"]), []).append(domains)
+    return table
+
+
+def required_version(table, path, domain):
+    """The version of `domain` that every declaration at `path` (and its enclosing types) needs."""
+    needed = (0, 0, 0)
+    for length in range(1, len(path) + 1):
+        entries = table.get(tuple(path[:length]))
+        if entries:
+            needed = max(needed, min(e.get(domain, (0, 0, 0)) for e in entries))
+    return needed
+
+
+def split_path(text):
+    parts, depth, current = [], 0, ""
+    for char in text:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        if char == "." and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    return parts
+
+
+def availability_findings(dump, table, domains, deployment, paths):
+    """The references in an AST dump to declarations newer than `deployment` that no enclosing
+    `@available` or `#available` covers: (location, declaration, domain, version)."""
+    findings, stack = [], []
+    for line in dump:
+        stripped = line.lstrip(" ")
+        if not stripped.startswith("("):
+            continue
+        depth = len(line) - len(stripped)
+        while stack and stack[-1]["depth"] >= depth:
+            closed = stack.pop()
+            if closed["kind"] == "guard_stmt" and closed["specs"] and stack:
+                for domain, value in closed["specs"].items():  # the rest of the block is covered
+                    stack[-1]["context"][domain] = max(stack[-1]["context"].get(domain, (0, 0, 0)), value)
+        kind = stripped[1:].split(" ", 1)[0].rstrip(")")
+        entry = {"depth": depth, "kind": kind, "context": dict(stack[-1]["context"]) if stack else {},
+                 "specs": {}, "covered_branch": False, "source": stack[-1]["source"] if stack else "?"}
+        span = re.search(r" range=\[([^\]\s]+):(\d+):(\d+) ", stripped)
+        if span and not span.group(1).startswith("@"):  # a real file, not a macro's expansion
+            entry["source"] = f"{span.group(1)}:{span.group(2)}:{span.group(3)}"
+        if kind in ("available_attr", "availability_spec") and stack:
+            domain = re.search(r" domain=(\w+)", stripped)
+            introduced = re.search(r" (?:introduced|version)=([\d.]+)", stripped)
+            if domain and introduced and domain.group(1) in domains:
+                value = version(introduced.group(1))
+                if kind == "available_attr":  # an attribute of the declaration that encloses it
+                    target = stack[-1]["context"]
+                else:  # a condition of the if/guard/while that encloses it
+                    owner = next((e for e in reversed(stack) if e["kind"] in ("if_stmt", "guard_stmt", "while_stmt")), None)
+                    target = owner["specs"] if owner else {}
+                target[domain.group(1)] = max(target.get(domain.group(1), (0, 0, 0)), value)
+        elif kind == "brace_stmt" and stack and stack[-1]["kind"] in ("if_stmt", "while_stmt") \
+                and not stack[-1]["covered_branch"]:
+            stack[-1]["covered_branch"] = True  # the branch taken when the #available holds
+            for domain, value in stack[-1]["specs"].items():
+                entry["context"][domain] = max(entry["context"].get(domain, (0, 0, 0)), value)
+        reference = re.search(r' decl="([^"]+)"', stripped)
+        if reference:
+            declaration = reference.group(1).split(" [with ")[0]
+            # `for await` calls `next(isolation:)` where the platform has it and `next()` elsewhere
+            # (the compiler decides by the target's availability), so its implicit call is no use.
+            implicit_next = " implicit " in stripped and declaration.endswith("next(isolation:)")
+            if ".(file)." in declaration and "@" not in declaration and not implicit_next:
+                path = split_path(declaration.split(".(file).", 1)[1].replace(" extension", ""))
+                for domain in domains:
+                    needed = required_version(table, path, domain)
+                    if needed > deployment[domain] and entry["context"].get(domain, (0, 0, 0)) < needed:
+                        where = re.search(r" location=(\S+)", stripped)
+                        location = where.group(1) if where else entry["source"]
+                        if location.startswith("@"):  # code a macro wrote: name where the macro is used
+                            location = entry["source"] + " (in a macro's expansion)"
+                        for copy, real in paths.items():
+                            location = location.replace(copy, real)
+                        findings.append((location, declaration, domain, needed))
+        stack.append(entry)
+    return findings
 
 
 # Deliberate errors in Apple-only code, each of which the check must reject (with a diagnostic
@@ -334,6 +531,16 @@ MUTATIONS = [
      "@MainActor\n@propertyWrapper\npublic struct Setting",
      "@propertyWrapper\npublic struct Setting",
      "main actor-isolated"),
+    ("a standard-library API newer than the minimum platforms (String(validating:as:), iOS 18)",
+     "Sources/CofferDeniable/VaultContents.swift", "iOS",
+     "return String(validUTF8: raw)",
+     "return String(validating: raw, as: UTF8.self)",
+     "is only available in iOS 18.0 or newer"),
+    ("an @Observable model without its @available(iOS 17) (Observation's minimum)",
+     "Sources/CofferSettings/ObservedSetting.swift", "iOS",
+     "@available(macOS 14.0, iOS 17.0, tvOS 17.0, watchOS 10.0, visionOS 1.0, *)\n@MainActor\n@Observable",
+     "@MainActor\n@Observable",
+     "is only available in iOS 17.0 or newer"),
 ]
 
 
@@ -367,6 +574,8 @@ def main():
                         help="check that deliberate errors in Apple-only code fail the check")
     parser.add_argument("--platform", choices=sorted(PLATFORMS), action="append",
                         help="check only this platform (default: iOS and macOS)")
+    parser.add_argument("--no-availability", action="store_true",
+                        help="skip the availability check (uses of APIs newer than the minimum platforms)")
     parser.add_argument("--no-tests", action="store_true",
                         help="check Sources/ only (by default Tests/ too, which needs `swift build --build-tests`)")
     options = parser.parse_args()
@@ -380,7 +589,7 @@ def main():
             return 1 if failed else 0
         platforms = options.platform or ["iOS", "macOS"]
         print(f"Type-checking {len(targets)} modules for {' and '.join(platforms)} against AppleInterfaces/:")
-        failures = check(targets, platforms)
+        failures = check(targets, platforms, availability=not options.no_availability)
     except Failure as failure:
         print(f"typecheck-apple: {failure}", file=sys.stderr)
         return 2
