@@ -86,7 +86,8 @@ extension Wallet {
                 let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items") ?? 0
                 let multiValued = Set(try Int64.fetchAll(db, sql: "SELECT name FROM tag_multi"))
                 let store = RecordStore(db: db, keys: keys, allowReserved: true)
-                let tagsOfItem = try db.makeStatement(sql: "SELECT name, value FROM tags WHERE item = ?")
+                // Read with SQLite's C API: GRDB reads text only up to its first U+0000.
+                let tagsOfItem = try DirectStatement(db, sql: "SELECT name, value FROM tags WHERE item = ?")
                 let rows = try Row.fetchCursor(db, sql: "SELECT id, type, name, value, expiry FROM items ORDER BY id")
                 var done = 0
                 var digest = [UInt8](repeating: 0, count: RowDigest.byteCount)
@@ -119,13 +120,13 @@ extension Wallet {
                     let (wanted, multi) = store.tagRows(typeBlind: typeBlind, tags: contents.tags)
                     for r in wanted { expected[r, default: 0] = 1 }
                     var found = [RecordStore.TagRow: Int]()
-                    let tagCursor = try Row.fetchCursor(tagsOfItem, arguments: [rowid])
-                    while let tag = try tagCursor.next() {
-                        guard let name = Int64.fromDatabaseValue(tag[0]) else {
+                    tagsOfItem.bind(1, rowid)
+                    try tagsOfItem.forEach { tag in
+                        guard let name = Int64.fromDatabaseValue(tag.value(0)) else {
                             report.add("extraTagRow", type: type, id: contents.id, "a tag row's name is not a blind index")
-                            continue
+                            return
                         }
-                        found[RecordStore.TagRow(name: name, value: tag[1]), default: 0] += 1
+                        found[RecordStore.TagRow(name: name, value: tag.value(1)), default: 0] += 1
                     }
                     for r in expected.keys where found[r] == nil {
                         report.add(

@@ -208,10 +208,14 @@ enum QueryCompiler {
                 return exists(tag, condition: join(parts, "OR"))
             case .like(let tag, let pattern):
                 guard WalletTags.isPlaintext(tag) else { return inexact(tag, positive: positive) }
-                return exists(tag, condition: SQLFragment(sql: "t.value LIKE ?", arguments: [pattern.databaseValue]))
+                return exists(tag, condition: Self.like(pattern))
             case .regex(let tag, let pattern):
+                // Both as blobs: GRDB hands a SQL function its text arguments cut at U+0000.
                 guard WalletTags.isPlaintext(tag) else { return inexact(tag, positive: positive) }
-                return exists(tag, condition: SQLFragment(sql: "coffer_regexp(?, t.value)", arguments: [pattern.databaseValue]))
+                return exists(
+                    tag,
+                    condition: SQLFragment(
+                        sql: "coffer_regexp(?, CAST(t.value AS BLOB))", arguments: [Data(pattern.utf8).databaseValue]))
             }
         }
 
@@ -224,9 +228,9 @@ enum QueryCompiler {
                     return SQLFragment(sql: "t.value \(symbol) ?", arguments: [s.databaseValue])
                 case .number(let x, _):
                     if op == .neq {
-                        return SQLFragment(sql: "(coffer_num(t.value) IS NULL OR coffer_num(t.value) <> ?)", arguments: [x.databaseValue])
+                        return SQLFragment(sql: "(\(Self.number) IS NULL OR \(Self.number) <> ?)", arguments: [x.databaseValue])
                     }
-                    return SQLFragment(sql: "coffer_num(t.value) \(symbol) ?", arguments: [x.databaseValue])
+                    return SQLFragment(sql: "\(Self.number) \(symbol) ?", arguments: [x.databaseValue])
                 }
             }
             // Encrypted: blind indexes answer string equality and inequality only.
@@ -250,7 +254,15 @@ enum QueryCompiler {
             }
             var parts = [SQLFragment]()
             if !strings.isEmpty {
-                if WalletTags.isPlaintext(tag) {
+                if WalletTags.isPlaintext(tag), strings.contains(where: { $0.utf8.contains(0) }) {
+                    // JSON cannot carry U+0000 into SQLite (`json_each` ends a string at `\u0000`):
+                    // compare the hex of the values' bytes.
+                    let hex = strings.map { "\"" + Data($0.utf8).hexUppercase + "\"" }
+                    parts.append(
+                        SQLFragment(
+                            sql: "hex(t.value) IN (SELECT value FROM json_each(?))",
+                            arguments: [("[" + hex.joined(separator: ",") + "]").databaseValue]))
+                } else if WalletTags.isPlaintext(tag) {
                     // `+t.value`: filter the record's own tag rows (found by its primary key) instead
                     // of letting the planner probe the value index once per listed value for
                     // every record (5,000 values × N records: seconds per query).
@@ -270,10 +282,29 @@ enum QueryCompiler {
             if !numbers.isEmpty {
                 parts.append(
                     SQLFragment(
-                        sql: "coffer_num(t.value) IN (SELECT value FROM json_each(?))",
+                        sql: "\(Self.number) IN (SELECT value FROM json_each(?))",
                         arguments: [("[" + numbers.joined(separator: ",") + "]").databaseValue]))
             }
             return join(parts, "OR")
+        }
+
+        /// A plaintext tag value as a number (NULL when it is not written as one), read whole: as
+        /// text, GRDB would hand `coffer_num` the value cut at its first U+0000 (`"5\u{0}9"` read
+        /// as 5).
+        static let number = "coffer_num(CAST(t.value AS BLOB))"
+
+        /// `$like` on a plaintext tag value. SQLite's `LIKE` stops at U+0000 in the value and in
+        /// the pattern (`"a\u{0}b" LIKE "a"` holds), so a value or pattern holding one is decided
+        /// by `coffer_like` (``LikePattern``, the in-memory rule) on its bytes; every other value
+        /// by SQLite's `LIKE`.
+        static func like(_ pattern: String) -> SQLFragment {
+            let bytes = Data(pattern.utf8).databaseValue
+            if pattern.utf8.contains(0) {
+                return SQLFragment(sql: "coffer_like(?, CAST(t.value AS BLOB))", arguments: [bytes])
+            }
+            return SQLFragment(
+                sql: "CASE WHEN instr(t.value, char(0)) > 0 THEN coffer_like(?, CAST(t.value AS BLOB)) ELSE t.value LIKE ? END",
+                arguments: [bytes, pattern.databaseValue])
         }
 
         func exists(_ tag: String, condition: SQLFragment?) -> SQLFragment {

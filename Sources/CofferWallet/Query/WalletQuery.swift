@@ -448,6 +448,11 @@ enum WQLParser {
         }
     }
 
+    /// The longest `$like` pattern, in bytes of UTF-8: SQLite refuses longer ones
+    /// (`SQLITE_MAX_LIKE_PATTERN_LENGTH`), so a longer pattern is refused here as an invalid
+    /// query, on every tag, instead of failing inside SQLite.
+    static let maxLikePatternBytes = 50_000
+
     static func parseOperator(tag: String, _ op: String, _ operand: JSONValue, at: String) throws(WalletError) -> WQLNode {
         if let cmp = WQLCompare(rawValue: op) {
             return .compare(tag: tag, cmp, try scalar(operand, at: "\(at) \(op)"))
@@ -464,6 +469,11 @@ enum WQLParser {
         case "$like":
             guard case .string(let p) = operand else {
                 throw .invalidQuery("\(at) $like must be a string pattern, got \(operand.kindName)")
+            }
+            guard p.utf8.count <= maxLikePatternBytes else {
+                throw .invalidQuery(
+                    "\(at) $like pattern is \(p.utf8.count) bytes of UTF-8; at most \(maxLikePatternBytes) are allowed (SQLite's limit for LIKE patterns)"
+                )
             }
             return .like(tag: tag, p)
         case "$regex":

@@ -294,7 +294,7 @@ extension CompiledSearch {
         // Prepared per call: query shapes vary (each $in length is one), and a cache per
         // connection would grow with every shape ever seen.
         let statement = try db.makeStatement(sql: sql)
-        statement.setUncheckedArguments(StatementArguments(args))
+        statement.setExactArguments(args)
         let typeBlind = self.typeBlind
         let type = self.type
         let root: WQLNode?
@@ -436,7 +436,9 @@ extension CompiledSearch {
         }
         sample += " ORDER BY d.item \(descending ? "DESC" : "ASC") LIMIT \(joinSample)"
         let sql = "SELECT (SELECT COUNT(*) FROM (\(sample)) d), (SELECT COUNT(*) FROM (\(sample)) d \(plan.joins.sql))"
-        let row = try Row.fetchOne(db, sql: sql, arguments: StatementArguments(sampleArgs + sampleArgs + plan.joins.arguments))
+        let statement = try db.makeStatement(sql: sql)
+        statement.setExactArguments(sampleArgs + sampleArgs + plan.joins.arguments)
+        let row = try Row.fetchOne(statement)
         let total: Int = row?[0] ?? 0
         let kept: Int = row?[1] ?? 0
         return kept * 8 >= total * 7
@@ -464,7 +466,8 @@ extension CompiledSearch {
             let sql = "SELECT COUNT(*) " + from.sql
             let args = from.arguments
             let statement = try db.makeStatement(sql: sql)
-            return try Int.fetchOne(statement, arguments: StatementArguments(args)) ?? 0
+            statement.setExactArguments(args)
+            return try Int.fetchOne(statement) ?? 0
         }
         var cursor = SearchCursor()
         var total = 0

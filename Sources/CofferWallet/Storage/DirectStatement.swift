@@ -134,3 +134,23 @@ struct DirectStatement {
         }
     }
 }
+
+extension Statement {
+    /// Sets positional `arguments`, binding every text byte for byte. GRDB binds a `String` as a
+    /// C string, so text holding U+0000 would reach SQLite cut at its first NUL (a query for
+    /// `"a\u{0}b"` would look for `"a"`); such text is bound again here with its UTF-8 length.
+    /// Run the statement afterwards without arguments (`Int.fetchOne(statement)`), which keeps
+    /// these bindings.
+    func setExactArguments(_ arguments: [DatabaseValue]) {
+        setUncheckedArguments(StatementArguments(arguments))
+        for (i, value) in arguments.enumerated() {
+            guard case .string(var text) = value.storage, text.utf8.contains(0) else { continue }
+            text.withUTF8 { utf8 in
+                _ = sqlite3_bind_text(
+                    sqliteStatement, Int32(i + 1),
+                    UnsafeRawPointer(utf8.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self),
+                    Int32(utf8.count), unsafeBitCast(-1, to: sqlite3_destructor_type.self))
+            }
+        }
+    }
+}

@@ -143,7 +143,16 @@ enum Schema {
         return BlindColumn.value(blob)
     }
 
-    /// `coffer_regexp(pattern, text)`: whether `text` contains a match of `pattern`.
+    /// `coffer_like(pattern, text)`: whether `text` matches the `$like` pattern (``LikePattern``).
+    /// Called with blobs (the UTF-8 bytes) where U+0000 is involved, which SQLite's `LIKE` does not
+    /// handle (see ``QueryCompiler/Context/like(_:)``).
+    static let likeFunction = DatabaseFunction("coffer_like", argumentCount: 2, pure: true) { values in
+        guard let pattern = String.fromDatabaseValue(values[0]), let s = String.fromDatabaseValue(values[1]) else { return false }
+        return LikePattern.matches(Array(s.unicodeScalars), Array(pattern.unicodeScalars))
+    }
+
+    /// `coffer_regexp(pattern, text)`: whether `text` contains a match of `pattern`. Called with
+    /// blobs (the UTF-8 bytes): GRDB reads a text argument only up to its first U+0000.
     static let regexFunction = DatabaseFunction("coffer_regexp", argumentCount: 2, pure: true) { values in
         guard let pattern = String.fromDatabaseValue(values[0]),
             let s = String.fromDatabaseValue(values[1]),
@@ -199,6 +208,7 @@ enum Schema {
             try db.execute(sql: "PRAGMA cache_size = -\(Schema.cacheKiB)")
             db.add(function: Schema.numberFunction)
             db.add(function: Schema.regexFunction)
+            db.add(function: Schema.likeFunction)
             db.add(function: Schema.blindIntegerFunction)
         }
         return config
