@@ -31,39 +31,111 @@ package enum DurableFile {
         return fsync(fd)
     }
 
-    /// Replaces `url` with `bytes`: writes a temporary file beside it (mode `permissions`),
-    /// flushes it to disk when `sync` is true, renames it over `url`, then flushes the folder so
-    /// the rename lasts. Without `sync` the replacement is still atomic for readers, but a crash
-    /// may leave the new name pointing at incomplete bytes (callers that do so check contents).
+    /// Replaces `url` with `bytes`: writes a temporary file beside it (``createTemporary(beside:permissions:)``:
+    /// created exclusively, mode `permissions`, held under a shared lock), flushes it to disk when
+    /// `sync` is true, renames it over `url`, then flushes the folder so the rename lasts. On
+    /// every error the temporary file is removed; one left by a process killed before its rename
+    /// is removed by the next ``sweepTemporaries(in:)`` of the folder. Without `sync` the
+    /// replacement is still atomic for readers, but a crash may leave the new name pointing at
+    /// incomplete bytes (callers that do so check contents).
     package static func write(
         _ bytes: UnsafeRawBufferPointer, to url: URL, permissions: mode_t = 0o600,
         sync: Bool = true
     ) throws(FileOperationError) {
         let folder = url.deletingLastPathComponent()
-        let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp")
-        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, permissions)
-        guard fd >= 0 else { throw FileOperationError("cannot create \(temporary.path): \(errnoText())") }
-        var ok = false
+        let (fd, temporary) = try createTemporary(beside: url, permissions: permissions)
+        var renamed = false
+        // The descriptor (and with it the lock) is kept until after the rename, so a sweep
+        // never takes the file for a dead write's.
         defer {
-            if !ok {
-                close(fd)
-                unlink(temporary.path)
-            }
+            if !renamed { unlink(temporary.path) }
+            close(fd)
         }
-        // The mode given to open(2) passes through the process umask; set it exactly.
-        guard fchmod(fd, permissions) == 0 else { throw FileOperationError("cannot set the mode of \(temporary.path): \(errnoText())") }
         try writeAll(fd, bytes, path: temporary.path)
         if sync {
             guard flushToStorage(fd) == 0 else { throw FileOperationError("cannot flush \(temporary.path): \(errnoText())") }
         }
-        ok = true
-        close(fd)
-        guard rename(temporary.path, url.path) == 0 else {
-            let message = errnoText()
-            unlink(temporary.path)
-            throw FileOperationError("cannot replace \(url.path): \(message)")
-        }
+        guard rename(temporary.path, url.path) == 0 else { throw FileOperationError("cannot replace \(url.path): \(errnoText())") }
+        renamed = true
         if sync { syncFolder(folder) }
+    }
+
+    /// Creates a temporary file for a replacement of `url`: `.NAME.UUID.tmp` beside it, created
+    /// exclusively (`O_EXCL`, never through a symbolic link), mode exactly `permissions` whatever
+    /// the umask, with a shared `flock(2)` held for as long as the returned descriptor is open.
+    /// The lock tells ``sweepTemporaries(in:)`` that its writer is alive; the kernel drops it when
+    /// the process dies, however it dies. The caller closes the descriptor (after its rename).
+    package static func createTemporary(beside url: URL, permissions: mode_t = 0o600) throws(FileOperationError) -> (
+        fd: Int32, url: URL
+    ) {
+        let folder = url.deletingLastPathComponent()
+        // A sweep may remove the file between its creation and the lock being taken: then it is
+        // no longer at its name, and another name is tried.
+        for _ in 0..<8 {
+            let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)\(temporarySuffix)")
+            let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
+            guard fd >= 0 else { throw FileOperationError("cannot create \(temporary.path): \(errnoText())") }
+            var result: Int32
+            repeat { result = flock(fd, LOCK_SH) } while result != 0 && errno == EINTR
+            var opened = stat()
+            var named = stat()
+            guard result == 0, fstat(fd, &opened) == 0 else {
+                let message = errnoText()
+                close(fd)
+                unlink(temporary.path)
+                throw FileOperationError("cannot lock \(temporary.path): \(message)")
+            }
+            guard lstat(temporary.path, &named) == 0, named.st_ino == opened.st_ino, named.st_dev == opened.st_dev else {
+                close(fd)
+                continue
+            }
+            // The mode given to open(2) passes through the process umask; set it exactly.
+            guard fchmod(fd, permissions) == 0 else {
+                let message = errnoText()
+                close(fd)
+                unlink(temporary.path)
+                throw FileOperationError("cannot set the mode of \(temporary.path): \(message)")
+            }
+            return (fd, temporary)
+        }
+        throw FileOperationError("cannot create a temporary file beside \(url.path): it was removed eight times before it was locked")
+    }
+
+    /// How the names of ``createTemporary(beside:permissions:)`` end.
+    static let temporarySuffix = ".tmp"
+
+    /// Whether `name` is one ``createTemporary(beside:permissions:)`` makes: `.NAME.UUID.tmp`.
+    package static func isTemporaryName(_ name: String) -> Bool {
+        guard name.hasPrefix("."), name.hasSuffix(temporarySuffix) else { return false }
+        let stem = name.dropLast(temporarySuffix.count)
+        guard stem.count > 38, let dot = stem.lastIndex(of: "."), stem.distance(from: dot, to: stem.endIndex) == 37 else { return false }
+        return UUID(uuidString: String(stem[stem.index(after: dot)...])) != nil
+    }
+
+    /// Removes from `folder` the temporary files of replacements whose writer died before its
+    /// rename (killed, or its machine lost power), and returns their names. A temporary file
+    /// whose writer is alive holds a lock and is left alone, so a sweep never breaks a write in
+    /// progress in this or another process. Only names ``isTemporaryName(_:)`` accepts are
+    /// touched; a missing or unreadable folder sweeps nothing.
+    @discardableResult
+    package static func sweepTemporaries(in folder: URL) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        var removed: [String] = []
+        for name in names where isTemporaryName(name) {
+            let path = folder.appendingPathComponent(name).path
+            let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            if fd < 0 {
+                // Not a regular file we can open (a link or a stranger under our naming): nothing
+                // of ours holds it.
+                if errno == ELOOP, unlink(path) == 0 { removed.append(name) }
+                continue
+            }
+            defer { close(fd) }
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
+            if unlink(path) == 0 { removed.append(name) }
+        }
+        if !removed.isEmpty { syncFolder(folder) }
+        return removed
     }
 
     /// Replaces `url` with `data` (see ``write(_:to:permissions:sync:)-(UnsafeRawBufferPointer,_,_,_)``).
@@ -198,8 +270,9 @@ private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -
 /// Writes a file in pieces under a fixed hidden name beside its target (`.NAME.partial`), then
 /// moves it into place whole: flush, rename, flush of the folder. A writer that fails, or a
 /// process killed at any moment, leaves nothing at the target name; the next writer to the
-/// same target removes what a killed one left. (Two writers to one target at the same time are
-/// not supported: the later one removes the earlier one's partial file, which then fails.)
+/// same target removes what a killed one left. The writer holds a lock on its partial file, so
+/// a second writer to the same target while the first is alive is refused instead of removing
+/// the first one's file.
 /// Used by one thread at a time (a backup export's read), hence `@unchecked Sendable`.
 package final class DurableFileWriter: @unchecked Sendable {
     // Safe to share: one task at a time owns it (a backup export writes it sequentially); it is handed between threads, never used by two at once.
@@ -208,13 +281,27 @@ package final class DurableFileWriter: @unchecked Sendable {
     private let target: URL
     private var fd: Int32
 
-    /// Starts writing `target` (mode `permissions`, exactly, whatever the umask).
+    /// Starts writing `target` (mode `permissions`, exactly, whatever the umask). A partial file
+    /// that a killed writer left is removed first; one whose writer is alive (it holds a lock on
+    /// it, in this or another process) is refused.
     package init(target: URL, permissions: mode_t = 0o600) throws(FileOperationError) {
         self.target = target
         temporary = Self.partialURL(for: target)
-        unlink(temporary.path)
-        fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, permissions)
+        let stale = open(temporary.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        if stale >= 0 {
+            let free = flock(stale, LOCK_EX | LOCK_NB) == 0
+            if free { unlink(temporary.path) }
+            close(stale)
+            guard free else { throw FileOperationError("\(target.path) is being written by another export; wait for it to finish") }
+        } else {
+            unlink(temporary.path) // a link or a stranger at the partial name
+        }
+        fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
         guard fd >= 0 else { throw FileOperationError("cannot create \(temporary.path): \(DurableFile.errnoText())") }
+        // Held until the rename or abandon: the next writer to this target can tell a live
+        // write from one whose process died.
+        var locked: Int32
+        repeat { locked = flock(fd, LOCK_SH) } while locked != 0 && errno == EINTR
         guard fchmod(fd, permissions) == 0 else {
             let message = DurableFile.errnoText()
             abandon()
@@ -246,21 +333,23 @@ package final class DurableFileWriter: @unchecked Sendable {
             abandon()
             throw FileOperationError("cannot flush \(temporary.path): \(message)")
         }
-        close(fd)
-        fd = -1
+        // Renamed before the descriptor (and its lock) is let go.
         guard rename(temporary.path, target.path) == 0 else {
             let message = DurableFile.errnoText()
-            unlink(temporary.path)
+            abandon()
             throw FileOperationError("cannot move \(temporary.path) to \(target.path): \(message)")
         }
+        close(fd)
+        fd = -1
         DurableFile.syncFolder(target.deletingLastPathComponent())
     }
 
     /// Closes and removes the partial file (the target is untouched).
     package func abandon() {
+        // Removed while still locked: a writer starting meanwhile cannot take the name first.
+        if fd >= 0 { unlink(temporary.path) }
         if fd >= 0 { close(fd) }
         fd = -1
-        unlink(temporary.path)
     }
 
     deinit { if fd >= 0 { abandon() } }

@@ -138,6 +138,9 @@ public actor DeniableStorage {
     ) async throws(DeniableError) {
         try configuration.validate()
         try AtomicFile.ensureFolder(folder)
+        // Temporary files of vault, queue or key writes killed before their rename: an old
+        // vault's copy would still open under its old passphrase. Done at every open, used or not.
+        DurableFile.sweepTemporaries(in: folder)
         self.folder = folder
         self.configuration = configuration
         let keyFile = folder.appendingPathComponent("secure-element.key")
@@ -311,6 +314,7 @@ public actor DeniableStorage {
         await enterVaultOperation()
         defer { leaveVaultOperation() }
         session = nil
+        DurableFile.sweepTemporaries(in: folder)
         let passphrase = Passphrase.generate(wordCount: configuration.passphraseWordCount)
         try await writeFreshVault(passphrase: passphrase)
         try queue.wipe()

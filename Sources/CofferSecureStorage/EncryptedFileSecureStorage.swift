@@ -13,7 +13,8 @@ import Darwin
 /// Secure items as files in one folder, each sealed with XChaCha20-Poly1305 under a key made on
 /// first use and kept in `folder/key` (mode 0600; a wider mode is refused with
 /// ``SecureStorageError/keyFile(_:)``). File names are keyed hashes of the item names, so the
-/// folder shows neither names nor values. Each item is replaced atomically and durably.
+/// folder shows neither names nor values. Each item is replaced atomically and durably; the
+/// temporary file of a write killed before its rename is removed at the store's next first use.
 ///
 /// Items fail one by one: a damaged item makes its own `load` throw, and ``names()`` lists the
 /// others (``damagedItems()`` names the damaged files). A key file that is missing while items
@@ -28,6 +29,8 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     public let folder: URL
     private let lock = Lock()
     private var keys: (names: KeyedHash, items: SecretKey)?
+    /// Whether this instance has swept its items folder of dead writes' temporary files.
+    private var swept = false
     private static let logger = Logger(label: "coffer.secure")
     private static let format: UInt8 = 1
 
@@ -43,6 +46,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     public func save(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError) {
         try validateName(name)
         try lock.withLock { () throws(SecureStorageError) -> Void in
+            sweepOnce()
             let (names, itemKey) = try loadKeys(create: true)
             let file = fileName(name, names)
             var plain = Data()
@@ -68,6 +72,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     public func load(_ name: String) throws(SecureStorageError) -> Data? {
         try validateName(name)
         return try lock.withLock { () throws(SecureStorageError) -> Data? in
+            sweepOnce()
             guard try keyExists() else { return nil }
             let (names, itemKey) = try loadKeys(create: false)
             let file = fileName(name, names)
@@ -81,6 +86,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     public func accessibility(of name: String) throws(SecureStorageError) -> SecureAccessibility? {
         try validateName(name)
         return try lock.withLock { () throws(SecureStorageError) -> SecureAccessibility? in
+            sweepOnce()
             guard try keyExists() else { return nil }
             let (names, itemKey) = try loadKeys(create: false)
             return try open(fileName(name, names), itemKey)?.accessibility
@@ -91,6 +97,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     public func delete(_ name: String) throws(SecureStorageError) {
         try validateName(name)
         try lock.withLock { () throws(SecureStorageError) -> Void in
+            sweepOnce()
             guard try keyExists() else { return }
             let (names, _) = try loadKeys(create: false)
             let url = itemsFolder.appendingPathComponent(fileName(name, names))
@@ -121,6 +128,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
 
     private func inventory() throws(SecureStorageError) -> (names: [String], damaged: [(file: String, reason: String)]) {
         return try lock.withLock { () throws(SecureStorageError) -> (names: [String], damaged: [(file: String, reason: String)]) in
+            sweepOnce()
             guard try keyExists() else { return ([], []) }
             let (_, itemKey) = try loadKeys(create: false)
             var found: [String] = []
@@ -139,6 +147,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     /// Removes every item; the key stays.
     public func deleteAll() throws(SecureStorageError) {
         try lock.withLock { () throws(SecureStorageError) -> Void in
+            sweepOnce()
             for file in itemFiles() {
                 do throws(FileOperationError) { try DurableFile.remove(itemsFolder.appendingPathComponent(file)) } catch {
                     throw .storage(error.message)
@@ -174,6 +183,19 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
         let count = itemFiles().count
         guard count == 0 else { throw SecureStorageError.keyLost(lostKeyMessage(count)) }
         return try keyFile.loadOrCreate()
+    }
+
+    /// Lock held. Removes, once per instance (at its first use), the temporary files of item
+    /// (and key) writes whose process died before the rename: sealed copies of a value that no name leads
+    /// to, which would otherwise outlive a `delete` of the item. Writes in progress (this or
+    /// another process) hold a lock on theirs and are left alone.
+    private func sweepOnce() {
+        guard !swept else { return }
+        swept = true
+        let removed = DurableFile.sweepTemporaries(in: itemsFolder) + DurableFile.sweepTemporaries(in: folder)
+        if !removed.isEmpty {
+            Self.logger.debug("removed temporary files of interrupted writes", metadata: ["count": "\(removed.count)"])
+        }
     }
 
     private func itemFiles() -> [String] {
