@@ -332,6 +332,12 @@ public final class CofferContainer: @unchecked Sendable {
         keychainService: String? = nil
     ) throws {
         var failures: [String] = []
+        // A folder of Coffer's that its owner made unreadable (mode 000) cannot be emptied: the
+        // owner's permissions come back first (on the store and caches folders themselves too,
+        // as on a fresh install; other files in them are not touched).
+        restoreOwnerPermissions(locations.data.path)
+        restoreOwnerPermissions(locations.caches.path)
+        for url in locations.resetItems { OwnerOnlyFiles.restoreOwnerAccess(url.path) }
         let secure =
             secureStorage
             ?? PlatformSecureStorage.make(folder: locations.secureFolder, service: keychainService ?? locations.keychainService)
@@ -349,6 +355,17 @@ public final class CofferContainer: @unchecked Sendable {
         guard failures.isEmpty else { throw ContainerError.storage(failures.joined(separator: "; ")) }
         logger.notice("full reset done", metadata: ["folder": "\(locations.data.path)"])
     }
+}
+
+/// Gives the owner back read, write and search permission on the folder `path` itself (a store
+/// or caches folder) when it lacks them, as reset needs them to remove Coffer's files from it;
+/// the other bits stay. Nothing happens to a missing path or one owned by another user.
+private func restoreOwnerPermissions(_ path: String) {
+    var info = stat()
+    guard lstat(path, &info) == 0, info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR), info.st_uid == geteuid(),
+        info.st_mode & 0o700 != 0o700
+    else { return }
+    _ = chmod(path, (info.st_mode & 0o7777) | 0o700)
 }
 
 extension CofferContainer {

@@ -13,7 +13,13 @@ import Darwin
 package struct FileOperationError: Error, CustomStringConvertible {
     /// What went wrong, with the path.
     package let message: String
-    package init(_ message: String) { self.message = message }
+    /// The file is there and readable but its contents are damaged (a key file of the wrong
+    /// size), as opposed to a file that cannot be read or written.
+    package let damaged: Bool
+    package init(_ message: String, damaged: Bool = false) {
+        self.message = message
+        self.damaged = damaged
+    }
     package var description: String { message }
 }
 
@@ -169,6 +175,12 @@ package enum DurableFile {
         do { try OwnerOnlyFiles.prepareDatabase(url) } catch { throw FileOperationError(error.message) }
     }
 
+    /// Refuses a symbolic link (dangling or not) at a database's path or its `-wal`, `-shm` or
+    /// `-journal` path (see ``OwnerOnlyFiles/refuseSymbolicLinks(_:)``).
+    package static func refuseSymbolicLinks(_ url: URL) throws(FileOperationError) {
+        do { try OwnerOnlyFiles.refuseSymbolicLinks(url) } catch { throw FileOperationError(error.message) }
+    }
+
     /// Flushes a folder's entries (renames and unlinks in it) to disk.
     package static func syncFolder(_ folder: URL) {
         let dirfd = open(folder.path, O_RDONLY)
@@ -223,21 +235,45 @@ package struct OwnerOnlyKeyFile: Sendable {
         return key
     }
 
-    /// Reads the key, checking the file's mode first.
+    /// Reads the key, checking the file first: a symbolic link (followed, it could lead to a file
+    /// anyone may write) and anything but a regular file are refused, as is a mode that lets
+    /// group or others read it. A file of the wrong size is reported as damaged
+    /// (``FileOperationError/damaged``).
     package func load() throws(FileOperationError) -> SecretKey {
-        let attributes: [FileAttributeKey: Any]
-        do { attributes = try FileManager.default.attributesOfItem(atPath: url.path) } catch {
-            throw FileOperationError("cannot read \(url.path): \(error.localizedDescription)")
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else { throw FileOperationError("cannot read \(url.path): \(DurableFile.errnoText())") }
+        switch info.st_mode & mode_t(S_IFMT) {
+        case mode_t(S_IFREG): break
+        case mode_t(S_IFLNK):
+            throw FileOperationError(
+                "\(url.path) is a symbolic link; the key file must be a regular file at that path (mode 0600): put the file itself there in place of the link")
+        default:
+            throw FileOperationError("\(url.path) is not a regular file; the key file must be a regular file at that path (mode 0600)")
         }
-        let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue ?? 0o777
+        let mode = Int(info.st_mode & 0o777)
         guard mode & 0o077 == 0 else {
             throw FileOperationError("\(url.path) is readable by others (mode \(String(mode, radix: 8))); it must be 0600")
         }
-        guard var bytes = try? Data(contentsOf: url), bytes.count == 32 else {
-            throw FileOperationError("\(url.path) does not hold a 32-byte key")
+        let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw FileOperationError("cannot read \(url.path): \(DurableFile.errnoText())") }
+        defer { close(fd) }
+        // One byte more than a key, to tell a longer file from a key.
+        var bytes = [UInt8](repeating: 0, count: 33)
+        defer { SecureMemory.wipe(&bytes) }
+        var count = 0
+        while count < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+            if n < 0, errno == EINTR { continue }
+            guard n >= 0 else { throw FileOperationError("cannot read \(url.path): \(DurableFile.errnoText())") }
+            if n == 0 { break }
+            count += n
         }
-        defer { bytes.resetBytes(in: 0..<bytes.count) }
-        do { return try SecretKey(copying: bytes, expectedCount: 32) } catch { throw FileOperationError("\(error)") }
+        guard count == 32 else {
+            throw FileOperationError(
+                "\(url.path) holds \(count == 33 ? "more than 32" : String(count)) bytes, not a 32-byte key: the key file is damaged. Put back an intact copy of it, or start over with a reset (what it protects cannot be opened without it)",
+                damaged: true)
+        }
+        do { return try SecretKey(copying: Data(bytes.prefix(32)), expectedCount: 32) } catch { throw FileOperationError("\(error)") }
     }
 
     /// Replaces the key file with `key` (atomic, durable, 0600).

@@ -226,6 +226,7 @@ public final class AppDatabase: Sendable {
     ) throws -> AppDatabase {
         let migrator = migrator()
         let target = dataMigrations.map(\.version).max() ?? 0
+        do { try OwnerOnlyFiles.refuseSymbolicLinks(url) } catch { throw DatabaseStoreError.storage(error.message) }
         let existed = FileManager.default.fileExists(atPath: url.path)
         if existed {
             try refuseNewer(url, migrator: migrator, dataTarget: target)

@@ -72,7 +72,8 @@ package enum OwnerOnlyFiles {
     /// mode 0600 when it is missing (SQLite then gives its `-wal`, `-shm` and `-journal` files
     /// the same mode), and restricts an existing file and those companions to their owner.
     package static func prepareDatabase(_ url: URL) throws(FileModeError) {
-        let fd = open(url.path, O_RDWR | O_CREAT | O_EXCL, 0o600)
+        try refuseSymbolicLinks(url)
+        let fd = open(url.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
         if fd >= 0 {
             defer { close(fd) }
             guard fchmod(fd, 0o600) == 0 else { throw FileModeError("cannot set the mode of \(url.path): \(errnoText())") }
@@ -81,6 +82,38 @@ package enum OwnerOnlyFiles {
         }
         for suffix in ["", "-wal", "-shm", "-journal"] {
             try restrictToOwner(url.path + suffix)
+        }
+    }
+
+    /// Refuses a symbolic link — dangling or not — at an SQLite database's path or at the path of
+    /// its `-wal`, `-shm` or `-journal` file: SQLite would follow it and write the database, or
+    /// its companions (with the umask's mode), wherever it points.
+    package static func refuseSymbolicLinks(_ url: URL) throws(FileModeError) {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let path = url.path + suffix
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            if info.st_mode & mode_t(S_IFMT) == mode_t(S_IFLNK) {
+                throw FileModeError(
+                    "\(path) is a symbolic link; Coffer opens a database only at its own path, never through a link. Move the file itself there, or remove the link"
+                )
+            }
+        }
+    }
+
+    /// Gives the owner back read, write and search permission on the folder at `path` and on
+    /// every folder inside it (group and other bits are left as they are), so that a folder of
+    /// Coffer's that its owner set to mode 000 can be listed and removed again. Symbolic links
+    /// are not followed, folders of other users are left alone, and a missing path is nothing to
+    /// do; a failure shows later, when the removal names the path.
+    package static func restoreOwnerAccess(_ path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR) else { return }
+        if info.st_mode & 0o700 != 0o700, info.st_uid == geteuid() {
+            _ = chmod(path, (info.st_mode & 0o7777) | 0o700)
+        }
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
+            restoreOwnerAccess((path as NSString).appendingPathComponent(name))
         }
     }
 

@@ -101,7 +101,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
             guard try keyExists() else { return }
             let (names, _) = try loadKeys(create: false)
             let url = itemsFolder.appendingPathComponent(fileName(name, names))
-            guard FileManager.default.fileExists(atPath: url.path) else { return }
+            guard try Self.exists(url) else { return }
             do throws(FileOperationError) { try DurableFile.remove(url) } catch { throw .storage(error.message) }
             DurableFile.syncFolder(itemsFolder)
         }
@@ -133,7 +133,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
             let (_, itemKey) = try loadKeys(create: false)
             var found: [String] = []
             var damaged: [(file: String, reason: String)] = []
-            for file in itemFiles() {
+            for file in try itemFiles() {
                 do throws(SecureStorageError) {
                     if let item = try open(file, itemKey) { found.append(item.name) }
                 } catch {
@@ -148,7 +148,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     public func deleteAll() throws(SecureStorageError) {
         try lock.withLock { () throws(SecureStorageError) -> Void in
             sweepOnce()
-            for file in itemFiles() {
+            for file in try itemFiles() {
                 do throws(FileOperationError) { try DurableFile.remove(itemsFolder.appendingPathComponent(file)) } catch {
                     throw .storage(error.message)
                 }
@@ -179,8 +179,8 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
                 _ = Foundation.close(fd)
             }
         }
-        if FileManager.default.fileExists(atPath: keyFile.url.path) { return try keyFile.load() }
-        let count = itemFiles().count
+        if try Self.exists(keyFile.url) { return try keyFile.load() }
+        let count = try itemFiles().count
         guard count == 0 else { throw SecureStorageError.keyLost(lostKeyMessage(count)) }
         return try keyFile.loadOrCreate()
     }
@@ -198,14 +198,42 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
         }
     }
 
-    private func itemFiles() -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: itemsFolder.path)) ?? []).filter { !$0.hasPrefix(".") }
+    /// The item files' names; none when the items folder does not exist.
+    /// - Throws: ``SecureStorageError/storage(_:)`` naming the folder when it (or the store's
+    ///   folder) exists but cannot be read: an unreadable folder is not an empty one.
+    private func itemFiles() throws(SecureStorageError) -> [String] {
+        guard try Self.exists(folder), try Self.exists(itemsFolder) else { return [] }
+        do { return try FileManager.default.contentsOfDirectory(atPath: itemsFolder.path).filter { !$0.hasPrefix(".") } } catch {
+            throw .storage(Self.unreadable(itemsFolder.path, reason: error.localizedDescription))
+        }
+    }
+
+    /// Whether something is at `url`; a folder on the way that cannot be searched, or a folder
+    /// at `url` that cannot be read, is a storage error naming it (not "missing").
+    private static func exists(_ url: URL) throws(SecureStorageError) -> Bool {
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else {
+            if errno == ENOENT || errno == ENOTDIR { return false }
+            let reason = String(cString: strerror(errno))
+            let parent = url.deletingLastPathComponent().path
+            throw .storage(Self.unreadable(access(parent, R_OK | X_OK) == 0 ? url.path : parent, reason: reason))
+        }
+        if info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR), access(url.path, R_OK | X_OK) != 0 {
+            throw .storage(Self.unreadable(url.path, reason: String(cString: strerror(errno))))
+        }
+        return true
+    }
+
+    private static func unreadable(_ path: String, reason: String) -> String {
+        "cannot read \(path) (\(reason)); give its owner read and search permission again (chmod u+rwx), or start over with a reset"
     }
 
     /// Lock held. Whether the key file exists; a missing key while item files exist is an error.
     private func keyExists() throws(SecureStorageError) -> Bool {
-        if keys != nil || FileManager.default.fileExists(atPath: keyFile.url.path) { return true }
-        let count = itemFiles().count
+        if keys != nil { return true }
+        guard try Self.exists(folder) else { return false }
+        if try Self.exists(keyFile.url) { return true }
+        let count = try itemFiles().count
         guard count == 0 else { throw .keyLost(lostKeyMessage(count)) }
         return false
     }
@@ -228,6 +256,8 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
             }
         } catch let error as SecureStorageError {
             throw error
+        } catch let error as FileOperationError where error.damaged {
+            throw .keyLost(error.message)
         } catch { throw .keyFile("\(error)") }
         let loaded = (
             names: KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.secure.names")),
@@ -257,6 +287,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     {
         let url = itemsFolder.appendingPathComponent(file)
         let sealed: Data
+        guard try Self.exists(url) else { return nil }
         do {
             guard let read = try DurableFile.read(url) else { return nil }
             sealed = read

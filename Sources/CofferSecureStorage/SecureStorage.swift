@@ -24,8 +24,9 @@ public enum SecureStorageError: Error, Equatable, Sendable, CustomStringConverti
     case invalidValue(String)
     /// The store's key file is missing its protections or cannot be used.
     case keyFile(String)
-    /// The key file is gone while sealed items exist: they cannot be opened, and no new key is
-    /// made over them (restore the key, or start over with `deleteAll()` or a reset).
+    /// The key file is gone while sealed items exist, or is damaged (not 32 bytes): the items
+    /// cannot be opened, and no new key is made over them (restore the key, or start over with
+    /// `deleteAll()` or a reset).
     case keyLost(String)
     /// An item failed its integrity check (tampered, or sealed under another key).
     case corrupted(String)

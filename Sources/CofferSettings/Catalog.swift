@@ -21,6 +21,19 @@ public struct User: Codable, Sendable, Hashable {
         self.name = name
         self.isAdmin = isAdmin
     }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, email, name, isAdmin
+    }
+
+    /// Decodes a user; `isAdmin` is optional (false when absent), the other fields are required.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        email = try container.decode(String.self, forKey: .email)
+        name = try container.decode(String.self, forKey: .name)
+        isAdmin = try container.decodeIfPresent(Bool.self, forKey: .isAdmin) ?? false
+    }
 }
 
 /// The app's colour scheme choice.

@@ -199,7 +199,8 @@ extension Wallet {
     /// returned wallet is opened anew at `walletURL` (with a passphrase key that costs one more
     /// key derivation).
     /// - Throws: ``WalletError/wrongKey(_:)`` for a wrong backup passphrase,
-    ///   ``WalletError/corrupted(_:)`` for a damaged file, ``WalletError/walletExists(path:)``.
+    ///   ``WalletError/corrupted(_:)`` for a damaged file, ``WalletError/walletExists(path:)``,
+    ///   ``WalletError/invalidInput(_:)`` when the backup file is missing or cannot be opened.
     public static func importBackup(
         from backupURL: URL, passphrase: String, into walletURL: URL, key: WalletKey,
         configuration: Configuration = Configuration(),
@@ -207,7 +208,8 @@ extension Wallet {
     ) async throws -> Wallet {
         let handle: FileHandle
         do { handle = try FileHandle(forReadingFrom: backupURL) } catch {
-            throw WalletError.storage("cannot read the backup \(backupURL.path): \(error.localizedDescription)")
+            // An input file that cannot be opened is bad input, as for every other input file.
+            throw WalletError.invalidInput("cannot read the backup \(backupURL.path): \(error.localizedDescription)")
         }
         defer { try? handle.close() }
         let reader = BackupReader(handle: handle)

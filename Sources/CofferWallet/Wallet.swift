@@ -125,6 +125,7 @@ public final class Wallet: Sendable {
     /// migrations up to and including `schemaUpTo` (tests open such files to check upgrades).
     static func create(at url: URL, key: WalletKey, configuration: Configuration, schemaUpTo: String?) async throws -> Wallet {
         let path = url.path
+        do { try DurableFile.refuseSymbolicLinks(url) } catch { throw WalletError.storage(error.message) }
         // Whatever is at the path — a wallet, an empty file, another database — stays as it is.
         if FileManager.default.fileExists(atPath: path) { throw WalletError.walletExists(path: path) }
         let (storeKey, kdf) = try makeStoreKey(key, parameters: configuration.passphraseParameters)
@@ -173,6 +174,7 @@ public final class Wallet: Sendable {
     ///   ``WalletError/corrupted(_:)`` when the file is not a wallet or was damaged.
     public static func open(at url: URL, key: WalletKey, configuration: Configuration = Configuration()) async throws -> Wallet {
         let path = url.path
+        do { try DurableFile.refuseSymbolicLinks(url) } catch { throw WalletError.storage(error.message) }
         guard FileManager.default.fileExists(atPath: path) else { throw WalletError.walletMissing(path: path) }
         if case .raw(let data) = key, data.count != 32 {
             throw WalletError.invalidInput("a raw key must be 32 bytes, got \(data.count)")

@@ -15,6 +15,14 @@ struct StoreOptions: ParsableArguments {
         help: ArgumentHelp("Store folder (default: $COFFER_HOME, else the platform's application-data folder).", valueName: "dir"))
     var store: String?
 
+    /// An empty `--store` would mean the current folder (`coffer --store "" reset --yes` would
+    /// remove Coffer's files there): refused.
+    func validate() throws {
+        if let store, store.isEmpty {
+            throw ValidationError("--store needs a folder; an empty path is refused (it would mean the current folder)")
+        }
+    }
+
     var storeDirectory: URL {
         if let store { return URL(fileURLWithPath: store, isDirectory: true) }
         return StoreLocation.defaultStoreDirectory()
