@@ -97,6 +97,16 @@ struct StoreEdgeCaseTests {
         #expect(get.status == 0 && get.stdout == "v", "the item survived: \(get.stderr)")
     }
 
+    @Test("an unreadable deniable folder is a storage error naming it (exit 6), not a store to start afresh")
+    func unreadableDeniableFolder() throws {
+        let store = try unprivilegedFolder().appendingPathComponent("store")
+        #expect(try runUnprivileged(["--store", store.path, "deniable", "start"]).status == 0)
+        let folder = store.appendingPathComponent("deniable").path
+        #expect(chmod(folder, 0) == 0)
+        let r = try runUnprivileged(["--store", store.path, "deniable", "status"])
+        #expect(r.status == 6 && r.stderr.contains(folder), "\(r.status) \(r.stderr)")
+    }
+
     @Test("symbolic links at app.sqlite and wallet.sqlite, dangling or not, are refused and nothing is written through them")
     func databaseSymlinks() throws {
         for dangling in [true, false] {
