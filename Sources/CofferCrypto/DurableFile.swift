@@ -246,7 +246,8 @@ package struct OwnerOnlyKeyFile: Sendable {
         case mode_t(S_IFREG): break
         case mode_t(S_IFLNK):
             throw FileOperationError(
-                "\(url.path) is a symbolic link; the key file must be a regular file at that path (mode 0600): put the file itself there in place of the link")
+                "\(url.path) is a symbolic link; the key file must be a regular file at that path (mode 0600): put the file itself there in place of the link"
+            )
         default:
             throw FileOperationError("\(url.path) is not a regular file; the key file must be a regular file at that path (mode 0600)")
         }

@@ -129,7 +129,9 @@ struct StoreEdgeCaseTests {
                 #expect(r.status == 6 && r.stderr.contains("wallet.sqlite is a symbolic link"), "dangling \(dangling) \(args): \(r.stderr)")
             }
             let settings = try CLI.run(["settings", "list"], store: store)
-            #expect(settings.status == 6 && settings.stderr.contains("app.sqlite is a symbolic link"), "dangling \(dangling): \(settings.stderr)")
+            #expect(
+                settings.status == 6 && settings.stderr.contains("app.sqlite is a symbolic link"),
+                "dangling \(dangling): \(settings.stderr)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).sorted() == before, "dangling \(dangling)")
         }
     }
@@ -148,7 +150,8 @@ struct StoreEdgeCaseTests {
             ["cache", "put", "thumbnail", "a", missing],
         ]
         for args in commands {
-            let target = args.contains("import-backup") ? FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString) : store
+            let target =
+                args.contains("import-backup") ? FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString) : store
             let r = try CLI.run(args, store: target, env: ["K": CLI.key])
             #expect(r.status == 2 && r.stderr.contains("no-such-file"), "\(args): \(r.status) \(r.stderr)")
         }
@@ -165,7 +168,9 @@ struct StoreEdgeCaseTests {
         #expect(chmod(key.path, 0o600) == 0)
         let damaged = try CLI.run(["secure", "get", "x"], store: store)
         #expect(damaged.status == 5, "\(damaged.stderr)")
-        #expect(damaged.stderr.contains("5 bytes") && damaged.stderr.contains("damaged") && damaged.stderr.contains("reset"), "\(damaged.stderr)")
+        #expect(
+            damaged.stderr.contains("5 bytes") && damaged.stderr.contains("damaged") && damaged.stderr.contains("reset"),
+            "\(damaged.stderr)")
         try FileManager.default.removeItem(at: key)
         try FileManager.default.createSymbolicLink(at: key, withDestinationURL: saved)
         let linked = try CLI.run(["secure", "get", "x"], store: store)
