@@ -12,7 +12,7 @@ struct WalletCommand: AsyncParsableCommand {
         subcommands: [
             Create.self, Add.self, Get.self, Update.self, Delete.self, AddTags.self, UpdateTags.self,
             DeleteTags.self, Search.self, Count.self, RemoveAll.self, Import.self, Rekey.self, Check.self, Compact.self,
-            WalletKeyCommand.self, Export.self, ImportBackup.self,
+            WalletKeyCommand.self, Export.self, ImportBackup.self, ImportIndy.self, ImportAskar.self,
         ])
 
     @OptionGroup var walletOptions: WalletOptions
