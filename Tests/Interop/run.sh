@@ -1,35 +1,8 @@
 #!/usr/bin/env bash
 # Interop with real clients from PyPI: Aries Askar's Key API (Ed25519) and PyNaCl (sealed boxes).
 # Usage: Tests/Interop/run.sh PATH/TO/coffer
-# Makes a venv (COFFER_INTEROP_VENV, default .build/interop-venv) with aries-askar and pynacl.
-# When the package index cannot be reached it prints "SKIP: …" and exits 0: a skip, not a
-# failure. Anything else that goes wrong (no venv, an install that fails while the index answers,
-# a mismatch in interop.py) exits non-zero, and the test fails.
+# The venv and its skip rule: see venv.sh.
 set -u
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
 coffer="${1:?usage: run.sh PATH/TO/coffer}"
-venv="${COFFER_INTEROP_VENV:-$root/.build/interop-venv}"
-# The venv's folder may not exist yet (a build with another --scratch-path makes no .build).
-mkdir -p "$(dirname "$venv")"
-if ! "$venv/bin/python" -c 'import aries_askar, nacl' 2>/dev/null; then
-    if ! python3 -m venv "$venv" >"$venv.venv.log" 2>&1; then
-        echo "FAIL: python3 cannot make a venv at $venv (install python3-venv):"
-        cat "$venv.venv.log"
-        exit 1
-    fi
-    if ! timeout 600 "$venv/bin/pip" install --quiet --disable-pip-version-check aries-askar pynacl >"$venv.pip.log" 2>&1; then
-        # A skip only when the index itself does not answer: fetch one small known package.
-        probe="$(mktemp -d)"
-        if ! timeout 120 "$venv/bin/pip" download --quiet --disable-pip-version-check --no-deps --dest "$probe" pip >/dev/null 2>&1; then
-            rm -rf "$probe"
-            echo "SKIP: the package index is unreachable: aries-askar and PyNaCl could not be installed (see $venv.pip.log)"
-            exit 0
-        fi
-        rm -rf "$probe"
-        echo "FAIL: the package index answers, but installing aries-askar and PyNaCl failed:"
-        tail -20 "$venv.pip.log"
-        exit 1
-    fi
-fi
+source "$(cd "$(dirname "$0")" && pwd)/venv.sh"
 exec "$venv/bin/python" "$here/interop.py" "$coffer"

@@ -1,0 +1,333 @@
+// Importing libindy wallets and Aries Askar stores: Askar stores written by the real Askar (PyPI
+// `aries-askar`), libindy wallets from a generator that follows libindy's format, and Askar's own
+// upstream libindy fixture. Everything is driven through the `coffer` binary and read back
+// through the wallet API.
+import CofferWallet
+import Foundation
+import GRDB
+import Testing
+
+/// The source stores, made by Tests/Interop/foreign.sh in a fresh folder.
+enum ForeignStores {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// Runs foreign.sh with `arguments`; false (after saying why) when PyPI cannot be reached.
+    static func make(_ arguments: [String]) throws -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["bash", root.appendingPathComponent("Tests/Interop/foreign.sh").path] + arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let o = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let e = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        if o.hasPrefix("SKIP:") {
+            print("foreign import test skipped — \(o.trimmingCharacters(in: .whitespacesAndNewlines))")
+            return false
+        }
+        #expect(process.terminationStatus == 0 && o.contains("stores ok"), "\(o)\(e)")
+        return process.terminationStatus == 0
+    }
+
+    static func folder() -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-foreign-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    static func json(_ url: URL) throws -> [String: Any] {
+        try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as! [String: Any]
+    }
+
+    /// A tag set as name → sorted values, from the JSON the generators wrote.
+    static func tags(_ json: [String: Any]) -> [String: [String]] {
+        var out = [String: [String]]()
+        for (k, v) in json {
+            if let s = v as? String { out[k] = [s] } else { out[k] = (v as! [String]).sorted() }
+        }
+        return out
+    }
+
+    /// The same from Coffer's tags.
+    static func tags(_ tags: WalletTags?) -> [String: [String]] {
+        var out = [String: [String]]()
+        for (k, v) in tags ?? WalletTags() { out[k] = v.values.sorted() }
+        return out
+    }
+
+    static func walletTags(_ json: [String: Any]) -> WalletTags {
+        var t = WalletTags()
+        for (k, v) in json { t[k] = (v as? String).map(TagValue.string) ?? .list(v as! [String]) }
+        return t
+    }
+
+    /// The store's wallet, opened through the API with the CLI tests' key.
+    static func open(_ store: URL) async throws -> Wallet {
+        try await Wallet.open(at: store.appendingPathComponent("wallet.sqlite"), key: .raw(Data(repeating: 9, count: 32)))
+    }
+
+    /// Every expected record is in the wallet, byte for byte, and the import printed their count.
+    static func expectRecords(_ records: [[String: Any]], in store: URL) async throws {
+        let wallet = try await open(store)
+        defer { try? wallet.close() }
+        var perType = [String: Int]()
+        for r in records {
+            let type = r["type"] as! String
+            let id = r["id"] as! String
+            perType[type, default: 0] += 1
+            let got = try await wallet.get(type: type, id: id, options: RecordOptions(retrieveValue: true, retrieveTags: true))
+            #expect(got.value == r["value"] as? String, "\(type)/\(id)")
+            #expect(tags(got.tags) == tags(r["tags"] as! [String: Any]), "\(type)/\(id)")
+        }
+        for (type, n) in perType { #expect(try await wallet.count(type: type) == n, "\(type)") }
+    }
+
+    /// Rows of the target wallet's items table (records, and the wallet's own secrets if any).
+    static func itemRows(_ store: URL, where condition: String = "1") throws -> Int {
+        let db = try DatabaseQueue(path: store.appendingPathComponent("wallet.sqlite").path)
+        defer { try? db.close() }
+        return try db.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM items WHERE \(condition)")! }
+    }
+
+    static func importAskar(_ source: URL, key: String, store: URL, extra: [String] = []) throws -> CLIResult {
+        try CLI.run(
+            ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-askar", source.path, "--source-key-env", "SOURCE_KEY"] + extra,
+            store: store, env: ["COFFER_TEST_KEY": CLI.key, "SOURCE_KEY": key])
+    }
+
+    static func importIndy(_ source: URL, key: String, kdf: String, store: URL) throws -> CLIResult {
+        try CLI.run(
+            [
+                "--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-indy", source.path, "--source-key-env", "SOURCE_KEY",
+                "--source-kdf", kdf,
+            ], store: store, env: ["COFFER_TEST_KEY": CLI.key, "SOURCE_KEY": key])
+    }
+
+    static func output(_ r: CLIResult) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]) ?? [:]
+    }
+
+    static func expectUnchanged(_ file: URL, _ before: Data) throws {
+        #expect(try Data(contentsOf: file) == before, "\(file.lastPathComponent) changed")
+    }
+}
+
+@Suite("Importing Askar stores made by Askar")
+struct AskarImportTests {
+    @Test("raw key, two profiles, Argon2i: every record reads back as Askar reads it; expired ones stay behind, the rest keep their expiry")
+    func everyRecordAsAskarReadsIt() async throws {
+        let dir = ForeignStores.folder()
+        guard try ForeignStores.make(["askar", dir.path]) else { return }
+        let manifest = try ForeignStores.json(dir.appendingPathComponent("askar.json"))
+        for entry in manifest["stores"] as! [[String: Any]] {
+            let source = dir.appendingPathComponent(entry["file"] as! String)
+            let before = try Data(contentsOf: source)
+            let store = try CLI.newStore()
+            var extra = [String]()
+            if let profile = entry["profile"] as? String { extra += ["--profile", profile] }
+            if entry["keyEntries"] != nil { extra.append("--skip-keys") }
+            let r = try ForeignStores.importAskar(source, key: entry["key"] as! String, store: store, extra: extra)
+            #expect(r.status == 0, "\(r.stderr)")
+            let records = entry["records"] as! [[String: Any]]
+            let out = ForeignStores.output(r)
+            #expect(out["imported"] as? Int == records.count)
+            #expect(out["source"] as? String == "askar")
+            #expect(out["profile"] as? String == entry["profileName"] as? String)
+            let types = out["types"] as? [String: Int] ?? [:]
+            #expect(types.values.reduce(0, +) == records.count)
+            try await ForeignStores.expectRecords(records, in: store)
+            // The expired record is not there; the expiring ones kept an expiry in the future.
+            let expiring = records.filter { $0["expires"] as? Bool == true }.count
+            #expect(expiring > 0)
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            #expect(try ForeignStores.itemRows(store, where: "expiry IS NOT NULL") == expiring)
+            #expect(try ForeignStores.itemRows(store, where: "expiry IS NOT NULL AND (expiry < \(now) OR expiry > \(now + 2 * 86_400_000))") == 0)
+            let wallet = try await ForeignStores.open(store)
+            let profileName = entry["profileName"] as! String
+            await #expect(throws: WalletError.self) {
+                _ = try await wallet.get(type: "credential", id: "\(profileName == "second" ? "second" : "default")-expired")
+            }
+            try wallet.close()
+            try ForeignStores.expectUnchanged(source, before)
+        }
+    }
+
+    @Test("WQL over imported records (encrypted and ~ tags, ranges, $like, $or, $not) answers as Askar and as on records added through Coffer")
+    func searchesAnswerAlike() async throws {
+        let dir = ForeignStores.folder()
+        guard try ForeignStores.make(["askar", dir.path]) else { return }
+        let entry = (try ForeignStores.json(dir.appendingPathComponent("askar.json"))["stores"] as! [[String: Any]])[0]
+        let store = try CLI.newStore()
+        let r = try ForeignStores.importAskar(dir.appendingPathComponent("askar-raw.db"), key: entry["key"] as! String, store: store)
+        #expect(r.status == 0, "\(r.stderr)")
+        let imported = try await ForeignStores.open(store)
+        defer { try? imported.close() }
+        let native = try await Wallet.create(
+            at: ForeignStores.folder().appendingPathComponent("native.sqlite"), key: .raw(Data(repeating: 3, count: 32)))
+        defer { try? native.close() }
+        for rec in entry["records"] as! [[String: Any]] {
+            try await native.add(
+                type: rec["type"] as! String, id: rec["id"] as! String, value: rec["value"] as! String,
+                tags: ForeignStores.walletTags(rec["tags"] as! [String: Any]))
+        }
+        let queries = entry["queries"] as! [[String: Any]]
+        #expect(queries.count >= 20)
+        for q in queries {
+            let type = q["type"] as! String
+            let json = String(decoding: try JSONSerialization.data(withJSONObject: q["query"]!), as: UTF8.self)
+            let query = try WalletQuery(json: json)
+            var a = [String]()
+            for try await rec in imported.records(type: type, matching: query) { a.append(rec.id) }
+            var b = [String]()
+            for try await rec in native.records(type: type, matching: query) { b.append(rec.id) }
+            #expect(a.sorted() == (q["ids"] as! [String]).sorted(), "\(type) \(json): Coffer \(a.count), Askar \((q["ids"] as! [String]).count)")
+            #expect(a.sorted() == b.sorted(), "\(type) \(json)")
+        }
+    }
+
+    @Test("a key held by Askar's key manager is refused by name and nothing is imported; --skip-keys imports the rest")
+    func keyEntriesNamed() async throws {
+        let dir = ForeignStores.folder()
+        guard try ForeignStores.make(["askar", dir.path]) else { return }
+        let entry = (try ForeignStores.json(dir.appendingPathComponent("askar.json"))["stores"] as! [[String: Any]])[2]
+        let store = try CLI.newStore()
+        let source = dir.appendingPathComponent("askar-argon2i.db")
+        let r = try ForeignStores.importAskar(source, key: entry["key"] as! String, store: store)
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("\"a-signing-key\"") && r.stderr.contains("--skip-keys"), "\(r.stderr)")
+        #expect(try ForeignStores.itemRows(store) == 0)
+        let ok = try ForeignStores.importAskar(source, key: entry["key"] as! String, store: store, extra: ["--skip-keys"])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(ForeignStores.output(ok)["imported"] as? Int == (entry["records"] as! [Any]).count)
+    }
+
+    @Test("wrong key 4, duplicate 3 (named), damaged row 5 (named), not an Askar store 2: nothing imported, source untouched")
+    func errorsImportNothing() async throws {
+        let dir = ForeignStores.folder()
+        guard try ForeignStores.make(["askar", dir.path]) else { return }
+        let entry = (try ForeignStores.json(dir.appendingPathComponent("askar.json"))["stores"] as! [[String: Any]])[0]
+        let key = entry["key"] as! String
+        let source = dir.appendingPathComponent("askar-raw.db")
+        let before = try Data(contentsOf: source)
+        let store = try CLI.newStore()
+        #expect(try CLI.wallet(["add", "connection", "default-rec-4-é✓", "mine"], store: store).status == 0)
+
+        // Wrong key: a valid raw key of another store.
+        let wrong = try ForeignStores.importAskar(source, key: "5mgssUU4QBEdvCAaXkczkwmu9VtNyJ6W3NMb4QkzLEmd", store: store)
+        #expect(wrong.status == 4, "\(wrong.stderr)")
+        // A (type, id) the wallet has: named, nothing imported, the existing record kept.
+        let dup = try ForeignStores.importAskar(source, key: key, store: store)
+        #expect(dup.status == 3, "\(dup.stderr)")
+        #expect(dup.stderr.contains("\"connection\"") && dup.stderr.contains("\"default-rec-4-é✓\""), "\(dup.stderr)")
+        #expect(try ForeignStores.itemRows(store) == 1)
+        #expect(try CLI.wallet(["get", "connection", "default-rec-4-é✓"], store: store).stdout.contains("mine"))
+        try ForeignStores.expectUnchanged(source, before)
+
+        // A damaged row (one byte of a value flipped, from outside, in a copy): exit 5 naming it.
+        let damaged = dir.appendingPathComponent("damaged.db")
+        try FileManager.default.copyItem(at: source, to: damaged)
+        let db = try DatabaseQueue(path: damaged.path)
+        let row = try await db.write { db -> Int64 in
+            let id = try Int64.fetchOne(db, sql: "SELECT id FROM items WHERE profile_id = 1 ORDER BY id LIMIT 1 OFFSET 7")!
+            try db.execute(
+                sql: "UPDATE items SET value = substr(value, 1, 20) || x'00' || substr(value, 22) WHERE id = ?", arguments: [id])
+            return id
+        }
+        try db.close()
+        let fresh = try CLI.newStore()
+        let bad = try ForeignStores.importAskar(damaged, key: key, store: fresh)
+        #expect(bad.status == 5, "\(bad.stderr)")
+        #expect(bad.stderr.contains("items row \(row)"), "\(bad.stderr)")
+        #expect(try ForeignStores.itemRows(fresh) == 0)
+
+        // Not an Askar store: a libindy wallet, a Coffer wallet, a text file.
+        let fixture = ForeignStores.root.appendingPathComponent("Tests/Interop/Fixtures/indy_wallet_sqlite.db")
+        let text = dir.appendingPathComponent("notes.txt")
+        try Data("hello".utf8).write(to: text)
+        for other in [fixture, store.appendingPathComponent("wallet.sqlite"), text] {
+            let r = try ForeignStores.importAskar(other, key: key, store: fresh)
+            #expect(r.status == 2, "\(other.lastPathComponent): \(r.stderr)")
+        }
+    }
+}
+
+@Suite("Importing libindy wallets")
+struct IndyImportTests {
+    @Test("raw key, Argon2i moderate and interactive: every record, type, id, value and tag reads back byte for byte")
+    func generatedWallets() async throws {
+        let dir = ForeignStores.folder()
+        for kdf in ["raw", "argon2i-mod", "argon2i-int"] {
+            guard try ForeignStores.make(["indy", dir.path, kdf, kdf, "200"]) else { return }
+            let manifest = try ForeignStores.json(dir.appendingPathComponent("\(kdf).json"))
+            let source = dir.appendingPathComponent("\(kdf).db")
+            let before = try Data(contentsOf: source)
+            let store = try CLI.newStore()
+            let r = try ForeignStores.importIndy(source, key: manifest["key"] as! String, kdf: kdf, store: store)
+            #expect(r.status == 0, "\(kdf): \(r.stderr)")
+            let out = ForeignStores.output(r)
+            #expect(out["imported"] as? Int == 200)
+            #expect(out["source"] as? String == "indy")
+            #expect(out["types"] as? [String: Int] == ["Indy::Did": 50, "Indy::Key": 50, "credential": 50, "Indy::Schema ✓": 50])
+            try await ForeignStores.expectRecords(manifest["records"] as! [[String: Any]], in: store)
+            try ForeignStores.expectUnchanged(source, before)
+            // The other derivation is a wrong key (exit 4), and nothing more is imported.
+            let other = kdf == "raw" ? "argon2i-int" : kdf == "argon2i-mod" ? "argon2i-int" : "argon2i-mod"
+            let wrong = try ForeignStores.importIndy(source, key: manifest["key"] as! String, kdf: other, store: try CLI.newStore())
+            #expect(wrong.status == 4, "\(kdf) as \(other): \(wrong.stderr)")
+        }
+    }
+
+    @Test("Askar's upstream libindy fixture opens with its raw key and imports its (no) records; another key is exit 4")
+    func upstreamFixture() throws {
+        let fixture = ForeignStores.root.appendingPathComponent("Tests/Interop/Fixtures/indy_wallet_sqlite.db")
+        let before = try Data(contentsOf: fixture)
+        let store = try CLI.newStore()
+        let r = try ForeignStores.importIndy(fixture, key: "GfwU1DC7gEZNs3w41tjBiZYj7BNToDoFEqKY6wZXqs1A", kdf: "raw", store: store)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"imported":0,"source":"indy","types":{}}"#)
+        let wrong = try ForeignStores.importIndy(fixture, key: "5mgssUU4QBEdvCAaXkczkwmu9VtNyJ6W3NMb4QkzLEmd", kdf: "raw", store: store)
+        #expect(wrong.status == 4, "\(wrong.stderr)")
+        try ForeignStores.expectUnchanged(fixture, before)
+    }
+
+    @Test("the source key file is refused when group or others may read it, and read when it is owner-only")
+    func keyFileMode() throws {
+        let fixture = ForeignStores.root.appendingPathComponent("Tests/Interop/Fixtures/indy_wallet_sqlite.db")
+        let dir = ForeignStores.folder()
+        let keyFile = dir.appendingPathComponent("source.key")
+        try Data("GfwU1DC7gEZNs3w41tjBiZYj7BNToDoFEqKY6wZXqs1A\n".utf8).write(to: keyFile)
+        let store = try CLI.newStore()
+        func run() throws -> CLIResult {
+            try CLI.run(
+                ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-indy", fixture.path, "--source-key-file", keyFile.path],
+                store: store, env: ["COFFER_TEST_KEY": CLI.key])
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: keyFile.path)
+        let refused = try run()
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("chmod 600"), "\(refused.stderr)")
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile.path)
+        let ok = try run()
+        #expect(ok.status == 0, "\(ok.stderr)")
+    }
+
+    @Test("a damaged libindy row is exit 5 naming it, and the target keeps what it had")
+    func damagedRow() async throws {
+        let dir = ForeignStores.folder()
+        guard try ForeignStores.make(["indy", dir.path, "w", "raw", "50"]) else { return }
+        let manifest = try ForeignStores.json(dir.appendingPathComponent("w.json"))
+        let source = dir.appendingPathComponent("w.db")
+        let db = try DatabaseQueue(path: source.path)
+        try await db.write { try $0.execute(sql: "UPDATE items SET key = substr(key, 1, 30) || x'ff' || substr(key, 32) WHERE id = 33") }
+        try db.close()
+        let store = try CLI.newStore()
+        let r = try ForeignStores.importIndy(source, key: manifest["key"] as! String, kdf: "raw", store: store)
+        #expect(r.status == 5, "\(r.stderr)")
+        #expect(r.stderr.contains("items row 33"), "\(r.stderr)")
+        #expect(try ForeignStores.itemRows(store) == 0)
+    }
+}
