@@ -33,6 +33,14 @@ enum ForeignStores {
         return process.terminationStatus == 0
     }
 
+    /// Askar's upstream libindy fixture, copied into a fresh folder (a reader of a WAL-mode
+    /// file leaves SQLite's -wal and -shm beside it: not in the repository).
+    static func fixture() throws -> URL {
+        let copy = folder().appendingPathComponent("indy_wallet_sqlite.db")
+        try FileManager.default.copyItem(at: root.appendingPathComponent("Tests/Interop/Fixtures/indy_wallet_sqlite.db"), to: copy)
+        return copy
+    }
+
     static func folder() -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-foreign-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -245,7 +253,7 @@ struct AskarImportTests {
         #expect(try ForeignStores.itemRows(fresh) == 0)
 
         // Not an Askar store: a libindy wallet, a Coffer wallet, a text file.
-        let fixture = ForeignStores.root.appendingPathComponent("Tests/Interop/Fixtures/indy_wallet_sqlite.db")
+        let fixture = try ForeignStores.fixture()
         let text = dir.appendingPathComponent("notes.txt")
         try Data("hello".utf8).write(to: text)
         for other in [fixture, store.appendingPathComponent("wallet.sqlite"), text] {
@@ -283,7 +291,7 @@ struct IndyImportTests {
 
     @Test("Askar's upstream libindy fixture opens with its raw key and imports its (no) records; another key is exit 4")
     func upstreamFixture() throws {
-        let fixture = ForeignStores.root.appendingPathComponent("Tests/Interop/Fixtures/indy_wallet_sqlite.db")
+        let fixture = try ForeignStores.fixture()
         let before = try Data(contentsOf: fixture)
         let store = try CLI.newStore()
         let r = try ForeignStores.importIndy(fixture, key: "GfwU1DC7gEZNs3w41tjBiZYj7BNToDoFEqKY6wZXqs1A", kdf: "raw", store: store)
@@ -296,7 +304,7 @@ struct IndyImportTests {
 
     @Test("the source key file is refused when group or others may read it, and read when it is owner-only")
     func keyFileMode() throws {
-        let fixture = ForeignStores.root.appendingPathComponent("Tests/Interop/Fixtures/indy_wallet_sqlite.db")
+        let fixture = try ForeignStores.fixture()
         let dir = ForeignStores.folder()
         let keyFile = dir.appendingPathComponent("source.key")
         try Data("GfwU1DC7gEZNs3w41tjBiZYj7BNToDoFEqKY6wZXqs1A\n".utf8).write(to: keyFile)
@@ -329,5 +337,86 @@ struct IndyImportTests {
         #expect(r.status == 5, "\(r.stderr)")
         #expect(r.stderr.contains("items row 33"), "\(r.stderr)")
         #expect(try ForeignStores.itemRows(store) == 0)
+    }
+}
+
+@Suite("Imports stopped midway")
+struct ForeignImportInterruptTests {
+    @Test("kill -9 during a 100,000-record import, after it reported progress: the wallet is as before, and the rerun imports everything")
+    func killedMidImport() async throws {
+        let dir = ForeignStores.folder()
+        let n = 100_000
+        guard try ForeignStores.make(["indy", dir.path, "big", "raw", String(n)]) else { return }
+        let key = try ForeignStores.json(dir.appendingPathComponent("big.json"))["key"] as! String
+        let source = dir.appendingPathComponent("big.db")
+        let store = try CLI.newStore()
+        #expect(try CLI.wallet(["add", "mine", "kept", "before the import"], store: store).status == 0)
+        var landed = false
+        for _ in 0..<3 where !landed {
+            let process = Process()
+            process.executableURL = CLI.binary
+            process.arguments = [
+                "--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-indy", source.path, "--source-key-env",
+                "SOURCE_KEY",
+            ]
+            process.environment = ProcessInfo.processInfo.environment.merging(["COFFER_TEST_KEY": CLI.key, "SOURCE_KEY": key]) { $1 }
+            let err = Pipe()
+            process.standardError = err
+            process.standardOutput = Pipe()
+            try process.run()
+            // The progress line (reported inside the import's transaction, before its commit)
+            // proves the kill lands mid-import.
+            var text = ""
+            var midway = false
+            while !midway {
+                let chunk = err.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                text += String(decoding: chunk, as: UTF8.self)
+                for line in text.split(separator: "\n") where line.hasPrefix("import-indy: ") {
+                    let done = Int(line.dropFirst("import-indy: ".count).split(separator: "/")[0]) ?? 0
+                    if done > 0, done < n { midway = true }
+                }
+            }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            landed = midway && process.terminationReason == .uncaughtSignal
+        }
+        #expect(landed, "no kill landed while the import was running")
+        #expect(try ForeignStores.itemRows(store) == 1)
+        #expect(try CLI.wallet(["get", "mine", "kept"], store: store).stdout.contains("before the import"))
+        let rerun = try ForeignStores.importIndy(source, key: key, kdf: "raw", store: store)
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        #expect(ForeignStores.output(rerun)["imported"] as? Int == n)
+        #expect(try ForeignStores.itemRows(store) == n + 1)
+    }
+
+    /// Rows the import has reported, shared with its progress callback.
+    final class Seen: @unchecked Sendable {
+        // Safe to share: `rows` is only touched under `lock`.
+        private let lock = NSLock()
+        private var rows = 0
+        var value: Int { lock.withLock { rows } }
+        func set(_ n: Int) { lock.withLock { rows = n } }
+    }
+
+    @Test("cancelling the importing task stops it with CancellationError and imports nothing")
+    func cancelled() async throws {
+        let dir = ForeignStores.folder()
+        guard try ForeignStores.make(["indy", dir.path, "w", "raw", "30000"]) else { return }
+        let key = try ForeignStores.json(dir.appendingPathComponent("w.json"))["key"] as! String
+        let wallet = try await Wallet.create(at: dir.appendingPathComponent("target.sqlite"), key: .raw(Data(repeating: 4, count: 32)))
+        defer { try? wallet.close() }
+        try await wallet.add(type: "mine", id: "kept", value: "v")
+        let seen = Seen()
+        let task = Task {
+            try await wallet.importIndyWallet(at: dir.appendingPathComponent("w.db"), key: key) { seen.set($0.rowsRead) }
+        }
+        while seen.value == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        task.cancel()
+        let result = await task.result
+        #expect(throws: CancellationError.self) { try result.get() }
+        #expect(seen.value < 30_000)
+        #expect(try await wallet.count(type: "Indy::Did") == 0)
+        #expect(try await wallet.count(type: "mine") == 1)
     }
 }
