@@ -9,7 +9,9 @@ package struct BenchCommand: AsyncParsableCommand {
     package static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure Coffer's speed (build with -c release for real numbers).",
-        subcommands: [WalletBench.self, DeniableBench.self, SDKBench.self, AppBench.self, CacheBench.self, LaunchBench.self])
+        subcommands: [
+            WalletBench.self, DeniableBench.self, SDKBench.self, AppBench.self, CacheBench.self, LaunchBench.self, ImportBench.self,
+        ])
 
     /// An empty command; the argument parser fills in the subcommand.
     package init() {}
