@@ -33,10 +33,12 @@ struct ImportBench: AsyncParsableCommand {
         var results = [(String, Double)]()
         for format in ["indy", "askar"] {
             let source = folder.appendingPathComponent("\(format).db")
-            let sourceKey = format == "indy" ? try ForeignWriter.writeIndy(n: n, to: source) : try ForeignWriter.writeAskar(n: n, to: source)
+            let sourceKey =
+                format == "indy" ? try ForeignWriter.writeIndy(n: n, to: source) : try ForeignWriter.writeAskar(n: n, to: source)
             let store = folder.appendingPathComponent("target-\(format)", isDirectory: true)
             let env = ["COFFER_BENCH_KEY": targetKey, "COFFER_BENCH_SOURCE_KEY": sourceKey]
-            let create = try ChildRun.run(["--store", store.path, "--raw-key-env", "COFFER_BENCH_KEY", "wallet", "create"], environment: env)
+            let create = try ChildRun.run(
+                ["--store", store.path, "--raw-key-env", "COFFER_BENCH_KEY", "wallet", "create"], environment: env)
             guard create.status == 0 else { throw WalletError.storage("coffer wallet create exited with \(create.status)") }
             let ((status, peak), seconds) = try Clock.timeSync {
                 try ChildRun.run(
@@ -96,7 +98,8 @@ enum ForeignWriter {
     /// The bench's record `i`: type, id, value and tags (name, value, plaintext).
     static func record(_ i: Int) -> (String, String, String, [(String, String, Bool)]) {
         let type = ["credential", "connection", "Indy::Did", "Indy::Key"][i % 4]
-        let value = #"{"schema_id":"schema:\#(i % 50)","cred_def_id":"creddef:\#(i % 7)","attrs":{"name":"holder \#(i)","n":"\#(i)"},"pad":"0123456789abcdef0123456789abcdef0123456789"}"#
+        let value =
+            #"{"schema_id":"schema:\#(i % 50)","cred_def_id":"creddef:\#(i % 7)","attrs":{"name":"holder \#(i)","n":"\#(i)"},"pad":"0123456789abcdef0123456789abcdef0123456789"}"#
         return (
             type, "record-\(i)", value,
             [("schema_id", "schema:\(i % 50)", false), ("issuer_did", "did:\(i % 13)", false), ("seq", String(i), true)]
@@ -133,7 +136,8 @@ enum ForeignWriter {
                 let (type, id, value, tags) = record(i)
                 let recordKey = randomKey()
                 try item.execute(arguments: [
-                    Data(seal(Array(type.utf8), key: typeKey, hmacKey: itemHMAC)), Data(seal(Array(id.utf8), key: nameKey, hmacKey: itemHMAC)),
+                    Data(seal(Array(type.utf8), key: typeKey, hmacKey: itemHMAC)),
+                    Data(seal(Array(id.utf8), key: nameKey, hmacKey: itemHMAC)),
                     Data(seal(Array(value.utf8), key: recordKey)), Data(seal(recordKey, key: valueKey)),
                 ])
                 let rowid = db.lastInsertedRowID
@@ -142,7 +146,9 @@ enum ForeignWriter {
                     if isPlain {
                         try plain.execute(arguments: [sealedName, text, rowid])
                     } else {
-                        try encrypted.execute(arguments: [sealedName, Data(seal(Array(text.utf8), key: tagValueKey, hmacKey: tagHMAC)), rowid])
+                        try encrypted.execute(arguments: [
+                            sealedName, Data(seal(Array(text.utf8), key: tagValueKey, hmacKey: tagHMAC)), rowid,
+                        ])
                     }
                 }
             }
@@ -176,16 +182,21 @@ enum ForeignWriter {
                     CREATE INDEX ix_items_tags_item_id ON items_tags (item_id);
                     INSERT INTO config (name, value) VALUES ('default_profile', 'bench'), ('key', 'raw'), ('version', '1');
                     """)
-            try db.execute(sql: "INSERT INTO profiles (name, profile_key) VALUES ('bench', ?)", arguments: [Data(seal(cbor, key: storeKey))])
+            try db.execute(
+                sql: "INSERT INTO profiles (name, profile_key) VALUES ('bench', ?)", arguments: [Data(seal(cbor, key: storeKey))])
             let item = try db.makeStatement(sql: "INSERT INTO items (profile_id, kind, category, name, value) VALUES (1, 2, ?, ?, ?)")
             let tag = try db.makeStatement(sql: "INSERT INTO items_tags (item_id, name, value, plaintext) VALUES (?, ?, ?, ?)")
             for i in 0..<n {
                 let (type, id, value, tags) = record(i)
                 let c = Array(type.utf8)
                 let nm = Array(id.utf8)
-                let valueKey = hmac(ihk, withUnsafeBytes(of: UInt32(c.count).bigEndian, Array.init) + c + withUnsafeBytes(of: UInt32(nm.count).bigEndian, Array.init) + nm)
+                let valueKey = hmac(
+                    ihk,
+                    withUnsafeBytes(of: UInt32(c.count).bigEndian, Array.init) + c
+                        + withUnsafeBytes(of: UInt32(nm.count).bigEndian, Array.init) + nm)
                 try item.execute(arguments: [
-                    Data(seal(c, key: ick, hmacKey: ihk)), Data(seal(nm, key: ink, hmacKey: ihk)), Data(seal(Array(value.utf8), key: valueKey)),
+                    Data(seal(c, key: ick, hmacKey: ihk)), Data(seal(nm, key: ink, hmacKey: ihk)),
+                    Data(seal(Array(value.utf8), key: valueKey)),
                 ])
                 let rowid = db.lastInsertedRowID
                 for (name, text, isPlain) in tags {

@@ -146,7 +146,8 @@ extension Wallet {
                                     let key = ByteString(record.type)
                                     if types[key] == nil, types.count >= Self.maxForeignImportTypes {
                                         throw WalletError.invalidInput(
-                                            "\(source.label) holds more than \(Self.maxForeignImportTypes) record types; nothing was imported")
+                                            "\(source.label) holds more than \(Self.maxForeignImportTypes) record types; nothing was imported"
+                                        )
                                     }
                                     types[key, default: 0] += 1
                                 }
@@ -154,7 +155,9 @@ extension Wallet {
                                 return .commit
                             }
                             progress?(ForeignImportProgress(rowsRead: read, totalRows: total, imported: imported))
-                            let counts = types.sorted { $0.key < $1.key }.map { ForeignImportSummary.TypeCount(type: $0.key.string, count: $0.value) }
+                            let counts = types.sorted { $0.key < $1.key }.map {
+                                ForeignImportSummary.TypeCount(type: $0.key.string, count: $0.value)
+                            }
                             return ForeignImportSummary(
                                 imported: imported, profile: profile, types: counts, expiredSkipped: expired, keysSkipped: keyEntries)
                         }

@@ -62,7 +62,8 @@ extension WalletCommand {
         @OptionGroup(title: "Source key (one of)") var sourceKey: SourceKeyOptions
         @Option(
             name: .customLong("source-kdf"),
-            help: ArgumentHelp("How libindy derived the master key: raw (base58 key), argon2i-mod or argon2i-int (passphrase).", valueName: "kdf"))
+            help: ArgumentHelp(
+                "How libindy derived the master key: raw (base58 key), argon2i-mod or argon2i-int (passphrase).", valueName: "kdf"))
         var sourceKDF: String = "raw"
         @OptionGroup var walletOptions: WalletOptions
 
@@ -108,7 +109,9 @@ extension WalletCommand {
             let summary = try await walletOptions.withWallet { wallet in
                 let progress = Progress(label: "import-askar", total: 0)
                 defer { progress.finish() }
-                return try await wallet.importAskarStore(at: URL(fileURLWithPath: source), key: key, profile: profile, skipKeyEntries: skipKeys) {
+                return try await wallet.importAskarStore(
+                    at: URL(fileURLWithPath: source), key: key, profile: profile, skipKeyEntries: skipKeys
+                ) {
                     p in progress.update(p.rowsRead, of: p.totalRows)
                 }
             }

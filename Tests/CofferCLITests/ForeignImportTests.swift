@@ -153,7 +153,9 @@ struct AskarImportTests {
             #expect(expiring > 0)
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             #expect(try ForeignStores.itemRows(store, where: "expiry IS NOT NULL") == expiring)
-            #expect(try ForeignStores.itemRows(store, where: "expiry IS NOT NULL AND (expiry < \(now) OR expiry > \(now + 2 * 86_400_000))") == 0)
+            #expect(
+                try ForeignStores.itemRows(store, where: "expiry IS NOT NULL AND (expiry < \(now) OR expiry > \(now + 2 * 86_400_000))")
+                    == 0)
             let wallet = try await ForeignStores.open(store)
             let profileName = entry["profileName"] as! String
             await #expect(throws: WalletError.self) {
@@ -164,7 +166,9 @@ struct AskarImportTests {
         }
     }
 
-    @Test("WQL over imported records (encrypted and ~ tags, ranges, $like, $or, $not) answers as Askar and as on records added through Coffer")
+    @Test(
+        "WQL over imported records (encrypted and ~ tags, ranges, $like, $or, $not) answers as Askar and as on records added through Coffer"
+    )
     func searchesAnswerAlike() async throws {
         let dir = ForeignStores.folder()
         guard try ForeignStores.make(["askar", dir.path]) else { return }
@@ -192,7 +196,9 @@ struct AskarImportTests {
             for try await rec in imported.records(type: type, matching: query) { a.append(rec.id) }
             var b = [String]()
             for try await rec in native.records(type: type, matching: query) { b.append(rec.id) }
-            #expect(a.sorted() == (q["ids"] as! [String]).sorted(), "\(type) \(json): Coffer \(a.count), Askar \((q["ids"] as! [String]).count)")
+            #expect(
+                a.sorted() == (q["ids"] as! [String]).sorted(), "\(type) \(json): Coffer \(a.count), Askar \((q["ids"] as! [String]).count)"
+            )
             #expect(a.sorted() == b.sorted(), "\(type) \(json)")
         }
     }

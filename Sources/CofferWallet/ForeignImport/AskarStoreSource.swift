@@ -61,7 +61,9 @@ struct AskarStoreSource: ForeignSource {
                 } else {
                     throw WalletError.corrupted("\(storeLabel): its config names no default profile (give --profile NAME)")
                 }
-                guard let row = try Row.fetchOne(db, sql: "SELECT id, length(profile_key), profile_key FROM profiles WHERE name = ?", arguments: [name])
+                guard
+                    let row = try Row.fetchOne(
+                        db, sql: "SELECT id, length(profile_key), profile_key FROM profiles WHERE name = ?", arguments: [name])
                 else {
                     let names = try String.fetchAll(db, sql: "SELECT name FROM profiles ORDER BY id LIMIT 20").map(WalletError.quote)
                     throw WalletError.invalidInput(
@@ -194,78 +196,81 @@ struct AskarStoreSource: ForeignSource {
     /// The record of one `items` row, or why it is not imported.
     private func record(_ row: Row, now: Int64, tagQuery: Statement) throws -> ForeignRow {
         let limits = WalletLimitsForSource()
-            let rowid: Int64 = row[0]
-            let at = "\(label), items row \(rowid)"
-            func damaged(_ what: String) -> WalletError { .corrupted("\(at): \(what) (nothing was imported)") }
-            let kind: Int64? = row[1]
-            let categoryLength: Int? = row[2]
-            let nameLength: Int? = row[3]
-            let valueLength: Int? = row[4]
-            guard let kind, let categoryLength, let nameLength, let valueLength else { throw damaged("a column is NULL") }
-            guard kind == 1 || kind == 2 else { throw damaged("its kind is \(kind), neither 1 (key) nor 2 (record)") }
-            guard categoryLength <= limits.type, nameLength <= limits.id else {
-                throw WalletError.invalidInput("\(at): its category or name is longer than Coffer allows (nothing was imported)")
+        let rowid: Int64 = row[0]
+        let at = "\(label), items row \(rowid)"
+        func damaged(_ what: String) -> WalletError { .corrupted("\(at): \(what) (nothing was imported)") }
+        let kind: Int64? = row[1]
+        let categoryLength: Int? = row[2]
+        let nameLength: Int? = row[3]
+        let valueLength: Int? = row[4]
+        guard let kind, let categoryLength, let nameLength, let valueLength else { throw damaged("a column is NULL") }
+        guard kind == 1 || kind == 2 else { throw damaged("its kind is \(kind), neither 1 (key) nor 2 (record)") }
+        guard categoryLength <= limits.type, nameLength <= limits.id else {
+            throw WalletError.invalidInput("\(at): its category or name is longer than Coffer allows (nothing was imported)")
+        }
+        guard valueLength <= limits.value else {
+            throw WalletError.invalidInput(
+                "\(at): its value is longer than Coffer's \(WalletLimits.maxValueBytes) bytes (nothing was imported)")
+        }
+        guard let sealedCategory = ForeignDatabase.bytes(row[5]), let category = ForeignDatabase.open(sealedCategory, key: categoryKey)
+        else { throw damaged("its category does not decrypt") }
+        guard let sealedName = ForeignDatabase.bytes(row[6]), let name = ForeignDatabase.open(sealedName, key: nameKey) else {
+            throw damaged("its name does not decrypt")
+        }
+        guard let type = ForeignDatabase.text(category), let id = ForeignDatabase.text(name) else {
+            throw damaged("its category or name is not UTF-8")
+        }
+        let named = "\(label), items row \(rowid) (category \(WalletError.quote(type)), name \(WalletError.quote(id)))"
+        if kind == 1 {
+            if skipKeyEntries { return .skipped(.keyEntry) }
+            throw WalletError.invalidInput(
+                "\(named) is a key held by Askar's key manager, which Coffer's records cannot hold (its value is CBOR, not text); nothing was imported. Import without key entries (--skip-keys) and create or import the keys in Coffer's wallet"
+            )
+        }
+        var expiry: Int64?
+        if !row.hasNull(atIndex: 8) {
+            guard let ms: Int64 = row[9] else { throw damaged("its expiry is not a date") }
+            if ms <= now { return .skipped(.expired) } // expired: Askar no longer returns it, Coffer does not import it
+            expiry = ms
+        }
+        guard let sealedValue = ForeignDatabase.bytes(row[7]),
+            let valueBytes = ForeignDatabase.open(sealedValue, key: try valueKey(category: category, name: name))
+        else {
+            throw WalletError.corrupted("\(named): its value does not decrypt (nothing was imported)")
+        }
+        guard let value = ForeignDatabase.text(valueBytes) else {
+            throw WalletError.invalidInput(
+                "\(named): its value is not UTF-8 text, which Coffer's records hold (nothing was imported)")
+        }
+        var pairs = [(String, String)]()
+        let tagRows = try Row.fetchCursor(tagQuery, arguments: [rowid, ForeignDatabase.maxTagsPerRecord + 1])
+        while let tag = try tagRows.next() {
+            guard pairs.count < ForeignDatabase.maxTagsPerRecord else {
+                throw WalletError.invalidInput("\(named) has more than \(ForeignDatabase.maxTagsPerRecord) tags (nothing was imported)")
             }
-            guard valueLength <= limits.value else {
-                throw WalletError.invalidInput("\(at): its value is longer than Coffer's \(WalletLimits.maxValueBytes) bytes (nothing was imported)")
-            }
-            guard let sealedCategory = ForeignDatabase.bytes(row[5]), let category = ForeignDatabase.open(sealedCategory, key: categoryKey)
-            else { throw damaged("its category does not decrypt") }
-            guard let sealedName = ForeignDatabase.bytes(row[6]), let name = ForeignDatabase.open(sealedName, key: nameKey) else {
-                throw damaged("its name does not decrypt")
-            }
-            guard let type = ForeignDatabase.text(category), let id = ForeignDatabase.text(name) else {
-                throw damaged("its category or name is not UTF-8")
-            }
-            let named = "\(label), items row \(rowid) (category \(WalletError.quote(type)), name \(WalletError.quote(id)))"
-            if kind == 1 {
-                if skipKeyEntries { return .skipped(.keyEntry) }
-                throw WalletError.invalidInput(
-                    "\(named) is a key held by Askar's key manager, which Coffer's records cannot hold (its value is CBOR, not text); nothing was imported. Import without key entries (--skip-keys) and create or import the keys in Coffer's wallet"
-                )
-            }
-            var expiry: Int64?
-            if !row.hasNull(atIndex: 8) {
-                guard let ms: Int64 = row[9] else { throw damaged("its expiry is not a date") }
-                if ms <= now { return .skipped(.expired) }  // expired: Askar no longer returns it, Coffer does not import it
-                expiry = ms
-            }
-            guard let sealedValue = ForeignDatabase.bytes(row[7]),
-                let valueBytes = ForeignDatabase.open(sealedValue, key: try valueKey(category: category, name: name))
+            guard let sealedTagName = ForeignDatabase.bytes(tag[0]), sealedTagName.count <= limits.tagName,
+                let nameBytes = ForeignDatabase.open(sealedTagName, key: tagNameKey), let tagName = ForeignDatabase.text(nameBytes)
             else {
-                throw WalletError.corrupted("\(named): its value does not decrypt (nothing was imported)")
+                throw WalletError.corrupted("\(named): a tag name does not decrypt (nothing was imported)")
             }
-            guard let value = ForeignDatabase.text(valueBytes) else {
-                throw WalletError.invalidInput(
-                    "\(named): its value is not UTF-8 text, which Coffer's records hold (nothing was imported)")
+            let plain: Bool? = tag[2]
+            guard let stored = ForeignDatabase.bytes(tag[1]), stored.count <= limits.tagValue, let plain else {
+                throw WalletError.corrupted(
+                    "\(named): tag \(WalletError.quote(tagName)) has no value or one too long (nothing was imported)")
             }
-            var pairs = [(String, String)]()
-            let tagRows = try Row.fetchCursor(tagQuery, arguments: [rowid, ForeignDatabase.maxTagsPerRecord + 1])
-            while let tag = try tagRows.next() {
-                guard pairs.count < ForeignDatabase.maxTagsPerRecord else {
-                    throw WalletError.invalidInput("\(named) has more than \(ForeignDatabase.maxTagsPerRecord) tags (nothing was imported)")
+            if plain {
+                guard let text = ForeignDatabase.text(stored) else {
+                    throw WalletError.corrupted("\(named): plaintext tag \(WalletError.quote(tagName)) is not UTF-8 (nothing was imported)")
                 }
-                guard let sealedTagName = ForeignDatabase.bytes(tag[0]), sealedTagName.count <= limits.tagName,
-                    let nameBytes = ForeignDatabase.open(sealedTagName, key: tagNameKey), let tagName = ForeignDatabase.text(nameBytes)
-                else {
-                    throw WalletError.corrupted("\(named): a tag name does not decrypt (nothing was imported)")
+                pairs.append(("~" + tagName, text))
+            } else {
+                guard let opened = ForeignDatabase.open(stored, key: tagValueKey), let text = ForeignDatabase.text(opened) else {
+                    throw WalletError.corrupted(
+                        "\(named): the value of tag \(WalletError.quote(tagName)) does not decrypt (nothing was imported)")
                 }
-                let plain: Bool? = tag[2]
-                guard let stored = ForeignDatabase.bytes(tag[1]), stored.count <= limits.tagValue, let plain else {
-                    throw WalletError.corrupted("\(named): tag \(WalletError.quote(tagName)) has no value or one too long (nothing was imported)")
-                }
-                if plain {
-                    guard let text = ForeignDatabase.text(stored) else {
-                        throw WalletError.corrupted("\(named): plaintext tag \(WalletError.quote(tagName)) is not UTF-8 (nothing was imported)")
-                    }
-                    pairs.append(("~" + tagName, text))
-                } else {
-                    guard let opened = ForeignDatabase.open(stored, key: tagValueKey), let text = ForeignDatabase.text(opened) else {
-                        throw WalletError.corrupted("\(named): the value of tag \(WalletError.quote(tagName)) does not decrypt (nothing was imported)")
-                    }
-                    pairs.append((tagName, text))
-                }
+                pairs.append((tagName, text))
             }
-            return .record(ForeignRecord(row: rowid, type: type, id: id, value: value, tags: ForeignDatabase.tags(pairs), expiry: expiry))
+        }
+        return .record(ForeignRecord(row: rowid, type: type, id: id, value: value, tags: ForeignDatabase.tags(pairs), expiry: expiry))
     }
 }

@@ -53,14 +53,14 @@ enum IndyKeysMessagePack {
         let head = try r.byte()
         var keys: [[UInt8]]
         switch head {
-        case 0x97:  // fixarray of 7
+        case 0x97: // fixarray of 7
             keys = []
             for _ in 0..<7 { keys.append(try key(&r)) }
-        case 0xdc:  // array 16
+        case 0xdc: // array 16
             guard try r.uint(2) == 7 else { throw FormatFault("is an array of other than seven keys") }
             keys = []
             for _ in 0..<7 { keys.append(try key(&r)) }
-        case 0x87:  // fixmap of 7
+        case 0x87: // fixmap of 7
             var byName = [String: [UInt8]]()
             for _ in 0..<7 {
                 let name = try string(&r)
@@ -82,7 +82,7 @@ enum IndyKeysMessagePack {
         case 0xc4: count = try r.uint(1)
         case 0xc5: count = try r.uint(2)
         case 0xc6: count = try r.uint(4)
-        case 0xdc:  // a sequence of integers
+        case 0xdc: // a sequence of integers
             guard try r.uint(2) == 32 else { throw FormatFault("holds a key that is not 32 bytes") }
             return try integers(&r)
         default: throw FormatFault("holds a key that is not a byte string")

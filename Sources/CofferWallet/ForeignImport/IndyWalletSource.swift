@@ -154,7 +154,8 @@ struct IndyWalletSource: ForeignSource {
                 throw WalletError.invalidInput("\(at): its type or id is longer than Coffer allows (nothing was imported)")
             }
             guard valueLength <= limits.value else {
-                throw WalletError.invalidInput("\(at): its value is longer than Coffer's \(WalletLimits.maxValueBytes) bytes (nothing was imported)")
+                throw WalletError.invalidInput(
+                    "\(at): its value is longer than Coffer's \(WalletLimits.maxValueBytes) bytes (nothing was imported)")
             }
             guard let sealedType = ForeignDatabase.bytes(row[5]), let typeBytes = ForeignDatabase.open(sealedType, key: typeKey) else {
                 throw damaged("its type does not decrypt")
@@ -183,7 +184,8 @@ struct IndyWalletSource: ForeignSource {
                 let tagRows = try Row.fetchCursor(statement, arguments: [rowid, ForeignDatabase.maxTagsPerRecord + 1])
                 while let tag = try tagRows.next() {
                     guard pairs.count < ForeignDatabase.maxTagsPerRecord else {
-                        throw WalletError.invalidInput("\(named) has more than \(ForeignDatabase.maxTagsPerRecord) tags (nothing was imported)")
+                        throw WalletError.invalidInput(
+                            "\(named) has more than \(ForeignDatabase.maxTagsPerRecord) tags (nothing was imported)")
                     }
                     guard let sealedTagName = ForeignDatabase.bytes(tag[0]), sealedTagName.count <= limits.tagName,
                         let nameBytes = ForeignDatabase.open(sealedTagName, key: tagNameKey), let tagName = ForeignDatabase.text(nameBytes)
@@ -191,16 +193,19 @@ struct IndyWalletSource: ForeignSource {
                         throw WalletError.corrupted("\(named): a tag name does not decrypt (nothing was imported)")
                     }
                     guard let stored = ForeignDatabase.bytes(tag[1]), stored.count <= limits.tagValue else {
-                        throw WalletError.corrupted("\(named): tag \(WalletError.quote(tagName)) has no value or one too long (nothing was imported)")
+                        throw WalletError.corrupted(
+                            "\(named): tag \(WalletError.quote(tagName)) has no value or one too long (nothing was imported)")
                     }
                     if isPlain {
                         guard let text = ForeignDatabase.text(stored) else {
-                            throw WalletError.corrupted("\(named): plaintext tag \(WalletError.quote(tagName)) is not UTF-8 (nothing was imported)")
+                            throw WalletError.corrupted(
+                                "\(named): plaintext tag \(WalletError.quote(tagName)) is not UTF-8 (nothing was imported)")
                         }
                         pairs.append(("~" + tagName, text))
                     } else {
                         guard let opened = ForeignDatabase.open(stored, key: tagValueKey), let text = ForeignDatabase.text(opened) else {
-                            throw WalletError.corrupted("\(named): the value of tag \(WalletError.quote(tagName)) does not decrypt (nothing was imported)")
+                            throw WalletError.corrupted(
+                                "\(named): the value of tag \(WalletError.quote(tagName)) does not decrypt (nothing was imported)")
                         }
                         pairs.append((tagName, text))
                     }
