@@ -233,6 +233,8 @@ struct AskarImportTests {
         // Wrong key: a valid raw key of another store.
         let wrong = try ForeignStores.importAskar(source, key: "5mgssUU4QBEdvCAaXkczkwmu9VtNyJ6W3NMb4QkzLEmd", store: store)
         #expect(wrong.status == 4, "\(wrong.stderr)")
+        let passphrase = try ForeignStores.importAskar(source, key: "a passphrase, not a raw key", store: store)
+        #expect(passphrase.status == 4, "\(passphrase.stderr)")
         // A (type, id) the wallet has: named, nothing imported, the existing record kept.
         let dup = try ForeignStores.importAskar(source, key: key, store: store)
         #expect(dup.status == 3, "\(dup.stderr)")

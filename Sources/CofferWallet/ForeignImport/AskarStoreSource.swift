@@ -35,8 +35,8 @@ struct AskarStoreSource: ForeignSource {
 
     /// Opens the store at `url` read-only and unlocks `profile` (the default profile when nil).
     /// - Throws: ``WalletError/invalidInput(_:)`` when it is not an Askar store, has no such
-    ///   profile, or the key is malformed; ``WalletError/wrongKey(_:)`` when the key does not
-    ///   open it; ``WalletError/corrupted(_:)`` when its configuration or profile key is damaged.
+    ///   profile, or uses a key method Coffer cannot read; ``WalletError/wrongKey(_:)`` when the key
+    ///   does not open it; ``WalletError/corrupted(_:)`` when its configuration or profile key is damaged.
     static func open(at url: URL, key: String, profile: String?, skipKeyEntries: Bool) throws -> AskarStoreSource {
         let storeLabel = "the \(format) at \(url.path)"
         let queue = try ForeignDatabase.open(url, format: format)
@@ -103,7 +103,7 @@ struct AskarStoreSource: ForeignSource {
         if method == "none" { return nil }
         if method == "raw" {
             guard let bytes = Base58.decode(key.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count == 32 else {
-                throw WalletError.invalidInput("\(label) uses a raw key, and the source key is not one (base58 of 32 bytes)")
+                throw WalletError.wrongKey("\(label) uses a raw key, and the source key is not one (base58 of 32 bytes)")
             }
             return try SecretKey(copying: bytes)
         }

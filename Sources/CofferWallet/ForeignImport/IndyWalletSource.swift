@@ -41,8 +41,8 @@ struct IndyWalletSource: ForeignSource {
     static let maxMetadataBytes = 64 * 1024
 
     /// Opens the wallet at `url` read-only and unlocks its keys with `key`.
-    /// - Throws: ``WalletError/invalidInput(_:)`` when it is not a libindy wallet or the key is
-    ///   malformed, ``WalletError/wrongKey(_:)`` when the key does not open it,
+    /// - Throws: ``WalletError/invalidInput(_:)`` when it is not a libindy wallet,
+    ///   ``WalletError/wrongKey(_:)`` when the key does not open it (or is no key of that kind),
     ///   ``WalletError/corrupted(_:)`` when its metadata is damaged.
     static func open(at url: URL, key: String, derivation: IndyKeyDerivation) throws -> IndyWalletSource {
         let label = "the \(format) at \(url.path)"
@@ -65,7 +65,9 @@ struct IndyWalletSource: ForeignSource {
         switch (derivation, salt) {
         case (.raw, nil):
             guard let bytes = Base58.decode(key.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count == 32 else {
-                throw WalletError.invalidInput("the source key is not a raw key (base58 of 32 bytes), as --source-kdf raw expects")
+                throw WalletError.wrongKey(
+                    "the source key is not a raw key (base58 of 32 bytes), as --source-kdf raw expects; for a passphrase give --source-kdf argon2i-mod or argon2i-int"
+                )
             }
             master = try SecretKey(copying: bytes)
         case (.raw, .some):
