@@ -407,6 +407,42 @@ struct ForeignImportInterruptTests {
         func set(_ n: Int) { lock.withLock { rows = n } }
     }
 
+    @Test("a source another process writes during the import is read as one snapshot: what it commits meanwhile is not seen")
+    func consistentSnapshot() async throws {
+        let dir = ForeignStores.folder()
+        let n = 20_000
+        guard try ForeignStores.make(["indy", dir.path, "w", "raw", String(n)]) else { return }
+        let key = try ForeignStores.json(dir.appendingPathComponent("w.json"))["key"] as! String
+        let source = dir.appendingPathComponent("w.db")
+        // WAL, as Askar keeps its stores: a writer may commit while the import reads.
+        let setup = try DatabaseQueue(path: source.path)
+        try await setup.writeWithoutTransaction { try $0.execute(sql: "PRAGMA journal_mode = WAL") }
+        try setup.close()
+        let wallet = try await Wallet.create(at: dir.appendingPathComponent("target.sqlite"), key: .raw(Data(repeating: 4, count: 32)))
+        defer { try? wallet.close() }
+        let seen = Seen()
+        let task = Task { try await wallet.importIndyWallet(at: source, key: key) { seen.set($0.rowsRead) } }
+        while seen.value == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        // Another connection adds a row no key opens (read, it would fail the import as damaged)
+        // and removes the last record.
+        let writer = try DatabaseQueue(path: source.path)
+        try await writer.write { db in
+            try db.execute(sql: "INSERT INTO items(type, name, value, key) VALUES (x'00', x'01', x'02', x'03')")
+            try db.execute(sql: "DELETE FROM tags_plaintext WHERE item_id = ?; DELETE FROM tags_encrypted WHERE item_id = ?", arguments: [n, n])
+            try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [n])
+        }
+        let seenAtWrite = seen.value
+        try writer.close()
+        let summary = try await task.value
+        #expect(seenAtWrite < n, "the write came after the import had read everything")
+        #expect(summary.imported == n)
+        #expect(try await wallet.count(type: "Indy::Did") == n / 4)
+        // The removed record came in whole: with the tags the writer removed first.
+        let last = try await wallet.get(type: "Indy::Schema ✓", id: "id-\(n - 1)-ü")
+        #expect(last.tags?["~n"] == .string("0\(n - 1)"))
+        #expect(last.tags?["e"] == .string("v3"))
+    }
+
     @Test("cancelling the importing task stops it with CancellationError and imports nothing")
     func cancelled() async throws {
         let dir = ForeignStores.folder()
