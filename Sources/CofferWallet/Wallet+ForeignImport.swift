@@ -53,6 +53,7 @@ extension Wallet {
     /// wait while it runs. libindy keeps its wallets locked while open: close the app or SDK
     /// first.
     /// - Parameters:
+    ///   - url: the wallet's SQLite file (libindy's `sqlite.db`).
     ///   - key: the wallet's key as given to libindy: the base58 raw key, or the passphrase.
     ///   - keyDerivation: how libindy made the master key from it (its `key_derivation_method`).
     ///   - progress: called every 1,000 source rows and at the end.
@@ -77,6 +78,7 @@ extension Wallet {
     /// ``importIndyWallet(at:key:keyDerivation:progress:)``. The key method (raw, Argon2i
     /// `int`/`mod`, none) is the one the store records.
     /// - Parameters:
+    ///   - url: the store's SQLite file.
     ///   - key: the store's key: the base58 raw key or the passphrase (ignored for `none`).
     ///   - profile: the profile to import; nil for the store's default profile.
     ///   - skipKeyEntries: pass over the keys Askar's key manager holds (kind 1 rows, whose

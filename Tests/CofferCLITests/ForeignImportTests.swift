@@ -428,7 +428,8 @@ struct ForeignImportInterruptTests {
         let writer = try DatabaseQueue(path: source.path)
         try await writer.write { db in
             try db.execute(sql: "INSERT INTO items(type, name, value, key) VALUES (x'00', x'01', x'02', x'03')")
-            try db.execute(sql: "DELETE FROM tags_plaintext WHERE item_id = ?; DELETE FROM tags_encrypted WHERE item_id = ?", arguments: [n, n])
+            try db.execute(
+                sql: "DELETE FROM tags_plaintext WHERE item_id = ?; DELETE FROM tags_encrypted WHERE item_id = ?", arguments: [n, n])
             try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [n])
         }
         let seenAtWrite = seen.value

@@ -28,7 +28,8 @@ struct ForeignKeyFormatTests {
             map += [0xa0 | UInt8(name.utf8.count)] + Array(name.utf8) + [0xc4, 32] + Self.keys[i]
         }
         #expect(try IndyKeysMessagePack.decode(Data(map)) == Self.keys)
-        let integers: [UInt8] = [0x97] + Self.keys.flatMap { key -> [UInt8] in [0xdc, 0, 32] + key.flatMap { $0 < 0x80 ? [$0] : [0xcc, $0] } }
+        let integers: [UInt8] =
+            [0x97] + Self.keys.flatMap { key -> [UInt8] in [0xdc, 0, 32] + key.flatMap { $0 < 0x80 ? [$0] : [0xcc, $0] } }
         #expect(try IndyKeysMessagePack.decode(Data(integers)) == Self.keys)
     }
 
@@ -54,7 +55,7 @@ struct ForeignKeyFormatTests {
         long[at] = 33
         #expect(throws: FormatFault.self) { try AskarProfileKeyCBOR.decode(Data(long)) }
         var version = [UInt8](Self.askarMap)
-        version[6] = 0x32  // "2"
+        version[6] = 0x32 // "2"
         #expect(throws: FormatFault.self) { try AskarProfileKeyCBOR.decode(Data(version)) }
     }
 
