@@ -85,7 +85,7 @@ struct CLIUsageTests {
         "wallet create", "wallet add", "wallet get", "wallet update", "wallet delete", "wallet add-tags", "wallet update-tags",
         "wallet delete-tags", "wallet search", "wallet count", "wallet remove-all", "wallet import", "wallet rekey", "wallet check",
         "wallet compact", "wallet export", "wallet import-backup", "wallet key create", "wallet key list", "wallet key sign",
-        "wallet key open",
+        "wallet key open", "wallet import-indy", "wallet import-askar",
     ]
     /// Deniable commands that unlock the vault.
     static let vault: Set<String> = ["deniable unlock", "deniable status", "deniable send", "deniable reply"]

@@ -126,7 +126,9 @@ enum ForeignStores {
 
 @Suite("Importing Askar stores made by Askar")
 struct AskarImportTests {
-    @Test("raw key, two profiles, Argon2i: every record reads back as Askar reads it; expired ones stay behind, the rest keep their expiry")
+    @Test(
+        "raw key, two profiles, Argon2i, no key: every record reads back as Askar reads it; expired ones stay behind, the rest keep their expiry"
+    )
     func everyRecordAsAskarReadsIt() async throws {
         let dir = ForeignStores.folder()
         guard try ForeignStores.make(["askar", dir.path]) else { return }
@@ -159,7 +161,7 @@ struct AskarImportTests {
             let wallet = try await ForeignStores.open(store)
             let profileName = entry["profileName"] as! String
             await #expect(throws: WalletError.self) {
-                _ = try await wallet.get(type: "credential", id: "\(profileName == "second" ? "second" : "default")-expired")
+                _ = try await wallet.get(type: "credential", id: "\(profileName)-expired")
             }
             try wallet.close()
             try ForeignStores.expectUnchanged(source, before)
@@ -420,28 +422,47 @@ struct ForeignImportInterruptTests {
         try setup.close()
         let wallet = try await Wallet.create(at: dir.appendingPathComponent("target.sqlite"), key: .raw(Data(repeating: 4, count: 32)))
         defer { try? wallet.close() }
-        let seen = Seen()
-        let task = Task { try await wallet.importIndyWallet(at: source, key: key) { seen.set($0.rowsRead) } }
-        while seen.value == 0 { try await Task.sleep(for: .milliseconds(1)) }
-        // Another connection adds a row no key opens (read, it would fail the import as damaged)
-        // and removes the last record.
-        let writer = try DatabaseQueue(path: source.path)
-        try await writer.write { db in
-            try db.execute(sql: "INSERT INTO items(type, name, value, key) VALUES (x'00', x'01', x'02', x'03')")
-            try db.execute(
-                sql: "DELETE FROM tags_plaintext WHERE item_id = ?; DELETE FROM tags_encrypted WHERE item_id = ?", arguments: [n, n])
-            try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [n])
+        // At its first progress report (1,000 rows read, inside the import), another connection
+        // adds a row no key opens (read, it would fail the import as damaged) and removes the
+        // last record; the import waits for that commit, so the write lands mid-import whatever
+        // the machine's load.
+        let writtenAt = Seen()
+        let summary = try await wallet.importIndyWallet(at: source, key: key) { progress in
+            guard writtenAt.value == 0 else { return }
+            do {
+                let writer = try DatabaseQueue(path: source.path)
+                try writer.write { db in
+                    try db.execute(sql: "INSERT INTO items(type, name, value, key) VALUES (x'00', x'01', x'02', x'03')")
+                    try db.execute(
+                        sql: "DELETE FROM tags_plaintext WHERE item_id = ?; DELETE FROM tags_encrypted WHERE item_id = ?",
+                        arguments: [n, n])
+                    try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [n])
+                }
+                try writer.close()
+                writtenAt.set(progress.rowsRead)
+            } catch {
+                writtenAt.set(-1)
+            }
         }
-        let seenAtWrite = seen.value
-        try writer.close()
-        let summary = try await task.value
-        #expect(seenAtWrite < n, "the write came after the import had read everything")
+        #expect(writtenAt.value > 0 && writtenAt.value < n, "the write did not land mid-import: \(writtenAt.value)")
         #expect(summary.imported == n)
         #expect(try await wallet.count(type: "Indy::Did") == n / 4)
+        let check = try DatabaseQueue(path: source.path)
+        #expect(try await check.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM items WHERE id = ?", arguments: [n]) } == 0)
+        try check.close()
         // The removed record came in whole: with the tags the writer removed first.
         let last = try await wallet.get(type: "Indy::Schema ✓", id: "id-\(n - 1)-ü")
         #expect(last.tags?["~n"] == .string("0\(n - 1)"))
         #expect(last.tags?["e"] == .string("v3"))
+    }
+
+    /// The importing task, cancelled from its own progress callback.
+    final class TaskHandle: @unchecked Sendable {
+        // Safe to share: `task` is only touched under `lock`.
+        private let lock = NSLock()
+        private var task: Task<ForeignImportSummary, Error>?
+        func set(_ t: Task<ForeignImportSummary, Error>) { lock.withLock { task = t } }
+        func cancel() { lock.withLock { task }?.cancel() }
     }
 
     @Test("cancelling the importing task stops it with CancellationError and imports nothing")
@@ -452,12 +473,17 @@ struct ForeignImportInterruptTests {
         let wallet = try await Wallet.create(at: dir.appendingPathComponent("target.sqlite"), key: .raw(Data(repeating: 4, count: 32)))
         defer { try? wallet.close() }
         try await wallet.add(type: "mine", id: "kept", value: "v")
+        // The task is cancelled from the import's own progress report (inside the import), so
+        // the cancellation lands mid-import whatever the machine's load.
         let seen = Seen()
+        let handle = TaskHandle()
         let task = Task {
-            try await wallet.importIndyWallet(at: dir.appendingPathComponent("w.db"), key: key) { seen.set($0.rowsRead) }
+            try await wallet.importIndyWallet(at: dir.appendingPathComponent("w.db"), key: key) { progress in
+                seen.set(progress.rowsRead)
+                handle.cancel()
+            }
         }
-        while seen.value == 0 { try await Task.sleep(for: .milliseconds(1)) }
-        task.cancel()
+        handle.set(task)
         let result = await task.result
         #expect(throws: CancellationError.self) { try result.get() }
         #expect(seen.value < 30_000)

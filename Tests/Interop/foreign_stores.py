@@ -120,6 +120,16 @@ async def make_askar(out):
     stores.append({"file": "askar-argon2i.db", "key": "pässphrase ✓", "profile": None, "profileName": default,
                    "records": got, "keyEntries": 1})
 
+    # 3. No store key (`none`): the profile key is stored as is; the key given is not used.
+    path = os.path.join(out, "askar-none.db")
+    store = await Store.provision(f"sqlite://{path}", "none", None, recreate=True)
+    default = await store.get_default_profile()
+    recs = askar_records("none")[:10]
+    await fill(store, default, recs)
+    got, _ = await readback(store, default, recs, [])
+    await store.close()
+    stores.append({"file": "askar-none.db", "key": "unused", "profile": None, "profileName": default, "records": got})
+
     with open(os.path.join(out, "askar.json"), "w") as f:
         json.dump({"stores": stores}, f, ensure_ascii=False)
 
