@@ -1,6 +1,7 @@
 // What the libindy and Askar readers share: a read-only SQLite connection to the source file,
 // the mapping of its errors, and the record each reader hands to the import.
 import CofferCrypto
+import CofferSync
 import Foundation
 import GRDB
 
@@ -153,5 +154,5 @@ enum ForeignDatabase {
     }
 
     /// UTF-8 text of `data`, or nil.
-    static func text(_ data: Data) -> String? { String(validating: data, as: UTF8.self) }
+    static func text(_ data: Data) -> String? { String(validUTF8: data) }
 }
