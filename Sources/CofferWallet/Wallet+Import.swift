@@ -43,6 +43,7 @@ extension Wallet {
                 defer { Self.endBulk(db, cacheKiB: Schema.writerCacheKiB) }
                 var count = 0
                 try db.inTransaction {
+                    try Self.checkKeys(db, keys)
                     let store = RecordStore(db: db, keys: keys)
                     while let (number, text) = try lines.next() {
                         let record = try Self.importLine(text, number: number)

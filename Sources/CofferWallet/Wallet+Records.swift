@@ -95,6 +95,7 @@ extension Wallet {
                 defer { Self.endBulk(db, cacheKiB: Schema.writerCacheKiB) }
                 var removed = 0
                 try db.inTransaction {
+                    try Self.checkKeys(db, keys)
                     removed = try WalletTransaction(store: RecordStore(db: db, keys: keys)).removeAll(type: type, matching: query)
                     return .commit
                 }
@@ -135,7 +136,10 @@ extension Wallet {
 
     func write<T: Sendable>(_ body: @escaping @Sendable (WalletTransaction) throws -> T) async throws -> T {
         try await gated { keys in
-            try await pool.write { db in try body(WalletTransaction(store: RecordStore(db: db, keys: keys))) }
+            try await pool.write { db in
+                try Self.checkKeys(db, keys)
+                return try body(WalletTransaction(store: RecordStore(db: db, keys: keys)))
+            }
         }
     }
 

@@ -44,9 +44,11 @@ extension Wallet {
                 var count = 0
                 do {
                     try db.inTransaction {
+                        try Self.checkKeys(db, old)
                         count = try Self.rotateRecords(db, from: old, to: new, progress: progress)
                         try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'kdf'", arguments: [Data(kdf.jsonText.utf8)])
                         try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'keys'", arguments: [sealedMaster])
+                        try Self.recordKeyCheck(db, new)
                         return .commit
                     }
                 } catch {
@@ -58,6 +60,26 @@ extension Wallet {
         } catch { throw Self.mapError(error) }
         rotated = true
         logger.info("rotated the wallet key and re-sealed \(total) records", metadata: ["kdf": "\(kdf.method)"])
+    }
+
+    /// Inside a write transaction (IMMEDIATE, so no other writer commits until it ends):
+    /// refuses to write with `keys` when the file names another wallet key, that is, when a key
+    /// rotation in any process (or another open ``Wallet`` on the file) committed since these
+    /// keys were read. Writing with them would seal records no one can open under the current
+    /// key. A file without a key check (made before it existed, and never rotated since) passes.
+    static func checkKeys(_ db: Database, _ keys: WalletKeys) throws {
+        let statement = try db.cachedStatement(sql: "SELECT value FROM coffer_meta WHERE name = 'keycheck'")
+        guard let stored = try Data.fetchOne(statement), stored != keys.keyCheck else { return }
+        throw WalletError.wrongKey(
+            "the wallet's key was rotated (by another process, or another open Wallet on this file) after this one was opened, so its key no longer opens the records; nothing was written. Open the wallet again with its current key and retry"
+        )
+    }
+
+    /// Stores the key check of `keys` (see ``checkKeys(_:_:)``), in the caller's transaction.
+    static func recordKeyCheck(_ db: Database, _ keys: WalletKeys) throws {
+        try db.execute(
+            sql: "INSERT INTO coffer_meta(name, value) VALUES ('keycheck', ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+            arguments: [keys.keyCheck])
     }
 
     /// Re-seals and re-indexes every row under `new`, then recomputes the records' version

@@ -54,7 +54,12 @@ extension Wallet {
     // MARK: Access to the reserved types
 
     func secretWrite<T: Sendable>(_ body: @escaping @Sendable (RecordStore) throws -> T) async throws -> T {
-        try await gated { keys in try await pool.write { db in try body(RecordStore(db: db, keys: keys, allowReserved: true)) } }
+        try await gated { keys in
+            try await pool.write { db in
+                try Self.checkKeys(db, keys)
+                return try body(RecordStore(db: db, keys: keys, allowReserved: true))
+            }
+        }
     }
 
     func secretRead<T: Sendable>(_ body: @escaping @Sendable (RecordStore) throws -> T) async throws -> T {

@@ -152,6 +152,7 @@ public final class Wallet: Sendable {
                 try db.execute(
                     sql: "INSERT INTO coffer_meta(name, value) VALUES ('format', ?), ('kdf', ?), ('keys', ?)",
                     arguments: [Data(String(Schema.format).utf8), Data(kdf.jsonText.utf8), sealedKeys])
+                try recordKeyCheck(db, keys)
             }
         } catch {
             closePool(opened)
@@ -263,6 +264,9 @@ public final class Wallet: Sendable {
         try await gated { keys in
             let sealed = try Self.sealMaster(keys.master, storeKey: storeKey)
             try await self.pool.write { db in
+                // A rotation elsewhere replaced the master key: sealing this one would lock
+                // every record out.
+                try Self.checkKeys(db, keys)
                 try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'kdf'", arguments: [Data(kdf.jsonText.utf8)])
                 try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'keys'", arguments: [sealed])
             }

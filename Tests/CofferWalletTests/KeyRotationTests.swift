@@ -34,6 +34,36 @@ struct KeyRotationTests {
         return out.sorted()
     }
 
+    @Test("a second wallet opened on the file before another rotated it writes nothing with its old key: add and rekey are refused")
+    func staleOpenRefusesWrites() async throws {
+        let (w, url) = try await Self.filled()
+        let stale = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration)
+        defer { try? stale.close() }
+        try await w.rekey(to: Self.newKey, rotatingKey: true)
+        try w.close()
+        for attempt in ["add", "rekey"] {
+            do {
+                if attempt == "add" {
+                    try await stale.add(type: "a", id: "late", value: "v")
+                } else {
+                    try await stale.rekey(to: .raw(TestWallets.rawKey))
+                }
+                Issue.record("\(attempt) with the keys from before the rotation succeeded")
+            } catch let error as WalletError {
+                guard case .wrongKey(let message) = error else {
+                    Issue.record("\(attempt): expected wrongKey, got \(error)")
+                    continue
+                }
+                #expect(message.contains("rotated"))
+            }
+        }
+        let fresh = try await Wallet.open(at: url, key: Self.newKey, configuration: TestWallets.fastConfiguration)
+        defer { try? fresh.close() }
+        #expect(try await fresh.checkIntegrity().isClean)
+        #expect(try await fresh.fetch(type: "a", id: "late") == nil)
+        #expect(try await fresh.count(type: "a") + fresh.count(type: "b") == 300)
+    }
+
     @Test("after rotation every record, tag search, count and key reads as before, and the wallet check is clean")
     func keepsEverything() async throws {
         let (w, _) = try await Self.filled()

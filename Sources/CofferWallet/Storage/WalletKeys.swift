@@ -57,6 +57,10 @@ final class WalletKeys: @unchecked Sendable {
 
     /// Kept only so that rekey can seal it under a new store key; never leaves the process.
     let master: SecretKey
+    /// Names this master key in the file (`coffer_meta` row `keycheck`): a keyed hash of a
+    /// constant, which tells nothing about the key. Every write transaction compares it with
+    /// the stored one, so a writer whose keys a rotation (in any process) replaced writes nothing.
+    let keyCheck: Data
 
     init(master: SecretKey) {
         self.master = master
@@ -66,6 +70,7 @@ final class WalletKeys: @unchecked Sendable {
         tagValueHash = KeyedHash(hkdfFrom: master, info: "coffer.wallet.v1.tag-value")
         recordKeyHash = KeyedBlake2b(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.record-key"))
         rowDigestHash = KeyedBlake2b(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v3.row-digest"))
+        keyCheck = KeyedHash(hkdfFrom: master, info: "coffer.wallet.v3.key-check").hash(domain: 4, Data("key-check".utf8), byteCount: 16)
     }
 
     /// A row's contribution to the records' version digest: keyed BLAKE2b of its stored blind

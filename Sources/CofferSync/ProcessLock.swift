@@ -1,0 +1,115 @@
+// The package's lock between processes: an exclusive `flock(2)` on a lock file that stays in
+// place. What one process reads, changes and writes back under it, no other process (nor another
+// instance in this process, whose descriptor is its own) changes meanwhile.
+import Foundation
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#endif
+
+/// A lock file could not be opened or locked; `message` names the path and the reason.
+package struct ProcessLockError: Error, CustomStringConvertible {
+    /// What went wrong, with the path.
+    package let message: String
+    /// The error with its message.
+    package init(_ message: String) { self.message = message }
+    /// The message.
+    package var description: String { message }
+}
+
+/// An exclusive lock shared by every process that opens the same lock file. The file is created
+/// (mode 0600) when missing. A lock counts only while its file is still the one at the path: a
+/// waiter whose file was removed or replaced meanwhile opens the path again. So a holder may
+/// remove the file as the very last step of its work (`removeWhenDone`), leaving nothing behind:
+/// whoever locks the old file afterwards sees it gone and starts over on a new one.
+///
+/// Hold it only over synchronous work (never across an `await`): a blocked `flock` holds its
+/// thread, and the holder must not need another thread of the same pool to finish.
+package enum ProcessLock {
+    /// Runs `body` holding an exclusive lock on the file at `path` (waiting for other holders).
+    /// A lock file that cannot be opened or locked is reported through `failure`.
+    package static func withLock<R, E: Error>(
+        at path: String, removeWhenDone: Bool = false, failure: (ProcessLockError) -> E, _ body: () throws(E) -> R
+    ) throws(E) -> R {
+        let fd: Int32
+        do throws(ProcessLockError) { fd = try acquire(path, wait: true)! } catch { throw failure(error) }
+        defer { release(fd, removing: removeWhenDone ? path : nil) }
+        return try body()
+    }
+
+    /// Runs `body` holding the lock when no other holder has it now; nil (without running
+    /// `body`) when another holds it.
+    package static func withLockIfAvailable<R, E: Error>(
+        at path: String, removeWhenDone: Bool = false, failure: (ProcessLockError) -> E, _ body: () throws(E) -> R
+    ) throws(E) -> R? {
+        let fd: Int32?
+        do throws(ProcessLockError) { fd = try acquire(path, wait: false) } catch { throw failure(error) }
+        guard let fd else { return nil }
+        defer { release(fd, removing: removeWhenDone ? path : nil) }
+        return try body()
+    }
+
+    /// Opens the lock file and locks it; nil when `wait` is false and another holds it.
+    static func acquire(_ path: String, wait: Bool) throws(ProcessLockError) -> Int32? {
+        // Each new round follows a holder that removed the file, so rounds make progress; the
+        // bound only stops a loop against a file something else keeps replacing.
+        for _ in 0..<10_000 {
+            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw ProcessLockError("cannot open the lock file \(path): \(errnoText())") }
+            var result: Int32
+            repeat { result = flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) } while result != 0 && errno == EINTR
+            if result != 0 {
+                let code = errno
+                _ = close(fd)
+                if !wait, code == EWOULDBLOCK { return nil }
+                throw ProcessLockError("cannot lock \(path): \(String(cString: strerror(code)))")
+            }
+            // The lock counts only if the file is still the one at the path (not removed or
+            // replaced while this process waited).
+            var held = stat()
+            var named = stat()
+            if fstat(fd, &held) == 0, stat(path, &named) == 0, held.st_ino == named.st_ino, held.st_dev == named.st_dev {
+                // open(2)'s mode passes through the umask; a lock file this process made is
+                // owner-only. (Another owner's file is left alone.)
+                if held.st_uid == getuid(), held.st_mode & 0o077 != 0 { _ = fchmod(fd, 0o600) }
+                return fd
+            }
+            _ = flock(fd, LOCK_UN)
+            _ = close(fd)
+        }
+        throw ProcessLockError("cannot lock \(path): it was replaced again and again while waiting")
+    }
+
+    /// Unlocks and closes; with `removing`, first removes the lock file (still held, so no one
+    /// else holds a lock that counts).
+    static func release(_ fd: Int32, removing path: String? = nil) {
+        if let path { _ = unlink(path) }
+        _ = flock(fd, LOCK_UN)
+        _ = close(fd)
+    }
+
+    static func errnoText() -> String { String(cString: strerror(errno)) }
+}
+
+/// Test-only pauses that widen a race window so tests with real processes can prove they hit it.
+/// In a debug build, when `COFFER_TEST_PAUSE_AT` lists `point` (comma-separated), the process
+/// writes `test-pause: POINT` to standard error and sleeps `COFFER_TEST_PAUSE_MS` milliseconds
+/// (default 1000). A release build compiles this to nothing, so it is no part of Coffer's
+/// behaviour.
+package enum TestPause {
+    /// Pauses at `point` when a debug build's environment asks for it (see the type).
+    @inline(__always)
+    package static func at(_ point: String) {
+        #if DEBUG
+        let environment = ProcessInfo.processInfo.environment
+        guard let points = environment["COFFER_TEST_PAUSE_AT"], points.split(separator: ",").contains(Substring(point)) else {
+            return
+        }
+        let milliseconds = environment["COFFER_TEST_PAUSE_MS"].flatMap { Int($0) } ?? 1000
+        FileHandle.standardError.write(Data("test-pause: \(point)\n".utf8))
+        usleep(useconds_t(max(0, milliseconds)) * 1000)
+        #endif
+    }
+}

