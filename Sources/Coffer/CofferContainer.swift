@@ -80,7 +80,9 @@ public struct CofferLocations: Sendable, Equatable {
     var resetItems: [URL] {
         let names = ["app.sqlite", "wallet.sqlite", ".wallet.sqlite.restoring"]
         let files = names.flatMap { name in ["", "-wal", "-shm", "-journal"].map { data.appendingPathComponent(name + $0) } }
-        return files + [
+        // Lock files a process killed while creating or first opening left (they go when released).
+        let locks = [".wallet.sqlite.lock", ".app.sqlite.lock"].map { data.appendingPathComponent($0) }
+        return files + locks + [
             secureFolder, deniableFolder, data.appendingPathComponent("deniable-dev-service", isDirectory: true),
             data.appendingPathComponent("demo", isDirectory: true), mediaCacheFolder,
         ]

@@ -51,6 +51,36 @@ package enum ProcessLock {
         return try body()
     }
 
+    /// Takes the lock for work that awaits (waiting for other holders on a worker thread, so no
+    /// thread of Swift's pool is held); the caller must ``Held/release()`` it. `removeWhenDone`
+    /// as for ``withLock(at:removeWhenDone:failure:_:)``.
+    package static func acquire(at path: String, removeWhenDone: Bool = false) async throws(ProcessLockError) -> Held {
+        let fd = try await offCaller { () throws(ProcessLockError) -> Int32 in try acquire(path, wait: true)! }
+        return Held(fd: fd, path: removeWhenDone ? path : nil)
+    }
+
+    /// A lock taken with ``acquire(at:removeWhenDone:)``; released once.
+    package final class Held: Sendable {
+        private let state: Locked<Int32?>
+        private let path: String?
+
+        init(fd: Int32, path: String?) {
+            state = Locked(fd)
+            self.path = path
+        }
+
+        /// Releases the lock (removing its file when asked to); later calls do nothing.
+        package func release() {
+            let fd = state.withLock { (fd: inout Int32?) -> Int32? in
+                defer { fd = nil }
+                return fd
+            }
+            if let fd { ProcessLock.release(fd, removing: path) }
+        }
+
+        deinit { release() }
+    }
+
     /// Opens the lock file and locks it; nil when `wait` is false and another holds it.
     static func acquire(_ path: String, wait: Bool) throws(ProcessLockError) -> Int32? {
         // Each new round follows a holder that removed the file, so rounds make progress; the

@@ -223,12 +223,18 @@ extension Wallet {
 
         // Built beside the target under a fixed temporary name and moved into place only once its
         // last commit is on disk: a restore killed at any moment leaves no wallet at the target
-        // (the next restore removes what it left and starts again).
+        // (the next restore removes what it left and starts again). One restore or create of the
+        // target at a time, in any process: the others wait for the wallet lock and then find
+        // the wallet there (or, when this one failed, go ahead themselves).
+        if FileManager.default.fileExists(atPath: walletURL.path) { throw WalletError.walletExists(path: walletURL.path) }
+        TestPause.at("restore-starting")
+        let lock = try await creationLock(for: walletURL)
+        defer { lock.release() }
         if FileManager.default.fileExists(atPath: walletURL.path) { throw WalletError.walletExists(path: walletURL.path) }
         let temporary = restoringURL(for: walletURL)
         removeWalletFiles(at: temporary)
         do {
-            let wallet = try await Wallet.create(at: temporary, key: key, configuration: configuration)
+            let wallet = try await Wallet.create(at: temporary, key: key, configuration: configuration, schemaUpTo: nil, locking: false)
             do {
                 try await wallet.gated { keys in
                     try await wallet.pool.writeWithoutTransaction { db in
@@ -284,7 +290,21 @@ extension Wallet {
             removeWalletFiles(at: temporary)
             throw Self.translate(error)
         }
+        lock.release()
         return try await Wallet.open(at: walletURL, key: key, configuration: configuration)
+    }
+
+    /// The lock one create or restore of the wallet at `walletURL` holds, in any process:
+    /// `.NAME.lock` beside it, removed when released (see `ProcessLock`). Makes the folder first.
+    static func creationLock(for walletURL: URL) async throws -> ProcessLock.Held {
+        let folder = walletURL.deletingLastPathComponent()
+        do { try DurableFile.ensureFolder(folder) } catch {
+            throw WalletError.storage("cannot create folder for \(walletURL.path): \(error.message)")
+        }
+        let path = folder.appendingPathComponent(".\(walletURL.lastPathComponent).lock").path
+        do { return try await ProcessLock.acquire(at: path, removeWhenDone: true) } catch {
+            throw WalletError.storage(error.message)
+        }
     }
 
     /// Where a restore into `walletURL` builds the new wallet: a fixed hidden name beside it, so
@@ -311,10 +331,13 @@ extension Wallet {
         } catch {
             throw WalletError.storage("cannot flush the restored wallet at \(temporary.path): \(error.localizedDescription)")
         }
-        guard !FileManager.default.fileExists(atPath: target.path) else { throw WalletError.walletExists(path: target.path) }
-        // moveItem renames within one folder and refuses an existing destination.
-        do { try FileManager.default.moveItem(at: temporary, to: target) } catch {
-            throw WalletError.storage("cannot move the restored wallet into place at \(target.path): \(error.localizedDescription)")
+        // link(2) makes the second name only if none is there (a rename would replace a wallet
+        // made meanwhile); the temporary name is removed after.
+        if link(temporary.path, target.path) != 0 {
+            let code = errno
+            if code == EEXIST { throw WalletError.walletExists(path: target.path) }
+            throw WalletError.storage(
+                "cannot move the restored wallet into place at \(target.path): \(String(cString: strerror(code)))")
         }
         removeWalletFiles(at: temporary)
         DurableFile.syncFolder(target.deletingLastPathComponent())

@@ -1,6 +1,7 @@
 // The encrypted record wallet: opening, creating, rekeying and closing one wallet file.
 import CofferCrypto
 import CofferSQLite
+import CofferSync
 import Foundation
 import GRDB
 import Logging
@@ -123,12 +124,20 @@ public final class Wallet: Sendable {
 
     /// ``create(at:key:configuration:)`` with the file layout of an older release: the
     /// migrations up to and including `schemaUpTo` (tests open such files to check upgrades).
-    static func create(at url: URL, key: WalletKey, configuration: Configuration, schemaUpTo: String?) async throws -> Wallet {
+    /// With `locking` (the default) it holds the wallet's creation lock (see
+    /// `creationLock(for:)`), so processes creating or restoring one wallet at once make one and
+    /// the others find it there; a restore that holds the lock already builds without it.
+    static func create(
+        at url: URL, key: WalletKey, configuration: Configuration, schemaUpTo: String?, locking: Bool = true
+    ) async throws -> Wallet {
         let path = url.path
         do { try DurableFile.refuseSymbolicLinks(url) } catch { throw WalletError.storage(error.message) }
         // Whatever is at the path — a wallet, an empty file, another database — stays as it is.
         if FileManager.default.fileExists(atPath: path) { throw WalletError.walletExists(path: path) }
         let (storeKey, kdf) = try makeStoreKey(key, parameters: configuration.passphraseParameters)
+        let lock = locking ? try await creationLock(for: url) : nil
+        defer { lock?.release() }
+        if FileManager.default.fileExists(atPath: path) { throw WalletError.walletExists(path: path) }
         // Missing folders are made owner-only (0700); an existing folder keeps its mode.
         do { try DurableFile.ensureFolder(url.deletingLastPathComponent()) } catch {
             throw WalletError.storage("cannot create folder for \(path): \(error.message)")
@@ -194,8 +203,16 @@ public final class Wallet: Sendable {
             let state = try readForOpen(pool, path: path, key: key, migrator: migrator)
             // Bring older files up to date (nothing for the current format), and give files made
             // before free pages could be returned that ability, once (one VACUUM).
-            if !state.migrated { try migrator.migrate(pool) }
-            if !state.incremental { try await pool.writeWithoutTransaction { try SQLiteFootprint.convertToIncremental($0) } }
+            // Under the wallet's creation lock, so two processes opening an old file at once do
+            // not both run a migration (each re-checks under it: the migrator reads what is applied).
+            if !state.migrated || !state.incremental {
+                let lock = try await creationLock(for: url)
+                defer { lock.release() }
+                try migrator.migrate(pool)
+                try await pool.writeWithoutTransaction { db in
+                    if try !SQLiteFootprint.isIncremental(db) { try SQLiteFootprint.convertToIncremental(db) }
+                }
+            }
             return Wallet(path: path, pool: opened, keys: state.keys, configuration: configuration)
         } catch {
             closePool(opened)

@@ -77,4 +77,47 @@ struct ManyProcessesRaceTests {
         let check = try Self.walletWithNewKey(["check"], store: store)
         #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
     }
+
+    @Test("3 restores into one empty store at once, 3 rounds: one wins, the others say the wallet exists, and the wallet is whole")
+    func concurrentRestores() throws {
+        let source = try CLI.newStore()
+        for i in 0..<40 { #expect(try CLI.wallet(["add", "t", "r\(i)", "v\(i)", "--tags", #"{"n":"\#(i)"}"#], store: source).status == 0) }
+        let backup = source.appendingPathComponent("backup.cfb")
+        let export = try CLI.run(
+            ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "export", backup.path, "--backup-passphrase-env", "BP"], store: source,
+            env: ["COFFER_TEST_KEY": CLI.key, "BP": "backup pass"])
+        #expect(export.status == 0, "\(export.stderr)")
+        var allRacing = 0
+        for round in 0..<3 {
+            let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-restore-race-\(UUID().uuidString)")
+            let env = [
+                "COFFER_TEST_KEY": CLI.key, "BP": "backup pass", "COFFER_TEST_PAUSE_AT": "restore-starting", "COFFER_TEST_PAUSE_MS": "700",
+            ]
+            let children = try (0..<3).map { _ in
+                try Self.start(
+                    ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"],
+                    store: store, env: env)
+            }
+            Self.waitFor("test-pause: restore-starting", in: children)
+            // The window: all three past their check for an existing wallet, none finished.
+            if children.allSatisfy({ $0.process.isRunning && Self.stderr($0).contains("test-pause") }),
+                !FileManager.default.fileExists(atPath: store.appendingPathComponent("wallet.sqlite").path)
+            {
+                allRacing += 1
+            }
+            for child in children { child.process.waitUntilExit() }
+            let statuses = children.map(\.process.terminationStatus).sorted()
+            #expect(statuses == [0, 3, 3], "round \(round): \(statuses) \(children.map(Self.stderr))")
+            for child in children where child.process.terminationStatus == 3 {
+                #expect(Self.stderr(child).contains("already exists"), "\(Self.stderr(child))")
+            }
+            let count = try CLI.wallet(["count", "t"], store: store)
+            #expect(count.stdout.contains(#"{"count":40}"#), "round \(round): \(count.stdout) \(count.stderr)")
+            let check = try CLI.wallet(["check"], store: store)
+            #expect(check.status == 0, "round \(round): \(check.stdout) \(check.stderr)")
+            let left = try FileManager.default.contentsOfDirectory(atPath: store.path).filter { $0.hasPrefix(".") }
+            #expect(left.isEmpty, "round \(round) left \(left)")
+        }
+        #expect(allRacing > 0, "no round had all three restores in the window at once")
+    }
 }
