@@ -251,11 +251,19 @@ public final class AppDatabase: Sendable {
                 try SQLiteFootprint.limitWAL(db)
                 return try migrator.hasCompletedMigrations(db)
             }
-            if let lastMigration {
-                try migrator.migrate(pool, upTo: lastMigration)
-            } else if !schemaCurrent {
-                try migrator.migrate(pool)
-                schemaMigrated = existed
+            if !schemaCurrent || lastMigration != nil {
+                TestPause.at("app-database-migrating")
+                // Processes opening a new (or older) store at once migrate one at a time, under
+                // one lock between processes; each one re-reads what is applied once it holds it
+                // (the migrator reads it), so the steps run once.
+                try ProcessLock.withLock(at: migrationLockPath(url), removeWhenDone: true, failure: { $0 as any Error }) {
+                    if let lastMigration {
+                        try migrator.migrate(pool, upTo: lastMigration)
+                    } else {
+                        try migrator.migrate(pool)
+                        schemaMigrated = existed
+                    }
+                }
             }
             // Files made before that are converted once (one VACUUM).
             if existed { try pool.writeWithoutTransaction { try SQLiteFootprint.convertToIncremental($0) } }
@@ -290,6 +298,12 @@ public final class AppDatabase: Sendable {
         self.isFreshInstall = isFreshInstall
     }
 
+    /// The lock file schema migrations hold (`.NAME.lock` beside the database; present only while
+    /// held, or when a process was killed holding it).
+    static func migrationLockPath(_ url: URL) -> String {
+        url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).lock").path
+    }
+
     /// Reads the file read-only and refuses it when it is newer than this code knows.
     static func refuseNewer(_ url: URL, migrator: DatabaseMigrator, dataTarget: Int) throws {
         var config = Configuration()
@@ -300,7 +314,8 @@ public final class AppDatabase: Sendable {
             let queue = try DatabaseQueue(path: url.path, configuration: config)
             defer { try? queue.close() }
             try queue.read { db in
-                if try migrator.hasBeenSuperseded(db) {
+                // A file another process has only begun to make has no migrations yet.
+                if try db.tableExists("grdb_migrations"), try migrator.hasBeenSuperseded(db) {
                     let applied = try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
                     let known = Set(migrator.migrations)
                     throw DatabaseStoreError.newerVersion("unknown schema migrations \(applied.filter { !known.contains($0) })")

@@ -126,7 +126,8 @@ package enum ProcessLock {
 /// Test-only pauses that widen a race window so tests with real processes can prove they hit it.
 /// In a debug build, when `COFFER_TEST_PAUSE_AT` lists `point` (comma-separated), the process
 /// writes `test-pause: POINT` to standard error and sleeps `COFFER_TEST_PAUSE_MS` milliseconds
-/// (default 1000). A release build compiles this to nothing, so it is no part of Coffer's
+/// (default 1000), or until the Unix time in milliseconds `COFFER_TEST_PAUSE_UNTIL` (so that
+/// many processes go on at one moment). A release build compiles this to nothing, so it is no part of Coffer's
 /// behaviour.
 package enum TestPause {
     /// Pauses at `point` when a debug build's environment asks for it (see the type).
@@ -137,7 +138,10 @@ package enum TestPause {
         guard let points = environment["COFFER_TEST_PAUSE_AT"], points.split(separator: ",").contains(Substring(point)) else {
             return
         }
-        let milliseconds = environment["COFFER_TEST_PAUSE_MS"].flatMap { Int($0) } ?? 1000
+        var milliseconds = environment["COFFER_TEST_PAUSE_MS"].flatMap { Int($0) } ?? 1000
+        if let until = environment["COFFER_TEST_PAUSE_UNTIL"].flatMap({ Int64($0) }) {
+            milliseconds = Int(max(0, until - Int64(Date().timeIntervalSince1970 * 1000)))
+        }
         FileHandle.standardError.write(Data("test-pause: \(point)\n".utf8))
         usleep(useconds_t(max(0, milliseconds)) * 1000)
         #endif

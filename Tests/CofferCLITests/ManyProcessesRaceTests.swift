@@ -120,4 +120,44 @@ struct ManyProcessesRaceTests {
         }
         #expect(allRacing > 0, "no round had all three restores in the window at once")
     }
+
+    @Test("40 processes opening a brand-new store at once, 2 rounds: none fails and every write is there")
+    func concurrentFirstOpens() throws {
+        var allRacing = 0
+        for round in 0..<2 {
+            let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-first-open-\(UUID().uuidString)")
+            // Held until one moment, so all of them go on migrating at once.
+            let until = Int64(Date().timeIntervalSince1970 * 1000) + 4_000
+            let env = ["COFFER_TEST_PAUSE_AT": "app-database-migrating", "COFFER_TEST_PAUSE_UNTIL": "\(until)"]
+            let children = try (0..<40).map { i in
+                switch i % 4 {
+                case 0, 2: try Self.start(["settings", "set", "p\(i)", "\(i)", "--kind", "int"], store: store, env: env)
+                case 1: try Self.start(["db", "put-asset", "r\(i)", "owner", "c\(i)"], store: store, env: env)
+                default: try Self.start(["secure", "set", "s\(i)", "--value-env", "V"], store: store, env: env.merging(["V": "v\(i)"]) { $1 })
+                }
+            }
+            Self.waitFor("test-pause: app-database-migrating", in: children)
+            // The window: every process found the new database's schema not yet made, and is
+            // about to make it.
+            if children.allSatisfy({ $0.process.isRunning && Self.stderr($0).contains("test-pause") }) {
+                allRacing += 1
+            }
+            for child in children { child.process.waitUntilExit() }
+            for child in children {
+                #expect(child.process.terminationStatus == 0, "round \(round): \(child.args.joined(separator: " ")): \(Self.stderr(child))")
+            }
+            let settings = try CLI.run(["settings", "list"], store: store)
+            let stored = try JSONSerialization.jsonObject(with: Data(settings.stdout.utf8)) as? [String: Any] ?? [:]
+            for i in stride(from: 0, to: 40, by: 2) { #expect(stored["p\(i)"] as? Int == i, "round \(round): setting p\(i) lost") }
+            let stats = try CLI.run(["db", "stats"], store: store)
+            let rows = try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any] ?? [:]
+            #expect(rows["assets"] as? Int == 10, "round \(round): \(stats.stdout)")
+            let secure = try CLI.run(["secure", "list"], store: store)
+            let names = try JSONSerialization.jsonObject(with: Data(secure.stdout.utf8)) as? [String] ?? []
+            #expect(names.count == 10, "round \(round): \(secure.stdout) \(secure.stderr)")
+            let left = try FileManager.default.contentsOfDirectory(atPath: store.path).filter { $0.hasSuffix(".lock") }
+            #expect(left.isEmpty, "round \(round) left \(left)")
+        }
+        #expect(allRacing > 0, "no round had all 40 processes in the window at once")
+    }
 }
