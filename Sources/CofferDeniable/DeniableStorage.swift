@@ -113,6 +113,11 @@ public actor DeniableStorage {
     private var vaultOperationWaiters: [CheckedContinuation<Void, Never>] = []
 
     var vaultURL: URL { folder.appendingPathComponent("vault") }
+    /// The lock file every read-modify-write of the vault and the queue holds, in any process
+    /// (see ``exclusive(_:)``). Made at every start, used or not, and never removed, so it is
+    /// the same empty 0600 file in every install.
+    static let lockName = ".coffer-lock"
+    nonisolated var lockPath: String { folder.appendingPathComponent(Self.lockName).path }
 
     deinit { timer?.cancel() }
 
@@ -157,9 +162,12 @@ public actor DeniableStorage {
         let log = Logger(label: "coffer.deniable")
         var report = DeniableStartReport()
         startedAt = Date()
+        let lockPath = folder.appendingPathComponent(Self.lockName).path
 
         // The device key first: when it had to be made, what it protected is replaced below.
-        try Self.prepare(self.secureElement, into: &report)
+        // Under the folder's lock: processes starting at once make one key between them.
+        let se = self.secureElement
+        try Self.exclusive(lockPath) { () throws(DeniableError) in try Self.prepare(se, into: &report) }
 
         let cache = PublicKeyCache(url: folder.appendingPathComponent("public-keys.json"), anchor: trustAnchor)
         self.keyCache = cache
@@ -184,20 +192,24 @@ public actor DeniableStorage {
         let coverKey = CoverKey(loaded?.wrappingKeys ?? [])
         self.coverKey = coverKey
         let queueURL = folder.appendingPathComponent("sending-queue")
-        let queueExisted = FileManager.default.fileExists(atPath: queueURL.path)
-        let makeQueue = { [se = self.secureElement] () throws(DeniableError) -> SendingQueue in
+        let makeQueue = { () throws(DeniableError) -> SendingQueue in
             try SendingQueue(url: queueURL, slots: configuration.queueSlots, itemBytes: itemBytes, secureElement: se) {
                 UserMessage.coverItem(coverNodeKeys: coverKey.current)
             }
         }
-        do { self.queue = try makeQueue() } catch {
-            guard case .corrupted = error else { throw error }
-            log.debug("replacing an unreadable sending queue")
-            try Self.remove(queueURL)
-            self.queue = try makeQueue()
-            report.replaced.append("sending-queue")
+        // Under the folder's lock: a queue another process is writing is read whole, and
+        // processes starting at once make one queue.
+        self.queue = try Self.exclusive(lockPath) { () throws(DeniableError) -> SendingQueue in
+            let queueExisted = FileManager.default.fileExists(atPath: queueURL.path)
+            if !queueExisted { report.created.append("sending-queue") }
+            do throws(DeniableError) { return try makeQueue() } catch {
+                guard case .corrupted = error else { throw error }
+                log.debug("replacing an unreadable sending queue")
+                try Self.remove(queueURL)
+                report.replaced.append("sending-queue")
+                return try makeQueue()
+            }
         }
-        if !queueExisted { report.created.append("sending-queue") }
         self.keys = loaded
         try await runStartRoutine(report)
     }
@@ -222,9 +234,12 @@ public actor DeniableStorage {
 
     private func runStartRoutine(_ start: DeniableStartReport) async throws(DeniableError) {
         var report = start
-        // The queue rewrites its file from memory (which also repairs a file damaged since it was
-        // read), under a fresh outer salt and nonce.
-        try queue.rewrite()
+        // The queue rewrites its file (as another process may have left it, else from memory,
+        // which also repairs a file damaged since it was read), under a fresh outer salt and nonce.
+        try exclusive { () throws(DeniableError) in
+            queue.reload()
+            try queue.rewrite()
+        }
         // Under the vault-operation gate: a create or unlock waiting for its key must not see
         // the vault replaced by a start that had to make a fresh one.
         await enterVaultOperation()
@@ -244,6 +259,31 @@ public actor DeniableStorage {
         if try secureElement.prepare() {
             if keyExisted { report.replaced.append("secure-element.key") } else { report.created.append("secure-element.key") }
         }
+    }
+
+    /// Runs `body` holding the folder's lock between processes (an exclusive `flock(2)` on
+    /// ``lockName``, made when missing): every read-modify-write of the vault and the sending
+    /// queue runs under it, re-reading the file first, so processes sharing the folder (an app,
+    /// its extensions, the command line) never write back a copy older than another's change.
+    /// Never held across an `await`, and never nested.
+    static func exclusive<R>(_ lockPath: String, _ body: () throws(DeniableError) -> R) throws(DeniableError) -> R {
+        try ProcessLock.withLock(at: lockPath, failure: { DeniableError.storage($0.message) }, body)
+    }
+
+    private func exclusive<R>(_ body: () throws(DeniableError) -> R) throws(DeniableError) -> R {
+        try Self.exclusive(lockPath, body)
+    }
+
+    /// Folder lock held. The session's vault contents as the file has them now (another process
+    /// may have saved the vault since this one read it); the session's own when the file is
+    /// missing or does not open; nil when the file is another vault (a create in another
+    /// process replaced it), which this session must not write over.
+    private func currentContents(_ current: Session) throws(DeniableError) -> VaultContents? {
+        guard let file = try AtomicFile.read(vaultURL),
+            let opened = try? Vault.open(file, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)
+        else { return current.contents }
+        guard opened.header == current.header else { return nil }
+        return (try? Vault.openInner(opened.inner, header: current.header, vaultKey: current.vaultKey)) ?? current.contents
     }
 
     /// Removes a file; a missing one is fine.
@@ -270,37 +310,50 @@ public actor DeniableStorage {
     /// missing, and replaces it when it cannot be read (damaged, truncated, or written under
     /// another device key) — for every install alike, since nobody can open such a file.
     private func startVault(_ report: inout DeniableStartReport) async throws(DeniableError) {
-        guard let file = try AtomicFile.read(vaultURL) else {
-            try await writeFreshVault(passphrase: Passphrase.generate(wordCount: configuration.passphraseWordCount))
-            logger.debug("created the vault")
-            report.created.append("vault")
-            return
+        // Under the folder's lock: the outer layer is rewritten over what is on disk now.
+        let rewrapped = try exclusive { () throws(DeniableError) -> Bool in
+            guard let file = try AtomicFile.read(vaultURL) else { return false }
+            let opened: Vault.Opened
+            do throws(DeniableError) {
+                opened = try Vault.open(file, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)
+            } catch {
+                guard case .corrupted = error else { throw error }
+                return false
+            }
+            if opened.legacy { report.converted.append("vault") }
+            try AtomicFile.write(Vault.wrap(inner: opened.inner, header: opened.header, secureElement: secureElement), to: vaultURL)
+            return true
         }
-        let opened: Vault.Opened
-        do { opened = try Vault.open(file, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement) } catch {
-            guard case .corrupted = error else { throw error }
-            try await writeFreshVault(passphrase: Passphrase.generate(wordCount: configuration.passphraseWordCount))
-            logger.debug("replaced an unreadable vault")
-            report.replaced.append("vault")
-            return
+        if rewrapped { return }
+        // Missing or unreadable: a fresh vault. Its key takes seconds, made outside the lock;
+        // written only if no other process made a readable vault meanwhile.
+        let (header, key) = try await freshVaultKey(passphrase: Passphrase.generate(wordCount: configuration.passphraseWordCount))
+        try exclusive { () throws(DeniableError) in
+            let existing = try AtomicFile.read(vaultURL)
+            if let existing,
+                (try? Vault.open(existing, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)) != nil
+            {
+                return
+            }
+            var contents = VaultContents.fresh()
+            try save(&contents, header: header, vaultKey: key)
+            logger.debug(existing == nil ? "created the vault" : "replaced an unreadable vault")
+            if existing == nil { report.created.append("vault") } else { report.replaced.append("vault") }
         }
-        if opened.legacy { report.converted.append("vault") }
-        try AtomicFile.write(Vault.wrap(inner: opened.inner, header: opened.header, secureElement: secureElement), to: vaultURL)
     }
 
+    /// Folder lock held.
     private func rewrap(_ file: Data) throws(DeniableError) {
         let opened = try Vault.open(file, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)
         try AtomicFile.write(Vault.wrap(inner: opened.inner, header: opened.header, secureElement: secureElement), to: vaultURL)
     }
 
-    /// Writes a new vault (new salt, fresh keys, empty mailbox) under `passphrase`.
-    private func writeFreshVault(passphrase: String) async throws(DeniableError) {
+    /// The header (new salt) and key of a new vault under `passphrase`; nothing is written.
+    private func freshVaultKey(passphrase: String) async throws(DeniableError) -> (Vault.Header, SecretKey) {
         let header = Vault.Header(
             contentBytes: configuration.vaultContentBytes, kdf: configuration.passphraseKDF,
             salt: SecureRandom.bytes(Argon2idParameters.saltByteCount))
-        let key = try await Self.deriveVaultKey(passphrase: passphrase, header: header, secureElement: secureElement)
-        var contents = VaultContents.fresh()
-        try save(&contents, header: header, vaultKey: key)
+        return (header, try await Self.deriveVaultKey(passphrase: passphrase, header: header, secureElement: secureElement))
     }
 
     private func save(_ contents: inout VaultContents, header: Vault.Header, vaultKey: SecretKey) throws(DeniableError) {
@@ -322,8 +375,12 @@ public actor DeniableStorage {
         session = nil
         DurableFile.sweepTemporaries(in: folder)
         let passphrase = Passphrase.generate(wordCount: configuration.passphraseWordCount)
-        try await writeFreshVault(passphrase: passphrase)
-        try queue.wipe()
+        let (header, key) = try await freshVaultKey(passphrase: passphrase)
+        try exclusive { () throws(DeniableError) in
+            var contents = VaultContents.fresh() // new keys and queue secret, empty mailbox
+            try save(&contents, header: header, vaultKey: key)
+            try queue.wipe()
+        }
         settle()
         logger.debug("vault operation finished")
         return passphrase
@@ -373,15 +430,19 @@ public actor DeniableStorage {
         let opened = try Vault.open(file, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)
         let header = opened.header
         let key = try await Self.deriveVaultKey(passphrase: normalized, header: header, secureElement: secureElement)
-        // Read again after the wait: calls that do not take the gate (a send, a lock, a receive)
-        // may have saved the vault meanwhile, and what they saved must not be lost. From here on
-        // nothing suspends, so no other call runs until the session is set.
-        guard let current = try AtomicFile.read(vaultURL) else { throw .storage("the vault file is missing") }
-        let reopened = try Vault.open(current, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)
-        guard reopened.header == header else { throw .unlockFailed }
-        var contents = try Vault.openInner(reopened.inner, header: header, vaultKey: key)
-        _ = try collectMessages(into: &contents)
-        try save(&contents, header: header, vaultKey: key)
+        // Read again after the wait: calls that do not take the gate (a send, a lock, a receive),
+        // here or in another process, may have saved the vault meanwhile, and what they saved
+        // must not be lost. From here on nothing suspends, so no other call runs until the
+        // session is set; the folder's lock keeps other processes out until it is saved.
+        let contents = try exclusive { () throws(DeniableError) -> VaultContents in
+            guard let current = try AtomicFile.read(vaultURL) else { throw .storage("the vault file is missing") }
+            let reopened = try Vault.open(current, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)
+            guard reopened.header == header else { throw .unlockFailed }
+            var contents = try Vault.openInner(reopened.inner, header: header, vaultKey: key)
+            _ = try collectMessages(into: &contents)
+            try save(&contents, header: header, vaultKey: key)
+            return contents
+        }
         settle()
         session = Session(contents: contents, vaultKey: key, header: header, unlockedAt: clock())
         backgroundedAt = nil
@@ -395,16 +456,26 @@ public actor DeniableStorage {
     public func lock() throws(DeniableError) {
         timer?.cancel()
         timer = nil
-        guard var current = session else {
-            if let file = try AtomicFile.read(vaultURL) { try rewrap(file) }
+        guard let current = session else {
+            try exclusive { () throws(DeniableError) in
+                if let file = try AtomicFile.read(vaultURL) { try rewrap(file) }
+            }
             settle()
             return
         }
         session = nil
         backgroundedAt = nil
         let cutoff = clock().addingTimeInterval(-configuration.mailboxRetention)
-        current.contents.messages.removeAll { $0.date < cutoff }
-        try save(&current.contents, header: current.header, vaultKey: current.vaultKey)
+        try exclusive { () throws(DeniableError) in
+            // What is on disk now (other processes may have added to it), pruned and saved; a
+            // vault another process made in its place is only re-wrapped, as when locked.
+            guard var contents = try currentContents(current) else {
+                if let file = try AtomicFile.read(vaultURL) { try rewrap(file) }
+                return
+            }
+            contents.messages.removeAll { $0.date < cutoff }
+            try save(&contents, header: current.header, vaultKey: current.vaultKey)
+        }
         settle()
         logger.debug("session event")
     }
@@ -492,13 +563,16 @@ public actor DeniableStorage {
 
     /// Real messages waiting in the sending queue.
     public func queuedMessageCount() throws(DeniableError) -> Int {
-        queue.fillLevel(secret: try requireSession().contents.queueSecret)
+        let secret = try requireSession().contents.queueSecret
+        queue.reload()
+        return queue.fillLevel(secret: secret)
     }
 
     /// Whether a sent message still waits in the sending queue.
     public func isWaiting(_ message: MailboxMessage) throws(DeniableError) -> Bool {
         _ = try requireSession()
         guard let hint = message.queueHint else { return false }
+        queue.reload()
         return queue.contains(hint: hint)
     }
 
@@ -526,18 +600,27 @@ public actor DeniableStorage {
         let item = try UserMessage.realItem(
             text: text, replyKey: current.contents.userKey.publicKey, journalistID: recipient, journalistKey: journalistKey,
             coverNodeKeys: coverNodes)
-        let hint = try queue.enqueue(item, secret: current.contents.queueSecret)
-        let message = MailboxMessage(direction: .sent, peer: recipient, text: text, date: clock(), queueHint: hint)
-        current.contents.messages.append(message)
-        do { try save(&current.contents, header: current.header, vaultKey: current.vaultKey) } catch {
-            // The mailbox could not record it: the message leaves the queue again, so nothing changed.
-            try? queue.withdraw(item)
-            settle()
-            throw error
+        defer { settle() }
+        // Under the folder's lock, over the queue and the vault as they are on disk now: a send
+        // or dequeue in another process since this session began is kept.
+        return try exclusive { () throws(DeniableError) -> MailboxMessage in
+            guard let contents = try currentContents(current) else {
+                session = nil
+                throw .storage("another process replaced the vault (a new vault was created) since this session began; unlock again")
+            }
+            current.contents = contents
+            queue.reload()
+            let hint = try queue.enqueue(item, secret: current.contents.queueSecret)
+            let message = MailboxMessage(direction: .sent, peer: recipient, text: text, date: clock(), queueHint: hint)
+            current.contents.messages.append(message)
+            do throws(DeniableError) { try save(&current.contents, header: current.header, vaultKey: current.vaultKey) } catch {
+                // The mailbox could not record it: the message leaves the queue again, so nothing changed.
+                try? queue.withdraw(item)
+                throw error
+            }
+            session = current
+            return message
         }
-        session = current
-        settle()
-        return message
     }
 
     // MARK: Background work (no secret needed)
@@ -547,14 +630,27 @@ public actor DeniableStorage {
     @discardableResult
     public func sendNextQueued(_ send: @Sendable (Data) async throws -> Void) async throws -> Data {
         defer { settle() }
-        return try await queue.sendHead(send)
+        let head = try exclusive { () throws(DeniableError) -> Data in
+            queue.reload()
+            return queue.peek()
+        }
+        try await send(head)
+        // Exactly that item leaves (wherever sends meanwhile, in any process, moved it).
+        try exclusive { () throws(DeniableError) in
+            queue.reload()
+            try queue.withdraw(head)
+        }
+        return head
     }
 
     /// Removes the head of the sending queue and appends a cover; returns the removed item.
     @discardableResult
     public func dequeue() throws(DeniableError) -> Data {
         defer { settle() }
-        return try queue.dequeue()
+        return try exclusive { () throws(DeniableError) -> Data in
+            queue.reload()
+            return try queue.dequeue()
+        }
     }
 
     /// Verifies and stores dead drops (merged by id, trimmed to the retention window before the
@@ -571,10 +667,17 @@ public actor DeniableStorage {
             maxFutureSkew: configuration.deadDropMaxFutureSkew,
             messageBytes: configuration.deadDropMessageBytes)
         if var current = session {
-            if try collectMessages(into: &current.contents) > 0 {
-                try save(&current.contents, header: current.header, vaultKey: current.vaultKey)
+            try exclusive { () throws(DeniableError) in
+                guard let contents = try currentContents(current) else {
+                    session = nil
+                    return
+                }
+                current.contents = contents
+                if try collectMessages(into: &current.contents) > 0 {
+                    try save(&current.contents, header: current.header, vaultKey: current.vaultKey)
+                }
+                session = current
             }
-            session = current
         }
         settle()
         return DeadDropMerge(kept: r.kept, duplicates: r.duplicates, rejected: r.rejected, trimmed: r.trimmed)
@@ -731,7 +834,10 @@ public actor DeniableStorage {
             vaultFileBytes: Vault.fileLength(contentBytes: configuration.vaultContentBytes),
             queueFileBytes: SendingQueue.fileLength(slots: configuration.queueSlots, itemBytes: configuration.queueItemBytes),
             queueSlots: configuration.queueSlots,
-            queuedMessages: session.map { queue.fillLevel(secret: $0.contents.queueSecret) },
+            queuedMessages: session.map { current in
+                queue.reload()
+                return queue.fillLevel(secret: current.contents.queueSecret)
+            },
             mailboxMessages: session?.contents.messages.count,
             deadDrops: try deadDropStore.all().count,
             publicKeysFetchedAt: keys?.fetchedAt,

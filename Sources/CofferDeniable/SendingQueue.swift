@@ -135,6 +135,20 @@ public final class SendingQueue: @unchecked Sendable {
         return (items, hints, legacy)
     }
 
+    /// Reads the slots again from the file, which another process sharing the folder may have
+    /// written since (its owner holds the folder's lock between processes around the read and
+    /// the change that follows). What is in memory stays when the file is missing or does not
+    /// open: the next write puts it back.
+    func reload() {
+        lock.withLock { () -> Void in
+            guard let data = try? AtomicFile.read(url),
+                let (items, hints, _) = try? Self.parse(data, slots: slots, itemBytes: itemBytes, secureElement: secureElement)
+            else { return }
+            self.items = items
+            self.hints = hints
+        }
+    }
+
     /// Rewrites the file with a fresh outer salt and nonce and the same slots (every app start).
     public func rewrite() throws(DeniableError) {
         try lock.withLock { () throws(DeniableError) -> Void in

@@ -160,4 +160,60 @@ struct ManyProcessesRaceTests {
         }
         #expect(allRacing > 0, "no round had all 40 processes in the window at once")
     }
+
+    /// Starts `commands` (each a `coffer` argument list) held at the `deniable-ready` pause, waits
+    /// until all are there, lets them go at once, and waits for them. Returns the children and
+    /// whether all were held together (the window).
+    static func releasedTogether(_ commands: [[String]], store: URL, env: [String: String]) throws -> ([Child], Bool) {
+        let gate = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-gate-\(UUID().uuidString)")
+        let held = env.merging(["COFFER_TEST_PAUSE_AT": "deniable-ready", "COFFER_TEST_PAUSE_FILE": gate.path]) { $1 }
+        let children = try commands.map { try Self.start($0, store: store, env: held) }
+        Self.waitFor("test-pause: deniable-ready", in: children)
+        let together = children.allSatisfy { $0.process.isRunning && Self.stderr($0).contains("test-pause") }
+        _ = FileManager.default.createFile(atPath: gate.path, contents: nil)
+        for child in children { child.process.waitUntilExit() }
+        try? FileManager.default.removeItem(at: gate)
+        return (children, together)
+    }
+
+    @Test("6 deniable sends at once all land; dequeues racing sends each take a different message and none comes back")
+    func deniableSendsAndDequeues() throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-deniable-race-\(UUID().uuidString)")
+        #expect(try CLI.run(["deniable", "start"], store: store).status == 0)
+        let created = try CLI.run(["deniable", "init"], store: store)
+        let passphrase = try #require(parsedObject(created.stdout)?["passphrase"] as? String, "\(created.stderr)")
+        let env = ["P": passphrase]
+        func send(_ text: String) -> [String] { ["--passphrase-env", "P", "deniable", "send", "--to", "alice", text] }
+
+        let (sends, sendsTogether) = try Self.releasedTogether((0..<6).map { send("first\($0)") }, store: store, env: env)
+        #expect(sendsTogether, "the six sends were not all unlocked before any sent")
+        for child in sends { #expect(child.process.terminationStatus == 0, "\(Self.stderr(child))") }
+        var unlocked = try CLI.run(["--passphrase-env", "P", "deniable", "unlock"], store: store, env: env)
+        var object = try #require(parsedObject(unlocked.stdout), "\(unlocked.stderr)")
+        #expect(object["queued"] as? Int == 6, "\(unlocked.stdout)")
+        let sentTexts = ((object["mailbox"] as? [[String: Any]]) ?? []).compactMap { $0["text"] as? String }
+        #expect(Set(sentTexts) == Set((0..<6).map { "first\($0)" }), "\(unlocked.stdout)")
+
+        // Three dequeues and two sends at once.
+        let (mixed, mixedTogether) = try Self.releasedTogether(
+            [["deniable", "dequeue"], ["deniable", "dequeue"], ["deniable", "dequeue"], send("second0"), send("second1")],
+            store: store, env: env)
+        #expect(mixedTogether, "the dequeues and sends were not all ready before any went on")
+        for child in mixed { #expect(child.process.terminationStatus == 0, "\(Self.stderr(child))") }
+        var dequeued: [String] = []
+        for child in mixed where child.args.contains("dequeue") {
+            let read = parsedObject(Self.stdout(child))?["coverNode"] as? [String: Any]
+            dequeued.append(read?["text"] as? String ?? "cover")
+        }
+        #expect(Set(dequeued).count == 3 && !dequeued.contains("cover"), "three dequeues took \(dequeued)")
+        unlocked = try CLI.run(["--passphrase-env", "P", "deniable", "unlock"], store: store, env: env)
+        object = try #require(parsedObject(unlocked.stdout), "\(unlocked.stderr)")
+        #expect(object["queued"] as? Int == 5, "6 - 3 + 2 real messages should wait: \(unlocked.stdout)")
+        // Draining the queue yields every other message exactly once.
+        for _ in 0..<5 {
+            let r = try CLI.run(["deniable", "dequeue"], store: store)
+            dequeued.append((parsedObject(r.stdout)?["coverNode"] as? [String: Any])?["text"] as? String ?? "cover")
+        }
+        #expect(dequeued.sorted() == ((0..<6).map { "first\($0)" } + ["second0", "second1"]).sorted(), "\(dequeued)")
+    }
 }
