@@ -192,14 +192,17 @@ extension Wallet {
     /// at a time (decrypted plaintext wiped after use), so memory stays flat at any size, and
     /// `progress` moves as records are inserted. A wrong passphrase is found at the first message,
     /// before anything is created. The new wallet is built beside the target under a hidden
-    /// name (`.NAME.restoring`) in one transaction, flushed, and renamed into place only after
-    /// the backup's final message checked out. On any error — a damaged, truncated or
-    /// reordered backup included — or if the process is killed at any moment, there is no
-    /// wallet at `walletURL`, and the next restore clears what an interrupted one left. The
+    /// name (`.NAME.restoring`) in one transaction, flushed, and linked into place (never over a
+    /// wallet) only after the backup's final message checked out. On any error — a damaged,
+    /// truncated or reordered backup included — or if the process is killed at any moment, there
+    /// is no wallet at `walletURL`, and the next restore clears what an interrupted one left.
+    /// Restores and creates of one wallet run one at a time, in any process (a lock file beside
+    /// it): of several at once one succeeds and the others throw `walletExists`. The
     /// returned wallet is opened anew at `walletURL` (with a passphrase key that costs one more
     /// key derivation).
     /// - Throws: ``WalletError/wrongKey(_:)`` for a wrong backup passphrase,
-    ///   ``WalletError/corrupted(_:)`` for a damaged file, ``WalletError/walletExists(path:)``,
+    ///   ``WalletError/corrupted(_:)`` for a damaged file, ``WalletError/walletExists(path:)``
+    ///   when a wallet is at `walletURL` (also one another restore made meanwhile),
     ///   ``WalletError/invalidInput(_:)`` when the backup file is missing or cannot be opened.
     public static func importBackup(
         from backupURL: URL, passphrase: String, into walletURL: URL, key: WalletKey,

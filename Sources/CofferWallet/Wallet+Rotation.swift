@@ -14,7 +14,11 @@ extension Wallet {
     /// transaction (all or nothing, also if the process is killed), for recovery after a
     /// suspected compromise: afterwards nothing in the file opens with the old wallet key. It
     /// reads one record at a time. Other calls on this wallet wait while it runs; open searches
-    /// and record sequences end (their handles become invalid).
+    /// and record sequences end (their handles become invalid). Writers elsewhere — other
+    /// processes, or another `Wallet` opened on the file — that opened it before the rotation
+    /// committed write nothing afterwards: their next write throws ``WalletError/wrongKey(_:)``
+    /// saying the key was rotated (open the wallet again with its current key), so no write that
+    /// returned is lost.
     /// - Parameters:
     ///   - newKey: the key or passphrase that protects the wallet from now on.
     ///   - rotatingKey: whether to replace the wallet key and re-seal every record.
