@@ -256,7 +256,7 @@ public final class AppDatabase: Sendable {
                 // Processes opening a new (or older) store at once migrate one at a time, under
                 // one lock between processes; each one re-reads what is applied once it holds it
                 // (the migrator reads it), so the steps run once.
-                try ProcessLock.withLock(at: migrationLockPath(url), removeWhenDone: true, failure: { $0 as any Error }) {
+                let migrate = { () throws -> Void in
                     if let lastMigration {
                         try migrator.migrate(pool, upTo: lastMigration)
                     } else {
@@ -264,6 +264,7 @@ public final class AppDatabase: Sendable {
                         schemaMigrated = existed
                     }
                 }
+                try ProcessLock.withLock(at: migrationLockPath(url), removeWhenDone: true, failure: { $0 as any Error }, migrate)
             }
             // Files made before that are converted once (one VACUUM).
             if existed { try pool.writeWithoutTransaction { try SQLiteFootprint.convertToIncremental($0) } }

@@ -101,7 +101,7 @@ struct WalletOptions: ParsableArguments {
     func withWallet<T>(_ body: (Wallet) async throws -> T) async throws -> T {
         let wallet = try await Wallet.open(at: walletURL, key: walletKey())
         defer { try? wallet.close() }
-        TestPause.at("wallet-opened")  // debug builds only: lets tests widen the open-to-write window
+        TestPause.at("wallet-opened") // debug builds only: lets tests widen the open-to-write window
         return try await body(wallet)
     }
 }

@@ -124,7 +124,7 @@ struct DeniableCommand: AsyncParsableCommand {
         func run() async throws {
             let (store, _) = try await DeniableCLI.open(storeOptions, service)
             try await store.unlock(passphrase: vault.passphrase())
-            TestPause.at("deniable-ready")  // debug builds only: lets tests line processes up
+            TestPause.at("deniable-ready") // debug builds only: lets tests line processes up
             let message = try await store.send(text, to: to)
             let queued = try await store.queuedMessageCount()
             try await store.close()
@@ -140,7 +140,7 @@ struct DeniableCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (store, node) = try await DeniableCLI.open(storeOptions, service)
-            TestPause.at("deniable-ready")  // debug builds only: lets tests line processes up
+            TestPause.at("deniable-ready") // debug builds only: lets tests line processes up
             let item = try await store.dequeue()
             var fields: [(String, JSONValue)] = [("item", .string(item.base64EncodedString()))]
             // What the development CoverNode reads from it: a real message, or a cover.

@@ -286,7 +286,9 @@ struct DeniableSnapshotTests {
         #expect(snapshot.folderMode == 0o700)
         // The lock file every read-modify-write holds is made at every start, used or not: the same empty file everywhere.
         #expect(
-            Set(snapshot.files.keys) == ["vault", "sending-queue", "secure-element.key", "dead-drops.sqlite", "public-keys.json", ".coffer-lock"])
+            Set(snapshot.files.keys) == [
+                "vault", "sending-queue", "secure-element.key", "dead-drops.sqlite", "public-keys.json", ".coffer-lock",
+            ])
         #expect(snapshot.files[".coffer-lock"]?.bytes.isEmpty == true)
         for (name, file) in snapshot.files { #expect(file.mode == 0o600, "\(name): \(String(file.mode, radix: 8))") }
     }

@@ -35,7 +35,9 @@ struct ManyProcessesRaceTests {
     @Test("30 adds racing a key rotation: every add that exits 0 reads back under the new key, and the wallet checks clean")
     func addsRacingRotation() throws {
         let store = try CLI.newStore()
-        for i in 0..<20 { #expect(try CLI.wallet(["add", "t", "before\(i)", "v\(i)", "--tags", #"{"n":"\#(i)"}"#], store: store).status == 0) }
+        for i in 0..<20 {
+            #expect(try CLI.wallet(["add", "t", "before\(i)", "v\(i)", "--tags", #"{"n":"\#(i)"}"#], store: store).status == 0)
+        }
         let keyEnv = ["COFFER_TEST_KEY": CLI.key]
         // Ten adds open the wallet with the old key and then wait (the pause) until the rotation
         // has committed; twenty more start around the rotation without a pause.
@@ -133,7 +135,8 @@ struct ManyProcessesRaceTests {
                 switch i % 4 {
                 case 0, 2: try Self.start(["settings", "set", "p\(i)", "\(i)", "--kind", "int"], store: store, env: env)
                 case 1: try Self.start(["db", "put-asset", "r\(i)", "owner", "c\(i)"], store: store, env: env)
-                default: try Self.start(["secure", "set", "s\(i)", "--value-env", "V"], store: store, env: env.merging(["V": "v\(i)"]) { $1 })
+                default:
+                    try Self.start(["secure", "set", "s\(i)", "--value-env", "V"], store: store, env: env.merging(["V": "v\(i)"]) { $1 })
                 }
             }
             Self.waitFor("test-pause: app-database-migrating", in: children)
