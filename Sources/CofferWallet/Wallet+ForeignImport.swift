@@ -121,6 +121,7 @@ extension Wallet {
                             var expired = 0
                             var keyEntries = 0
                             try db.inTransaction {
+                                try Self.checkKeys(db, keys)
                                 let store = RecordStore(db: db, keys: keys)
                                 try source.forEachRecord(
                                     sdb, now: now,
