@@ -10,7 +10,9 @@ public struct IntegrityReport: Sendable, Equatable {
     public struct Problem: Sendable, Equatable {
         /// What kind of problem: `record` (does not open), `missingTagRow`, `extraTagRow`,
         /// `orphanTagRow`, `multiValuedUnmarked`, `digest` (records differ from the versions
-        /// last written), `sqlite`.
+        /// last written, or the stored digest does not verify under the key), `duplicate` (two
+        /// rows of one type and id), `schema` (the file's tables, indexes, triggers or format
+        /// differ from the ones the wallet key authenticated), `sqlite`.
         public let kind: String
         /// The record's type, when it could be read.
         public let type: String?
@@ -62,6 +64,25 @@ public struct IntegrityReport: Sendable, Equatable {
 }
 
 extension Wallet {
+    /// Why the file's schema or integrity state is not the one the wallet key authenticated, or nil.
+    static func schemaProblem(_ db: Database, keys: WalletKeys) throws -> String? {
+        var meta = [String: Data]()
+        for row in try Row.fetchAll(db, sql: "SELECT name, value FROM coffer_meta WHERE name IN ('format', ?)", arguments: [FileIntegrity.metaName]) {
+            meta[row[0]] = row[1]
+        }
+        let format = meta["format"].flatMap { Int(String(decoding: $0, as: UTF8.self)) }
+        return try FileIntegrity.problem(db, keys: keys, stored: meta[FileIntegrity.metaName], format: format)
+    }
+
+    /// The type and id sealed in the record at `rowid`, when it opens.
+    static func recordName(_ db: Database, rowid: Int64, keys: WalletKeys) throws -> (type: String?, id: String)? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT type, name, value, expiry FROM items WHERE id = ?", arguments: [rowid]),
+            let type = Int64.fromDatabaseValue(row[0]), let idBlind = Data.fromDatabaseValue(row[1]), let sealed = Data.fromDatabaseValue(row[2]),
+            let contents = try? RecordCodec.open(sealed, typeBlind: BlindColumn.blind(type), idBlind: idBlind, expiry: row[3], keys: keys)
+        else { return nil }
+        return (contents.type, contents.id)
+    }
+
     /// Checks the whole wallet: opens every record (a tampered or damaged box is a problem),
     /// compares every record's sealed tags with its rows in the tag index in both directions
     /// (a missing, added or moved row is a problem), finds tag rows of no record, checks that
@@ -90,7 +111,8 @@ extension Wallet {
                 let tagsOfItem = try DirectStatement(db, sql: "SELECT name, value FROM tags WHERE item = ?")
                 let rows = try Row.fetchCursor(db, sql: "SELECT id, type, name, value, expiry FROM items ORDER BY id")
                 var done = 0
-                var digest = [UInt8](repeating: 0, count: RowDigest.byteCount)
+                var digest = [UInt8](repeating: 0, count: DigestState.accumulatorCount)
+                if let problem = try Self.schemaProblem(db, keys: keys) { report.add("schema", type: nil, id: nil, problem) }
                 while let row = try rows.next() {
                     done += 1
                     report.records += 1
@@ -102,7 +124,8 @@ extension Wallet {
                         report.add("record", type: nil, id: nil, "row \(rowid) has columns of the wrong kind")
                         continue
                     }
-                    RowDigest.xor(&digest, keys.rowDigest(type: typeColumn, idBlind: idBlind, sealed: sealed))
+                    let rowDigest = keys.rowDigestV4(rowid: rowid, type: typeColumn, expiry: row[4], idBlind: idBlind, sealed: sealed)
+                    for i in 0..<DigestState.accumulatorCount { digest[i] ^= rowDigest[i] }
                     let typeBlind = BlindColumn.blind(typeColumn)
                     let contents: RecordCodec.Contents
                     do { contents = try RecordCodec.open(sealed, typeBlind: typeBlind, idBlind: idBlind, expiry: row[4], keys: keys) } catch
@@ -144,12 +167,30 @@ extension Wallet {
                             "a plaintext tag holds several values but is not marked multi-valued")
                     }
                 }
-                let stored = try Data.fetchOne(db, sql: "SELECT value FROM coffer_digest WHERE id = 1")
-                if stored != Data(digest) {
+                let stored =
+                    try db.tableExists("coffer_digest") ? try Data.fetchOne(db, sql: "SELECT value FROM coffer_digest WHERE id = 1") : nil
+                let state = stored.flatMap { DigestState.open($0, keys: keys) }
+                if stored == nil {
+                    report.add("digest", type: nil, id: nil, "the records' version digest is missing")
+                } else if state == nil {
+                    report.add(
+                        "digest", type: nil, id: nil,
+                        "the stored records' version digest does not verify under the wallet key: it was written without the key")
+                } else if state?.accumulator != digest {
                     report.add(
                         "digest", type: nil, id: nil,
                         "the records differ from the versions this wallet last wrote: a record was rolled back to an older version, re-inserted after its deletion, or removed with its tag rows"
                     )
+                }
+                let duplicates = try Row.fetchAll(
+                    db, sql: "SELECT MIN(id), COUNT(*) FROM items GROUP BY type, name HAVING COUNT(*) > 1 LIMIT \(IntegrityReport.maxListedProblems)")
+                for duplicate in duplicates {
+                    let first: Int64 = duplicate[0]
+                    let count: Int = duplicate[1]
+                    let named = try Self.recordName(db, rowid: first, keys: keys)
+                    report.add(
+                        "duplicate", type: named?.type, id: named?.id,
+                        "\(count) rows hold the same type and id (the unique index was removed or replaced)")
                 }
                 let orphans = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM tags WHERE item NOT IN (SELECT id FROM items)") ?? 0
                 if orphans > 0 { report.add("orphanTagRow", type: nil, id: nil, "\(orphans) tag rows belong to no record") }

@@ -44,7 +44,7 @@ extension Wallet {
             total = try await pool.writeWithoutTransaction { db -> Int in
                 // The digest triggers hash with the new key from here on; back to the old one if
                 // the transaction does not commit.
-                DigestFunction.register(on: db, keys: new)
+                try DigestFunction.register(on: db, keys: new)
                 var count = 0
                 do {
                     try db.inTransaction {
@@ -53,10 +53,11 @@ extension Wallet {
                         try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'kdf'", arguments: [Data(kdf.jsonText.utf8)])
                         try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'keys'", arguments: [sealedMaster])
                         try Self.recordKeyCheck(db, new)
+                        try FileIntegrity.write(db, keys: new)
                         return .commit
                     }
                 } catch {
-                    DigestFunction.register(on: db, keys: old)
+                    try? DigestFunction.register(on: db, keys: old)
                     throw error
                 }
                 return count
@@ -86,13 +87,22 @@ extension Wallet {
             arguments: [keys.keyCheck])
     }
 
-    /// Re-seals and re-indexes every row under `new`, then recomputes the records' version
-    /// digest; returns the number of records. Runs inside the caller's transaction.
+    /// Re-seals and re-indexes every row under `new`, then rebuilds the records' version digest
+    /// under it; returns the number of records. Runs inside the caller's transaction. The old
+    /// digest is checked first: its state must verify under `old` and match the rows as they
+    /// were read, or nothing is rotated (a rotation never blesses rows someone changed).
     static func rotateRecords(
         _ db: Database, from old: WalletKeys, to new: WalletKeys,
         progress: (@Sendable (BackupProgress) -> Void)?
     ) throws -> Int {
         let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items") ?? 0
+        let before = try DigestState.read(db, keys: old)
+        // The triggers fold each re-sealed row in under `new` from here; the state they start
+        // from is rebuilt below, so it only has to verify.
+        try db.execute(
+            sql: "UPDATE coffer_digest SET value = ? WHERE id = 1",
+            arguments: [DigestState.seal(before.accumulator, counter: before.counter, keys: new)])
+        var oldAccumulator = [UInt8](repeating: 0, count: DigestState.accumulatorCount)
         let names = try typeNames(db, keys: old)
         try db.execute(sql: "DELETE FROM tag_multi")
         let store = RecordStore(db: db, keys: new, allowReserved: true)
@@ -113,6 +123,8 @@ extension Wallet {
                     throw WalletError.corrupted("row \(rowid) has columns of the wrong kind; run the wallet check")
                 }
                 let expiry: Int64? = row[4]
+                let rowDigest = old.rowDigestV4(rowid: rowid, type: typeColumn, expiry: expiry, idBlind: idBlind, sealed: sealed)
+                for i in 0..<DigestState.accumulatorCount { oldAccumulator[i] ^= rowDigest[i] }
                 var contents = try RecordCodec.open(
                     sealed, typeBlind: BlindColumn.blind(typeColumn), idBlind: idBlind, expiry: expiry, keys: old)
                 guard let type = contents.type ?? names[typeColumn] else {
@@ -131,13 +143,15 @@ extension Wallet {
                 if done % 1_000 == 0 { progress?(BackupProgress(done: done, total: total)) }
             }
         }
-        // The triggers mixed old rows into the digest under the new key: compute it afresh.
-        var digest = [UInt8](repeating: 0, count: RowDigest.byteCount)
-        let rows = try Row.fetchCursor(db, sql: "SELECT type, name, value FROM items")
-        while let row = try rows.next() {
-            RowDigest.xor(&digest, new.rowDigest(type: row[0], idBlind: row[1], sealed: row[2]))
+        guard oldAccumulator == before.accumulator else {
+            throw WalletError.corrupted(
+                "the records differ from the versions this wallet last wrote (the digest does not match them); nothing was rotated (run the wallet check)"
+            )
         }
-        try db.execute(sql: "UPDATE coffer_digest SET value = ? WHERE id = 1", arguments: [Data(digest)])
+        // The triggers mixed old rows into the digest under the new key: compute it afresh.
+        try db.execute(
+            sql: "UPDATE coffer_digest SET value = ? WHERE id = 1",
+            arguments: [DigestState.seal(try DigestState.accumulate(db, keys: new), counter: before.counter &+ 1, keys: new)])
         progress?(BackupProgress(done: done, total: total))
         return done
     }

@@ -145,14 +145,17 @@ public final class Wallet: Sendable {
         let opened = try openPool(path: path)
         let pool = opened.pool
         let master = SecretKey.random()
-        let sealedKeys = try sealMaster(master, storeKey: storeKey)
+        // A file of an older layout (tests of upgrades) has its key sealed as that format did.
+        let format = schemaUpTo.map(Schema.format(after:)) ?? Schema.format
+        let sealedKeys = try sealMaster(master, storeKey: storeKey, format4: format >= 4)
         let keys = WalletKeys(master: master)
         do {
-            registerKeyedFunctions(pool, keys: keys)
+            try registerKeyedFunctions(pool, keys: keys)
+            let migrator = Schema.migrator(upgrade: Schema.Upgrade(keys: keys, sealedKeys: nil))
             if let schemaUpTo {
-                try Schema.migrator().migrate(pool, upTo: schemaUpTo)
+                try migrator.migrate(pool, upTo: schemaUpTo)
             } else {
-                try Schema.migrator().migrate(pool)
+                try migrator.migrate(pool)
             }
             try await pool.write { db in
                 if try Data.fetchOne(db, sql: "SELECT value FROM coffer_meta WHERE name = 'keys'") != nil {
@@ -160,8 +163,9 @@ public final class Wallet: Sendable {
                 }
                 try db.execute(
                     sql: "INSERT INTO coffer_meta(name, value) VALUES ('format', ?), ('kdf', ?), ('keys', ?)",
-                    arguments: [Data(String(Schema.format).utf8), Data(kdf.jsonText.utf8), sealedKeys])
+                    arguments: [Data(String(format).utf8), Data(kdf.jsonText.utf8), sealedKeys])
                 try recordKeyCheck(db, keys)
+                if format >= 4 { try FileIntegrity.write(db, keys: keys) }
             }
         } catch {
             closePool(opened)
@@ -173,8 +177,8 @@ public final class Wallet: Sendable {
 
     /// Gives the pool's writer the functions that need the wallet's keys (the records' version
     /// digest the triggers keep). Readers never write, so they need none.
-    static func registerKeyedFunctions(_ pool: DatabasePool, keys: WalletKeys) {
-        pool.writeWithoutTransaction { db in DigestFunction.register(on: db, keys: keys) }
+    static func registerKeyedFunctions(_ pool: DatabasePool, keys: WalletKeys) throws {
+        try pool.writeWithoutTransaction { db in try DigestFunction.register(on: db, keys: keys) }
     }
 
     /// Opens an existing wallet file. A wallet file (or its `-wal`, `-shm`) whose mode lets
@@ -199,16 +203,16 @@ public final class Wallet: Sendable {
             // so no reader connection is opened here. Nothing in it reads records: the metadata
             // rows, the applied migrations and one pragma (the open costs the same at any size;
             // `WalletOpenCostTests` counts the statements and their VM steps).
-            let migrator = Schema.migrator()
-            let state = try readForOpen(pool, path: path, key: key, migrator: migrator)
+            let state = try readForOpen(pool, path: path, key: key, migrator: Schema.migrator())
             // Bring older files up to date (nothing for the current format), and give files made
-            // before free pages could be returned that ability, once (one VACUUM).
+            // before free pages could be returned that ability, once (one VACUUM). Only a file
+            // whose wallet key is sealed for an older format is upgraded (see readForOpen).
             // Under the wallet's creation lock, so two processes opening an old file at once do
             // not both run a migration (each re-checks under it: the migrator reads what is applied).
-            if !state.migrated || !state.incremental {
+            if state.upgrade != nil || !state.incremental {
                 let lock = try await creationLock(for: url)
                 defer { lock.release() }
-                try migrator.migrate(pool)
+                if let upgrade = state.upgrade { try Schema.migrator(upgrade: upgrade).migrate(pool) }
                 try await pool.writeWithoutTransaction { db in
                     if try !SQLiteFootprint.isIncremental(db) { try SQLiteFootprint.convertToIncremental(db) }
                 }
@@ -232,24 +236,52 @@ public final class Wallet: Sendable {
             guard let sealedKeys = meta["keys"], let kdfData = meta["kdf"] else {
                 throw WalletError.corrupted("\(path) is an SQLite database without a Coffer wallet's keys")
             }
-            if let formatData = meta["format"], let format = Int(String(decoding: formatData, as: UTF8.self)), format > Schema.format {
+            let format = meta["format"].flatMap { Int(String(decoding: $0, as: UTF8.self)) }
+            if let format, format > Schema.format {
                 throw WalletError.invalidInput(
                     "the wallet at \(path) has format \(format), written by a newer Coffer; this one reads up to \(Schema.format)")
             }
             let kdf = try KDFRecord(json: String(decoding: kdfData, as: UTF8.self))
             let storeKey = try deriveStoreKey(key, kdf: kdf)
-            let keys = WalletKeys(master: try openMaster(sealedKeys, storeKey: storeKey, kdf: kdf))
-            DigestFunction.register(on: db, keys: keys)
-            return OpenState(
-                keys: keys, migrated: try migrator.hasCompletedMigrations(db),
-                incremental: try SQLiteFootprint.isIncremental(db))
+            let (master, sealedForFormat4) = try openMaster(sealedKeys, storeKey: storeKey, kdf: kdf)
+            let keys = WalletKeys(master: master)
+            try DigestFunction.register(on: db, keys: keys)
+            // The schema is part of what the key protects, checked before any record is read. A
+            // wallet key sealed for format 4 says, under the key, that the file has format 4:
+            // then the schema, the format and the digest must be exactly what the key
+            // authenticated, and nothing is ever migrated (a migration re-run would rebuild the
+            // digest over whatever rows are there). A key sealed the old way belongs to a file
+            // of format 1 to 3, which is checked for foreign objects and then upgraded.
+            let migrated = try migrator.hasCompletedMigrations(db)
+            if sealedForFormat4 {
+                try FileIntegrity.verify(db, keys: keys, stored: meta[FileIntegrity.metaName], format: format, path: path)
+                guard migrated else {
+                    throw WalletError.corrupted(
+                        "the wallet at \(path) was changed without its key: its record of applied migrations was altered; it was left as it was (restore a backup)"
+                    )
+                }
+                _ = try DigestState.read(db, keys: keys)
+            } else {
+                let legacyFormat = format ?? 1
+                guard legacyFormat < 4, meta[FileIntegrity.metaName] == nil, !migrated else {
+                    throw WalletError.corrupted(
+                        "the wallet at \(path) claims format \(legacyFormat) but its key is sealed as an older format's: the file was changed without its key; it was left as it was (restore a backup)"
+                    )
+                }
+                try FileIntegrity.verifyLegacy(db, format: legacyFormat, path: path)
+            }
+            let upgrade =
+                sealedForFormat4
+                ? nil : Schema.Upgrade(keys: keys, sealedKeys: try sealMaster(master, storeKey: storeKey, format4: true))
+            return OpenState(keys: keys, upgrade: upgrade, incremental: try SQLiteFootprint.isIncremental(db))
         }
     }
 
     /// What ``open(at:key:configuration:)`` learns in its one visit to the writer.
     private struct OpenState {
         let keys: WalletKeys
-        let migrated: Bool
+        /// What the upgrade of a file of an older format needs (nil: the file is current).
+        let upgrade: Schema.Upgrade?
         let incremental: Bool
     }
 
@@ -357,20 +389,33 @@ public final class Wallet: Sendable {
     }
 
     static let keysAssociatedData = Data("coffer.wallet.keys.v1".utf8)
+    /// The associated data of a wallet key sealed in a file of format 4: opening under it tells,
+    /// under the key, that the file's integrity state is authenticated (``FileIntegrity``).
+    static let keysAssociatedDataV4 = Data("coffer.wallet.keys.v4".utf8)
     static let keysMagic = Data("CWK1".utf8)
 
-    static func sealMaster(_ master: SecretKey, storeKey: SecretKey) throws -> Data {
+    static func sealMaster(_ master: SecretKey, storeKey: SecretKey, format4: Bool = true) throws -> Data {
         var plain = [UInt8](keysMagic)
         master.withUnsafeBytes { plain.append(contentsOf: $0) }
         defer { SecureMemory.wipe(&plain) }
-        do { return try AEAD.xchacha20Poly1305.seal(plain, key: storeKey, associatedData: keysAssociatedData) } catch {
+        do {
+            return try AEAD.xchacha20Poly1305.seal(
+                plain, key: storeKey, associatedData: format4 ? keysAssociatedDataV4 : keysAssociatedData)
+        } catch {
             throw WalletError.storage("\(error)")
         }
     }
 
-    static func openMaster(_ sealed: Data, storeKey: SecretKey, kdf: KDFRecord) throws -> SecretKey {
+    /// The wallet key, and whether it was sealed for format 4.
+    static func openMaster(_ sealed: Data, storeKey: SecretKey, kdf: KDFRecord) throws -> (SecretKey, sealedForFormat4: Bool) {
         var plain: Data
-        do { plain = try AEAD.xchacha20Poly1305.open(sealed, key: storeKey, associatedData: keysAssociatedData) } catch {
+        var format4 = true
+        if let opened = try? AEAD.xchacha20Poly1305.open(sealed, key: storeKey, associatedData: keysAssociatedDataV4) {
+            plain = opened
+        } else if let opened = try? AEAD.xchacha20Poly1305.open(sealed, key: storeKey, associatedData: keysAssociatedData) {
+            plain = opened
+            format4 = false
+        } else {
             throw WalletError.wrongKey(
                 kdf.method == "raw" ? "the raw key does not open this wallet" : "the passphrase does not open this wallet")
         }
@@ -378,7 +423,7 @@ public final class Wallet: Sendable {
         guard plain.count == keysMagic.count + 32, plain.prefix(keysMagic.count) == keysMagic else {
             throw WalletError.corrupted("the wallet's sealed keys do not decode")
         }
-        return try SecretKey(copying: plain.suffix(32), expectedCount: 32)
+        return (try SecretKey(copying: plain.suffix(32), expectedCount: 32), format4)
     }
 
     /// Opens the pool on the wallet file, first making the file owner-only: created 0600 when
@@ -422,6 +467,8 @@ public final class Wallet: Sendable {
         if let e = error as? WalletError { return e }
         if let e = error as? DatabaseError {
             switch e.resultCode {
+            case .SQLITE_CORRUPT where e.message == DigestFunction.corruptMessage:
+                return .corrupted(DigestFunction.corruptMessage)
             case .SQLITE_NOTADB, .SQLITE_CORRUPT:
                 return .corrupted("the file is not a readable wallet database (\(e.resultCode))")
             case .SQLITE_FULL:

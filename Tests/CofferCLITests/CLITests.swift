@@ -135,6 +135,7 @@ struct CLITests {
         var config = Configuration()
         config.prepareDatabase { db in
             db.add(function: DatabaseFunction("coffer_digest_step", argumentCount: 4) { values in values[0] })
+            db.add(function: DatabaseFunction("coffer_digest_v4", argumentCount: -1) { values in values[0] })
         }
         let db = try DatabaseQueue(path: store.appendingPathComponent("wallet.sqlite").path, configuration: config)
         try await db.write { db in

@@ -144,19 +144,19 @@ struct SchemaTests {
         }
     }
 
-    @Test("a new wallet records file format 3")
+    @Test("a new wallet records file format 4")
     func newWalletFormat() async throws {
         let (wallet, _) = try await TestWallets.make()
         defer { try? wallet.close() }
-        #expect(try await Self.format(wallet) == "3")
+        #expect(try await Self.format(wallet) == "4")
     }
 
-    @Test("an upgraded wallet records format 3 (with the version digest of the records it holds), which an older Coffer refuses")
+    @Test("an upgraded wallet records format 4 (with the version digest of the records it holds), which an older Coffer refuses")
     func upgradedWalletFormat() async throws {
         let url = try await Self.firstLayoutWallet()
         let wallet = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration)
         defer { try? wallet.close() }
-        #expect(try await Self.format(wallet) == "3")
+        #expect(try await Self.format(wallet) == "4")
         #expect(try await wallet.checkIntegrity().isClean)
     }
 
@@ -165,7 +165,7 @@ struct SchemaTests {
         let (wallet, url) = try await TestWallets.make()
         try await wallet.add(type: "t", id: "a", value: "1")
         try await wallet.pool.write { db in
-            try db.execute(sql: "UPDATE coffer_meta SET value = CAST('4' AS BLOB) WHERE name = 'format'")
+            try db.execute(sql: "UPDATE coffer_meta SET value = CAST('5' AS BLOB) WHERE name = 'format'")
         }
         try wallet.close()
         // What the file holds, row by row (opening a pool writes GRDB's WAL set-up, so the bytes
@@ -182,9 +182,9 @@ struct SchemaTests {
         let before = try contents()
         do {
             _ = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration)
-            Issue.record("a wallet of format 4 opened")
+            Issue.record("a wallet of format 5 opened")
         } catch let WalletError.invalidInput(message) {
-            #expect(message.contains("format 4") && message.contains("up to 3"))
+            #expect(message.contains("format 5") && message.contains("up to 4"))
         }
         #expect(try contents() == before)
     }

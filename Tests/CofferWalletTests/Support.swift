@@ -31,6 +31,7 @@ enum TestWallets {
         var config = Configuration()
         config.prepareDatabase { db in
             db.add(function: DatabaseFunction("coffer_digest_step", argumentCount: 4) { values in values[0] })
+            db.add(function: DatabaseFunction("coffer_digest_v4", argumentCount: -1) { values in values[0] })
         }
         return try DatabaseQueue(path: url.path, configuration: config)
     }

@@ -26,8 +26,22 @@ enum Schema {
     /// write rows of the old form, so it must refuse these files, and does: it checks this).
     /// Files of format 1 are brought to 2 when opened. 3: the records' version digest
     /// (`coffer_digest`, kept by triggers that call a keyed function only the wallet's own
-    /// connection has: an older Coffer could not write such a file, and refuses it).
-    static let format = 3
+    /// connection has: an older Coffer could not write such a file, and refuses it). 4: the
+    /// digest's state carries a MAC under the wallet key and each row's digest covers its row id
+    /// and expiry; the schema and format are authenticated (``FileIntegrity``); the wallet key
+    /// is sealed under associated data naming format 4, so a file cannot be passed off as an
+    /// older one without a sealed key of that older file (see the threat model).
+    static let format = 4
+
+    /// The format a file has after the migrations up to and including `migration`.
+    static func format(after migration: String) -> Int {
+        switch migration {
+        case firstMigration, itemsRowidMigration: return 1
+        case integerBlindsMigration: return 2
+        case rowDigestMigration: return 3
+        default: return format
+        }
+    }
 
     /// The first file layout.
     static let firstMigration = "wallet-v1"
@@ -37,8 +51,19 @@ enum Schema {
     static let integerBlindsMigration = "wallet-v1-integer-blinds"
     /// The records' version digest and the triggers that keep it.
     static let rowDigestMigration = "wallet-v3-row-digest"
+    /// The digest of format 4 (a MAC over its state; row id and expiry in each row's input),
+    /// and the authenticated record of the schema.
+    static let sealedDigestMigration = "wallet-v4-sealed-digest"
 
-    static func migrator() -> DatabaseMigrator {
+    /// What the format-4 migration needs: the wallet's keys, and for a file being upgraded its
+    /// wallet key sealed for format 4 (nil when a new file is created: `create` writes it).
+    struct Upgrade {
+        let keys: WalletKeys
+        let sealedKeys: Data?
+    }
+
+    /// The migrations; `upgrade` is needed only to run the format-4 one.
+    static func migrator(upgrade: Upgrade? = nil) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration(Schema.firstMigration) { db in
             try db.execute(
@@ -126,6 +151,60 @@ enum Schema {
                     END;
                     UPDATE coffer_meta SET value = CAST('3' AS BLOB) WHERE name = 'format';
                     """, arguments: [Data(digest)])
+        }
+        // Format 4. A file of format 3 is upgraded only when its digest matches its rows (the
+        // old digest is checked, never silently recomputed over rows someone changed); then the
+        // digest is rebuilt in its new form, the wallet key re-sealed for format 4 and the
+        // schema record written, all in this one transaction.
+        migrator.registerMigration(Schema.sealedDigestMigration) { db in
+            guard let upgrade else { throw WalletError.storage("the format-4 upgrade needs the wallet's keys") }
+            let keys = upgrade.keys
+            if try db.tableExists("coffer_digest") {
+                var legacy = [UInt8](repeating: 0, count: RowDigest.byteCount)
+                let rows = try Row.fetchCursor(db, sql: "SELECT type, name, value FROM items")
+                while let row = try rows.next() {
+                    guard let type = Int64.fromDatabaseValue(row[0]), let name = Data.fromDatabaseValue(row[1]),
+                        let value = Data.fromDatabaseValue(row[2])
+                    else { throw WalletError.corrupted("a record row has columns of the wrong kind; the wallet was not upgraded") }
+                    RowDigest.xor(&legacy, keys.rowDigest(type: type, idBlind: name, sealed: value))
+                }
+                guard try Data.fetchOne(db, sql: "SELECT value FROM coffer_digest WHERE id = 1") == Data(legacy) else {
+                    throw WalletError.corrupted(
+                        "the records differ from the versions this wallet last wrote (its format-3 digest does not match them); it was not upgraded and was left as it was (restore a backup)"
+                    )
+                }
+                try db.execute(
+                    sql: """
+                        DROP TRIGGER IF EXISTS coffer_digest_insert;
+                        DROP TRIGGER IF EXISTS coffer_digest_delete;
+                        DROP TRIGGER IF EXISTS coffer_digest_update;
+                        DROP TABLE coffer_digest;
+                        """)
+            }
+            let state = DigestState.seal(try DigestState.accumulate(db, keys: keys), counter: 0, keys: keys)
+            try db.execute(
+                sql: """
+                    CREATE TABLE coffer_digest(id INTEGER PRIMARY KEY CHECK (id = 1), value BLOB NOT NULL);
+                    INSERT INTO coffer_digest(id, value) VALUES (1, ?);
+                    CREATE TRIGGER coffer_digest_insert AFTER INSERT ON items BEGIN
+                        UPDATE coffer_digest SET value = coffer_digest_v4(value, NEW.id, NEW.type, NEW.name, NEW.value, NEW.expiry)
+                        WHERE id = 1;
+                    END;
+                    CREATE TRIGGER coffer_digest_delete AFTER DELETE ON items BEGIN
+                        UPDATE coffer_digest SET value = coffer_digest_v4(value, OLD.id, OLD.type, OLD.name, OLD.value, OLD.expiry)
+                        WHERE id = 1;
+                    END;
+                    CREATE TRIGGER coffer_digest_update AFTER UPDATE ON items BEGIN
+                        UPDATE coffer_digest SET value = coffer_digest_v4(value, OLD.id, OLD.type, OLD.name, OLD.value, OLD.expiry,
+                                                                          NEW.id, NEW.type, NEW.name, NEW.value, NEW.expiry)
+                        WHERE id = 1;
+                    END;
+                    UPDATE coffer_meta SET value = CAST('4' AS BLOB) WHERE name = 'format';
+                    """, arguments: [state])
+            if let sealed = upgrade.sealedKeys {
+                try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'keys'", arguments: [sealed])
+                try FileIntegrity.write(db, keys: keys)
+            }
         }
         return migrator
     }

@@ -25,6 +25,8 @@ final class WalletKeys: @unchecked Sendable {
     private let tagValueHash: KeyedHash
     private let recordKeyHash: KeyedBlake2b
     private let rowDigestHash: KeyedBlake2b
+    private let rowDigestV4Hash: KeyedBlake2b
+    private let integrityHash: KeyedBlake2b
 
     // Their values are blind bytes. Their keys are types, tag names and short tag values this
     // process has written or searched for: held in memory only, and emptied when the wallet closes.
@@ -71,6 +73,46 @@ final class WalletKeys: @unchecked Sendable {
         recordKeyHash = KeyedBlake2b(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v1.record-key"))
         rowDigestHash = KeyedBlake2b(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v3.row-digest"))
         keyCheck = KeyedHash(hkdfFrom: master, info: "coffer.wallet.v3.key-check").hash(domain: 4, Data("key-check".utf8), byteCount: 16)
+        rowDigestV4Hash = KeyedBlake2b(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v4.row-digest"))
+        integrityHash = KeyedBlake2b(key: KeyDerivation.hkdf(from: master, info: "coffer.wallet.v4.integrity"))
+    }
+
+    /// A row's contribution to the records' version digest of format 4: keyed BLAKE2b of its
+    /// row id, stored blind type, expiry, blind id and sealed box (32 bytes), lent to `body`.
+    /// The fixed-width fields come first and the blind id carries its length, so no two rows
+    /// give the same input.
+    func rowDigestV4<R>(
+        rowid: Int64, type: Int64, expiry: Int64?, idBlind: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer,
+        _ body: (UnsafeRawBufferPointer) -> R
+    ) -> R {
+        let fixed = 8 + 8 + 1 + 8 + 4
+        return withUnsafeTemporaryAllocation(byteCount: fixed + idBlind.count, alignment: 8) { a in
+            func put(_ value: UInt64, at offset: Int) {
+                var bits = value.littleEndian
+                withUnsafeBytes(of: &bits) { (a.baseAddress! + offset).copyMemory(from: $0.baseAddress!, byteCount: 8) }
+            }
+            put(UInt64(bitPattern: rowid), at: 0)
+            put(UInt64(bitPattern: type), at: 8)
+            a[16] = expiry == nil ? 0 : 1
+            put(UInt64(bitPattern: expiry ?? 0), at: 17)
+            var length = UInt32(idBlind.count).littleEndian
+            withUnsafeBytes(of: &length) { (a.baseAddress! + 25).copyMemory(from: $0.baseAddress!, byteCount: 4) }
+            if idBlind.count > 0 { (a.baseAddress! + fixed).copyMemory(from: idBlind.baseAddress!, byteCount: idBlind.count) }
+            return rowDigestV4Hash.withDerivedKey(domain: 4, UnsafeRawBufferPointer(a), sealed, body)
+        }
+    }
+
+    /// ``rowDigestV4(rowid:type:expiry:idBlind:sealed:_:)`` as bytes.
+    func rowDigestV4(rowid: Int64, type: Int64, expiry: Int64?, idBlind: Data, sealed: Data) -> [UInt8] {
+        withBytes(idBlind) { i in
+            withBytes(sealed) { v in rowDigestV4(rowid: rowid, type: type, expiry: expiry, idBlind: i, sealed: v) { Array($0) } }
+        }
+    }
+
+    /// The MAC (keyed BLAKE2b, 32 bytes) of a piece of the file's integrity state under the
+    /// key derived for it: `domain` tells the pieces apart (``IntegrityDomain``).
+    func integrityMAC<R>(domain: UInt8, _ bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        integrityHash.withDerivedKey(domain: domain, bytes, UnsafeRawBufferPointer(start: nil, count: 0), body)
     }
 
     /// A row's contribution to the records' version digest: keyed BLAKE2b of its stored blind
