@@ -45,6 +45,11 @@ struct LinearRegex: Sendable {
     /// The deepest nesting of groups a pattern may have.
     static let maxNesting = 200
 
+    /// The longest pattern, in Unicode scalars. With the other limits it bounds compilation:
+    /// parsing is linear in the pattern, and emitting the program is linear in its size (at
+    /// most ``maxInstructions``) plus the pattern's (see ``LinearRegexBuilder``).
+    static let maxPatternLength = 4_096
+
     /// The Unicode version of the character data ICU uses under NSRegularExpression in this
     /// toolchain (Swift 6.3's Foundation ships ICU with Unicode 16.0). Scalars assigned after it are
     /// treated as unassigned by `\d \w \s \b`, as ICU does, so answers do not depend on the
@@ -56,6 +61,14 @@ struct LinearRegex: Sendable {
 
     /// Compiles `pattern`; throws a description naming what is not supported or malformed (with its position).
     init(_ pattern: String) throws(LinearRegexError) {
+        var length = 0
+        for _ in pattern.unicodeScalars {
+            length += 1
+            if length > Self.maxPatternLength {
+                throw LinearRegexError(
+                    message: "pattern longer than the limit of \(Self.maxPatternLength) characters (a pattern that long is not supported)")
+            }
+        }
         var parser = LinearRegexParser(pattern)
         let tree = try parser.parse()
         program = try LinearRegexBuilder.build(tree, classes: parser.classes)
@@ -205,8 +218,25 @@ struct LinearRegexCharClass: Sendable {
     /// Adds a predefined class, possibly negated (`\D` inside `[…]`).
     mutating func add(_ property: LinearRegexClassProperty, negated: Bool) { properties.append((property, negated)) }
 
-    /// Precomputes the ASCII bitmap; call after the last `add`.
+    /// Sorts and merges the ranges (membership is then a binary search, O(log n) in the ranges)
+    /// and precomputes the ASCII bitmap; call after the last `add`.
     mutating func finish() {
+        ranges.sort { $0.lowerBound < $1.lowerBound }
+        var merged = [ClosedRange<UInt32>]()
+        merged.reserveCapacity(ranges.count)
+        for r in ranges {
+            if let last = merged.last, r.lowerBound <= last.upperBound &+ 1 {
+                merged[merged.count - 1] = last.lowerBound...max(last.upperBound, r.upperBound)
+            } else {
+                merged.append(r)
+            }
+        }
+        ranges = merged
+        var distinct = [(property: LinearRegexClassProperty, negated: Bool)]()
+        for p in properties where !distinct.contains(where: { $0.property == p.property && $0.negated == p.negated }) {
+            distinct.append(p)
+        }
+        properties = distinct
         ascii = (0, 0)
         for v in UInt32(0)..<128 {
             guard let c = Unicode.Scalar(v), slowContains(c) else { continue }
@@ -224,9 +254,26 @@ struct LinearRegexCharClass: Sendable {
 
     /// Membership without the bitmap.
     private func slowContains(_ c: Unicode.Scalar) -> Bool {
-        var found = ranges.contains { $0.contains(c.value) }
+        var found = inRanges(c.value)
         if !found { found = properties.contains { $0.property.contains(c) != $0.negated } }
         return found != negated
+    }
+}
+
+extension LinearRegexCharClass {
+    /// Whether `v` is in one of the sorted, disjoint ranges: a binary search.
+    fileprivate func inRanges(_ v: UInt32) -> Bool {
+        var low = 0
+        var high = ranges.count
+        while low < high {
+            let mid = (low + high) / 2
+            if ranges[mid].upperBound < v {
+                low = mid + 1
+            } else {
+                high = mid
+            }
+        }
+        return low < ranges.count && ranges[low].contains(v)
     }
 }
 
@@ -251,6 +298,38 @@ indirect enum LinearRegexNode: Sendable {
 }
 
 extension LinearRegexNode {
+    /// The same language with every part that can only match the empty string and has no
+    /// assertion in it (`()`, `(?:){1000}`, `a{0}`) folded into ``empty``, so that no repetition
+    /// repeats nothing: emitting a folded tree does work proportional to its instructions.
+    var folded: LinearRegexNode {
+        switch self {
+        case .empty, .scalar, .anyButLineTerminator, .charClass, .assertion:
+            return self
+        case .concatenation(let items):
+            let kept = items.map(\.folded).filter {
+                if case .empty = $0 { return false }
+                return true
+            }
+            switch kept.count {
+            case 0: return .empty
+            case 1: return kept[0]
+            default: return .concatenation(kept)
+            }
+        case .alternation(let branches):
+            let folded = branches.map(\.folded)
+            let allEmpty = folded.allSatisfy {
+                if case .empty = $0 { return true }
+                return false
+            }
+            return allEmpty ? .empty : .alternation(folded)
+        case .repetition(let body, let min, let max, let position):
+            let inner = body.folded
+            if case .empty = inner { return .empty }
+            if max == 0 { return .empty }
+            return .repetition(inner, min: min, max: max, position: position)
+        }
+    }
+
     /// Whether the node matches the empty string (at some position).
     var canMatchEmpty: Bool {
         switch self {
@@ -827,7 +906,8 @@ struct LinearRegexBuilder {
     private var code: [LinearRegexInstruction] = []
 
     /// The program for `tree`.
-    static func build(_ tree: LinearRegexNode, classes: [LinearRegexCharClass]) throws(LinearRegexError) -> LinearRegexProgram {
+    static func build(_ parsed: LinearRegexNode, classes: [LinearRegexCharClass]) throws(LinearRegexError) -> LinearRegexProgram {
+        let tree = parsed.folded
         let size = try instructionCount(tree) + 1
         var builder = LinearRegexBuilder()
         builder.code.reserveCapacity(size)
@@ -864,7 +944,9 @@ struct LinearRegexBuilder {
             }
             return total - 2
         case .repetition(let body, let min, let max, let position):
-            let s = try instructionCount(body)
+            // A folded body emits at least one instruction; counting it as one at least keeps
+            // the work of emitting any tree within the limit even if one did not.
+            let s = Swift.max(try instructionCount(body), 1)
             let total: Int
             if let max {
                 total = min * s + (max - min) * (s + 1)
