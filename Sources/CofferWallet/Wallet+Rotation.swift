@@ -64,6 +64,7 @@ extension Wallet {
             }
         } catch { throw Self.mapError(error) }
         rotated = true
+        await dropOldKeyMaterial()
         logger.info("rotated the wallet key and re-sealed \(total) records", metadata: ["kdf": "\(kdf.method)"])
     }
 

@@ -307,7 +307,8 @@ public final class Wallet: Sendable {
     }
 
     /// Replaces the key that protects the wallet. Only the sealed wallet keys are rewritten, so
-    /// the cost does not depend on how many records there are.
+    /// the cost does not depend on how many records there are. The WAL is then checkpointed and
+    /// truncated, so the main file alone no longer opens with the old key.
     public func rekey(to newKey: WalletKey) async throws {
         let (storeKey, kdf) = try Self.makeStoreKey(newKey, parameters: configuration.passphraseParameters)
         try await gated { keys in
@@ -319,8 +320,22 @@ public final class Wallet: Sendable {
                 try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'kdf'", arguments: [Data(kdf.jsonText.utf8)])
                 try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'keys'", arguments: [sealed])
             }
+            await self.dropOldKeyMaterial()
         }
         logger.debug("rekeyed wallet", metadata: ["kdf": "\(kdf.method)"])
+    }
+
+    /// After a rekey or rotation: copies the WAL into the main file and truncates it, so the
+    /// main file alone no longer holds the old sealed key (secure_delete zeroed the old rows in
+    /// their pages). Best effort: the change is committed either way; a reader still on an older
+    /// snapshot makes the truncation wait for it (up to the busy timeout), then it is skipped,
+    /// and the next checkpoint copies the pages.
+    func dropOldKeyMaterial() async {
+        do {
+            try await pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        } catch {
+            logger.warning("the WAL could not be checkpointed after a key change: \(Self.mapError(error).redactedDescription)")
+        }
     }
 
     /// Gives every free page of the file back to the file system and truncates the WAL, so the

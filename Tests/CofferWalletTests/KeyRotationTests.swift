@@ -222,4 +222,32 @@ struct KeyRotationTests {
         try await w.rekey(to: Self.newKey)
         #expect(try await w.pool.read { db in try Data.fetchAll(db, sql: "SELECT value FROM items ORDER BY id") } == boxes)
     }
+
+    /// A copy of the main file alone, as taken right after a key change (no WAL).
+    static func copyMainFile(_ url: URL) throws -> URL {
+        let copy = TestWallets.folder().appendingPathComponent("wallet.sqlite")
+        try FileManager.default.copyItem(at: url, to: copy)
+        return copy
+    }
+
+    @Test("right after rekey the main file alone (copied without its WAL) no longer opens with the old key", arguments: [false, true])
+    func mainFileForgetsOldKey(rotating: Bool) async throws {
+        let (w, url) = try await TestWallets.make()
+        defer { try? w.close() }
+        try await w.add(type: "t", id: "a", value: "v")
+        try await w.rekey(to: Self.newKey, rotatingKey: rotating)
+        let copy = try Self.copyMainFile(url)
+        do {
+            try await Wallet.open(at: copy, key: .raw(TestWallets.rawKey)).close()
+            Issue.record("the old key opened the main file copied after the key change")
+        } catch let error as WalletError {
+            guard case .wrongKey = error else {
+                Issue.record("expected wrongKey, got \(error)")
+                return
+            }
+        }
+        let reopened = try await Wallet.open(at: copy, key: Self.newKey)
+        defer { try? reopened.close() }
+        #expect(try await reopened.get(type: "t", id: "a").value == "v")
+    }
 }

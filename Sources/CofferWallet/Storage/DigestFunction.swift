@@ -114,8 +114,25 @@ enum DigestFunction {
     /// made here under the key, so its MAC need not be checked again).
     final class Context: Sendable {
         let keys: WalletKeys
-        let last = Locked([UInt8]())
+        let last = Locked(LastState())
         init(keys: WalletKeys) { self.keys = keys }
+    }
+
+    /// The 72 bytes of a state, held inline (no allocation per call).
+    struct LastState {
+        var bytes: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var isSet = false
+
+        func equals(_ state: UnsafeRawBufferPointer) -> Bool {
+            guard isSet else { return false }
+            var copy = bytes
+            return withUnsafeBytes(of: &copy) { memcmp($0.baseAddress!, state.baseAddress!, DigestState.byteCount) == 0 }
+        }
+
+        mutating func set(_ state: UnsafeRawBufferPointer) {
+            withUnsafeMutableBytes(of: &bytes) { $0.copyMemory(from: state) }
+            isSet = true
+        }
     }
 
     /// Registers both functions on `db`'s connection, keyed by `keys` (retained until SQLite
@@ -155,7 +172,7 @@ enum DigestFunction {
             return
         }
         let state = UnsafeRawBufferPointer(start: sqlite3_value_blob(stateValue), count: DigestState.byteCount)
-        let known = ctx.last.withLock { last in last.count == DigestState.byteCount && last.withUnsafeBytes { $0.elementsEqual(state) } }
+        let known = ctx.last.withLock { $0.equals(state) }
         guard known || DigestState.verifies(state, keys: keys) else {
             corrupt(context)
             return
@@ -195,7 +212,7 @@ enum DigestFunction {
                 (out.baseAddress! + 40).copyMemory(from: mac.baseAddress!, byteCount: 32)
             }
             let produced = UnsafeRawBufferPointer(out)
-            ctx.last.withLock { $0 = Array(produced) }
+            ctx.last.withLock { $0.set(produced) }
             sqlite3_result_blob(context, out.baseAddress, Int32(DigestState.byteCount), transient)
         }
     }

@@ -87,16 +87,11 @@ final class WalletKeys: @unchecked Sendable {
     ) -> R {
         let fixed = 8 + 8 + 1 + 8 + 4
         return withUnsafeTemporaryAllocation(byteCount: fixed + idBlind.count, alignment: 8) { a in
-            func put(_ value: UInt64, at offset: Int) {
-                var bits = value.littleEndian
-                withUnsafeBytes(of: &bits) { (a.baseAddress! + offset).copyMemory(from: $0.baseAddress!, byteCount: 8) }
-            }
-            put(UInt64(bitPattern: rowid), at: 0)
-            put(UInt64(bitPattern: type), at: 8)
-            a[16] = expiry == nil ? 0 : 1
-            put(UInt64(bitPattern: expiry ?? 0), at: 17)
-            var length = UInt32(idBlind.count).littleEndian
-            withUnsafeBytes(of: &length) { (a.baseAddress! + 25).copyMemory(from: $0.baseAddress!, byteCount: 4) }
+            a.storeBytes(of: UInt64(bitPattern: rowid).littleEndian, toByteOffset: 0, as: UInt64.self)
+            a.storeBytes(of: UInt64(bitPattern: type).littleEndian, toByteOffset: 8, as: UInt64.self)
+            a.storeBytes(of: expiry == nil ? 0 : 1, toByteOffset: 16, as: UInt8.self)
+            a.storeBytes(of: UInt64(bitPattern: expiry ?? 0).littleEndian, toByteOffset: 17, as: UInt64.self)
+            a.storeBytes(of: UInt32(idBlind.count).littleEndian, toByteOffset: 25, as: UInt32.self)
             if idBlind.count > 0 { (a.baseAddress! + fixed).copyMemory(from: idBlind.baseAddress!, byteCount: idBlind.count) }
             return rowDigestV4Hash.withDerivedKey(domain: 4, UnsafeRawBufferPointer(a), sealed, body)
         }
