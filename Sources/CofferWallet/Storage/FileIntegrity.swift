@@ -28,9 +28,13 @@ enum FileIntegrity {
     /// The first member of the description (a version of this record's layout).
     static let label = "coffer.wallet.integrity.v4"
 
-    /// The file's schema objects, sorted by type and name.
+    /// The file's schema objects, sorted by type and name. `sqlite_sequence` is left out: SQLite
+    /// makes and drops it itself (files of format 1 had it; a VACUUM drops it once no table uses
+    /// AUTOINCREMENT), and a table that used it would have another definition, which is compared.
     static func objects(_ db: Database) throws -> [SchemaObject] {
-        try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name").map { row in
+        try Row.fetchAll(
+            db, sql: "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name != 'sqlite_sequence' ORDER BY type, name"
+        ).map { row in
             SchemaObject(type: row[0], name: row[1], table: row[2], sql: row[3])
         }
     }

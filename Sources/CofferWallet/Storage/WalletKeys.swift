@@ -79,23 +79,43 @@ final class WalletKeys: @unchecked Sendable {
 
     /// A row's contribution to the records' version digest of format 4: keyed BLAKE2b of its
     /// row id, stored blind type, expiry, blind id and sealed box (32 bytes), lent to `body`.
-    /// The fixed-width fields come first and the blind id carries its length, so no two rows
-    /// give the same input.
+    /// The box enters through its length, its nonce (first 12 bytes) and its AEAD tag (last
+    /// 16), which authenticates the whole ciphertext under the record's key: another version of
+    /// the record has another nonce and tag, and a box whose middle was changed does not open.
+    /// (A value shorter than a nonce and a tag enters whole.) The fixed-width fields come first
+    /// and the lengths are included, so no two rows give the same input. Hashing 28 bytes of the
+    /// box instead of all of it keeps the digest at the cost of the format-3 one, MAC included.
     func rowDigestV4<R>(
         rowid: Int64, type: Int64, expiry: Int64?, idBlind: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer,
         _ body: (UnsafeRawBufferPointer) -> R
     ) -> R {
-        let fixed = 8 + 8 + 1 + 8 + 4
-        return withUnsafeTemporaryAllocation(byteCount: fixed + idBlind.count, alignment: 8) { a in
+        let fixed = 8 + 8 + 1 + 8 + 4 + 4
+        let summary = sealed.count >= Self.boxEnds ? Self.boxEnds : sealed.count
+        return withUnsafeTemporaryAllocation(byteCount: fixed + idBlind.count + summary, alignment: 8) { a in
             a.storeBytes(of: UInt64(bitPattern: rowid).littleEndian, toByteOffset: 0, as: UInt64.self)
             a.storeBytes(of: UInt64(bitPattern: type).littleEndian, toByteOffset: 8, as: UInt64.self)
             a.storeBytes(of: expiry == nil ? 0 : 1, toByteOffset: 16, as: UInt8.self)
             a.storeBytes(of: UInt64(bitPattern: expiry ?? 0).littleEndian, toByteOffset: 17, as: UInt64.self)
-            a.storeBytes(of: UInt32(idBlind.count).littleEndian, toByteOffset: 25, as: UInt32.self)
-            if idBlind.count > 0 { (a.baseAddress! + fixed).copyMemory(from: idBlind.baseAddress!, byteCount: idBlind.count) }
-            return rowDigestV4Hash.withDerivedKey(domain: 4, UnsafeRawBufferPointer(a), sealed, body)
+            a.storeBytes(of: UInt32(truncatingIfNeeded: idBlind.count).littleEndian, toByteOffset: 25, as: UInt32.self)
+            a.storeBytes(of: UInt32(truncatingIfNeeded: sealed.count).littleEndian, toByteOffset: 29, as: UInt32.self)
+            var at = fixed
+            if idBlind.count > 0 { (a.baseAddress! + at).copyMemory(from: idBlind.baseAddress!, byteCount: idBlind.count) }
+            at += idBlind.count
+            if summary == Self.boxEnds {
+                (a.baseAddress! + at).copyMemory(from: sealed.baseAddress!, byteCount: Self.nonceBytes)
+                (a.baseAddress! + at + Self.nonceBytes).copyMemory(
+                    from: sealed.baseAddress! + sealed.count - Self.tagBytes, byteCount: Self.tagBytes)
+            } else if summary > 0 {
+                (a.baseAddress! + at).copyMemory(from: sealed.baseAddress!, byteCount: summary)
+            }
+            return rowDigestV4Hash.withDerivedKey(domain: 4, UnsafeRawBufferPointer(a), UnsafeRawBufferPointer(start: nil, count: 0), body)
         }
     }
+
+    /// A record box's nonce (ChaCha20-Poly1305, first) and tag (last) lengths.
+    static let nonceBytes = 12
+    static let tagBytes = 16
+    static let boxEnds = nonceBytes + tagBytes
 
     /// ``rowDigestV4(rowid:type:expiry:idBlind:sealed:_:)`` as bytes.
     func rowDigestV4(rowid: Int64, type: Int64, expiry: Int64?, idBlind: Data, sealed: Data) -> [UInt8] {
