@@ -65,20 +65,21 @@ public enum Passphrase {
     /// lower case, each word checked against the list.
     /// - Throws: ``DeniableError/invalidPassphrase(_:)`` for an empty passphrase, a character
     ///   other than a letter or whitespace, the wrong number of words (when `expectedWordCount` is
-    ///   given), or a word not in the list (the first such word is named).
+    ///   given), or a word not in the list. The error names the word's position (1 for the
+    ///   first), never the word: a mistyped word is most of a secret, and errors get logged.
     public static func normalize(_ input: String, expectedWordCount: Int? = nil, list: WordList = .eff) throws(DeniableError) -> String {
         let words = input.lowercased().split(whereSeparator: { $0.isWhitespace }).map(String.init)
         guard !words.isEmpty else { throw .invalidPassphrase("it is empty") }
-        for word in words {
+        for (i, word) in words.enumerated() {
             guard word.unicodeScalars.allSatisfy({ $0.value >= 0x61 && $0.value <= 0x7A }) else {
-                throw .invalidPassphrase("\"\(word)\" has characters other than the letters a–z")
+                throw .invalidPassphrase("word \(i + 1) has characters other than the letters a–z")
             }
         }
         if let expectedWordCount, words.count != expectedWordCount {
             throw .invalidPassphrase("expected \(expectedWordCount) words, got \(words.count)")
         }
-        for word in words where !list.contains(word) {
-            throw .invalidPassphrase("\"\(word)\" is not in the word list")
+        for (i, word) in words.enumerated() where !list.contains(word) {
+            throw .invalidPassphrase("word \(i + 1) is not in the word list")
         }
         return words.joined(separator: " ")
     }

@@ -147,6 +147,29 @@ struct CLITests {
         #expect(try CLI.wallet(["get", "cred", "c1"], store: store).status == 5)
     }
 
+    @Test("a trigger planted in the closed file: get and check exit 5 before any record is read, naming the trigger")
+    func plantedTrigger() async throws {
+        let store = try CLI.newStore()
+        #expect(try CLI.wallet(["add", "cred", "c1", "v"], store: store).status == 0)
+        let db = try DatabaseQueue(path: store.appendingPathComponent("wallet.sqlite").path)
+        try await db.write { db in try db.execute(sql: "CREATE TRIGGER planted AFTER INSERT ON items BEGIN DELETE FROM tags; END") }
+        try db.close()
+        for args in [["get", "cred", "c1"], ["check"]] {
+            let r = try CLI.wallet(args, store: store)
+            #expect(r.status == 5, "\(args): \(r.stderr)")
+            #expect(r.stderr.contains("\"planted\""), "\(args): \(r.stderr)")
+            #expect(!r.stdout.contains("\"v\""))
+        }
+    }
+
+    @Test("a $regex whose compiled program would be too large exits 2 naming the limit")
+    func hostileRegex() throws {
+        let store = try CLI.newStore()
+        let r = try CLI.wallet(["search", "cred", #"{"~n": {"$regex": "(?:(?:(?:a{1000}){1000}){1000}){1000}"}}"#], store: store)
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("limit of 100000 instructions"), "\(r.stderr)")
+    }
+
     @Test("search without --count prints every match in one object; with --count one page")
     func search() throws {
         let store = try CLI.newStore()

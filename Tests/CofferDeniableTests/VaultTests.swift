@@ -174,9 +174,9 @@ struct PassphraseTests {
         #expect(try Passphrase.normalize("  External   JERSEY squeeze\t") == "external jersey squeeze")
     }
 
-    @Test("a word not in the list is named in the error")
+    @Test("a word not in the list is named by its position, never by itself")
     func namesUnknownWord() {
-        #expect(throws: DeniableError.invalidPassphrase("\"luckyness\" is not in the word list")) {
+        #expect(throws: DeniableError.invalidPassphrase("word 3 is not in the word list")) {
             try Passphrase.normalize("external jersey luckyness")
         }
     }
