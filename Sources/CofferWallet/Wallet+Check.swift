@@ -67,7 +67,9 @@ extension Wallet {
     /// Why the file's schema or integrity state is not the one the wallet key authenticated, or nil.
     static func schemaProblem(_ db: Database, keys: WalletKeys) throws -> String? {
         var meta = [String: Data]()
-        for row in try Row.fetchAll(db, sql: "SELECT name, value FROM coffer_meta WHERE name IN ('format', ?)", arguments: [FileIntegrity.metaName]) {
+        for row in try Row.fetchAll(
+            db, sql: "SELECT name, value FROM coffer_meta WHERE name IN ('format', ?)", arguments: [FileIntegrity.metaName])
+        {
             meta[row[0]] = row[1]
         }
         let format = meta["format"].flatMap { Int(String(decoding: $0, as: UTF8.self)) }
@@ -77,7 +79,8 @@ extension Wallet {
     /// The type and id sealed in the record at `rowid`, when it opens.
     static func recordName(_ db: Database, rowid: Int64, keys: WalletKeys) throws -> (type: String?, id: String)? {
         guard let row = try Row.fetchOne(db, sql: "SELECT type, name, value, expiry FROM items WHERE id = ?", arguments: [rowid]),
-            let type = Int64.fromDatabaseValue(row[0]), let idBlind = Data.fromDatabaseValue(row[1]), let sealed = Data.fromDatabaseValue(row[2]),
+            let type = Int64.fromDatabaseValue(row[0]), let idBlind = Data.fromDatabaseValue(row[1]),
+            let sealed = Data.fromDatabaseValue(row[2]),
             let contents = try? RecordCodec.open(sealed, typeBlind: BlindColumn.blind(type), idBlind: idBlind, expiry: row[3], keys: keys)
         else { return nil }
         return (contents.type, contents.id)
@@ -183,7 +186,10 @@ extension Wallet {
                     )
                 }
                 let duplicates = try Row.fetchAll(
-                    db, sql: "SELECT MIN(id), COUNT(*) FROM items GROUP BY type, name HAVING COUNT(*) > 1 LIMIT \(IntegrityReport.maxListedProblems)")
+                    db,
+                    sql:
+                        "SELECT MIN(id), COUNT(*) FROM items GROUP BY type, name HAVING COUNT(*) > 1 LIMIT \(IntegrityReport.maxListedProblems)"
+                )
                 for duplicate in duplicates {
                     let first: Int64 = duplicate[0]
                     let count: Int = duplicate[1]

@@ -100,7 +100,9 @@ struct TamperFromOutsideTests {
         }
         await Self.expectCorrupted(url, mentioning: "\"evil\"")
         // Nothing ran: the record still holds its last version in the file.
-        #expect(try await Self.read(url) { db in try Data.fetchOne(db, sql: "SELECT value FROM items WHERE id = ?", arguments: [rowid]) } != oldBox)
+        #expect(
+            try await Self.read(url) { db in try Data.fetchOne(db, sql: "SELECT value FROM items WHERE id = ?", arguments: [rowid]) }
+                != oldBox)
     }
 
     @Test("XOR delta replay: an update's delta taken from two snapshots and applied to a later digest — refused as corrupted")
@@ -208,7 +210,8 @@ struct TamperFromOutsideTests {
     /// A closed wallet of format 3 (the XOR digest) holding t/a = "old", then "new".
     static func formatThreeWallet() async throws -> (URL, oldBox: Data, rowid: Int64) {
         let url = TestWallets.folder().appendingPathComponent("wallet.sqlite")
-        let w = try await Wallet.create(at: url, key: key, configuration: TestWallets.fastConfiguration, schemaUpTo: Schema.rowDigestMigration)
+        let w = try await Wallet.create(
+            at: url, key: key, configuration: TestWallets.fastConfiguration, schemaUpTo: Schema.rowDigestMigration)
         try await w.add(type: "t", id: "a", value: "old")
         let (box, rowid) = try await w.pool.read { db in
             let row = try Row.fetchOne(db, sql: "SELECT value, id FROM items")!

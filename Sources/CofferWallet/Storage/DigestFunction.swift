@@ -67,7 +67,10 @@ enum DigestState {
         while let row = try rows.next() {
             guard let type = Int64.fromDatabaseValue(row[1]), let name = Data.fromDatabaseValue(row[2]),
                 let value = Data.fromDatabaseValue(row[3])
-            else { throw WalletError.corrupted("row \(row[0] as DatabaseValue) of the wallet has columns of the wrong kind; run the wallet check") }
+            else {
+                throw WalletError.corrupted(
+                    "row \(row[0] as DatabaseValue) of the wallet has columns of the wrong kind; run the wallet check")
+            }
             let digest = keys.rowDigestV4(rowid: row[0], type: type, expiry: row[4], idBlind: name, sealed: value)
             for i in 0..<accumulatorCount { accumulator[i] ^= digest[i] }
         }
