@@ -6,12 +6,28 @@ import Foundation
 /// HMAC-SHA256 under one fixed key, for blind indexes (equal inputs give equal outputs,
 /// nothing else is revealed).
 ///
-/// The HMAC state after absorbing the key is computed once, kept in memory this type owns
-/// (wiped on release), and copied for each use, so a call costs only the message blocks and
-/// allocates nothing but its result.
+/// The HMAC state after absorbing the key is computed once, kept in guarded memory this type
+/// owns (`sodium_malloc`: its own pages between guard pages, locked against swapping where the
+/// system allows; ordinary heap memory if the system refuses them), wiped on release, and copied
+/// for each use, so a call costs only the message blocks and allocates nothing but its result.
 public final class KeyedHash: @unchecked Sendable {
     // Written once in init, then only copied from: safe to share.
     private let keyed: UnsafeMutablePointer<crypto_auth_hmacsha256_state>
+    /// Whether `keyed` came from `sodium_malloc`.
+    private let guarded: Bool
+
+    /// Guarded memory for one HMAC state (see the type's comment).
+    private static func allocateState() -> (UnsafeMutablePointer<crypto_auth_hmacsha256_state>, Bool) {
+        let size = MemoryLayout<crypto_auth_hmacsha256_state>.size
+        if let raw = sodium_malloc(size) {
+            let state = raw.bindMemory(to: crypto_auth_hmacsha256_state.self, capacity: 1)
+            state.initialize(to: crypto_auth_hmacsha256_state())
+            return (state, true)
+        }
+        let state = UnsafeMutablePointer<crypto_auth_hmacsha256_state>.allocate(capacity: 1)
+        state.initialize(to: crypto_auth_hmacsha256_state())
+        return (state, false)
+    }
 
     /// Output length of HMAC-SHA256.
     public static let outputByteCount = 32
@@ -19,8 +35,7 @@ public final class KeyedHash: @unchecked Sendable {
     /// A hasher under `key`.
     public init(key: SecretKey) {
         Sodium.ensureReady()
-        keyed = .allocate(capacity: 1)
-        keyed.initialize(to: crypto_auth_hmacsha256_state())
+        (keyed, guarded) = Self.allocateState()
         key.withUnsafeBytes { k in
             _ = crypto_auth_hmacsha256_init(keyed, k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
         }
@@ -28,20 +43,23 @@ public final class KeyedHash: @unchecked Sendable {
 
     /// A hasher under the subkey HKDF derives from `master` for `info` (the same hasher as
     /// `KeyedHash(key: KeyDerivation.hkdf(from: master, info: info))`). The subkey is never
-    /// kept: it goes straight into the HMAC state from swift-crypto's wiped key storage, which
-    /// spares a wallet open one guarded allocation per hasher.
+    /// kept: it goes straight into the HMAC state (in guarded memory) from swift-crypto's wiped
+    /// key storage.
     package init(hkdfFrom master: SecretKey, info: String) {
         Sodium.ensureReady()
-        keyed = .allocate(capacity: 1)
-        keyed.initialize(to: crypto_auth_hmacsha256_state())
+        (keyed, guarded) = Self.allocateState()
         KeyDerivation.withHKDF(from: master, info: info) { k in
             _ = crypto_auth_hmacsha256_init(keyed, k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
         }
     }
 
     deinit {
-        sodium_memzero(keyed, MemoryLayout<crypto_auth_hmacsha256_state>.size)
-        keyed.deallocate()
+        if guarded {
+            sodium_free(keyed) // wipes, unlocks and unmaps
+        } else {
+            sodium_memzero(keyed, MemoryLayout<crypto_auth_hmacsha256_state>.size)
+            keyed.deallocate()
+        }
     }
 
     /// The message being hashed: parts are framed by their length, so ("ab","c") ≠ ("a","bc").

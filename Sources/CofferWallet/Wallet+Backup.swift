@@ -445,12 +445,52 @@ final class BackupReader: @unchecked Sendable {
 /// One message of records being exported: JSON written straight into bytes that are wiped once
 /// sealed (no `String` copy of the plaintext is made).
 struct BackupBatch {
-    private(set) var bytes: [UInt8] = [UInt8(ascii: "[")]
+    private(set) var bytes: [UInt8]
     private(set) var count = 0
+
+    /// A batch with room reserved up front for a full batch, so appending never reallocates
+    /// (which would leave an unwiped copy of the plaintext in freed memory) unless one record
+    /// is larger than that; then ``ensureRoom(_:)`` copies into a larger buffer and wipes the old.
+    init() {
+        bytes = []
+        bytes.reserveCapacity(BackupFormat.batchBytes + 64 * 1024)
+        bytes.append(UInt8(ascii: "["))
+    }
 
     var byteCount: Int { bytes.count }
 
+    /// Makes room for `extra` more bytes without a reallocation that leaves plaintext behind.
+    private mutating func ensureRoom(_ extra: Int) {
+        let needed = bytes.count + extra
+        guard needed > bytes.capacity else { return }
+        var larger = [UInt8]()
+        larger.reserveCapacity(Swift.max(needed, bytes.capacity * 2))
+        larger.append(contentsOf: bytes)
+        SecureMemory.wipe(&bytes)
+        bytes = larger
+    }
+
+    /// The most bytes one record can take in the batch (every string byte escaped as `\u00XX`).
+    static func worstCaseBytes(type: String, contents: RecordCodec.Contents) -> Int {
+        var strings = type.utf8.count + contents.id.utf8.count + contents.value.utf8.count
+        var pieces = 3
+        for (name, value) in contents.tags.effective {
+            strings += name.utf8.count
+            pieces += 1
+            switch value {
+            case .string(let v):
+                strings += v.utf8.count
+                pieces += 1
+            case .list(let list):
+                for v in list { strings += v.utf8.count }
+                pieces += list.count + 1
+            }
+        }
+        return 6 * strings + 4 * pieces + 96
+    }
+
     mutating func append(type: String, contents: RecordCodec.Contents, expiry: Int64?) {
+        ensureRoom(Self.worstCaseBytes(type: type, contents: contents))
         if count > 0 { bytes.append(UInt8(ascii: ",")) }
         count += 1
         bytes.append(contentsOf: #"{"type":"#.utf8)
@@ -482,6 +522,7 @@ struct BackupBatch {
 
     /// Encrypts the batch as one stream message.
     mutating func seal(_ writer: SecretStreamWriter) -> Data {
+        ensureRoom(1)
         bytes.append(UInt8(ascii: "]"))
         var plain = Data(bytes)
         defer { plain.resetBytes(in: 0..<plain.count) }

@@ -5,7 +5,11 @@ import GRDB
 
 /// On disk (SQLite, WAL, `synchronous=FULL`):
 ///
-///     coffer_meta(name TEXT PRIMARY KEY, value BLOB)     format, kdf (JSON), keys (sealed)
+///     coffer_meta(name TEXT PRIMARY KEY, value BLOB)     format, kdf (JSON), keys (sealed),
+///         integrity (format 4: a MAC under the wallet key, then the schema, format and digest
+///         presence it covers as JSON; see FileIntegrity)
+///     coffer_digest(id = 1, value BLOB)  the records' version digest: accumulator, counter, MAC
+///         (72 bytes, format 4; see DigestState), kept by three triggers on items
 ///     items(id INTEGER PRIMARY KEY, type INTEGER, name BLOB, value BLOB, expiry INTEGER)
 ///         id    = row id; walks key on it (a deleted record's id may be given to a later one:
 ///                 a walk past that id misses the newcomer, as it misses any record added
