@@ -227,54 +227,68 @@ public final class Wallet: Sendable {
     /// The launch path's one visit to the writer (synchronous, so the pool's synchronous write
     /// is the one called): the metadata rows, the keys, the applied migrations and one pragma.
     private static func readForOpen(_ pool: DatabasePool, path: String, key: WalletKey, migrator: DatabaseMigrator) throws -> OpenState {
+        // One read transaction: the sealed keys, the integrity record and the digest come from
+        // one snapshot, so a rotation another process commits meanwhile cannot pair the old
+        // keys with the new digest (a false "corrupted"); this process then opens with the old
+        // keys, and its first write is refused as rotated (`checkKeys`).
         try pool.writeWithoutTransaction { db in
-            guard try db.tableExists("coffer_meta") else {
-                throw WalletError.corrupted("\(path) is an SQLite database without a Coffer wallet's keys")
+            var state: OpenState?
+            try db.inTransaction(.deferred) {
+                state = try readForOpen(db, path: path, key: key, migrator: migrator)
+                return .commit
             }
-            var meta = [String: Data]()
-            for row in try Row.fetchAll(db, sql: "SELECT name, value FROM coffer_meta") { meta[row["name"]] = row["value"] }
-            guard let sealedKeys = meta["keys"], let kdfData = meta["kdf"] else {
-                throw WalletError.corrupted("\(path) is an SQLite database without a Coffer wallet's keys")
-            }
-            let format = meta["format"].flatMap { Int(String(decoding: $0, as: UTF8.self)) }
-            if let format, format > Schema.format {
-                throw WalletError.invalidInput(
-                    "the wallet at \(path) has format \(format), written by a newer Coffer; this one reads up to \(Schema.format)")
-            }
-            let kdf = try KDFRecord(json: String(decoding: kdfData, as: UTF8.self))
-            let storeKey = try deriveStoreKey(key, kdf: kdf)
-            let (master, sealedForFormat4) = try openMaster(sealedKeys, storeKey: storeKey, kdf: kdf)
-            let keys = WalletKeys(master: master)
-            try DigestFunction.register(on: db, keys: keys)
-            // The schema is part of what the key protects, checked before any record is read. A
-            // wallet key sealed for format 4 says, under the key, that the file has format 4:
-            // then the schema, the format and the digest must be exactly what the key
-            // authenticated, and nothing is ever migrated (a migration re-run would rebuild the
-            // digest over whatever rows are there). A key sealed the old way belongs to a file
-            // of format 1 to 3, which is checked for foreign objects and then upgraded.
-            let migrated = try migrator.hasCompletedMigrations(db)
-            if sealedForFormat4 {
-                try FileIntegrity.verify(db, keys: keys, stored: meta[FileIntegrity.metaName], format: format, path: path)
-                guard migrated else {
-                    throw WalletError.corrupted(
-                        "the wallet at \(path) was changed without its key: its record of applied migrations was altered; it was left as it was (restore a backup)"
-                    )
-                }
-                _ = try DigestState.read(db, keys: keys)
-            } else {
-                let legacyFormat = format ?? 1
-                guard legacyFormat < 4, meta[FileIntegrity.metaName] == nil, !migrated else {
-                    throw WalletError.corrupted(
-                        "the wallet at \(path) claims format \(legacyFormat) but its key is sealed as an older format's: the file was changed without its key; it was left as it was (restore a backup)"
-                    )
-                }
-                try FileIntegrity.verifyLegacy(db, format: legacyFormat, path: path)
-            }
-            let upgrade =
-                sealedForFormat4
-                ? nil : Schema.Upgrade(keys: keys, sealedKeys: try sealMaster(master, storeKey: storeKey, format4: true))
-            return OpenState(keys: keys, upgrade: upgrade, incremental: try SQLiteFootprint.isIncremental(db))
+            return state!
         }
+    }
+
+    /// ``readForOpen(_:path:key:migrator:)``'s work, inside its read transaction.
+    private static func readForOpen(_ db: Database, path: String, key: WalletKey, migrator: DatabaseMigrator) throws -> OpenState {
+        guard try db.tableExists("coffer_meta") else {
+            throw WalletError.corrupted("\(path) is an SQLite database without a Coffer wallet's keys")
+        }
+        var meta = [String: Data]()
+        for row in try Row.fetchAll(db, sql: "SELECT name, value FROM coffer_meta") { meta[row["name"]] = row["value"] }
+        guard let sealedKeys = meta["keys"], let kdfData = meta["kdf"] else {
+            throw WalletError.corrupted("\(path) is an SQLite database without a Coffer wallet's keys")
+        }
+        let format = meta["format"].flatMap { Int(String(decoding: $0, as: UTF8.self)) }
+        if let format, format > Schema.format {
+            throw WalletError.invalidInput(
+                "the wallet at \(path) has format \(format), written by a newer Coffer; this one reads up to \(Schema.format)")
+        }
+        let kdf = try KDFRecord(json: String(decoding: kdfData, as: UTF8.self))
+        let storeKey = try deriveStoreKey(key, kdf: kdf)
+        let (master, sealedForFormat4) = try openMaster(sealedKeys, storeKey: storeKey, kdf: kdf)
+        let keys = WalletKeys(master: master)
+        try DigestFunction.register(on: db, keys: keys)
+        // The schema is part of what the key protects, checked before any record is read. A
+        // wallet key sealed for format 4 says, under the key, that the file has format 4:
+        // then the schema, the format and the digest must be exactly what the key
+        // authenticated, and nothing is ever migrated (a migration re-run would rebuild the
+        // digest over whatever rows are there). A key sealed the old way belongs to a file
+        // of format 1 to 3, which is checked for foreign objects and then upgraded.
+        let migrated = try migrator.hasCompletedMigrations(db)
+        if sealedForFormat4 {
+            try FileIntegrity.verify(db, keys: keys, stored: meta[FileIntegrity.metaName], format: format, path: path)
+            guard migrated else {
+                throw WalletError.corrupted(
+                    "the wallet at \(path) was changed without its key: its record of applied migrations was altered; it was left as it was (restore a backup)"
+                )
+            }
+            _ = try DigestState.read(db, keys: keys)
+        } else {
+            let legacyFormat = format ?? 1
+            guard legacyFormat < 4, meta[FileIntegrity.metaName] == nil, !migrated else {
+                throw WalletError.corrupted(
+                    "the wallet at \(path) claims format \(legacyFormat) but its key is sealed as an older format's: the file was changed without its key; it was left as it was (restore a backup)"
+                )
+            }
+            try FileIntegrity.verifyLegacy(db, format: legacyFormat, path: path)
+        }
+        let upgrade =
+            sealedForFormat4
+            ? nil : Schema.Upgrade(keys: keys, sealedKeys: try sealMaster(master, storeKey: storeKey, format4: true))
+        return OpenState(keys: keys, upgrade: upgrade, incremental: try SQLiteFootprint.isIncremental(db))
     }
 
     /// What ``open(at:key:configuration:)`` learns in its one visit to the writer.
