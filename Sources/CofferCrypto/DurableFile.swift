@@ -1,6 +1,7 @@
 // Whole-file replacement that a crash cannot tear (temporary file, fsync, rename, fsync folder),
 // and owner-only key files. Shared by the modules that keep files beside their databases.
 import CofferFileModes
+import CofferSync
 import Foundation
 
 #if canImport(Glibc)
@@ -335,10 +336,19 @@ package final class DurableFileWriter: @unchecked Sendable {
         }
         fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
         guard fd >= 0 else { throw FileOperationError("cannot create \(temporary.path): \(DurableFile.errnoText())") }
+        TestPause.at("partial-created")  // debug builds only: lets tests act between the create and the lock
         // Held until the rename or abandon: the next writer to this target can tell a live
         // write from one whose process died.
         var locked: Int32
         repeat { locked = flock(fd, LOCK_SH) } while locked != 0 && errno == EINTR
+        // Another writer may have taken the file for a dead one's and removed it between the
+        // create and the lock (and made its own under the name): then this write would rename the
+        // other one's unfinished file into place. Once locked, the name stays ours.
+        guard isStillAtName() else {
+            close(fd)
+            fd = -1
+            throw FileOperationError("\(target.path) is being written by another export; wait for it to finish")
+        }
         guard fchmod(fd, permissions) == 0 else {
             let message = DurableFile.errnoText()
             abandon()
@@ -370,7 +380,13 @@ package final class DurableFileWriter: @unchecked Sendable {
             abandon()
             throw FileOperationError("cannot flush \(temporary.path): \(message)")
         }
-        // Renamed before the descriptor (and its lock) is let go.
+        // Renamed before the descriptor (and its lock) is let go, and only the file this writer
+        // wrote: never another's under the same name.
+        guard isStillAtName() else {
+            close(fd)
+            fd = -1
+            throw FileOperationError("\(temporary.path) was replaced by another writer; \(target.path) was not written")
+        }
         guard rename(temporary.path, target.path) == 0 else {
             let message = DurableFile.errnoText()
             abandon()
@@ -384,9 +400,19 @@ package final class DurableFileWriter: @unchecked Sendable {
     /// Closes and removes the partial file (the target is untouched).
     package func abandon() {
         // Removed while still locked: a writer starting meanwhile cannot take the name first.
-        if fd >= 0 { unlink(temporary.path) }
+        // Only when the name is still this writer's file (never another writer's).
+        if fd >= 0, isStillAtName() { unlink(temporary.path) }
         if fd >= 0 { close(fd) }
         fd = -1
+    }
+
+    /// Whether the partial name still leads to the file this writer has open (same inode and
+    /// device, not a link).
+    private func isStillAtName() -> Bool {
+        var held = stat()
+        var named = stat()
+        return fstat(fd, &held) == 0 && lstat(temporary.path, &named) == 0 && held.st_ino == named.st_ino
+            && held.st_dev == named.st_dev
     }
 
     deinit { if fd >= 0 { abandon() } }

@@ -195,7 +195,8 @@ extension Wallet {
     /// name (`.NAME.restoring`) in one transaction, flushed, and linked into place (never over a
     /// wallet) only after the backup's final message checked out. On any error — a damaged,
     /// truncated or reordered backup included — or if the process is killed at any moment, there
-    /// is no wallet at `walletURL`, and the next restore clears what an interrupted one left.
+    /// is no wallet at `walletURL`, and the next open, create or restore of it clears what an
+    /// interrupted one left.
     /// Restores and creates of one wallet run one at a time, in any process (a lock file beside
     /// it): of several at once one succeeds and the others throw `walletExists`. The
     /// returned wallet is opened anew at `walletURL` (with a passphrase key that costs one more
@@ -238,6 +239,7 @@ extension Wallet {
         removeWalletFiles(at: temporary)
         do {
             let wallet = try await Wallet.create(at: temporary, key: key, configuration: configuration, schemaUpTo: nil, locking: false)
+            TestPause.at("restore-building")  // debug builds only: lets tests kill a restore whose temporary exists
             do {
                 try await wallet.gated { keys in
                     try await wallet.pool.writeWithoutTransaction { db in
@@ -304,11 +306,32 @@ extension Wallet {
         do { try DurableFile.ensureFolder(folder) } catch {
             throw WalletError.storage("cannot create folder for \(walletURL.path): \(error.message)")
         }
-        let path = folder.appendingPathComponent(".\(walletURL.lastPathComponent).lock").path
-        do { return try await ProcessLock.acquire(at: path, removeWhenDone: true) } catch {
+        do { return try await ProcessLock.acquire(at: creationLockPath(for: walletURL), removeWhenDone: true) } catch {
             throw WalletError.storage(error.message)
         }
     }
+
+    /// The path of the creation lock's file: `.NAME.lock` beside the wallet.
+    static func creationLockPath(for walletURL: URL) -> String {
+        walletURL.deletingLastPathComponent().appendingPathComponent(".\(walletURL.lastPathComponent).lock").path
+    }
+
+    /// Removes what a restore killed part-way left beside the wallet (`.NAME.restoring` and its
+    /// companions), so that no copy of a half-made wallet outlives it. Only while holding the
+    /// wallet's creation lock, which a live restore holds from before it makes its temporary
+    /// until after it has removed it, taken without waiting: when another process holds it (a
+    /// restore or create in progress), the files are left for a later open. Costs a few `stat`s
+    /// when there is nothing to remove. Failures are ignored (the next open tries again).
+    static func sweepInterruptedRestore(of walletURL: URL) {
+        let temporary = restoringURL(for: walletURL)
+        guard walletFileSuffixes.contains(where: { FileManager.default.fileExists(atPath: temporary.path + $0) }) else { return }
+        _ = try? ProcessLock.withLockIfAvailable(at: creationLockPath(for: walletURL), removeWhenDone: true, failure: { $0 }) {
+            () throws(ProcessLockError) in removeWalletFiles(at: temporary)
+        }
+    }
+
+    /// A wallet file's own name and those of SQLite's companion files beside it.
+    static let walletFileSuffixes = ["", "-wal", "-shm", "-journal"]
 
     /// Where a restore into `walletURL` builds the new wallet: a fixed hidden name beside it, so
     /// that a restore killed half-way is found and cleared by the next one.
@@ -318,7 +341,7 @@ extension Wallet {
 
     /// Removes a wallet file and its WAL and shared-memory files, if present.
     static func removeWalletFiles(at url: URL) {
-        for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+        for suffix in walletFileSuffixes { try? FileManager.default.removeItem(atPath: url.path + suffix) }
     }
 
     /// Flushes the finished wallet, renames it to `target` (refusing if something appeared

@@ -39,7 +39,7 @@ extension Wallet {
 
     /// Reads a record, or `nil` when there is none (as Askar's `fetch`).
     public func fetch(type: String, id: String, options: RecordOptions = RecordOptions()) async throws -> WalletRecord? {
-        try await pointRead { try $0.store.get(type: type, id: id, options: options) }
+        try await pointRead(isMiss: { $0 == nil }) { try $0.store.get(type: type, id: id, options: options) }
     }
 
     /// Deletes a record and its tags.
@@ -66,7 +66,7 @@ extension Wallet {
     /// Counts the records of `type` that match `query`.
     public func count(type: String, matching query: WalletQuery = .all) async throws -> Int {
         try Validate.type(type)
-        return try await read {
+        return try await read(isMiss: { $0 == 0 }) {
             try QueryCompiler.compile(type: type, query: query, keys: $0.store.keys).count($0.store.db, keys: $0.store.keys)
         }
     }
@@ -78,7 +78,7 @@ extension Wallet {
         type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
         offset: Int = 0, limit: Int? = nil, newestFirst: Bool = false
     ) async throws -> [WalletRecord] {
-        try await read {
+        try await read(isMiss: { $0.isEmpty }) {
             try $0.fetchAll(type: type, matching: query, options: options, offset: offset, limit: limit, newestFirst: newestFirst)
         }
     }
@@ -150,30 +150,66 @@ extension Wallet {
     /// `body` must run a single SQL statement. It runs outside an explicit transaction: one
     /// statement reads one consistent snapshot on its own, and BEGIN/COMMIT around it would cost
     /// more than the read.
-    func pointRead<T>(_ body: (WalletReader) throws -> T) async throws -> T {
+    func pointRead<T>(isMiss: (T) -> Bool = { _ in false }, _ body: (WalletReader) throws -> T) async throws -> T {
         if gate.isWalletClosed { throw WalletError.closed }
         var entered = gate.tryEnter()
         if entered == nil { entered = await gate.enter() }
         guard let keys = entered else { preconditionFailure("KeyGate.enter returns keys") }
         defer { gate.leave() }
-        return try pointRead(keys: keys, body)
+        return try pointRead(keys: keys, isMiss: isMiss, body)
     }
 
     /// ``pointRead(_:)`` once the keys are held: GRDB's synchronous read, on this thread.
-    private func pointRead<T>(keys: WalletKeys, _ body: (WalletReader) throws -> T) throws -> T {
+    private func pointRead<T>(keys: WalletKeys, isMiss: (T) -> Bool, _ body: (WalletReader) throws -> T) throws -> T {
         do {
             return try pool.unsafeRead { db in
-                try body(WalletReader(store: RecordStore(db: db, keys: keys)))
+                try Self.readWithKeys(db, keys, isMiss: isMiss) { try body(WalletReader(store: RecordStore(db: db, keys: keys))) }
             }
         } catch {
             throw closedOrTranslated(error)
         }
     }
 
-    func read<T: Sendable>(_ body: @escaping @Sendable (WalletReader) throws -> T) async throws -> T {
+    func read<T: Sendable>(
+        isMiss: @escaping @Sendable (T) -> Bool = { _ in false }, _ body: @escaping @Sendable (WalletReader) throws -> T
+    ) async throws -> T {
         try await gated { keys in
-            try await pool.read { db in try body(WalletReader(store: RecordStore(db: db, keys: keys))) }
+            try await pool.read { db in
+                try Self.readWithKeys(db, keys, isMiss: isMiss) { try body(WalletReader(store: RecordStore(db: db, keys: keys))) }
+            }
         }
+    }
+
+    /// Runs a read's `body` with `keys`. When it fails as if the file were damaged or the record
+    /// missing, or finds nothing (`isMiss`), the file's key check is read first (in the same
+    /// snapshot, only on these paths, so a read that finds something costs nothing more): if
+    /// another process (or another open ``Wallet`` on the file) rotated the key since these keys
+    /// were read — they find no record then, every blind having changed — the read throws
+    /// ``WalletError/wrongKey(_:)`` saying so, instead of an empty answer, `notFound` or
+    /// ``WalletError/corrupted(_:)``.
+    static func readWithKeys<T>(_ db: Database, _ keys: WalletKeys, isMiss: (T) -> Bool = { _ in false }, _ body: () throws -> T) throws
+        -> T
+    {
+        let result: T
+        do { result = try body() } catch {
+            switch translate(error) {
+            case WalletError.corrupted, WalletError.notFound: try checkKeysAfterRead(db, keys)
+            default: break
+            }
+            throw error
+        }
+        if isMiss(result) { try checkKeysAfterRead(db, keys) }
+        return result
+    }
+
+    /// Throws ``WalletError/wrongKey(_:)`` when the file's key check names another wallet key
+    /// than `keys` (see `checkKeys(_:_:)`); nothing when it cannot be read.
+    private static func checkKeysAfterRead(_ db: Database, _ keys: WalletKeys) throws {
+        guard let stored = try? Data.fetchOne(db, sql: "SELECT value FROM coffer_meta WHERE name = 'keycheck'"), stored != keys.keyCheck
+        else { return }
+        throw WalletError.wrongKey(
+            "the wallet key was rotated by another process (or another open Wallet on this file) after this one was opened, so its key no longer opens the records; open the wallet again with its current key"
+        )
     }
 }
 

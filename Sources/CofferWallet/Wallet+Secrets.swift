@@ -63,7 +63,9 @@ extension Wallet {
     }
 
     func secretRead<T: Sendable>(_ body: @escaping @Sendable (RecordStore) throws -> T) async throws -> T {
-        try await gated { keys in try await pool.read { db in try body(RecordStore(db: db, keys: keys, allowReserved: true)) } }
+        try await gated { keys in
+            try await pool.read { db in try Self.readWithKeys(db, keys) { try body(RecordStore(db: db, keys: keys, allowReserved: true)) } }
+        }
     }
 
     // MARK: Keys

@@ -138,6 +138,8 @@ public final class Wallet: Sendable {
         let lock = locking ? try await creationLock(for: url) : nil
         defer { lock?.release() }
         if FileManager.default.fileExists(atPath: path) { throw WalletError.walletExists(path: path) }
+        // What a restore killed part-way left (no restore runs: this one holds the lock).
+        if locking { removeWalletFiles(at: restoringURL(for: url)) }
         // Missing folders are made owner-only (0700); an existing folder keeps its mode.
         do { try DurableFile.ensureFolder(url.deletingLastPathComponent()) } catch {
             throw WalletError.storage("cannot create folder for \(path): \(error.message)")
@@ -189,6 +191,8 @@ public final class Wallet: Sendable {
     public static func open(at url: URL, key: WalletKey, configuration: Configuration = Configuration()) async throws -> Wallet {
         let path = url.path
         do { try DurableFile.refuseSymbolicLinks(url) } catch { throw WalletError.storage(error.message) }
+        // What a restore killed part-way left, also when that left no wallet (see the function).
+        sweepInterruptedRestore(of: url)
         guard FileManager.default.fileExists(atPath: path) else { throw WalletError.walletMissing(path: path) }
         if case .raw(let data) = key, data.count != 32 {
             throw WalletError.invalidInput("a raw key must be 32 bytes, got \(data.count)")

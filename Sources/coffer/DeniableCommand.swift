@@ -49,6 +49,7 @@ struct DeniableCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (store, _) = try await DeniableCLI.open(storeOptions, service)
+            TestPause.at("deniable-ready") // debug builds only: lets tests act between the open and the new vault
             let passphrase = try await store.createVault()
             try await store.close()
             print(

@@ -81,6 +81,69 @@ struct RestoreKillTests {
         #expect(check.status == 0 && check.stdout.hasPrefix(#"{"records":\#(n),"#), "\(check.stdout)")
     }
 
+    @Test("a restore killed with its temporary wallet made: the next open of the store removes the leftover, and the rerun succeeds")
+    func killedRestoreSweptAtOpen() async throws {
+        let store = try CLI.newStore()
+        #expect(try CLI.wallet(["add", "t", "1", "v"], store: store).status == 0)
+        let env = ["K": CLI.key, "BP": "backup pass"]
+        let backup = store.appendingPathComponent("b.cfb")
+        let exported = try CLI.run(
+            ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP"], store: store, env: env)
+        #expect(exported.status == 0, "\(exported.stderr)")
+        try FileManager.default.removeItem(at: store.appendingPathComponent("wallet.sqlite"))
+        let temporary = store.appendingPathComponent(".wallet.sqlite.restoring")
+        // Held just after it made its temporary wallet (and holding the creation lock), then killed.
+        let (landed, _) = try Self.killWhile(
+            temporary, maxDelay: 0, env: env.merging(["COFFER_TEST_PAUSE_AT": "restore-building", "COFFER_TEST_PAUSE_MS": "60000"]) { $1 },
+            [
+                "--store", store.path, "--raw-key-env", "K", "wallet", "import-backup", backup.path,
+                "--backup-passphrase-env", "BP",
+            ])
+        #expect(landed, "the kill did not land while the restore's temporary wallet existed")
+        #expect(FileManager.default.fileExists(atPath: temporary.path))
+        // Any open of the wallet (here one that finds no wallet) removes what the killed restore left.
+        let opened = try CLI.wallet(["get", "t", "1"], store: store)
+        #expect(opened.status != 0)
+        let left = try FileManager.default.contentsOfDirectory(atPath: store.path).filter { $0.hasPrefix(".wallet.sqlite") }
+        #expect(left.isEmpty, "left: \(left)")
+        let restored = try CLI.run(
+            ["--raw-key-env", "K", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"], store: store, env: env)
+        #expect(restored.status == 0, "\(restored.stderr)")
+        #expect(try CLI.wallet(["get", "t", "1"], store: store).status == 0)
+    }
+
+    @Test("an open while a restore is running leaves the restore's temporary wallet alone, and the restore succeeds")
+    func openLeavesLiveRestore() async throws {
+        let store = try CLI.newStore()
+        #expect(try CLI.wallet(["add", "t", "1", "v"], store: store).status == 0)
+        let env = ["K": CLI.key, "BP": "backup pass"]
+        let backup = store.appendingPathComponent("b.cfb")
+        #expect(
+            try CLI.run(
+                ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP"], store: store, env: env
+            ).status == 0)
+        try FileManager.default.removeItem(at: store.appendingPathComponent("wallet.sqlite"))
+        let temporary = store.appendingPathComponent(".wallet.sqlite.restoring")
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = [
+            "--store", store.path, "--raw-key-env", "K", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP",
+        ]
+        process.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }.merging([
+            "COFFER_TEST_PAUSE_AT": "restore-building", "COFFER_TEST_PAUSE_MS": "3000",
+        ]) { $1 }
+        process.standardOutput = Pipe()
+        process.standardError = Pipe()
+        try process.run()
+        for _ in 0..<20_000 where process.isRunning && !FileManager.default.fileExists(atPath: temporary.path) { usleep(500) }
+        #expect(process.isRunning && FileManager.default.fileExists(atPath: temporary.path))
+        _ = try CLI.wallet(["get", "t", "1"], store: store)
+        #expect(FileManager.default.fileExists(atPath: temporary.path), "an open removed a live restore's temporary wallet")
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(try CLI.wallet(["get", "t", "1"], store: store).status == 0)
+    }
+
     @Test("a restore onto an existing wallet is refused and touches neither file")
     func existingTargetRefused() async throws {
         let store = try CLI.newStore()

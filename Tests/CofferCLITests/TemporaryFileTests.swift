@@ -81,22 +81,82 @@ struct TemporaryFileTests {
         #expect(Self.temporaries(items).isEmpty, "left: \(Self.temporaries(items))")
     }
 
-    @Test("deniable init leaves no earlier vault under a temporary name, so the old passphrase opens nothing")
+    @Test("deniable init itself removes a temporary vault that appears after the store was opened, so the old passphrase opens nothing")
     func deniableInitSweeps() throws {
         let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-tmp-deniable-\(UUID().uuidString)")
         let folder = store.appendingPathComponent("deniable")
         let first = try CLI.run(["deniable", "init"], store: store)
         #expect(first.status == 0)
         let old = (try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any])?["passphrase"] as? String ?? ""
+        // Held after the store's open (whose sweep has run) and before the vault is replaced; the
+        // leftover is planted then, so only the sweep in the vault's replacement can remove it.
+        let gate = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-gate-\(UUID().uuidString)")
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["--store", store.path, "deniable", "init"]
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            "COFFER_TEST_PAUSE_AT": "deniable-ready", "COFFER_TEST_PAUSE_FILE": gate.path,
+        ]) { $1 }
+        let errors = Pipe()
+        process.standardOutput = Pipe()
+        process.standardError = errors
+        try process.run()
+        let marker = Data("test-pause: deniable-ready".utf8)
+        var seen = Data()
+        while process.isRunning, seen.range(of: marker) == nil { seen.append(errors.fileHandleForReading.availableData) }
+        #expect(seen.range(of: marker) != nil, "deniable init did not reach its pause")
         // What a vault write killed before its rename leaves: the whole sealed vault under its
-        // temporary name (renamed into place, it opens under the old passphrase).
+        // temporary name, its writer gone (renamed into place, it opens under the old passphrase).
         let leftover = folder.appendingPathComponent(".vault.\(UUID().uuidString).tmp")
         try FileManager.default.copyItem(at: folder.appendingPathComponent("vault"), to: leftover)
-        let second = try CLI.run(["deniable", "init"], store: store)
-        #expect(second.status == 0, "\(second.stderr)")
+        _ = FileManager.default.createFile(atPath: gate.path, contents: nil)
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: gate)
+        #expect(process.terminationStatus == 0)
         #expect(Self.temporaries(folder).isEmpty, "left: \(Self.temporaries(folder))")
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix(".") }
         #expect(Set(names) == ["vault", "sending-queue", "secure-element.key", "dead-drops.sqlite", "public-keys.json"])
         #expect(try CLI.run(["--passphrase-env", "P", "deniable", "unlock"], store: store, env: ["P": old]).status == 4)
+    }
+
+    @Test("an export whose partial file another writer removed before it was locked fails and moves nothing into place")
+    func exportPartialTakenOver() throws {
+        let store = try CLI.newStore()
+        #expect(try CLI.wallet(["add", "t", "1", "v"], store: store).status == 0)
+        let target = store.appendingPathComponent("b.cfb")
+        let partial = store.appendingPathComponent(".b.cfb.partial")
+        let gate = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-gate-\(UUID().uuidString)")
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["--store", store.path, "--raw-key-env", "K", "wallet", "export", target.path, "--backup-passphrase-env", "BP"]
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            "K": CLI.key, "BP": "p", "COFFER_TEST_PAUSE_AT": "partial-created", "COFFER_TEST_PAUSE_FILE": gate.path,
+        ]) { $1 }
+        let errors = Pipe()
+        process.standardOutput = Pipe()
+        process.standardError = errors
+        try process.run()
+        let marker = Data("test-pause: partial-created".utf8)
+        var seen = Data()
+        while process.isRunning, seen.range(of: marker) == nil { seen.append(errors.fileHandleForReading.availableData) }
+        #expect(seen.range(of: marker) != nil, "the export did not reach its pause")
+        // A second writer, as a new export does: the partial is not locked yet, so it is taken for
+        // a dead writer's, removed, and replaced by this writer's own unfinished file, locked.
+        let stale = open(partial.path, O_RDONLY)
+        #expect(stale >= 0 && flock(stale, LOCK_EX | LOCK_NB) == 0, "the export's partial file was already locked")
+        #expect(unlink(partial.path) == 0)
+        close(stale)
+        let mine = open(partial.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        #expect(mine >= 0 && flock(mine, LOCK_SH) == 0)
+        _ = "unfinished".withCString { write(mine, $0, 10) }
+        _ = FileManager.default.createFile(atPath: gate.path, contents: nil)
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: gate)
+        let stderr = String(decoding: seen + errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus != 0, "the export reported success")
+        #expect(stderr.contains("another export"), "\(stderr)")
+        #expect(!FileManager.default.fileExists(atPath: target.path), "another writer's unfinished file was moved into place")
+        #expect(FileManager.default.fileExists(atPath: partial.path), "the other writer's partial file was removed")
+        close(mine)
     }
 }

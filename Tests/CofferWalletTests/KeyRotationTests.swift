@@ -64,6 +64,34 @@ struct KeyRotationTests {
         #expect(try await fresh.count(type: "a") + fresh.count(type: "b") == 300)
     }
 
+    @Test("a second wallet opened on the file before another rotated it reads with a clear wrongKey, not corrupted")
+    func staleOpenReadsSayRotated() async throws {
+        let (w, url) = try await Self.filled()
+        let stale = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration)
+        defer { try? stale.close() }
+        #expect(try await stale.fetch(type: "a", id: "r1")?.value == "value 1")
+        try await w.rekey(to: Self.newKey, rotatingKey: true)
+        try w.close()
+        let reads: [(String, @Sendable () async throws -> Void)] = [
+            ("fetch", { _ = try await stale.fetch(type: "a", id: "r1") }),
+            ("fetchAll", { _ = try await stale.fetchAll(type: "a") }),
+            ("count", { _ = try await stale.count(type: "a") }),
+            ("session", { _ = try await stale.session { try $0.get(type: "a", id: "r1") } }),
+        ]
+        for (name, read) in reads {
+            do {
+                try await read()
+                Issue.record("\(name) with the keys from before the rotation succeeded")
+            } catch let error as WalletError {
+                guard case .wrongKey(let message) = error else {
+                    Issue.record("\(name): expected wrongKey, got \(error)")
+                    continue
+                }
+                #expect(message.contains("rotated by another process"))
+            }
+        }
+    }
+
     @Test("after rotation every record, tag search, count and key reads as before, and the wallet check is clean")
     func keepsEverything() async throws {
         let (w, _) = try await Self.filled()
