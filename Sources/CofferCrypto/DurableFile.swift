@@ -336,7 +336,7 @@ package final class DurableFileWriter: @unchecked Sendable {
         }
         fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
         guard fd >= 0 else { throw FileOperationError("cannot create \(temporary.path): \(DurableFile.errnoText())") }
-        TestPause.at("partial-created")  // debug builds only: lets tests act between the create and the lock
+        TestPause.at("partial-created") // debug builds only: lets tests act between the create and the lock
         // Held until the rename or abandon: the next writer to this target can tell a live
         // write from one whose process died.
         var locked: Int32

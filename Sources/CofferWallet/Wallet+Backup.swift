@@ -239,7 +239,7 @@ extension Wallet {
         removeWalletFiles(at: temporary)
         do {
             let wallet = try await Wallet.create(at: temporary, key: key, configuration: configuration, schemaUpTo: nil, locking: false)
-            TestPause.at("restore-building")  // debug builds only: lets tests kill a restore whose temporary exists
+            TestPause.at("restore-building") // debug builds only: lets tests kill a restore whose temporary exists
             do {
                 try await wallet.gated { keys in
                     try await wallet.pool.writeWithoutTransaction { db in
@@ -325,9 +325,8 @@ extension Wallet {
     static func sweepInterruptedRestore(of walletURL: URL) {
         let temporary = restoringURL(for: walletURL)
         guard walletFileSuffixes.contains(where: { FileManager.default.fileExists(atPath: temporary.path + $0) }) else { return }
-        _ = try? ProcessLock.withLockIfAvailable(at: creationLockPath(for: walletURL), removeWhenDone: true, failure: { $0 }) {
-            () throws(ProcessLockError) in removeWalletFiles(at: temporary)
-        }
+        let remove = { () throws(ProcessLockError) in removeWalletFiles(at: temporary) }
+        _ = try? ProcessLock.withLockIfAvailable(at: creationLockPath(for: walletURL), removeWhenDone: true, failure: { $0 }, remove)
     }
 
     /// A wallet file's own name and those of SQLite's companion files beside it.

@@ -39,7 +39,7 @@ extension Wallet {
 
     /// Reads a record, or `nil` when there is none (as Askar's `fetch`).
     public func fetch(type: String, id: String, options: RecordOptions = RecordOptions()) async throws -> WalletRecord? {
-        try await pointRead(isMiss: { $0 == nil }) { try $0.store.get(type: type, id: id, options: options) }
+        try await pointRead(isMiss: { $0 == nil }, { try $0.store.get(type: type, id: id, options: options) })
     }
 
     /// Deletes a record and its tags.
@@ -66,9 +66,9 @@ extension Wallet {
     /// Counts the records of `type` that match `query`.
     public func count(type: String, matching query: WalletQuery = .all) async throws -> Int {
         try Validate.type(type)
-        return try await read(isMiss: { $0 == 0 }) {
-            try QueryCompiler.compile(type: type, query: query, keys: $0.store.keys).count($0.store.db, keys: $0.store.keys)
-        }
+        return try await read(
+            isMiss: { $0 == 0 },
+            { try QueryCompiler.compile(type: type, query: query, keys: $0.store.keys).count($0.store.db, keys: $0.store.keys) })
     }
 
     /// Reads every matching record at once, in insertion order (or newest first), skipping
@@ -78,9 +78,9 @@ extension Wallet {
         type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
         offset: Int = 0, limit: Int? = nil, newestFirst: Bool = false
     ) async throws -> [WalletRecord] {
-        try await read(isMiss: { $0.isEmpty }) {
-            try $0.fetchAll(type: type, matching: query, options: options, offset: offset, limit: limit, newestFirst: newestFirst)
-        }
+        try await read(
+            isMiss: { $0.isEmpty },
+            { try $0.fetchAll(type: type, matching: query, options: options, offset: offset, limit: limit, newestFirst: newestFirst) })
     }
 
     /// Deletes every record of `type` matching `query` in one transaction; returns how many were
