@@ -196,7 +196,8 @@ enum ForeignWriter {
         let salt = Array(randomKey()[0..<16])
         let storeKey = kdf == "raw" ? randomKey() : try argon2i(salt: salt, kdf: kdf)
         let method =
-            kdf == "raw" ? "raw" : "kdf:argon2i:\(kdf == "argon2i-mod" ? "mod" : "int")?salt=" + salt.map { String(format: "%02x", $0) }.joined()
+            kdf == "raw"
+            ? "raw" : "kdf:argon2i:\(kdf == "argon2i-mod" ? "mod" : "int")?salt=" + salt.map { String(format: "%02x", $0) }.joined()
         let (ick, ink, ihk, tnk, tvk, thk) = (randomKey(), randomKey(), randomKey(), randomKey(), randomKey(), randomKey())
         // CBOR {"ver": "1", "ick": bytes(32), …}
         var cbor: [UInt8] = [0xa7, 0x63] + Array("ver".utf8) + [0x61, UInt8(ascii: "1")]

@@ -415,7 +415,8 @@ struct IndyImportTests {
         #expect(r.status == 0, "\(r.stderr)")
         #expect(try files() == before)
         // A failed import (wrong key) cleans up too.
-        let wrong = try ForeignStores.importIndy(source, key: "GfwU1DC7gEZNs3w41tjBiZYj7BNToDoFEqKY6wZXqs1A", kdf: "raw", store: try CLI.newStore())
+        let wrong = try ForeignStores.importIndy(
+            source, key: "GfwU1DC7gEZNs3w41tjBiZYj7BNToDoFEqKY6wZXqs1A", kdf: "raw", store: try CLI.newStore())
         #expect(wrong.status == 4, "\(wrong.stderr)")
         #expect(try files() == before)
         try ForeignStores.expectUnchanged(source, content)

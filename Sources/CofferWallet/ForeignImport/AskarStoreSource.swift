@@ -122,7 +122,8 @@ struct AskarStoreSource: ForeignSource {
         }
         defer { for name in keys.keys { SecureMemory.wipe(&keys[name]!) } }
         return AskarStoreSource(
-            queue: queue, companions: companions, label: label, profile: name, profileID: profileID, sealedProfileKey: sealed, skipKeyEntries: skipKeyEntries,
+            queue: queue, companions: companions, label: label, profile: name, profileID: profileID, sealedProfileKey: sealed,
+            skipKeyEntries: skipKeyEntries,
             categoryKey: try SecretKey(copying: keys["ick"]!), nameKey: try SecretKey(copying: keys["ink"]!),
             itemHMAC: KeyedHash(key: try SecretKey(copying: keys["ihk"]!)), tagNameKey: try SecretKey(copying: keys["tnk"]!),
             tagValueKey: try SecretKey(copying: keys["tvk"]!))
