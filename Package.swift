@@ -173,8 +173,8 @@ let package = Package(
         .testTarget(
             name: "CofferCLITests",
             dependencies: [
-                "coffer", "CofferWallet", "CofferDatabase", "CofferSettings", "CofferDeniable",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "coffer", "CofferWallet", "CofferDatabase", "CofferSettings", "CofferDeniable", "CofferSync",
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "CofferWalletTests",

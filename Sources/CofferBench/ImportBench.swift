@@ -14,15 +14,22 @@ struct ImportBench: AsyncParsableCommand {
         abstract: "Records per second and peak RSS of `wallet import-indy` and `wallet import-askar` (each in its own process).",
         discussion: """
             N records of four types, ~200-byte JSON values, three tags each (two encrypted, one plaintext), \
-            written as a libindy wallet (raw key) and as an Askar store (raw key), then imported into a fresh \
-            wallet by a child `coffer` process whose VmHWM is sampled.
+            written as a libindy wallet and as an Askar store, then imported into a fresh wallet by a child \
+            `coffer` process whose VmHWM is sampled. --source-kdf argon2i-mod or argon2i-int gives both sources \
+            a passphrase (libindy's ARGON2I_MOD / ARGON2I_INT, Askar's kdf:argon2i:mod / int) instead of a raw key: \
+            the import then runs Argon2i once, whose memory (128 MiB for MODERATE, 32 MiB for INTERACTIVE) \
+            libsodium holds while it runs.
             """)
 
     @Option(help: "Number of records.") var n: Int = 100_000
+    @Option(help: "How the sources' keys are made: raw, argon2i-mod or argon2i-int.") var sourceKdf: String = "raw"
     @Flag(help: "Print one JSON object instead of a table.") var json = false
 
     func validate() throws {
         guard n >= 1 else { throw ValidationError("--n must be at least 1") }
+        guard ["raw", "argon2i-mod", "argon2i-int"].contains(sourceKdf) else {
+            throw ValidationError("--source-kdf must be raw, argon2i-mod or argon2i-int")
+        }
     }
 
     func run() async throws {
@@ -34,7 +41,11 @@ struct ImportBench: AsyncParsableCommand {
         for format in ["indy", "askar"] {
             let source = folder.appendingPathComponent("\(format).db")
             let sourceKey =
-                format == "indy" ? try ForeignWriter.writeIndy(n: n, to: source) : try ForeignWriter.writeAskar(n: n, to: source)
+                format == "indy"
+                ? try ForeignWriter.writeIndy(n: n, kdf: sourceKdf, to: source)
+                : try ForeignWriter.writeAskar(n: n, kdf: sourceKdf, to: source)
+            let kdfArguments = format == "indy" ? ["--source-kdf", sourceKdf] : []
+            let suffix = sourceKdf == "raw" ? "" : "_" + sourceKdf.replacingOccurrences(of: "-", with: "_")
             let store = folder.appendingPathComponent("target-\(format)", isDirectory: true)
             let env = ["COFFER_BENCH_KEY": targetKey, "COFFER_BENCH_SOURCE_KEY": sourceKey]
             let create = try ChildRun.run(
@@ -45,10 +56,12 @@ struct ImportBench: AsyncParsableCommand {
                     [
                         "--store", store.path, "--raw-key-env", "COFFER_BENCH_KEY", "wallet", "import-\(format)", source.path,
                         "--source-key-env", "COFFER_BENCH_SOURCE_KEY",
-                    ], environment: env)
+                    ] + kdfArguments, environment: env)
             }
             guard status == 0 else { throw WalletError.storage("coffer wallet import-\(format) exited with \(status)") }
-            results += [("import_\(format)_records_per_sec", Double(n) / seconds), ("import_\(format)_peak_rss_mib", peak)]
+            results += [
+                ("import_\(format)\(suffix)_records_per_sec", Double(n) / seconds), ("import_\(format)\(suffix)_peak_rss_mib", peak),
+            ]
         }
         if json {
             let fields = results.map { ($0.0, JSONValue.number(String(format: "%.1f", $0.1))) }
@@ -89,6 +102,22 @@ enum ForeignWriter {
         return out
     }
 
+    /// The passphrase of the bench's Argon2i sources.
+    static let passphrase = "bench pässphrase"
+
+    /// Argon2i (libsodium's ALG_ARGON2I13) of ``passphrase`` with `salt` at `kdf`'s level, as
+    /// libindy and Askar derive a passphrase's key.
+    static func argon2i(salt: [UInt8], kdf: String) throws -> [UInt8] {
+        let moderate = kdf == "argon2i-mod"
+        let ops = moderate ? crypto_pwhash_argon2i_opslimit_moderate() : crypto_pwhash_argon2i_opslimit_interactive()
+        let mem = moderate ? crypto_pwhash_argon2i_memlimit_moderate() : crypto_pwhash_argon2i_memlimit_interactive()
+        var out = [UInt8](repeating: 0, count: 32)
+        let status = crypto_pwhash_argon2i(
+            &out, 32, passphrase, UInt64(passphrase.utf8.count), salt, UInt64(ops), mem, crypto_pwhash_argon2i_ALG_ARGON2I13)
+        guard status == 0 else { throw WalletError.storage("Argon2i failed (out of memory?)") }
+        return out
+    }
+
     static func randomKey() -> [UInt8] {
         var k = [UInt8](repeating: 0, count: 32)
         randombytes_buf(&k, 32)
@@ -106,16 +135,19 @@ enum ForeignWriter {
         )
     }
 
-    /// A libindy wallet with a raw key; returns the key (base58).
-    static func writeIndy(n: Int, to url: URL) throws -> String {
+    /// A libindy wallet with a raw key (or a passphrase, for an Argon2i `kdf`); returns the key
+    /// (base58) or the passphrase.
+    static func writeIndy(n: Int, kdf: String, to url: URL) throws -> String {
         _ = sodium_init()
         let keys = (0..<7).map { _ in randomKey() }
         let (typeKey, nameKey, valueKey, itemHMAC, tagNameKey, tagValueKey, tagHMAC) = (
             keys[0], keys[1], keys[2], keys[3], keys[4], keys[5], keys[6]
         )
-        let master = randomKey()
+        let salt = randomKey() // libindy keeps 32 bytes and uses the first 16
+        let master = kdf == "raw" ? randomKey() : try argon2i(salt: Array(salt[0..<16]), kdf: kdf)
         let packed: [UInt8] = [0x97] + keys.flatMap { key -> [UInt8] in [0xc4, 32] + key }
-        let metadata = #"{"keys":[\#(seal(packed, key: master).map(String.init).joined(separator: ","))]}"#
+        let saltField = kdf == "raw" ? "" : #","master_key_salt":[\#(salt.map(String.init).joined(separator: ","))]"#
+        let metadata = #"{"keys":[\#(seal(packed, key: master).map(String.init).joined(separator: ","))]\#(saltField)}"#
         let db = try DatabaseQueue(path: url.path)
         try db.write { db in
             try db.execute(
@@ -154,13 +186,18 @@ enum ForeignWriter {
             }
         }
         try db.close()
-        return Base58.encode(Data(master))
+        return kdf == "raw" ? Base58.encode(Data(master)) : passphrase
     }
 
-    /// An Askar store with a raw key and one profile; returns the key (base58).
-    static func writeAskar(n: Int, to url: URL) throws -> String {
+    /// An Askar store with a raw key (or a passphrase, for an Argon2i `kdf`) and one profile;
+    /// returns the key (base58) or the passphrase.
+    static func writeAskar(n: Int, kdf: String, to url: URL) throws -> String {
         _ = sodium_init()
-        let storeKey = randomKey()
+        let salt = Array(randomKey()[0..<16])
+        let storeKey = kdf == "raw" ? randomKey() : try argon2i(salt: salt, kdf: kdf)
+        let method =
+            kdf == "raw"
+            ? "raw" : "kdf:argon2i:\(kdf == "argon2i-mod" ? "mod" : "int")?salt=" + salt.map { String(format: "%02x", $0) }.joined()
         let (ick, ink, ihk, tnk, tvk, thk) = (randomKey(), randomKey(), randomKey(), randomKey(), randomKey(), randomKey())
         // CBOR {"ver": "1", "ick": bytes(32), …}
         var cbor: [UInt8] = [0xa7, 0x63] + Array("ver".utf8) + [0x61, UInt8(ascii: "1")]
@@ -180,8 +217,9 @@ enum ForeignWriter {
                     CREATE TABLE items_tags (id INTEGER NOT NULL, item_id INTEGER NOT NULL, name BLOB NOT NULL, value BLOB NOT NULL,
                         plaintext BOOLEAN NOT NULL, PRIMARY KEY (id));
                     CREATE INDEX ix_items_tags_item_id ON items_tags (item_id);
-                    INSERT INTO config (name, value) VALUES ('default_profile', 'bench'), ('key', 'raw'), ('version', '1');
+                    INSERT INTO config (name, value) VALUES ('default_profile', 'bench'), ('version', '1');
                     """)
+            try db.execute(sql: "INSERT INTO config (name, value) VALUES ('key', ?)", arguments: [method])
             try db.execute(
                 sql: "INSERT INTO profiles (name, profile_key) VALUES ('bench', ?)", arguments: [Data(seal(cbor, key: storeKey))])
             let item = try db.makeStatement(sql: "INSERT INTO items (profile_id, kind, category, name, value) VALUES (1, 2, ?, ?, ?)")
@@ -206,6 +244,6 @@ enum ForeignWriter {
             }
         }
         try db.close()
-        return Base58.encode(Data(storeKey))
+        return kdf == "raw" ? Base58.encode(Data(storeKey)) : passphrase
     }
 }

@@ -103,7 +103,10 @@ extension Wallet {
     ) async throws -> ForeignImportSummary {
         let cancelled = Locked(false)
         let queue = source.queue
-        defer { try? queue.close() }
+        defer {
+            try? queue.close()
+            source.companions.removeCreated()
+        }
         return try await withTaskCancellationHandler {
             try await gated { keys in
                 try await pool.writeWithoutTransaction { db -> ForeignImportSummary in

@@ -2,9 +2,11 @@
 // `aries-askar`), libindy wallets from a generator that follows libindy's format, and Askar's own
 // upstream libindy fixture. Everything is driven through the `coffer` binary and read back
 // through the wallet API.
+import CofferSync
 import CofferWallet
 import Foundation
 import GRDB
+import GRDBSQLite
 import Testing
 
 /// The source stores, made by Tests/Interop/foreign.sh in a fresh folder.
@@ -348,6 +350,85 @@ struct IndyImportTests {
         #expect(r.stderr.contains("items row 33"), "\(r.stderr)")
         #expect(try ForeignStores.itemRows(store) == 0)
     }
+
+    @Test("U+0000 in an id and in a plaintext tag value kept as TEXT: imported byte for byte, not cut at the NUL")
+    func nulBytesKept() async throws {
+        let dir = ForeignStores.folder()
+        guard try ForeignStores.make(["indy", dir.path, "w", "raw", "4"]) else { return }
+        let manifest = try ForeignStores.json(dir.appendingPathComponent("w.json"))
+        let source = dir.appendingPathComponent("w.db")
+        // The generator's record 1 has U+0000 in its id and its ~z tag; libindy keeps plaintext
+        // tag values as TEXT, and a hand-made wallet may hold its sealed id as TEXT too.
+        let db = try DatabaseQueue(path: source.path)
+        try await db.write { try $0.execute(sql: "UPDATE items SET name = CAST(name AS TEXT) WHERE id = 2") }
+        let kinds = try await db.read { try String.fetchAll($0, sql: "SELECT typeof(value) FROM tags_plaintext WHERE item_id = 2") }
+        #expect(kinds == ["text", "text"])
+        try db.close()
+        let store = try CLI.newStore()
+        let r = try ForeignStores.importIndy(source, key: manifest["key"] as! String, kdf: "raw", store: store)
+        #expect(r.status == 0, "\(r.stderr)")
+        let wallet = try await ForeignStores.open(store)
+        defer { try? wallet.close() }
+        let got = try await wallet.get(type: "Indy::Key", id: "id-1-ü\u{0}after nul", options: RecordOptions(retrieveTags: true))
+        #expect(got.tags?["~z"] == .string("before\u{0}after"))
+        try await ForeignStores.expectRecords(manifest["records"] as! [[String: Any]], in: store)
+    }
+
+    @Test("a value longer than Coffer's limit is refused by row (exit 2) without SQLite reading it into memory")
+    func overLongValueNotRead() async throws {
+        let dir = ForeignStores.folder()
+        guard try ForeignStores.make(["indy", dir.path, "w", "raw", "8"]) else { return }
+        let key = try ForeignStores.json(dir.appendingPathComponent("w.json"))["key"] as! String
+        let source = dir.appendingPathComponent("w.db")
+        let big = 64 << 20
+        let db = try DatabaseQueue(path: source.path)
+        try await db.write { try $0.execute(sql: "UPDATE items SET value = zeroblob(?) WHERE id = 1", arguments: [big]) }
+        try db.close()
+        let r = try ForeignStores.importIndy(source, key: key, kdf: "raw", store: try CLI.newStore())
+        #expect(r.status == 2, "\(r.stderr)")
+        #expect(r.stderr.contains("items row 1:") && r.stderr.contains("value is longer"), "\(r.stderr)")
+        // In this process: SQLite's own allocations (sqlite3_memory_highwater) stay far below the
+        // value's size while the import refuses it. Reading it first would cost 64 MiB.
+        let wallet = try await Wallet.create(at: dir.appendingPathComponent("target.sqlite"), key: .raw(Data(repeating: 4, count: 32)))
+        defer { try? wallet.close() }
+        let before = sqlite3_memory_used()
+        _ = sqlite3_memory_highwater(1)
+        await #expect(throws: WalletError.self) { try await wallet.importIndyWallet(at: source, key: key) }
+        let rise = sqlite3_memory_highwater(0) - before
+        #expect(rise < Int64(big / 2), "SQLite allocated \(rise) bytes: the over-long value was read")
+    }
+
+    @Test("importing a WAL-mode source that had no -wal or -shm leaves its folder's files as they were")
+    func walCompanionsRemoved() async throws {
+        let dir = ForeignStores.folder()
+        guard try ForeignStores.make(["indy", dir.path, "w", "raw", "20"]) else { return }
+        let key = try ForeignStores.json(dir.appendingPathComponent("w.json"))["key"] as! String
+        let source = dir.appendingPathComponent("w.db")
+        let setup = try DatabaseQueue(path: source.path)
+        try await setup.writeWithoutTransaction { try $0.execute(sql: "PRAGMA journal_mode = WAL") }
+        try setup.close()
+        func files() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() }
+        let before = try files()
+        #expect(before == ["w.db", "w.json"])
+        let content = try Data(contentsOf: source)
+        let r = try ForeignStores.importIndy(source, key: key, kdf: "raw", store: try CLI.newStore())
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try files() == before)
+        // A failed import (wrong key) cleans up too.
+        let wrong = try ForeignStores.importIndy(
+            source, key: "GfwU1DC7gEZNs3w41tjBiZYj7BNToDoFEqKY6wZXqs1A", kdf: "raw", store: try CLI.newStore())
+        #expect(wrong.status == 4, "\(wrong.stderr)")
+        #expect(try files() == before)
+        try ForeignStores.expectUnchanged(source, content)
+        // Companions that were there before the import stay.
+        let reader = try DatabaseQueue(path: source.path)
+        _ = try await reader.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM items") }
+        let withCompanions = try files()
+        #expect(withCompanions.contains("w.db-shm"))
+        #expect(try ForeignStores.importIndy(source, key: key, kdf: "raw", store: try CLI.newStore()).status == 0)
+        #expect(try files() == withCompanions)
+        try reader.close()
+    }
 }
 
 @Suite("Imports stopped midway")
@@ -400,15 +481,6 @@ struct ForeignImportInterruptTests {
         #expect(try ForeignStores.itemRows(store) == n + 1)
     }
 
-    /// Rows the import has reported, shared with its progress callback.
-    final class Seen: @unchecked Sendable {
-        // Safe to share: `rows` is only touched under `lock`.
-        private let lock = NSLock()
-        private var rows = 0
-        var value: Int { lock.withLock { rows } }
-        func set(_ n: Int) { lock.withLock { rows = n } }
-    }
-
     @Test("a source another process writes during the import is read as one snapshot: what it commits meanwhile is not seen")
     func consistentSnapshot() async throws {
         let dir = ForeignStores.folder()
@@ -426,9 +498,9 @@ struct ForeignImportInterruptTests {
         // adds a row no key opens (read, it would fail the import as damaged) and removes the
         // last record; the import waits for that commit, so the write lands mid-import whatever
         // the machine's load.
-        let writtenAt = Seen()
+        let writtenAt = Locked(0)
         let summary = try await wallet.importIndyWallet(at: source, key: key) { progress in
-            guard writtenAt.value == 0 else { return }
+            guard writtenAt.withLock({ $0 }) == 0 else { return }
             do {
                 let writer = try DatabaseQueue(path: source.path)
                 try writer.write { db in
@@ -439,12 +511,13 @@ struct ForeignImportInterruptTests {
                     try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [n])
                 }
                 try writer.close()
-                writtenAt.set(progress.rowsRead)
+                writtenAt.withLock { $0 = progress.rowsRead }
             } catch {
-                writtenAt.set(-1)
+                writtenAt.withLock { $0 = -1 }
             }
         }
-        #expect(writtenAt.value > 0 && writtenAt.value < n, "the write did not land mid-import: \(writtenAt.value)")
+        let at = writtenAt.withLock { $0 }
+        #expect(at > 0 && at < n, "the write did not land mid-import: \(at)")
         #expect(summary.imported == n)
         #expect(try await wallet.count(type: "Indy::Did") == n / 4)
         let check = try DatabaseQueue(path: source.path)
@@ -454,15 +527,6 @@ struct ForeignImportInterruptTests {
         let last = try await wallet.get(type: "Indy::Schema ✓", id: "id-\(n - 1)-ü")
         #expect(last.tags?["~n"] == .string("0\(n - 1)"))
         #expect(last.tags?["e"] == .string("v3"))
-    }
-
-    /// The importing task, cancelled from its own progress callback.
-    final class TaskHandle: @unchecked Sendable {
-        // Safe to share: `task` is only touched under `lock`.
-        private let lock = NSLock()
-        private var task: Task<ForeignImportSummary, Error>?
-        func set(_ t: Task<ForeignImportSummary, Error>) { lock.withLock { task = t } }
-        func cancel() { lock.withLock { task }?.cancel() }
     }
 
     @Test("cancelling the importing task stops it with CancellationError and imports nothing")
@@ -475,18 +539,18 @@ struct ForeignImportInterruptTests {
         try await wallet.add(type: "mine", id: "kept", value: "v")
         // The task is cancelled from the import's own progress report (inside the import), so
         // the cancellation lands mid-import whatever the machine's load.
-        let seen = Seen()
-        let handle = TaskHandle()
+        let seen = Locked(0)
+        let handle = Locked<Task<ForeignImportSummary, Error>?>(nil)
         let task = Task {
             try await wallet.importIndyWallet(at: dir.appendingPathComponent("w.db"), key: key) { progress in
-                seen.set(progress.rowsRead)
-                handle.cancel()
+                seen.withLock { $0 = progress.rowsRead }
+                handle.withLock { $0 }?.cancel()
             }
         }
-        handle.set(task)
+        handle.withLock { $0 = task }
         let result = await task.result
         #expect(throws: CancellationError.self) { try result.get() }
-        #expect(seen.value < 30_000)
+        #expect(seen.withLock { $0 } < 30_000)
         #expect(try await wallet.count(type: "Indy::Did") == 0)
         #expect(try await wallet.count(type: "mine") == 1)
     }

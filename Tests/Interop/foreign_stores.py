@@ -173,7 +173,13 @@ def indy_records(n):
         tags = {"e": f"v{i % 4}", "~n": f"{i:06d}"}
         if i % 3 == 0:
             tags["ünï"] = "çödé"
-        yield {"type": t, "id": f"id-{i}-ü", "value": f'{{"n":{i},"v":"välue {i} ☃"}}', "tags": tags}
+        rid = f"id-{i}-ü"
+        if i == 1:
+            # U+0000 inside an id and a plaintext (~) tag value, which libindy keeps as TEXT: the
+            # import must keep every byte after it.
+            rid = "id-1-ü\x00after nul"
+            tags["~z"] = "before\x00after"
+        yield {"type": t, "id": rid, "value": f'{{"n":{i},"v":"välue {i} ☃"}}', "tags": tags}
 
 
 def make_indy(out, name, kdf, n):

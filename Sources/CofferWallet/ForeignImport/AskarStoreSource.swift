@@ -19,6 +19,7 @@ import GRDB
 
 struct AskarStoreSource: ForeignSource {
     let queue: DatabaseQueue
+    let companions: ForeignCompanions
     let label: String
     /// The profile imported, and its row id and sealed key as read at open.
     let profile: String
@@ -32,14 +33,28 @@ struct AskarStoreSource: ForeignSource {
     let tagValueKey: SecretKey
 
     static let format = "Askar store"
+    /// Longest config entry (key method, default profile name) and profile name read.
+    static let maxConfigBytes = 4096
+    /// Longest sealed profile key read (its CBOR is under 300 bytes).
+    static let maxProfileKeyBytes = 1024
+    /// Longest expiry text read (a date-time).
+    static let maxExpiryBytes = 64
 
     /// Opens the store at `url` read-only and unlocks `profile` (the default profile when nil).
     /// - Throws: ``WalletError/invalidInput(_:)`` when it is not an Askar store, has no such
     ///   profile, or uses a key method Coffer cannot read; ``WalletError/wrongKey(_:)`` when the key
     ///   does not open it; ``WalletError/corrupted(_:)`` when its configuration or profile key is damaged.
     static func open(at url: URL, key: String, profile: String?, skipKeyEntries: Bool) throws -> AskarStoreSource {
+        let (queue, companions) = try ForeignDatabase.open(url, format: format)
+        return try ForeignDatabase.closing(queue, companions) {
+            try unlock(queue, companions, url: url, key: key, profile: profile, skipKeyEntries: skipKeyEntries)
+        }
+    }
+
+    private static func unlock(
+        _ queue: DatabaseQueue, _ companions: ForeignCompanions, url: URL, key: String, profile: String?, skipKeyEntries: Bool
+    ) throws -> AskarStoreSource {
         let storeLabel = "the \(format) at \(url.path)"
-        let queue = try ForeignDatabase.open(url, format: format)
         let (method, name, profileID, sealed) = try ForeignDatabase.reading(storeLabel) {
             try queue.read { db -> (String, String, Int64, Data) in
                 let tables = try ForeignDatabase.tables(db)
@@ -50,27 +65,40 @@ struct AskarStoreSource: ForeignSource {
                         "\(url.path) is not an \(format): it has no table \(missing)"
                             + (tables.contains("metadata") ? " (it looks like a libindy wallet: use import-indy)" : ""))
                 }
-                guard let method = try String.fetchOne(db, sql: "SELECT value FROM config WHERE name = 'key'") else {
+                // Every field is read with its length first (ForeignDatabase.capped): an over-long
+                // one is refused without being loaded.
+                func config(_ entry: String) throws -> String? {
+                    let sql = "SELECT \(ForeignDatabase.capped("value", maxConfigBytes)) FROM config WHERE name = ?"
+                    guard let row = try Row.fetchOne(db, sql: sql, arguments: [entry]) else { return nil }
+                    guard let data = ForeignDatabase.field(row, 0, limit: maxConfigBytes).data, let text = ForeignDatabase.text(data) else {
+                        throw WalletError.corrupted(
+                            "\(storeLabel): its config entry \"\(entry)\" is empty, not UTF-8 or longer than \(maxConfigBytes) bytes")
+                    }
+                    return text
+                }
+                guard let method = try config("key") else {
                     throw WalletError.corrupted("\(storeLabel): its config has no \"key\" entry")
                 }
                 let name: String
                 if let profile {
                     name = profile
-                } else if let defaultProfile = try String.fetchOne(db, sql: "SELECT value FROM config WHERE name = 'default_profile'") {
+                } else if let defaultProfile = try config("default_profile") {
                     name = defaultProfile
                 } else {
                     throw WalletError.corrupted("\(storeLabel): its config names no default profile (give --profile NAME)")
                 }
                 guard
                     let row = try Row.fetchOne(
-                        db, sql: "SELECT id, length(profile_key), profile_key FROM profiles WHERE name = ?", arguments: [name])
+                        db, sql: "SELECT id, \(ForeignDatabase.capped("profile_key", maxProfileKeyBytes)) FROM profiles WHERE name = ?",
+                        arguments: [name])
                 else {
-                    let names = try String.fetchAll(db, sql: "SELECT name FROM profiles ORDER BY id LIMIT 20").map(WalletError.quote)
+                    let names = try Data.fetchAll(
+                        db, sql: "SELECT CAST(name AS BLOB) FROM profiles WHERE length(name) <= \(maxConfigBytes) ORDER BY id LIMIT 20"
+                    ).map { WalletError.quote(String(decoding: $0, as: UTF8.self)) }
                     throw WalletError.invalidInput(
                         "\(storeLabel) has no profile \(WalletError.quote(name)) (its profiles: \(names.joined(separator: ", ")))")
                 }
-                let length: Int? = row[1]
-                guard let length, length <= 1024, let sealed = ForeignDatabase.bytes(row[2]) else {
+                guard let sealed = ForeignDatabase.field(row, 1, limit: maxProfileKeyBytes).data else {
                     throw WalletError.corrupted("\(storeLabel): profile \(WalletError.quote(name)) has no key, or one too long")
                 }
                 return (method, name, row[0], sealed)
@@ -78,7 +106,7 @@ struct AskarStoreSource: ForeignSource {
         }
         let label = "profile \(WalletError.quote(name)) of \(storeLabel)"
         let storeKey = try storeKey(method: method, key: key, label: storeLabel)
-        let packed: Data
+        var packed: Data
         if let storeKey {
             guard let opened = ForeignDatabase.open(sealed, key: storeKey) else {
                 throw WalletError.wrongKey("the source key does not open \(label) (nothing was imported)")
@@ -87,12 +115,15 @@ struct AskarStoreSource: ForeignSource {
         } else {
             packed = sealed
         }
-        let keys: [String: [UInt8]]
+        defer { ForeignDatabase.wipe(&packed) }
+        var keys: [String: [UInt8]]
         do { keys = try AskarProfileKeyCBOR.decode(packed) } catch {
             throw WalletError.corrupted("\(label): its profile key \(error)")
         }
+        defer { for name in keys.keys { SecureMemory.wipe(&keys[name]!) } }
         return AskarStoreSource(
-            queue: queue, label: label, profile: name, profileID: profileID, sealedProfileKey: sealed, skipKeyEntries: skipKeyEntries,
+            queue: queue, companions: companions, label: label, profile: name, profileID: profileID, sealedProfileKey: sealed,
+            skipKeyEntries: skipKeyEntries,
             categoryKey: try SecretKey(copying: keys["ick"]!), nameKey: try SecretKey(copying: keys["ink"]!),
             itemHMAC: KeyedHash(key: try SecretKey(copying: keys["ihk"]!)), tagNameKey: try SecretKey(copying: keys["tnk"]!),
             tagValueKey: try SecretKey(copying: keys["tvk"]!))
@@ -102,7 +133,11 @@ struct AskarStoreSource: ForeignSource {
     static func storeKey(method: String, key: String, label: String) throws -> SecretKey? {
         if method == "none" { return nil }
         if method == "raw" {
-            guard let bytes = Base58.decode(key.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count == 32 else {
+            guard var bytes = Base58.decode(key.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw WalletError.wrongKey("\(label) uses a raw key, and the source key is not one (base58 of 32 bytes)")
+            }
+            defer { ForeignDatabase.wipe(&bytes) }
+            guard bytes.count == 32 else {
                 throw WalletError.wrongKey("\(label) uses a raw key, and the source key is not one (base58 of 32 bytes)")
             }
             return try SecretKey(copying: bytes)
@@ -151,8 +186,10 @@ struct AskarStoreSource: ForeignSource {
     }
 
     func checkUnchanged(_ db: Database) throws {
-        let now = try Data.fetchOne(db, sql: "SELECT profile_key FROM profiles WHERE id = ?", arguments: [profileID])
-        guard now == sealedProfileKey else {
+        let row = try Row.fetchOne(
+            db, sql: "SELECT \(ForeignDatabase.capped("profile_key", Self.maxProfileKeyBytes)) FROM profiles WHERE id = ?",
+            arguments: [profileID])
+        guard let row, ForeignDatabase.field(row, 0, limit: Self.maxProfileKeyBytes).data == sealedProfileKey else {
             throw WalletError.storage("\(label) was rekeyed or removed while the import started: run it again")
         }
     }
@@ -163,24 +200,34 @@ struct AskarStoreSource: ForeignSource {
 
     /// The value key of a record: HMAC-SHA256(items key, be32(len c) ‖ c ‖ be32(len n) ‖ n).
     func valueKey(category: Data, name: Data) throws -> SecretKey {
-        let mac = itemHMAC.hash { input in
+        var mac = itemHMAC.hash { input in
             for part in [category, name] {
                 var length = UInt32(part.count).bigEndian
                 withUnsafeBytes(of: &length) { input.raw($0) }
                 part.withUnsafeBytes { input.raw($0) }
             }
         }
+        defer { ForeignDatabase.wipe(&mac) }
         return try SecretKey(copying: mac)
     }
 
     func forEachRecord(_ db: Database, now: Int64, visited: (ForeignSkip?) throws -> Void, _ body: (ForeignRecord) throws -> Void) throws {
-        let tagQuery = try db.makeStatement(sql: "SELECT name, value, plaintext FROM items_tags WHERE item_id = ? ORDER BY id LIMIT ?")
+        let limits = WalletLimitsForSource()
+        // Every field is selected with its length and read only when within its limit
+        // (ForeignDatabase.capped): an over-long field is refused without being loaded.
+        let tagQuery = try db.makeStatement(
+            sql: """
+                SELECT \(ForeignDatabase.capped("name", limits.tagName)), \(ForeignDatabase.capped("value", limits.tagValue)), plaintext
+                FROM items_tags WHERE item_id = ? ORDER BY id LIMIT ?
+                """)
         // The expiry as Unix milliseconds, computed by SQLite from Askar's date-time text.
         let rows = try Row.fetchCursor(
             db,
             sql: """
-                SELECT id, kind, length(category), length(name), length(value), category, name, value, expiry,
-                       CAST(round((julianday(expiry) - 2440587.5) * 86400000.0) AS INTEGER)
+                SELECT id, kind, \(ForeignDatabase.capped("category", limits.type)), \(ForeignDatabase.capped("name", limits.id)),
+                       \(ForeignDatabase.capped("value", limits.value)), length(expiry),
+                       CASE WHEN length(expiry) <= \(Self.maxExpiryBytes)
+                            THEN CAST(round((julianday(expiry) - 2440587.5) * 86400000.0) AS INTEGER) END
                 FROM items WHERE profile_id = ? ORDER BY id
                 """, arguments: [profileID])
         while let row = try rows.next() {
@@ -200,21 +247,22 @@ struct AskarStoreSource: ForeignSource {
         let at = "\(label), items row \(rowid)"
         func damaged(_ what: String) -> WalletError { .corrupted("\(at): \(what) (nothing was imported)") }
         let kind: Int64? = row[1]
-        let categoryLength: Int? = row[2]
-        let nameLength: Int? = row[3]
-        let valueLength: Int? = row[4]
-        guard let kind, let categoryLength, let nameLength, let valueLength else { throw damaged("a column is NULL") }
+        let categoryField = ForeignDatabase.field(row, 2, limit: limits.type)
+        let nameField = ForeignDatabase.field(row, 4, limit: limits.id)
+        let valueField = ForeignDatabase.field(row, 6, limit: limits.value)
+        guard let kind else { throw damaged("a column is NULL") }
+        for case .null in [categoryField, nameField, valueField] { throw damaged("a column is NULL") }
         guard kind == 1 || kind == 2 else { throw damaged("its kind is \(kind), neither 1 (key) nor 2 (record)") }
-        guard categoryLength <= limits.type, nameLength <= limits.id else {
+        for case .tooLong in [categoryField, nameField] {
             throw WalletError.invalidInput("\(at): its category or name is longer than Coffer allows (nothing was imported)")
         }
-        guard valueLength <= limits.value else {
+        if case .tooLong = valueField {
             throw WalletError.invalidInput(
                 "\(at): its value is longer than Coffer's \(WalletLimits.maxValueBytes) bytes (nothing was imported)")
         }
-        guard let sealedCategory = ForeignDatabase.bytes(row[5]), let category = ForeignDatabase.open(sealedCategory, key: categoryKey)
+        guard let sealedCategory = categoryField.data, let category = ForeignDatabase.open(sealedCategory, key: categoryKey)
         else { throw damaged("its category does not decrypt") }
-        guard let sealedName = ForeignDatabase.bytes(row[6]), let name = ForeignDatabase.open(sealedName, key: nameKey) else {
+        guard let sealedName = nameField.data, let name = ForeignDatabase.open(sealedName, key: nameKey) else {
             throw damaged("its name does not decrypt")
         }
         guard let type = ForeignDatabase.text(category), let id = ForeignDatabase.text(name) else {
@@ -233,7 +281,7 @@ struct AskarStoreSource: ForeignSource {
             if ms <= now { return .skipped(.expired) } // expired: Askar no longer returns it, Coffer does not import it
             expiry = ms
         }
-        guard let sealedValue = ForeignDatabase.bytes(row[7]),
+        guard let sealedValue = valueField.data,
             let valueBytes = ForeignDatabase.open(sealedValue, key: try valueKey(category: category, name: name))
         else {
             throw WalletError.corrupted("\(named): its value does not decrypt (nothing was imported)")
@@ -248,13 +296,13 @@ struct AskarStoreSource: ForeignSource {
             guard pairs.count < ForeignDatabase.maxTagsPerRecord else {
                 throw WalletError.invalidInput("\(named) has more than \(ForeignDatabase.maxTagsPerRecord) tags (nothing was imported)")
             }
-            guard let sealedTagName = ForeignDatabase.bytes(tag[0]), sealedTagName.count <= limits.tagName,
+            guard let sealedTagName = ForeignDatabase.field(tag, 0, limit: limits.tagName).data,
                 let nameBytes = ForeignDatabase.open(sealedTagName, key: tagNameKey), let tagName = ForeignDatabase.text(nameBytes)
             else {
                 throw WalletError.corrupted("\(named): a tag name does not decrypt (nothing was imported)")
             }
-            let plain: Bool? = tag[2]
-            guard let stored = ForeignDatabase.bytes(tag[1]), stored.count <= limits.tagValue, let plain else {
+            let plain: Bool? = tag[4]
+            guard let stored = ForeignDatabase.field(tag, 2, limit: limits.tagValue).data, let plain else {
                 throw WalletError.corrupted(
                     "\(named): tag \(WalletError.quote(tagName)) has no value or one too long (nothing was imported)")
             }

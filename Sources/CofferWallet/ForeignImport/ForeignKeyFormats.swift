@@ -1,14 +1,19 @@
 // The two small binary formats foreign stores keep their keys in: libindy's MessagePack array of
 // seven keys, and Aries Askar's CBOR profile key. Strict readers of exactly those shapes: every
 // length is checked against the bytes left, nothing else is accepted, nothing trails.
+import CofferCrypto
 import Foundation
 
-/// Reads bytes front to back; each read checks the bytes left first.
+/// Reads bytes front to back; each read checks the bytes left first. Its copy of the bytes
+/// holds key material: the decoders ``wipe()`` it when done.
 struct ByteReader {
-    let bytes: [UInt8]
+    private(set) var bytes: [UInt8]
     private(set) var offset = 0
 
     init(_ data: Data) { bytes = [UInt8](data) }
+
+    /// Overwrites the reader's copy of the bytes with zeros.
+    mutating func wipe() { SecureMemory.wipe(&bytes) }
 
     var isAtEnd: Bool { offset == bytes.count }
 
@@ -50,6 +55,7 @@ enum IndyKeysMessagePack {
     /// The seven keys' bytes, in the order of ``fieldNames``.
     static func decode(_ data: Data) throws(FormatFault) -> [[UInt8]] {
         var r = ByteReader(data)
+        defer { r.wipe() }
         let head = try r.byte()
         var keys: [[UInt8]]
         switch head {
@@ -124,6 +130,7 @@ enum AskarProfileKeyCBOR {
     /// The six keys by field name.
     static func decode(_ data: Data) throws(FormatFault) -> [String: [UInt8]] {
         var r = ByteReader(data)
+        defer { r.wipe() }
         let (major, count) = try head(&r)
         guard major == 5, count == 7 else { throw FormatFault("is not a map of seven entries") }
         var out = [String: [UInt8]]()

@@ -1,6 +1,7 @@
 // What the libindy and Askar readers share: a read-only SQLite connection to the source file,
 // the mapping of its errors, and the record each reader hands to the import.
 import CofferCrypto
+import CofferSQLite
 import CofferSync
 import Foundation
 import GRDB
@@ -21,6 +22,8 @@ struct ForeignRecord {
 protocol ForeignSource: Sendable {
     /// Its read-only connection.
     var queue: DatabaseQueue { get }
+    /// The SQLite companion files beside it before it was opened.
+    var companions: ForeignCompanions { get }
     /// "the libindy wallet at PATH", "profile P of the Askar store at PATH".
     var label: String { get }
     /// Inside the import's read transaction: fails when the keys read at open changed since.
@@ -46,6 +49,34 @@ enum ForeignRow {
     case skipped(ForeignSkip)
 }
 
+/// The `-wal` and `-shm` files SQLite keeps beside a WAL-mode database. A read-only connection
+/// to such a source creates them when they are missing (it needs the shared-memory index to
+/// read), and cannot remove them when it closes, as only a connection that may checkpoint does.
+struct ForeignCompanions: Sendable {
+    let path: String
+    let hadWAL: Bool
+    let hadSHM: Bool
+
+    /// Notes which companions of the database at `path` exist now, before the import opens it.
+    init(path: String) {
+        self.path = path
+        hadWAL = FileManager.default.fileExists(atPath: path + "-wal")
+        hadSHM = FileManager.default.fileExists(atPath: path + "-shm")
+    }
+
+    /// After the source's connection is closed: removes the companions the import created, when
+    /// none existed before and the WAL is empty (nothing was ever written through it). SQLite
+    /// removes them itself, and only when no other connection has the file open: a connection
+    /// that may checkpoint is opened and closed (with an empty WAL, closing writes nothing to the
+    /// database file). Companions that were there before are never touched.
+    func removeCreated() {
+        guard !hadWAL, !hadSHM else { return }
+        let size = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? nil
+        guard size == 0 else { return }
+        SQLiteFootprint.removeWAL(atPath: path)
+    }
+}
+
 enum ForeignDatabase {
     /// Most tag rows one record may carry in a source (a damaged or hostile file cannot make the
     /// import hold more than this for one record).
@@ -57,7 +88,7 @@ enum ForeignDatabase {
     /// may be writing it, and the import reads it in one read transaction, a consistent
     /// snapshot). Nothing is written to the file.
     /// - Throws: ``WalletError/invalidInput(_:)`` when there is no file or it is not SQLite.
-    static func open(_ url: URL, format: String) throws -> DatabaseQueue {
+    static func open(_ url: URL, format: String) throws -> (DatabaseQueue, ForeignCompanions) {
         let path = url.path
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
@@ -83,10 +114,22 @@ enum ForeignDatabase {
             // and nothing from the file's schema may call functions.
             try db.execute(sql: "PRAGMA cache_size = -2048; PRAGMA mmap_size = 0; PRAGMA trusted_schema = OFF; PRAGMA query_only = ON")
         }
+        let companions = ForeignCompanions(path: path)
         do {
-            return try DatabaseQueue(path: path, configuration: config)
+            return (try DatabaseQueue(path: path, configuration: config), companions)
         } catch {
+            companions.removeCreated()
             throw map(error, label: "the \(format) at \(path)")
+        }
+    }
+
+    /// Runs `body` with the source just opened; when it fails, closes the connection and removes
+    /// the companion files the open created before rethrowing.
+    static func closing<T>(_ queue: DatabaseQueue, _ companions: ForeignCompanions, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch {
+            try? queue.close()
+            companions.removeCreated()
+            throw error
         }
     }
 
@@ -107,8 +150,10 @@ enum ForeignDatabase {
             return WalletError.storage(
                 "\(label) stayed locked by another process (libindy holds its wallets exclusively while open): close the app or SDK using it, then retry"
             )
-        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_AUTH:
-            return WalletError.storage("cannot open \(label) for reading (\(e.resultCode))")
+        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_AUTH, .SQLITE_READONLY:
+            return WalletError.storage(
+                "cannot open \(label) for reading (\(e.resultCode)). A WAL-mode database needs its -wal and -shm files beside it, which SQLite creates when they are missing: copy the file to a folder you can write to (the source itself is never written) and import the copy"
+            )
         case .SQLITE_INTERRUPT:
             return CancellationError()
         default:
@@ -126,14 +171,46 @@ enum ForeignDatabase {
         try? AEAD.chacha20Poly1305.open(box, key: key)
     }
 
-    /// Text of a column read as bytes (a TEXT column gives its UTF-8), nil for NULL.
-    static func bytes(_ value: DatabaseValue) -> Data? {
-        switch value.storage {
-        case .blob(let d): return d
-        case .string(let s): return Data(s.utf8)
-        case .null: return nil
-        case .int64, .double: return nil
+    /// SQL selecting column `column` as two result columns: its length, then its bytes only when
+    /// that length is at most `limit` (NULL otherwise). SQLite takes `length()` of a stored blob
+    /// from the record header without reading the blob, so an over-long field is never loaded
+    /// into memory; the bytes come as a BLOB (`CAST`), so a TEXT column keeps every byte,
+    /// U+0000 included. `limit` is one of the reader's constants, never input.
+    static func capped(_ column: String, _ limit: Int) -> String {
+        "length(\(column)), CASE WHEN length(\(column)) <= \(limit) THEN CAST(\(column) AS BLOB) END"
+    }
+
+    /// A field selected with ``capped(_:_:)``, read from `row` at `index` (its length) and
+    /// `index + 1` (its bytes).
+    static func field(_ row: Row, _ index: Int, limit: Int) -> Field {
+        guard let length: Int = row[index] else { return .null }
+        // A TEXT column's length() counts characters: its bytes are checked again once read
+        // (at most four times the limit were read).
+        guard length <= limit, let data = bytes(row[index + 1]), data.count <= limit else { return .tooLong }
+        return .bytes(data)
+    }
+
+    /// A source field as read by ``field(_:_:limit:)``.
+    enum Field {
+        /// The column is NULL.
+        case null
+        /// The field is longer than the limit (it was not read).
+        case tooLong
+        /// The field's bytes.
+        case bytes(Data)
+
+        /// The bytes, or nil when NULL or too long.
+        var data: Data? {
+            if case .bytes(let d) = self { return d }
+            return nil
         }
+    }
+
+    /// The bytes of a column selected as a BLOB (``capped(_:_:)``), nil otherwise. Text is never
+    /// taken here: GRDB reads TEXT as a C string, which ends at the first U+0000.
+    static func bytes(_ value: DatabaseValue) -> Data? {
+        if case .blob(let d) = value.storage { return d }
+        return nil
     }
 
     /// Groups tag (name, value) pairs: one value stays a string, several become a list.
@@ -151,6 +228,11 @@ enum ForeignDatabase {
             entries[key] = list.count == 1 ? .string(list[0]) : .list(list)
         }
         return WalletTags(entries: entries)
+    }
+
+    /// Overwrites `data` (which held key material) with zeros.
+    static func wipe(_ data: inout Data) {
+        data.withUnsafeMutableBytes { SecureMemory.wipe($0) }
     }
 
     /// UTF-8 text of `data`, or nil.

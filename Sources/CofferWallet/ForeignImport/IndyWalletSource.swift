@@ -28,6 +28,7 @@ public enum IndyKeyDerivation: String, Sendable, CaseIterable {
 
 struct IndyWalletSource: ForeignSource {
     let queue: DatabaseQueue
+    let companions: ForeignCompanions
     let label: String
     /// The metadata row as read at open (the import checks it again in its snapshot).
     let metadata: Data
@@ -45,8 +46,16 @@ struct IndyWalletSource: ForeignSource {
     ///   ``WalletError/wrongKey(_:)`` when the key does not open it (or is no key of that kind),
     ///   ``WalletError/corrupted(_:)`` when its metadata is damaged.
     static func open(at url: URL, key: String, derivation: IndyKeyDerivation) throws -> IndyWalletSource {
+        let (queue, companions) = try ForeignDatabase.open(url, format: format)
+        return try ForeignDatabase.closing(queue, companions) {
+            try unlock(queue, companions, url: url, key: key, derivation: derivation)
+        }
+    }
+
+    private static func unlock(
+        _ queue: DatabaseQueue, _ companions: ForeignCompanions, url: URL, key: String, derivation: IndyKeyDerivation
+    ) throws -> IndyWalletSource {
         let label = "the \(format) at \(url.path)"
-        let queue = try ForeignDatabase.open(url, format: format)
         let metadata: Data = try ForeignDatabase.reading(label) {
             try queue.read { db in
                 let tables = try ForeignDatabase.tables(db)
@@ -64,7 +73,13 @@ struct IndyWalletSource: ForeignSource {
         let master: SecretKey
         switch (derivation, salt) {
         case (.raw, nil):
-            guard let bytes = Base58.decode(key.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count == 32 else {
+            guard var bytes = Base58.decode(key.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw WalletError.wrongKey(
+                    "the source key is not a raw key (base58 of 32 bytes), as --source-kdf raw expects; for a passphrase give --source-kdf argon2i-mod or argon2i-int"
+                )
+            }
+            defer { ForeignDatabase.wipe(&bytes) }
+            guard bytes.count == 32 else {
                 throw WalletError.wrongKey(
                     "the source key is not a raw key (base58 of 32 bytes), as --source-kdf raw expects; for a passphrase give --source-kdf argon2i-mod or argon2i-int"
                 )
@@ -81,25 +96,27 @@ struct IndyWalletSource: ForeignSource {
                 throw WalletError.storage("\(error)")
             }
         }
-        guard let packed = ForeignDatabase.open(sealedKeys, key: master) else {
+        guard var packed = ForeignDatabase.open(sealedKeys, key: master) else {
             throw WalletError.wrongKey("the source key does not open \(label) (nothing was imported)")
         }
-        let keys: [[UInt8]]
+        defer { ForeignDatabase.wipe(&packed) }
+        var keys: [[UInt8]]
         do { keys = try IndyKeysMessagePack.decode(packed) } catch {
             throw WalletError.corrupted("\(label): its keys opened but \(error)")
         }
+        defer { for i in keys.indices { SecureMemory.wipe(&keys[i]) } }
         return IndyWalletSource(
-            queue: queue, label: label, metadata: metadata, typeKey: try SecretKey(copying: keys[0]),
+            queue: queue, companions: companions, label: label, metadata: metadata, typeKey: try SecretKey(copying: keys[0]),
             nameKey: try SecretKey(copying: keys[1]), valueKey: try SecretKey(copying: keys[2]),
             tagNameKey: try SecretKey(copying: keys[4]), tagValueKey: try SecretKey(copying: keys[5]))
     }
 
     static func metadataRow(_ db: Database, label: String) throws -> Data {
-        let rows = try Row.fetchAll(db, sql: "SELECT length(value), value FROM metadata LIMIT 2")
+        let rows = try Row.fetchAll(db, sql: "SELECT \(ForeignDatabase.capped("value", maxMetadataBytes)) FROM metadata LIMIT 2")
         guard rows.count == 1 else {
             throw WalletError.corrupted("\(label): its metadata table has \(rows.isEmpty ? "no row" : "more than one row"), not one")
         }
-        guard let length: Int = rows[0][0], length <= maxMetadataBytes, let data = ForeignDatabase.bytes(rows[0][1]) else {
+        guard let data = ForeignDatabase.field(rows[0], 0, limit: maxMetadataBytes).data else {
             throw WalletError.corrupted("\(label): its metadata row is missing or longer than \(maxMetadataBytes) bytes")
         }
         return data
@@ -138,44 +155,54 @@ struct IndyWalletSource: ForeignSource {
     }
 
     func forEachRecord(_ db: Database, now: Int64, visited: (ForeignSkip?) throws -> Void, _ body: (ForeignRecord) throws -> Void) throws {
-        let encrypted = try db.makeStatement(sql: "SELECT name, value FROM tags_encrypted WHERE item_id = ? LIMIT ?")
-        let plaintext = try db.makeStatement(sql: "SELECT name, value FROM tags_plaintext WHERE item_id = ? LIMIT ?")
         let limits = WalletLimitsForSource()
+        // Every field is selected with its length and read only when within its limit
+        // (ForeignDatabase.capped): an over-long field is refused without being loaded.
+        let tagColumns = "\(ForeignDatabase.capped("name", limits.tagName)), \(ForeignDatabase.capped("value", limits.tagValue))"
+        let encrypted = try db.makeStatement(sql: "SELECT \(tagColumns) FROM tags_encrypted WHERE item_id = ? LIMIT ?")
+        let plaintext = try db.makeStatement(sql: "SELECT \(tagColumns) FROM tags_plaintext WHERE item_id = ? LIMIT ?")
         let rows = try Row.fetchCursor(
-            db, sql: "SELECT id, length(type), length(name), length(value), length(key), type, name, value, key FROM items ORDER BY id")
+            db,
+            sql: """
+                SELECT id, \(ForeignDatabase.capped("type", limits.type)), \(ForeignDatabase.capped("name", limits.id)),
+                       \(ForeignDatabase.capped("value", limits.value)), \(ForeignDatabase.capped("key", limits.recordKey))
+                FROM items ORDER BY id
+                """)
         while let row = try rows.next() {
             let rowid: Int64 = row[0]
             let at = "\(label), items row \(rowid)"
             func damaged(_ what: String) -> WalletError { .corrupted("\(at): \(what) (nothing was imported)") }
-            let typeLength: Int? = row[1]
-            let nameLength: Int? = row[2]
-            let valueLength: Int? = row[3]
-            let keyLength: Int? = row[4]
-            guard let typeLength, let nameLength, let valueLength, let keyLength else { throw damaged("a column is NULL") }
-            guard typeLength <= limits.type, nameLength <= limits.id, keyLength <= 128 else {
+            let typeField = ForeignDatabase.field(row, 1, limit: limits.type)
+            let nameField = ForeignDatabase.field(row, 3, limit: limits.id)
+            let valueField = ForeignDatabase.field(row, 5, limit: limits.value)
+            let keyField = ForeignDatabase.field(row, 7, limit: limits.recordKey)
+            for case .null in [typeField, nameField, valueField, keyField] { throw damaged("a column is NULL") }
+            for case .tooLong in [typeField, nameField, keyField] {
                 throw WalletError.invalidInput("\(at): its type or id is longer than Coffer allows (nothing was imported)")
             }
-            guard valueLength <= limits.value else {
+            if case .tooLong = valueField {
                 throw WalletError.invalidInput(
                     "\(at): its value is longer than Coffer's \(WalletLimits.maxValueBytes) bytes (nothing was imported)")
             }
-            guard let sealedType = ForeignDatabase.bytes(row[5]), let typeBytes = ForeignDatabase.open(sealedType, key: typeKey) else {
+            guard let sealedType = typeField.data, let typeBytes = ForeignDatabase.open(sealedType, key: typeKey) else {
                 throw damaged("its type does not decrypt")
             }
-            guard let sealedName = ForeignDatabase.bytes(row[6]), let nameBytes = ForeignDatabase.open(sealedName, key: nameKey) else {
+            guard let sealedName = nameField.data, let nameBytes = ForeignDatabase.open(sealedName, key: nameKey) else {
                 throw damaged("its id does not decrypt")
             }
             guard let type = ForeignDatabase.text(typeBytes), let id = ForeignDatabase.text(nameBytes) else {
                 throw damaged("its type or id is not UTF-8")
             }
             let named = "\(label), items row \(rowid) (type \(WalletError.quote(type)), id \(WalletError.quote(id)))"
-            guard let sealedKey = ForeignDatabase.bytes(row[8]), let recordKeyBytes = ForeignDatabase.open(sealedKey, key: valueKey),
-                recordKeyBytes.count == 32
-            else {
+            guard let sealedKey = keyField.data, var recordKeyBytes = ForeignDatabase.open(sealedKey, key: valueKey) else {
+                throw WalletError.corrupted("\(named): its value key does not decrypt (nothing was imported)")
+            }
+            defer { ForeignDatabase.wipe(&recordKeyBytes) }
+            guard recordKeyBytes.count == 32 else {
                 throw WalletError.corrupted("\(named): its value key does not decrypt (nothing was imported)")
             }
             let recordKey = try SecretKey(copying: recordKeyBytes)
-            guard let sealedValue = ForeignDatabase.bytes(row[7]), let valueBytes = ForeignDatabase.open(sealedValue, key: recordKey) else {
+            guard let sealedValue = valueField.data, let valueBytes = ForeignDatabase.open(sealedValue, key: recordKey) else {
                 throw WalletError.corrupted("\(named): its value does not decrypt (nothing was imported)")
             }
             guard let value = ForeignDatabase.text(valueBytes) else {
@@ -189,12 +216,12 @@ struct IndyWalletSource: ForeignSource {
                         throw WalletError.invalidInput(
                             "\(named) has more than \(ForeignDatabase.maxTagsPerRecord) tags (nothing was imported)")
                     }
-                    guard let sealedTagName = ForeignDatabase.bytes(tag[0]), sealedTagName.count <= limits.tagName,
+                    guard let sealedTagName = ForeignDatabase.field(tag, 0, limit: limits.tagName).data,
                         let nameBytes = ForeignDatabase.open(sealedTagName, key: tagNameKey), let tagName = ForeignDatabase.text(nameBytes)
                     else {
                         throw WalletError.corrupted("\(named): a tag name does not decrypt (nothing was imported)")
                     }
-                    guard let stored = ForeignDatabase.bytes(tag[1]), stored.count <= limits.tagValue else {
+                    guard let stored = ForeignDatabase.field(tag, 2, limit: limits.tagValue).data else {
                         throw WalletError.corrupted(
                             "\(named): tag \(WalletError.quote(tagName)) has no value or one too long (nothing was imported)")
                     }
@@ -220,11 +247,14 @@ struct IndyWalletSource: ForeignSource {
 }
 
 /// The longest sealed field a source may hold that could still open to something Coffer keeps:
-/// Coffer's limits plus a seal's nonce and tag. Longer fields are refused before they are read.
+/// Coffer's limits plus a seal's nonce and tag. Longer fields are refused without being read
+/// (``ForeignDatabase/capped(_:_:)`` selects them as NULL).
 struct WalletLimitsForSource {
     let type = WalletLimits.maxTypeBytes + ForeignDatabase.sealOverhead
     let id = WalletLimits.maxIdBytes + ForeignDatabase.sealOverhead
     let value = WalletLimits.maxValueBytes + ForeignDatabase.sealOverhead
     let tagName = WalletLimits.maxTagNameBytes + ForeignDatabase.sealOverhead + 1
     let tagValue = WalletLimits.maxTagValueBytes + ForeignDatabase.sealOverhead
+    /// A libindy record's sealed value key (32 bytes and a seal), with room to spare.
+    let recordKey = 128
 }
