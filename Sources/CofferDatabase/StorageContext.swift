@@ -4,8 +4,25 @@ import Foundation
 import CofferSync
 import GRDB
 
+/// Seed 003's brand entity: what a brand row offers, as the seed declares it.
+public protocol BrandEntityType {
+    /// The brand's id (the primary key).
+    var brandId: String { get }
+    /// Image URL.
+    var image: String { get set }
+    /// Search keywords.
+    var keywords: String { get set }
+    /// Display name.
+    var name: String { get set }
+}
+
 /// Seed 003's brand client.
 public protocol BrandClientType: Sendable {
+    /// Inserts a brand, the seed's `entity.insert(db)` (its language as given).
+    /// Blocks the calling thread while SQLite works.
+    /// - Throws: ``DatabaseStoreError/uniqueViolation(key:table:)`` when a brand with its id exists;
+    ///   nothing is written.
+    func save(_ entity: Brand) throws
     /// Saves (inserts or replaces) a brand under a namespace (language).
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func save(_ entity: Brand, for nameSpace: String) throws
@@ -186,8 +203,9 @@ package final class MediaChangeHooks: Sendable {
     }
 }
 
-/// The database behind every client; each write runs in one transaction.
-public final class StorageContext: ClientType, Sendable {
+/// The database behind every client; each write runs in one transaction. It is itself a
+/// ``BrandClientType``, as seed 003's `extension StorageContext: BrandClientType` makes it.
+public final class StorageContext: ClientType, BrandClientType, Sendable {
     let pool: DatabasePool
     /// The running observations, ended when the database closes.
     let observations = ObservationRegistry()
@@ -198,6 +216,17 @@ public final class StorageContext: ClientType, Sendable {
 
     /// Brands.
     public var brand: BrandClientType { BrandClient(pool: pool) }
+
+    /// Inserts a brand (``BrandClientType/save(_:)``).
+    public func save(_ entity: Brand) throws { try brand.save(entity) }
+    /// Saves a brand under a namespace (``BrandClientType/save(_:for:)``).
+    public func save(_ entity: Brand, for nameSpace: String) throws { try brand.save(entity, for: nameSpace) }
+    /// Brands of a language (``BrandClientType/getBrandByLanguage(_:)``).
+    public func getBrandByLanguage(_ language: String) throws -> [Brand]? { try brand.getBrandByLanguage(language) }
+    /// Removes a language's brands (``BrandClientType/clearBrandBy(_:)``).
+    public func clearBrandBy(_ language: String) throws { try brand.clearBrandBy(language) }
+    /// Deletes a brand (``BrandClientType/delete(_:)``).
+    public func delete(_ id: String) throws -> Int { try brand.delete(id) }
     /// Assets.
     public var assets: AssetClientType { AssetClient(pool: pool, observations: observations, hooks: mediaChanges) }
     /// Albums.
@@ -261,6 +290,10 @@ func read<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T {
 
 struct BrandClient: BrandClientType {
     let pool: DatabasePool
+
+    func save(_ entity: Brand) throws {
+        try write(pool) { db in try entity.insert(db) }
+    }
 
     func save(_ entity: Brand, for nameSpace: String) throws {
         var brand = entity
