@@ -1,7 +1,7 @@
+import CofferSync
 // One typed client per entity, as seed 003 shows. Adding an entity: declare its record (Records.swift),
 // its table (a new migration), a client protocol here, and the context's conformance.
 import Foundation
-import CofferSync
 import GRDB
 
 /// Seed 003's brand entity: what a brand row offers, as the seed declares it.

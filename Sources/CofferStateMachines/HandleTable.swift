@@ -263,7 +263,8 @@ public enum MachineCoding {
         }
         return Decoded(
             machine: .connection(
-                ConnectionMachine(id: old.id, state: state, invitation: old.invitation, myVerkey: old.myVerkey, theirVerkey: old.theirVerkey)))
+                ConnectionMachine(
+                    id: old.id, state: state, invitation: old.invitation, myVerkey: old.myVerkey, theirVerkey: old.theirVerkey)))
     }
 
     /// Version 2 → the same states under libvcx's numbers (connection 1, 2, 3, 3, 4; rejected 0).
@@ -276,7 +277,9 @@ public enum MachineCoding {
             do { old = try decoder.decode(Envelope<CredentialV2>.self, from: bytes).data } catch {
                 throw .invalidJSON("version-2 credential data: \(error)")
             }
-            guard let state = CredentialState(name: old.step) else { throw .invalidJSON("version-2 credential step \(old.step) is unknown") }
+            guard let state = CredentialState(name: old.step) else {
+                throw .invalidJSON("version-2 credential step \(old.step) is unknown")
+            }
             guard state.version2Number == old.state else {
                 throw .invalidJSON("version-2 credential state \(old.state) does not match step \(old.step) (\(state.version2Number))")
             }

@@ -111,7 +111,9 @@ struct AriesMessage {
         let issuer =
             (try? Self.string(offer, "issuer_did", in: "")) ?? String(credDefID.split(separator: ":").first ?? Substring(credDefID))
         var attributes = [String: String]()
-        if case .object(let preview)? = self["credential_preview"], case .array(let list)? = preview.first(where: { $0.0 == "attributes" })?.1 {
+        if case .object(let preview)? = self["credential_preview"],
+            case .array(let list)? = preview.first(where: { $0.0 == "attributes" })?.1
+        {
             for case .object(let attribute) in list {
                 let name = try Self.string(attribute, "name", in: "a credential_preview attribute")
                 attributes[name] = try Self.string(attribute, "value", in: "credential_preview attribute \(name)")
@@ -150,7 +152,9 @@ struct AriesMessage {
 
     /// The inviter's key: `connection~sig.signer` of a `response` message.
     func responseSigner() throws(StateMachineError) -> String {
-        guard case .object(let sig)? = self["connection~sig"] else { throw .invalidInput("the connection response has no \"connection~sig\"") }
+        guard case .object(let sig)? = self["connection~sig"] else {
+            throw .invalidInput("the connection response has no \"connection~sig\"")
+        }
         return try Self.string(sig, "signer", in: "the connection response's connection~sig")
     }
 }
@@ -190,12 +194,15 @@ extension StateMachines {
         let message = try AriesMessage(json)
         let kind = try table.machine(handle).kind
         guard message.type.machineKind == kind else {
-            throw .invalidInput("a \(message.type.rawValue) message is for a \(message.type.machineKind.rawValue) machine; handle \(handle) is a \(kind.rawValue) machine")
+            throw .invalidInput(
+                "a \(message.type.rawValue) message is for a \(message.type.machineKind.rawValue) machine; handle \(handle) is a \(kind.rawValue) machine"
+            )
         }
         switch message.type {
         case .credentialOffer, .presentationRequest:
             throw .invalidInput(
-                "a \(message.type.rawValue) message creates a machine (credentialCreate(offerMessage:) / proofCreate(requestMessage:)); it does not advance one")
+                "a \(message.type.rawValue) message creates a machine (credentialCreate(offerMessage:) / proofCreate(requestMessage:)); it does not advance one"
+            )
         case .connectionResponse:
             return try connectionReceiveResponse(handle, theirVerkey: try message.responseSigner())
         case .credential:

@@ -6,7 +6,11 @@ import Testing
 
 /// libvcx's `VcxStateType` (`vcx/libvcx/src/api/mod.rs`, hyperledger/indy-sdk).
 enum VcxStateType: Int {
-    case none = 0, initialized = 1, offerSent = 2, requestReceived = 3, accepted = 4
+    case none = 0
+    case initialized = 1
+    case offerSent = 2
+    case requestReceived = 3
+    case accepted = 4
 }
 
 /// The numbers legacy libvcx reports, written down from its sources:
@@ -36,7 +40,9 @@ struct Version2Case: Sendable, CustomTestStringConvertible {
     var testDescription: String { file }
 
     static let all: [Version2Case] =
-        ["none", "invited", "requested", "responded", "completed"].map { Version2Case(file: "connection_v2_\($0)", kind: .connection, state: $0) }
+        ["none", "invited", "requested", "responded", "completed"].map {
+            Version2Case(file: "connection_v2_\($0)", kind: .connection, state: $0)
+        }
         + ["none", "offer_received", "request_sent", "credential_received", "accepted", "rejected"].map {
             Version2Case(file: "credential_v2_\($0)", kind: .credential, state: $0)
         }
