@@ -174,6 +174,12 @@ public final class CofferContainer: @unchecked Sendable {
             try? database.close()
             throw error
         }
+        // Deleting or replacing an asset, or changing an album, through the collections makes
+        // their cached images stale: they go from the cache once the write has committed.
+        database.context.mediaChanges.onChange { [cache] changes in
+            for id in changes.assetIds { cache.invalidate(assetId: id) }
+            for id in changes.albumIds { cache.invalidate(albumId: id) }
+        }
         let container = CofferContainer(locations: locations, database: database, cache: cache, secure: secure)
         container.watchCacheSettings()
         return container

@@ -220,7 +220,7 @@ public struct IOSDeviceAsset: Codable, Sendable, Hashable, FetchableRecord, Pers
 }
 
 /// Seed 003's example entity: a brand, kept per language namespace.
-public struct Brand: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+public struct Brand: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord, BrandEntityType {
     /// Primary key.
     public var brandId: String
     /// Image URL.

@@ -1,10 +1,28 @@
+import CofferSync
 // One typed client per entity, as seed 003 shows. Adding an entity: declare its record (Records.swift),
 // its table (a new migration), a client protocol here, and the context's conformance.
 import Foundation
 import GRDB
 
+/// Seed 003's brand entity: what a brand row offers, as the seed declares it.
+public protocol BrandEntityType {
+    /// The brand's id (the primary key).
+    var brandId: String { get }
+    /// Image URL.
+    var image: String { get set }
+    /// Search keywords.
+    var keywords: String { get set }
+    /// Display name.
+    var name: String { get set }
+}
+
 /// Seed 003's brand client.
 public protocol BrandClientType: Sendable {
+    /// Inserts a brand, the seed's `entity.insert(db)` (its language as given).
+    /// Blocks the calling thread while SQLite works.
+    /// - Throws: ``DatabaseStoreError/uniqueViolation(key:table:)`` when a brand with its id exists;
+    ///   nothing is written.
+    func save(_ entity: Brand) throws
     /// Saves (inserts or replaces) a brand under a namespace (language).
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func save(_ entity: Brand, for nameSpace: String) throws
@@ -162,20 +180,57 @@ public protocol ClientType: Sendable {
     var sync: SyncClientType { get }
 }
 
-/// The database behind every client; each write runs in one transaction.
-public final class StorageContext: ClientType, Sendable {
+/// Ids whose cached images a committed write made stale: assets deleted or replaced, albums
+/// changed or deleted. The container passes them to the media cache.
+package struct MediaChanges: Sendable {
+    /// Ids (remote and local) of assets deleted or replaced.
+    package var assetIds: Set<String> = []
+    /// Remote ids of albums changed or deleted.
+    package var albumIds: Set<String> = []
+    var isEmpty: Bool { assetIds.isEmpty && albumIds.isEmpty }
+}
+
+/// Who hears about ``MediaChanges`` (the container), called after the write committed.
+package final class MediaChangeHooks: Sendable {
+    private let handler = Locked<(@Sendable (MediaChanges) -> Void)?>(nil)
+
+    /// Calls `body` after every committed write that made cached images stale.
+    package func onChange(_ body: @escaping @Sendable (MediaChanges) -> Void) { handler.withLock { $0 = body } }
+
+    func notify(_ changes: MediaChanges) {
+        guard !changes.isEmpty, let body = handler.withLock({ $0 }) else { return }
+        body(changes)
+    }
+}
+
+/// The database behind every client; each write runs in one transaction. It is itself a
+/// ``BrandClientType``, as seed 003's `extension StorageContext: BrandClientType` makes it.
+public final class StorageContext: ClientType, BrandClientType, Sendable {
     let pool: DatabasePool
     /// The running observations, ended when the database closes.
     let observations = ObservationRegistry()
+    /// Told which cached images each committed write made stale.
+    package let mediaChanges = MediaChangeHooks()
 
     init(pool: DatabasePool) { self.pool = pool }
 
     /// Brands.
     public var brand: BrandClientType { BrandClient(pool: pool) }
+
+    /// Inserts a brand (``BrandClientType/save(_:)``).
+    public func save(_ entity: Brand) throws { try brand.save(entity) }
+    /// Saves a brand under a namespace (``BrandClientType/save(_:for:)``).
+    public func save(_ entity: Brand, for nameSpace: String) throws { try brand.save(entity, for: nameSpace) }
+    /// Brands of a language (``BrandClientType/getBrandByLanguage(_:)``).
+    public func getBrandByLanguage(_ language: String) throws -> [Brand]? { try brand.getBrandByLanguage(language) }
+    /// Removes a language's brands (``BrandClientType/clearBrandBy(_:)``).
+    public func clearBrandBy(_ language: String) throws { try brand.clearBrandBy(language) }
+    /// Deletes a brand (``BrandClientType/delete(_:)``).
+    public func delete(_ id: String) throws -> Int { try brand.delete(id) }
     /// Assets.
-    public var assets: AssetClientType { AssetClient(pool: pool, observations: observations) }
+    public var assets: AssetClientType { AssetClient(pool: pool, observations: observations, hooks: mediaChanges) }
     /// Albums.
-    public var albums: AlbumClientType { AlbumClient(pool: pool) }
+    public var albums: AlbumClientType { AlbumClient(pool: pool, hooks: mediaChanges) }
     /// Sync bookkeeping.
     public var sync: SyncClientType { SyncClient(pool: pool) }
 
@@ -236,6 +291,10 @@ func read<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T {
 struct BrandClient: BrandClientType {
     let pool: DatabasePool
 
+    func save(_ entity: Brand) throws {
+        try write(pool) { db in try entity.insert(db) }
+    }
+
     func save(_ entity: Brand, for nameSpace: String) throws {
         var brand = entity
         brand.language = nameSpace
@@ -259,6 +318,7 @@ struct BrandClient: BrandClientType {
 struct AssetClient: AssetClientType {
     let pool: DatabasePool
     let observations: ObservationRegistry
+    let hooks: MediaChangeHooks
 
     // Hot reads use cached prepared statements: building and preparing SQL per call would cost
     // more than the indexed read itself.
@@ -328,7 +388,9 @@ struct AssetClient: AssetClientType {
         }
     }
 
-    static func upsert(_ db: Database, _ given: Asset, onConflict: AssetIdentityConflict = .refuse) throws -> Asset {
+    static func upsert(
+        _ db: Database, _ given: Asset, onConflict: AssetIdentityConflict = .refuse, replaced: ((Set<String>) -> Void)? = nil
+    ) throws -> Asset {
         var asset = given
         asset.ownerId = OwnerId.normalized(given.ownerId)
         var a = asset
@@ -348,6 +410,7 @@ struct AssetClient: AssetClientType {
             }
             a.id = match.id
             try a.update(db)
+            replaced?(Set([match.remoteId, match.localId, a.remoteId, a.localId].compactMap { $0 }))
         } else {
             a.id = nil
             try a.insert(db)
@@ -356,15 +419,28 @@ struct AssetClient: AssetClientType {
     }
 
     func put(_ asset: Asset, onConflict: AssetIdentityConflict) throws -> Asset {
-        try write(pool) { db in try Self.upsert(db, asset, onConflict: onConflict) }
+        try putAll([asset], onConflict: onConflict)[0]
     }
 
     func putAll(_ assets: [Asset], onConflict: AssetIdentityConflict) throws -> [Asset] {
-        try write(pool) { db in try assets.map { try Self.upsert(db, $0, onConflict: onConflict) } }
+        var changes = MediaChanges()
+        let stored = try write(pool) { db in
+            changes = MediaChanges()
+            return try assets.map { try Self.upsert(db, $0, onConflict: onConflict, replaced: { changes.assetIds.formUnion($0) }) }
+        }
+        hooks.notify(changes)
+        return stored
     }
 
     func deleteAllByRemoteId(_ remoteIds: [String]) throws -> Int {
-        try write(pool) { db in try Asset.filter(remoteIds.contains(Column("remoteId"))).deleteAll(db) }
+        var changes = MediaChanges()
+        let deleted = try write(pool) { db in
+            let gone = try Asset.filter(remoteIds.contains(Column("remoteId"))).fetchAll(db)
+            changes.assetIds = Set(gone.flatMap { [$0.remoteId, $0.localId].compactMap { $0 } })
+            return try Asset.filter(remoteIds.contains(Column("remoteId"))).deleteAll(db)
+        }
+        hooks.notify(changes)
+        return deleted
     }
 
     func count() throws -> Int { try read(pool) { db in try Asset.fetchCount(db) } }
@@ -383,9 +459,12 @@ struct AssetClient: AssetClientType {
 
 struct AlbumClient: AlbumClientType {
     let pool: DatabasePool
+    let hooks: MediaChangeHooks
 
     func put(_ album: Album) throws -> Album {
-        try write(pool) { db in
+        var changes = MediaChanges()
+        defer { hooks.notify(changes) }
+        return try write(pool) { db in
             var a = album
             a.ownerId = OwnerId.normalized(album.ownerId)
             if let remoteId = album.remoteId,
@@ -393,6 +472,7 @@ struct AlbumClient: AlbumClientType {
             {
                 a.id = id
                 try a.update(db)
+                changes.albumIds = [remoteId]
             } else {
                 a.id = nil
                 try a.insert(db)
@@ -406,7 +486,12 @@ struct AlbumClient: AlbumClientType {
     }
 
     func link(albumId: Int64, assetIds: [Int64]) throws {
+        var changes = MediaChanges()
+        defer { hooks.notify(changes) }
         try write(pool) { db in
+            if let remoteId = try String.fetchOne(db, sql: "SELECT remoteId FROM albums WHERE id = ?", arguments: [albumId]) {
+                changes.albumIds = [remoteId]
+            }
             for assetId in assetIds {
                 try db.execute(sql: "INSERT OR IGNORE INTO album_assets(albumId, assetId) VALUES (?, ?)", arguments: [albumId, assetId])
             }
@@ -434,7 +519,13 @@ struct AlbumClient: AlbumClientType {
     }
 
     func deleteAllByRemoteId(_ remoteIds: [String]) throws -> Int {
-        try write(pool) { db in try Album.filter(remoteIds.contains(Column("remoteId"))).deleteAll(db) }
+        var changes = MediaChanges()
+        defer { hooks.notify(changes) }
+        return try write(pool) { db in
+            let deleted = try Album.filter(remoteIds.contains(Column("remoteId"))).deleteAll(db)
+            if deleted > 0 { changes.albumIds = Set(remoteIds) }
+            return deleted
+        }
     }
 }
 

@@ -251,6 +251,12 @@ public final class Settings: @unchecked Sendable {
         return (try? decode(stored, key)) ?? key.defaultValue
     }
 
+    /// The value, or `defaultValue` (this call's, not the key's) when unset or stored as another
+    /// type (which is logged): the seed's `Store.get(key, default)`.
+    public func get<Value>(_ key: StoreKey<Value>, _ defaultValue: Value) -> Value {
+        tryGet(key) ?? defaultValue
+    }
+
     /// The value, or nil when unset (or stored as another type, which is logged).
     public func tryGet<Value>(_ key: StoreKey<Value>) -> Value? {
         try? value(key)

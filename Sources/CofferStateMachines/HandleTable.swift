@@ -121,12 +121,13 @@ public final class HandleTable: @unchecked Sendable {
     public var count: Int { lock.withLock { machines.count } }
 }
 
-/// The saved form: `{"version": 2, "kind": "…", "data": {…}}` (keys sorted), with VCX's state
-/// numbers. Version 1 (Coffer's earlier numbers: credential 1/2/3/4, proof 1/2/4) is still read
-/// and converted to the same states.
+/// The saved form: `{"version": 3, "kind": "…", "data": {…}}` (keys sorted), with legacy
+/// libvcx's state numbers and each state's name (`step`). Version 1 (Coffer's first numbers:
+/// credential 1/2/3/4, proof 1/2/4) and version 2 (connection 0…4, rejected 9) are still read and
+/// converted to the same states.
 public enum MachineCoding {
     /// The format version written; every version from 1 up to it is read.
-    public static let version = 2
+    public static let version = 3
 
     struct Envelope<T: Codable>: Codable {
         var version: Int
@@ -149,6 +150,32 @@ public enum MachineCoding {
 
     /// A version-1 disclosed-proof machine: its old numbers.
     struct DisclosedProofV1: Codable {
+        var id: String
+        var state: Int
+        var request: ProofRequest
+        var presented: [String: String]?
+    }
+
+    /// A version-1 or version-2 connection machine: its old numbers (0…4).
+    struct ConnectionV2: Codable {
+        var id: String
+        var state: Int
+        var invitation: String
+        var myVerkey: String?
+        var theirVerkey: String?
+    }
+
+    /// A version-2 credential machine: its step, and rejected numbered 9.
+    struct CredentialV2: Codable {
+        var id: String
+        var state: Int
+        var step: String
+        var offer: CredentialOffer
+        var received: [String: String]?
+    }
+
+    /// A version-2 disclosed-proof machine: rejected numbered 9.
+    struct DisclosedProofV2: Codable {
         var id: String
         var state: Int
         var request: ProofRequest
@@ -212,6 +239,7 @@ public enum MachineCoding {
         guard let k = header.kind else { throw .invalidJSON("missing \"kind\"") }
         guard k == kind.rawValue else { throw .kindMismatch(expected: kind, found: k) }
         if v == 1 { return try decodeVersion1(bytes, as: kind) }
+        if v == 2 { return try decodeVersion2(bytes, as: kind) }
         do {
             switch kind {
             case .connection: return Decoded(machine: .connection(try decoder.decode(Envelope<ConnectionMachine>.self, from: bytes).data))
@@ -224,14 +252,56 @@ public enum MachineCoding {
         }
     }
 
-    /// Version 1 → the same states under VCX's numbers. Connections kept their numbers.
+    /// A version-1 or version-2 connection → the same state under libvcx's numbers.
+    static func decodeOldConnection(_ bytes: Data, version: Int) throws(StateMachineError) -> Decoded {
+        let old: ConnectionV2
+        do { old = try JSONDecoder().decode(Envelope<ConnectionV2>.self, from: bytes).data } catch {
+            throw .invalidJSON("version-\(version) connection data: \(error)")
+        }
+        guard let state = ConnectionState(version2Number: old.state) else {
+            throw .invalidJSON("version-\(version) connection state \(old.state) is not one of 0, 1, 2, 3, 4")
+        }
+        return Decoded(
+            machine: .connection(
+                ConnectionMachine(
+                    id: old.id, state: state, invitation: old.invitation, myVerkey: old.myVerkey, theirVerkey: old.theirVerkey)))
+    }
+
+    /// Version 2 → the same states under libvcx's numbers (connection 1, 2, 3, 3, 4; rejected 0).
+    static func decodeVersion2(_ bytes: Data, as kind: MachineKind) throws(StateMachineError) -> Decoded {
+        let decoder = JSONDecoder()
+        switch kind {
+        case .connection: return try decodeOldConnection(bytes, version: 2)
+        case .credential:
+            let old: CredentialV2
+            do { old = try decoder.decode(Envelope<CredentialV2>.self, from: bytes).data } catch {
+                throw .invalidJSON("version-2 credential data: \(error)")
+            }
+            guard let state = CredentialState(name: old.step) else {
+                throw .invalidJSON("version-2 credential step \(old.step) is unknown")
+            }
+            guard state.version2Number == old.state else {
+                throw .invalidJSON("version-2 credential state \(old.state) does not match step \(old.step) (\(state.version2Number))")
+            }
+            return Decoded(machine: .credential(CredentialMachine(id: old.id, state: state, offer: old.offer, received: old.received)))
+        case .disclosedProof:
+            let old: DisclosedProofV2
+            do { old = try decoder.decode(Envelope<DisclosedProofV2>.self, from: bytes).data } catch {
+                throw .invalidJSON("version-2 disclosed_proof data: \(error)")
+            }
+            guard let state = DisclosedProofState(version2Number: old.state) else {
+                throw .invalidJSON("version-2 disclosed_proof state \(old.state) is not one of 0, 2, 3, 4, 9")
+            }
+            return Decoded(
+                machine: .disclosedProof(DisclosedProofMachine(id: old.id, state: state, request: old.request, presented: old.presented)))
+        }
+    }
+
+    /// Version 1 → the same states under libvcx's numbers.
     static func decodeVersion1(_ bytes: Data, as kind: MachineKind) throws(StateMachineError) -> Decoded {
         let decoder = JSONDecoder()
         switch kind {
-        case .connection:
-            do { return Decoded(machine: .connection(try decoder.decode(Envelope<ConnectionMachine>.self, from: bytes).data)) } catch {
-                throw .invalidJSON("version-1 connection data: \(error)")
-            }
+        case .connection: return try decodeOldConnection(bytes, version: 1)
         case .credential:
             let old: CredentialV1
             do { old = try decoder.decode(Envelope<CredentialV1>.self, from: bytes).data } catch {

@@ -17,32 +17,68 @@ protocol NumberedState: Sendable, Hashable {
     var number: Int { get }
 }
 
-/// Connection states, numbered as VCX numbers them (1 → 4).
-public enum ConnectionState: Int, Sendable, Codable, CaseIterable, NumberedState {
-    /// Not started.
-    case none = 0
-    /// An invitation was received.
-    case invited = 1
-    /// The connection request was sent.
-    case requested = 2
-    /// The inviter's response arrived.
-    case responded = 3
-    /// The connection is established.
-    case completed = 4
+/// Connection (invitee) states, numbered as legacy libvcx numbers them
+/// (`vcx/libvcx/src/v3/handlers/connection/states.rs`, `DidExchangeState::code`): not started 1
+/// (`VcxStateInitialized`), invited 2 (`VcxStateOfferSent`), requested and responded both 3
+/// (`VcxStateRequestReceived`), completed 4 (`VcxStateAccepted`).
+public enum ConnectionState: Sendable, Hashable, CaseIterable, NumberedState {
+    /// Not started (1).
+    case none
+    /// An invitation was received (2).
+    case invited
+    /// The connection request was sent (3).
+    case requested
+    /// The inviter's response arrived (3).
+    case responded
+    /// The connection is established (4).
+    case completed
 
-    /// The state number VCX reports (the raw value).
-    public var number: Int { rawValue }
+    /// The state number libvcx reports: 1, 2, 3, 3, 4.
+    public var number: Int {
+        switch self {
+        case .none: return 1
+        case .invited: return 2
+        case .requested, .responded: return 3
+        case .completed: return 4
+        }
+    }
+
+    /// The step's name in serialized JSON (version 3), which tells the two steps numbered 3 apart.
+    public var name: String {
+        switch self {
+        case .none: return "none"
+        case .invited: return "invited"
+        case .requested: return "requested"
+        case .responded: return "responded"
+        case .completed: return "completed"
+        }
+    }
+
+    /// The state named `name` (as ``name`` writes it), nil for an unknown name.
+    public init?(name: String) {
+        guard let found = Self.allCases.first(where: { $0.name == name }) else { return nil }
+        self = found
+    }
+
+    /// The state a version-1 or version-2 JSON number meant (0 none, 1 invited, 2 requested,
+    /// 3 responded, 4 completed); nil for any other number.
+    init?(version2Number: Int) {
+        switch version2Number {
+        case 0: self = .none
+        case 1: self = .invited
+        case 2: self = .requested
+        case 3: self = .responded
+        case 4: self = .completed
+        default: return nil
+        }
+    }
 }
 
-/// Credential (holder) states, with the numbers VCX's holder `Credential` reports:
-/// offer received 3 (`VcxStateRequestReceived`), request sent 2 (`VcxStateOfferSent`),
-/// credential received and accepted both 4 (`VcxStateAccepted`; VCX stores the credential on
-/// receipt, Coffer has a separate accept step), rejected 9.
-///
-/// A problem report from the issuer is not a transition of its own in Coffer: the app records it
-/// with ``StateMachines/credentialReject(_:)``, which reports 9. VCX reports a credential ended by
-/// the other side's problem report as None (0); an app ported from VCX that checks for 0 there
-/// must check for 9.
+/// Credential (holder) states, with the numbers legacy libvcx's holder `Credential` reports
+/// (`vcx/libvcx/src/api/credential.rs`, aries): offer received 3 (`VcxStateRequestReceived`),
+/// request sent 2 (`VcxStateOfferSent`), credential received and accepted both 4
+/// (`VcxStateAccepted`; VCX stores the credential on receipt, Coffer has a separate accept step),
+/// rejected — declined by the holder or ended by the issuer's problem report — None (0).
 public enum CredentialState: Sendable, Hashable, CaseIterable, NumberedState {
     /// Not started.
     case none
@@ -54,21 +90,20 @@ public enum CredentialState: Sendable, Hashable, CaseIterable, NumberedState {
     case credentialReceived
     /// The holder accepted and stored the credential (4).
     case accepted
-    /// The holder rejected the offer or the credential (9).
+    /// The holder declined the offer or the credential, or the issuer's problem report ended it (0).
     case rejected
 
-    /// The state number VCX reports: 0, 3, 2, 4, 4, 9.
+    /// The state number libvcx reports: 0, 3, 2, 4, 4, 0.
     public var number: Int {
         switch self {
-        case .none: return 0
+        case .none, .rejected: return 0
         case .offerReceived: return 3
         case .requestSent: return 2
         case .credentialReceived, .accepted: return 4
-        case .rejected: return 9
         }
     }
 
-    /// The step's name in serialized JSON (version 2), which tells the two steps numbered 4 apart.
+    /// The step's name in serialized JSON (version 2 and 3), which tells the steps sharing a number apart.
     public var name: String {
         switch self {
         case .none: return "none"
@@ -99,29 +134,53 @@ public enum CredentialState: Sendable, Hashable, CaseIterable, NumberedState {
         default: return nil
         }
     }
+
+    /// The number version-2 JSON wrote for this state (rejected was 9 then).
+    var version2Number: Int { self == .rejected ? 9 : number }
 }
 
-/// Disclosed-proof (prover) states, numbered as VCX's `DisclosedProof` reports them: request
-/// received 3, presentation sent 2, acknowledged 4, rejected 9.
-///
-/// A problem report from the verifier is not a transition of its own in Coffer: the app records
-/// it with ``StateMachines/proofReject(_:)`` from presentation sent, which reports 9. VCX reports
-/// a proof ended by the other side's problem report as None (0); an app ported from VCX that
-/// checks for 0 there must check for 9.
-public enum DisclosedProofState: Int, Sendable, Codable, CaseIterable, NumberedState {
-    /// Not started.
-    case none = 0
-    /// A proof request was received.
-    case requestReceived = 3
-    /// The presentation was sent.
-    case presentationSent = 2
-    /// The verifier acknowledged the presentation.
-    case acknowledged = 4
-    /// The holder rejected the request (or the verifier rejected the presentation).
-    case rejected = 9
+/// Disclosed-proof (prover) states, numbered as legacy libvcx's `DisclosedProof` reports them
+/// (`vcx/libvcx/src/api/disclosed_proof.rs`, aries): request received 3, presentation sent 2,
+/// acknowledged 4, rejected — declined by the holder or ended by the verifier's problem report —
+/// None (0).
+public enum DisclosedProofState: Sendable, Hashable, CaseIterable, NumberedState {
+    /// Not started (0).
+    case none
+    /// A proof request was received (3).
+    case requestReceived
+    /// The presentation was sent (2).
+    case presentationSent
+    /// The verifier acknowledged the presentation (4).
+    case acknowledged
+    /// The holder declined the request, or the verifier's problem report ended it (0).
+    case rejected
 
-    /// The state number VCX reports (the raw value).
-    public var number: Int { rawValue }
+    /// The state number libvcx reports: 0, 3, 2, 4, 0.
+    public var number: Int {
+        switch self {
+        case .none, .rejected: return 0
+        case .requestReceived: return 3
+        case .presentationSent: return 2
+        case .acknowledged: return 4
+        }
+    }
+
+    /// The step's name in serialized JSON (version 3), which tells none from rejected.
+    public var name: String {
+        switch self {
+        case .none: return "none"
+        case .requestReceived: return "request_received"
+        case .presentationSent: return "presentation_sent"
+        case .acknowledged: return "acknowledged"
+        case .rejected: return "rejected"
+        }
+    }
+
+    /// The state named `name` (as ``name`` writes it), nil for an unknown name.
+    public init?(name: String) {
+        guard let found = Self.allCases.first(where: { $0.name == name }) else { return nil }
+        self = found
+    }
 
     /// The state a version-1 JSON number meant (1 request received, 2 presentation sent,
     /// 4 acknowledged, 9 rejected, 0 none); nil for any other number.
@@ -134,6 +193,45 @@ public enum DisclosedProofState: Int, Sendable, Codable, CaseIterable, NumberedS
         case 9: self = .rejected
         default: return nil
         }
+    }
+
+    /// The state a version-2 JSON number meant (3 request received, 2 presentation sent,
+    /// 4 acknowledged, 9 rejected, 0 none); nil for any other number.
+    init?(version2Number: Int) {
+        switch version2Number {
+        case 0: self = .none
+        case 3: self = .requestReceived
+        case 2: self = .presentationSent
+        case 4: self = .acknowledged
+        case 9: self = .rejected
+        default: return nil
+        }
+    }
+}
+
+/// Reads and writes a machine's `state` (the number) and `step` (the name) in version-3 JSON.
+protocol NamedState: NumberedState {
+    var name: String { get }
+    init?(name: String)
+}
+
+extension ConnectionState: NamedState {}
+extension CredentialState: NamedState {}
+extension DisclosedProofState: NamedState {}
+
+enum StateCoding {
+    /// `step` decides the state and `state` must agree with it.
+    static func decode<S: NamedState, K: CodingKey>(_ c: KeyedDecodingContainer<K>, state: K, step: K) throws -> S {
+        let name = try c.decode(String.self, forKey: step)
+        guard let found = S(name: name) else {
+            throw DecodingError.dataCorruptedError(forKey: step, in: c, debugDescription: "unknown step \(name)")
+        }
+        let number = try c.decode(Int.self, forKey: state)
+        guard number == found.number else {
+            throw DecodingError.dataCorruptedError(
+                forKey: state, in: c, debugDescription: "state \(number) does not match step \(name) (\(found.number))")
+        }
+        return found
     }
 }
 
@@ -218,9 +316,40 @@ public struct ConnectionMachine: Sendable, Codable, Hashable {
     public var myVerkey: String?
     /// The other side's key, from its response.
     public var theirVerkey: String?
+
+    init(id: String, state: ConnectionState, invitation: String, myVerkey: String? = nil, theirVerkey: String? = nil) {
+        self.id = id
+        self.state = state
+        self.invitation = invitation
+        self.myVerkey = myVerkey
+        self.theirVerkey = theirVerkey
+    }
+
+    enum CodingKeys: String, CodingKey { case id, state, step, invitation, myVerkey, theirVerkey }
+
+    /// Decodes version-3 data; `step` decides the state and must agree with `state`.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        state = try StateCoding.decode(c, state: .state, step: .step)
+        invitation = try c.decode(String.self, forKey: .invitation)
+        myVerkey = try c.decodeIfPresent(String.self, forKey: .myVerkey)
+        theirVerkey = try c.decodeIfPresent(String.self, forKey: .theirVerkey)
+    }
+
+    /// Encodes version-3 data.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(state.number, forKey: .state)
+        try c.encode(state.name, forKey: .step)
+        try c.encode(invitation, forKey: .invitation)
+        try c.encodeIfPresent(myVerkey, forKey: .myVerkey)
+        try c.encodeIfPresent(theirVerkey, forKey: .theirVerkey)
+    }
 }
 
-/// A credential machine's data. Its JSON (version 2) has `state` (the VCX number), `step`
+/// A credential machine's data. Its JSON (version 3) has `state` (the VCX number), `step`
 /// (the state's ``CredentialState/name``), `offer` and, while it waits for acceptance,
 /// `received`: never a signature, which the wallet keeps from the moment it arrives.
 public struct CredentialMachine: Sendable, Codable, Hashable {
@@ -243,25 +372,16 @@ public struct CredentialMachine: Sendable, Codable, Hashable {
 
     enum CodingKeys: String, CodingKey { case id, state, step, offer, received }
 
-    /// Decodes version-2 data; `step` decides the state and must agree with `state`.
+    /// Decodes version-3 data; `step` decides the state and must agree with `state`.
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decode(String.self, forKey: .id)
-        let step = try c.decode(String.self, forKey: .step)
-        guard let state = CredentialState(name: step) else {
-            throw DecodingError.dataCorruptedError(forKey: .step, in: c, debugDescription: "unknown credential step \(step)")
-        }
-        let number = try c.decode(Int.self, forKey: .state)
-        guard number == state.number else {
-            throw DecodingError.dataCorruptedError(
-                forKey: .state, in: c, debugDescription: "state \(number) does not match step \(step) (\(state.number))")
-        }
-        self.state = state
+        state = try StateCoding.decode(c, state: .state, step: .step)
         offer = try c.decode(CredentialOffer.self, forKey: .offer)
         received = try c.decodeIfPresent([String: String].self, forKey: .received)
     }
 
-    /// Encodes version-2 data.
+    /// Encodes version-3 data.
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(id, forKey: .id)
@@ -282,6 +402,34 @@ public struct DisclosedProofMachine: Sendable, Codable, Hashable {
     public var request: ProofRequest
     /// Referent → credential id used in the presentation, once sent.
     public var presented: [String: String]?
+
+    init(id: String, state: DisclosedProofState, request: ProofRequest, presented: [String: String]? = nil) {
+        self.id = id
+        self.state = state
+        self.request = request
+        self.presented = presented
+    }
+
+    enum CodingKeys: String, CodingKey { case id, state, step, request, presented }
+
+    /// Decodes version-3 data; `step` decides the state and must agree with `state`.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        state = try StateCoding.decode(c, state: .state, step: .step)
+        request = try c.decode(ProofRequest.self, forKey: .request)
+        presented = try c.decodeIfPresent([String: String].self, forKey: .presented)
+    }
+
+    /// Encodes version-3 data.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(state.number, forKey: .state)
+        try c.encode(state.name, forKey: .step)
+        try c.encode(request, forKey: .request)
+        try c.encodeIfPresent(presented, forKey: .presented)
+    }
 }
 
 /// Any machine, as the handle table holds it.

@@ -87,8 +87,8 @@ public final class StateMachines: Sendable {
     /// Forgets a machine.
     public func release(_ handle: Int) throws(StateMachineError) { try table.release(handle) }
 
-    /// The state number of the machine behind `handle`, as VCX numbers states (connection 1…4;
-    /// credential 3, 2, 4; disclosed proof 3, 2, 4; rejected 9).
+    /// The state number of the machine behind `handle`, as legacy libvcx numbers states
+    /// (connection 1, 2, 3, 3, 4; credential 3, 2, 4, 4; disclosed proof 3, 2, 4; rejected 0).
     public func state(_ handle: Int) throws(StateMachineError) -> Int { try table.machine(handle).stateNumber }
 
     /// The connection machine's state.
@@ -113,12 +113,12 @@ public final class StateMachines: Sendable {
 
     // MARK: Connection
 
-    /// A connection machine for a received invitation (state invited).
+    /// A connection machine for a received invitation (state invited, 2).
     public func connectionCreate(invitation: String) -> Int {
         table.insert(.connection(ConnectionMachine(id: UUID().uuidString, state: .invited, invitation: invitation)))
     }
 
-    /// Makes this side's key in the wallet and sends the connection request (invited 1 → requested 2).
+    /// Makes this side's key in the wallet and sends the connection request (invited 2 → requested 3).
     public func connectionSendRequest(_ handle: Int) async throws(StateMachineError) -> Transition {
         try await step(
             handle, ConnectionMachine.self, "sendRequest",
@@ -135,7 +135,7 @@ public final class StateMachines: Sendable {
             undo: { verkey in try? await wallet.removeKey(verkey) })
     }
 
-    /// Records the inviter's response and its key (requested 2 → responded 3).
+    /// Records the inviter's response and its key (requested 3 → responded 3; `mustSave` is true).
     /// - Throws: ``StateMachineError/invalidInput(_:)`` when `theirVerkey` is not a Base58 32-byte key.
     public func connectionReceiveResponse(_ handle: Int, theirVerkey: String) throws(StateMachineError) -> Transition {
         try step(
@@ -218,7 +218,7 @@ public final class StateMachines: Sendable {
     }
 
     /// Rejects the offer or the credential (offer received, request sent or credential received
-    /// → rejected 9), telling the issuer. A received credential's signature is removed from
+    /// → rejected, 0 as libvcx reports a decline), telling the issuer. A received credential's signature is removed from
     /// the wallet.
     public func credentialReject(_ handle: Int) async throws(StateMachineError) -> Transition {
         let id = try credential(handle).id
@@ -312,10 +312,10 @@ public final class StateMachines: Sendable {
         try step(handle, DisclosedProofMachine.self, "receiveAck")
     }
 
-    /// Rejects the proof: the holder declines the request (request received 3 → rejected 9), or
-    /// the presentation went out and the verifier rejected it — their problem report ends the
-    /// exchange (presentation sent 2 → rejected 9). Either way the other side is told. (VCX
-    /// reports a proof ended by the verifier's problem report as None, 0; Coffer reports 9.)
+    /// Rejects the proof: the holder declines the request (request received 3 → rejected 0, as
+    /// libvcx reports a decline), or rejects after the presentation went out (presentation sent 2
+    /// → rejected 0). Either way the other side is told. (A verifier's problem report is
+    /// ``proofReceiveProblemReport(_:)``, which sends nothing.)
     public func proofReject(_ handle: Int) async throws(StateMachineError) -> Transition {
         try await step(
             handle, DisclosedProofMachine.self, "reject",

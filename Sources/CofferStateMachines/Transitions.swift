@@ -46,6 +46,7 @@ extension CredentialMachine: MachineValue {
         "receiveCredential": TransitionRule(from: [.requestSent], to: .credentialReceived),
         "accept": TransitionRule(from: [.credentialReceived], to: .accepted),
         "reject": TransitionRule(from: [.offerReceived, .requestSent, .credentialReceived], to: .rejected),
+        "receiveProblemReport": TransitionRule(from: [.requestSent, .credentialReceived], to: .rejected),
     ]
     init?(_ any: AnyMachine) {
         guard case .credential(let m) = any else { return nil }
@@ -60,6 +61,7 @@ extension DisclosedProofMachine: MachineValue {
         "sendPresentation": TransitionRule(from: [.requestReceived], to: .presentationSent),
         "receiveAck": TransitionRule(from: [.presentationSent], to: .acknowledged),
         "reject": TransitionRule(from: [.requestReceived, .presentationSent], to: .rejected),
+        "receiveProblemReport": TransitionRule(from: [.presentationSent], to: .rejected),
     ]
     init?(_ any: AnyMachine) {
         guard case .disclosedProof(let m) = any else { return nil }

@@ -110,7 +110,7 @@ struct DemoCommand: AsyncParsableCommand {
         say("cloud-agent verkey \(agentKey) (its private key never leaves the wallet)")
         say("master secret created now: \(try await wallet.initializeMasterSecret())")
 
-        step("SDK: connection — invited → requested → responded → completed (state numbers 1…4)")
+        step("SDK: connection — invited → requested → responded → completed (libvcx's state numbers 2 → 3 → 3 → 4)")
         let connection = machines.connectionCreate(invitation: #"{"label":"University","recipientKeys":["inviter"]}"#)
         try await show(machines.connectionSendRequest(connection))
         let inviter = try await wallet.createKey(.ed25519)

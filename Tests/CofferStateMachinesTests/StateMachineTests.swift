@@ -77,7 +77,7 @@ struct HandleTests {
 
 @Suite("Serialization")
 struct SerializationTests {
-    @Test("serialize then deserialize gives an equal machine under a new handle, as version 2")
+    @Test("serialize then deserialize gives an equal machine under a new handle, as version 3")
     func roundTrip() async throws {
         let (sm, _, _) = try await makeMachines()
         let h = try await receivedCredential(sm)
@@ -85,7 +85,7 @@ struct SerializationTests {
         let h2 = try await sm.deserialize(json, as: .credential)
         #expect(h2 != h)
         #expect(try sm.table.machine(h2) == sm.table.machine(h))
-        #expect(json.contains(#""version":2"#))
+        #expect(json.contains(#""version":3"#))
     }
 
     @Test("JSON of another kind is a clear error")
@@ -100,8 +100,8 @@ struct SerializationTests {
     @Test("JSON of a newer version is a clear error")
     func newerVersion() async throws {
         let (sm, _, _) = try await makeMachines()
-        let json = try sm.serialize(sm.connectionCreate(invitation: "i")).replacingOccurrences(of: #""version":2"#, with: #""version":3"#)
-        await #expect(throws: StateMachineError.unsupportedVersion(found: 3, supported: 2)) {
+        let json = try sm.serialize(sm.connectionCreate(invitation: "i")).replacingOccurrences(of: #""version":3"#, with: #""version":4"#)
+        await #expect(throws: StateMachineError.unsupportedVersion(found: 4, supported: 3)) {
             _ = try await sm.deserialize(json, as: .connection)
         }
     }
@@ -112,7 +112,7 @@ struct SerializationTests {
         await #expect(throws: StateMachineError.self) { _ = try await sm.deserialize("{not json", as: .connection) }
     }
 
-    @Test("a version-2 credential whose step and number disagree is refused")
+    @Test("a version-3 credential whose step and number disagree is refused")
     func stepNumberMismatch() async throws {
         let (sm, _, _) = try await makeMachines()
         let json = try sm.serialize(sm.credentialCreate(offer: degreeOffer)).replacingOccurrences(of: #""state":3"#, with: #""state":2"#)
@@ -129,7 +129,7 @@ struct Version1Case: Sendable, CustomTestStringConvertible {
     var testDescription: String { file }
 
     static let all: [Version1Case] = [
-        .init(file: "connection_v1_invited", kind: .connection, number: 1) {
+        .init(file: "connection_v1_invited", kind: .connection, number: 2) {
             if case .connection(let m) = $0 { m.state == .invited } else { false }
         },
         .init(file: "connection_v1_responded", kind: .connection, number: 3) {
@@ -151,7 +151,7 @@ struct Version1Case: Sendable, CustomTestStringConvertible {
         .init(file: "credential_v1_accepted", kind: .credential, number: 4) {
             if case .credential(let m) = $0 { m.state == .accepted } else { false }
         },
-        .init(file: "credential_v1_rejected", kind: .credential, number: 9) {
+        .init(file: "credential_v1_rejected", kind: .credential, number: 0) {
             if case .credential(let m) = $0 { m.state == .rejected } else { false }
         },
         .init(file: "disclosed_proof_v1_request_received", kind: .disclosedProof, number: 3) {
@@ -163,7 +163,7 @@ struct Version1Case: Sendable, CustomTestStringConvertible {
         .init(file: "disclosed_proof_v1_acknowledged", kind: .disclosedProof, number: 4) {
             if case .disclosedProof(let m) = $0 { m.state == .acknowledged } else { false }
         },
-        .init(file: "disclosed_proof_v1_rejected", kind: .disclosedProof, number: 9) {
+        .init(file: "disclosed_proof_v1_rejected", kind: .disclosedProof, number: 0) {
             if case .disclosedProof(let m) = $0 { m.state == .rejected } else { false }
         },
     ]
@@ -186,12 +186,12 @@ struct Version1Tests {
         #expect(try sm.state(h) == c.number)
     }
 
-    @Test("a converted machine is written back as version 2", arguments: Version1Case.all)
-    func writtenAsVersion2(_ c: Version1Case) async throws {
+    @Test("a converted machine is written back as version 3", arguments: Version1Case.all)
+    func writtenAsVersion3(_ c: Version1Case) async throws {
         let (sm, _, _) = try await makeMachines()
         let h = try await sm.deserialize(try c.json(), as: c.kind)
         let again = try sm.serialize(h)
-        #expect(again.contains(#""version":2"#))
+        #expect(again.contains(#""version":3"#))
         let h2 = try await sm.deserialize(again, as: c.kind)
         #expect(try sm.table.machine(h2) == sm.table.machine(h))
     }
@@ -229,12 +229,12 @@ struct TransitionTests {
     func connectionFlow() async throws {
         let (sm, messenger, wallet) = try await makeMachines()
         let h = sm.connectionCreate(invitation: "invitation-1")
-        #expect(try sm.state(h) == ConnectionState.invited.rawValue)
+        #expect(try sm.state(h) == ConnectionState.invited.number)
         let t1 = try await sm.connectionSendRequest(h)
         let their = try await wallet.createKey()
         let t2 = try sm.connectionReceiveResponse(h, theirVerkey: their)
         let t3 = try await sm.connectionComplete(h)
-        #expect(t1.to == 2 && t2.to == 3 && t3.to == 4)
+        #expect(t1.to == 3 && t2.to == 3 && t3.to == 4)
         #expect(t1.mustSave && t2.mustSave && t3.mustSave)
         #expect(messenger.sent.count == 2)
     }
@@ -266,7 +266,7 @@ struct TransitionTests {
         messenger.fail(true)
         await #expect(throws: StateMachineError.self) { _ = try await sm.connectionSendRequest(h) }
         #expect(try await wallet.listKeys().isEmpty)
-        #expect(try sm.state(h) == ConnectionState.invited.rawValue)
+        #expect(try sm.state(h) == ConnectionState.invited.number)
     }
 
     @Test("accepting stores the attributes with their tags and the signature as a secret, and nothing else")
@@ -310,8 +310,8 @@ struct TransitionTests {
             _ = try await sm.proofSendPresentation(p, credentials: ["r1": "other"])
         }
         let t = try await sm.proofSendPresentation(p, credentials: ["r1": machine.id])
-        #expect(t.to == DisclosedProofState.presentationSent.rawValue)
-        #expect(try sm.proofReceiveAck(p).to == DisclosedProofState.acknowledged.rawValue)
+        #expect(t.to == DisclosedProofState.presentationSent.number)
+        #expect(try sm.proofReceiveAck(p).to == DisclosedProofState.acknowledged.number)
         #expect(
             messenger.sent.contains(
                 .presentation(
@@ -354,7 +354,7 @@ struct StoreTests {
         let store = StateMachineStore(machines: sm, storage: Memory())
         let id = try await store.save(sm.proofCreate(request: ProofRequest(name: "p", requestedAttributes: [:])))
         let h = try await store.restore(id: id, kind: .disclosedProof)
-        #expect(try sm.state(h) == DisclosedProofState.requestReceived.rawValue)
+        #expect(try sm.state(h) == DisclosedProofState.requestReceived.number)
     }
 }
 
@@ -500,7 +500,8 @@ enum ProofStep: String, CaseIterable, Sendable {
         switch self {
         case .none:
             // No operation leads to none: only saved JSON can hold it.
-            let json = try sm.serialize(p).replacingOccurrences(of: #""state":3"#, with: #""state":0"#)
+            let json = try sm.serialize(p).replacingOccurrences(
+                of: #""state":3,"step":"request_received""#, with: #""state":0,"step":"none""#)
             return try await sm.deserialize(json, as: .disclosedProof)
         case .requestReceived: break
         case .rejected: _ = try await sm.proofReject(p)
@@ -515,13 +516,13 @@ enum ProofStep: String, CaseIterable, Sendable {
 @Suite("Rejections")
 struct RejectionTests {
     @Test(
-        "credentialReject moves the machine to rejected (9) from every state it is allowed in",
+        "credentialReject moves the machine to rejected (0, libvcx's decline) from every state it is allowed in",
         arguments: [CredentialStep.offerReceived, .requestSent, .credentialReceived])
     func credentialRejected(_ step: CredentialStep) async throws {
         let (sm, _, _) = try await makeMachines()
         let h = try await step.drive(sm)
         let t = try await sm.credentialReject(h)
-        #expect(t.from == step.state.number && t.to == 9 && t.mustSave)
+        #expect(t.from == step.state.number && t.to == 0 && t.mustSave)
         #expect(try sm.credentialState(h) == .rejected)
     }
 
@@ -547,14 +548,14 @@ struct RejectionTests {
     }
 
     @Test(
-        "proofReject moves the machine to rejected (9) from every state it is allowed in (the verifier's rejection after presenting included)",
+        "proofReject moves the machine to rejected (0, libvcx's decline) from every state it is allowed in",
         arguments: [ProofStep.requestReceived, .presentationSent])
     func proofRejected(_ step: ProofStep) async throws {
         let (sm, _, _) = try await makeMachines()
         let p = try await step.drive(sm)
         let t = try await sm.proofReject(p)
-        #expect(t.from == step.state.number && t.to == 9 && t.mustSave)
-        #expect(try sm.state(p) == DisclosedProofState.rejected.number)
+        #expect(t.from == step.state.number && t.to == 0 && t.mustSave)
+        #expect(try sm.disclosedProofState(p) == .rejected)
     }
 
     @Test("proofReject tells the verifier", arguments: [ProofStep.requestReceived, .presentationSent])
