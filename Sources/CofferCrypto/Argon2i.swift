@@ -42,21 +42,8 @@ public enum Argon2i {
         guard salt.count == saltByteCount else {
             throw .invalidLength(what: "Argon2i salt", expected: saltByteCount, actual: salt.count)
         }
-        // NUL-terminated copy so the pointer is valid for an empty passphrase too; wiped after use.
-        var password = passphrase.utf8.map { CChar(bitPattern: $0) } + [0]
-        let passwordLength = password.count - 1
-        defer { sodium_memzero(&password, password.count) }
-        return try SecretKey.filling(byteCount: byteCount) { (out) throws(CryptoError) in
-            let rc = salt.withUnsafeBytes { s in
-                password.withUnsafeBufferPointer { p in
-                    crypto_pwhash(
-                        out.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(byteCount),
-                        p.baseAddress!, UInt64(passwordLength),
-                        s.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                        level.opsLimit, level.memLimit, crypto_pwhash_ALG_ARGON2I13)
-                }
-            }
-            if rc != 0 { throw .operationFailed("Argon2i could not run at the \(level.rawValue) level (out of memory?)") }
-        }
+        return try passwordHash(
+            passphrase, salt: salt, byteCount: byteCount, opsLimit: level.opsLimit, memLimit: level.memLimit,
+            algorithm: crypto_pwhash_ALG_ARGON2I13, failure: "Argon2i could not run at the \(level.rawValue) level (out of memory?)")
     }
 }

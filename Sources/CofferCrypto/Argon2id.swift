@@ -77,21 +77,31 @@ public enum Argon2id {
             throw .invalidLength(what: "Argon2id salt", expected: Argon2idParameters.saltByteCount, actual: salt.count)
         }
         try parameters.validate()
-        // NUL-terminated copy so the pointer is valid for an empty passphrase too; wiped after use.
-        var password = passphrase.utf8.map { CChar(bitPattern: $0) } + [0]
-        let passwordLength = password.count - 1
-        defer { sodium_memzero(&password, password.count) }
-        return try SecretKey.filling(byteCount: byteCount) { (out) throws(CryptoError) in
-            let rc = salt.withUnsafeBytes { s in
-                password.withUnsafeBufferPointer { p in
-                    crypto_pwhash(
-                        out.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(byteCount),
-                        p.baseAddress!, UInt64(passwordLength),
-                        s.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                        parameters.opsLimit, Int(parameters.memLimit), crypto_pwhash_ALG_ARGON2ID13)
-                }
+        return try passwordHash(
+            passphrase, salt: salt, byteCount: byteCount, opsLimit: parameters.opsLimit, memLimit: Int(parameters.memLimit),
+            algorithm: crypto_pwhash_ALG_ARGON2ID13, failure: "Argon2id could not run with \(parameters) (out of memory?)")
+    }
+}
+
+/// libsodium's `crypto_pwhash` with `algorithm` (Argon2i or Argon2id), the one place both KDFs
+/// call it: the passphrase goes through a NUL-terminated copy (valid for an empty passphrase too)
+/// that is wiped after use, and the key is written straight into guarded memory.
+func passwordHash(
+    _ passphrase: String, salt: Data, byteCount: Int, opsLimit: UInt64, memLimit: Int, algorithm: Int32, failure: String
+) throws(CryptoError) -> SecretKey {
+    var password = passphrase.utf8.map { CChar(bitPattern: $0) } + [0]
+    let passwordLength = password.count - 1
+    defer { sodium_memzero(&password, password.count) }
+    return try SecretKey.filling(byteCount: byteCount) { (out) throws(CryptoError) in
+        let rc = salt.withUnsafeBytes { s in
+            password.withUnsafeBufferPointer { p in
+                crypto_pwhash(
+                    out.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(byteCount),
+                    p.baseAddress!, UInt64(passwordLength),
+                    s.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    opsLimit, memLimit, algorithm)
             }
-            if rc != 0 { throw .operationFailed("Argon2id could not run with \(parameters) (out of memory?)") }
         }
+        if rc != 0 { throw .operationFailed(failure) }
     }
 }
