@@ -36,22 +36,30 @@ struct TemporaryFileTests {
         return landed && process.terminationReason == .uncaughtSignal
     }
 
-    @Test("secure set killed before its rename: the sealed temporary file is removed at the next open, and secure delete leaves nothing")
-    func killedSecureSet() throws {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-tmp-kill-\(UUID().uuidString)")
+    /// A store holding the item "warm" and the sealed temporary copy of "big" that a `secure set`
+    /// killed while its temporary file existed left behind (the kill proven to land there).
+    static func storeWithKilledSecureSet(_ name: String, fill: UInt8) throws -> (store: URL, items: URL) {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-tmp-\(name)-\(UUID().uuidString)")
         let items = store.appendingPathComponent("secure/items")
         // The key exists first, so the kill lands in the item's write.
         #expect(try CLI.run(["secure", "set", "warm", "--value-env", "V"], store: store, env: ["V": "w"]).status == 0)
         let big = store.appendingPathComponent("value.bin")
-        try Data(repeating: 0x61, count: 48 << 20).write(to: big)
+        try Data(repeating: fill, count: 48 << 20).write(to: big)
         var landed = false
         for _ in 0..<20 where !landed {
-            landed = try Self.killWhileTemporary(in: items, input: big, ["--store", store.path, "secure", "set", "big"])
-            if !landed { Self.temporaries(items).forEach { try? FileManager.default.removeItem(at: items.appendingPathComponent($0)) } }
+            landed = try killWhileTemporary(in: items, input: big, ["--store", store.path, "secure", "set", "big"])
+            if !landed { temporaries(items).forEach { try? FileManager.default.removeItem(at: items.appendingPathComponent($0)) } }
         }
         try #require(landed, "no kill landed while the temporary file existed")
-        // The killed write left its sealed copy behind, and no item file for "big".
-        #expect(Self.temporaries(items).count == 1)
+        // The killed write left its sealed copy behind.
+        #expect(temporaries(items).count == 1)
+        return (store, items)
+    }
+
+    @Test("secure set killed before its rename: the sealed temporary file is removed at the next open, and secure delete leaves nothing")
+    func killedSecureSet() throws {
+        let (store, items) = try Self.storeWithKilledSecureSet("kill", fill: 0x61)
+        // No item file for "big".
         #expect(try CLI.run(["secure", "get", "big"], store: store).status == 1)
 
         // The next open removes it (any command that opens the secure store).
@@ -65,18 +73,7 @@ struct TemporaryFileTests {
 
     @Test("secure delete after a killed set removes the killed write's copy too")
     func deleteSweeps() throws {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-tmp-delete-\(UUID().uuidString)")
-        let items = store.appendingPathComponent("secure/items")
-        #expect(try CLI.run(["secure", "set", "warm", "--value-env", "V"], store: store, env: ["V": "w"]).status == 0)
-        let big = store.appendingPathComponent("value.bin")
-        try Data(repeating: 0x62, count: 48 << 20).write(to: big)
-        var landed = false
-        for _ in 0..<20 where !landed {
-            landed = try Self.killWhileTemporary(in: items, input: big, ["--store", store.path, "secure", "set", "big"])
-            if !landed { Self.temporaries(items).forEach { try? FileManager.default.removeItem(at: items.appendingPathComponent($0)) } }
-        }
-        try #require(landed, "no kill landed while the temporary file existed")
-        #expect(Self.temporaries(items).count == 1)
+        let (store, items) = try Self.storeWithKilledSecureSet("delete", fill: 0x62)
         #expect(try CLI.run(["secure", "delete", "big"], store: store).status == 0)
         #expect(Self.temporaries(items).isEmpty, "left: \(Self.temporaries(items))")
     }
