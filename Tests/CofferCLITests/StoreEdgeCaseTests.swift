@@ -17,7 +17,7 @@ func runUnprivileged(_ args: [String], cwd: URL? = nil, env: [String: String] = 
     let process = Process()
     if getuid() == 0 {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", CLI.binary.path] + args
+        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", unprivilegedBinary.path] + args
     } else {
         process.executableURL = CLI.binary
         process.arguments = args
@@ -38,6 +38,26 @@ func runUnprivileged(_ args: [String], cwd: URL? = nil, env: [String: String] = 
     return CLIResult(
         status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
 }
+
+/// The `coffer` binary as the unprivileged user can run it: a copy, with the resource bundles
+/// beside it, in a folder every user may enter. The build folder may sit under one only its owner
+/// can enter (a fresh clone in `mktemp -d`), where Foundation cannot find the main bundle of a
+/// process run as another user and stops it.
+let unprivilegedBinary: URL = {
+    let fm = FileManager.default
+    let folder = fm.temporaryDirectory.appendingPathComponent("coffer-unprivileged-bin-\(UUID().uuidString)")
+    do {
+        try fm.createDirectory(at: folder, withIntermediateDirectories: true)
+        _ = chmod(folder.path, 0o755)
+        let built = CLI.binary.deletingLastPathComponent()
+        for name in try fm.contentsOfDirectory(atPath: built.path) where name == "coffer" || name.hasSuffix(".resources") {
+            try fm.copyItem(at: built.appendingPathComponent(name), to: folder.appendingPathComponent(name))
+        }
+        return folder.appendingPathComponent("coffer")
+    } catch {
+        return CLI.binary
+    }
+}()
 
 /// A fresh folder the unprivileged user of ``runUnprivileged(_:cwd:env:)`` owns.
 func unprivilegedFolder() throws -> URL {
