@@ -208,11 +208,12 @@ public final class CofferContainer: @unchecked Sendable {
     /// initialising the SDK at the same moment made both, in that order, under the same lock).
     static func clearEarlierInstall(_ secure: any SecureStorage, locations: CofferLocations) throws {
         let lockPath = locations.data.appendingPathComponent(".sdk.lock").path
-        try ProcessLock.withLock(at: lockPath, removeWhenDone: true, failure: { (e: ProcessLockError) -> any Error in ContainerError.storage(e.message) }) {
-            () throws(any Error) in
+        let clear = { () throws(any Error) in
             guard FileManager.default.fileExists(atPath: locations.wallet.path) else { return try secure.deleteAll() }
             for name in try secure.names() where name != CofferSDK.walletKeyItem { try secure.delete(name) }
         }
+        let failure = { (e: ProcessLockError) -> any Error in ContainerError.storage(e.message) }
+        try ProcessLock.withLock(at: lockPath, removeWhenDone: true, failure: failure, clear)
     }
 
     /// Takes a wallet opened for this container, so ``close()`` and ``reset()-1hq1w`` close it.

@@ -93,7 +93,7 @@ extension CofferContainer {
     /// provisioning on first run. The wallet is closed with the container. ``CofferSDK/close()``
     /// on the result closes this container.
     public func initializeSDK(walletConfiguration: Wallet.Configuration = Wallet.Configuration()) async throws -> CofferSDK {
-        TestPause.at("sdk-starting")  // debug builds only: lets tests line processes up before the lock
+        TestPause.at("sdk-starting") // debug builds only: lets tests line processes up before the lock
         let held: ProcessLock.Held
         do { held = try await ProcessLock.acquire(at: sdkLockPath, removeWhenDone: true) } catch {
             throw ContainerError.storage(error.message)
@@ -104,7 +104,8 @@ extension CofferContainer {
         var stored = try await secure.load(CofferSDK.walletKeyItem)
         if let data = stored, data.count != 32 {
             throw SecureStorageError.corrupted(
-                "the secure item \(CofferSDK.walletKeyItem) holds \(data.count) bytes, not a 32-byte wallet key; reset the store to start over")
+                "the secure item \(CofferSDK.walletKeyItem) holds \(data.count) bytes, not a 32-byte wallet key; reset the store to start over"
+            )
         }
         if stored == nil {
             if walletExists {
@@ -116,7 +117,7 @@ extension CofferContainer {
             // leaves a key and no wallet, and the next run makes the wallet with that key.
             let fresh = WalletKey.generateRawKey()
             try await secure.save(fresh, for: CofferSDK.walletKeyItem, accessibility: CofferSDK.keyAccessibility)
-            TestPause.at("sdk-key-saved")  // debug builds only: lets tests kill between the key and the wallet
+            TestPause.at("sdk-key-saved") // debug builds only: lets tests kill between the key and the wallet
             stored = fresh
         }
         let key = WalletKey.raw(stored!)

@@ -95,7 +95,7 @@ extension Wallet {
         removeWalletFiles(at: temporary)
         do {
             let wallet = try await Wallet.create(at: temporary, key: key, configuration: configuration, schemaUpTo: nil, locking: false)
-            TestPause.at("provisioned-building")  // debug builds only: lets tests kill a create whose temporary exists
+            TestPause.at("provisioned-building") // debug builds only: lets tests kill a create whose temporary exists
             do {
                 try await wallet.provisionForSDK()
                 // Closing the last connection checkpoints the WAL into the main file and removes it.

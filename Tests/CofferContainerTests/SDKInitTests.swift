@@ -28,7 +28,8 @@ final class Guarded<Value: Sendable>: @unchecked Sendable {
 struct SDKInitTests {
     /// The secure store the container uses on Linux (the Keychain on Apple platforms).
     static func secure(_ folder: URL) -> any SecureStorage {
-        PlatformSecureStorage.make(folder: CofferLocations(store: folder).secureFolder, service: CofferLocations(store: folder).keychainService)
+        PlatformSecureStorage.make(
+            folder: CofferLocations(store: folder).secureFolder, service: CofferLocations(store: folder).keychainService)
     }
 
     static let offer = CredentialOffer(

@@ -31,6 +31,8 @@
 // | 004 | `db.assets.where().remoteIdEqualTo(id).findFirst()`, `filter().ownerIdEqualTo(userId).findAll()`, `fileCreatedAtBetween(start, end)` | `assetReads` |
 // | 004 | `db.writeTxn(() => db.assets.put(asset))`, `deleteAllByRemoteId(ids)`, `putAll(assets)` | `assetWrites` |
 // | 004 | `SSLClientCertStoreVal`: `save()`, `load()`, `delete()` | `sslClientCertificate` |
+// | 004 | the collection listings (Assets, Albums, BackupAlbum, DuplicatedAsset, ETag, AndroidDeviceAsset, IOSDeviceAsset) | `collectionsAsListed` |
+// | 004 | the storage overview and cache-layer diagrams (key-value store, database, image cache, secure storage) | `ContainerTests.layout` |
 // | 004 | cache invalidation by asset / album; user-setting and cache-size defaults | `CacheInvalidationTests` |
 import Coffer
 import Foundation
@@ -207,7 +209,8 @@ struct SeedSamplesTests {
             api.walletUpdateRecordTags(recordType, recordId: recordId, recordTags: #"{"Tag3": "value3"}"#) { error in done(error) }
         }
         #expect(updated == nil)
-        #expect(try await api.getRecordWallet(recordType, recordId, #"{"retrieveValue": false}"#) == #"{"id":"c1","tags":{"Tag3":"value3"}}"#)
+        #expect(
+            try await api.getRecordWallet(recordType, recordId, #"{"retrieveValue": false}"#) == #"{"id":"c1","tags":{"Tag3":"value3"}}"#)
     }
 
     @Test("WalletApi.deleteRecordTags(recordType, recordId, recordTags).get() with the seed's [\"Tag1\", \"Tag2\"]")
@@ -247,7 +250,9 @@ struct SeedSamplesTests {
             return message.contains("invalid JSON")
         }
         let (error, handle): ((any Error)?, Int) = try await completion("walletOpenSearch") { done in
-            api.walletOpenSearch(recordType, query: Self.seedQueryLiteral, options: "{}") { error, searchHandle in done((error, searchHandle)) }
+            api.walletOpenSearch(recordType, query: Self.seedQueryLiteral, options: "{}") { error, searchHandle in
+                done((error, searchHandle))
+            }
         }
         #expect(handle == 0 && "\(error.map { "\($0)" } ?? "")".contains("invalid JSON"))
     }
@@ -260,7 +265,8 @@ struct SeedSamplesTests {
         try await api.addRecordWallet(recordType, "equal", "v", #"{"tagName": "tagValue", "tagName3": "123"}"#)
         try await api.addRecordWallet(recordType, "neither", "v", #"{"tagName": "tagValue", "tagName2": "other", "tagName3": "50"}"#)
         try await api.addRecordWallet(recordType, "wrongTag", "v", #"{"tagName": "other", "tagName2": "pattern", "tagName3": "999"}"#)
-        let handle = try await api.openSearch(recordType, Self.seedQueryJSON, #"{"retrieveTotalCount": true, "retrieveValue": false, "retrieveTags": false}"#)
+        let handle = try await api.openSearch(
+            recordType, Self.seedQueryJSON, #"{"retrieveTotalCount": true, "retrieveValue": false, "retrieveTags": false}"#)
         #expect(try await api.searchNextRecords(handle, 10) == #"{"totalCount":3,"records":[{"id":"regex"},{"id":"gte"},{"id":"equal"}]}"#)
         try await api.closeSearch(handle)
     }
@@ -293,7 +299,9 @@ struct SeedSamplesTests {
         #expect(error == nil && searchHandle > 0 && searchHandle != handle)
     }
 
-    @Test("String records = WalletApi.searchNextRecords(searchHandle, count).get(): the seed's {totalCount, records: [{id, type, value, tags}]}")
+    @Test(
+        "String records = WalletApi.searchNextRecords(searchHandle, count).get(): the seed's {totalCount, records: [{id, type, value, tags}]}"
+    )
     func searchNextShape() async throws {
         let api = try await Self.walletApi()
         try await api.addRecordWallet(recordType, "Some id", recordValue, #"{"tagName1": "s"}"#)
@@ -301,7 +309,8 @@ struct SeedSamplesTests {
         let searchHandle = try await api.openSearch(recordType, "{}", options)
         let count = 10
         let records = try await api.searchNextRecords(searchHandle, count)
-        #expect(records == #"{"totalCount":1,"records":[{"id":"Some id","type":"credential","value":"Some value","tags":{"tagName1":"s"}}]}"#)
+        #expect(
+            records == #"{"totalCount":1,"records":[{"id":"Some id","type":"credential","value":"Some value","tags":{"tagName1":"s"}}]}"#)
         let again = try await api.openSearch(recordType, "{}", options)
         let (error, page): ((any Error)?, String?) = try await completion("walletSearchNextRecords") { done in
             api.walletSearchNextRecords(again, count: count) { error, records in done((error, records)) }
@@ -325,9 +334,12 @@ struct SeedSamplesTests {
         #expect(closed == nil)
         await #expect(throws: WalletError.invalidHandle(first)) { _ = try await api.searchNextRecords(first, 1) }
         let second = try await api.openSearch(recordType, "{}", "{}")
-        let closedToo: (any Error)? = try await completion("walletCloseSearch") { done in api.walletCloseSearch(second) { error in done(error) } }
+        let closedToo: (any Error)? = try await completion("walletCloseSearch") { done in
+            api.walletCloseSearch(second) { error in done(error) }
+        }
         #expect(closedToo == nil)
-        let again: (any Error)? = try await completion("walletCloseSearch") { done in api.walletCloseSearch(second) { error in done(error) } }
+        let again: (any Error)? = try await completion("walletCloseSearch") { done in api.walletCloseSearch(second) { error in done(error) }
+        }
         #expect(again as? WalletError == .invalidHandle(second))
     }
 
@@ -342,7 +354,8 @@ struct SeedSamplesTests {
 
     // MARK: Seed 003: the brand client
 
-    @Test("ClientType.brand is a BrandClientType whose save(_:for:), getBrandByLanguage, clearBrandBy and delete run as the seed's extension")
+    @Test(
+        "ClientType.brand is a BrandClientType whose save(_:for:), getBrandByLanguage, clearBrandBy and delete run as the seed's extension")
     func brandClient() throws {
         let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
         defer { c.close() }
@@ -427,6 +440,46 @@ struct SeedSamplesTests {
         let ids = ["r1", "r3"]
         #expect(try db.assets.deleteAllByRemoteId(ids) == 2)
         #expect(try db.assets.allForOwner("u1").compactMap(\.remoteId).sorted() == ["r2", "r4"])
+    }
+
+    @Test("the seed's collections hold the fields it lists; ownerId + checksum is unique; remoteId and localId find an asset")
+    func collectionsAsListed() throws {
+        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        defer { c.close() }
+        let db = c.context
+        // Assets: id auto-increment, remoteId, localId, ownerId + checksum composite unique.
+        let asset = try db.assets.put(
+            Asset(
+                remoteId: "r1", localId: "l1", ownerId: "u1", checksum: "c1", fileName: "a.jpg", type: .image,
+                fileCreatedAt: daysAgo(1)))
+        #expect(asset.id != nil)
+        #expect(try db.assets.findByRemoteId("r1")?.id == asset.id && db.assets.findByLocalId("l1")?.id == asset.id)
+        // A second put with the same owner and checksum never makes a second row.
+        _ = try? db.assets.put(
+            Asset(
+                remoteId: "r2", localId: "l2", ownerId: "u1", checksum: "c1", fileName: "b.jpg", type: .image, fileCreatedAt: daysAgo(1)))
+        #expect(try db.assets.count() == 1)
+        // Albums: id auto-increment, remoteId, name, dates, ownership; links to assets and users.
+        let album = try db.albums.put(Album(remoteId: "al1", name: "Trip", createdAt: daysAgo(3), ownerId: "u1"))
+        try db.albums.link(albumId: try #require(album.id), assetIds: [try #require(asset.id)])
+        try db.albums.share(albumId: try #require(album.id), userIds: ["u2"])
+        #expect(try db.albums.assets(albumId: try #require(album.id)).map(\.id) == [asset.id])
+        // BackupAlbum, DuplicatedAsset, ETag, AndroidDeviceAsset, IOSDeviceAsset.
+        let sync = db.sync
+        let lastBackup = daysAgo(2)
+        try sync.putBackupAlbum(BackupAlbum(id: "device-album", name: "Camera", selection: .include, lastBackup: lastBackup))
+        #expect(
+            try sync.backupAlbums(.include) == [
+                BackupAlbum(id: "device-album", name: "Camera", selection: .include, lastBackup: lastBackup)
+            ])
+        try sync.putDuplicated(["device-asset"])
+        #expect(try sync.isDuplicated("device-asset"))
+        try sync.putETag(ETag(id: "u1", assetCount: 1, time: lastBackup))
+        #expect(try sync.etag("u1") == ETag(id: "u1", assetCount: 1, time: lastBackup))
+        try sync.putAndroidAssets([AndroidDeviceAsset(id: "a1", hash: Data([1, 2]))])
+        #expect(try sync.androidAsset("a1")?.hash == Data([1, 2]))
+        try sync.putIOSAssets([IOSDeviceAsset(id: "i1", hash: Data([3]), modifiedTime: lastBackup)])
+        #expect(try sync.iosAsset("i1") == IOSDeviceAsset(id: "i1", hash: Data([3]), modifiedTime: lastBackup))
     }
 
     @Test("SSLClientCertStoreVal: save() persists to secure storage, load() retrieves, delete() removes")
