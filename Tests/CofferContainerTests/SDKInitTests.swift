@@ -172,6 +172,26 @@ struct SDKInitTests {
         #expect(!sdk.createdWallet && sdk.provisioning.createdMasterSecret && sdk.provisioning.createdAgentKey)
     }
 
+    @Test("an encrypted backup carries the provisioning: the restored wallet has the master secret and the same agent key")
+    func backupCarriesProvisioning() async throws {
+        let folder = containerFolder()
+        let sdk = try await CofferSDK.initialize(CofferLocations(store: folder))
+        defer { sdk.close() }
+        let backup = folder.appendingPathComponent("sdk.backup")
+        _ = try await sdk.wallet.exportBackup(to: backup, passphrase: "backup passphrase")
+        let restored = try await Wallet.importBackup(
+            from: backup, passphrase: "backup passphrase", into: folder.appendingPathComponent("restored.sqlite"),
+            key: .raw(WalletKey.generateRawKey()))
+        defer { try? restored.close() }
+        #expect(try await restored.agentVerkey() == sdk.provisioning.agentVerkey)
+        #expect(try await restored.hasMasterSecret())
+        let again = try await restored.provisionForSDK()
+        #expect(!again.createdAgentKey && !again.createdMasterSecret)
+        let message = Data("m".utf8)
+        let signature = try await restored.sign(message, with: sdk.provisioning.agentVerkey)
+        #expect(try Wallet.verify(signature: signature, message: message, verkey: sdk.provisioning.agentVerkey))
+    }
+
     @Test("the container closes the SDK's wallet")
     func containerClosesWallet() async throws {
         let sdk = try await CofferSDK.initialize(CofferLocations(store: containerFolder()))
