@@ -11,10 +11,10 @@ import Logging
 /// default wallet (`wallet.sqlite` in the store folder) with a random 32-byte key that it keeps in
 /// secure storage (the Keychain on Apple platforms, the sealed files of `secure/` elsewhere; the
 /// key is never printed, logged or returned), and provisions it for the SDK: the credential master
-/// secret and the cloud agent's key pair, made once (``Wallet/provisionForSDK()``). Later runs
+/// secret and the cloud agent's key pair, made once (`Wallet.provisionForSDK()`). Later runs
 /// open it with the stored key. ``reset()`` (or ``CofferContainer/reset()-1hq1w``) removes all of
-/// it: the wallet file and the key. The explicit ``Wallet/create(at:key:configuration:)`` and
-/// ``Wallet/open(at:key:configuration:)`` stay for apps that manage their own key.
+/// it: the wallet file and the key. The explicit `Wallet.create(at:key:configuration:)` and
+/// `Wallet.open(at:key:configuration:)` stay for apps that manage their own key.
 ///
 /// Safe to call from many tasks and processes at once: one inter-process lock in the store
 /// folder (`.sdk.lock`, removed when released) makes them take turns, so one wallet and one key
@@ -36,7 +36,7 @@ public final class CofferSDK: Sendable {
     public static let walletKeyItem = "coffer.sdk.wallet-key"
 
     /// The key is kept for this device only: it never travels in a device backup (a wallet
-    /// restored onto another device without its key is refused as ``SecureStorageError/keyLost(_:)``;
+    /// restored onto another device without its key is refused as `SecureStorageError.keyLost(_:)`;
     /// move wallets with an encrypted backup instead).
     static let keyAccessibility = SecureAccessibility.afterFirstUnlockThisDeviceOnly
 
@@ -55,9 +55,9 @@ public final class CofferSDK: Sendable {
     ///     (as ``CofferContainer/open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)-94a4f``).
     ///   - keychainService: the Keychain service of the default secure store.
     ///   - walletConfiguration: the wallet's settings.
-    /// - Throws: the container's open errors; ``SecureStorageError/keyLost(_:)`` when the wallet
+    /// - Throws: the container's open errors; `SecureStorageError.keyLost(_:)` when the wallet
     ///   exists but its key is not in secure storage (nothing is replaced: restore the key, or reset);
-    ///   ``WalletError`` when the wallet does not open with the stored key or cannot be made.
+    ///   `WalletError` when the wallet does not open with the stored key or cannot be made.
     public static func initialize(
         _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil, keychainService: String? = nil,
         walletConfiguration: Wallet.Configuration = Wallet.Configuration()
