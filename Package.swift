@@ -173,7 +173,7 @@ let package = Package(
         .testTarget(
             name: "CofferCLITests",
             dependencies: [
-                "coffer", "CofferWallet", "CofferDatabase", "CofferSettings", "CofferDeniable", "CofferSync",
+                "coffer", "CofferWallet", "CofferDatabase", "CofferSettings", "CofferDeniable", "CofferSync", "CofferSecureStorage",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]),
         .testTarget(

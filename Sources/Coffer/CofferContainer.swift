@@ -81,7 +81,7 @@ public struct CofferLocations: Sendable, Equatable {
         let names = ["app.sqlite", "wallet.sqlite", ".wallet.sqlite.restoring"]
         let files = names.flatMap { name in ["", "-wal", "-shm", "-journal"].map { data.appendingPathComponent(name + $0) } }
         // Lock files a process killed while creating or first opening left (they go when released).
-        let locks = [".wallet.sqlite.lock", ".app.sqlite.lock"].map { data.appendingPathComponent($0) }
+        let locks = [".wallet.sqlite.lock", ".app.sqlite.lock", ".sdk.lock"].map { data.appendingPathComponent($0) }
         return files + locks + [
             secureFolder, deniableFolder, data.appendingPathComponent("deniable-dev-service", isDirectory: true),
             data.appendingPathComponent("demo", isDirectory: true), mediaCacheFolder,
@@ -161,7 +161,9 @@ public final class CofferContainer: @unchecked Sendable {
             secureStorage
             ?? PlatformSecureStorage.make(folder: locations.secureFolder, service: keychainService ?? locations.keychainService)
         if database.isFreshInstall {
-            do { try secure.deleteAll() } catch { logger.warning("could not clear secure items left by an earlier install: \(error)") }
+            do { try clearEarlierInstall(secure, locations: locations) } catch {
+                logger.warning("could not clear secure items left by an earlier install: \(error)")
+            }
         }
         var limits = MediaCacheLimits.default
         if let cacheByteLimits {
@@ -197,6 +199,28 @@ public final class CofferContainer: @unchecked Sendable {
             try open(
                 locations, secureStorage: secureStorage, keychainService: keychainService,
                 cacheByteLimits: cacheByteLimits, dataMigrations: dataMigrations)
+        }
+    }
+
+    /// A fresh install's clearing of the secure items an earlier install left (Keychain items
+    /// outlive an uninstall), under the SDK's lock (see ``initializeSDK(walletConfiguration:)``):
+    /// every item goes, except the SDK wallet's key while the wallet it opens is there (a process
+    /// initialising the SDK at the same moment made both, in that order, under the same lock).
+    static func clearEarlierInstall(_ secure: any SecureStorage, locations: CofferLocations) throws {
+        let lockPath = locations.data.appendingPathComponent(".sdk.lock").path
+        let clear = { () throws(any Error) in
+            guard FileManager.default.fileExists(atPath: locations.wallet.path) else { return try secure.deleteAll() }
+            for name in try secure.names() where name != CofferSDK.walletKeyItem { try secure.delete(name) }
+        }
+        let failure = { (e: ProcessLockError) -> any Error in ContainerError.storage(e.message) }
+        try ProcessLock.withLock(at: lockPath, removeWhenDone: true, failure: failure, clear)
+    }
+
+    /// Takes a wallet opened for this container, so ``close()`` and ``reset()-1hq1w`` close it.
+    func adopt(_ wallet: Wallet) throws(ContainerError) {
+        try lock.withLock { () throws(ContainerError) in
+            if isClosed { throw .closed }
+            wallets.append(wallet)
         }
     }
 

@@ -163,7 +163,9 @@ extension Wallet {
     /// from the result.
     static func typeNames(_ db: Database, keys: WalletKeys, candidates: [String] = []) throws -> [Int64: String] {
         var names = [Int64: String]()
-        for reserved in [SecretTypes.key, SecretTypes.masterSecret, SecretTypes.credentialSignature, SecretTypes.credential] + candidates {
+        for reserved in [
+            SecretTypes.key, SecretTypes.masterSecret, SecretTypes.credentialSignature, SecretTypes.credential, SecretTypes.agentKey,
+        ] + candidates {
             names[BlindColumn.value(keys.typeBlind(reserved))] = reserved
         }
         // Only blind types some first-format box uses need a name: most wallets have none, and

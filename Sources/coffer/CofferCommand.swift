@@ -239,7 +239,7 @@ struct CofferCommand: AsyncParsableCommand {
             """,
         subcommands: [
             WalletCommand.self, DeniableCommand.self, SettingsCommand.self, DBCommand.self, CacheCommand.self,
-            CleanupCommand.self, ResetCommand.self, SecureCommand.self, DemoCommand.self, BenchCommand.self,
+            CleanupCommand.self, ResetCommand.self, SecureCommand.self, SDKCommand.self, DemoCommand.self, BenchCommand.self,
         ])
 
     @OptionGroup var storeOptions: StoreOptions

@@ -9,6 +9,15 @@ extension KeepMediaType: ExpressibleByArgument {}
 extension SecureAccessibility: ExpressibleByArgument {}
 
 enum ContainerCLI {
+    /// The SDK wallet's key is never printed, replaced or removed by hand (a reset removes it).
+    static func refuseSDKKey(_ name: String) throws {
+        if name == CofferSDK.walletKeyItem {
+            throw WalletError.invalidInput(
+                "\(name) holds the SDK wallet's key, which the secure commands never print, replace or remove (coffer reset --yes removes it with the wallet)"
+            )
+        }
+    }
+
     static func statistics(_ cache: MediaCache) -> JSONValue {
         let stats = cache.statistics()
         let limits = cache.currentLimits
@@ -195,6 +204,7 @@ struct SecureCommand: AsyncParsableCommand {
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
+            try ContainerCLI.refuseSDKKey(name)
             guard let data = try await storeOptions.withContainer({ try await $0.secure.load(name) }) else {
                 throw WalletError.notFound(type: "secure item", id: name)
             }
@@ -214,6 +224,7 @@ struct SecureCommand: AsyncParsableCommand {
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
+            try ContainerCLI.refuseSDKKey(name)
             let value: Data
             if let valueEnv {
                 guard let text = ProcessInfo.processInfo.environment[valueEnv] else {
@@ -238,6 +249,7 @@ struct SecureCommand: AsyncParsableCommand {
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
+            try ContainerCLI.refuseSDKKey(name)
             try await storeOptions.withContainer { try await $0.secure.delete(name) }
             print(JSONValue.object([("deleted", .object([("name", .string(name))]))]).jsonText)
         }

@@ -388,14 +388,20 @@ struct IndyImportTests {
         #expect(r.status == 2, "\(r.stderr)")
         #expect(r.stderr.contains("items row 1:") && r.stderr.contains("value is longer"), "\(r.stderr)")
         // In this process: SQLite's own allocations (sqlite3_memory_highwater) stay far below the
-        // value's size while the import refuses it. Reading it first would cost 64 MiB.
+        // value's size while the import refuses it. Reading it first would cost 64 MiB. The
+        // high-water mark is the whole process's, which other tests running in parallel raise
+        // too: the least of three attempts is taken (a read of the value raises every attempt).
         let wallet = try await Wallet.create(at: dir.appendingPathComponent("target.sqlite"), key: .raw(Data(repeating: 4, count: 32)))
         defer { try? wallet.close() }
-        let before = sqlite3_memory_used()
-        _ = sqlite3_memory_highwater(1)
-        await #expect(throws: WalletError.self) { try await wallet.importIndyWallet(at: source, key: key) }
-        let rise = sqlite3_memory_highwater(0) - before
-        #expect(rise < Int64(big / 2), "SQLite allocated \(rise) bytes: the over-long value was read")
+        var rises: [Int64] = []
+        for _ in 0..<3 {
+            let before = sqlite3_memory_used()
+            _ = sqlite3_memory_highwater(1)
+            await #expect(throws: WalletError.self) { try await wallet.importIndyWallet(at: source, key: key) }
+            rises.append(sqlite3_memory_highwater(0) - before)
+        }
+        let rise = rises.min()!
+        #expect(rise < Int64(big / 2), "SQLite allocated \(rises) bytes: the over-long value was read")
     }
 
     @Test("importing a WAL-mode source that had no -wal or -shm leaves its folder's files as they were")

@@ -1,0 +1,138 @@
+// `coffer sdk init` from outside: the zero-configuration wallet under real processes — several
+// initialising one store at once, and a process killed between saving the wallet's key and
+// making the wallet (or while building it). Each kill is proven to land at that moment by a debug
+// build's test pause (COFFER_TEST_PAUSE_AT, see CofferSync.TestPause): the test waits until the
+// child reports it is there and checks the files before killing it.
+import CofferSecureStorage
+import CofferWallet
+import Foundation
+import Testing
+
+@Suite("coffer sdk init: one wallet, one key, whatever runs or dies")
+struct SDKInitCLITests {
+    typealias Child = ManyProcessesTests.Child
+    static let keyItem = "coffer.sdk.wallet-key"
+
+    static func secure(_ store: URL) -> EncryptedFileSecureStorage {
+        EncryptedFileSecureStorage(folder: store.appendingPathComponent("secure", isDirectory: true))
+    }
+
+    /// The `sdk` object of `coffer sdk init`'s output.
+    static func output(_ text: String) throws -> [String: Any] {
+        let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+        return try #require(object?["sdk"] as? [String: Any], "not the sdk init output: \(text)")
+    }
+
+    static func newFolder() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("coffer-sdk-\(UUID().uuidString)", isDirectory: true)
+    }
+
+    /// Starts `coffer sdk init` paused at `point` (for up to 60 s) and waits until it says so.
+    static func pausedInit(_ store: URL, at point: String) throws -> Child {
+        let child = try ManyProcessesTests.start(
+            ["sdk", "init"], store: store, env: ["COFFER_TEST_PAUSE_AT": point, "COFFER_TEST_PAUSE_MS": "60000"])
+        ManyProcessesRaceTests.waitFor("test-pause: \(point)", in: [child])
+        return child
+    }
+
+    static func killed(_ child: Child) -> Bool {
+        kill(child.process.processIdentifier, SIGKILL)
+        child.process.waitUntilExit()
+        return child.process.terminationReason == .uncaughtSignal
+    }
+
+    @Test("sdk init prints the wallet, created, the agent's verkey and the master secret; a second run opens it; the key is never printed")
+    func initTwice() throws {
+        let store = Self.newFolder()
+        let first = try CLI.run(["sdk", "init"], store: store)
+        #expect(first.status == 0, "\(first.stderr)")
+        let a = try Self.output(first.stdout)
+        #expect(a["created"] as? Bool == true && a["masterSecret"] as? Bool == true)
+        #expect(a["wallet"] as? String == store.appendingPathComponent("wallet.sqlite").path)
+        let second = try CLI.run(["sdk", "init"], store: store)
+        let b = try Self.output(second.stdout)
+        #expect(b["created"] as? Bool == false && b["agentVerkey"] as? String == a["agentVerkey"] as? String)
+        let key = try #require(try Self.secure(store).load(Self.keyItem))
+        for text in [first.stdout, first.stderr, second.stdout, second.stderr] {
+            #expect(!text.contains(key.base64EncodedString()) && !text.contains(key.map { String(format: "%02x", $0) }.joined()))
+        }
+        // The secure commands refuse the key's item: never printed, replaced or removed by hand.
+        let get = try CLI.run(["secure", "get", Self.keyItem, "--base64"], store: store)
+        #expect(get.status == 2 && get.stdout.isEmpty && get.stderr.contains("never print"))
+        #expect(try CLI.run(["secure", "delete", Self.keyItem], store: store).status == 2)
+        #expect(try Self.secure(store).load(Self.keyItem) == key)
+    }
+
+    @Test("coffer reset removes the wallet and its key: the next sdk init makes new ones")
+    func resetThenInit() throws {
+        let store = Self.newFolder()
+        let first = try Self.output(try CLI.run(["sdk", "init"], store: store).stdout)
+        #expect(try CLI.run(["reset", "--yes"], store: store).status == 0)
+        #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("wallet.sqlite").path))
+        #expect(try Self.secure(store).load(Self.keyItem) == nil)
+        let again = try Self.output(try CLI.run(["sdk", "init"], store: store).stdout)
+        #expect(again["created"] as? Bool == true && again["agentVerkey"] as? String != first["agentVerkey"] as? String)
+    }
+
+    @Test("killed after saving the key and before making the wallet: the next run makes the wallet with that key")
+    func killedBetweenKeyAndWallet() async throws {
+        let store = Self.newFolder()
+        let child = try Self.pausedInit(store, at: "sdk-key-saved")
+        // The kill lands mid-operation: the child is paused there, the key is saved, no wallet yet.
+        #expect(child.process.isRunning)
+        let key = try #require(try await Self.secure(store).load(Self.keyItem), "the key was not saved before the pause")
+        #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("wallet.sqlite").path))
+        #expect(Self.killed(child))
+        let next = try CLI.run(["sdk", "init"], store: store)
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(try Self.output(next.stdout)["created"] as? Bool == true)
+        #expect(try await Self.secure(store).load(Self.keyItem) == key)
+        let wallet = try await awaitWallet(store, key: key)
+        #expect(wallet.master && wallet.keys == 1)
+    }
+
+    @Test("killed while building the provisioned wallet: no wallet is left half-made, and the next run makes it")
+    func killedWhileBuilding() async throws {
+        let store = Self.newFolder()
+        let child = try Self.pausedInit(store, at: "provisioned-building")
+        #expect(child.process.isRunning)
+        #expect(FileManager.default.fileExists(atPath: store.appendingPathComponent(".wallet.sqlite.restoring").path))
+        #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("wallet.sqlite").path))
+        #expect(Self.killed(child))
+        let next = try CLI.run(["sdk", "init"], store: store)
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(try Self.output(next.stdout)["created"] as? Bool == true)
+        #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent(".wallet.sqlite.restoring").path))
+        let key = try #require(try await Self.secure(store).load(Self.keyItem))
+        let wallet = try await awaitWallet(store, key: key)
+        #expect(wallet.master && wallet.keys == 1)
+    }
+
+    @Test("three processes initialising one new store at once make one wallet and one key")
+    func threeAtOnce() async throws {
+        let store = Self.newFolder()
+        let gate = Self.newFolder().appendingPathExtension("go")
+        let children = try (0..<3).map { _ in
+            try ManyProcessesTests.start(
+                ["sdk", "init"], store: store, env: ["COFFER_TEST_PAUSE_AT": "sdk-starting", "COFFER_TEST_PAUSE_FILE": gate.path])
+        }
+        ManyProcessesRaceTests.waitFor("test-pause: sdk-starting", in: children)
+        // All three have opened the store and wait at the SDK's lock together.
+        #expect(children.allSatisfy { $0.process.isRunning && ManyProcessesRaceTests.stderr($0).contains("test-pause") })
+        _ = FileManager.default.createFile(atPath: gate.path, contents: nil)
+        for child in children { child.process.waitUntilExit() }
+        #expect(children.allSatisfy { $0.process.terminationStatus == 0 }, "\(children.map(ManyProcessesRaceTests.stderr))")
+        let outputs = try children.map { try Self.output(ManyProcessesRaceTests.stdout($0)) }
+        #expect(outputs.filter { $0["created"] as? Bool == true }.count == 1)
+        #expect(Set(outputs.compactMap { $0["agentVerkey"] as? String }).count == 1)
+        let key = try #require(try await Self.secure(store).load(Self.keyItem))
+        #expect(try await awaitWallet(store, key: key).keys == 1)
+    }
+
+    /// Opens the store's wallet with `key`: whether it has the master secret, and how many keys it holds.
+    func awaitWallet(_ store: URL, key: Data) async throws -> (master: Bool, keys: Int) {
+        let wallet = try await Wallet.open(at: store.appendingPathComponent("wallet.sqlite"), key: .raw(key))
+        defer { try? wallet.close() }
+        return (try await wallet.hasMasterSecret(), try await wallet.listKeys().count)
+    }
+}
