@@ -53,11 +53,22 @@ public struct BackupKey: Sendable {
     let salt: Data
     let parameters: Argon2idParameters
 
-    /// Derives the key of a new backup from `passphrase` with `parameters` (at most
-    /// `Argon2idParameters.cap`).
-    /// - Throws: ``WalletError/invalidInput(_:)`` for an empty passphrase or costs over the cap.
-    public static func derive(passphrase: String, parameters: Argon2idParameters = .interactive) throws -> BackupKey {
+    /// The least a new backup's key may cost: libsodium's INTERACTIVE preset (2 passes, 64 MiB).
+    /// A backup file leaves the device, so its passphrase must withstand offline guessing;
+    /// cheaper costs are refused on export (a restore still reads an older, cheaper file).
+    public static let floor = Argon2idParameters.interactive
+
+    /// Derives the key of a new backup from `passphrase` with `parameters`: by default
+    /// libsodium's MODERATE preset (3 passes, 256 MiB), never less than ``floor`` in passes or
+    /// memory, and at most `Argon2idParameters.cap`.
+    /// - Throws: ``WalletError/invalidInput(_:)`` for an empty passphrase, or costs below the
+    ///   floor or over the cap.
+    public static func derive(passphrase: String, parameters: Argon2idParameters = .moderate) throws -> BackupKey {
         guard !passphrase.isEmpty else { throw WalletError.invalidInput("the backup passphrase must not be empty") }
+        guard parameters.opsLimit >= floor.opsLimit, parameters.memLimit >= floor.memLimit else {
+            throw WalletError.invalidInput(
+                "backup key costs \(parameters) are below the floor \(floor) (libsodium's INTERACTIVE); use at least that, or the default MODERATE")
+        }
         do { try parameters.validateWithinCap() } catch { throw WalletError.invalidInput("backup key costs: \(error)") }
         let salt = SecureRandom.bytes(Argon2idParameters.saltByteCount)
         do {
@@ -83,16 +94,17 @@ extension Wallet {
     /// - Parameters:
     ///   - url: the backup file to write.
     ///   - passphrase: the backup passphrase (Argon2id derives the key).
-    ///   - parameters: the Argon2id costs for the backup key.
+    ///   - parameters: the Argon2id costs for the backup key: MODERATE by default, at least
+    ///     ``BackupKey/floor`` (INTERACTIVE).
     ///   - firstFormatTypes: types that first-format records may have, for wallets in which no
     ///     newer record of that type tells it (each is checked against the blind; a wrong guess
     ///     matches nothing).
     ///   - progress: called as records are written.
-    /// - Throws: ``WalletError/invalidInput(_:)`` for an empty passphrase, bad costs, or a
-    ///   first-format record whose type nothing tells.
+    /// - Throws: ``WalletError/invalidInput(_:)`` for an empty passphrase, costs below the floor
+    ///   or over the cap, or a first-format record whose type nothing tells.
     @discardableResult
     public func exportBackup(
-        to url: URL, passphrase: String, parameters: Argon2idParameters = .interactive,
+        to url: URL, passphrase: String, parameters: Argon2idParameters = .moderate,
         firstFormatTypes: [String] = [],
         progress: (@Sendable (BackupProgress) -> Void)? = nil
     ) async throws -> Int {
@@ -103,8 +115,8 @@ extension Wallet {
 
     /// ``exportBackup(to:passphrase:parameters:firstFormatTypes:progress:)`` with a backup key
     /// derived beforehand (``BackupKey/derive(passphrase:parameters:)``): a process that derives
-    /// it before opening the wallet does not hold the key derivation's memory (64 MiB for
-    /// INTERACTIVE) and the wallet's at the same time. A key serves one export.
+    /// it before opening the wallet does not hold the key derivation's memory (256 MiB for
+    /// MODERATE) and the wallet's at the same time. A key serves one export.
     @discardableResult
     public func exportBackup(
         to url: URL, key backupKey: BackupKey, firstFormatTypes: [String] = [],

@@ -308,6 +308,24 @@ struct RecordStore {
         return Self.record(contents, type: type, options: options)
     }
 
+    /// Whether a live record of `type` and `id` exists. Its box is opened (authenticated, its id
+    /// checked) but its value is not decoded: no `String` of a reserved secret's value is made
+    /// where only its presence is asked.
+    func contains(type: String, id: String) throws -> Bool {
+        try Validate.type(type, allowReserved: allowReserved)
+        try Validate.id(id)
+        guard let found = try locate(type: type, id: id), !found.expired else { return false }
+        let contents = try withBytes(found.sealed) { (box) throws(WalletError) -> RecordCodec.Contents in
+            try withBytes(found.typeBlind) { (t) throws(WalletError) -> RecordCodec.Contents in
+                try withBytes(found.idBlind) { (i) throws(WalletError) -> RecordCodec.Contents in
+                    try RecordCodec.open(box, typeBlind: t, idBlind: i, expiry: found.expiry, keys: keys, expectedType: type) { _ in }
+                }
+            }
+        }
+        guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+        return true
+    }
+
     /// A record whose value is a secret's base64 text: the secret decoded straight from the
     /// wiped plaintext (nil when it does not decode to `byteCount` bytes) and the record's tags;
     /// nil when there is no such live record.
