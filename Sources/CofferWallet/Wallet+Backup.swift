@@ -166,8 +166,11 @@ extension Wallet {
                         guard let typeColumn = Int64.fromDatabaseValue(row[0]) else {
                             throw WalletError.corrupted("a record's blind type is not stored as an integer (the wallet file was altered)")
                         }
+                        // A reserved secret's value goes from guarded memory into the wiped batch,
+                        // never through a `String`.
                         let contents = try RecordCodec.open(
-                            row[2], typeBlind: BlindColumn.blind(typeColumn), idBlind: row[1], expiry: row[3], keys: keys)
+                            row[2], typeBlind: BlindColumn.blind(typeColumn), idBlind: row[1], expiry: row[3], keys: keys,
+                            value: .keepingSecrets(of: names[typeColumn]))
                         guard let type = contents.type ?? names[typeColumn] else {
                             throw WalletError.invalidInput(
                                 "record \(WalletError.quote(contents.id)) is in the first box format, which did not keep its type, and no other record tells it; name its type (firstFormatTypes, or --first-format-type in the CLI) or update the record once"
@@ -506,7 +509,7 @@ struct BackupBatch {
 
     /// The most bytes one record can take in the batch (every string byte escaped as `\u00XX`).
     static func worstCaseBytes(type: String, contents: RecordCodec.Contents) -> Int {
-        var strings = type.utf8.count + contents.id.utf8.count + contents.value.utf8.count
+        var strings = type.utf8.count + contents.id.utf8.count + contents.value.utf8.count + (contents.valueBytes?.byteCount ?? 0)
         var pieces = 3
         for (name, value) in contents.tags.effective {
             strings += name.utf8.count
@@ -532,7 +535,11 @@ struct BackupBatch {
         bytes.append(contentsOf: #","id":"#.utf8)
         Self.appendString(contents.id, to: &bytes)
         bytes.append(contentsOf: #","value":"#.utf8)
-        Self.appendString(contents.value, to: &bytes)
+        if let valueBytes = contents.valueBytes {
+            valueBytes.withUnsafeBytes { Self.appendString(bytes: $0, to: &bytes) }
+        } else {
+            Self.appendString(contents.value, to: &bytes)
+        }
         bytes.append(contentsOf: #","tags":{"#.utf8)
         for (i, (name, value)) in contents.tags.effective.enumerated() {
             if i > 0 { bytes.append(UInt8(ascii: ",")) }
@@ -572,10 +579,13 @@ struct BackupBatch {
     }
 
     /// A JSON string: quotes, backslashes and control characters escaped, other UTF-8 as is.
-    static func appendString(_ s: String, to out: inout [UInt8]) {
+    static func appendString(_ s: String, to out: inout [UInt8]) { appendString(bytes: s.utf8, to: &out) }
+
+    /// A JSON string of UTF-8 bytes (a secret's, lent from guarded memory), escaped as above.
+    static func appendString<Bytes: Sequence<UInt8>>(bytes: Bytes, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         let hex = Array("0123456789abcdef".utf8)
-        for b in s.utf8 {
+        for b in bytes {
             switch b {
             case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
             case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
