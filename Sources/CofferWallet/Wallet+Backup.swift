@@ -67,7 +67,8 @@ public struct BackupKey: Sendable {
         guard !passphrase.isEmpty else { throw WalletError.invalidInput("the backup passphrase must not be empty") }
         guard parameters.opsLimit >= floor.opsLimit, parameters.memLimit >= floor.memLimit else {
             throw WalletError.invalidInput(
-                "backup key costs \(parameters) are below the floor \(floor) (libsodium's INTERACTIVE); use at least that, or the default MODERATE")
+                "backup key costs \(parameters) are below the floor \(floor) (libsodium's INTERACTIVE); use at least that, or the default MODERATE"
+            )
         }
         do { try parameters.validateWithinCap() } catch { throw WalletError.invalidInput("backup key costs: \(error)") }
         let salt = SecureRandom.bytes(Argon2idParameters.saltByteCount)

@@ -136,8 +136,7 @@ extension Wallet {
                     do {
                         contents = try RecordCodec.open(
                             sealed, typeBlind: typeBlind, idBlind: idBlind, expiry: row[4], keys: keys, value: .skipped)
-                    } catch
-                    {
+                    } catch {
                         report.add("record", type: nil, id: nil, "row \(rowid) does not open: \(error)")
                         continue
                     }

@@ -220,8 +220,7 @@ extension Wallet {
     @discardableResult
     public func initializeMasterSecret() async throws -> Bool {
         try await secretWrite { store in
-            if try store.contains(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID)
-            {
+            if try store.contains(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID) {
                 return false
             }
             try store.add(
@@ -267,8 +266,7 @@ extension Wallet {
     /// deleted with the credential record. The SDK calls this as soon as a credential arrives.
     public func storeCredentialSignature(_ signature: String, credentialID: String) async throws {
         try await secretWrite { store in
-            if try store.contains(type: SecretTypes.credentialSignature, id: credentialID)
-            {
+            if try store.contains(type: SecretTypes.credentialSignature, id: credentialID) {
                 try store.update(type: SecretTypes.credentialSignature, id: credentialID, value: signature)
             } else {
                 try store.add(type: SecretTypes.credentialSignature, id: credentialID, value: signature, tags: [:], expiresAt: nil)
@@ -287,8 +285,7 @@ extension Wallet {
     /// none). Not visible to clients of the library.
     package func removeCredentialSignature(credentialID: String) async throws {
         try await secretWrite { store in
-            if try store.contains(type: SecretTypes.credentialSignature, id: credentialID)
-            {
+            if try store.contains(type: SecretTypes.credentialSignature, id: credentialID) {
                 try store.delete(type: SecretTypes.credentialSignature, id: credentialID)
             }
         }

@@ -19,7 +19,8 @@ func storeWithRecords(_ count: Int) throws -> URL {
 /// make many backups.
 func backupCommand(_ args: [String], store: URL, passphrase: String = "backup pass") throws -> CLIResult {
     try CLI.run(
-        ["--raw-key-env", "COFFER_TEST_KEY", "wallet"] + args + (args.first == "export" ? ["--backup-kdf", "interactive"] : []), store: store,
+        ["--raw-key-env", "COFFER_TEST_KEY", "wallet"] + args + (args.first == "export" ? ["--backup-kdf", "interactive"] : []),
+        store: store,
         env: ["COFFER_TEST_KEY": CLI.key, "BP": passphrase])
 }
 

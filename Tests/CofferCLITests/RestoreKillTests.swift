@@ -88,7 +88,8 @@ struct RestoreKillTests {
         let env = ["K": CLI.key, "BP": "backup pass"]
         let backup = store.appendingPathComponent("b.cfb")
         let exported = try CLI.run(
-            ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"], store: store, env: env)
+            ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"],
+            store: store, env: env)
         #expect(exported.status == 0, "\(exported.stderr)")
         try FileManager.default.removeItem(at: store.appendingPathComponent("wallet.sqlite"))
         let temporary = store.appendingPathComponent(".wallet.sqlite.restoring")
@@ -120,7 +121,8 @@ struct RestoreKillTests {
         let backup = store.appendingPathComponent("b.cfb")
         #expect(
             try CLI.run(
-                ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"], store: store, env: env
+                ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"],
+                store: store, env: env
             ).status == 0)
         try FileManager.default.removeItem(at: store.appendingPathComponent("wallet.sqlite"))
         let temporary = store.appendingPathComponent(".wallet.sqlite.restoring")
@@ -151,7 +153,8 @@ struct RestoreKillTests {
         let backup = store.appendingPathComponent("b.cfb")
         #expect(
             try CLI.run(
-                ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"], store: store,
+                ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"],
+                store: store,
                 env: ["K": CLI.key, "BP": "p"]
             ).status == 0)
         let before = try Data(contentsOf: store.appendingPathComponent("wallet.sqlite"))
@@ -197,7 +200,10 @@ struct RestoreKillTests {
         }
         #expect(killedMidExport > 0, "no kill landed while the partial file was being written")
         let exported = try CLI.run(
-            ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"],
+            [
+                "--raw-key-env", "COFFER_TEST_KEY", "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf",
+                "interactive",
+            ],
             store: store, env: env)
         #expect(exported.status == 0, "\(exported.stderr)")
         #expect(!FileManager.default.fileExists(atPath: partial.path))

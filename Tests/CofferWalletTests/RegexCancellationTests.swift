@@ -50,7 +50,8 @@ struct RegexCancellationTests {
             try await MatchCancellation.$observing.withValue(observer) {
                 // A plaintext tag is matched inside SQLite by the count; an encrypted one on the
                 // threads that open records, by the page read.
-                let handle = try await wallet.openSearch(type: "t", query: query, options: SearchOptions(retrieveTotalCount: tag.hasPrefix("~")))
+                let handle = try await wallet.openSearch(
+                    type: "t", query: query, options: SearchOptions(retrieveTotalCount: tag.hasPrefix("~")))
                 return try await wallet.searchNext(handle, count: Self.values).records?.count ?? 0
             }
         }

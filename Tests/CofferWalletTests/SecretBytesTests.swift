@@ -87,7 +87,8 @@ struct SecretBytesTests {
         var fromBytes = BackupBatch()
         fromBytes.append(type: type, contents: bytes, expiry: nil)
         var fromText = BackupBatch()
-        fromText.append(type: type, contents: try RecordCodec.open(sealed, typeBlind: tb, idBlind: ib, expiry: nil, keys: keys), expiry: nil)
+        fromText.append(
+            type: type, contents: try RecordCodec.open(sealed, typeBlind: tb, idBlind: ib, expiry: nil, keys: keys), expiry: nil)
         #expect(fromBytes.bytes == fromText.bytes)
         #expect(RecordCodec.ValueMode.keepingSecrets(of: "credential") == .text)
     }

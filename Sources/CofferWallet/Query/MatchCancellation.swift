@@ -10,14 +10,14 @@ final class MatchCancellation: Sendable {
     private let flag = Locked(false)
 
     #if DEBUG
-        /// Debug builds only: the observer of the task that started this search, if a test set one.
-        let observer: Observer?
+    /// Debug builds only: the observer of the task that started this search, if a test set one.
+    let observer: Observer?
 
-        /// A flag not set, reporting to the observer of the calling task.
-        init() { observer = Self.observing }
+    /// A flag not set, reporting to the observer of the calling task.
+    init() { observer = Self.observing }
     #else
-        /// A flag not set.
-        init() {}
+    /// A flag not set.
+    init() {}
     #endif
 
     /// Sets the flag: matches running for this search stop at their next poll.
@@ -30,75 +30,75 @@ final class MatchCancellation: Sendable {
     func poll() -> Bool {
         let cancelled = isCancelled
         #if DEBUG
-            observer?.polled(found: cancelled)
+        observer?.polled(found: cancelled)
         #endif
         return cancelled
     }
 
     #if DEBUG
-        /// Debug builds only: the observer that searches started in this task report to (tests
-        /// set it around a search).
-        @TaskLocal static var observing: Observer?
+    /// Debug builds only: the observer that searches started in this task report to (tests
+    /// set it around a search).
+    @TaskLocal static var observing: Observer?
 
-        /// Debug builds only: what a test sees of the matcher's reads of one search's flag.
-        final class Observer: Sendable {
-            private struct State {
-                var polls = 0
-                var stops = 0
-                var timedOut = false
-                var waiter: CheckedContinuation<Bool, Never>?
+    /// Debug builds only: what a test sees of the matcher's reads of one search's flag.
+    final class Observer: Sendable {
+        private struct State {
+            var polls = 0
+            var stops = 0
+            var timedOut = false
+            var waiter: CheckedContinuation<Bool, Never>?
+        }
+        private let state = Locked(State())
+
+        /// A new observer, seeing nothing yet.
+        init() {}
+
+        /// Reads of the flag so far.
+        var polls: Int { state.withLock { $0.polls } }
+        /// Reads that found the flag set (each one stopped a match).
+        var stops: Int { state.withLock { $0.stops } }
+
+        func polled(found cancelled: Bool) {
+            let waiter = state.withLock { s -> CheckedContinuation<Bool, Never>? in
+                s.polls += 1
+                if cancelled { s.stops += 1 }
+                defer { s.waiter = nil }
+                return s.waiter
             }
-            private let state = Locked(State())
+            waiter?.resume(returning: true)
+        }
 
-            /// A new observer, seeing nothing yet.
-            init() {}
-
-            /// Reads of the flag so far.
-            var polls: Int { state.withLock { $0.polls } }
-            /// Reads that found the flag set (each one stopped a match).
-            var stops: Int { state.withLock { $0.stops } }
-
-            func polled(found cancelled: Bool) {
-                let waiter = state.withLock { s -> CheckedContinuation<Bool, Never>? in
-                    s.polls += 1
-                    if cancelled { s.stops += 1 }
-                    defer { s.waiter = nil }
-                    return s.waiter
-                }
-                waiter?.resume(returning: true)
-            }
-
-            /// Waits until the matcher has read the flag once (a match is under way), at most
-            /// `seconds`: true when it has, false when the time ran out first.
-            func firstPoll(within seconds: Double) async -> Bool {
-                await withTaskGroup(of: Bool.self) { group in
-                    group.addTask {
-                        await withCheckedContinuation { continuation in
-                            let now = self.state.withLock { s -> Bool? in
-                                if s.polls > 0 { return true }
-                                if s.timedOut { return false }
-                                s.waiter = continuation
-                                return nil
-                            }
-                            if let now { continuation.resume(returning: now) }
+        /// Waits until the matcher has read the flag once (a match is under way), at most
+        /// `seconds`: true when it has, false when the time ran out first.
+        func firstPoll(within seconds: Double) async -> Bool {
+            await withTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    await withCheckedContinuation { continuation in
+                        let now = self.state.withLock { s -> Bool? in
+                            if s.polls > 0 { return true }
+                            if s.timedOut { return false }
+                            s.waiter = continuation
+                            return nil
                         }
+                        if let now { continuation.resume(returning: now) }
                     }
-                    group.addTask {
-                        try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
-                        let waiter = self.state.withLock { s -> CheckedContinuation<Bool, Never>? in
-                            s.timedOut = true
-                            defer { s.waiter = nil }
-                            return s.waiter
-                        }
-                        waiter?.resume(returning: false)
-                        return false
-                    }
-                    let first = await group.next() ?? false
-                    group.cancelAll()
-                    return first
                 }
+                group.addTask {
+                    try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+                    let waiter = self.state.withLock { s -> CheckedContinuation<Bool, Never>? in
+                        s.timedOut = true
+                        defer { s.waiter = nil }
+                        return s.waiter
+                    }
+                    waiter?.resume(returning: false)
+                    return false
+                }
+                let first = await group.next() ?? false
+                group.cancelAll()
+                return first
             }
         }
+    }
     #endif
 
     /// The flag of the search running on this thread, if any.

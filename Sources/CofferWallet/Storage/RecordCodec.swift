@@ -166,7 +166,8 @@ enum RecordCodec {
         var contents = try withBytes(sealed) { (box) throws(WalletError) -> Contents in
             try withBytes(typeBlind) { (t) throws(WalletError) -> Contents in
                 try withBytes(idBlind) { (i) throws(WalletError) -> Contents in
-                    try open(box, typeBlind: t, idBlind: i, expiry: expiry, keys: keys, expectedType: expectedType, secretValue: secretValue)
+                    try open(
+                        box, typeBlind: t, idBlind: i, expiry: expiry, keys: keys, expectedType: expectedType, secretValue: secretValue)
                 }
             }
         }
@@ -214,9 +215,9 @@ enum RecordCodec {
                     guard let format = bytes.first, legacy ? format < version : format == version else { return nil }
                     let contents = decode(bytes, expectedType: expectedType, secretValue: secretValue)
                     #if DEBUG
-                        if secretValue == nil, let type = expectedType ?? contents?.type, isReserved(type) {
-                            Self.noteReservedValueText(typeBlind: typeBlind)
-                        }
+                    if secretValue == nil, let type = expectedType ?? contents?.type, isReserved(type) {
+                        Self.noteReservedValueText(typeBlind: typeBlind)
+                    }
                     #endif
                     return contents
                 }
@@ -230,14 +231,14 @@ enum RecordCodec {
     }
 
     #if DEBUG
-        /// Debug builds only (read by tests): how many times a reserved record's value was
-        /// decoded into a `String`, by blind type (so each wallet's count is its own). Only the
-        /// record API's reading of a credential signature (a `String` by its API) should add to it.
-        static let reservedValueTexts = Locked([Data: Int]())
+    /// Debug builds only (read by tests): how many times a reserved record's value was
+    /// decoded into a `String`, by blind type (so each wallet's count is its own). Only the
+    /// record API's reading of a credential signature (a `String` by its API) should add to it.
+    static let reservedValueTexts = Locked([Data: Int]())
 
-        static func noteReservedValueText(typeBlind: UnsafeRawBufferPointer) {
-            reservedValueTexts.withLock { $0[Data(typeBlind), default: 0] += 1 }
-        }
+    static func noteReservedValueText(typeBlind: UnsafeRawBufferPointer) {
+        reservedValueTexts.withLock { $0[Data(typeBlind), default: 0] += 1 }
+    }
     #endif
 
     /// Opens a record box whose value is a secret's base64 text and decodes that text straight
