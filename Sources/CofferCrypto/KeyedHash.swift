@@ -16,6 +16,9 @@ public final class KeyedHash: @unchecked Sendable {
     /// Whether `keyed` came from `sodium_malloc`.
     private let guarded: Bool
 
+    /// Whether the HMAC state lives in `sodium_malloc` memory (read by tests).
+    package var isGuarded: Bool { guarded }
+
     /// Guarded memory for one HMAC state (see the type's comment).
     private static func allocateState() -> (UnsafeMutablePointer<crypto_auth_hmacsha256_state>, Bool) {
         let size = MemoryLayout<crypto_auth_hmacsha256_state>.size

@@ -17,6 +17,9 @@ public final class SecretKey: @unchecked Sendable {
     /// The number of secret bytes.
     public var byteCount: Int { storage.count }
 
+    /// Whether the bytes live in `sodium_malloc` memory (read by tests).
+    package var isGuarded: Bool { guarded }
+
     /// Copies `bytes` into a new key.
     /// - Throws: ``CryptoError/invalidLength(what:expected:actual:)`` when `expectedCount`
     ///   is given and differs from the input length.

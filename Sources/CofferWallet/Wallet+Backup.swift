@@ -53,11 +53,23 @@ public struct BackupKey: Sendable {
     let salt: Data
     let parameters: Argon2idParameters
 
-    /// Derives the key of a new backup from `passphrase` with `parameters` (at most
-    /// `Argon2idParameters.cap`).
-    /// - Throws: ``WalletError/invalidInput(_:)`` for an empty passphrase or costs over the cap.
-    public static func derive(passphrase: String, parameters: Argon2idParameters = .interactive) throws -> BackupKey {
+    /// The least a new backup's key may cost: libsodium's INTERACTIVE preset (2 passes, 64 MiB).
+    /// A backup file leaves the device, so its passphrase must withstand offline guessing;
+    /// cheaper costs are refused on export (a restore still reads an older, cheaper file).
+    public static let floor = Argon2idParameters.interactive
+
+    /// Derives the key of a new backup from `passphrase` with `parameters`: by default
+    /// libsodium's MODERATE preset (3 passes, 256 MiB), never less than ``floor`` in passes or
+    /// memory, and at most `Argon2idParameters.cap`.
+    /// - Throws: ``WalletError/invalidInput(_:)`` for an empty passphrase, or costs below the
+    ///   floor or over the cap.
+    public static func derive(passphrase: String, parameters: Argon2idParameters = .moderate) throws -> BackupKey {
         guard !passphrase.isEmpty else { throw WalletError.invalidInput("the backup passphrase must not be empty") }
+        guard parameters.opsLimit >= floor.opsLimit, parameters.memLimit >= floor.memLimit else {
+            throw WalletError.invalidInput(
+                "backup key costs \(parameters) are below the floor \(floor) (libsodium's INTERACTIVE); use at least that, or the default MODERATE"
+            )
+        }
         do { try parameters.validateWithinCap() } catch { throw WalletError.invalidInput("backup key costs: \(error)") }
         let salt = SecureRandom.bytes(Argon2idParameters.saltByteCount)
         do {
@@ -83,16 +95,17 @@ extension Wallet {
     /// - Parameters:
     ///   - url: the backup file to write.
     ///   - passphrase: the backup passphrase (Argon2id derives the key).
-    ///   - parameters: the Argon2id costs for the backup key.
+    ///   - parameters: the Argon2id costs for the backup key: MODERATE by default, at least
+    ///     ``BackupKey/floor`` (INTERACTIVE).
     ///   - firstFormatTypes: types that first-format records may have, for wallets in which no
     ///     newer record of that type tells it (each is checked against the blind; a wrong guess
     ///     matches nothing).
     ///   - progress: called as records are written.
-    /// - Throws: ``WalletError/invalidInput(_:)`` for an empty passphrase, bad costs, or a
-    ///   first-format record whose type nothing tells.
+    /// - Throws: ``WalletError/invalidInput(_:)`` for an empty passphrase, costs below the floor
+    ///   or over the cap, or a first-format record whose type nothing tells.
     @discardableResult
     public func exportBackup(
-        to url: URL, passphrase: String, parameters: Argon2idParameters = .interactive,
+        to url: URL, passphrase: String, parameters: Argon2idParameters = .moderate,
         firstFormatTypes: [String] = [],
         progress: (@Sendable (BackupProgress) -> Void)? = nil
     ) async throws -> Int {
@@ -103,8 +116,8 @@ extension Wallet {
 
     /// ``exportBackup(to:passphrase:parameters:firstFormatTypes:progress:)`` with a backup key
     /// derived beforehand (``BackupKey/derive(passphrase:parameters:)``): a process that derives
-    /// it before opening the wallet does not hold the key derivation's memory (64 MiB for
-    /// INTERACTIVE) and the wallet's at the same time. A key serves one export.
+    /// it before opening the wallet does not hold the key derivation's memory (256 MiB for
+    /// MODERATE) and the wallet's at the same time. A key serves one export.
     @discardableResult
     public func exportBackup(
         to url: URL, key backupKey: BackupKey, firstFormatTypes: [String] = [],
@@ -154,8 +167,11 @@ extension Wallet {
                         guard let typeColumn = Int64.fromDatabaseValue(row[0]) else {
                             throw WalletError.corrupted("a record's blind type is not stored as an integer (the wallet file was altered)")
                         }
+                        // A reserved secret's value goes from guarded memory into the wiped batch,
+                        // never through a `String`.
                         let contents = try RecordCodec.open(
-                            row[2], typeBlind: BlindColumn.blind(typeColumn), idBlind: row[1], expiry: row[3], keys: keys)
+                            row[2], typeBlind: BlindColumn.blind(typeColumn), idBlind: row[1], expiry: row[3], keys: keys,
+                            value: .keepingSecrets(of: names[typeColumn]))
                         guard let type = contents.type ?? names[typeColumn] else {
                             throw WalletError.invalidInput(
                                 "record \(WalletError.quote(contents.id)) is in the first box format, which did not keep its type, and no other record tells it; name its type (firstFormatTypes, or --first-format-type in the CLI) or update the record once"
@@ -494,7 +510,7 @@ struct BackupBatch {
 
     /// The most bytes one record can take in the batch (every string byte escaped as `\u00XX`).
     static func worstCaseBytes(type: String, contents: RecordCodec.Contents) -> Int {
-        var strings = type.utf8.count + contents.id.utf8.count + contents.value.utf8.count
+        var strings = type.utf8.count + contents.id.utf8.count + contents.value.utf8.count + (contents.valueBytes?.byteCount ?? 0)
         var pieces = 3
         for (name, value) in contents.tags.effective {
             strings += name.utf8.count
@@ -520,7 +536,11 @@ struct BackupBatch {
         bytes.append(contentsOf: #","id":"#.utf8)
         Self.appendString(contents.id, to: &bytes)
         bytes.append(contentsOf: #","value":"#.utf8)
-        Self.appendString(contents.value, to: &bytes)
+        if let valueBytes = contents.valueBytes {
+            valueBytes.withUnsafeBytes { Self.appendString(bytes: $0, to: &bytes) }
+        } else {
+            Self.appendString(contents.value, to: &bytes)
+        }
         bytes.append(contentsOf: #","tags":{"#.utf8)
         for (i, (name, value)) in contents.tags.effective.enumerated() {
             if i > 0 { bytes.append(UInt8(ascii: ",")) }
@@ -560,10 +580,13 @@ struct BackupBatch {
     }
 
     /// A JSON string: quotes, backslashes and control characters escaped, other UTF-8 as is.
-    static func appendString(_ s: String, to out: inout [UInt8]) {
+    static func appendString(_ s: String, to out: inout [UInt8]) { appendString(bytes: s.utf8, to: &out) }
+
+    /// A JSON string of UTF-8 bytes (a secret's, lent from guarded memory), escaped as above.
+    static func appendString<Bytes: Sequence<UInt8>>(bytes: Bytes, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         let hex = Array("0123456789abcdef".utf8)
-        for b in s.utf8 {
+        for b in bytes {
             switch b {
             case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
             case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])

@@ -81,7 +81,8 @@ extension Wallet {
         guard let row = try Row.fetchOne(db, sql: "SELECT type, name, value, expiry FROM items WHERE id = ?", arguments: [rowid]),
             let type = Int64.fromDatabaseValue(row[0]), let idBlind = Data.fromDatabaseValue(row[1]),
             let sealed = Data.fromDatabaseValue(row[2]),
-            let contents = try? RecordCodec.open(sealed, typeBlind: BlindColumn.blind(type), idBlind: idBlind, expiry: row[3], keys: keys)
+            let contents = try? RecordCodec.open(
+                sealed, typeBlind: BlindColumn.blind(type), idBlind: idBlind, expiry: row[3], keys: keys, value: .skipped)
         else { return nil }
         return (contents.type, contents.id)
     }
@@ -131,8 +132,11 @@ extension Wallet {
                     for i in 0..<DigestState.accumulatorCount { digest[i] ^= rowDigest[i] }
                     let typeBlind = BlindColumn.blind(typeColumn)
                     let contents: RecordCodec.Contents
-                    do { contents = try RecordCodec.open(sealed, typeBlind: typeBlind, idBlind: idBlind, expiry: row[4], keys: keys) } catch
-                    {
+                    // The check reads no value: none, a secret's above all, is made into a `String`.
+                    do {
+                        contents = try RecordCodec.open(
+                            sealed, typeBlind: typeBlind, idBlind: idBlind, expiry: row[4], keys: keys, value: .skipped)
+                    } catch {
                         report.add("record", type: nil, id: nil, "row \(rowid) does not open: \(error)")
                         continue
                     }

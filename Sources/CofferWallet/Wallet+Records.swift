@@ -66,7 +66,7 @@ extension Wallet {
     /// Counts the records of `type` that match `query`.
     public func count(type: String, matching query: WalletQuery = .all) async throws -> Int {
         try Validate.type(type)
-        return try await read(
+        return try await queryRead(
             isMiss: { $0 == 0 },
             { try QueryCompiler.compile(type: type, query: query, keys: $0.store.keys).count($0.store.db, keys: $0.store.keys) })
     }
@@ -78,7 +78,7 @@ extension Wallet {
         type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
         offset: Int = 0, limit: Int? = nil, newestFirst: Bool = false
     ) async throws -> [WalletRecord] {
-        try await read(
+        try await queryRead(
             isMiss: { $0.isEmpty },
             { try $0.fetchAll(type: type, matching: query, options: options, offset: offset, limit: limit, newestFirst: newestFirst) })
     }
@@ -167,6 +167,16 @@ extension Wallet {
             }
         } catch {
             throw closedOrTranslated(error)
+        }
+    }
+
+    /// ``read(isMiss:_:)`` of a query: cancelling the calling Task also stops a `$regex` match
+    /// under way, and the call then ends in `CancellationError` (see ``MatchCancellation``).
+    func queryRead<T: Sendable>(
+        isMiss: @escaping @Sendable (T) -> Bool = { _ in false }, _ body: @escaping @Sendable (WalletReader) throws -> T
+    ) async throws -> T {
+        try await MatchCancellation.run { token in
+            try await read(isMiss: isMiss) { reader in try token.during { try body(reader) } }
         }
     }
 

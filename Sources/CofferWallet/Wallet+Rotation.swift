@@ -126,8 +126,10 @@ extension Wallet {
                 let expiry: Int64? = row[4]
                 let rowDigest = old.rowDigestV4(rowid: rowid, type: typeColumn, expiry: expiry, idBlind: idBlind, sealed: sealed)
                 for i in 0..<DigestState.accumulatorCount { oldAccumulator[i] ^= rowDigest[i] }
+                // A reserved secret's value is carried as bytes in guarded memory, never a `String`.
                 var contents = try RecordCodec.open(
-                    sealed, typeBlind: BlindColumn.blind(typeColumn), idBlind: idBlind, expiry: expiry, keys: old)
+                    sealed, typeBlind: BlindColumn.blind(typeColumn), idBlind: idBlind, expiry: expiry, keys: old,
+                    value: .keepingSecrets(of: names[typeColumn]))
                 guard let type = contents.type ?? names[typeColumn] else {
                     throw WalletError.invalidInput(
                         "record \(WalletError.quote(contents.id)) is in the first box format, which did not keep its type, and no other record tells it; update it once, then rotate"
@@ -176,7 +178,7 @@ extension Wallet {
             while let row = try rows.next() {
                 guard let idBlind = Data.fromDatabaseValue(row[0]), let sealed = Data.fromDatabaseValue(row[1]) else { continue }
                 if let type = try? RecordCodec.open(
-                    sealed, typeBlind: BlindColumn.blind(typeColumn), idBlind: idBlind, expiry: row[2], keys: keys
+                    sealed, typeBlind: BlindColumn.blind(typeColumn), idBlind: idBlind, expiry: row[2], keys: keys, value: .skipped
                 ).type {
                     names[typeColumn] = type
                     break

@@ -10,7 +10,9 @@ extension Wallet {
         let search = try QueryCompiler.compile(type: type, query: query, keys: keys)
         var total: Int?
         if options.retrieveTotalCount {
-            total = try await read { try search.count($0.store.db, keys: $0.store.keys) }
+            total = try await MatchCancellation.run { token in
+                try await read { reader in try token.during { try search.count(reader.store.db, keys: reader.store.keys) } }
+            }
         }
         return searches.open(search, options: options, totalCount: total)
     }
@@ -58,10 +60,16 @@ extension Wallet {
         _ search: CompiledSearch, after cursor: SearchCursor, limit: Int,
         options: RecordOptions
     ) async throws -> ([WalletRecord], SearchCursor) {
-        try await read { reader -> ([WalletRecord], SearchCursor) in
-            var position = cursor
-            let records = try search.page(reader.store.db, keys: reader.store.keys, cursor: &position, limit: limit, options: options)
-            return (records, position)
+        // A cancelled Task stops a `$regex` match under way too (see ``MatchCancellation``).
+        try await MatchCancellation.run { token in
+            try await read { reader -> ([WalletRecord], SearchCursor) in
+                try token.during {
+                    var position = cursor
+                    let records = try search.page(
+                        reader.store.db, keys: reader.store.keys, cursor: &position, limit: limit, options: options)
+                    return (records, position)
+                }
+            }
         }
     }
 

@@ -220,10 +220,7 @@ extension Wallet {
     @discardableResult
     public func initializeMasterSecret() async throws -> Bool {
         try await secretWrite { store in
-            if try store.get(
-                type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID,
-                options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil
-            {
+            if try store.contains(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID) {
                 return false
             }
             try store.add(
@@ -236,9 +233,7 @@ extension Wallet {
     /// Whether the credential master secret exists.
     public func hasMasterSecret() async throws -> Bool {
         try await secretRead { store in
-            try store.get(
-                type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID,
-                options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil
+            try store.contains(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID)
         }
     }
 
@@ -271,10 +266,7 @@ extension Wallet {
     /// deleted with the credential record. The SDK calls this as soon as a credential arrives.
     public func storeCredentialSignature(_ signature: String, credentialID: String) async throws {
         try await secretWrite { store in
-            if try store.get(
-                type: SecretTypes.credentialSignature, id: credentialID,
-                options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil
-            {
+            if try store.contains(type: SecretTypes.credentialSignature, id: credentialID) {
                 try store.update(type: SecretTypes.credentialSignature, id: credentialID, value: signature)
             } else {
                 try store.add(type: SecretTypes.credentialSignature, id: credentialID, value: signature, tags: [:], expiresAt: nil)
@@ -285,9 +277,7 @@ extension Wallet {
     /// Whether a signature is stored for the credential.
     public func hasCredentialSignature(credentialID: String) async throws -> Bool {
         try await secretRead { store in
-            try store.get(
-                type: SecretTypes.credentialSignature, id: credentialID, options: RecordOptions(retrieveValue: false, retrieveTags: false))
-                != nil
+            try store.contains(type: SecretTypes.credentialSignature, id: credentialID)
         }
     }
 
@@ -295,10 +285,7 @@ extension Wallet {
     /// none). Not visible to clients of the library.
     package func removeCredentialSignature(credentialID: String) async throws {
         try await secretWrite { store in
-            if try store.get(
-                type: SecretTypes.credentialSignature, id: credentialID,
-                options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil
-            {
+            if try store.contains(type: SecretTypes.credentialSignature, id: credentialID) {
                 try store.delete(type: SecretTypes.credentialSignature, id: credentialID)
             }
         }
@@ -311,9 +298,7 @@ extension Wallet {
     package func storeCredential(id: String, value: String, tags: WalletTags) async throws {
         try await secretWrite { store in
             guard
-                try store.get(
-                    type: SecretTypes.credentialSignature, id: id,
-                    options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil
+                try store.contains(type: SecretTypes.credentialSignature, id: id)
             else {
                 throw WalletError.notFound(type: "credential signature", id: id)
             }

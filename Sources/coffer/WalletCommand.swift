@@ -272,12 +272,24 @@ struct WalletCommand: AsyncParsableCommand {
                 valueName: "type")
         )
         var firstFormatTypes: [String] = []
+        @Option(
+            name: .customLong("backup-kdf"),
+            help: ArgumentHelp(
+                "The backup key's Argon2id cost: moderate (3 passes, 256 MiB; the default) or interactive (2 passes, 64 MiB; the floor).",
+                valueName: "cost"))
+        var backupKDF = "moderate"
         @OptionGroup var walletOptions: WalletOptions
+
+        func validate() throws {
+            guard ["moderate", "interactive"].contains(backupKDF) else {
+                throw ValidationError("--backup-kdf must be moderate or interactive, not \(backupKDF)")
+            }
+        }
 
         func run() async throws {
             let passphrase = try CLIKeys.passphrase(fromEnvironment: backupPassphraseEnv, option: "--backup-passphrase-env")
             // The key first: its derivation's memory is given back before the wallet opens.
-            let key = try BackupKey.derive(passphrase: passphrase)
+            let key = try BackupKey.derive(passphrase: passphrase, parameters: backupKDF == "interactive" ? BackupKey.floor : .moderate)
             let n = try await walletOptions.withWallet { wallet in
                 let bar = Progress(label: "export", total: 0)
                 defer { bar.finish() }

@@ -15,9 +15,12 @@ func storeWithRecords(_ count: Int) throws -> URL {
 }
 
 /// `args` on the store's wallet with the backup passphrase in environment variable BP.
+/// An export costs the backup key's floor (INTERACTIVE), not the default MODERATE: these tests
+/// make many backups.
 func backupCommand(_ args: [String], store: URL, passphrase: String = "backup pass") throws -> CLIResult {
     try CLI.run(
-        ["--raw-key-env", "COFFER_TEST_KEY", "wallet"] + args, store: store,
+        ["--raw-key-env", "COFFER_TEST_KEY", "wallet"] + args + (args.first == "export" ? ["--backup-kdf", "interactive"] : []),
+        store: store,
         env: ["COFFER_TEST_KEY": CLI.key, "BP": passphrase])
 }
 
@@ -40,6 +43,30 @@ struct BackupCLITests {
         #expect(r.status == 0)
         #expect(try printedObject(r)["exported"] as? Int == 40)
         #expect(try printedObject(r)["file"] as? String == file.path)
+    }
+
+    @Test("export costs the backup key MODERATE unless --backup-kdf says interactive; another cost exits 2 and writes nothing")
+    func exportCosts() throws {
+        let store = try storeWithRecords(2)
+        func costs(_ file: URL) throws -> (ops: UInt32, memKiB: UInt32) {
+            let header = Array(try Data(contentsOf: file).prefix(17))
+            return (header[9..<13].reduce(0) { $0 << 8 | UInt32($1) }, header[13..<17].reduce(0) { $0 << 8 | UInt32($1) })
+        }
+        let env = ["COFFER_TEST_KEY": CLI.key, "BP": "backup pass"]
+        let base = ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "export"]
+        let byDefault = store.appendingPathComponent("default.backup")
+        #expect(try CLI.run(base + [byDefault.path, "--backup-passphrase-env", "BP"], store: store, env: env).status == 0)
+        #expect(try costs(byDefault) == (3, 256 * 1024))
+        let floor = store.appendingPathComponent("floor.backup")
+        let cheaper = try CLI.run(
+            base + [floor.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"], store: store, env: env)
+        #expect(cheaper.status == 0)
+        #expect(try costs(floor) == (2, 64 * 1024))
+        let refused = store.appendingPathComponent("refused.backup")
+        let r = try CLI.run(base + [refused.path, "--backup-passphrase-env", "BP", "--backup-kdf", "minimum"], store: store, env: env)
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("--backup-kdf must be moderate or interactive"))
+        #expect(!FileManager.default.fileExists(atPath: refused.path))
     }
 
     @Test("export shows its progress on stderr, ending at every item written")

@@ -86,7 +86,10 @@ struct ManyProcessesRaceTests {
         for i in 0..<40 { #expect(try CLI.wallet(["add", "t", "r\(i)", "v\(i)", "--tags", #"{"n":"\#(i)"}"#], store: source).status == 0) }
         let backup = source.appendingPathComponent("backup.cfb")
         let export = try CLI.run(
-            ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "export", backup.path, "--backup-passphrase-env", "BP"], store: source,
+            [
+                "--raw-key-env", "COFFER_TEST_KEY", "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf",
+                "interactive",
+            ], store: source,
             env: ["COFFER_TEST_KEY": CLI.key, "BP": "backup pass"])
         #expect(export.status == 0, "\(export.stderr)")
         var allRacing = 0

@@ -49,7 +49,7 @@ struct RestoreKillTests {
             }
         }
         let backup = root.appendingPathComponent("backup.cfb")
-        _ = try await source.exportBackup(to: backup, passphrase: "backup pass")
+        _ = try await source.exportBackup(to: backup, passphrase: "backup pass", parameters: BackupKey.floor)
         try source.close()
 
         let store = root.appendingPathComponent("target")
@@ -88,7 +88,8 @@ struct RestoreKillTests {
         let env = ["K": CLI.key, "BP": "backup pass"]
         let backup = store.appendingPathComponent("b.cfb")
         let exported = try CLI.run(
-            ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP"], store: store, env: env)
+            ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"],
+            store: store, env: env)
         #expect(exported.status == 0, "\(exported.stderr)")
         try FileManager.default.removeItem(at: store.appendingPathComponent("wallet.sqlite"))
         let temporary = store.appendingPathComponent(".wallet.sqlite.restoring")
@@ -120,7 +121,8 @@ struct RestoreKillTests {
         let backup = store.appendingPathComponent("b.cfb")
         #expect(
             try CLI.run(
-                ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP"], store: store, env: env
+                ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"],
+                store: store, env: env
             ).status == 0)
         try FileManager.default.removeItem(at: store.appendingPathComponent("wallet.sqlite"))
         let temporary = store.appendingPathComponent(".wallet.sqlite.restoring")
@@ -151,7 +153,8 @@ struct RestoreKillTests {
         let backup = store.appendingPathComponent("b.cfb")
         #expect(
             try CLI.run(
-                ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP"], store: store,
+                ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"],
+                store: store,
                 env: ["K": CLI.key, "BP": "p"]
             ).status == 0)
         let before = try Data(contentsOf: store.appendingPathComponent("wallet.sqlite"))
@@ -187,7 +190,7 @@ struct RestoreKillTests {
                 partial, maxDelay: attempt == 0 ? 1_000 : 100_000, env: env,
                 [
                     "--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet", "export",
-                    backup.path, "--backup-passphrase-env", "BP",
+                    backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive",
                 ])
             if landed {
                 killedMidExport += 1
@@ -197,7 +200,10 @@ struct RestoreKillTests {
         }
         #expect(killedMidExport > 0, "no kill landed while the partial file was being written")
         let exported = try CLI.run(
-            ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "export", backup.path, "--backup-passphrase-env", "BP"],
+            [
+                "--raw-key-env", "COFFER_TEST_KEY", "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf",
+                "interactive",
+            ],
             store: store, env: env)
         #expect(exported.status == 0, "\(exported.stderr)")
         #expect(!FileManager.default.fileExists(atPath: partial.path))

@@ -161,7 +161,7 @@ struct StoreModesTests {
         let wallet = try await Wallet.create(at: folder.appendingPathComponent("wallet.sqlite"), key: .raw(Data(repeating: 7, count: 32)))
         defer { try? wallet.close() }
         let backup = folder.appendingPathComponent("wallet.backup")
-        try await wallet.exportBackup(to: backup, passphrase: "backup passphrase", parameters: .init(opsLimit: 1, memLimit: 8192))
+        try await wallet.exportBackup(to: backup, passphrase: "backup passphrase", parameters: BackupKey.floor)
         #expect(octal(permissions(backup.path)) == "600")
     }
 

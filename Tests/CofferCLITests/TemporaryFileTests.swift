@@ -125,7 +125,10 @@ struct TemporaryFileTests {
         let gate = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-gate-\(UUID().uuidString)")
         let process = Process()
         process.executableURL = CLI.binary
-        process.arguments = ["--store", store.path, "--raw-key-env", "K", "wallet", "export", target.path, "--backup-passphrase-env", "BP"]
+        process.arguments = [
+            "--store", store.path, "--raw-key-env", "K", "wallet", "export", target.path, "--backup-passphrase-env", "BP", "--backup-kdf",
+            "interactive",
+        ]
         process.environment = ProcessInfo.processInfo.environment.merging([
             "K": CLI.key, "BP": "p", "COFFER_TEST_PAUSE_AT": "partial-created", "COFFER_TEST_PAUSE_FILE": gate.path,
         ]) { $1 }

@@ -54,4 +54,13 @@ struct HygieneTests {
         guard let bytes = Int(soft) else { return false }
         return bytes >= (2 << 20) + (lockedKilobytes() ?? 0) * 1024
     }
+
+    @Test("the blind indexes' HMAC states and derived keys live in sodium_malloc memory")
+    func guardedMemory() {
+        let master = SecretKey.random()
+        #expect(master.isGuarded)
+        #expect(KeyedHash(key: master).isGuarded)
+        #expect(KeyedHash(hkdfFrom: master, info: "coffer.test").isGuarded)
+        #expect(KeyDerivation.hkdf(from: master, info: "coffer.secure.items").isGuarded)
+    }
 }

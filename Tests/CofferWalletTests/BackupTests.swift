@@ -25,7 +25,7 @@ struct BackupTests {
         let verkey = try await wallet.createKey()
         let backup = url.deletingLastPathComponent().appendingPathComponent("wallet.backup")
         let progressSeen = ProgressLog()
-        let n = try await wallet.exportBackup(to: backup, passphrase: "backup pass", parameters: .minimum) { progressSeen.add($0) }
+        let n = try await wallet.exportBackup(to: backup, passphrase: "backup pass", parameters: BackupKey.floor) { progressSeen.add($0) }
         #expect(n == 1_200 + 1 + 1 + 1 + 1)
         #expect(progressSeen.last == BackupProgress(done: n, total: n))
         let target = TestWallets.folder().appendingPathComponent("restored.sqlite")
@@ -44,7 +44,7 @@ struct BackupTests {
     func wrongPassphrase() async throws {
         let (wallet, url) = try await filled()
         let backup = url.deletingLastPathComponent().appendingPathComponent("wallet.backup")
-        try await wallet.exportBackup(to: backup, passphrase: "right", parameters: .minimum)
+        try await wallet.exportBackup(to: backup, passphrase: "right", parameters: BackupKey.floor)
         let target = TestWallets.folder().appendingPathComponent("restored.sqlite")
         await #expect(throws: WalletError.wrongKey("the backup passphrase is wrong (or the backup is damaged)")) {
             _ = try await Wallet.importBackup(from: backup, passphrase: "wrong", into: target, key: .raw(TestWallets.rawKey))
@@ -56,7 +56,7 @@ struct BackupTests {
     func damaged() async throws {
         let (wallet, url) = try await filled()
         let backup = url.deletingLastPathComponent().appendingPathComponent("wallet.backup")
-        try await wallet.exportBackup(to: backup, passphrase: "p", parameters: .minimum)
+        try await wallet.exportBackup(to: backup, passphrase: "p", parameters: BackupKey.floor)
         let bytes = try Data(contentsOf: backup)
         var flipped = bytes
         flipped[bytes.count / 2] ^= 0x40

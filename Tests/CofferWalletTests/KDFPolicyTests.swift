@@ -62,7 +62,7 @@ struct KDFPolicyTests {
         let backup = url.deletingLastPathComponent().appendingPathComponent("b.cfb")
         await #expect(throws: WalletError.self) { _ = try await w.exportBackup(to: backup, passphrase: "bp", parameters: Self.overPasses) }
         #expect(!FileManager.default.fileExists(atPath: backup.path))
-        _ = try await w.exportBackup(to: backup, passphrase: "bp", parameters: .minimum)
+        _ = try await w.exportBackup(to: backup, passphrase: "bp", parameters: BackupKey.floor)
         var bytes = try Data(contentsOf: backup)
         bytes.replaceSubrange(9..<13, with: [0, 0, 0, 64])
         try bytes.write(to: backup)
@@ -74,5 +74,39 @@ struct KDFPolicyTests {
         } catch let WalletError.corrupted(message) {
             #expect(message.contains("ops: 64"), "\(message)")
         }
+    }
+
+    @Test("a backup is written with MODERATE costs unless told otherwise")
+    func backupDefaultsToModerate() async throws {
+        let (w, url) = try await TestWallets.make()
+        defer { try? w.close() }
+        try await w.add(type: "t", id: "1", value: "v")
+        let backup = url.deletingLastPathComponent().appendingPathComponent("b.cfb")
+        try await w.exportBackup(to: backup, passphrase: "bp")
+        let header = Array(try Data(contentsOf: backup).prefix(17))
+        let ops = header[9..<13].reduce(0) { $0 << 8 | UInt64($1) }
+        let memKiB = header[13..<17].reduce(0) { $0 << 8 | Int($1) }
+        #expect(ops == Argon2idParameters.moderate.opsLimit)
+        #expect(memKiB * 1024 == Argon2idParameters.moderate.memLimit)
+    }
+
+    @Test("export refuses backup costs below the INTERACTIVE floor, naming the floor, and writes nothing", arguments: [0, 1])
+    func backupFloor(_ which: Int) async throws {
+        let (w, url) = try await TestWallets.make()
+        defer { try? w.close() }
+        try await w.add(type: "t", id: "1", value: "v")
+        let backup = url.deletingLastPathComponent().appendingPathComponent("b.cfb")
+        let floor = BackupKey.floor
+        let cheap =
+            which == 0
+            ? Argon2idParameters(opsLimit: floor.opsLimit - 1, memLimit: floor.memLimit)
+            : Argon2idParameters(opsLimit: floor.opsLimit, memLimit: floor.memLimit - 1024)
+        do {
+            try await w.exportBackup(to: backup, passphrase: "bp", parameters: cheap)
+            Issue.record("exported a backup below the floor")
+        } catch let WalletError.invalidInput(message) {
+            #expect(message.contains("below the floor \(floor)"), "\(message)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: backup.path))
     }
 }

@@ -31,7 +31,7 @@ struct StreamingBackupTests {
         let (w, url) = try await Self.filled(2_000)
         let backup = url.deletingLastPathComponent().appendingPathComponent("b.cfb")
         let exportReports = Reports()
-        #expect(try await w.exportBackup(to: backup, passphrase: "p", parameters: .minimum) { exportReports.add($0) } == 2_000)
+        #expect(try await w.exportBackup(to: backup, passphrase: "p", parameters: BackupKey.floor) { exportReports.add($0) } == 2_000)
         try w.close()
         #expect(exportReports.all.count >= 4)
         let reports = Reports()
@@ -55,12 +55,12 @@ struct StreamingBackupTests {
         let (w, url) = try await Self.filled(10)
         defer { try? w.close() }
         let backup = url.deletingLastPathComponent().appendingPathComponent("b.cfb")
-        try await w.exportBackup(to: backup, passphrase: "p", parameters: .minimum)
+        try await w.exportBackup(to: backup, passphrase: "p", parameters: BackupKey.floor)
         let before = try Data(contentsOf: backup)
         // A first-format record whose type nothing tells stops the export part-way.
         try await w.add(type: "lonely", id: "x", value: "v")
         try await LegacyBoxes.replace(in: w, type: "lonely", id: "x", format: 1, sealedType: nil, value: "v", tags: [:])
-        await #expect(throws: WalletError.self) { try await w.exportBackup(to: backup, passphrase: "p", parameters: .minimum) }
+        await #expect(throws: WalletError.self) { try await w.exportBackup(to: backup, passphrase: "p", parameters: BackupKey.floor) }
         #expect(try Data(contentsOf: backup) == before)
         #expect(!FileManager.default.fileExists(atPath: url.deletingLastPathComponent().appendingPathComponent(".b.cfb.partial").path))
     }
@@ -72,7 +72,7 @@ struct StreamingBackupTests {
         let folder = url.deletingLastPathComponent()
         let partial = folder.appendingPathComponent(".b.cfb.partial")
         try Data("half a backup".utf8).write(to: partial)
-        try await w.exportBackup(to: folder.appendingPathComponent("b.cfb"), passphrase: "p", parameters: .minimum)
+        try await w.exportBackup(to: folder.appendingPathComponent("b.cfb"), passphrase: "p", parameters: BackupKey.floor)
         #expect(!FileManager.default.fileExists(atPath: partial.path))
         #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("b.cfb").path))
     }
@@ -81,7 +81,7 @@ struct StreamingBackupTests {
     func hostileLength() async throws {
         let (w, url) = try await Self.filled(10)
         let backup = url.deletingLastPathComponent().appendingPathComponent("b.cfb")
-        try await w.exportBackup(to: backup, passphrase: "p", parameters: .minimum)
+        try await w.exportBackup(to: backup, passphrase: "p", parameters: BackupKey.floor)
         try w.close()
         var bytes = try Data(contentsOf: backup)
         // The first message starts after the 57-byte header; the second message's length follows it.
@@ -114,12 +114,12 @@ struct StreamingBackupTests {
         let backup = copy.deletingLastPathComponent().appendingPathComponent("b.cfb")
         // "note" has no newer record to tell its type: the export says so and names the way out.
         do {
-            try await w.exportBackup(to: backup, passphrase: "p", parameters: .minimum)
+            try await w.exportBackup(to: backup, passphrase: "p", parameters: BackupKey.floor)
             Issue.record("exported a record whose type nothing tells")
         } catch let error as WalletError {
             #expect(error.description.contains("firstFormatTypes"))
         }
-        #expect(try await w.exportBackup(to: backup, passphrase: "p", parameters: .minimum, firstFormatTypes: ["note"]) == 4)
+        #expect(try await w.exportBackup(to: backup, passphrase: "p", parameters: BackupKey.floor, firstFormatTypes: ["note"]) == 4)
         try w.close()
         let restored = try await Wallet.importBackup(
             from: backup, passphrase: "p", into: TestWallets.folder().appendingPathComponent("r.sqlite"),

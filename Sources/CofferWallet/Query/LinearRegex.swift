@@ -74,12 +74,15 @@ struct LinearRegex: Sendable {
         program = try LinearRegexBuilder.build(tree, classes: parser.classes)
     }
 
+    /// Automaton steps between two reads of a search's cancellation flag while matching.
+    static let cancellationPollSteps = 4096
+
     /// Whether `text` contains a match (unanchored search, like NSRegularExpression.firstMatch != nil), case-sensitive.
     func containsMatch(_ text: String) -> Bool {
         var scalars = [Unicode.Scalar]()
         scalars.reserveCapacity(text.utf8.count)
         scalars.append(contentsOf: text.unicodeScalars)
-        return program.run(scalars)
+        return program.run(scalars, cancellation: MatchCancellation.current)
     }
 
     /// Same, over UTF-8 bytes (SQLite hands text as UTF-8); invalid UTF-8 never matches.
@@ -91,7 +94,7 @@ struct LinearRegex: Sendable {
         while true {
             switch decoder.decode(&iterator) {
             case .scalarValue(let scalar): scalars.append(scalar)
-            case .emptyInput: return program.run(scalars)
+            case .emptyInput: return program.run(scalars, cancellation: MatchCancellation.current)
             case .error: return false
             }
         }
@@ -1060,8 +1063,10 @@ struct LinearRegexProgram: Sendable {
     }
 
     /// Whether some substring of `text` matches: a Thompson simulation, one state set per position.
-    func run(_ text: [Unicode.Scalar]) -> Bool {
-        var simulation = Simulation(program: self, text: text)
+    /// When `cancellation` is set during the run, it stops within
+    /// ``LinearRegex/cancellationPollSteps`` steps and answers false.
+    func run(_ text: [Unicode.Scalar], cancellation: MatchCancellation? = nil) -> Bool {
+        var simulation = Simulation(program: self, text: text, cancellation: cancellation)
         return simulation.run()
     }
 }
@@ -1078,11 +1083,14 @@ private struct Simulation {
     var stack: [Int32] = []
     /// Whether the last scalar before the current position that `\b` does not look through is a word character.
     var previousIsWord = false
+    /// The search's cancellation flag, polled every ``LinearRegex/cancellationPollSteps`` steps.
+    let cancellation: MatchCancellation?
 
     /// A fresh run.
-    init(program: LinearRegexProgram, text: [Unicode.Scalar]) {
+    init(program: LinearRegexProgram, text: [Unicode.Scalar], cancellation: MatchCancellation?) {
         self.program = program
         self.text = text
+        self.cancellation = cancellation
         marks = Array(repeating: 0, count: program.code.count)
     }
 
@@ -1095,7 +1103,16 @@ private struct Simulation {
         current.reserveCapacity(program.code.count)
         next.reserveCapacity(program.code.count)
         var position = 0
+        // Steps (live states examined) since the cancellation flag was last read.
+        var steps = 0
         while true {
+            if let cancellation {
+                steps += current.count + 1
+                if steps >= LinearRegex.cancellationPollSteps {
+                    steps = 0
+                    if cancellation.poll() { return false }
+                }
+            }
             if current.isEmpty, let first = program.firstScalar {
                 // Nothing alive and every match starts with `first`: skip to its next occurrence.
                 while position < n, text[position].value != first { position += 1 }

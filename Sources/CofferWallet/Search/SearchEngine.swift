@@ -84,6 +84,9 @@ final class OpenedChunk: @unchecked Sendable {
         let rowids = self.rowids
         let starts = self.starts
         let expiries = self.expiries
+        // A search that returns no values (a count, a key listing) does not decode them: no
+        // `String` of a value it will not return, a reserved secret's above all, is made.
+        let skipValue: ((UnsafeRawBufferPointer) -> Void)? = shape?.options.retrieveValue == true ? nil : { _ in }
         results = withBytes(typeBlind) { type in
             bytes.withUnsafeBytes { all in
                 (0..<rowids.count).map { i in
@@ -94,7 +97,7 @@ final class OpenedChunk: @unchecked Sendable {
                         let contents = try RecordCodec.open(
                             UnsafeRawBufferPointer(rebasing: all[boxStart..<boxEnd]), typeBlind: type,
                             idBlind: UnsafeRawBufferPointer(rebasing: all[idStart..<boxStart]),
-                            expiry: expiries[i], keys: keys, expectedType: expectedType)
+                            expiry: expiries[i], keys: keys, expectedType: expectedType, secretValue: skipValue)
                         let matches = root?.matches(contents.tags.entries) ?? true
                         // `mustHold` is part of `root`, so only a rejected row can fail it.
                         if !matches, let mustHold, !mustHold.matches(contents.tags.entries) { throw WalletError.indexDisagrees }
@@ -301,6 +304,8 @@ extension CompiledSearch {
         if case .all = self.root { root = nil } else { root = self.root }
         // The walking thread keeps one core; the others open chunks.
         let queue = ChunkQueue(maxWorkers: ProcessInfo.processInfo.activeProcessorCount - 1)
+        // Workers match `$regex` in memory too: they poll the same cancellation flag.
+        let cancellation = MatchCancellation.current
         let group = DispatchGroup()
         // On a failed step, workers stop taking chunks and are waited for before this returns.
         defer {
@@ -326,9 +331,12 @@ extension CompiledSearch {
             if chunk.count == pipelineChunk {
                 if queue.push(chunk) {
                     DispatchQueue.global().async(group: group) {
-                        while let next = queue.take(worker: true) {
-                            next.open(type: type, typeBlind: typeBlind, keys: keys, root: root, mustHold: mustHold, shape: shape)
+                        let work = {
+                            while let next = queue.take(worker: true) {
+                                next.open(type: type, typeBlind: typeBlind, keys: keys, root: root, mustHold: mustHold, shape: shape)
+                            }
                         }
+                        if let cancellation { cancellation.during(work) } else { work() }
                     }
                 }
                 chunk = ChunkPool.shared.get()

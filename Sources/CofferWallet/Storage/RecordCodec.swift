@@ -1,5 +1,6 @@
 // The sealed form of one record: id, value and tags in a compact binary layout, then AEAD.
 import CofferCrypto
+import CofferSync
 import Foundation
 
 /// Plaintext layout (version 3), all lengths unsigned LEB128:
@@ -34,7 +35,30 @@ enum RecordCodec {
         /// A secret to seal as the value instead of ``value`` (its base64 text, written straight
         /// from the key's storage into the plaintext buffer, which is wiped: no `String` copy).
         var secretValue: SecretKey? = nil
+        /// The value's own UTF-8 bytes in guarded memory instead of ``value`` (which is then
+        /// empty): a reserved secret's value as rotation and backup export carry it, sealed or
+        /// written from these bytes, never made into a `String`.
+        var valueBytes: SecretKey? = nil
     }
+
+    /// How ``open(_:typeBlind:idBlind:expiry:keys:expectedType:value:)`` reads a record's value.
+    enum ValueMode {
+        /// As a `String` in ``Contents/value`` (the record API's own records).
+        case text
+        /// Not at all: ``Contents/value`` is empty (checks, listings, counts, presence checks).
+        case skipped
+        /// Into ``Contents/valueBytes`` (guarded memory, wiped on release), never a `String`:
+        /// for records of reserved types, whose values are the wallet's secrets.
+        case bytes
+        /// ``bytes`` when `type` is reserved (see `Validate.reservedTypePrefix`), else ``text``.
+        static func keepingSecrets(of type: String?) -> ValueMode {
+            guard let type, RecordCodec.isReserved(type) else { return .text }
+            return .bytes
+        }
+    }
+
+    /// Whether records of `type` hold the wallet's secrets (keys, the master secret, signatures).
+    static func isReserved(_ type: String) -> Bool { type.hasPrefix(Validate.reservedTypePrefix) }
 
     static func seal(_ contents: Contents, typeBlind: Data, idBlind: Data, expiry: Int64?, keys: WalletKeys) -> Data {
         var out = [UInt8]()
@@ -49,6 +73,7 @@ enum RecordCodec {
             }
         }
         if let secret = contents.secretValue { capacity += secret.base64ByteCount + 10 }
+        if let bytes = contents.valueBytes { capacity += bytes.byteCount + 10 }
         out.reserveCapacity(capacity)
         out.append(version)
         appendString(contents.type ?? "", to: &out)
@@ -56,6 +81,9 @@ enum RecordCodec {
         if let secret = contents.secretValue {
             appendVarint(UInt64(secret.base64ByteCount), to: &out)
             secret.appendBase64(to: &out)
+        } else if let bytes = contents.valueBytes {
+            appendVarint(UInt64(bytes.byteCount), to: &out)
+            bytes.withUnsafeBytes { out.append(contentsOf: $0) }
         } else {
             appendString(contents.value, to: &out)
         }
@@ -121,19 +149,30 @@ enum RecordCodec {
         }
     }
 
-    /// Opens and decodes a record box.
+    /// Opens and decodes a record box, reading its value as `value` says (as text by default).
     /// - Throws: ``WalletError/corrupted(_:)`` when authentication or decoding fails.
     static func open(
         _ sealed: Data, typeBlind: Data, idBlind: Data, expiry: Int64?, keys: WalletKeys,
-        expectedType: String? = nil
+        expectedType: String? = nil, value mode: ValueMode = .text
     ) throws(WalletError) -> Contents {
-        try withBytes(sealed) { (box) throws(WalletError) -> Contents in
+        var kept: SecretKey?
+        let secretValue: ((UnsafeRawBufferPointer) -> Void)?
+        switch mode {
+        case .text: secretValue = nil
+        case .skipped: secretValue = { _ in }
+        // An empty value needs no bytes (and a `SecretKey` cannot be empty): it reads as "".
+        case .bytes: secretValue = { raw in kept = raw.isEmpty ? nil : try? SecretKey(copying: raw) }
+        }
+        var contents = try withBytes(sealed) { (box) throws(WalletError) -> Contents in
             try withBytes(typeBlind) { (t) throws(WalletError) -> Contents in
                 try withBytes(idBlind) { (i) throws(WalletError) -> Contents in
-                    try open(box, typeBlind: t, idBlind: i, expiry: expiry, keys: keys, expectedType: expectedType)
+                    try open(
+                        box, typeBlind: t, idBlind: i, expiry: expiry, keys: keys, expectedType: expectedType, secretValue: secretValue)
                 }
             }
         }
+        contents.valueBytes = kept
+        return contents
     }
 
     /// Opens and decodes a record box held in memory the caller lends (a search reads rows
@@ -174,7 +213,13 @@ enum RecordCodec {
                     let bytes = UnsafeRawBufferPointer(rebasing: plain[0..<n])
                     // The AD that opened the box must be the one its version is sealed with.
                     guard let format = bytes.first, legacy ? format < version : format == version else { return nil }
-                    return decode(bytes, expectedType: expectedType, secretValue: secretValue)
+                    let contents = decode(bytes, expectedType: expectedType, secretValue: secretValue)
+                    #if DEBUG
+                    if secretValue == nil, let type = expectedType ?? contents?.type, isReserved(type) {
+                        Self.noteReservedValueText(typeBlind: typeBlind)
+                    }
+                    #endif
+                    return contents
                 }
             }
         } catch {
@@ -184,6 +229,17 @@ enum RecordCodec {
         guard let decoded else { throw .corrupted("a record's sealed contents do not decode, or its sealed type differs from its index") }
         return decoded
     }
+
+    #if DEBUG
+    /// Debug builds only (read by tests): how many times a reserved record's value was
+    /// decoded into a `String`, by blind type (so each wallet's count is its own). Only the
+    /// record API's reading of a credential signature (a `String` by its API) should add to it.
+    static let reservedValueTexts = Locked([Data: Int]())
+
+    static func noteReservedValueText(typeBlind: UnsafeRawBufferPointer) {
+        reservedValueTexts.withLock { $0[Data(typeBlind), default: 0] += 1 }
+    }
+    #endif
 
     /// Opens a record box whose value is a secret's base64 text and decodes that text straight
     /// into a ``SecretKey`` of `byteCount` bytes: the plaintext lives only in a wiped buffer, and

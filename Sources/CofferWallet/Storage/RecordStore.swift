@@ -130,10 +130,12 @@ struct RecordStore {
         return found
     }
 
-    func open(_ located: Located) throws -> RecordCodec.Contents {
+    /// Opens a located record to rewrite it: a reserved secret's value is kept as bytes (never a
+    /// `String`), and a caller that replaces the value skips reading it.
+    func open(_ located: Located, value: RecordCodec.ValueMode? = nil) throws -> RecordCodec.Contents {
         try RecordCodec.open(
             located.sealed, typeBlind: located.typeBlind, idBlind: located.idBlind, expiry: located.expiry, keys: keys,
-            expectedType: located.type)
+            expectedType: located.type, value: value ?? .keepingSecrets(of: located.type))
     }
 
     // MARK: Writes
@@ -180,7 +182,7 @@ struct RecordStore {
         try Validate.id(id)
         try Validate.value(value)
         let found = try live(type: type, id: id)
-        var contents = try open(found)
+        var contents = try open(found, value: .skipped)
         contents.value = value
         try rewrite(found, contents)
     }
@@ -191,7 +193,7 @@ struct RecordStore {
         try Validate.value(value)
         try tags.validate()
         let found = try live(type: type, id: id)
-        var contents = try open(found)
+        var contents = try open(found, value: .skipped)
         contents.value = value
         contents.tags = tags
         try rewriteWithTags(found, contents)
@@ -303,9 +305,28 @@ struct RecordStore {
         try Validate.type(type, allowReserved: allowReserved)
         try Validate.id(id)
         guard let found = try locate(type: type, id: id), !found.expired else { return nil }
-        let contents = try open(found)
+        // The value is decoded only when asked for (it is then the caller's, as text).
+        let contents = try open(found, value: options.retrieveValue ? .text : .skipped)
         guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
         return Self.record(contents, type: type, options: options)
+    }
+
+    /// Whether a live record of `type` and `id` exists. Its box is opened (authenticated, its id
+    /// checked) but its value is not decoded: no `String` of a reserved secret's value is made
+    /// where only its presence is asked.
+    func contains(type: String, id: String) throws -> Bool {
+        try Validate.type(type, allowReserved: allowReserved)
+        try Validate.id(id)
+        guard let found = try locate(type: type, id: id), !found.expired else { return false }
+        let contents = try withBytes(found.sealed) { (box) throws(WalletError) -> RecordCodec.Contents in
+            try withBytes(found.typeBlind) { (t) throws(WalletError) -> RecordCodec.Contents in
+                try withBytes(found.idBlind) { (i) throws(WalletError) -> RecordCodec.Contents in
+                    try RecordCodec.open(box, typeBlind: t, idBlind: i, expiry: found.expiry, keys: keys, expectedType: type) { _ in }
+                }
+            }
+        }
+        guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+        return true
     }
 
     /// A record whose value is a secret's base64 text: the secret decoded straight from the
@@ -349,7 +370,7 @@ struct RecordStore {
             { try replaceTags(found, contents.tags) },
             undo: {
                 try db.cachedStatement(sql: "UPDATE items SET value = ? WHERE id = ?").execute(arguments: [found.sealed, found.rowid])
-                let old = try open(found)
+                let old = try open(found, value: .skipped)
                 try replaceTags(found, old.tags)
             })
     }
