@@ -21,7 +21,7 @@ import Foundation
 /// last one (checked when a client fetches), its empty slots filled with covers (TwoPartyBoxes
 /// between random keys, as CoverDrop's CoverNode fills them), and one at once when a reply is
 /// published. Every store that fetches from it stores the same dead drops.
-public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSource {
+public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSource, DeniableTransport {
     /// The journalists a new environment lists.
     public static let defaultJournalists = ["alice", "bob", "journalist"]
     /// The CoverNodes of an environment.
@@ -303,6 +303,49 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
     }
 
     /// Serialises publication between threads, and between processes sharing the folder (flock).
+    // MARK: Receiving queue items
+
+    private var deliveredURL: URL { folder.appendingPathComponent("delivered.json") }
+
+    /// Receives one queue item as CoverDrop's messaging endpoint does (``DeniableTransport``):
+    /// an item of the wrong size is refused; a real message is recorded in ``delivered()``, a
+    /// cover is dropped.
+    public func send(_ item: Data) async throws {
+        guard item.count == CoverDropProtocol.userToCoverNodeEncryptedBytes else {
+            throw DeniableError.invalidInput(
+                "a queue item must be \(CoverDropProtocol.userToCoverNodeEncryptedBytes) bytes, got \(item.count)")
+        }
+        guard let content = read(queueItem: item) else { return }
+        try withPublicationLock { () throws(DeniableError) in
+            var all = try readDelivered()
+            all.append(Delivered(recipient: content.recipient, text: content.text))
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            guard let data = try? encoder.encode(all) else { throw .storage("encoding the delivered messages failed") }
+            try AtomicFile.write(data, to: deliveredURL, permissions: 0o600)
+        }
+    }
+
+    /// A real message the service received through ``send(_:)``.
+    public struct Delivered: Sendable, Equatable, Codable {
+        /// The journalist it is for.
+        public let recipient: String
+        /// The text.
+        public let text: String
+    }
+
+    /// The real messages received through ``send(_:)``, in arrival order (covers are not kept).
+    public func delivered() throws(DeniableError) -> [Delivered] {
+        try withPublicationLock { () throws(DeniableError) in try readDelivered() }
+    }
+
+    private func readDelivered() throws(DeniableError) -> [Delivered] {
+        guard let data = try AtomicFile.read(deliveredURL) else { return [] }
+        do { return try JSONDecoder().decode([Delivered].self, from: data) } catch {
+            throw .corrupted("the development service's delivered.json does not parse: \(error)")
+        }
+    }
+
     private func withPublicationLock<R>(_ body: () throws(DeniableError) -> R) throws(DeniableError) -> R {
         return try publishLock.withLock { () throws(DeniableError) -> R in
             let fd = open(folder.appendingPathComponent("publish.lock").path, O_RDWR | O_CREAT, 0o600)
