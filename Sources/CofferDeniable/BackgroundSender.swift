@@ -49,6 +49,10 @@ struct BackgroundSchedule: Codable, Equatable {
     var pending: Int = 0
     /// 1 when the last run had a failed send: the retry is not held back by the interval.
     var failed: Int = 0
+    /// 0 while the sending queue holds covers made before any verified CoverNode key (a first
+    /// start before the first key fetch): no CoverNode could open them, so they are not sent,
+    /// and the queue is filled again with covers to the verified keys when those first arrive.
+    var coversVerified: Int = 1
     /// Unix seconds of the last successful dead-drop fetch; 0 for none (fetches are rate-limited
     /// to ``DeniableConfiguration/deadDropFetchInterval``).
     var deadDropsFetchedAt: Int64 = 0
@@ -116,6 +120,19 @@ extension DeniableStorage {
             maximum: configuration.backgroundDelayMaximum, uniform: random())
     }
 
+    /// Folder lock held. When the queue holds covers made without verified keys and verified
+    /// keys are known now, fills it again with fresh covers to them. No real item can be in such
+    /// a queue: sending needs verified keys, and they arrive under the same lock as this refill.
+    func refillCoversIfNeeded() throws(DeniableError) {
+        var state = loadSchedule()
+        guard state.coversVerified == 0, !coverKey.current.isEmpty else { return }
+        queue.reload()
+        try queue.wipe()
+        state.coversVerified = 1
+        try state.save(scheduleURL)
+        logger.debug("filled the sending queue with covers to the verified keys")
+    }
+
     /// Folder lock held. The stored schedule, or a fresh one when missing or unreadable.
     func loadSchedule() -> BackgroundSchedule { BackgroundSchedule.load(scheduleURL) ?? BackgroundSchedule() }
 
@@ -172,8 +189,13 @@ extension DeniableStorage {
             return BackgroundSendReport(sent: 0, rateLimited: true, failed: false, nextRunAfter: next)
         }
         var sent = 0
-        var failed = false
-        for _ in 0..<configuration.backgroundItemsPerRun {
+        // Covers made before any verified key would go to a throwaway key: send nothing yet.
+        var failed = try exclusive { () throws(DeniableError) -> Bool in
+            try refillCoversIfNeeded()
+            return loadSchedule().coversVerified == 0
+        }
+        if failed { logger.debug("background run: no verified CoverNode key yet; nothing sent") }
+        for _ in 0..<(failed ? 0 : configuration.backgroundItemsPerRun) {
             let head = try exclusive { () throws(DeniableError) -> Data in
                 queue.reload()
                 return queue.peek()

@@ -241,6 +241,16 @@ public actor DeniableStorage {
             }
         }
         self.keys = loaded
+        // A queue made now without verified keys holds covers no CoverNode can open: recorded,
+        // so they are replaced when keys first arrive and never sent before.
+        if report.created.contains("sending-queue") || report.replaced.contains("sending-queue"), coverKey.current.isEmpty {
+            let url = folder.appendingPathComponent(BackgroundSchedule.fileName)
+            try Self.exclusive(lockPath) { () throws(DeniableError) in
+                var state = BackgroundSchedule.load(url) ?? BackgroundSchedule()
+                state.coversVerified = 0
+                try state.save(url)
+            }
+        }
         try await runStartRoutine(report)
     }
 
@@ -276,6 +286,8 @@ public actor DeniableStorage {
         defer { leaveVaultOperation() }
         try await startVault(&report)
         report.publicKeysRefreshed = await refreshKeysIfStale()
+        _ = currentKeys()
+        try exclusive { () throws(DeniableError) in try refillCoversIfNeeded() }
         report.deadDropsReceived = await fetchDeadDrops()
         // A background run the system skipped happens now; none owed: a failsafe one is.
         report.backgroundRun = try await catchUpBackgroundSend(failsafeExtra: configuration.backgroundStartExtraDelay)
@@ -908,11 +920,16 @@ public actor DeniableStorage {
         guard let keySource else { throw DeniableError.noVerifiedKeys("no key source is configured") }
         let json = try await keySource.fetchKeyBundle()
         let now = clock()
-        try keyCache.store(json, fetchedAt: now)
-        guard let loaded = try keyCache.load(now: now) else { throw DeniableError.storage("the key cache vanished") }
-        keys = loaded
-        coverKey.current = loaded.wrappingKeys
-        return loaded
+        // The cache and the queue's first covers to verified keys change under one lock: a send
+        // in another process that saw the new keys finds the refilled queue.
+        return try exclusive { () throws(DeniableError) -> VerifiedKeys in
+            try keyCache.store(json, fetchedAt: now)
+            guard let loaded = try keyCache.load(now: now) else { throw DeniableError.storage("the key cache vanished") }
+            keys = loaded
+            coverKey.current = loaded.wrappingKeys
+            try refillCoversIfNeeded()
+            return loaded
+        }
     }
 
     /// The cached keys that verify now; nil when nothing is cached.

@@ -220,19 +220,28 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
     /// journalist, the AnonymousBox opened with the journalist's messaging key. Nil for a cover
     /// (the all-zero tag) or an item none of its keys opens.
     public func read(queueItem: Data) -> QueueItemContent? {
+        readQueueItem(queueItem) ?? nil
+    }
+
+    /// Whether one of the service's CoverNodes opens the item's outer layer (a real message or a
+    /// cover made for its keys; false for an item made for any other key).
+    public func opens(queueItem: Data) -> Bool { readQueueItem(queueItem) != nil }
+
+    /// nil: no CoverNode key opens it; .some(nil): a cover or unreadable inside; else the message.
+    private func readQueueItem(_ queueItem: Data) -> QueueItemContent?? {
         for id in Self.coverNodeIDs {
             guard let node = coverNodes[id],
                 let plain = try? MultiAnonymousBox.open(
                     queueItem, recipients: CoverDropProtocol.coverNodeWrappingKeyCount, with: node.messaging)
             else { continue }
-            guard plain.count == CoverDropProtocol.userToCoverNodeBytes else { return nil }
+            guard plain.count == CoverDropProtocol.userToCoverNodeBytes else { return .some(nil) }
             let tag = plain.prefix(CoverDropProtocol.recipientTagBytes)
             guard tag != RecipientTag.cover,
                 let journalist = journalistIDs.first(where: { RecipientTag.of($0) == tag }),
                 let inner = try? AnonymousBox.open(
                     plain.dropFirst(CoverDropProtocol.recipientTagBytes), with: journalists[journalist]!.messaging),
                 let (replyKey, text) = try? UserMessage.readUserToJournalist(inner)
-            else { return nil }
+            else { return .some(nil) }
             return QueueItemContent(recipient: journalist, text: text, replyKey: replyKey)
         }
         return nil

@@ -154,3 +154,50 @@ struct BackgroundSendTests {
         }
     }
 }
+
+@Suite("Covers only to verified keys")
+struct VerifiedCoverTests {
+    @Test("a first start fills the queue with covers to the verified CoverNode keys once they arrive")
+    func firstStartCovers() async throws {
+        let (store, node) = try await makeStore(temporaryFolder())
+        for _ in 0..<8 {
+            let item = try await store.dequeue()
+            #expect(node.opens(queueItem: item))
+        }
+    }
+
+    @Test("without verified keys no cover is sent; when keys first arrive the queue is refilled for them")
+    func noCoverToThrowawayKey() async throws {
+        let folder = temporaryFolder()
+        let clock = TestClock()
+        let node = try DevelopmentCoverNode(folder: folder.appendingPathComponent("service"), clock: clock.function)
+        let transport = SwitchableTransport(node)
+        let source = SwitchingKeySource(node.keyBundle())
+        let store = try await DeniableStorage(
+            folder: folder.appendingPathComponent("deniable"), configuration: testConfiguration(),
+            trustAnchor: node.trustAnchor, transport: transport, clock: clock.function)
+        let report = try await store.runBackgroundSend()
+        #expect(report.sent == 0 && report.failed)
+        #expect(transport.sent == 0)
+        // Keys arrive (a later start with a key source): the covers are made again, for them.
+        let keyed = try await DeniableStorage(
+            folder: folder.appendingPathComponent("deniable"), configuration: testConfiguration(),
+            trustAnchor: node.trustAnchor, keySource: source, transport: transport, clock: clock.function)
+        for _ in 0..<8 { #expect(node.opens(queueItem: try await keyed.dequeue())) }
+        #expect(try await keyed.runBackgroundSend().sent == 2)
+    }
+
+    @Test("a queue made without keys in a store that already had one is not wiped (an upgrade keeps its messages)")
+    func existingQueueKept() async throws {
+        let folder = temporaryFolder()
+        let (store, _) = try await makeStore(folder)
+        let passphrase = try await store.createVault()
+        try await store.unlock(passphrase: passphrase)
+        try await store.send("waiting", to: "alice")
+        try await store.lock()
+        // An older install had no schedule file: it starts without one.
+        try FileManager.default.removeItem(at: folder.appendingPathComponent("deniable/background-schedule.json"))
+        let (again, node) = try await makeStore(folder)
+        #expect(node.read(queueItem: try await again.dequeue())?.text == "waiting")
+    }
+}
