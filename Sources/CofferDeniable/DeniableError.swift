@@ -50,8 +50,9 @@ public enum DeniableError: Error, Equatable, Sendable, CustomStringConvertible {
 public struct DeniableConfiguration: Sendable, Equatable {
     /// Bytes of the vault's padded plaintext; the vault file is this plus ``Vault/overhead``.
     public var vaultContentBytes = 512 * 1024
-    /// Words in a generated passphrase.
-    public var passphraseWordCount = 3
+    /// Words in a generated passphrase (CoverDrop without a hardware secure element: 5, which is
+    /// every install here, the secure element being a key file beside the vault; the seed: 3).
+    public var passphraseWordCount = 5
     /// Argon2id costs for the passphrase (stored in the vault, so a vault keeps opening when the
     /// default changes).
     public var passphraseKDF = Argon2idParameters.moderate
@@ -102,7 +103,7 @@ public struct DeniableConfiguration: Sendable, Equatable {
 
     /// The seed document's values: messages and dead drops kept 7 days, keys fetched again
     /// after 24 hours, dead drops fetched at every start, the session ends as soon as the app
-    /// goes to the background. The background sender keeps CoverDrop's cadence.
+    /// goes to the background, 3-word passphrases. The background sender keeps CoverDrop's cadence.
     public static var seed: DeniableConfiguration {
         var c = DeniableConfiguration()
         c.mailboxRetention = 7 * 86_400
@@ -110,6 +111,7 @@ public struct DeniableConfiguration: Sendable, Equatable {
         c.publicKeyMaxAge = 86_400
         c.deadDropFetchInterval = 0
         c.backgroundGrace = 0
+        c.passphraseWordCount = 3
         return c
     }
 

@@ -118,3 +118,14 @@ struct CadenceTests {
         #expect(try mtime("public-keys.json") == started)
     }
 }
+
+@Suite("Passphrase length")
+struct PassphraseLengthTests {
+    @Test("a new vault's passphrase has CoverDrop's 5 words by default (no hardware secure element), the seed's 3 in .seed")
+    func words() async throws {
+        let (store, _) = try await makeStore(temporaryFolder(), configuration: testConfiguration(base: .init()))
+        #expect(try await store.createVault().split(separator: " ").count == 5)
+        let (seed, _) = try await makeStore(temporaryFolder(), configuration: testConfiguration(base: .seed))
+        #expect(try await seed.createVault().split(separator: " ").count == 3)
+    }
+}
