@@ -33,9 +33,15 @@ struct DeniableCommand: AsyncParsableCommand {
             abstract: "Run only the app-start routine: rewrite vault and queue, refresh keys, fetch dead drops.")
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var service: DeniableServiceOptions
+        @Flag(
+            help:
+                "Development: also fetch the service's dead drops now, whenever the last fetch was (the start routine fetches at most hourly, as CoverDrop's apps do)."
+        )
+        var fetchDeadDrops = false
 
         func run() async throws {
             let (store, _) = try await DeniableCLI.open(storeOptions, service)
+            if fetchDeadDrops { await store.refreshDeadDrops() }
             let s = try await store.status()
             try await store.close()
             print(JSONValue.object([("started", .bool(true))] + DeniableCLI.startFields(s.lastStart)).jsonText)
