@@ -56,7 +56,7 @@ public struct DeadDrop: Sendable, Hashable {
 /// `{"dead_drops": [{"id", "created_at" (RFC 3339), "data" (base64), "signature" (hex)}]}`.
 /// A legacy `cert` field, and any other, is ignored.
 public enum DeadDropList {
-    private struct Item: Codable {
+    fileprivate struct Item: Codable {
         var id: Int64
         var createdAt: String
         var data: String
@@ -64,6 +64,15 @@ public enum DeadDropList {
         enum CodingKeys: String, CodingKey {
             case id, data, signature
             case createdAt = "created_at"
+        }
+
+        func deadDrop() throws(DeniableError) -> DeadDrop {
+            guard let time = RFC3339.parse(createdAt) else {
+                throw .invalidInput("dead drop \(id): created_at \(createdAt) is not an RFC 3339 time")
+            }
+            guard let bytes = Base64.decode(data) else { throw .invalidInput("dead drop \(id): data is not base64") }
+            guard let sig = Hex.decode(signature) else { throw .invalidInput("dead drop \(id): signature is not hex") }
+            return DeadDrop(id: id, createdAtSeconds: time.seconds, data: bytes, signature: sig)
         }
     }
 
@@ -80,15 +89,41 @@ public enum DeadDropList {
             throw .invalidInput("the dead-drop list is not CoverDrop's shape: \(error)")
         }
         var out = [DeadDrop]()
-        for item in list.deadDrops {
-            guard let time = RFC3339.parse(item.createdAt) else {
-                throw .invalidInput("dead drop \(item.id): created_at \(item.createdAt) is not an RFC 3339 time")
-            }
-            guard let data = Base64.decode(item.data) else { throw .invalidInput("dead drop \(item.id): data is not base64") }
-            guard let signature = Hex.decode(item.signature) else { throw .invalidInput("dead drop \(item.id): signature is not hex") }
-            out.append(DeadDrop(id: item.id, createdAtSeconds: time.seconds, data: data, signature: signature))
-        }
+        for item in list.deadDrops { out.append(try item.deadDrop()) }
         return out
+    }
+
+    /// The dead drops of a response body item by item: an item that does not parse is left out
+    /// and described in `skipped` (by its id and field, never its data), so one bad item never
+    /// loses the rest of the list.
+    /// - Throws: ``DeniableError/invalidInput(_:)`` only when the body is not a dead-drop list at all.
+    public static func parseItems(_ json: Data) throws(DeniableError) -> (drops: [DeadDrop], skipped: [String]) {
+        struct Loose: Decodable {
+            var deadDrops: [Item?]
+            enum CodingKeys: String, CodingKey { case deadDrops = "dead_drops" }
+            struct Item: Decodable {
+                var value: DeadDropList.Item?
+                var id: Int64?
+                init(from decoder: Decoder) throws {
+                    value = try? DeadDropList.Item(from: decoder)
+                    id = try? decoder.container(keyedBy: DeadDropList.Item.CodingKeys.self).decode(Int64.self, forKey: .id)
+                }
+            }
+        }
+        let list: Loose
+        do { list = try JSONDecoder().decode(Loose.self, from: json) } catch {
+            throw .invalidInput("the dead-drop list is not CoverDrop's shape: \(error)")
+        }
+        var drops = [DeadDrop]()
+        var skipped = [String]()
+        for (index, entry) in list.deadDrops.enumerated() {
+            guard let item = entry?.value else {
+                skipped.append("item \(index) (id \(entry?.id.map(String.init) ?? "?")): not a dead drop")
+                continue
+            }
+            do throws(DeniableError) { drops.append(try item.deadDrop()) } catch { skipped.append(error.description) }
+        }
+        return (drops, skipped)
     }
 
     /// A response body holding `drops` (base64 without padding, as CoverDrop's server writes it).
@@ -114,8 +149,10 @@ enum Base64 {
     }
 }
 
-/// The dead-drop database (`dead-drops.sqlite`): verified dead drops, merged by id, trimmed to
-/// the retention window counted back from the newest one. Its `user_version` is 2 for CoverDrop's
+/// The dead-drop database (`dead-drops.sqlite`): dead drops as received, merged by id, trimmed to
+/// the retention window counted back from the newest one and to a maximum count. Signatures are
+/// checked again at every read, under the keys verified then: a drop signed by a CoverNode key
+/// the cache does not hold yet is kept, and used once a key refresh brings that key. Its `user_version` is 2 for CoverDrop's
 /// formats; dead drops stored in Coffer's earlier format are dropped when it opens (they are
 /// fetched again). It uses a rollback journal, so between
 /// writes it is one file (mode 0600, made before SQLite opens it; SQLite gives its journal the
@@ -159,23 +196,25 @@ final class DeadDropStore: Sendable {
     /// Outcome of a merge.
     struct MergeResult: Sendable, Equatable {
         var kept = 0
+        var unverified = 0
         var duplicates = 0
         var rejected = 0
         var trimmed = 0
     }
 
-    /// Verifies each drop against `signingKeys`, adds the new ones, and trims those older than
-    /// `retention` before the newest, all in one transaction.
+    /// Adds the new drops of the right shape (whether `signingKeys` verify them now or not), and
+    /// trims those older than `retention` before the newest and the oldest beyond `maxStored`,
+    /// all in one transaction.
     func merge(
         _ drops: [DeadDrop], signingKeys: [Data], now: Date, retention: TimeInterval,
-        maxFutureSkew: TimeInterval, messageBytes: Int
+        maxFutureSkew: TimeInterval, messageBytes: Int, maxStored: Int
     ) throws(DeniableError) -> MergeResult {
         var result = MergeResult()
         do {
             try queue.write { db in
                 for drop in drops {
-                    guard drop.isSigned(byAnyOf: signingKeys), drop.createdAt.timeIntervalSince(now) <= maxFutureSkew,
-                        !drop.data.isEmpty, drop.data.count % messageBytes == 0
+                    guard drop.createdAt.timeIntervalSince(now) <= maxFutureSkew, !drop.data.isEmpty,
+                        drop.data.count % messageBytes == 0, drop.signature.count == 64
                     else {
                         result.rejected += 1
                         continue
@@ -183,13 +222,23 @@ final class DeadDropStore: Sendable {
                     try db.execute(
                         sql: "INSERT OR IGNORE INTO dead_drops(id, created_at, data, signature) VALUES (?, ?, ?, ?)",
                         arguments: [drop.id, drop.createdAtSeconds, drop.data, drop.signature])
-                    if db.changesCount == 1 { result.kept += 1 } else { result.duplicates += 1 }
+                    if db.changesCount != 1 {
+                        result.duplicates += 1
+                    } else if drop.isSigned(byAnyOf: signingKeys) {
+                        result.kept += 1
+                    } else {
+                        result.unverified += 1
+                    }
                 }
                 if let newest = try Int64.fetchOne(db, sql: "SELECT MAX(created_at) FROM dead_drops") {
                     let cutoff = newest - Int64(retention.rounded())
                     try db.execute(sql: "DELETE FROM dead_drops WHERE created_at < ?", arguments: [cutoff])
                     result.trimmed = db.changesCount
                 }
+                try db.execute(
+                    sql: "DELETE FROM dead_drops WHERE id NOT IN (SELECT id FROM dead_drops ORDER BY created_at DESC, id DESC LIMIT ?)",
+                    arguments: [maxStored])
+                result.trimmed += db.changesCount
             }
         } catch let error as DeniableError { throw error } catch {
             throw .storage("merging dead drops failed: \(error)")

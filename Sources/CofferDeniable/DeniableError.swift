@@ -41,15 +41,18 @@ public enum DeniableError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Sizes, costs and time limits of deniable storage. The defaults follow the seed document
-/// (mailbox and dead drops kept 7 days, public keys re-fetched after 24 hours, the session ends
-/// as soon as the app goes to the background); ``coverDropCurrent`` holds the values CoverDrop's
-/// code uses today (14 days, 14 days, 1 hour, 5 minutes).
+/// Sizes, costs and time limits of deniable storage. The defaults are the values CoverDrop's
+/// clients use today: messages and dead drops kept 14 days, public keys fetched again after an
+/// hour, dead drops fetched at most hourly (at start and on return to the foreground), five
+/// minutes in the background before the session ends, and the background sender's cadence (2
+/// items per run, runs at least an hour apart, a random delay of 5–120 minutes with mean 10).
+/// ``seed`` holds the seed document's values (7 days, 7 days, 24 hours, locked at once).
 public struct DeniableConfiguration: Sendable, Equatable {
     /// Bytes of the vault's padded plaintext; the vault file is this plus ``Vault/overhead``.
     public var vaultContentBytes = 512 * 1024
-    /// Words in a generated passphrase.
-    public var passphraseWordCount = 3
+    /// Words in a generated passphrase (CoverDrop without a hardware secure element: 5, which is
+    /// every install here, the secure element being a key file beside the vault; the seed: 3).
+    public var passphraseWordCount = 5
     /// Argon2id costs for the passphrase (stored in the vault, so a vault keeps opening when the
     /// default changes).
     public var passphraseKDF = Argon2idParameters.moderate
@@ -59,30 +62,56 @@ public struct DeniableConfiguration: Sendable, Equatable {
     public var queueItemBytes = 773
     /// Bytes of one dead-drop slot: CoverDrop's journalist-to-user TwoPartyBox, 553 (the only value accepted).
     public var deadDropMessageBytes = 553
-    /// How long a mailbox message is kept after its date.
-    public var mailboxRetention: TimeInterval = 7 * 86_400
-    /// How far back from the newest dead drop dead drops are kept.
-    public var deadDropRetention: TimeInterval = 7 * 86_400
+    /// How long a mailbox message is kept after its date (CoverDrop: 14 days).
+    public var mailboxRetention: TimeInterval = 14 * 86_400
+    /// How far back from the newest dead drop dead drops are kept (CoverDrop: 14 days).
+    public var deadDropRetention: TimeInterval = 14 * 86_400
+    /// Dead drops kept at most (the oldest go first; CoverDrop's hourly dead drops over 14 days
+    /// are 336).
+    public var deadDropMaxStored = 1_000
     /// A dead drop dated further than this in the future is refused.
     public var deadDropMaxFutureSkew: TimeInterval = 7 * 86_400
-    /// Cached public keys older than this are fetched again at start.
-    public var publicKeyMaxAge: TimeInterval = 86_400
-    /// How long the app may stay in the background before the session ends (0: at once).
-    public var backgroundGrace: TimeInterval = 0
+    /// Cached public keys older than this are fetched again at start (CoverDrop: 1 hour).
+    public var publicKeyMaxAge: TimeInterval = 3_600
+    /// Dead drops are fetched at start and on return to the foreground, at most this often
+    /// (CoverDrop: 1 hour; 0: at every start).
+    public var deadDropFetchInterval: TimeInterval = 3_600
+    /// How long the app may stay in the background before the session ends (0: at once;
+    /// CoverDrop: 5 minutes).
+    public var backgroundGrace: TimeInterval = 300
     /// An optional limit on how long a session lasts after unlocking.
     public var sessionLifetime: TimeInterval?
+    /// Queue items the background sender sends per run (CoverDrop: 2).
+    public var backgroundItemsPerRun = 2
+    /// The least time between two successful background runs (CoverDrop: 60 minutes).
+    public var backgroundMinInterval: TimeInterval = 3_600
+    /// Mean of the exponential random delay before a background run (CoverDrop: 10 minutes).
+    public var backgroundDelayMean: TimeInterval = 600
+    /// The random delay is at least this (CoverDrop: 5 minutes).
+    public var backgroundDelayMinimum: TimeInterval = 300
+    /// The random delay is at most this (CoverDrop: 120 minutes).
+    public var backgroundDelayMaximum: TimeInterval = 7_200
+    /// The failsafe run owed at an app start when none is owed comes this much later than the
+    /// random delay (CoverDrop: 10 minutes).
+    public var backgroundStartExtraDelay: TimeInterval = 600
 
-    /// The seed's defaults.
+    /// CoverDrop's values (the defaults).
     public init() {}
 
-    /// The values CoverDrop's code uses today: messages and dead drops kept 14 days, keys
-    /// re-fetched after an hour, five minutes in the background before the session ends.
-    public static var coverDropCurrent: DeniableConfiguration {
+    /// The values CoverDrop's code uses today (the same as ``init()``).
+    public static var coverDropCurrent: DeniableConfiguration { DeniableConfiguration() }
+
+    /// The seed document's values: messages and dead drops kept 7 days, keys fetched again
+    /// after 24 hours, dead drops fetched at every start, the session ends as soon as the app
+    /// goes to the background, 3-word passphrases. The background sender keeps CoverDrop's cadence.
+    public static var seed: DeniableConfiguration {
         var c = DeniableConfiguration()
-        c.mailboxRetention = 14 * 86_400
-        c.deadDropRetention = 14 * 86_400
-        c.publicKeyMaxAge = 3_600
-        c.backgroundGrace = 300
+        c.mailboxRetention = 7 * 86_400
+        c.deadDropRetention = 7 * 86_400
+        c.publicKeyMaxAge = 86_400
+        c.deadDropFetchInterval = 0
+        c.backgroundGrace = 0
+        c.passphraseWordCount = 3
         return c
     }
 
@@ -110,9 +139,22 @@ public struct DeniableConfiguration: Sendable, Equatable {
         for (name, value) in [
             ("mailboxRetention", mailboxRetention), ("deadDropRetention", deadDropRetention),
             ("deadDropMaxFutureSkew", deadDropMaxFutureSkew), ("publicKeyMaxAge", publicKeyMaxAge),
-            ("backgroundGrace", backgroundGrace),
+            ("backgroundGrace", backgroundGrace), ("deadDropFetchInterval", deadDropFetchInterval),
+            ("backgroundMinInterval", backgroundMinInterval), ("backgroundStartExtraDelay", backgroundStartExtraDelay),
         ] where !(value >= 0 && value.isFinite) {
             throw .invalidInput("\(name) must be a finite, non-negative number of seconds")
+        }
+        guard (1...100_000).contains(deadDropMaxStored) else {
+            throw .invalidInput("deadDropMaxStored must be 1…100000, got \(deadDropMaxStored)")
+        }
+        guard (1...1024).contains(backgroundItemsPerRun) else {
+            throw .invalidInput("backgroundItemsPerRun must be 1…1024, got \(backgroundItemsPerRun)")
+        }
+        guard backgroundDelayMean > 0, backgroundDelayMean.isFinite, backgroundDelayMinimum >= 0,
+            backgroundDelayMaximum.isFinite, backgroundDelayMinimum <= backgroundDelayMaximum
+        else {
+            throw .invalidInput(
+                "the background delay needs a positive finite mean and 0 ≤ backgroundDelayMinimum ≤ backgroundDelayMaximum (finite)")
         }
         if let sessionLifetime, !(sessionLifetime > 0 && sessionLifetime.isFinite) {
             throw .invalidInput("sessionLifetime must be a positive number of seconds")

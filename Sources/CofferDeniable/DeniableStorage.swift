@@ -44,6 +44,9 @@ public struct DeniableStartReport: Sendable, Equatable {
     public var publicKeysRefreshed = false
     /// New dead drops stored from the dead-drop source.
     public var deadDropsReceived = 0
+    /// The background run this start caught up because it was due (see
+    /// ``DeniableStorage/runBackgroundSend()``); nil when none was due.
+    public var backgroundRun: BackgroundSendReport?
 
     /// An empty report.
     public init() {}
@@ -86,7 +89,9 @@ public actor DeniableStorage {
     let secureElement: SecureElement
     let keySource: PublicKeySource?
     let deadDropSource: DeadDropSource?
+    let transport: DeniableTransport?
     let clock: @Sendable () -> Date
+    let random: @Sendable () -> Double
     let queue: SendingQueue
     let deadDropStore: DeadDropStore
     let keyCache: PublicKeyCache
@@ -121,27 +126,50 @@ public actor DeniableStorage {
 
     deinit { timer?.cancel() }
 
+    /// Opens deniable storage trusting one organisation key; see
+    /// ``init(folder:configuration:trustAnchors:keySource:deadDropSource:transport:secureElement:clock:random:)``.
+    public init(
+        folder: URL, configuration: DeniableConfiguration = .init(), trustAnchor: TrustAnchor,
+        keySource: PublicKeySource? = nil, deadDropSource: DeadDropSource? = nil,
+        transport: DeniableTransport? = nil,
+        secureElement: SecureElement? = nil,
+        clock: @escaping @Sendable () -> Date = { Date() },
+        random: @escaping @Sendable () -> Double = BackgroundDelay.secureUniform
+    ) async throws(DeniableError) {
+        try await self.init(
+            folder: folder, configuration: configuration, trustAnchors: [trustAnchor], keySource: keySource,
+            deadDropSource: deadDropSource, transport: transport, secureElement: secureElement, clock: clock, random: random)
+    }
+
     /// Opens (creating when absent) deniable storage in `folder` and runs the app-start routine
     /// (see ``appDidStart()``).
     /// - Parameters:
     ///   - folder: where the vault, queue and caches live (made 0700 when missing).
     ///   - configuration: sizes, costs and timeouts (the defaults are CoverDrop's).
-    ///   - trustAnchor: the bundled key that signs published keys.
+    ///   - trustAnchors: the bundled organisation keys that sign published keys (CoverDrop's apps
+    ///     bundle several during a rotation; ``TrustAnchor/load(folder:)`` reads `*.pub.json`).
     ///   - keySource: fetches the key bundle when the cache is missing or older than
     ///     ``DeniableConfiguration/publicKeyMaxAge`` (nil: use the cache only).
     ///   - deadDropSource: fetches the service's dead drops at every start (nil: dead drops
     ///     arrive only through ``receive(deadDrops:)``).
+    ///   - transport: sends queue items for the background sender (nil: the app sends with
+    ///     ``sendNextQueued(_:)`` or ``dequeue()`` itself, and no run is caught up at start).
     ///   - secureElement: the device key (default: a ``FileSecureElement`` in the folder).
     ///   - clock: the current time (injected in tests).
+    ///   - random: numbers in 0..<1 for the background sender's delays (default: the system's
+    ///     secure random source; injected in tests).
     /// - Throws: ``DeniableError`` when the configuration is invalid, the secure element refuses,
     ///   or the folder cannot be written. Damaged files are replaced, not reported as errors.
     public init(
-        folder: URL, configuration: DeniableConfiguration = .init(), trustAnchor: TrustAnchor,
+        folder: URL, configuration: DeniableConfiguration = .init(), trustAnchors: [TrustAnchor],
         keySource: PublicKeySource? = nil, deadDropSource: DeadDropSource? = nil,
+        transport: DeniableTransport? = nil,
         secureElement: SecureElement? = nil,
-        clock: @escaping @Sendable () -> Date = { Date() }
+        clock: @escaping @Sendable () -> Date = { Date() },
+        random: @escaping @Sendable () -> Double = BackgroundDelay.secureUniform
     ) async throws(DeniableError) {
         try configuration.validate()
+        guard !trustAnchors.isEmpty else { throw .invalidInput("at least one trust anchor (organisation key) is needed") }
         try AtomicFile.ensureFolder(folder)
         // A folder its owner made unreadable would otherwise look empty (every file "missing").
         guard access(folder.path, R_OK | W_OK | X_OK) == 0 else {
@@ -158,7 +186,9 @@ public actor DeniableStorage {
         self.secureElement = secureElement ?? FileSecureElement(keyFile: keyFile)
         self.keySource = keySource
         self.deadDropSource = deadDropSource
+        self.transport = transport
         self.clock = clock
+        self.random = random
         let log = Logger(label: "coffer.deniable")
         var report = DeniableStartReport()
         startedAt = Date()
@@ -169,7 +199,7 @@ public actor DeniableStorage {
         let se = self.secureElement
         try Self.exclusive(lockPath) { () throws(DeniableError) in try Self.prepare(se, into: &report) }
 
-        let cache = PublicKeyCache(url: folder.appendingPathComponent("public-keys.json"), anchor: trustAnchor)
+        let cache = PublicKeyCache(url: folder.appendingPathComponent("public-keys.json"), anchors: trustAnchors)
         self.keyCache = cache
         var loaded: VerifiedKeys?
         do { loaded = try cache.load(now: clock()) } catch {
@@ -211,6 +241,16 @@ public actor DeniableStorage {
             }
         }
         self.keys = loaded
+        // A queue made now without verified keys holds covers no CoverNode can open: recorded,
+        // so they are replaced when keys first arrive and never sent before.
+        if report.created.contains("sending-queue") || report.replaced.contains("sending-queue"), coverKey.current.isEmpty {
+            let url = folder.appendingPathComponent(BackgroundSchedule.fileName)
+            try Self.exclusive(lockPath) { () throws(DeniableError) in
+                var state = BackgroundSchedule.load(url) ?? BackgroundSchedule()
+                state.coversVerified = 0
+                try state.save(url)
+            }
+        }
         try await runStartRoutine(report)
     }
 
@@ -246,7 +286,11 @@ public actor DeniableStorage {
         defer { leaveVaultOperation() }
         try await startVault(&report)
         report.publicKeysRefreshed = await refreshKeysIfStale()
+        _ = currentKeys()
+        try exclusive { () throws(DeniableError) in try refillCoversIfNeeded() }
         report.deadDropsReceived = await fetchDeadDrops()
+        // A background run the system skipped happens now; none owed: a failsafe one is.
+        report.backgroundRun = try await catchUpBackgroundSend(failsafeExtra: configuration.backgroundStartExtraDelay)
         lastStart = report
         settle()
     }
@@ -270,7 +314,7 @@ public actor DeniableStorage {
         try ProcessLock.withLock(at: lockPath, failure: { DeniableError.storage($0.message) }, body)
     }
 
-    private func exclusive<R>(_ body: () throws(DeniableError) -> R) throws(DeniableError) -> R {
+    func exclusive<R>(_ body: () throws(DeniableError) -> R) throws(DeniableError) -> R {
         try Self.exclusive(lockPath, body)
     }
 
@@ -294,7 +338,7 @@ public actor DeniableStorage {
     /// Sets the folder to 0700 and every file in it to 0600, and gives them all this start's
     /// modification time, so that a write later in the run (a send, an unlock) does not show in
     /// the files' times. Called after every operation that writes.
-    private func settle() {
+    func settle() {
         let fm = FileManager.default
         let names = (try? fm.contentsOfDirectory(atPath: folder.path)) ?? []
         for name in names where !name.hasPrefix(".") {
@@ -519,28 +563,40 @@ public actor DeniableStorage {
     // MARK: Lifecycle triggers
 
     /// The app went to the background: the session ends now, or after
-    /// ``DeniableConfiguration/backgroundGrace`` (checked on return).
-    public func didEnterBackground() throws(DeniableError) {
+    /// ``DeniableConfiguration/backgroundGrace`` (checked on return), and a background run is
+    /// owed after a random delay (``scheduleBackgroundSend()``), as CoverDrop's apps schedule
+    /// their send job whenever they leave the foreground.
+    /// - Returns: when the owed background run is due: schedule the app's background task then.
+    @discardableResult
+    public func didEnterBackground() throws(DeniableError) -> Date {
         if configuration.backgroundGrace == 0 {
             try lock()
         } else if session != nil {
             backgroundedAt = clock()
             schedule(after: configuration.backgroundGrace)
         }
+        return try scheduleBackgroundSend()
     }
 
-    /// The app came back: the session ends if it stayed away longer than the grace period.
-    public func willEnterForeground() throws(DeniableError) {
-        guard let since = backgroundedAt else { return }
-        backgroundedAt = nil
-        if clock().timeIntervalSince(since) >= configuration.backgroundGrace {
-            try lock()
-        } else if let current = session, let lifetime = configuration.sessionLifetime {
-            schedule(after: lifetime - clock().timeIntervalSince(current.unlockedAt))
-        } else {
-            timer?.cancel()
-            timer = nil
+    /// The app came back: the session ends if it stayed away longer than the grace period; a
+    /// background run the system skipped is done now when it is due; dead drops are fetched
+    /// when the last fetch is older than ``DeniableConfiguration/deadDropFetchInterval``.
+    /// Network failures are logged and do not throw.
+    public func willEnterForeground() async throws(DeniableError) {
+        if let since = backgroundedAt {
+            backgroundedAt = nil
+            if clock().timeIntervalSince(since) >= configuration.backgroundGrace {
+                try lock()
+            } else if let current = session, let lifetime = configuration.sessionLifetime {
+                schedule(after: lifetime - clock().timeIntervalSince(current.unlockedAt))
+            } else {
+                timer?.cancel()
+                timer = nil
+            }
         }
+        _ = await fetchDeadDrops()
+        _ = try await catchUpBackgroundSend(failsafeExtra: nil)
+        settle()
     }
 
     /// The user left the private views: the session ends.
@@ -653,19 +709,16 @@ public actor DeniableStorage {
         }
     }
 
-    /// Verifies and stores dead drops (merged by id, trimmed to the retention window before the
-    /// newest); while unlocked, messages for the user move into the mailbox at once.
-    /// - Returns: how many were kept, already known, rejected and trimmed.
+    /// Stores dead drops as received (merged by id, trimmed to the retention window before the
+    /// newest and to ``DeniableConfiguration/deadDropMaxStored``); while unlocked, messages for the
+    /// user move into the mailbox at once. Signatures are checked again at every read, under the
+    /// keys verified then: a drop no verified key signs yet is kept (a CoverNode key may arrive
+    /// with the next key refresh) and skipped until one does.
+    /// - Returns: how many were new and verified now, new and not verifiable yet, already known,
+    ///   refused (malformed, or dated too far ahead) and trimmed.
     @discardableResult
     public func receive(deadDrops: [DeadDrop]) throws(DeniableError) -> DeadDropMerge {
-        guard let signing = currentKeys()?.deadDropSigningKeys, !signing.isEmpty else {
-            throw .noVerifiedKeys("no verified CoverNode identity key to check dead drops with")
-        }
-        let r = try deadDropStore.merge(
-            deadDrops, signingKeys: signing, now: clock(),
-            retention: configuration.deadDropRetention,
-            maxFutureSkew: configuration.deadDropMaxFutureSkew,
-            messageBytes: configuration.deadDropMessageBytes)
+        let result = try merge(deadDrops: deadDrops)
         if var current = session {
             try exclusive { () throws(DeniableError) in
                 guard let contents = try currentContents(current) else {
@@ -680,18 +733,36 @@ public actor DeniableStorage {
             }
         }
         settle()
-        return DeadDropMerge(kept: r.kept, duplicates: r.duplicates, rejected: r.rejected, trimmed: r.trimmed)
+        return result
+    }
+
+    /// Stores dead drops; no trial decryption.
+    private func merge(deadDrops: [DeadDrop]) throws(DeniableError) -> DeadDropMerge {
+        let signing = currentKeys()?.deadDropSigningKeys ?? []
+        let r = try deadDropStore.merge(
+            deadDrops, signingKeys: signing, now: clock(),
+            retention: configuration.deadDropRetention,
+            maxFutureSkew: configuration.deadDropMaxFutureSkew,
+            messageBytes: configuration.deadDropMessageBytes,
+            maxStored: configuration.deadDropMaxStored)
+        settle()
+        return DeadDropMerge(kept: r.kept, unverified: r.unverified, duplicates: r.duplicates, rejected: r.rejected, trimmed: r.trimmed)
     }
 
     /// The id after which to fetch dead drops (the newest stored), nil when none are stored.
     public func newestDeadDropID() throws(DeniableError) -> Int64? { try deadDropStore.newestID() }
 
-    /// Verifies and stores a dead-drop list in CoverDrop's API shape (``DeadDropList``).
-    /// - Throws: ``DeniableError/invalidInput(_:)`` when it does not parse; as
+    /// Stores a dead-drop list in CoverDrop's API shape (``DeadDropList``), item by item: an
+    /// item that does not parse is skipped (logged at debug) and counted as rejected.
+    /// - Throws: ``DeniableError/invalidInput(_:)`` when the body is not a dead-drop list; as
     ///   ``receive(deadDrops:)`` otherwise.
     @discardableResult
     public func receive(deadDropsJSON json: Data) throws(DeniableError) -> DeadDropMerge {
-        try receive(deadDrops: DeadDropList.parse(json))
+        let (drops, skipped) = try DeadDropList.parseItems(json)
+        for problem in skipped { logger.debug("skipping a dead-drop list item: \(problem)") }
+        let r = try receive(deadDrops: drops)
+        return DeadDropMerge(
+            kept: r.kept, unverified: r.unverified, duplicates: r.duplicates, rejected: r.rejected + skipped.count, trimmed: r.trimmed)
     }
 
     /// Trial-decrypts every stored dead drop's 553-byte slots, as CoverDrop's clients do: as
@@ -705,7 +776,14 @@ public actor DeniableStorage {
         let keys = currentKeys()?.journalistMessagingKeys ?? [:]
         var known = Set(contents.messages.map(\.id))
         var added = 0
-        let drops = try deadDropStore.all()
+        // Verified at every read, item by item, under the keys verified now: a drop no key signs
+        // (yet) is skipped, never the rest.
+        let signing = currentKeys()?.deadDropSigningKeys ?? []
+        let drops = try deadDropStore.all().filter { drop in
+            let signed = drop.isSigned(byAnyOf: signing)
+            if !signed { logger.debug("skipping a dead drop no verified CoverNode key signs") }
+            return signed
+        }
         // A handover adds a journalist, whose replies in the same dead drops are then looked for.
         var searched = Set<String>()
         while true {
@@ -791,18 +869,45 @@ public actor DeniableStorage {
         }
     }
 
-    /// Merges the dead-drop source's new dead drops (and prunes expired ones); how many were kept.
-    private func fetchDeadDrops() async -> Int {
+    /// Merges the dead-drop source's new dead drops (and prunes expired ones) unless the last
+    /// fetch was less than ``DeniableConfiguration/deadDropFetchInterval`` ago; how many were kept.
+    private func fetchDeadDrops(force: Bool = false) async -> Int {
         guard let deadDropSource else { return 0 }
+        let now = clock()
+        let interval = configuration.deadDropFetchInterval
         do {
+            let due = try exclusive { () throws(DeniableError) -> Bool in
+                let last = loadSchedule().deadDropsFetchedAt
+                guard !force, interval > 0, last != 0 else { return true }
+                let at = Date(timeIntervalSince1970: Double(last))
+                return now < at || now.timeIntervalSince(at) >= interval
+            }
+            guard due else { return 0 }
             let newest = try deadDropStore.newestID()
-            let drops = try DeadDropList.parse(try await deadDropSource.fetchDeadDrops(idsGreaterThan: newest ?? 0))
+            let (drops, skipped) = try DeadDropList.parseItems(try await deadDropSource.fetchDeadDrops(idsGreaterThan: newest ?? 0))
+            for problem in skipped { logger.debug("skipping a dead-drop list item: \(problem)") }
+            try exclusive { () throws(DeniableError) in
+                var state = loadSchedule()
+                state.deadDropsFetchedAt = Int64(now.timeIntervalSince1970.rounded(.down))
+                try state.save(scheduleURL)
+            }
             guard !drops.isEmpty else { return 0 }
-            return try receive(deadDrops: drops).kept
+            // Stored only: trial decryption waits for unlock, also when a session is open.
+            return try merge(deadDrops: drops).kept
         } catch {
             logger.warning("fetching dead drops failed; trying again at the next start: \(error)")
             return 0
         }
+    }
+
+    /// Fetches the dead-drop source's new dead drops now, whenever the last fetch was (for a
+    /// development tool; apps leave fetching to the start routine and ``willEnterForeground()``,
+    /// at most hourly as CoverDrop's apps do). Failures are logged.
+    /// - Returns: how many new dead drops were stored.
+    @discardableResult
+    public func refreshDeadDrops() async -> Int {
+        defer { settle() }
+        return await fetchDeadDrops(force: true)
     }
 
     /// Fetches the key bundle now, caches it with the fetch time and returns what verifies.
@@ -810,14 +915,21 @@ public actor DeniableStorage {
     ///   when fetching fails (the cache is kept).
     @discardableResult
     public func refreshPublicKeys() async throws -> VerifiedKeys {
+        // The cache's write keeps this start's mtime, as every other write does.
+        defer { settle() }
         guard let keySource else { throw DeniableError.noVerifiedKeys("no key source is configured") }
         let json = try await keySource.fetchKeyBundle()
         let now = clock()
-        try keyCache.store(json, fetchedAt: now)
-        guard let loaded = try keyCache.load(now: now) else { throw DeniableError.storage("the key cache vanished") }
-        keys = loaded
-        coverKey.current = loaded.wrappingKeys
-        return loaded
+        // The cache and the queue's first covers to verified keys change under one lock: a send
+        // in another process that saw the new keys finds the refilled queue.
+        return try exclusive { () throws(DeniableError) -> VerifiedKeys in
+            try keyCache.store(json, fetchedAt: now)
+            guard let loaded = try keyCache.load(now: now) else { throw DeniableError.storage("the key cache vanished") }
+            keys = loaded
+            coverKey.current = loaded.wrappingKeys
+            try refillCoversIfNeeded()
+            return loaded
+        }
     }
 
     /// The cached keys that verify now; nil when nothing is cached.
@@ -848,14 +960,27 @@ public actor DeniableStorage {
 
 /// What ``DeniableStorage/receive(deadDrops:)`` did.
 public struct DeadDropMerge: Sendable, Equatable {
-    /// New dead drops stored.
+    /// New dead drops stored that a verified CoverNode identity key signs.
     public let kept: Int
+    /// New dead drops stored that no verified key signs yet: checked again at every read (a key
+    /// refresh may bring the CoverNode key that signed them), never used until one does.
+    public let unverified: Int
     /// Dead drops already stored (merged by id).
     public let duplicates: Int
-    /// Dead drops refused: bad signature, dated too far in the future, or malformed.
+    /// Dead drops refused: dated too far in the future, or malformed.
     public let rejected: Int
-    /// Dead drops removed as older than the retention window before the newest.
+    /// Dead drops removed as older than the retention window before the newest, or beyond the
+    /// maximum count.
     public let trimmed: Int
+
+    /// A merge outcome.
+    public init(kept: Int, unverified: Int = 0, duplicates: Int, rejected: Int, trimmed: Int) {
+        self.kept = kept
+        self.unverified = unverified
+        self.duplicates = duplicates
+        self.rejected = rejected
+        self.trimmed = trimmed
+    }
 }
 
 /// The CoverNode keys covers are wrapped for, shared with the queue's cover maker.

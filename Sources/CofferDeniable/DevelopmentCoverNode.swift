@@ -21,7 +21,7 @@ import Foundation
 /// last one (checked when a client fetches), its empty slots filled with covers (TwoPartyBoxes
 /// between random keys, as CoverDrop's CoverNode fills them), and one at once when a reply is
 /// published. Every store that fetches from it stores the same dead drops.
-public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSource {
+public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSource, DeniableTransport {
     /// The journalists a new environment lists.
     public static let defaultJournalists = ["alice", "bob", "journalist"]
     /// The CoverNodes of an environment.
@@ -220,19 +220,28 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
     /// journalist, the AnonymousBox opened with the journalist's messaging key. Nil for a cover
     /// (the all-zero tag) or an item none of its keys opens.
     public func read(queueItem: Data) -> QueueItemContent? {
+        readQueueItem(queueItem) ?? nil
+    }
+
+    /// Whether one of the service's CoverNodes opens the item's outer layer (a real message or a
+    /// cover made for its keys; false for an item made for any other key).
+    public func opens(queueItem: Data) -> Bool { readQueueItem(queueItem) != nil }
+
+    /// nil: no CoverNode key opens it; .some(nil): a cover or unreadable inside; else the message.
+    private func readQueueItem(_ queueItem: Data) -> QueueItemContent?? {
         for id in Self.coverNodeIDs {
             guard let node = coverNodes[id],
                 let plain = try? MultiAnonymousBox.open(
                     queueItem, recipients: CoverDropProtocol.coverNodeWrappingKeyCount, with: node.messaging)
             else { continue }
-            guard plain.count == CoverDropProtocol.userToCoverNodeBytes else { return nil }
+            guard plain.count == CoverDropProtocol.userToCoverNodeBytes else { return .some(nil) }
             let tag = plain.prefix(CoverDropProtocol.recipientTagBytes)
             guard tag != RecipientTag.cover,
                 let journalist = journalistIDs.first(where: { RecipientTag.of($0) == tag }),
                 let inner = try? AnonymousBox.open(
                     plain.dropFirst(CoverDropProtocol.recipientTagBytes), with: journalists[journalist]!.messaging),
                 let (replyKey, text) = try? UserMessage.readUserToJournalist(inner)
-            else { return nil }
+            else { return .some(nil) }
             return QueueItemContent(recipient: journalist, text: text, replyKey: replyKey)
         }
         return nil
@@ -303,6 +312,49 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
     }
 
     /// Serialises publication between threads, and between processes sharing the folder (flock).
+    // MARK: Receiving queue items
+
+    private var deliveredURL: URL { folder.appendingPathComponent("delivered.json") }
+
+    /// Receives one queue item as CoverDrop's messaging endpoint does (``DeniableTransport``):
+    /// an item of the wrong size is refused; a real message is recorded in ``delivered()``, a
+    /// cover is dropped.
+    public func send(_ item: Data) async throws {
+        guard item.count == CoverDropProtocol.userToCoverNodeEncryptedBytes else {
+            throw DeniableError.invalidInput(
+                "a queue item must be \(CoverDropProtocol.userToCoverNodeEncryptedBytes) bytes, got \(item.count)")
+        }
+        guard let content = read(queueItem: item) else { return }
+        try withPublicationLock { () throws(DeniableError) in
+            var all = try readDelivered()
+            all.append(Delivered(recipient: content.recipient, text: content.text))
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            guard let data = try? encoder.encode(all) else { throw .storage("encoding the delivered messages failed") }
+            try AtomicFile.write(data, to: deliveredURL, permissions: 0o600)
+        }
+    }
+
+    /// A real message the service received through ``send(_:)``.
+    public struct Delivered: Sendable, Equatable, Codable {
+        /// The journalist it is for.
+        public let recipient: String
+        /// The text.
+        public let text: String
+    }
+
+    /// The real messages received through ``send(_:)``, in arrival order (covers are not kept).
+    public func delivered() throws(DeniableError) -> [Delivered] {
+        try withPublicationLock { () throws(DeniableError) in try readDelivered() }
+    }
+
+    private func readDelivered() throws(DeniableError) -> [Delivered] {
+        guard let data = try AtomicFile.read(deliveredURL) else { return [] }
+        do { return try JSONDecoder().decode([Delivered].self, from: data) } catch {
+            throw .corrupted("the development service's delivered.json does not parse: \(error)")
+        }
+    }
+
     private func withPublicationLock<R>(_ body: () throws(DeniableError) -> R) throws(DeniableError) -> R {
         return try publishLock.withLock { () throws(DeniableError) -> R in
             let fd = open(folder.appendingPathComponent("publish.lock").path, O_RDWR | O_CREAT, 0o600)

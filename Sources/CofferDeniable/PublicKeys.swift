@@ -36,6 +36,26 @@ public struct TrustAnchor: Sendable, Hashable {
         guard key.isSigned(by: key.key) else { throw .invalidInput("the organisation key's self-signature does not verify") }
         self.init(publicKey: key.key, notValidAfter: key.notValidAfter)
     }
+
+    /// Every organisation key file (`*.pub.json`) in `folder`, in name order — as CoverDrop's
+    /// apps bundle several (two production keys during an organisation-key rotation).
+    /// - Throws: ``DeniableError/invalidInput(_:)`` naming a file that does not parse or verify,
+    ///   or when the folder holds none; ``DeniableError/storage(_:)`` when it cannot be read.
+    public static func load(folder: URL) throws(DeniableError) -> [TrustAnchor] {
+        let names: [String]
+        do { names = try FileManager.default.contentsOfDirectory(atPath: folder.path) } catch {
+            throw .storage("cannot list \(folder.path): \(error.localizedDescription)")
+        }
+        var anchors = [TrustAnchor]()
+        for name in names.sorted() where name.hasSuffix(".pub.json") {
+            guard let data = try AtomicFile.read(folder.appendingPathComponent(name)) else { continue }
+            do throws(DeniableError) { anchors.append(try TrustAnchor(json: data)) } catch {
+                throw .invalidInput("\(name): \(error.description)")
+            }
+        }
+        guard !anchors.isEmpty else { throw .invalidInput("\(folder.path) holds no organisation key file (*.pub.json)") }
+        return anchors
+    }
 }
 
 /// A public key as CoverDrop publishes it: the key, its parent's Ed25519 signature of
@@ -282,6 +302,13 @@ public struct VerifiedKeys: Sendable, Hashable {
     /// messaging key by its identity key, and all must be unexpired. A key that fails is dropped
     /// with everything below it.
     public static func verify(_ bundle: KeyBundle, anchor: TrustAnchor, fetchedAt: Date, now: Date) -> VerifiedKeys {
+        verify(bundle, anchors: [anchor], fetchedAt: fetchedAt, now: now)
+    }
+
+    /// Verifies `bundle` at `now` from several anchors (an app bundling its organisation's keys
+    /// during a rotation): each hierarchy is verified under the anchor its organisation key is,
+    /// and one that matches no unexpired anchor is dropped.
+    public static func verify(_ bundle: KeyBundle, anchors: [TrustAnchor], fetchedAt: Date, now: Date) -> VerifiedKeys {
         var rejected = 0
         var coverNodeIDs = [String: [Data]]()
         var coverNodeMsg = [String: [SignedPublicKey]]()
@@ -306,9 +333,8 @@ public struct VerifiedKeys: Sendable, Hashable {
             }
             return (ids, msgs)
         }
-        let anchorValid = now <= anchor.notValidAfter
         for hierarchy in bundle.keys {
-            guard anchorValid, hierarchy.orgPK.key == anchor.publicKey else {
+            guard let anchor = anchors.first(where: { $0.publicKey == hierarchy.orgPK.key && now <= $0.notValidAfter }) else {
                 rejected += 1
                 continue
             }
@@ -340,7 +366,7 @@ public struct VerifiedKeys: Sendable, Hashable {
 /// the bundle as fetched}`). A cache in an older layout does not parse and is replaced.
 struct PublicKeyCache {
     let url: URL
-    let anchor: TrustAnchor
+    let anchors: [TrustAnchor]
 
     struct Stored: Decodable {
         var fetchedAt: Int64
@@ -359,7 +385,7 @@ struct PublicKeyCache {
             throw .corrupted("the public key cache does not parse: \(error)")
         }
         return VerifiedKeys.verify(
-            stored.bundle, anchor: anchor, fetchedAt: Date(timeIntervalSince1970: Double(stored.fetchedAt)), now: now)
+            stored.bundle, anchors: anchors, fetchedAt: Date(timeIntervalSince1970: Double(stored.fetchedAt)), now: now)
     }
 
     /// Stores a freshly fetched bundle (atomically), as fetched, after checking that it parses.

@@ -21,7 +21,8 @@ struct DeniableCommand: AsyncParsableCommand {
             The vault's passphrase comes from --passphrase-env VAR, else it is read from standard input.
             """,
         subcommands: [
-            Start.self, Init.self, Unlock.self, Status.self, Send.self, Dequeue.self, Lock.self, Reply.self, CheckVectors.self,
+            Start.self, Init.self, Unlock.self, Status.self, Send.self, Dequeue.self, Background.self, Lock.self, Reply.self,
+            CheckVectors.self,
         ])
 
     @OptionGroup var storeOptions: StoreOptions
@@ -32,9 +33,15 @@ struct DeniableCommand: AsyncParsableCommand {
             abstract: "Run only the app-start routine: rewrite vault and queue, refresh keys, fetch dead drops.")
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var service: DeniableServiceOptions
+        @Flag(
+            help:
+                "Development: also fetch the service's dead drops now, whenever the last fetch was (the start routine fetches at most hourly, as CoverDrop's apps do)."
+        )
+        var fetchDeadDrops = false
 
         func run() async throws {
             let (store, _) = try await DeniableCLI.open(storeOptions, service)
+            if fetchDeadDrops { await store.refreshDeadDrops() }
             let s = try await store.status()
             try await store.close()
             print(JSONValue.object([("started", .bool(true))] + DeniableCLI.startFields(s.lastStart)).jsonText)
@@ -161,6 +168,50 @@ struct DeniableCommand: AsyncParsableCommand {
         }
     }
 
+    struct Background: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Background sender: one run of the schedule (2 queue items to the service, at most hourly), no passphrase.",
+            discussion: """
+                What an app's background task (BGAppRefreshTask, WorkManager) runs. The start routine first catches up \
+                a run that was due; the run itself is skipped when the last successful one was less than an hour \
+                ago. Prints {"sent": N, "nextRunAfter": TIME, "rateLimited": BOOL, "failed": BOOL} (of the start's \
+                catch-up when it ran); schedule the next run at nextRunAfter. Items go to the development service, \
+                which records the real messages it receives.
+                """)
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var service: DeniableServiceOptions
+        @Option(
+            help: ArgumentHelp(
+                "Run as if the time were this (ISO 8601, e.g. 2026-11-25T21:00:00Z); default: now.", valueName: "time"))
+        var now: String?
+
+        func validate() throws {
+            if let now, ISO8601DateFormatter().date(from: now) == nil {
+                throw ValidationError("--now \(now) is not an ISO 8601 time such as 2026-11-25T21:00:00Z")
+            }
+        }
+
+        func run() async throws {
+            // validate() checked that it parses.
+            let time = now.flatMap { ISO8601DateFormatter().date(from: $0) }
+            let (store, _) = try await DeniableCLI.open(storeOptions, service, now: time)
+            // The start routine may have run it already (it was due): that run is this one.
+            let report: BackgroundSendReport
+            if let caughtUp = try await store.status().lastStart?.backgroundRun {
+                report = caughtUp
+            } else {
+                report = try await store.runBackgroundSend()
+            }
+            try await store.close()
+            print(
+                JSONValue.object([
+                    ("sent", .number(String(report.sent))),
+                    ("nextRunAfter", .string(ISO8601DateFormatter().string(from: report.nextRunAfter))),
+                    ("rateLimited", .bool(report.rateLimited)), ("failed", .bool(report.failed)),
+                ]).jsonText)
+        }
+    }
+
     struct Lock: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "End any session: the vault is rewritten with fresh bytes, used or not.")
@@ -202,12 +253,13 @@ struct DeniableCommand: AsyncParsableCommand {
             // validate() made sure exactly one of them is given.
             let message: JournalistMessage = if let text { .text(text) } else { .handover(handoverTo!) }
             let drop = try node.publish([(from, message)], to: userKey)
-            // As the next app start would: this store fetches what the service published
-            // (`kept`, as before this command published through the service).
-            let report = try await store.appDidStart()
+            // This store fetches what the service published at once (`kept`), whenever it
+            // last fetched; other stores of the service fetch it at their next due fetch.
+            let kept = await store.refreshDeadDrops()
+            try await store.close()
             print(
                 JSONValue.object([
-                    ("deadDrop", .number(String(drop.id))), ("kept", .number(String(report.deadDropsReceived))),
+                    ("deadDrop", .number(String(drop.id))), ("kept", .number(String(kept))),
                     ("published", .bool(true)),
                 ]).jsonText)
         }
@@ -266,14 +318,20 @@ struct DeniableServiceOptions: ParsableArguments {
 }
 
 enum DeniableCLI {
-    static func open(_ options: StoreOptions, _ service: DeniableServiceOptions) async throws -> (DeniableStorage, DevelopmentCoverNode) {
+    /// Opens the store against the development service (also its transport); `now` fixes the
+    /// clock of the store and the service (`deniable background --now`).
+    static func open(_ options: StoreOptions, _ service: DeniableServiceOptions, now: Date? = nil) async throws -> (
+        DeniableStorage, DevelopmentCoverNode
+    ) {
         let serviceFolder =
             service.devService.map { URL(fileURLWithPath: $0) }
             ?? options.storeDirectory.appendingPathComponent("deniable-dev-service")
-        let node = try DevelopmentCoverNode(folder: serviceFolder)
+        let clock: @Sendable () -> Date
+        if let now { clock = { now } } else { clock = { Date() } }
+        let node = try DevelopmentCoverNode(folder: serviceFolder, clock: clock)
         let store = try await DeniableStorage(
             folder: options.storeDirectory.appendingPathComponent("deniable"),
-            trustAnchor: node.trustAnchor, keySource: node, deadDropSource: node)
+            trustAnchor: node.trustAnchor, keySource: node, deadDropSource: node, transport: node, clock: clock)
         return (store, node)
     }
 

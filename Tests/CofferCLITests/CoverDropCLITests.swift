@@ -89,3 +89,34 @@ struct CoverDropWalkthroughTests {
         #expect(unknown.status != 0 && unknown.stderr.contains("nobody"), "\(unknown.stderr)")
     }
 }
+
+@Suite("coffer deniable background")
+struct BackgroundCLITests {
+    @Test("each run is its own process: 2 items per run, at most hourly (--now), the message delivered, a bad time exit 2")
+    func schedule() throws {
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-background-cli-\(UUID().uuidString)")
+        func background(_ now: String) throws -> [String: Any] {
+            let r = try CLI.run(["deniable", "background", "--now", now], store: store)
+            #expect(r.status == 0, "\(r.stderr)")
+            return try #require(parsedObject(r.stdout))
+        }
+        let initialized = try CLI.run(["deniable", "init"], store: store)
+        let passphrase = parsedObject(initialized.stdout)?["passphrase"] as? String ?? ""
+        let sent = try CLI.run(
+            ["--passphrase-env", "P", "deniable", "send", "--to", "alice", "hello"], store: store, env: ["P": passphrase])
+        #expect(sent.status == 0, "\(sent.stderr)")
+
+        let first = try background("2030-01-01T10:00:00Z")
+        #expect(first["sent"] as? Int == 2 && first["rateLimited"] as? Bool == false)
+        let early = try background("2030-01-01T10:30:00Z")
+        #expect(early["sent"] as? Int == 0 && early["rateLimited"] as? Bool == true)
+        #expect(early["nextRunAfter"] as? String == "2030-01-01T11:00:00Z")
+        let later = try background("2030-01-01T11:01:00Z")
+        #expect(later["sent"] as? Int == 2)
+        let delivered = try Data(contentsOf: store.appendingPathComponent("deniable-dev-service/delivered.json"))
+        #expect(String(decoding: delivered, as: UTF8.self).contains(#""text":"hello""#))
+
+        let bad = try CLI.run(["deniable", "background", "--now", "yesterday"], store: store)
+        #expect(bad.status == 2 && bad.stderr.contains("ISO 8601"), "\(bad.stderr)")
+    }
+}

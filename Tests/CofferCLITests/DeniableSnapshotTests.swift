@@ -127,7 +127,9 @@ struct TwoStores {
         try await DeniableStorage(
             folder: folder(name), configuration: configuration,
             trustAnchor: TrustAnchor(publicKey: node.trustAnchor.publicKey, notValidAfter: clock.now.addingTimeInterval(365 * 86_400)),
-            keySource: node, deadDropSource: node, clock: clock.function)
+            keySource: node, deadDropSource: node, transport: node, clock: clock.function,
+            // One random source for both: their background schedules differ only if use shows.
+            random: { 0.5 })
     }
 
     func snapshot() throws -> (user: DeniableSnapshot, plain: DeniableSnapshot) {
@@ -167,7 +169,7 @@ struct DeniableSnapshotTests {
         try await user.unlock(passphrase: passphrase)
         try await user.send("meet at noon", to: "journalist")
         try await user.lock()
-        for store in [user, plain] { _ = try await store.sendNextQueued { _ in } }
+        for store in [user, plain] { _ = try await store.runBackgroundSend() }
         // Two hours later: both start again (the service publishes a dead drop), send, and the user reads.
         stores.clock.advance(2 * 3_600)
         let user2 = try await stores.start("user")
@@ -181,6 +183,40 @@ struct DeniableSnapshotTests {
         #expect(after.user.files["dead-drops.sqlite"]?.bytes != before.user.files["dead-drops.sqlite"]?.bytes)
     }
 
+    @Test("background runs (caught up at start, rate-limited, failed, on time) change both stores the same way")
+    func backgroundSchedule() async throws {
+        let stores = try TwoStores()
+        for name in ["user", "plain"] { _ = try await stores.start(name) }
+        let before = try stores.snapshot()
+
+        let user = try await stores.start("user")
+        let plain = try await stores.start("plain")
+        let passphrase = try await user.createVault()
+        try await user.unlock(passphrase: passphrase)
+        try await user.send("first", to: "journalist")
+        try await user.send("second", to: "journalist")
+        try await user.send("third", to: "journalist")
+        try await user.lock()
+        for store in [user, plain] { try await store.didEnterBackground() }
+        // The system skipped the run: the next start catches it up.
+        stores.clock.advance(30 * 60)
+        let user2 = try await stores.start("user")
+        let plain2 = try await stores.start("plain")
+        #expect(try await user2.status().lastStart?.backgroundRun?.sent == 2)
+        #expect(try await plain2.status().lastStart?.backgroundRun?.sent == 2)
+        for store in [user2, plain2] { #expect(try await store.runBackgroundSend().rateLimited) }
+        stores.clock.advance(70 * 60)
+        for store in [user2, plain2] {
+            #expect(try await store.runBackgroundSend().sent == 2)
+            try await store.willEnterForeground()
+        }
+        let after = try stores.snapshot()
+
+        expectIndistinguishable(before: before, after: after)
+        #expect(try stores.node.delivered().map(\.text) == ["first", "second", "third"])
+        #expect(after.user.files["background-schedule.json"]?.bytes != before.user.files["background-schedule.json"]?.bytes)
+    }
+
     @Test("a reply that arrives for the user changes both stores the same way")
     func replySchedule() async throws {
         let stores = try TwoStores()
@@ -192,13 +228,14 @@ struct DeniableSnapshotTests {
         // CoverDrop collects replies only from journalists the user has written to.
         _ = try await setup.send("a tip", to: "journalist")
         try await setup.lock()
-        // A later start for both, so that "before" follows the set-up as any start does.
-        stores.clock.advance(60)
+        // A later start for both, so that "before" follows the set-up as any start does (an
+        // hour on: dead drops are fetched at most hourly).
+        stores.clock.advance(3_600)
         for name in ["user", "plain"] { _ = try await stores.start(name) }
         let before = try stores.snapshot()
 
         try stores.node.publishReplies([("journalist", "got it")], to: userKey)
-        stores.clock.advance(60)
+        stores.clock.advance(3_600)
         let user = try await stores.start("user")
         let plain = try await stores.start("plain")
         for store in [user, plain] { _ = try await store.dequeue() }
@@ -212,7 +249,7 @@ struct DeniableSnapshotTests {
         expectIndistinguishable(before: before, after: after)
     }
 
-    @Test("through the CLI: start, init, send, dequeue and status change both stores the same way and log nothing at info")
+    @Test("through the CLI: start, init, send, dequeue, background and status change both stores the same way and log nothing at info")
     func cliSchedule() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-deniable-cli-snapshot-\(UUID().uuidString)")
         let service = root.appendingPathComponent("service").path
@@ -243,6 +280,7 @@ struct DeniableSnapshotTests {
         _ = try run(plain, ["start"])
         for store in [user, plain] {
             _ = try run(store, ["dequeue"])
+            _ = try run(store, ["background"])
             _ = try run(store, ["status"])
         }
         let after = try snap()
@@ -288,6 +326,7 @@ struct DeniableSnapshotTests {
         #expect(
             Set(snapshot.files.keys) == [
                 "vault", "sending-queue", "secure-element.key", "dead-drops.sqlite", "public-keys.json", ".coffer-lock",
+                "background-schedule.json",
             ])
         #expect(snapshot.files[".coffer-lock"]?.bytes.isEmpty == true)
         for (name, file) in snapshot.files { #expect(file.mode == 0o600, "\(name): \(String(file.mode, radix: 8))") }

@@ -112,7 +112,10 @@ struct TemporaryFileTests {
         #expect(process.terminationStatus == 0)
         #expect(Self.temporaries(folder).isEmpty, "left: \(Self.temporaries(folder))")
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix(".") }
-        #expect(Set(names) == ["vault", "sending-queue", "secure-element.key", "dead-drops.sqlite", "public-keys.json"])
+        #expect(
+            Set(names) == [
+                "vault", "sending-queue", "secure-element.key", "dead-drops.sqlite", "public-keys.json", "background-schedule.json",
+            ])
         #expect(try CLI.run(["--passphrase-env", "P", "deniable", "unlock"], store: store, env: ["P": old]).status == 4)
     }
 

@@ -194,16 +194,17 @@ struct SessionTests {
         #expect(received.first?.deadDropID == 1)
     }
 
-    @Test("dead drops are merged by id and a bad signature is refused")
+    @Test("dead drops are merged by id; one no verified key signs is stored unverified, a malformed one refused")
     func deadDropMerge() async throws {
         let clock = TestClock()
         let (store, node) = try await makeStore(temporaryFolder(), clock: clock)
         let key = X25519KeyPair.generate().publicKey
         let drop = try node.deadDrop(id: 5, createdAt: clock.now, replies: [], to: key, covers: 2)
-        let forged = DeadDrop(id: 6, createdAtSeconds: drop.createdAtSeconds + 1, data: drop.data, signature: drop.signature)
-        let first = try await store.receive(deadDrops: [drop, forged])
+        let forged = DeadDrop(id: 6, createdAtSeconds: drop.createdAtSeconds + 1, data: drop.data, signature: SecureRandom.bytes(64))
+        let malformed = DeadDrop(id: 7, createdAtSeconds: drop.createdAtSeconds, data: Data(count: 100), signature: SecureRandom.bytes(64))
+        let first = try await store.receive(deadDrops: [drop, forged, malformed])
         let second = try await store.receive(deadDrops: [drop])
-        #expect(first == DeadDropMerge(kept: 1, duplicates: 0, rejected: 1, trimmed: 0))
+        #expect(first == DeadDropMerge(kept: 1, unverified: 1, duplicates: 0, rejected: 1, trimmed: 0))
         #expect(second == DeadDropMerge(kept: 0, duplicates: 1, rejected: 0, trimmed: 0))
     }
 

@@ -45,9 +45,10 @@ final class CountingSecureElement: SecureElement, @unchecked Sendable {
     func regenerate() throws(DeniableError) { try inner.regenerate() }
 }
 
-/// Small and fast settings for tests: a 16 KiB vault and the cheapest Argon2id.
-func testConfiguration() -> DeniableConfiguration {
-    var c = DeniableConfiguration()
+/// Small and fast settings for tests: a 16 KiB vault and the cheapest Argon2id, on the seed's
+/// cadences (`base: .init()` for CoverDrop's).
+func testConfiguration(base: DeniableConfiguration = .seed) -> DeniableConfiguration {
+    var c = base
     c.vaultContentBytes = 16 * 1024
     c.passphraseKDF = .minimum
     return c
@@ -56,15 +57,41 @@ func testConfiguration() -> DeniableConfiguration {
 /// A store with a development CoverNode as its key source and trust anchor.
 func makeStore(
     _ folder: URL, configuration: DeniableConfiguration = testConfiguration(), clock: TestClock = TestClock(),
-    secureElement: SecureElement? = nil
+    secureElement: SecureElement? = nil, deadDrops: Bool = false, transport: DeniableTransport? = nil,
+    random: @escaping @Sendable () -> Double = { 0.5 }
 ) async throws -> (DeniableStorage, DevelopmentCoverNode) {
-    let node = try DevelopmentCoverNode(folder: folder.appendingPathComponent("dev-service"), configuration: configuration)
+    let node = try DevelopmentCoverNode(
+        folder: folder.appendingPathComponent("dev-service"), configuration: configuration, clock: clock.function)
     let anchor = TrustAnchor(publicKey: node.trustAnchor.publicKey, notValidAfter: clock.now.addingTimeInterval(365 * 86_400))
     let store = try await DeniableStorage(
         folder: folder.appendingPathComponent("deniable"), configuration: configuration,
-        trustAnchor: anchor, keySource: node, secureElement: secureElement,
-        clock: clock.function)
+        trustAnchor: anchor, keySource: node, deadDropSource: deadDrops ? node : nil, transport: transport,
+        secureElement: secureElement, clock: clock.function, random: random)
     return (store, node)
+}
+
+/// A transport to the development service that fails while `failing` is set, and counts what it sent.
+final class SwitchableTransport: DeniableTransport, @unchecked Sendable {
+    struct Offline: Error {}
+    let node: DevelopmentCoverNode
+    private let lock = NSLock()
+    private var failingNow = false
+    private var count = 0
+
+    init(_ node: DevelopmentCoverNode) { self.node = node }
+
+    var failing: Bool {
+        get { lock.withLock { failingNow } }
+        set { lock.withLock { failingNow = newValue } }
+    }
+
+    var sent: Int { lock.withLock { count } }
+
+    func send(_ item: Data) async throws {
+        if failing { throw Offline() }
+        try await node.send(item)
+        lock.withLock { count += 1 }
+    }
 }
 
 /// Pearson's chi-square statistic of byte frequencies against the uniform distribution.

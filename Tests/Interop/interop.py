@@ -149,6 +149,8 @@ published["dead_drops"].append({
     "id": next_id, "created_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created)) + ".25Z",
     "data": base64.b64encode(data).decode().rstrip("="), "signature": signature.hex()})
 json.dump(published, open(api, "w"))
+# The start routine fetches dead drops at most hourly (CoverDrop's cadence): fetch the new one now.
+deniable("deniable", "start", "--fetch-dead-drops", env=env)
 mailbox = json.loads(deniable("--passphrase-env", "P", "deniable", "unlock", env=env).stdout)["mailbox"]
 assert any(m["direction"] == "received" and m["peer"] == "alice" and m["text"] == "answered by PyNaCl" for m in mailbox), \
     f"Coffer did not collect PyNaCl's reply: {mailbox}"
