@@ -102,8 +102,8 @@ let package = Package(
         .target(
             name: "CofferMediaCache",
             dependencies: [
-                "CofferSync",
-                "CofferFileModes", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+                "CofferSync", "CofferCrypto", "CofferSecureStorage",
+                "CofferFileModes", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -150,7 +150,7 @@ let package = Package(
         .testTarget(name: "CofferCryptoTests", dependencies: ["CofferCrypto"]),
         // An app's view: only `import Coffer`, from a main-actor view model.
         .testTarget(name: "CofferAPITests", dependencies: ["Coffer"]),
-        .testTarget(name: "CofferMediaCacheTests", dependencies: ["CofferMediaCache", "CofferSync"]),
+        .testTarget(name: "CofferMediaCacheTests", dependencies: ["CofferMediaCache", "CofferSync", "CofferSecureStorage"]),
         .testTarget(name: "CofferSecureStorageTests", dependencies: ["CofferSecureStorage"]),
         .testTarget(name: "CofferContainerTests", dependencies: ["Coffer", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
