@@ -28,7 +28,7 @@ struct ObserveTests {
     func expiry() async throws {
         let (wallet, _) = try await TestWallets.make()
         defer { try? wallet.close() }
-        try await wallet.add(type: "credential", id: "short", value: "v", expiresAt: Date().addingTimeInterval(1))
+        try await wallet.add(type: "credential", id: "short", value: "v", expiresAt: Date().addingTimeInterval(3))
         try await wallet.add(type: "credential", id: "long", value: "v")
         var updates = wallet.observe(type: "credential", interval: .milliseconds(20), expiryCheck: .milliseconds(100))
             .makeAsyncIterator()
