@@ -147,6 +147,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Bounded waits the test targets share (an awaited event that never comes fails its test).
+        .target(name: "CofferTestSupport", dependencies: ["CofferSync"], path: "Tests/CofferTestSupport"),
         .testTarget(name: "CofferCryptoTests", dependencies: ["CofferCrypto"]),
         // An app's view: only `import Coffer`, from a main-actor view model.
         .testTarget(name: "CofferAPITests", dependencies: ["Coffer"]),
@@ -174,11 +176,13 @@ let package = Package(
             name: "CofferCLITests",
             dependencies: [
                 "coffer", "CofferWallet", "CofferDatabase", "CofferSettings", "CofferDeniable", "CofferSync", "CofferSecureStorage",
+                "CofferTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "CofferWalletTests",
-            dependencies: ["CofferWallet", "CofferSync", "CofferCrypto", "CofferSQLite", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "CofferWallet", "CofferSync", "CofferCrypto", "CofferSQLite", "CofferTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             resources: [.copy("Fixtures")]
         ),
     ],

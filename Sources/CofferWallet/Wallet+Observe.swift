@@ -48,6 +48,9 @@ extension Wallet {
     /// Observations running now (tests: none outlives ``close()``).
     package var liveObservations: Int { observations.count }
 
+    /// How many times observations have read their result (tests: a commit was looked at).
+    package var observationReads: Int { observations.reads }
+
     private func follow(
         _ watch: WalletObservations.Watch, type: String, query: WalletQuery, options: RecordOptions, interval: Duration,
         expiryCheck: Duration
@@ -63,6 +66,7 @@ extension Wallet {
             // The version before the first read: a commit between the two is seen at the first check.
             var version = try await watcher.read { try Int64.fetchOne($0, sql: "PRAGMA data_version") ?? 0 }
             var last = try await fetchAll(type: type, matching: query, options: options)
+            observations.noteRead()
             watch.continuation.yield(last)
             var sinceRead: Duration = .zero
             while true {
@@ -74,6 +78,7 @@ extension Wallet {
                 version = now
                 sinceRead = .zero
                 let fresh = try await fetchAll(type: type, matching: query, options: options)
+                observations.noteRead()
                 if fresh != last {
                     last = fresh
                     watch.continuation.yield(fresh)
@@ -159,4 +164,12 @@ final class WalletObservations: Sendable {
 
     /// Observations running now (tests).
     var count: Int { state.withLock { $0.watches.count } }
+
+    private let readCount = Locked(0)
+
+    /// An observation read its result.
+    func noteRead() { readCount.withLock { $0 += 1 } }
+
+    /// How many times observations read their result (tests).
+    var reads: Int { readCount.withLock { $0 } }
 }

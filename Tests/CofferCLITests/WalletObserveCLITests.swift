@@ -1,4 +1,5 @@
 // A live wallet query sees a write made by another process (the `coffer` CLI).
+import CofferTestSupport
 import CofferWallet
 import Foundation
 import Testing
@@ -11,11 +12,11 @@ struct WalletObserveCLITests {
         let wallet = try await Wallet.open(
             at: store.appendingPathComponent("wallet.sqlite"), key: .raw(Data(base64Encoded: CLI.key)!))
         defer { try? wallet.close() }
-        var updates = wallet.observe(type: "credential", interval: .milliseconds(20)).makeAsyncIterator()
-        #expect(try #require(try await updates.next()).isEmpty)
+        let updates = Updates(wallet.observe(type: "credential", interval: .milliseconds(20)))
+        #expect(try #require(try await updates.next(), "the observation ended before its first result").isEmpty)
         let added = try CLI.wallet(["add", "credential", "from-cli", "hello"], store: store)
         #expect(added.status == 0, "\(added.stderr)")
-        let seen = try #require(try await updates.next())
+        let seen = try #require(try await updates.next(), "the observation ended before the other process's write")
         #expect(seen.map(\.id) == ["from-cli"])
         #expect(seen.map(\.value) == ["hello"])
     }
