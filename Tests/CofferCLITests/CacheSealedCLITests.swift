@@ -1,5 +1,6 @@
 // `coffer cache` with the sealed disk layer: nothing readable under the store, `--ttl`, and the
 // hits, misses and expirations `cache stats` reports across processes.
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -45,5 +46,36 @@ struct CacheSealedCLITests {
         let image = store.deletingLastPathComponent().appendingPathComponent("img-\(UUID().uuidString)")
         try Data([1]).write(to: image)
         #expect(try CLI.run(["cache", "put", "thumbnail", "a", image.path, "--ttl", "0"], store: store).status == 2)
+    }
+
+    @Test("an entry put with --ttl expires: get misses and stats counts the expiration")
+    func ttlExpires() async throws {
+        let store = emptyStore()
+        let image = store.deletingLastPathComponent().appendingPathComponent("img-\(UUID().uuidString)")
+        try Data(repeating: 7, count: 64).write(to: image)
+        #expect(try CLI.run(["cache", "put", "thumbnail", "t1", image.path, "--ttl", "1"], store: store).status == 0)
+        try await eventually("the entry expired") { try CLI.run(["cache", "get", "thumbnail", "t1"], store: store).status == 1 }
+        let stats = try jsonObject(try CLI.run(["cache", "stats"], store: store).stdout)
+        let thumbnails = try #require((stats["kinds"] as? [String: Any])?["thumbnail"] as? [String: Any])
+        #expect(thumbnails["expirations"] as? Int == 1)
+        #expect(thumbnails["entries"] as? Int == 0)
+    }
+
+    @Test("after reset a copy of the cache folder taken before it cannot be read")
+    func resetShreds() throws {
+        let store = emptyStore()
+        let image = store.deletingLastPathComponent().appendingPathComponent("img-\(UUID().uuidString)")
+        try Data("SHRED-MARKER".utf8).write(to: image)
+        #expect(try CLI.run(["cache", "put", "thumbnail", "a1", image.path], store: store).status == 0)
+        let media = store.appendingPathComponent("caches/media", isDirectory: true)
+        let copy = store.deletingLastPathComponent().appendingPathComponent("media-copy-\(UUID().uuidString)")
+        try FileManager.default.copyItem(at: media, to: copy)
+        #expect(try CLI.run(["reset", "--yes"], store: store).status == 0)
+        // The key's sealed-file store (the Keychain on Apple platforms) is gone with the reset.
+        #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("media-cache-key").path))
+        // The copy put back where the cache was: its key is gone, so the entry is a miss.
+        try FileManager.default.createDirectory(at: media.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: copy, to: media)
+        #expect(try CLI.run(["cache", "get", "thumbnail", "a1"], store: store).status == 1)
     }
 }
