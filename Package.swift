@@ -182,7 +182,9 @@ let package = Package(
         .testTarget(
             name: "CofferWalletTests",
             dependencies: [
-                "CofferWallet", "CofferSync", "CofferCrypto", "CofferSQLite", "CofferTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+                "CofferWallet", "CofferSync", "CofferCrypto", "CofferSQLite", "CofferTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             resources: [.copy("Fixtures")]
         ),
     ],
