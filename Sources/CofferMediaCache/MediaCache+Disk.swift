@@ -192,9 +192,12 @@ extension MediaCache {
             }
             try Self.ensureFolder(dir)
         }
-        for owned in [folder] + MediaKind.allCases.map(kindFolder) { Self.restrictToOwner(owned.path) }
+        for owned in [folder] + MediaKind.allCases.map(kindFolder) {
+            Self.restrictToOwner(owned.path)
+            // At every open: Apple's docs say common file operations reset the backup exclusion.
+            Self.protectFolder(owned)
+        }
         if fresh {
-            for owned in [folder] + MediaKind.allCases.map(kindFolder) { Self.protectFolder(owned) }
             let fd = open(anchor.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
             guard fd >= 0 else { throw .storage("cannot prepare \(folder.path): cannot create \(anchor.path): \(Self.errnoText())") }
             defer { closeDescriptor(fd) }
