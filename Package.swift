@@ -102,8 +102,8 @@ let package = Package(
         .target(
             name: "CofferMediaCache",
             dependencies: [
-                "CofferSync",
-                "CofferFileModes", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+                "CofferSync", "CofferCrypto", "CofferSecureStorage",
+                "CofferFileModes", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -147,10 +147,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Bounded waits the test targets share (an awaited event that never comes fails its test).
+        .target(name: "CofferTestSupport", dependencies: ["CofferSync"], path: "Tests/CofferTestSupport"),
         .testTarget(name: "CofferCryptoTests", dependencies: ["CofferCrypto"]),
         // An app's view: only `import Coffer`, from a main-actor view model.
         .testTarget(name: "CofferAPITests", dependencies: ["Coffer"]),
-        .testTarget(name: "CofferMediaCacheTests", dependencies: ["CofferMediaCache", "CofferSync"]),
+        .testTarget(name: "CofferMediaCacheTests", dependencies: ["CofferMediaCache", "CofferSync", "CofferSecureStorage"]),
         .testTarget(name: "CofferSecureStorageTests", dependencies: ["CofferSecureStorage"]),
         .testTarget(name: "CofferContainerTests", dependencies: ["Coffer", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
@@ -174,11 +176,15 @@ let package = Package(
             name: "CofferCLITests",
             dependencies: [
                 "coffer", "CofferWallet", "CofferDatabase", "CofferSettings", "CofferDeniable", "CofferSync", "CofferSecureStorage",
+                "CofferTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "CofferWalletTests",
-            dependencies: ["CofferWallet", "CofferSync", "CofferCrypto", "CofferSQLite", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "CofferWallet", "CofferSync", "CofferCrypto", "CofferSQLite", "CofferTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             resources: [.copy("Fixtures")]
         ),
     ],

@@ -46,6 +46,12 @@ public struct CofferLocations: Sendable, Equatable {
     public var deniableFolder: URL { data.appendingPathComponent("deniable", isDirectory: true) }
     /// The media cache's disk layer.
     public var mediaCacheFolder: URL { caches.appendingPathComponent("media", isDirectory: true) }
+    /// Where the media cache's key is kept where there is no Keychain: a sealed-file store in
+    /// `data` (not beside the cached files it unlocks).
+    public var mediaCacheKeyFolder: URL { data.appendingPathComponent("media-cache-key", isDirectory: true) }
+    /// The Keychain service of the media cache's key (Apple platforms): this store's service
+    /// followed by `.media-cache`, apart from the app's secure items.
+    public var mediaCacheKeychainService: String { keychainService + ".media-cache" }
 
     /// The Keychain service of this store's secure items (Apple platforms): `coffer.` followed by
     /// 16 hex digits of a hash of the data folder's path, so every store has a Keychain space of
@@ -84,7 +90,7 @@ public struct CofferLocations: Sendable, Equatable {
         let locks = [".wallet.sqlite.lock", ".app.sqlite.lock", ".sdk.lock"].map { data.appendingPathComponent($0) }
         return files + locks + [
             secureFolder, deniableFolder, data.appendingPathComponent("deniable-dev-service", isDirectory: true),
-            data.appendingPathComponent("demo", isDirectory: true), mediaCacheFolder,
+            data.appendingPathComponent("demo", isDirectory: true), mediaCacheKeyFolder, mediaCacheFolder,
         ]
     }
 }
@@ -160,9 +166,13 @@ public final class CofferContainer: @unchecked Sendable {
         let secure =
             secureStorage
             ?? PlatformSecureStorage.make(folder: locations.secureFolder, service: keychainService ?? locations.keychainService)
+        let cacheKeyStorage = mediaCacheKeyStorage(locations, keychainService: keychainService)
         if database.isFreshInstall {
             do { try clearEarlierInstall(secure, locations: locations) } catch {
                 logger.warning("could not clear secure items left by an earlier install: \(error)")
+            }
+            do { try cacheKeyStorage.deleteAll() } catch {
+                logger.warning("could not clear the media cache key left by an earlier install: \(error)")
             }
         }
         var limits = MediaCacheLimits.default
@@ -172,7 +182,7 @@ public final class CofferContainer: @unchecked Sendable {
         }
         limits.entries = cacheEntries(database.settings)
         let cache: MediaCache
-        do { cache = try MediaCache(folder: locations.mediaCacheFolder, limits: limits) } catch {
+        do { cache = try MediaCache(folder: locations.mediaCacheFolder, limits: limits, keyStorage: cacheKeyStorage) } catch {
             try? database.close()
             throw error
         }
@@ -222,6 +232,16 @@ public final class CofferContainer: @unchecked Sendable {
             if isClosed { throw .closed }
             wallets.append(wallet)
         }
+    }
+
+    /// The secure store of the media cache's key: the Keychain (service
+    /// ``CofferLocations/mediaCacheKeychainService``, or `keychainService` + `.media-cache`) on
+    /// Apple platforms, a sealed-file store in ``CofferLocations/mediaCacheKeyFolder`` elsewhere.
+    /// Kept apart from the app's secure items, so `secure.names()` lists only the app's.
+    static func mediaCacheKeyStorage(_ locations: CofferLocations, keychainService: String?) -> any SecureStorage {
+        PlatformSecureStorage.make(
+            folder: locations.mediaCacheKeyFolder,
+            service: keychainService.map { $0 + ".media-cache" } ?? locations.mediaCacheKeychainService)
     }
 
     private init(locations: CofferLocations, database: AppDatabase, cache: MediaCache, secure: any SecureStorage) {
@@ -341,7 +361,8 @@ public final class CofferContainer: @unchecked Sendable {
     /// Blocks the calling thread while files are removed: from the main actor, `await` the async form.
     public func reset() throws {
         try checkOpen()
-        cache.clear()
+        // The cache key goes first, so whatever cached file survives is unreadable at once.
+        do { try cache.reset() } catch { Self.logger.warning("media cache reset: \(error)") }
         close()
         try Self.reset(locations, secureStorage: baseSecure)
     }
@@ -373,7 +394,12 @@ public final class CofferContainer: @unchecked Sendable {
         let secure =
             secureStorage
             ?? PlatformSecureStorage.make(folder: locations.secureFolder, service: keychainService ?? locations.keychainService)
-        // Removing the items needs no key; a store whose key is lost is removed with its folder below.
+        // The media cache's key first (crypto-shredding: the cached files left are unreadable from
+        // here on), then the secure items; removing them needs no key, and a store whose key is
+        // lost is removed with its folder below.
+        do { try mediaCacheKeyStorage(locations, keychainService: keychainService).deleteAll() } catch {
+            if FileManager.default.fileExists(atPath: locations.mediaCacheKeyFolder.path) == false { failures.append("\(error)") }
+        }
         do { try secure.deleteAll() } catch {
             if FileManager.default.fileExists(atPath: locations.secureFolder.path) == false { failures.append("\(error)") }
         }

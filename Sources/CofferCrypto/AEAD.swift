@@ -148,6 +148,39 @@ public enum AEAD: Sendable {
         return Int(written)
     }
 
+    /// Opens in place: `buffer` holds `ciphertext ‖ 16-byte tag` and `nonce` the box's nonce
+    /// (kept apart, e.g. read from a file header); on success the first bytes of `buffer` hold the
+    /// plaintext and its length is returned. Spares a reader that owns the bytes one copy.
+    /// - Throws: ``CryptoError/authenticationFailed`` for a wrong key, altered bytes, a wrong
+    ///   nonce length or other associated data; then `buffer` holds no plaintext.
+    public func openInPlace(
+        nonce: UnsafeRawBufferPointer, _ buffer: UnsafeMutableRawBufferPointer, keyBytes k: UnsafeRawBufferPointer,
+        associatedData ad: UnsafeRawBufferPointer
+    ) throws(CryptoError) -> Int {
+        Sodium.ensureReady()
+        guard k.count == Self.keyByteCount else {
+            throw .invalidLength(what: "AEAD key", expected: Self.keyByteCount, actual: k.count)
+        }
+        guard nonce.count == nonceByteCount, buffer.count >= Self.tagByteCount else { throw .authenticationFailed }
+        let plainCount = buffer.count - Self.tagByteCount
+        let c = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        let n = nonce.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        let a = ad.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        let kp = k.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        // libsodium's detached decryption checks the tag first, then decrypts; `m == c` is allowed.
+        let rc: Int32
+        switch self {
+        case .chacha20Poly1305:
+            rc = crypto_aead_chacha20poly1305_ietf_decrypt_detached(
+                c, nil, c, UInt64(plainCount), c + plainCount, a, UInt64(ad.count), n, kp)
+        case .xchacha20Poly1305:
+            rc = crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
+                c, nil, c, UInt64(plainCount), c + plainCount, a, UInt64(ad.count), n, kp)
+        }
+        guard rc == 0 else { throw .authenticationFailed }
+        return plainCount
+    }
+
     /// Opens a box sealed with no associated data.
     public func open<S: ContiguousBytes>(_ sealed: S, key: SecretKey) throws(CryptoError) -> Data {
         try open(sealed, key: key, associatedData: Data())

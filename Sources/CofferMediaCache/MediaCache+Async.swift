@@ -9,9 +9,9 @@ extension MediaCache {
     /// thread. For a view that must draw at once, ``memoryData(for:)`` never touches the disk.
     public func data(for key: MediaKey) async -> Data? { await offCaller { self.data(for: key) } }
 
-    /// ``store(_:for:)`` off the caller's executor: the file is written on a worker thread.
-    public func store(_ data: Data, for key: MediaKey) async throws(MediaCacheError) {
-        try await offCaller { () throws(MediaCacheError) in try self.store(data, for: key) }
+    /// ``store(_:for:ttl:)`` off the caller's executor: the file is written on a worker thread.
+    public func store(_ data: Data, for key: MediaKey, ttl: TimeInterval? = nil) async throws(MediaCacheError) {
+        try await offCaller { () throws(MediaCacheError) in try self.store(data, for: key, ttl: ttl) }
     }
 
     /// ``remove(_:)`` off the caller's executor.

@@ -1,10 +1,10 @@
-// The disk layer: one checksummed file per entry under a folder per kind, named by a hash of the
-// id; the index rebuilt from a listing; the anchor file whose absence means the OS purged the
+// The disk layer: one sealed file per entry under a folder per kind, named by a keyed hash of the
+// kind and id; the index rebuilt from a listing; the anchor file whose absence means the OS purged the
 // folder; and the folder lock (an in-process lock and a `flock(2)`) every change runs under.
 
+import CofferCrypto
 import CofferFileModes
 import CofferSync
-import Crypto
 import Foundation
 
 #if canImport(Glibc)
@@ -22,15 +22,19 @@ func closeDescriptor(_ fd: Int32) {
     #endif
 }
 
-/// A disk entry: its kind and the first 128 bits of the SHA-256 of its id, which is also its file
-/// name (hex), so the index is rebuilt from a directory listing alone.
+/// A disk entry: its kind and the first 128 bits of a keyed hash (HMAC-SHA256 under a key derived
+/// from the cache key) of its kind and id, which is also its file name (hex), so the index is
+/// rebuilt from a directory listing alone and the name reveals nothing without the key.
 struct DiskKey: CacheIndexKey {
     let kind: MediaKind
     let high: UInt64
     let low: UInt64
 
-    init(_ key: MediaKey) {
-        let digest = SHA256.hash(data: Data(key.id.utf8))
+    init(_ key: MediaKey, names: KeyedHash) {
+        let digest = names.hash(byteCount: 16) { input in
+            input.add(key.kind.rawValue)
+            input.add(key.id)
+        }
         var high: UInt64 = 0
         var low: UInt64 = 0
         for (i, byte) in digest.prefix(16).enumerated() {
@@ -155,7 +159,7 @@ extension MediaCache {
     /// Folder lock held.
     func noticePurge() {
         state.withLock { state in
-            state.disk.removeAll()
+            state.removeAllDisk()
             state.diskIndexed = true // an empty folder, known to be empty
             state.mutations &+= 1
             state.purges += 1
@@ -176,10 +180,11 @@ extension MediaCache {
     func prepareFolder() throws(MediaCacheError) {
         let anchor = folder.appendingPathComponent(Self.anchorName)
         let fm = FileManager.default
-        let fresh = !fm.fileExists(atPath: anchor.path)
+        // No anchor, or one written under another key (or by a release that wrote plaintext).
+        let fresh = !anchorMatches(anchor.path)
         for kind in MediaKind.allCases {
             let dir = kindFolder(kind)
-            // Without the anchor, whatever is left is not ours to trust: start empty.
+            // Without our anchor, whatever is left is not ours to trust (nor readable): start empty.
             if fresh, fm.fileExists(atPath: dir.path) {
                 do { try fm.removeItem(at: dir) } catch {
                     throw .storage("cannot prepare \(folder.path): \(error.localizedDescription)")
@@ -187,12 +192,16 @@ extension MediaCache {
             }
             try Self.ensureFolder(dir)
         }
-        for owned in [folder] + MediaKind.allCases.map(kindFolder) { Self.restrictToOwner(owned.path) }
+        for owned in [folder] + MediaKind.allCases.map(kindFolder) {
+            Self.restrictToOwner(owned.path)
+            // At every open: Apple's docs say common file operations reset the backup exclusion.
+            Self.protectFolder(owned)
+        }
         if fresh {
             let fd = open(anchor.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
             guard fd >= 0 else { throw .storage("cannot prepare \(folder.path): cannot create \(anchor.path): \(Self.errnoText())") }
             defer { closeDescriptor(fd) }
-            let text = Array("coffer media cache\n".utf8)
+            let text = Array(anchorText.utf8)
             guard fchmod(fd, 0o600) == 0, text.withUnsafeBytes({ write(fd, $0.baseAddress!, $0.count) }) == text.count else {
                 throw .storage("cannot prepare \(folder.path): cannot write \(anchor.path): \(Self.errnoText())")
             }
@@ -206,7 +215,7 @@ extension MediaCache {
     func isPrepared() -> Bool {
         let anchor = folder.appendingPathComponent(Self.anchorName).path
         var info = stat()
-        guard stat(anchor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
+        guard stat(anchor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, anchorMatches(anchor) else { return false }
         for kind in MediaKind.allCases {
             var dir = stat()
             guard stat(kindFolder(kind).path, &dir) == 0, (dir.st_mode & S_IFMT) == S_IFDIR else { return false }
@@ -241,13 +250,15 @@ extension MediaCache {
     /// Indexes the files on disk, oldest access first (so recency survives a restart). Only names
     /// and file times are read; contents are checked when an entry is read.
     private func loadIndex() {
-        var found: [(key: DiskKey, bytes: Int, time: Double)] = []
+        var found: [(key: DiskKey, bytes: Int, time: Double, deadline: UInt64)] = []
         for kind in MediaKind.allCases {
             let dir = kindFolder(kind)
             for name in (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [] {
                 let path = dir.appendingPathComponent(name).path
                 var info = stat()
-                guard let key = DiskKey(kind, fileName: name), stat(path, &info) == 0, info.st_size > Self.headerSize else {
+                guard let key = DiskKey(kind, fileName: name), stat(path, &info) == 0, info.st_size >= Self.minimumFileSize,
+                    let deadline = Self.readDeadline(path, kind: kind)
+                else {
                     unlink(path) // a temporary file of an interrupted write, or a stranger
                     continue
                 }
@@ -257,13 +268,13 @@ extension MediaCache {
                 #else
                 let time = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
                 #endif
-                found.append((key, Int(info.st_size), time))
+                found.append((key, Int(info.st_size), time, deadline))
             }
         }
         found.sort { $0.time < $1.time }
         state.withLock { state in
-            state.disk.removeAll()
-            for entry in found { state.disk.insert(entry.key, (), bytes: entry.bytes) }
+            state.removeAllDisk()
+            for entry in found { state.insertDisk(entry.key, deadline: entry.deadline, bytes: entry.bytes) }
             state.diskIndexed = true
             state.scans += 1
         }
@@ -271,33 +282,54 @@ extension MediaCache {
 
     // MARK: File format
     //
-    // Little-endian: magic "CFMC" (4) · format 1 (1) · kind (1) · id length (2) · data length (8)
-    // · SHA-256 of id ‖ data (32) · id · data.
+    // Header (16 bytes, in the clear and authenticated): magic "CFMC" (4) · format 2 (1) · kind (1)
+    // · 0 (2) · deadline in milliseconds since 1970, little-endian (8; 0: never expires). Then the
+    // XChaCha20-Poly1305 box: nonce (24) · sealed data · tag (16). The associated data is the header
+    // followed by the id, so a file renamed to another entry's name, of another kind or with a
+    // changed deadline fails to open. Format 1 (plaintext with a SHA-256) is no longer read.
 
-    private static let headerSize = 48
+    static let headerSize = 16
+    private static let boxPrefix = 16 + 24
+    static let minimumFileSize = boxPrefix + AEAD.tagByteCount + 1
     private static let magic: [UInt8] = Array("CFMC".utf8)
+    private static let format: UInt8 = 2
 
-    static func encode(_ data: Data, key: MediaKey) -> Data {
-        let id = Data(key.id.utf8)
-        var hasher = SHA256()
-        hasher.update(data: id)
-        hasher.update(data: data)
-        let digest = hasher.finalize()
-        var file = Data(capacity: headerSize + id.count + data.count)
-        file.append(contentsOf: magic)
-        file.append(1)
-        file.append(UInt8(key.kind.index))
-        withUnsafeBytes(of: UInt16(id.count).littleEndian) { file.append(contentsOf: $0) }
-        withUnsafeBytes(of: UInt64(data.count).littleEndian) { file.append(contentsOf: $0) }
-        file.append(contentsOf: digest)
-        file.append(id)
-        file.append(data)
+    func encode(_ data: Data, key: MediaKey, deadline: UInt64) -> Data {
+        var header = Self.magic + [Self.format, UInt8(key.kind.index), 0, 0]
+        withUnsafeBytes(of: deadline.littleEndian) { header.append(contentsOf: $0) }
+        let associated = header + Array(key.id.utf8)
+        let box = data.withUnsafeBytes { message in
+            associated.withUnsafeBytes { ad in
+                keys.seal.withUnsafeBytes { k in AEAD.xchacha20Poly1305.seal(message, keyBytes: k, associatedData: ad) }
+            }
+        }
+        var file = Data(capacity: header.count + box.count)
+        file.append(contentsOf: header)
+        file.append(box)
         return file
     }
 
     enum ReadResult {
-        case hit(Data)
-        case missing, damaged
+        case hit(Data, deadline: UInt64)
+        case missing, damaged, expired
+    }
+
+    /// The deadline in a sealed file's header of `kind`; nil when the header is not one (a
+    /// foreign file, or one of an earlier format).
+    static func readDeadline(_ path: String, kind: MediaKind) -> UInt64? {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return nil }
+        defer { closeDescriptor(fd) }
+        var header = [UInt8](repeating: 0, count: headerSize)
+        guard readFully(fd, &header, offset: 0) else { return nil }
+        return deadline(header, kind: kind)
+    }
+
+    private static func deadline(_ header: [UInt8], kind: MediaKind) -> UInt64? {
+        guard header[0..<4].elementsEqual(magic), header[4] == format, header[5] == UInt8(kind.index) else { return nil }
+        var deadline: UInt64 = 0
+        for i in 0..<8 { deadline |= UInt64(header[8 + i]) << (8 * UInt64(i)) }
+        return deadline
     }
 
     func readFile(_ key: MediaKey, _ diskKey: DiskKey) -> ReadResult {
@@ -305,29 +337,28 @@ extension MediaCache {
         guard fd >= 0 else { return errno == ENOENT ? .missing : .damaged }
         defer { closeDescriptor(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { return .damaged }
-        var header = [UInt8](repeating: 0, count: Self.headerSize)
-        guard Self.readFully(fd, &header, offset: 0), Array(header[0..<4]) == Self.magic, header[4] == 1,
-            header[5] == UInt8(key.kind.index)
-        else { return .damaged }
-        let idLength = Int(header[6]) | Int(header[7]) << 8
-        var dataLength: UInt64 = 0
-        for i in 0..<8 { dataLength |= UInt64(header[8 + i]) << (8 * UInt64(i)) }
-        guard UInt64(info.st_size) == UInt64(Self.headerSize + idLength) + dataLength, dataLength > 0 else { return .damaged }
-        var id = [UInt8](repeating: 0, count: idLength)
-        guard Self.readFully(fd, &id, offset: Self.headerSize) else { return .damaged }
-        guard id.elementsEqual(key.id.utf8) else { return .damaged } // another id under this name: not ours to serve
-        var data = Data(count: Int(dataLength))
-        let ok = data.withUnsafeMutableBytes { buffer in
-            Self.readFully(fd, buffer, offset: Self.headerSize + idLength)
+        guard fstat(fd, &info) == 0, Int(info.st_size) >= Self.minimumFileSize else { return .damaged }
+        var prefix = [UInt8](repeating: 0, count: Self.boxPrefix)
+        guard Self.readFully(fd, &prefix, offset: 0), let deadline = Self.deadline(prefix, kind: key.kind) else { return .damaged }
+        if deadline != 0, deadline <= nowMillis() { return .expired }
+        var data = Data(count: Int(info.st_size) - Self.boxPrefix)
+        guard data.withUnsafeMutableBytes({ Self.readFully(fd, $0, offset: Self.boxPrefix) }) else { return .damaged }
+        let associated = Array(prefix[0..<Self.headerSize]) + Array(key.id.utf8)
+        let opened: Int? = data.withUnsafeMutableBytes { buffer in
+            prefix.withUnsafeBytes { prefixBytes in
+                associated.withUnsafeBytes { ad in
+                    keys.seal.withUnsafeBytes { k in
+                        try? AEAD.xchacha20Poly1305.openInPlace(
+                            nonce: UnsafeRawBufferPointer(rebasing: prefixBytes[Self.headerSize...]), buffer, keyBytes: k,
+                            associatedData: ad)
+                    }
+                }
+            }
         }
-        guard ok else { return .damaged }
-        var hasher = SHA256()
-        hasher.update(data: id)
-        hasher.update(data: data)
-        guard hasher.finalize().elementsEqual(header[16..<48]) else { return .damaged }
+        guard let count = opened else { return .damaged } // another key, another entry's file, or altered bytes
+        data.count = count
         _ = futimens(fd, nil) // recency that survives a restart
-        return .hit(data)
+        return .hit(data, deadline: deadline)
     }
 
     private static func readFully(_ fd: Int32, _ bytes: inout [UInt8], offset: Int) -> Bool {
@@ -375,6 +406,7 @@ extension MediaCache {
             unlink(temporary.path)
             throw .storage("cannot write \(temporary.path): \(reason)")
         }
+        Self.protectFile(temporary.path)
         return temporary
     }
 }

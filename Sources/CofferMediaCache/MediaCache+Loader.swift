@@ -23,7 +23,7 @@ extension MediaCache {
             // (the run stores what it loads); otherwise the disk is read off the caller's executor.
             if let hit = memoryData(for: key) { return hit }
             if !state.withLock({ $0.inFlight[key] != nil }), let hit = await data(for: key) { return hit }
-            let diskKey = DiskKey(key)
+            let diskKey = self.diskKey(key)
             let joined: (Flight, UInt64)? = state.withLock { state in
                 let flight: Flight
                 if let running = state.inFlight[key] {

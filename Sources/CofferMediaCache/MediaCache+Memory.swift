@@ -8,6 +8,8 @@ import Foundation
 struct MemoryEntry {
     let data: Data
     let disk: DiskKey
+    /// When the entry expires, in milliseconds since 1970 (0: never).
+    let deadline: UInt64
 }
 
 extension MediaCache {
@@ -17,7 +19,12 @@ extension MediaCache {
         state.withLock { state -> Data? in
             if state.isClosed { return nil }
             guard let hit = state.memory.touch(key) else { return nil }
+            if hit.payload.deadline != 0, hit.payload.deadline <= nowMillis() {
+                state.memory.remove(key) // expired: a disk read counts and removes it
+                return nil
+            }
             _ = state.disk.touch(hit.payload.disk)
+            state.counters.hits[key.kind.index] += 1
             return hit.payload.data
         }
     }
@@ -31,11 +38,11 @@ extension MediaCache {
 extension MediaCache.State {
     /// Keeps `data` in memory as `key`'s entry, unless the limits allow it no room (then any
     /// older entry of `key` goes).
-    mutating func insertMemory(_ key: MediaKey, _ diskKey: DiskKey, _ data: Data) {
+    mutating func insertMemory(_ key: MediaKey, _ diskKey: DiskKey, _ data: Data, deadline: UInt64) {
         guard data.count <= limits.memoryBytes, limits.entries(key.kind) > 0 else {
             memory.remove(key)
             return
         }
-        memory.insert(key, MemoryEntry(data: data, disk: diskKey), bytes: data.count)
+        memory.insert(key, MemoryEntry(data: data, disk: diskKey, deadline: deadline), bytes: data.count)
     }
 }

@@ -3,6 +3,8 @@
 // cache itself (its state, opening and closing, the public reads and writes, eviction); the memory
 // layer, the disk layer and the loader runs are in the `MediaCache+*.swift` files.
 
+import CofferCrypto
+import CofferSecureStorage
 import CofferSync
 import Foundation
 import Logging
@@ -17,8 +19,14 @@ import Darwin
 ///
 /// - Every write keeps both layers within their limits (entries per kind, bytes per layer),
 ///   evicting the least recently used first; the cost of a write does not grow with the entries.
-/// - Files are written to a temporary name and renamed, and carry a SHA-256 of their content: a
-///   torn, truncated or damaged file reads as a miss and is removed.
+/// - Every file is sealed (XChaCha20-Poly1305, a fresh nonce per file) under a key kept in secure
+///   storage (the Keychain on Apple platforms, a sealed-file store elsewhere) and named by a keyed
+///   hash of its kind and id, so neither the images nor the asset ids can be read from the folder.
+///   Files are written to a temporary name and renamed; a torn, truncated, damaged or foreign file
+///   fails its authentication, reads as a miss and is removed. ``reset()`` deletes the key first
+///   (crypto-shredding), then the files.
+/// - An entry may expire (a per-kind default, ``MediaCacheLimits/timeToLive``, or a per-entry
+///   `ttl`): an expired entry is a miss, removed when read or by the next eviction.
 /// - The disk layer survives restarts (recency from file times) and notices when its folder was
 ///   purged (an anchor file vanishes) and starts over.
 /// - ``data(for:orLoad:)`` runs the loader once for concurrent requests of one missing key.
@@ -41,12 +49,23 @@ public final class MediaCache: Sendable {
     static let lockName = ".coffer-cache-lock"
     static let logger = Logger(label: "coffer.media-cache")
     static let anchorName = ".coffer-cache-anchor"
+    /// The keys the disk layer is sealed and named with.
+    let keys: CacheKeys
+    /// Where the cache key is kept (``reset()`` deletes it there).
+    let keyStorage: any SecureStorage
+    /// Seconds since 1970 (injectable for tests of expiry).
+    let now: @Sendable () -> Double
 
     /// What `state` guards.
     struct State {
         var limits: MediaCacheLimits
         var memory = LRUIndex<MediaKey, MemoryEntry>()
-        var disk = LRUIndex<DiskKey, Void>()
+        /// Disk entries; the payload is the entry's deadline in milliseconds since 1970 (0: none).
+        var disk = LRUIndex<DiskKey, UInt64>()
+        /// The disk entries that expire, earliest first.
+        var expiries = ExpiryQueue()
+        /// Hits, misses and expirations not yet added to the folder's counters.
+        var counters = CacheCounters()
         var inFlight: [MediaKey: Flight] = [:]
         /// The id of the latest caller to join a loader run.
         var nextWaiter: UInt64 = 0
@@ -70,19 +89,33 @@ public final class MediaCache: Sendable {
     /// for the scan. A store, a removal, ``setLimits(_:)`` or ``statistics()`` that comes first
     /// builds the index itself before it evicts or counts, so the limits hold throughout.
     /// Blocks the calling thread for a few file-system calls (no listing).
+    ///
+    /// The cache key is read from `keyStorage` (made there on first use, as the item
+    /// ``keyItemName``); without one, from the Keychain (service `coffer.media-cache`) on Apple
+    /// platforms and a sealed-file store in `folder/.coffer-cache-key` elsewhere. A folder written
+    /// under another key — or by an earlier release, in plaintext — is emptied when it opens.
     /// - Throws: ``MediaCacheError/storage(_:)`` when the folder cannot be created.
-    public convenience init(folder: URL, limits: MediaCacheLimits = .default) throws(MediaCacheError) {
-        try self.init(folder: folder, limits: limits, indexInBackground: true)
+    public convenience init(
+        folder: URL, limits: MediaCacheLimits = .default, keyStorage: (any SecureStorage)? = nil
+    ) throws(MediaCacheError) {
+        try self.init(folder: folder, limits: limits, keyStorage: keyStorage, indexInBackground: true)
     }
 
-    /// ``init(folder:limits:)``; `indexInBackground: false` leaves the index to the first call
-    /// that needs it (tests).
-    package init(folder: URL, limits: MediaCacheLimits, indexInBackground: Bool) throws(MediaCacheError) {
+    /// ``init(folder:limits:keyStorage:)``; `indexInBackground: false` leaves the index to the
+    /// first call that needs it, and `clock` (seconds since 1970) replaces the system's (tests).
+    package init(
+        folder: URL, limits: MediaCacheLimits, keyStorage: (any SecureStorage)? = nil, indexInBackground: Bool,
+        clock: (@Sendable () -> Double)? = nil
+    ) throws(MediaCacheError) {
         self.folder = folder
         let checkedLimits = try Self.checked(limits)
         self.state = Locked(State(limits: checkedLimits))
         self.fileLock = Locked(FolderLockFile())
         try Self.ensureFolder(folder)
+        let storage = keyStorage ?? Self.defaultKeyStorage(folder)
+        self.keyStorage = storage
+        self.keys = Self.loadKeys(storage, folder: folder)
+        self.now = clock ?? { Date().timeIntervalSince1970 }
         // A folder this cache (or another process's) already prepared needs no lock: only its
         // modes are checked. A new or purged one is prepared under the folder lock.
         if !isPrepared() {
@@ -122,6 +155,10 @@ public final class MediaCache: Sendable {
     /// Closes the cache: the memory layer is emptied, reads answer nil, and stores and loads
     /// throw ``MediaCacheError/closed``. The files stay for the next open. Idempotent.
     public func close() {
+        // This instance's hits, misses and expirations join the folder's counters.
+        if state.withLock({ !$0.isClosed && !$0.counters.isZero }) {
+            withFolderLock(sync: false) { lockFile in _ = flushCounters(lockFile) }
+        }
         // Under the folder's in-process lock: a background index build in progress finishes
         // first, and none starts after (a reset that follows finds the folder left alone).
         fileLock.withLock { _ in
@@ -143,15 +180,23 @@ public final class MediaCache: Sendable {
         let inMemory = state.withLock { state -> (closed: Bool, data: Data?) in
             if state.isClosed { return (true, nil) }
             guard let hit = state.memory.touch(key) else { return (false, nil) }
+            if hit.payload.deadline != 0, hit.payload.deadline <= nowMillis() {
+                state.memory.remove(key) // expired: the disk read below counts and removes it
+                return (false, nil)
+            }
             _ = state.disk.touch(hit.payload.disk)
+            state.counters.hits[key.kind.index] += 1
             return (false, hit.payload.data)
         }
         if inMemory.closed { return nil }
         if let data = inMemory.data { return data }
-        let diskKey = DiskKey(key)
+        let diskKey = self.diskKey(key)
         let onDisk = state.withLock { state -> DiskLookup in
             guard state.diskIndexed else { return .unindexed(mutationsBefore: state.mutations) }
-            guard let seen = state.disk.touch(diskKey) else { return .absent }
+            guard let seen = state.disk.touch(diskKey) else {
+                state.counters.misses[key.kind.index] += 1
+                return .absent
+            }
             return .indexed(generation: seen.generation)
         }
         let generation: UInt64
@@ -161,16 +206,29 @@ public final class MediaCache: Sendable {
         case .indexed(let seen): generation = seen
         }
         switch readFile(key, diskKey) {
-        case .hit(let data):
+        case .hit(let data, let deadline):
             state.withLock { state in
+                state.counters.hits[key.kind.index] += 1
                 // Keep it in memory unless it was removed or replaced while it was read.
                 if state.disk.generation(diskKey) == generation {
-                    state.insertMemory(key, diskKey, data)
+                    state.insertMemory(key, diskKey, data, deadline: deadline)
                 }
             }
             return data
+        case .expired:
+            state.withLock { state in
+                state.counters.misses[key.kind.index] += 1
+                state.counters.expirations[key.kind.index] += 1
+                if state.disk.generation(diskKey) == generation {
+                    state.disk.remove(diskKey)
+                    state.mutations &+= 1
+                    unlink(fileURL(diskKey).path)
+                }
+            }
+            return nil
         case .missing:
             state.withLock { state in
+                state.counters.misses[key.kind.index] += 1
                 if state.disk.generation(diskKey) == generation { state.disk.remove(diskKey) }
             }
             withFolderLock { _ in
@@ -179,6 +237,7 @@ public final class MediaCache: Sendable {
             return nil
         case .damaged:
             state.withLock { state in
+                state.counters.misses[key.kind.index] += 1
                 if state.disk.generation(diskKey) == generation {
                     state.disk.remove(diskKey)
                     unlink(fileURL(diskKey).path)
@@ -204,15 +263,25 @@ public final class MediaCache: Sendable {
     /// file, and its recency from the file time this read sets, when it is built).
     private func unindexedRead(_ key: MediaKey, _ diskKey: DiskKey, mutationsBefore: UInt64) -> Data? {
         switch readFile(key, diskKey) {
-        case .hit(let data):
+        case .hit(let data, let deadline):
             state.withLock { state in
-                if state.mutations == mutationsBefore { state.insertMemory(key, diskKey, data) }
+                state.counters.hits[key.kind.index] += 1
+                if state.mutations == mutationsBefore { state.insertMemory(key, diskKey, data, deadline: deadline) }
             }
             return data
         case .missing:
+            state.withLock { $0.counters.misses[key.kind.index] += 1 }
+            return nil
+        case .expired:
+            state.withLock { state in
+                state.counters.misses[key.kind.index] += 1
+                state.counters.expirations[key.kind.index] += 1
+                if state.mutations == mutationsBefore { unlink(fileURL(diskKey).path) }
+            }
             return nil
         case .damaged:
             state.withLock { state in
+                state.counters.misses[key.kind.index] += 1
                 if state.mutations == mutationsBefore { unlink(fileURL(diskKey).path) }
             }
             Self.logger.warning("a damaged cache file read as a miss and was removed", metadata: ["key": "\(key)"])
@@ -223,19 +292,26 @@ public final class MediaCache: Sendable {
     // MARK: Writes
 
     /// Stores `data` in both layers, evicting least recently used entries to stay within limits.
-    /// - Throws: ``MediaCacheError/invalidInput(_:)`` for an empty id or data, or data larger
-    ///   than the disk layer's limit; ``MediaCacheError/storage(_:)`` when the file cannot be written.
+    /// The entry expires after `ttl` seconds when given, else after its kind's
+    /// ``MediaCacheLimits/timeToLive`` (never when the kind has none).
+    /// - Throws: ``MediaCacheError/invalidInput(_:)`` for an empty id or data, data larger
+    ///   than the disk layer's limit, or a `ttl` that is not a positive number of seconds;
+    ///   ``MediaCacheError/storage(_:)`` when the file cannot be written.
     /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
-    public func store(_ data: Data, for key: MediaKey) throws(MediaCacheError) {
+    public func store(_ data: Data, for key: MediaKey, ttl: TimeInterval? = nil) throws(MediaCacheError) {
         try Self.validate(key)
+        if let ttl, !(ttl > 0 && ttl.isFinite) {
+            throw .invalidInput("the time to live of \(key) is \(ttl); give a positive number of seconds")
+        }
         if closed { throw .closed }
         guard !data.isEmpty else { throw .invalidInput("no bytes to cache for \(key)") }
-        let file = Self.encode(data, key: key)
-        let diskLimit = state.withLock { $0.limits.diskBytes }
+        let (diskLimit, kindLifetime) = state.withLock { ($0.limits.diskBytes, $0.limits.timeToLive[key.kind]) }
+        let deadline = deadline(after: ttl ?? kindLifetime)
+        let file = encode(data, key: key, deadline: deadline)
         guard file.count <= diskLimit else {
             throw .invalidInput("\(key) is \(data.count) bytes, more than the disk layer's limit of \(diskLimit)")
         }
-        let diskKey = DiskKey(key)
+        let diskKey = self.diskKey(key)
         let final = fileURL(diskKey)
         // Write, rename and evict under the folder lock: another process neither sweeps the
         // temporary file nor evicts on an index that misses this entry.
@@ -247,8 +323,8 @@ public final class MediaCache: Sendable {
             // The rename and the index update are one step under the lock; nil when renamed.
             let renameFailure = state.withLock { state -> String? in
                 guard rename(temporary.path, final.path) == 0 else { return String(cString: strerror(errno)) }
-                state.disk.insert(diskKey, (), bytes: file.count)
-                state.insertMemory(key, diskKey, data)
+                state.insertDisk(diskKey, deadline: deadline, bytes: file.count)
+                state.insertMemory(key, diskKey, data, deadline: deadline)
                 state.mutations &+= 1
                 enforceLimits(&state)
                 return nil
@@ -283,7 +359,7 @@ public final class MediaCache: Sendable {
         withFolderLock { lockFile in
             state.withLock { removeLocked(keys, markInFlight: markInFlight, in: &$0) }
             // Another process's copy of the file goes too (its index may know it, ours may not).
-            for key in keys { unlink(fileURL(DiskKey(key)).path) }
+            for key in keys { unlink(fileURL(diskKey(key)).path) }
             lockFile.noteChange()
         }
     }
@@ -330,16 +406,22 @@ public final class MediaCache: Sendable {
         state.withLock { $0.limits }
     }
 
-    /// Entries and bytes per kind in each layer (builds the disk index first if it is not yet).
+    /// Entries and bytes per kind in each layer (builds the disk index first if it is not yet),
+    /// and the hits, misses and expirations of every process using the folder since it was made.
     /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
     public func statistics() -> MediaCacheStatistics {
-        withFolderLock { _ in }
+        let counters = withFolderLock { lockFile in
+            if state.withLock({ removeExpired(&$0) }) { lockFile.noteChange() }
+            return flushCounters(lockFile)
+        }
         return state.withLock { state in
             var kinds: [MediaKind: MediaKindStatistics] = [:]
             for kind in MediaKind.allCases {
+                let i = kind.index
                 kinds[kind] = MediaKindStatistics(
-                    memoryEntries: state.memory.counts[kind.index], memoryBytes: state.memory.kindBytes[kind.index],
-                    diskEntries: state.disk.counts[kind.index], diskBytes: state.disk.kindBytes[kind.index])
+                    memoryEntries: state.memory.counts[i], memoryBytes: state.memory.kindBytes[i],
+                    diskEntries: state.disk.counts[i], diskBytes: state.disk.kindBytes[i],
+                    hits: counters.hits[i], misses: counters.misses[i], expirations: counters.expirations[i])
             }
             return MediaCacheStatistics(kinds: kinds, purgesNoticed: state.purges)
         }
@@ -364,6 +446,9 @@ public final class MediaCache: Sendable {
             throw .invalidInput("the entry limit of \(kind.rawValue) is negative")
         }
         guard limits.memoryBytes >= 0, limits.diskBytes >= 0 else { throw .invalidInput("a byte limit is negative") }
+        for (kind, lifetime) in limits.timeToLive where !(lifetime > 0 && lifetime.isFinite) {
+            throw .invalidInput("the time to live of \(kind.rawValue) is \(lifetime); give a positive number of seconds")
+        }
         return limits
     }
 
@@ -377,7 +462,7 @@ public final class MediaCache: Sendable {
         state.mutations &+= 1
         for key in keys {
             state.memory.remove(key)
-            let diskKey = DiskKey(key)
+            let diskKey = self.diskKey(key)
             if state.disk.remove(diskKey) != nil { unlink(fileURL(diskKey).path) }
             if markInFlight, state.inFlight[key] != nil { state.invalidatedInFlight.insert(key) }
         }
@@ -388,7 +473,7 @@ public final class MediaCache: Sendable {
     /// key cannot be lost.
     @discardableResult
     func enforceLimits(_ state: inout State) -> Bool {
-        var removedFile = false
+        var removedFile = removeExpired(&state)
         for kind in MediaKind.allCases {
             let limit = state.limits.entries(kind)
             while state.memory.counts[kind.index] > limit, let key = state.memory.leastRecent(kind) { state.memory.remove(key) }

@@ -53,14 +53,22 @@ public struct MediaCacheLimits: Sendable, Equatable {
     public var memoryBytes: Int
     /// Most bytes the disk layer holds (file sizes, headers included).
     public var diskBytes: Int
+    /// How long an entry of each kind lives, in seconds, unless its store gives its own `ttl`;
+    /// a kind missing here keeps its entries until they are evicted or removed.
+    public var timeToLive: [MediaKind: TimeInterval]
 
-    /// Limits; kinds missing from `entries` take the seed's defaults.
-    public init(entries: [MediaKind: Int] = [:], memoryBytes: Int = 96 << 20, diskBytes: Int = 1 << 30) {
+    /// Limits; kinds missing from `entries` take the seed's defaults, kinds missing from
+    /// `timeToLive` never expire.
+    public init(
+        entries: [MediaKind: Int] = [:], memoryBytes: Int = 96 << 20, diskBytes: Int = 1 << 30,
+        timeToLive: [MediaKind: TimeInterval] = [:]
+    ) {
         var all = Self.seedEntries
         all.merge(entries) { _, new in new }
         self.entries = all
         self.memoryBytes = memoryBytes
         self.diskBytes = diskBytes
+        self.timeToLive = timeToLive
     }
 
     /// The seed's entry counts: thumbnail 10,000, preview 350, album thumbnail 200.
@@ -82,6 +90,12 @@ public struct MediaKindStatistics: Sendable, Equatable {
     public var diskEntries: Int
     /// Bytes on disk.
     public var diskBytes: Int
+    /// Reads answered (memory or disk) by every process using the folder since it was made.
+    public var hits: Int = 0
+    /// Reads that found nothing to serve (absent, expired, damaged or foreign).
+    public var misses: Int = 0
+    /// Entries found expired (when read, or by eviction).
+    public var expirations: Int = 0
 }
 
 /// What the cache holds, per kind, for a storage indicator.

@@ -100,6 +100,8 @@ public final class Wallet: Sendable {
     let searches: SearchRegistry
     /// Opened held keys by verkey (see `HeldKeyCache`); emptied, and their secrets wiped, on close.
     let heldKeys = HeldKeyCache()
+    /// Live queries (``observe(type:matching:options:interval:expiryCheck:)``), ended by ``close()``.
+    let observations = WalletObservations()
     let logger: Logger
     let configuration: Configuration
 
@@ -375,6 +377,7 @@ public final class Wallet: Sendable {
     /// ``WalletError/closed``. Blocks the calling thread briefly while SQLite closes the file.
     public func close() throws {
         gate.markClosed()
+        observations.closeAll()
         searches.closeAll()
         heldKeys.close()
         do { try pool.close() } catch { throw Self.mapError(error) }

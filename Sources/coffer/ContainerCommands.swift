@@ -28,6 +28,8 @@ enum ContainerCLI {
                 .object([
                     ("entries", .number(String(s.diskEntries))), ("bytes", .number(String(s.diskBytes))),
                     ("limit", .number(String(limits.entries[kind] ?? 0))),
+                    ("hits", .number(String(s.hits))), ("misses", .number(String(s.misses))),
+                    ("expirations", .number(String(s.expirations))),
                 ])
             )
         }
@@ -48,7 +50,9 @@ struct CacheCommand: AsyncParsableCommand {
 
     struct Stats: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print {\"kinds\": {KIND: {\"entries\", \"bytes\", \"limit\"}}, \"bytes\", \"byteLimit\", \"folder\"} (disk layer).")
+            abstract:
+                "Print {\"kinds\": {KIND: {\"entries\", \"bytes\", \"limit\", \"hits\", \"misses\", \"expirations\"}}, \"bytes\", \"byteLimit\", \"folder\"} (disk layer; hits, misses and expirations of every process since the cache folder was made)."
+        )
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
@@ -78,7 +82,12 @@ struct CacheCommand: AsyncParsableCommand {
         @Argument(help: "The image's kind.") var kind: MediaKind
         @Argument(help: "Asset id (album id for albumThumbnail).") var id: String
         @Argument(help: ArgumentHelp("The image file to store.", valueName: "file")) var file: String
+        @Option(help: "Seconds until the entry expires (default: never).") var ttl: Double?
         @OptionGroup var storeOptions: StoreOptions
+
+        func validate() throws {
+            if let ttl, !(ttl > 0 && ttl.isFinite) { throw ValidationError("--ttl must be a positive number of seconds") }
+        }
 
         func run() async throws {
             let data: Data
@@ -86,7 +95,7 @@ struct CacheCommand: AsyncParsableCommand {
                 throw WalletError.invalidInput("cannot read \(file): \(error.localizedDescription)")
             }
             let key = MediaKey(kind, id)
-            try await storeOptions.withContainer { try await $0.cache.store(data, for: key) }
+            try await storeOptions.withContainer { try await $0.cache.store(data, for: key, ttl: ttl) }
             print(
                 JSONValue.object([
                     ("stored", .object([("kind", .string(kind.rawValue)), ("id", .string(id)), ("bytes", .number(String(data.count)))]))
