@@ -41,6 +41,14 @@ extension AssetClientType {
     @discardableResult public func deleteAllByRemoteId(_ remoteIds: [String]) async throws -> Int {
         try await offCaller { try self.deleteAllByRemoteId(remoteIds) }
     }
+    /// ``clearLocalId(_:)`` off the caller's executor.
+    @discardableResult public func clearLocalId(_ localId: String) async throws -> Bool {
+        try await offCaller { try self.clearLocalId(localId) }
+    }
+    /// ``clearRemoteId(_:)`` off the caller's executor.
+    @discardableResult public func clearRemoteId(_ remoteId: String) async throws -> Bool {
+        try await offCaller { try self.clearRemoteId(remoteId) }
+    }
     /// ``count()`` off the caller's executor.
     public func count() async throws -> Int { try await offCaller { try self.count() } }
 }
