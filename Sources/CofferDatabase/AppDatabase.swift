@@ -393,8 +393,18 @@ public final class AppDatabase: Sendable {
     /// after launch. Other reads and writes go on meanwhile (it reads a snapshot).
     /// - Throws: ``DatabaseStoreError/integrityFailed(_:)`` naming the first problems.
     public func checkIntegrity() async throws {
+        try Task.checkCancellation()
+        try checkOpen()
         let pool = self.pool
-        try await Task.detached(priority: .utility) { try Self.check(pool) }.value
+        try await Task.detached(priority: .utility) {
+            do { try Self.check(pool) } catch { throw DatabaseStoreError.from(error) }
+        }.value
+    }
+
+    /// Throws ``DatabaseStoreError/closed`` once ``close()`` ran, so a call after it never reaches
+    /// the closed pool (whose errors would name SQLite, not the store).
+    func checkOpen() throws {
+        if context.observations.isClosed { throw DatabaseStoreError.closed }
     }
 
     /// `PRAGMA quick_check` and `PRAGMA foreign_key_check`; a failure is reported, not ignored.
@@ -415,19 +425,19 @@ public final class AppDatabase: Sendable {
         at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,
         schemaUpTo lastMigration: String? = nil
     ) async throws -> AppDatabase {
-        try await offCaller { try open(at: url, dataMigrations: dataMigrations, schemaUpTo: lastMigration, profile: nil) }
+        try await offCallerUnlessCancelled { try open(at: url, dataMigrations: dataMigrations, schemaUpTo: lastMigration, profile: nil) }
     }
 
     /// ``stats()`` off the caller's executor.
     public func stats() async throws -> [(table: String, rows: Int)] {
-        let rows = try await offCaller { try self.stats().map { TableRows(table: $0.table, rows: $0.rows) } }
+        let rows = try await offCallerUnlessCancelled { try self.stats().map { TableRows(table: $0.table, rows: $0.rows) } }
         return rows.map { (table: $0.table, rows: $0.rows) }
     }
 
     /// ``compact()`` off the caller's executor.
     @discardableResult
     public func compact() async throws -> (bytesBefore: Int, bytesAfter: Int) {
-        let sizes = try await offCaller { () throws -> [Int] in
+        let sizes = try await offCallerUnlessCancelled { () throws -> [Int] in
             let (before, after) = try self.compact() as (bytesBefore: Int, bytesAfter: Int)
             return [before, after]
         }
@@ -447,13 +457,19 @@ public final class AppDatabase: Sendable {
             "assets", "albums", "album_assets", "album_users", "backup_albums", "duplicated_assets", "etags",
             "android_device_assets", "ios_device_assets", "brands", "coffer_settings",
         ]
-        return try pool.read { db in
-            try tables.map { ($0, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \($0)") ?? 0) }
+        try checkOpen()
+        do {
+            return try pool.read { db in
+                try tables.map { ($0, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \($0)") ?? 0) }
+            }
+        } catch {
+            throw DatabaseStoreError.from(error)
         }
     }
 
-    /// Closes the pool and ends every settings stream and collection observation it serves;
-    /// later calls throw ``DatabaseStoreError/closed`` (settings: `SettingsError.closed`).
+    /// Closes the pool and ends every settings stream and collection observation it serves (each
+    /// ends by throwing its store's `closed`); later calls throw ``DatabaseStoreError/closed``
+    /// (settings writes: `SettingsError.closed`). Calling it again does nothing.
     public func close() throws {
         context.observations.closeAll()
         settings.close()
@@ -467,10 +483,15 @@ public final class AppDatabase: Sendable {
     /// - Returns: the bytes of `app.sqlite` and its WAL before and after.
     @discardableResult
     public func compact() throws -> (bytesBefore: Int, bytesAfter: Int) {
+        try checkOpen()
         let path = pool.path
-        return try pool.writeWithoutTransaction { db in
-            let (before, after) = try SQLiteFootprint.compact(db, path: path)
-            return (bytesBefore: before, bytesAfter: after)
+        do {
+            return try pool.writeWithoutTransaction { db in
+                let (before, after) = try SQLiteFootprint.compact(db, path: path)
+                return (bytesBefore: before, bytesAfter: after)
+            }
+        } catch {
+            throw DatabaseStoreError.from(error)
         }
     }
 }
