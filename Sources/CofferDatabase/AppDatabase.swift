@@ -91,7 +91,7 @@ public final class AppDatabase: Sendable {
     static let logger = Logger(label: "coffer.database")
 
     /// Schema migrations, oldest first. Shipped steps never change; new ones are appended.
-    package static func migrator() -> DatabaseMigrator {
+    package static func migrator(appMigrations: [AppMigration] = []) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         Settings.registerMigrations(&migrator)
         migrator.registerMigration("app-v1") { db in
@@ -152,6 +152,9 @@ public final class AppDatabase: Sendable {
                     CREATE INDEX assets_created ON assets(fileCreatedAt);
                     """)
         }
+        // The app's own steps, after Coffer's (which never follow them: Coffer's steps are all
+        // registered first, and a new one of Coffer's runs before the app's new ones).
+        for step in appMigrations { migrator.registerMigration(step.identifier, migrate: step.migrate) }
         return migrator
     }
 
@@ -222,14 +225,14 @@ public final class AppDatabase: Sendable {
     /// the open path's cost).
     package static func open(
         at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,
-        schemaUpTo lastMigration: String? = nil, profile: StatementProfile?
+        schemaUpTo lastMigration: String? = nil, profile: StatementProfile?, appMigrations: [AppMigration] = []
     ) throws -> AppDatabase {
-        let migrator = migrator()
+        let migrator = migrator(appMigrations: appMigrations)
         let target = dataMigrations.map(\.version).max() ?? 0
         do { try OwnerOnlyFiles.refuseSymbolicLinks(url) } catch { throw DatabaseStoreError.storage(error.message) }
         let existed = FileManager.default.fileExists(atPath: url.path)
         if existed {
-            try refuseNewer(url, migrator: migrator, dataTarget: target)
+            try refuseNewer(url, migrator: migrator, dataTarget: target, ownsAppSteps: !appMigrations.isEmpty)
         } else {
             do { try OwnerOnlyFiles.ensureFolder(url.deletingLastPathComponent()) } catch {
                 throw DatabaseStoreError.storage(error.message)
@@ -306,7 +309,9 @@ public final class AppDatabase: Sendable {
     }
 
     /// Reads the file read-only and refuses it when it is newer than this code knows.
-    static func refuseNewer(_ url: URL, migrator: DatabaseMigrator, dataTarget: Int) throws {
+    /// `ownsAppSteps`: the opener passed the app's own schema steps, so one it does not know is a
+    /// newer app's; an opener without them (the `coffer` tool, a container) leaves `app:` steps alone.
+    static func refuseNewer(_ url: URL, migrator: DatabaseMigrator, dataTarget: Int, ownsAppSteps: Bool = false) throws {
         var config = Configuration()
         config.readonly = true
         // Another process may be migrating or writing: wait for its lock as every other connection does.
@@ -319,7 +324,8 @@ public final class AppDatabase: Sendable {
                 if try db.tableExists("grdb_migrations"), try migrator.hasBeenSuperseded(db) {
                     let applied = try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
                     let known = Set(migrator.migrations)
-                    throw DatabaseStoreError.newerVersion("unknown schema migrations \(applied.filter { !known.contains($0) })")
+                    let unknown = applied.filter { !known.contains($0) && (ownsAppSteps || !$0.hasPrefix("app:")) }
+                    if !unknown.isEmpty { throw DatabaseStoreError.newerVersion("unknown schema migrations \(unknown)") }
                 }
                 if try db.tableExists("coffer_settings"),
                     let version = try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version' AND kind = 'int'"),

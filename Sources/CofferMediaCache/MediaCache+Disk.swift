@@ -6,6 +6,7 @@ import CofferFileModes
 import CofferSync
 import Crypto
 import Foundation
+import Logging
 
 #if canImport(Glibc)
 import Glibc

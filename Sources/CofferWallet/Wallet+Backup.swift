@@ -2,6 +2,7 @@
 import CofferCrypto
 import CofferSync
 import Foundation
+import Logging
 import GRDB
 
 /// How far a backup export or import has come.

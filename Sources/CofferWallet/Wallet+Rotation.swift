@@ -1,6 +1,7 @@
 // Key rotation: a new wallet key, with every record re-sealed and re-blinded in one transaction.
 import CofferCrypto
 import Foundation
+import Logging
 import GRDB
 
 extension Wallet {

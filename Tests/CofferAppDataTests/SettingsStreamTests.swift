@@ -3,6 +3,7 @@
 import CofferDatabase
 import CofferSettings
 import Foundation
+import GRDB
 import Observation
 import Testing
 

@@ -3,7 +3,9 @@
 // in this one, and the umask is per process).
 import CofferDatabase
 import CofferWallet
+import CofferCrypto
 import Foundation
+import GRDB
 import Testing
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 // Helpers the wallet specifications share: temporary wallets and the WQL case file.
 import CofferWallet
+import CofferCrypto
 import Foundation
 import GRDB
 import Testing
