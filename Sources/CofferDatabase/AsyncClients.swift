@@ -7,7 +7,9 @@ import Foundation
 
 extension BrandClientType {
     /// ``save(_:for:)`` off the caller's executor.
-    public func save(_ entity: Brand, for nameSpace: String) async throws { try await offCallerUnlessCancelled { try self.save(entity, for: nameSpace) } }
+    public func save(_ entity: Brand, for nameSpace: String) async throws {
+        try await offCallerUnlessCancelled { try self.save(entity, for: nameSpace) }
+    }
     /// ``getBrandByLanguage(_:)`` off the caller's executor.
     public func getBrandByLanguage(_ language: String) async throws -> [Brand]? {
         try await offCallerUnlessCancelled { try self.getBrandByLanguage(language) }
@@ -20,11 +22,17 @@ extension BrandClientType {
 
 extension AssetClientType {
     /// ``findByRemoteId(_:)`` off the caller's executor.
-    public func findByRemoteId(_ remoteId: String) async throws -> Asset? { try await offCallerUnlessCancelled { try self.findByRemoteId(remoteId) } }
+    public func findByRemoteId(_ remoteId: String) async throws -> Asset? {
+        try await offCallerUnlessCancelled { try self.findByRemoteId(remoteId) }
+    }
     /// ``findByLocalId(_:)`` off the caller's executor.
-    public func findByLocalId(_ localId: String) async throws -> Asset? { try await offCallerUnlessCancelled { try self.findByLocalId(localId) } }
+    public func findByLocalId(_ localId: String) async throws -> Asset? {
+        try await offCallerUnlessCancelled { try self.findByLocalId(localId) }
+    }
     /// ``allForOwner(_:)`` off the caller's executor.
-    public func allForOwner(_ ownerId: String) async throws -> [Asset] { try await offCallerUnlessCancelled { try self.allForOwner(ownerId) } }
+    public func allForOwner(_ ownerId: String) async throws -> [Asset] {
+        try await offCallerUnlessCancelled { try self.allForOwner(ownerId) }
+    }
     /// ``createdBetween(_:_:)`` off the caller's executor.
     public func createdBetween(_ start: Date, _ end: Date) async throws -> [Asset] {
         try await offCallerUnlessCancelled { try self.createdBetween(start, end) }
@@ -57,7 +65,9 @@ extension AlbumClientType {
     /// ``put(_:)`` off the caller's executor.
     @discardableResult public func put(_ album: Album) async throws -> Album { try await offCallerUnlessCancelled { try self.put(album) } }
     /// ``findByRemoteId(_:)`` off the caller's executor.
-    public func findByRemoteId(_ remoteId: String) async throws -> Album? { try await offCallerUnlessCancelled { try self.findByRemoteId(remoteId) } }
+    public func findByRemoteId(_ remoteId: String) async throws -> Album? {
+        try await offCallerUnlessCancelled { try self.findByRemoteId(remoteId) }
+    }
     /// ``link(albumId:assetIds:)`` off the caller's executor.
     public func link(albumId: Int64, assetIds: [Int64]) async throws {
         try await offCallerUnlessCancelled { try self.link(albumId: albumId, assetIds: assetIds) }
@@ -69,7 +79,9 @@ extension AlbumClientType {
     /// ``assets(albumId:)`` off the caller's executor.
     public func assets(albumId: Int64) async throws -> [Asset] { try await offCallerUnlessCancelled { try self.assets(albumId: albumId) } }
     /// ``allForOwner(_:)`` off the caller's executor.
-    public func allForOwner(_ ownerId: String) async throws -> [Album] { try await offCallerUnlessCancelled { try self.allForOwner(ownerId) } }
+    public func allForOwner(_ ownerId: String) async throws -> [Album] {
+        try await offCallerUnlessCancelled { try self.allForOwner(ownerId) }
+    }
     /// ``deleteAllByRemoteId(_:)`` off the caller's executor.
     @discardableResult public func deleteAllByRemoteId(_ remoteIds: [String]) async throws -> Int {
         try await offCallerUnlessCancelled { try self.deleteAllByRemoteId(remoteIds) }
@@ -92,13 +104,19 @@ extension SyncClientType {
     /// ``etag(_:)`` off the caller's executor.
     public func etag(_ userId: String) async throws -> ETag? { try await offCallerUnlessCancelled { try self.etag(userId) } }
     /// ``putAndroidAssets(_:)`` off the caller's executor.
-    public func putAndroidAssets(_ assets: [AndroidDeviceAsset]) async throws { try await offCallerUnlessCancelled { try self.putAndroidAssets(assets) } }
+    public func putAndroidAssets(_ assets: [AndroidDeviceAsset]) async throws {
+        try await offCallerUnlessCancelled { try self.putAndroidAssets(assets) }
+    }
     /// ``putIOSAssets(_:)`` off the caller's executor.
-    public func putIOSAssets(_ assets: [IOSDeviceAsset]) async throws { try await offCallerUnlessCancelled { try self.putIOSAssets(assets) } }
+    public func putIOSAssets(_ assets: [IOSDeviceAsset]) async throws {
+        try await offCallerUnlessCancelled { try self.putIOSAssets(assets) }
+    }
     /// ``iosAsset(_:)`` off the caller's executor.
     public func iosAsset(_ id: String) async throws -> IOSDeviceAsset? { try await offCallerUnlessCancelled { try self.iosAsset(id) } }
     /// ``androidAsset(_:)`` off the caller's executor.
-    public func androidAsset(_ id: String) async throws -> AndroidDeviceAsset? { try await offCallerUnlessCancelled { try self.androidAsset(id) } }
+    public func androidAsset(_ id: String) async throws -> AndroidDeviceAsset? {
+        try await offCallerUnlessCancelled { try self.androidAsset(id) }
+    }
     /// ``allBackupAlbums()`` off the caller's executor.
     public func allBackupAlbums() async throws -> [BackupAlbum] { try await offCallerUnlessCancelled { try self.allBackupAlbums() } }
     /// ``deleteBackupAlbums(_:)`` off the caller's executor.

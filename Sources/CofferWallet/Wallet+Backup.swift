@@ -2,8 +2,8 @@
 import CofferCrypto
 import CofferSync
 import Foundation
-import Logging
 import GRDB
+import Logging
 
 /// How far a backup export or import has come.
 public struct BackupProgress: Sendable, Equatable {

@@ -1,8 +1,8 @@
 // Key rotation: a new wallet key, with every record re-sealed and re-blinded in one transaction.
 import CofferCrypto
 import Foundation
-import Logging
 import GRDB
+import Logging
 
 extension Wallet {
     /// Replaces the key that protects the wallet and, with `rotatingKey`, the wallet's own key

@@ -127,7 +127,7 @@ struct ViewModelTests {
             } catch DatabaseStoreError.closed {
                 return seen
             }
-            return -1  // ended without saying why
+            return -1 // ended without saying why
         }
         let settingsStream = Task { () -> Int in
             var seen = 0
@@ -139,7 +139,7 @@ struct ViewModelTests {
             } catch SettingsError.closed {
                 return seen
             }
-            return -1  // ended without saying why
+            return -1 // ended without saying why
         }
         // Close once both loops are running (each has had its first value).
         var started = 0

@@ -129,7 +129,8 @@ struct AppDatabaseCloseCancelTests {
     }
 
     /// Every async call that writes, with a check that nothing was written.
-    static let writes: [StoreCall<AppDatabase>] = databaseCalls.filter { $0.name.hasPrefix("await") }
+    static let writes: [StoreCall<AppDatabase>] =
+        databaseCalls.filter { $0.name.hasPrefix("await") }
         + settingsCalls.filter { $0.name.hasPrefix("await") }
 
     @Test("a cancelled task's call throws CancellationError and reads or writes nothing", arguments: writes)

@@ -25,28 +25,68 @@ struct UpsertIdentityTests {
 
     static let cases: [Case] = [
         // Matched by remote id.
-        Case(name: "same remote + same local: both kept", stored: ("r1", "l1"), given: ("r1", "l1", "c"), onConflict: .refuse, expected: .success(("r1", "l1"))),
-        Case(name: "same remote + absent local: local kept", stored: ("r1", "l1"), given: ("r1", nil, "c"), onConflict: .refuse, expected: .success(("r1", "l1"))),
-        Case(name: "same remote + absent local, other checksum: local kept", stored: ("r1", "l1"), given: ("r1", nil, "c2"), onConflict: .refuse, expected: .success(("r1", "l1"))),
-        Case(name: "same remote + different local: device re-link taken", stored: ("r1", "l1"), given: ("r1", "l2", "c"), onConflict: .refuse, expected: .success(("r1", "l2"))),
-        Case(name: "same remote + new local on a row without one: filled in", stored: ("r1", nil), given: ("r1", "l1", "c"), onConflict: .refuse, expected: .success(("r1", "l1"))),
+        Case(
+            name: "same remote + same local: both kept", stored: ("r1", "l1"), given: ("r1", "l1", "c"), onConflict: .refuse,
+            expected: .success(("r1", "l1"))),
+        Case(
+            name: "same remote + absent local: local kept", stored: ("r1", "l1"), given: ("r1", nil, "c"), onConflict: .refuse,
+            expected: .success(("r1", "l1"))),
+        Case(
+            name: "same remote + absent local, other checksum: local kept", stored: ("r1", "l1"), given: ("r1", nil, "c2"),
+            onConflict: .refuse, expected: .success(("r1", "l1"))),
+        Case(
+            name: "same remote + different local: device re-link taken", stored: ("r1", "l1"), given: ("r1", "l2", "c"),
+            onConflict: .refuse, expected: .success(("r1", "l2"))),
+        Case(
+            name: "same remote + new local on a row without one: filled in", stored: ("r1", nil), given: ("r1", "l1", "c"),
+            onConflict: .refuse, expected: .success(("r1", "l1"))),
         // Matched by local id.
-        Case(name: "absent remote + same local: remote kept", stored: ("r1", "l1"), given: (nil, "l1", "c"), onConflict: .refuse, expected: .success(("r1", "l1"))),
-        Case(name: "absent remote + same local, other checksum: remote kept", stored: ("r1", "l1"), given: (nil, "l1", "c2"), onConflict: .refuse, expected: .success(("r1", "l1"))),
-        Case(name: "new remote + same local on a row without one: filled in", stored: (nil, "l1"), given: ("r1", "l1", "c"), onConflict: .refuse, expected: .success(("r1", "l1"))),
-        Case(name: "different remote + same local: refused", stored: ("r1", "l1"), given: ("r2", "l1", "c"), onConflict: .refuse, expected: .failure(RefusedOn(key: "localId"))),
-        Case(name: "different remote + same local, replaceIdentity: remote replaced", stored: ("r1", "l1"), given: ("r2", "l1", "c"), onConflict: .replaceIdentity, expected: .success(("r2", "l1"))),
+        Case(
+            name: "absent remote + same local: remote kept", stored: ("r1", "l1"), given: (nil, "l1", "c"), onConflict: .refuse,
+            expected: .success(("r1", "l1"))),
+        Case(
+            name: "absent remote + same local, other checksum: remote kept", stored: ("r1", "l1"), given: (nil, "l1", "c2"),
+            onConflict: .refuse, expected: .success(("r1", "l1"))),
+        Case(
+            name: "new remote + same local on a row without one: filled in", stored: (nil, "l1"), given: ("r1", "l1", "c"),
+            onConflict: .refuse, expected: .success(("r1", "l1"))),
+        Case(
+            name: "different remote + same local: refused", stored: ("r1", "l1"), given: ("r2", "l1", "c"), onConflict: .refuse,
+            expected: .failure(RefusedOn(key: "localId"))),
+        Case(
+            name: "different remote + same local, replaceIdentity: remote replaced", stored: ("r1", "l1"), given: ("r2", "l1", "c"),
+            onConflict: .replaceIdentity, expected: .success(("r2", "l1"))),
         // Matched by owner + checksum.
-        Case(name: "neither id: both kept", stored: ("r1", "l1"), given: (nil, nil, "c"), onConflict: .refuse, expected: .success(("r1", "l1"))),
-        Case(name: "neither id, replaceIdentity: both kept", stored: ("r1", "l1"), given: (nil, nil, "c"), onConflict: .replaceIdentity, expected: .success(("r1", "l1"))),
-        Case(name: "neither id on a row with neither: none", stored: (nil, nil), given: (nil, nil, "c"), onConflict: .refuse, expected: .success((nil, nil))),
-        Case(name: "new remote on a local-only row: filled in, local kept", stored: (nil, "l1"), given: ("r1", nil, "c"), onConflict: .refuse, expected: .success(("r1", "l1"))),
-        Case(name: "new local on a remote-only row: filled in, remote kept", stored: ("r1", nil), given: (nil, "l1", "c"), onConflict: .refuse, expected: .success(("r1", "l1"))),
-        Case(name: "different remote, absent local: refused", stored: ("r1", "l1"), given: ("r2", nil, "c"), onConflict: .refuse, expected: .failure(RefusedOn(key: "ownerId+checksum"))),
-        Case(name: "absent remote, different local: refused", stored: ("r1", "l1"), given: (nil, "l2", "c"), onConflict: .refuse, expected: .failure(RefusedOn(key: "ownerId+checksum"))),
-        Case(name: "different remote, absent local, replaceIdentity: remote replaced, local kept", stored: ("r1", "l1"), given: ("r2", nil, "c"), onConflict: .replaceIdentity, expected: .success(("r2", "l1"))),
-        Case(name: "absent remote, different local, replaceIdentity: local replaced, remote kept", stored: ("r1", "l1"), given: (nil, "l2", "c"), onConflict: .replaceIdentity, expected: .success(("r1", "l2"))),
-        Case(name: "both different, replaceIdentity: both replaced", stored: ("r1", "l1"), given: ("r2", "l2", "c"), onConflict: .replaceIdentity, expected: .success(("r2", "l2"))),
+        Case(
+            name: "neither id: both kept", stored: ("r1", "l1"), given: (nil, nil, "c"), onConflict: .refuse,
+            expected: .success(("r1", "l1"))),
+        Case(
+            name: "neither id, replaceIdentity: both kept", stored: ("r1", "l1"), given: (nil, nil, "c"), onConflict: .replaceIdentity,
+            expected: .success(("r1", "l1"))),
+        Case(
+            name: "neither id on a row with neither: none", stored: (nil, nil), given: (nil, nil, "c"), onConflict: .refuse,
+            expected: .success((nil, nil))),
+        Case(
+            name: "new remote on a local-only row: filled in, local kept", stored: (nil, "l1"), given: ("r1", nil, "c"),
+            onConflict: .refuse, expected: .success(("r1", "l1"))),
+        Case(
+            name: "new local on a remote-only row: filled in, remote kept", stored: ("r1", nil), given: (nil, "l1", "c"),
+            onConflict: .refuse, expected: .success(("r1", "l1"))),
+        Case(
+            name: "different remote, absent local: refused", stored: ("r1", "l1"), given: ("r2", nil, "c"), onConflict: .refuse,
+            expected: .failure(RefusedOn(key: "ownerId+checksum"))),
+        Case(
+            name: "absent remote, different local: refused", stored: ("r1", "l1"), given: (nil, "l2", "c"), onConflict: .refuse,
+            expected: .failure(RefusedOn(key: "ownerId+checksum"))),
+        Case(
+            name: "different remote, absent local, replaceIdentity: remote replaced, local kept", stored: ("r1", "l1"),
+            given: ("r2", nil, "c"), onConflict: .replaceIdentity, expected: .success(("r2", "l1"))),
+        Case(
+            name: "absent remote, different local, replaceIdentity: local replaced, remote kept", stored: ("r1", "l1"),
+            given: (nil, "l2", "c"), onConflict: .replaceIdentity, expected: .success(("r1", "l2"))),
+        Case(
+            name: "both different, replaceIdentity: both replaced", stored: ("r1", "l1"), given: ("r2", "l2", "c"),
+            onConflict: .replaceIdentity, expected: .success(("r2", "l2"))),
     ]
 
     static func asset(_ remote: String?, _ local: String?, checksum: String = "c", favorite: Bool = false) -> Asset {

@@ -26,7 +26,7 @@ struct DeniableCloseRuleTests {
         let (store, _) = try await makeStore(temporaryFolder())
         _ = try await store.refreshPublicKeys()
         try await store.unlock(passphrase: try await store.createVault())
-        try await call.run(store)  // works while open (send: the development node's journalist)
+        try await call.run(store) // works while open (send: the development node's journalist)
         try await store.close()
         await #expect(throws: DeniableError.locked) { try await call.run(store) }
     }

@@ -1,6 +1,6 @@
+import CofferCrypto
 // Helpers the wallet specifications share: temporary wallets and the WQL case file.
 import CofferWallet
-import CofferCrypto
 import Foundation
 import GRDB
 import Testing
