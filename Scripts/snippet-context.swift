@@ -56,6 +56,7 @@ var myKeyFetcher: any PublicKeySource { fatalError() }
 var keyFetcher: any PublicKeySource { fatalError() }
 var keys: any PublicKeySource { fatalError() }
 var myDeadDropFetcher: any DeadDropSource { fatalError() }
+var myPoster: any DeniableTransport { fatalError() }
 
 /// The app's server API.
 protocol SnippetServer: Sendable {
