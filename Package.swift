@@ -190,3 +190,9 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// A file uses members only of modules it imports itself (SE-0444): `import Coffer` alone no longer
+// reaches GRDB's or Foundation's members through Coffer's own imports.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("MemberImportVisibility")]
+}

@@ -267,11 +267,14 @@ public final class CofferContainer: @unchecked Sendable {
         let streams = keys.map { settings.changes($0) }
         let tasks = streams.map { stream in
             Task { [settings, cache] in
-                for await _ in stream {
-                    var limits = cache.currentLimits
-                    limits.entries = Self.cacheEntries(settings)
-                    try? await cache.setLimits(limits)
-                }
+                // Ends with the settings (their close throws `closed` into it).
+                do {
+                    for try await _ in stream {
+                        var limits = cache.currentLimits
+                        limits.entries = Self.cacheEntries(settings)
+                        try? await cache.setLimits(limits)
+                    }
+                } catch {}
             }
         }
         lock.withLock { watchers = tasks }
@@ -293,6 +296,7 @@ public final class CofferContainer: @unchecked Sendable {
     /// The container closes it at ``close()`` and ``reset()-1hq1w``.
     public func openWallet(_ key: WalletKey, createIfMissing: Bool = true) async throws -> Wallet {
         try checkOpen()
+        try Task.checkCancellation()
         let exists = FileManager.default.fileExists(atPath: locations.wallet.path)
         let wallet =
             exists || !createIfMissing
@@ -311,14 +315,17 @@ public final class CofferContainer: @unchecked Sendable {
         now: Date = Date()
     ) async throws -> CleanupResult {
         try checkOpen()
+        try Task.checkCancellation()
         let chosen = options ?? CleanupOptions(settings: settings)
         let owner = settings.get(SettingsCatalog.currentUser)?.id
         return try await AssetCleanup(database: database).run(chosen, library: library, dryRun: dryRun, now: now, ownerId: owner)
     }
 
     /// ``clearCache(_:)`` off the caller's executor.
-    public func clearCache(_ kind: MediaKind? = nil) async throws(ContainerError) {
-        try await offCaller { () throws(ContainerError) in try self.clearCache(kind) }
+    /// - Throws: `CancellationError` when the task was cancelled before the call (nothing is
+    ///   removed), else the ``ContainerError`` of the blocking form.
+    public func clearCache(_ kind: MediaKind? = nil) async throws {
+        try await offCallerUnlessCancelled { try self.clearCache(kind) }
     }
 
     /// Clear cache: thumbnails, previews and album covers (or one kind); synced data untouched.
@@ -352,7 +359,7 @@ public final class CofferContainer: @unchecked Sendable {
 
     /// ``reset()-1hq1w`` off the caller's executor.
     public func reset() async throws {
-        try await offCaller { try self.reset() }
+        try await offCallerUnlessCancelled { try self.reset() }
     }
 
     /// Full reset: closes everything, then removes the database (settings included), the wallet,

@@ -91,7 +91,7 @@ public final class AppDatabase: Sendable {
     static let logger = Logger(label: "coffer.database")
 
     /// Schema migrations, oldest first. Shipped steps never change; new ones are appended.
-    package static func migrator() -> DatabaseMigrator {
+    package static func migrator(appMigrations: [AppMigration] = []) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         Settings.registerMigrations(&migrator)
         migrator.registerMigration("app-v1") { db in
@@ -152,6 +152,9 @@ public final class AppDatabase: Sendable {
                     CREATE INDEX assets_created ON assets(fileCreatedAt);
                     """)
         }
+        // The app's own steps, after Coffer's (which never follow them: Coffer's steps are all
+        // registered first, and a new one of Coffer's runs before the app's new ones).
+        for step in appMigrations { migrator.registerMigration(step.identifier, migrate: step.migrate) }
         return migrator
     }
 
@@ -222,14 +225,14 @@ public final class AppDatabase: Sendable {
     /// the open path's cost).
     package static func open(
         at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,
-        schemaUpTo lastMigration: String? = nil, profile: StatementProfile?
+        schemaUpTo lastMigration: String? = nil, profile: StatementProfile?, appMigrations: [AppMigration] = []
     ) throws -> AppDatabase {
-        let migrator = migrator()
+        let migrator = migrator(appMigrations: appMigrations)
         let target = dataMigrations.map(\.version).max() ?? 0
         do { try OwnerOnlyFiles.refuseSymbolicLinks(url) } catch { throw DatabaseStoreError.storage(error.message) }
         let existed = FileManager.default.fileExists(atPath: url.path)
         if existed {
-            try refuseNewer(url, migrator: migrator, dataTarget: target)
+            try refuseNewer(url, migrator: migrator, dataTarget: target, ownsAppSteps: !appMigrations.isEmpty)
         } else {
             do { try OwnerOnlyFiles.ensureFolder(url.deletingLastPathComponent()) } catch {
                 throw DatabaseStoreError.storage(error.message)
@@ -306,7 +309,9 @@ public final class AppDatabase: Sendable {
     }
 
     /// Reads the file read-only and refuses it when it is newer than this code knows.
-    static func refuseNewer(_ url: URL, migrator: DatabaseMigrator, dataTarget: Int) throws {
+    /// `ownsAppSteps`: the opener passed the app's own schema steps, so one it does not know is a
+    /// newer app's; an opener without them (the `coffer` tool, a container) leaves `app:` steps alone.
+    static func refuseNewer(_ url: URL, migrator: DatabaseMigrator, dataTarget: Int, ownsAppSteps: Bool = false) throws {
         var config = Configuration()
         config.readonly = true
         // Another process may be migrating or writing: wait for its lock as every other connection does.
@@ -319,7 +324,8 @@ public final class AppDatabase: Sendable {
                 if try db.tableExists("grdb_migrations"), try migrator.hasBeenSuperseded(db) {
                     let applied = try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
                     let known = Set(migrator.migrations)
-                    throw DatabaseStoreError.newerVersion("unknown schema migrations \(applied.filter { !known.contains($0) })")
+                    let unknown = applied.filter { !known.contains($0) && (ownsAppSteps || !$0.hasPrefix("app:")) }
+                    if !unknown.isEmpty { throw DatabaseStoreError.newerVersion("unknown schema migrations \(unknown)") }
                 }
                 if try db.tableExists("coffer_settings"),
                     let version = try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version' AND kind = 'int'"),
@@ -393,8 +399,18 @@ public final class AppDatabase: Sendable {
     /// after launch. Other reads and writes go on meanwhile (it reads a snapshot).
     /// - Throws: ``DatabaseStoreError/integrityFailed(_:)`` naming the first problems.
     public func checkIntegrity() async throws {
+        try Task.checkCancellation()
+        try checkOpen()
         let pool = self.pool
-        try await Task.detached(priority: .utility) { try Self.check(pool) }.value
+        try await Task.detached(priority: .utility) {
+            do { try Self.check(pool) } catch { throw DatabaseStoreError.from(error) }
+        }.value
+    }
+
+    /// Throws ``DatabaseStoreError/closed`` once ``close()`` ran, so a call after it never reaches
+    /// the closed pool (whose errors would name SQLite, not the store).
+    func checkOpen() throws {
+        if context.observations.isClosed { throw DatabaseStoreError.closed }
     }
 
     /// `PRAGMA quick_check` and `PRAGMA foreign_key_check`; a failure is reported, not ignored.
@@ -415,19 +431,19 @@ public final class AppDatabase: Sendable {
         at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,
         schemaUpTo lastMigration: String? = nil
     ) async throws -> AppDatabase {
-        try await offCaller { try open(at: url, dataMigrations: dataMigrations, schemaUpTo: lastMigration, profile: nil) }
+        try await offCallerUnlessCancelled { try open(at: url, dataMigrations: dataMigrations, schemaUpTo: lastMigration, profile: nil) }
     }
 
     /// ``stats()`` off the caller's executor.
     public func stats() async throws -> [(table: String, rows: Int)] {
-        let rows = try await offCaller { try self.stats().map { TableRows(table: $0.table, rows: $0.rows) } }
+        let rows = try await offCallerUnlessCancelled { try self.stats().map { TableRows(table: $0.table, rows: $0.rows) } }
         return rows.map { (table: $0.table, rows: $0.rows) }
     }
 
     /// ``compact()`` off the caller's executor.
     @discardableResult
     public func compact() async throws -> (bytesBefore: Int, bytesAfter: Int) {
-        let sizes = try await offCaller { () throws -> [Int] in
+        let sizes = try await offCallerUnlessCancelled { () throws -> [Int] in
             let (before, after) = try self.compact() as (bytesBefore: Int, bytesAfter: Int)
             return [before, after]
         }
@@ -447,13 +463,19 @@ public final class AppDatabase: Sendable {
             "assets", "albums", "album_assets", "album_users", "backup_albums", "duplicated_assets", "etags",
             "android_device_assets", "ios_device_assets", "brands", "coffer_settings",
         ]
-        return try pool.read { db in
-            try tables.map { ($0, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \($0)") ?? 0) }
+        try checkOpen()
+        do {
+            return try pool.read { db in
+                try tables.map { ($0, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \($0)") ?? 0) }
+            }
+        } catch {
+            throw DatabaseStoreError.from(error)
         }
     }
 
-    /// Closes the pool and ends every settings stream and collection observation it serves;
-    /// later calls throw ``DatabaseStoreError/closed`` (settings: `SettingsError.closed`).
+    /// Closes the pool and ends every settings stream and collection observation it serves (each
+    /// ends by throwing its store's `closed`); later calls throw ``DatabaseStoreError/closed``
+    /// (settings writes: `SettingsError.closed`). Calling it again does nothing.
     public func close() throws {
         context.observations.closeAll()
         settings.close()
@@ -467,10 +489,15 @@ public final class AppDatabase: Sendable {
     /// - Returns: the bytes of `app.sqlite` and its WAL before and after.
     @discardableResult
     public func compact() throws -> (bytesBefore: Int, bytesAfter: Int) {
+        try checkOpen()
         let path = pool.path
-        return try pool.writeWithoutTransaction { db in
-            let (before, after) = try SQLiteFootprint.compact(db, path: path)
-            return (bytesBefore: before, bytesAfter: after)
+        do {
+            return try pool.writeWithoutTransaction { db in
+                let (before, after) = try SQLiteFootprint.compact(db, path: path)
+                return (bytesBefore: before, bytesAfter: after)
+            }
+        } catch {
+            throw DatabaseStoreError.from(error)
         }
     }
 }

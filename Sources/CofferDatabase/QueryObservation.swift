@@ -10,8 +10,9 @@ import GRDB
 /// cancelled.
 ///
 /// When the database closes (``AppDatabase/close()``, or its container's `close()` or `reset()`),
-/// every running loop ends normally; iterating an observation after that throws
-/// ``DatabaseStoreError/closed``.
+/// every running loop ends by throwing ``DatabaseStoreError/closed`` (so a `for try await` can
+/// tell "store closed" from any other end); iterating an observation after that throws it too.
+/// A loop whose task is cancelled ends normally (docs/concurrency.md).
 ///
 /// ```swift
 /// for try await mine in app.context.assets.observeOwner(userId) { render(mine) }
@@ -49,7 +50,7 @@ public struct QueryObservation<Value: Sendable>: AsyncSequence, Sendable {
         // existed and did not call it, so the pump is cancelled here.
         if registry.isClosed {
             pump.cancel()
-            continuation.finish()
+            continuation.finish(throwing: DatabaseStoreError.closed)
         }
         return Iterator(base: stream.makeAsyncIterator())
     }
@@ -58,7 +59,8 @@ public struct QueryObservation<Value: Sendable>: AsyncSequence, Sendable {
     public struct Iterator: AsyncIteratorProtocol {
         var base: AsyncThrowingStream<Value, any Error>.Iterator
 
-        /// The next result; nil once the observation ended (its database closed).
+        /// The next result; nil once the observation ended (its task was cancelled).
+        /// - Throws: ``DatabaseStoreError/closed`` once its database closed.
         public mutating func next() async throws -> Value? { try await base.next() }
     }
 }
@@ -79,7 +81,7 @@ final class ObservationRegistry: Sendable {
         withLock { s -> Int? in
             guard !s.closed else { return nil }
             s.nextId += 1
-            s.finishers[s.nextId] = { continuation.finish() }
+            s.finishers[s.nextId] = { continuation.finish(throwing: DatabaseStoreError.closed) }
             return s.nextId
         }
     }
@@ -89,7 +91,7 @@ final class ObservationRegistry: Sendable {
 
     func remove(_ id: Int) { _ = withLock { $0.finishers.removeValue(forKey: id) } }
 
-    /// Ends every running observation; later ones throw ``DatabaseStoreError/closed``.
+    /// Ends every running observation by throwing ``DatabaseStoreError/closed``; later ones throw it too.
     func closeAll() {
         let finishers = withLock { s -> [@Sendable () -> Void] in
             s.closed = true

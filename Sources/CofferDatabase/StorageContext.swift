@@ -52,11 +52,14 @@ public protocol AssetClientType: Sendable {
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func createdBetween(_ start: Date, _ end: Date) throws -> [Asset]
     /// Inserts or updates (matched on remote id, else local id, else owner + checksum) in one
-    /// transaction. A row matched by its local id or by owner + checksum keeps the remote id and
-    /// local id it has unless `onConflict` is ``AssetIdentityConflict/replaceIdentity``: an asset
-    /// that names different ones is refused (``DatabaseStoreError/uniqueViolation(key:table:)``
-    /// naming the key it matched on) and nothing is written. A missing id is filled in (a local
-    /// asset backed up gets its remote id).
+    /// transaction. A `nil` remote or local id in `asset` never erases the id the row has: the
+    /// row keeps it (a server sync, whose rows carry no device ids, keeps every local link), and
+    /// the returned asset carries it. Clearing an id is an explicit call: ``clearLocalId(_:)``,
+    /// ``clearRemoteId(_:)``. A row matched by its local id or by owner + checksum keeps the
+    /// remote id and local id it has unless `onConflict` is
+    /// ``AssetIdentityConflict/replaceIdentity``: an asset that names different ones is refused
+    /// (``DatabaseStoreError/uniqueViolation(key:table:)`` naming the key it matched on) and
+    /// nothing is written. A missing id is filled in (a local asset backed up gets its remote id).
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult func put(_ asset: Asset, onConflict: AssetIdentityConflict) throws -> Asset
     /// ``put(_:onConflict:)`` for many, all in one transaction (all or nothing).
@@ -65,6 +68,16 @@ public protocol AssetClientType: Sendable {
     /// Deletes the assets with these server ids in one transaction; returns how many went.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult func deleteAllByRemoteId(_ remoteIds: [String]) throws -> Int
+    /// Unlinks the asset with this device id from the device (its local id and local file size
+    /// become `nil`; the row and its remote id stay); returns whether a row had it. The one way
+    /// to clear a local id: ``put(_:onConflict:)`` never erases one.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
+    @discardableResult func clearLocalId(_ localId: String) throws -> Bool
+    /// Unlinks the asset with this server id from the server (its remote id becomes `nil`; the
+    /// row and its local id stay); returns whether a row had it. The one way to clear a remote
+    /// id: ``put(_:onConflict:)`` never erases one.
+    /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
+    @discardableResult func clearRemoteId(_ remoteId: String) throws -> Bool
     /// Number of assets.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     func count() throws -> Int
@@ -409,6 +422,9 @@ struct AssetClient: AssetClientType {
                 throw DatabaseStoreError.uniqueViolation(key: match.key, table: "assets")
             }
             a.id = match.id
+            // An id the incoming row does not carry is not a request to erase the stored one.
+            a.remoteId = asset.remoteId ?? match.remoteId
+            a.localId = asset.localId ?? match.localId
             try a.update(db)
             replaced?(Set([match.remoteId, match.localId, a.remoteId, a.localId].compactMap { $0 }))
         } else {
@@ -441,6 +457,24 @@ struct AssetClient: AssetClientType {
         }
         hooks.notify(changes)
         return deleted
+    }
+
+    func clearLocalId(_ localId: String) throws -> Bool {
+        let cleared = try write(pool) { db in
+            try db.execute(sql: "UPDATE assets SET localId = NULL, fileSize = NULL WHERE localId = ?", arguments: [localId])
+            return db.changesCount > 0
+        }
+        if cleared { hooks.notify(MediaChanges(assetIds: [localId])) }
+        return cleared
+    }
+
+    func clearRemoteId(_ remoteId: String) throws -> Bool {
+        let cleared = try write(pool) { db in
+            try db.execute(sql: "UPDATE assets SET remoteId = NULL WHERE remoteId = ?", arguments: [remoteId])
+            return db.changesCount > 0
+        }
+        if cleared { hooks.notify(MediaChanges(assetIds: [remoteId])) }
+        return cleared
     }
 
     func count() throws -> Int { try read(pool) { db in try Asset.fetchCount(db) } }

@@ -3,6 +3,7 @@
 // install, used or not.
 import CofferCrypto
 import Foundation
+import Logging
 
 /// Delivers one item of the sending queue to the service (CoverDrop's
 /// `POST /v1/user/messages`); network access is the app's business. An app implements it over

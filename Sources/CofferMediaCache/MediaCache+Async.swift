@@ -10,8 +10,10 @@ extension MediaCache {
     public func data(for key: MediaKey) async -> Data? { await offCaller { self.data(for: key) } }
 
     /// ``store(_:for:ttl:)`` off the caller's executor: the file is written on a worker thread.
-    public func store(_ data: Data, for key: MediaKey, ttl: TimeInterval? = nil) async throws(MediaCacheError) {
-        try await offCaller { () throws(MediaCacheError) in try self.store(data, for: key, ttl: ttl) }
+    /// - Throws: `CancellationError` when the task was cancelled before the call (nothing is
+    ///   stored), else the ``MediaCacheError`` of the blocking form.
+    public func store(_ data: Data, for key: MediaKey, ttl: TimeInterval? = nil) async throws {
+        try await offCallerUnlessCancelled { try self.store(data, for: key, ttl: ttl) }
     }
 
     /// ``remove(_:)`` off the caller's executor.
@@ -27,8 +29,10 @@ extension MediaCache {
     public func clear(_ kind: MediaKind? = nil) async { await offCaller { self.clear(kind) } }
 
     /// ``setLimits(_:)`` off the caller's executor (evicting may remove many files).
-    public func setLimits(_ newLimits: MediaCacheLimits) async throws(MediaCacheError) {
-        try await offCaller { () throws(MediaCacheError) in try self.setLimits(newLimits) }
+    /// - Throws: `CancellationError` when the task was cancelled before the call (the limits
+    ///   stay), else the ``MediaCacheError`` of the blocking form.
+    public func setLimits(_ newLimits: MediaCacheLimits) async throws {
+        try await offCallerUnlessCancelled { try self.setLimits(newLimits) }
     }
 
     /// ``statistics()`` off the caller's executor (it may build the disk index first).

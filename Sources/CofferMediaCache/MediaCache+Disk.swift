@@ -6,6 +6,7 @@ import CofferCrypto
 import CofferFileModes
 import CofferSync
 import Foundation
+import Logging
 
 #if canImport(Glibc)
 import Glibc

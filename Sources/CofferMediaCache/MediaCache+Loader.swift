@@ -4,6 +4,7 @@
 
 import CofferSync
 import Foundation
+import Logging
 
 extension MediaCache {
     /// The cached bytes, or the loader's (then stored in both layers). Concurrent calls for one

@@ -1,6 +1,7 @@
 // The memory layer: decoded bytes kept in memory, each entry pointing at the disk entry it
 // mirrors; reads from memory alone, and emptying it on a memory warning.
 
+import CofferSync
 import Foundation
 
 /// A memory entry: the bytes and the disk entry they mirror (so a memory hit refreshes the disk

@@ -390,8 +390,10 @@ public final class MediaCache: Sendable {
 
     /// Applies new limits, evicting at once what no longer fits.
     /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
+    /// - Throws: ``MediaCacheError/closed`` once the cache is closed.
     public func setLimits(_ newLimits: MediaCacheLimits) throws(MediaCacheError) {
         let checked = try Self.checked(newLimits)
+        if closed { throw .closed }
         withFolderLock { lockFile in
             let evicted = state.withLock { state in
                 state.limits = checked

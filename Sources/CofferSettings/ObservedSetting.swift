@@ -38,10 +38,14 @@ public final class ObservedSetting<Value: Sendable> {
         let stream = settings.changes(key, initial: true)
         follower.start(
             Task { [weak self] in
-                for await value in stream {
-                    guard let self else { return }
-                    self.current = value
-                }
+                // The stream ends by throwing `SettingsError.closed` when the settings close:
+                // the model keeps its last value.
+                do {
+                    for try await value in stream {
+                        guard let self else { return }
+                        self.current = value
+                    }
+                } catch {}
             })
     }
 

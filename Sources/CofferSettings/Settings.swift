@@ -193,13 +193,17 @@ public final class Settings: @unchecked Sendable {
 
     /// ``put(_:_:)`` off the caller's executor: the commit runs on a worker thread; memory and
     /// ``changes(_:initial:)`` subscribers are updated before it returns, as with the blocking form.
-    public func put<Value>(_ key: StoreKey<Value>, _ value: Value) async throws(SettingsError) {
-        try await offCaller { () throws(SettingsError) in try self.put(key, value) }
+    /// - Throws: `CancellationError` when the task was cancelled before the call (nothing is
+    ///   written), else the ``SettingsError`` of the blocking form.
+    public func put<Value>(_ key: StoreKey<Value>, _ value: Value) async throws {
+        try await offCallerUnlessCancelled { try self.put(key, value) }
     }
 
     /// ``delete(_:)`` off the caller's executor.
-    public func delete<Value>(_ key: StoreKey<Value>) async throws(SettingsError) {
-        try await offCaller { () throws(SettingsError) in try self.delete(key) }
+    /// - Throws: `CancellationError` when the task was cancelled before the call (nothing is
+    ///   deleted), else the ``SettingsError`` of the blocking form.
+    public func delete<Value>(_ key: StoreKey<Value>) async throws {
+        try await offCallerUnlessCancelled { try self.delete(key) }
     }
 
     private func refreshIfChanged(wait: Bool) {
@@ -224,8 +228,9 @@ public final class Settings: @unchecked Sendable {
     deinit { hub.unregister(self) }
 
     /// Closes the connection that watches for other processes' writes (the owner of the
-    /// database calls this before closing it) and finishes every ``changes(_:)`` stream. Reads
-    /// keep serving memory afterwards; writes throw ``SettingsError/closed``.
+    /// database calls this before closing it) and ends every ``changes(_:initial:)`` stream by
+    /// throwing ``SettingsError/closed``. Reads keep serving memory afterwards (they never touch
+    /// the disk); writes throw ``SettingsError/closed``.
     public func close() {
         hub.withWriteLock { () -> Void in
             // A closed connection must not be read again (SQLite would be handed a closed handle).
@@ -371,12 +376,14 @@ public final class Settings: @unchecked Sendable {
     /// The key's value after every committed write to it, by this or any other `Settings`
     /// instance on the same file in this process (the default after a delete), in commit order;
     /// another process's writes when this instance notices them (see ``refresh()``). The stream
-    /// finishes at ``close()`` (at once when the settings are already closed).
+    /// ends by throwing ``SettingsError/closed`` at ``close()`` (at once when the settings are
+    /// already closed), so a `for try await` loop can tell "store closed" from a cancelled task
+    /// (whose loop ends normally).
     ///
     /// A write of the value the stream last gave is not given again. With `initial: true` the
     /// stream starts with the current value (what a view shows before anything changes).
-    public func changes<Value>(_ key: StoreKey<Value>, initial: Bool = false) -> AsyncStream<Value> {
-        AsyncStream { continuation in
+    public func changes<Value>(_ key: StoreKey<Value>, initial: Bool = false) -> AsyncThrowingStream<Value, any Error> {
+        AsyncThrowingStream { continuation in
             let id = UUID()
             let last = LastStored()
             let yield: @Sendable (StoredSetting?) -> Void = { [weak self] stored in
@@ -397,12 +404,12 @@ public final class Settings: @unchecked Sendable {
                 let current = cache.withLock { $0.values[key.name] }
                 _ = last.replace(with: current)
                 observers[key.name, default: [:]][id] = callback
-                finishers[id] = { continuation.finish() }
+                finishers[id] = { continuation.finish(throwing: SettingsError.closed) }
                 return (true, current)
             }
             if open, initial { yield(current) }
             guard open else {
-                continuation.finish()
+                continuation.finish(throwing: SettingsError.closed)
                 return
             }
             continuation.onTermination = { [weak self] _ in

@@ -156,3 +156,84 @@ extension StoreKey where Value: Codable {
                 }))
     }
 }
+
+extension StoreKey where Value == Int64 {
+    /// A 64-bit integer setting (kind `int`, as ``init(_:default:)-(_,Int)``: the two read each
+    /// other's values).
+    public init(_ name: String, default defaultValue: Int64) {
+        self.init(name, default: defaultValue, codec: .int64)
+    }
+}
+
+extension StoreKey where Value == Float {
+    /// A single-precision setting (kind `double`: stored as a double, read back as the nearest
+    /// `Float`).
+    public init(_ name: String, default defaultValue: Float) {
+        self.init(name, default: defaultValue, codec: .float)
+    }
+}
+
+extension StoreKey {
+    /// An optional setting, `defaultValue` (nil unless given) while unset: `nil` is stored as
+    /// NULL under `codec`'s kind, any other value as `codec` stores it.
+    ///
+    ///     static let lastTab = StoreKey<Int?>(optional: "lastTab", .int)
+    ///     static let nickname = StoreKey<String?>(optional: "nickname", .string)
+    public init<Wrapped: Sendable>(optional name: String, _ codec: SettingCodec<Wrapped>, default defaultValue: Wrapped? = nil)
+    where Value == Wrapped? {
+        self.init(
+            name, default: defaultValue,
+            codec: SettingCodec<Wrapped?>(
+                kind: codec.kind, encode: { value in try value.map { try codec.encode($0) } ?? .null },
+                decode: { stored in stored.isNull ? .some(nil) : codec.decode(stored).map { .some($0) } }))
+    }
+}
+
+extension SettingCodec where Value == Int {
+    /// Integers (kind `int`).
+    public static var int: SettingCodec<Int> {
+        SettingCodec(kind: "int", encode: { $0.databaseValue }, decode: { Int.fromDatabaseValue($0) })
+    }
+}
+
+extension SettingCodec where Value == Int64 {
+    /// 64-bit integers (kind `int`).
+    public static var int64: SettingCodec<Int64> {
+        SettingCodec(kind: "int", encode: { $0.databaseValue }, decode: { Int64.fromDatabaseValue($0) })
+    }
+}
+
+extension SettingCodec where Value == Bool {
+    /// Booleans (kind `bool`).
+    public static var bool: SettingCodec<Bool> {
+        SettingCodec(kind: "bool", encode: { $0.databaseValue }, decode: { Bool.fromDatabaseValue($0) })
+    }
+}
+
+extension SettingCodec where Value == String {
+    /// Text (kind `string`).
+    public static var string: SettingCodec<String> {
+        SettingCodec(kind: "string", encode: { $0.databaseValue }, decode: { String.fromDatabaseValue($0) })
+    }
+}
+
+extension SettingCodec where Value == Double {
+    /// Doubles (kind `double`).
+    public static var double: SettingCodec<Double> {
+        SettingCodec(kind: "double", encode: { $0.databaseValue }, decode: { Double.fromDatabaseValue($0) })
+    }
+}
+
+extension SettingCodec where Value == Float {
+    /// Floats (kind `double`: stored as a double).
+    public static var float: SettingCodec<Float> {
+        SettingCodec(kind: "double", encode: { Double($0).databaseValue }, decode: { Double.fromDatabaseValue($0).map(Float.init) })
+    }
+}
+
+extension SettingCodec where Value == Data {
+    /// Bytes (kind `data`).
+    public static var data: SettingCodec<Data> {
+        SettingCodec(kind: "data", encode: { $0.databaseValue }, decode: { Data.fromDatabaseValue($0) })
+    }
+}

@@ -21,3 +21,11 @@ package func offCaller<T: Sendable>(_ body: @escaping @Sendable () -> T) async -
         DispatchQueue.global(qos: .userInitiated).async { continuation.resume(returning: body()) }
     }
 }
+
+/// ``offCaller(_:)`` for the async form of a public call: a task cancelled before the call
+/// starts gets `CancellationError` and the body never runs (nothing read, nothing written);
+/// once started, the body finishes (docs/concurrency.md, "Cancellation").
+package func offCallerUnlessCancelled<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try Task.checkCancellation()
+    return try await offCaller { () throws -> T in try body() }
+}

@@ -3,6 +3,7 @@ import CofferCrypto
 import CofferSync
 import Foundation
 import GRDB
+import Logging
 
 /// How far a backup export or import has come.
 public struct BackupProgress: Sendable, Equatable {

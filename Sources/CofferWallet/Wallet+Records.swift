@@ -121,8 +121,10 @@ extension Wallet {
 
     /// Runs `body` with the wallet's keys, holding them against a key rotation until it
     /// returns (see ``KeyGate``); errors are translated to ``WalletError``. Never nested.
+    /// A task cancelled before the call gets `CancellationError` and nothing runs.
     func gated<T>(_ body: (WalletKeys) async throws -> T) async throws -> T {
         if gate.isWalletClosed { throw WalletError.closed }
+        try Task.checkCancellation()
         let keys = await gate.enter()
         defer { gate.leave() }
         do { return try await body(keys) } catch { throw closedOrTranslated(error) }
@@ -152,6 +154,7 @@ extension Wallet {
     /// more than the read.
     func pointRead<T>(isMiss: (T) -> Bool = { _ in false }, _ body: (WalletReader) throws -> T) async throws -> T {
         if gate.isWalletClosed { throw WalletError.closed }
+        try Task.checkCancellation()
         var entered = gate.tryEnter()
         if entered == nil { entered = await gate.enter() }
         guard let keys = entered else { preconditionFailure("KeyGate.enter returns keys") }

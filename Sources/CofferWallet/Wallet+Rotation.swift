@@ -2,6 +2,7 @@
 import CofferCrypto
 import Foundation
 import GRDB
+import Logging
 
 extension Wallet {
     /// Replaces the key that protects the wallet and, with `rotatingKey`, the wallet's own key

@@ -6,6 +6,8 @@ extension Wallet {
     /// Opens a search over records of `type` matching `query`, and returns its handle.
     /// The total count, when asked for, is computed once here.
     public func openSearch(type: String, query: WalletQuery, options: SearchOptions = SearchOptions()) async throws -> Int {
+        if gate.isWalletClosed { throw WalletError.closed }
+        try Task.checkCancellation()
         try Validate.type(type)
         let search = try QueryCompiler.compile(type: type, query: query, keys: keys)
         var total: Int?

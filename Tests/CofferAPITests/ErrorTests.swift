@@ -18,4 +18,16 @@ struct ErrorTests {
         #expect(error.localizedDescription == described)
         #expect(!described.contains("error 0") && !described.contains("operation couldn"))
     }
+
+    @Test("JSONParseError reads as a LocalizedError: what was wrong and what to do")
+    func jsonParseError() {
+        do {
+            _ = try JSONValue.parse("{\"a\": ")
+            Issue.record("an unfinished object parsed")
+        } catch {
+            let text = (error as any Error).localizedDescription
+            #expect(text.contains("not valid") && text.contains("offset"))
+            #expect(!text.contains("operation couldn"))
+        }
+    }
 }

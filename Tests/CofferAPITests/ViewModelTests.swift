@@ -119,19 +119,27 @@ struct ViewModelTests {
         let firstValues = AsyncStream<Void>.makeStream()
         let observing = Task { () -> Int in
             var seen = 0
-            for try await _ in container.context.assets.observeOwner("alice") {
-                seen += 1
-                firstValues.continuation.yield()
+            do {
+                for try await _ in container.context.assets.observeOwner("alice") {
+                    seen += 1
+                    firstValues.continuation.yield()
+                }
+            } catch DatabaseStoreError.closed {
+                return seen
             }
-            return seen
+            return -1 // ended without saying why
         }
         let settingsStream = Task { () -> Int in
             var seen = 0
-            for await _ in container.settings.changes(SettingsCatalog.tilesPerRow, initial: true) {
-                seen += 1
-                firstValues.continuation.yield()
+            do {
+                for try await _ in container.settings.changes(SettingsCatalog.tilesPerRow, initial: true) {
+                    seen += 1
+                    firstValues.continuation.yield()
+                }
+            } catch SettingsError.closed {
+                return seen
             }
-            return seen
+            return -1 // ended without saying why
         }
         // Close once both loops are running (each has had its first value).
         var started = 0
@@ -142,7 +150,7 @@ struct ViewModelTests {
         container.close()
         // Both loops end on their own (a leaked loop would hang this test).
         #expect(try await observing.value >= 1)
-        #expect(await settingsStream.value >= 1)
+        #expect(try await settingsStream.value >= 1)
         await #expect(throws: DatabaseStoreError.closed) { _ = try await container.context.assets.count() }
         await #expect(throws: DatabaseStoreError.closed) {
             for try await _ in container.context.assets.observeOwner("alice") {}
@@ -170,10 +178,10 @@ struct ViewModelTests {
         #expect(count.value == 2)
 
         var changes = settings.changes(SettingsCatalog.tilesPerRow, initial: true).makeAsyncIterator()
-        #expect(await changes.next() == 5)
+        #expect(try await changes.next() == 5)
         try await settings.put(SettingsCatalog.tilesPerRow, 5) // the same value: not given again
         try await settings.put(SettingsCatalog.tilesPerRow, 7)
-        #expect(await changes.next() == 7)
+        #expect(try await changes.next() == 7)
     }
 
     @Test("4. an enum with integer raw values is a setting")

@@ -46,7 +46,7 @@ struct SettingsCoherenceTests {
         }
         let disk = try Self.diskValue(app, "groupAssetsBy")
         var seen: [Int] = []
-        for await value in stream {
+        for try await value in stream {
             seen.append(value)
             if seen.count == 50 { break }
         }
@@ -68,7 +68,7 @@ struct SettingsCoherenceTests {
         await app.settings.refresh()
         #expect(app.settings.get(SettingsCatalog.themeMode) == .dark)
         var iterator = stream.makeAsyncIterator()
-        #expect(await iterator.next() == .dark)
+        #expect(try await iterator.next() == .dark)
     }
 
     @Test("a write by another connection is noticed by a later get without any call to refresh()")

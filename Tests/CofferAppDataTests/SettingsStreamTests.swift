@@ -3,6 +3,7 @@
 import CofferDatabase
 import CofferSettings
 import Foundation
+import GRDB
 import Observation
 import Testing
 
@@ -17,9 +18,9 @@ struct SettingsStreamTests {
     static let density = StoreKey(enum: "gridDensity", default: GridDensity.regular)
 
     /// The first `count` values of `stream`.
-    static func first<Value: Sendable>(_ count: Int, of stream: AsyncStream<Value>) async -> [Value] {
+    static func first<Value: Sendable>(_ count: Int, of stream: AsyncThrowingStream<Value, any Error>) async throws -> [Value] {
         var out: [Value] = []
-        for await value in stream {
+        for try await value in stream {
             out.append(value)
             if out.count == count { break }
         }
@@ -32,10 +33,10 @@ struct SettingsStreamTests {
         defer { try? app.close() }
         try await app.settings.put(SettingsCatalog.tilesPerRow, 5)
         let stream = app.settings.changes(SettingsCatalog.tilesPerRow, initial: true)
-        let reader = Task { await Self.first(2, of: stream) }
+        let reader = Task { try await Self.first(2, of: stream) }
         try await Task.sleep(for: .milliseconds(20))
         try await app.settings.put(SettingsCatalog.tilesPerRow, 6)
-        #expect(await reader.value == [5, 6])
+        #expect(try await reader.value == [5, 6])
     }
 
     @Test("writing the value a stream gave last is not given again")
@@ -43,12 +44,12 @@ struct SettingsStreamTests {
         let app = try openApp()
         defer { try? app.close() }
         let stream = app.settings.changes(SettingsCatalog.tilesPerRow)
-        let reader = Task { await Self.first(2, of: stream) }
+        let reader = Task { try await Self.first(2, of: stream) }
         try await app.settings.put(SettingsCatalog.tilesPerRow, 3)
         try await app.settings.put(SettingsCatalog.tilesPerRow, 3)
         try await app.settings.put(SettingsCatalog.tilesPerRow, 3)
         try await app.settings.put(SettingsCatalog.tilesPerRow, 7)
-        #expect(await reader.value == [3, 7])
+        #expect(try await reader.value == [3, 7])
     }
 
     @Test("an enum with Int raw values is a setting, stored by its raw value")

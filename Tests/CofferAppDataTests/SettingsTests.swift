@@ -80,8 +80,8 @@ struct SettingsTests {
         var iterator = app.settings.changes(SettingsCatalog.tilesPerRow).makeAsyncIterator()
         try await other.put(SettingsCatalog.tilesPerRow, 7)
         try await other.delete(SettingsCatalog.tilesPerRow)
-        #expect(await iterator.next() == 7)
-        #expect(await iterator.next() == 4)
+        #expect(try await iterator.next() == 7)
+        #expect(try await iterator.next() == 4)
         #expect(app.settings.get(SettingsCatalog.tilesPerRow) == 4)
     }
 

@@ -1,3 +1,4 @@
+import CofferCrypto
 // A restore killed with SIGKILL in the middle leaves no wallet behind, and the next restore
 // succeeds: the kill is proven to land mid-restore by the temporary wallet being there.
 import CofferWallet

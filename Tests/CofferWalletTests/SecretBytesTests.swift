@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferSync
 import Foundation
 import Testing
 

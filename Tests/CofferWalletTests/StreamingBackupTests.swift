@@ -1,3 +1,4 @@
+import CofferCrypto
 import Foundation
 import GRDB
 import Testing

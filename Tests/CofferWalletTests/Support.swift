@@ -1,3 +1,4 @@
+import CofferCrypto
 // Helpers the wallet specifications share: temporary wallets and the WQL case file.
 import CofferWallet
 import Foundation

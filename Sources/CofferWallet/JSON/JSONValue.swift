@@ -112,11 +112,13 @@ public enum JSONValue: Sendable, Equatable {
 }
 
 /// Why a text is not valid JSON.
-public struct JSONParseError: Error, Sendable, CustomStringConvertible {
+public struct JSONParseError: Error, Sendable, CustomStringConvertible, LocalizedError {
     /// What went wrong, with the byte offset.
     public let message: String
     /// The message.
     public var description: String { message }
+    /// What went wrong and what to do (for `localizedDescription`, alerts and logs).
+    public var errorDescription: String? { "the JSON text is not valid: \(message); fix the text at that offset" }
 }
 
 private struct JSONParser {
