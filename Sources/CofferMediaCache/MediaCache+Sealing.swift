@@ -6,6 +6,7 @@ import CofferCrypto
 import CofferSecureStorage
 import CofferSync
 import Foundation
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -219,8 +220,9 @@ extension MediaCache {
         while let next = state.expiries.earliest, next <= now, let element = state.expiries.popEarliest() {
             guard state.disk.generation(element.key) == element.generation else { continue } // replaced or gone
             state.disk.remove(element.key)
-            unlink(fileURL(element.key).path)
-            state.counters.expirations[element.key.kind.index] += 1
+            // Counted only by the removal that took the file away: a read (in this or another
+            // process) that found it expired first has counted it already.
+            if unlink(fileURL(element.key).path) == 0 { state.counters.expirations[element.key.kind.index] += 1 }
             removed = true
         }
         if removed { state.mutations &+= 1 }

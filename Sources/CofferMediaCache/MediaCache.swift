@@ -218,11 +218,11 @@ public final class MediaCache: Sendable {
         case .expired:
             state.withLock { state in
                 state.counters.misses[key.kind.index] += 1
-                state.counters.expirations[key.kind.index] += 1
                 if state.disk.generation(diskKey) == generation {
                     state.disk.remove(diskKey)
                     state.mutations &+= 1
-                    unlink(fileURL(diskKey).path)
+                    // One expiration per file: counted by whichever removal took it away.
+                    if unlink(fileURL(diskKey).path) == 0 { state.counters.expirations[key.kind.index] += 1 }
                 }
             }
             return nil
@@ -275,8 +275,11 @@ public final class MediaCache: Sendable {
         case .expired:
             state.withLock { state in
                 state.counters.misses[key.kind.index] += 1
-                state.counters.expirations[key.kind.index] += 1
-                if state.mutations == mutationsBefore { unlink(fileURL(diskKey).path) }
+                // One expiration per file: counted by whichever removal took it away (the index,
+                // built meanwhile, may hold the file too and remove it as expired later).
+                if state.mutations == mutationsBefore, unlink(fileURL(diskKey).path) == 0 {
+                    state.counters.expirations[key.kind.index] += 1
+                }
             }
             return nil
         case .damaged:

@@ -33,11 +33,11 @@ enum CLI {
         var environment = ProcessInfo.processInfo.environment
         for (k, v) in env { environment[k] = v }
         process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
+        let out = Pipe.closedOnExec()
+        let err = Pipe.closedOnExec()
         process.standardOutput = out
         process.standardError = err
-        let input = Pipe()
+        let input = Pipe.closedOnExec()
         process.standardInput = input
         try process.run()
         if let stdin { input.fileHandleForWriting.write(stdin) }
@@ -260,7 +260,7 @@ struct CLITests {
         var env = ProcessInfo.processInfo.environment
         env["COFFER_HOME"] = home.path
         process.environment = env
-        process.standardOutput = Pipe()
+        process.standardOutput = Pipe.closedOnExec()
         try process.run()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
@@ -291,9 +291,9 @@ struct CrashTests {
         let process = Process()
         process.executableURL = CLI.binary
         process.arguments = ["--store", store.path, "--raw-key", CLI.key, "wallet", "import", file.path]
-        let err = Pipe()
+        let err = Pipe.closedOnExec()
         process.standardError = err
-        process.standardOutput = Pipe()
+        process.standardOutput = Pipe.closedOnExec()
         try process.run()
         // Wait until the import is writing (its progress bar moved), then kill it outright.
         var seen = Data()
@@ -351,8 +351,8 @@ struct DeniableCLITests {
             let process = Process()
             process.executableURL = CLI.binary
             process.arguments = ["--store", store.path, "deniable", "lock"]
-            process.standardOutput = Pipe()
-            process.standardError = Pipe()
+            process.standardOutput = Pipe.closedOnExec()
+            process.standardError = Pipe.closedOnExec()
             try process.run()
             // A `deniable lock` run takes about 30 ms: kill it somewhere in there.
             usleep(useconds_t.random(in: 1_000...40_000))
@@ -373,8 +373,8 @@ struct InteropTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["bash", root.appendingPathComponent("Tests/Interop/run.sh").path, CLI.binary.path]
-        let out = Pipe()
-        let err = Pipe()
+        let out = Pipe.closedOnExec()
+        let err = Pipe.closedOnExec()
         process.standardOutput = out
         process.standardError = err
         try process.run()
@@ -426,8 +426,8 @@ struct AppDataCLITests {
             let process = Process()
             process.executableURL = CLI.binary
             process.arguments = ["--store", store.path, "db", "stats"]
-            process.standardOutput = Pipe()
-            process.standardError = Pipe()
+            process.standardOutput = Pipe.closedOnExec()
+            process.standardError = Pipe.closedOnExec()
             try process.run()
             usleep(delay)
             if process.isRunning { killedWhileRunning += 1 }
@@ -441,5 +441,21 @@ struct AppDataCLITests {
         #expect(try app.context.assets.allForOwner("owner-7").count == rows / 100)
         // Every stored owner id is lower-cased (queries normalise their argument, so read the rows).
         #expect(try app.pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM assets WHERE ownerId <> lower(ownerId)") } == 0)
+    }
+}
+
+extension Pipe {
+    /// A pipe whose two ends are closed in every child process that does not take them as its
+    /// standard input, output or error (`FD_CLOEXEC`; `Process` gives a child its own ends with
+    /// `dup2`, which clears the flag on the copy). Foundation's plain `Pipe()` ends are inherited by
+    /// every process spawned meanwhile: a child paused for a kill test then held another test's
+    /// write end open, and that test's `readDataToEndOfFile()` blocked a thread of the cooperative
+    /// pool until the pause ran out (about 60 s), stalling the whole suite.
+    static func closedOnExec() -> Pipe {
+        let pipe = Pipe()
+        for handle in [pipe.fileHandleForReading, pipe.fileHandleForWriting] {
+            _ = fcntl(handle.fileDescriptor, F_SETFD, fcntl(handle.fileDescriptor, F_GETFD) | FD_CLOEXEC)
+        }
+        return pipe
     }
 }

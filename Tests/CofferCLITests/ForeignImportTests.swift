@@ -19,8 +19,8 @@ enum ForeignStores {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["bash", root.appendingPathComponent("Tests/Interop/foreign.sh").path] + arguments
-        let out = Pipe()
-        let err = Pipe()
+        let out = Pipe.closedOnExec()
+        let err = Pipe.closedOnExec()
         process.standardOutput = out
         process.standardError = err
         try process.run()
@@ -457,9 +457,9 @@ struct ForeignImportInterruptTests {
                 "SOURCE_KEY",
             ]
             process.environment = ProcessInfo.processInfo.environment.merging(["COFFER_TEST_KEY": CLI.key, "SOURCE_KEY": key]) { $1 }
-            let err = Pipe()
+            let err = Pipe.closedOnExec()
             process.standardError = err
-            process.standardOutput = Pipe()
+            process.standardOutput = Pipe.closedOnExec()
             try process.run()
             // The progress line (reported inside the import's transaction, before its commit)
             // proves the kill lands mid-import.

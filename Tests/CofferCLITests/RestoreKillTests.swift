@@ -17,8 +17,8 @@ struct RestoreKillTests {
         process.executableURL = CLI.binary
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(env) { _, new in new }
-        process.standardOutput = Pipe()
-        process.standardError = Pipe()
+        process.standardOutput = Pipe.closedOnExec()
+        process.standardError = Pipe.closedOnExec()
         try process.run()
         var sawMarker = false
         for _ in 0..<20_000 where process.isRunning {
@@ -135,8 +135,8 @@ struct RestoreKillTests {
         process.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }.merging([
             "COFFER_TEST_PAUSE_AT": "restore-building", "COFFER_TEST_PAUSE_MS": "3000",
         ]) { $1 }
-        process.standardOutput = Pipe()
-        process.standardError = Pipe()
+        process.standardOutput = Pipe.closedOnExec()
+        process.standardError = Pipe.closedOnExec()
         try process.run()
         for _ in 0..<20_000 where process.isRunning && !FileManager.default.fileExists(atPath: temporary.path) { usleep(500) }
         #expect(process.isRunning && FileManager.default.fileExists(atPath: temporary.path))

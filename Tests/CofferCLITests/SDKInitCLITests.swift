@@ -27,10 +27,13 @@ struct SDKInitCLITests {
         FileManager.default.temporaryDirectory.appendingPathComponent("coffer-sdk-\(UUID().uuidString)", isDirectory: true)
     }
 
-    /// Starts `coffer sdk init` paused at `point` (for up to 60 s) and waits until it says so.
+    /// Starts `coffer sdk init` paused at `point` and waits until it says so. The pause lasts up
+    /// to 10 minutes: the test kills the child, and between the pause and the kill the test
+    /// awaits, which in the parallel suite can take a minute before a cooperative thread is free
+    /// (a 60 s pause ran out there and let the child finish before the kill).
     static func pausedInit(_ store: URL, at point: String) throws -> Child {
         let child = try ManyProcessesTests.start(
-            ["sdk", "init"], store: store, env: ["COFFER_TEST_PAUSE_AT": point, "COFFER_TEST_PAUSE_MS": "60000"])
+            ["sdk", "init"], store: store, env: ["COFFER_TEST_PAUSE_AT": point, "COFFER_TEST_PAUSE_MS": "600000"])
         ManyProcessesRaceTests.waitFor("test-pause: \(point)", in: [child])
         return child
     }

@@ -26,8 +26,8 @@ func runUnprivileged(_ args: [String], cwd: URL? = nil, env: [String: String] = 
     var environment = ProcessInfo.processInfo.environment
     for (k, v) in env { environment[k] = v }
     process.environment = environment
-    let out = Pipe()
-    let err = Pipe()
+    let out = Pipe.closedOnExec()
+    let err = Pipe.closedOnExec()
     process.standardOutput = out
     process.standardError = err
     process.standardInput = FileHandle.nullDevice

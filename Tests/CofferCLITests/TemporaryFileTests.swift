@@ -19,8 +19,8 @@ struct TemporaryFileTests {
         process.executableURL = CLI.binary
         process.arguments = arguments
         process.standardInput = try FileHandle(forReadingFrom: input)
-        process.standardOutput = Pipe()
-        process.standardError = Pipe()
+        process.standardOutput = Pipe.closedOnExec()
+        process.standardError = Pipe.closedOnExec()
         try process.run()
         var seen = false
         for _ in 0..<50_000 where process.isRunning {
@@ -94,8 +94,8 @@ struct TemporaryFileTests {
         process.environment = ProcessInfo.processInfo.environment.merging([
             "COFFER_TEST_PAUSE_AT": "deniable-ready", "COFFER_TEST_PAUSE_FILE": gate.path,
         ]) { $1 }
-        let errors = Pipe()
-        process.standardOutput = Pipe()
+        let errors = Pipe.closedOnExec()
+        process.standardOutput = Pipe.closedOnExec()
         process.standardError = errors
         try process.run()
         let marker = Data("test-pause: deniable-ready".utf8)
@@ -135,8 +135,8 @@ struct TemporaryFileTests {
         process.environment = ProcessInfo.processInfo.environment.merging([
             "K": CLI.key, "BP": "p", "COFFER_TEST_PAUSE_AT": "partial-created", "COFFER_TEST_PAUSE_FILE": gate.path,
         ]) { $1 }
-        let errors = Pipe()
-        process.standardOutput = Pipe()
+        let errors = Pipe.closedOnExec()
+        process.standardOutput = Pipe.closedOnExec()
         process.standardError = errors
         try process.run()
         let marker = Data("test-pause: partial-created".utf8)

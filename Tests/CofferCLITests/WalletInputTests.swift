@@ -15,8 +15,8 @@ func runRawArguments(_ shellArguments: String, store: URL) throws -> CLIResult {
     environment["STORE"] = store.path
     environment["K"] = CLI.key
     process.environment = environment
-    let out = Pipe()
-    let err = Pipe()
+    let out = Pipe.closedOnExec()
+    let err = Pipe.closedOnExec()
     process.standardOutput = out
     process.standardError = err
     try process.run()
