@@ -86,8 +86,10 @@ public struct CofferLocations: Sendable, Equatable {
     var resetItems: [URL] {
         let names = ["app.sqlite", "wallet.sqlite", ".wallet.sqlite.restoring"]
         let files = names.flatMap { name in ["", "-wal", "-shm", "-journal"].map { data.appendingPathComponent(name + $0) } }
-        // Lock files a process killed while creating or first opening left (they go when released).
-        let locks = [".wallet.sqlite.lock", ".app.sqlite.lock", ".sdk.lock"].map { data.appendingPathComponent($0) }
+        // A lock file a process killed while first opening left (it goes when released). The SDK's
+        // and the wallet creation's lock files are not here: reset holds them and removes them
+        // when done (unlinking a lock file another process holds would let a third take it anew).
+        let locks = [".app.sqlite.lock"].map { data.appendingPathComponent($0) }
         return files + locks + [
             secureFolder, deniableFolder, data.appendingPathComponent("deniable-dev-service", isDirectory: true),
             data.appendingPathComponent("demo", isDirectory: true), mediaCacheKeyFolder, mediaCacheFolder,
@@ -390,6 +392,26 @@ public final class CofferContainer: @unchecked Sendable {
     public static func reset(
         _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
         keychainService: String? = nil
+    ) throws {
+        // Under the SDK's lock and the wallet creation's lock (in the order SDK initialisation
+        // takes them): a reset never runs between an SDK initialisation's key and its wallet.
+        // The store folder's owner permissions come back first, so the lock files can be made there.
+        restoreOwnerPermissions(locations.data.path)
+        guard FileManager.default.fileExists(atPath: locations.data.path) else {
+            return try resetHoldingLocks(locations, secureStorage: secureStorage, keychainService: keychainService)
+        }
+        let failure = { (e: ProcessLockError) -> any Error in ContainerError.storage(e.message) }
+        let sdkLock = locations.data.appendingPathComponent(".sdk.lock").path
+        let walletLock = locations.data.appendingPathComponent("." + locations.wallet.lastPathComponent + ".lock").path
+        try ProcessLock.withLock(at: sdkLock, removeWhenDone: true, failure: failure) { () throws(any Error) in
+            try ProcessLock.withLock(at: walletLock, removeWhenDone: true, failure: failure) { () throws(any Error) in
+                try resetHoldingLocks(locations, secureStorage: secureStorage, keychainService: keychainService)
+            }
+        }
+    }
+
+    private static func resetHoldingLocks(
+        _ locations: CofferLocations, secureStorage: (any SecureStorage)?, keychainService: String?
     ) throws {
         var failures: [String] = []
         // A folder of Coffer's that its owner made unreadable (mode 000) cannot be emptied: the

@@ -35,7 +35,9 @@ public final class CofferSDK: Sendable {
     /// `secure` commands refuse it, and a fresh install keeps it only while the wallet is there.
     public static let walletKeyItem = "coffer.sdk.wallet-key"
 
-    /// The key is kept for this device only: it never travels in a device backup (a wallet
+    /// The key is kept for this device only: on Apple platforms it never travels in a device
+    /// backup; elsewhere its sealed file in the store's `secure` folder travels with a copy of
+    /// that folder, so protect such a copy like the key (a wallet
     /// restored onto another device without its key is refused as `SecureStorageError.keyLost(_:)`;
     /// move wallets with an encrypted backup instead).
     static let keyAccessibility = SecureAccessibility.afterFirstUnlockThisDeviceOnly
@@ -128,6 +130,12 @@ extension CofferContainer {
             wallet = try await Wallet.createProvisioned(at: walletURL, key: key, configuration: walletConfiguration)
         }
         do {
+            // The key must still be the stored one (nothing removed it while the wallet opened).
+            guard try await secure.load(CofferSDK.walletKeyItem) == stored else {
+                throw SecureStorageError.keyLost(
+                    "the secure item \(CofferSDK.walletKeyItem) was removed or replaced while the default wallet \(walletURL.path) was opened; initialise again (or reset the store)"
+                )
+            }
             // A wallet made by hand (or by an older release) at this place is provisioned now.
             var provisioning = try await wallet.provisionForSDK()
             if !walletExists {

@@ -77,6 +77,30 @@ struct SDKInitCLITests {
         #expect(again["created"] as? Bool == true && again["agentVerkey"] as? String != first["agentVerkey"] as? String)
     }
 
+    @Test(
+        "a reset from another process while sdk init is between its key and its wallet waits for it: the next sdk init gets a usable wallet"
+    )
+    func resetDuringInit() throws {
+        let store = Self.newFolder()
+        // Paused for 3 s after saving the key; the reset starts while it is paused there.
+        let child = try ManyProcessesTests.start(
+            ["sdk", "init"], store: store, env: ["COFFER_TEST_PAUSE_AT": "sdk-key-saved", "COFFER_TEST_PAUSE_MS": "3000"])
+        ManyProcessesRaceTests.waitFor("test-pause: sdk-key-saved", in: [child])
+        #expect(ManyProcessesRaceTests.stderr(child).contains("test-pause: sdk-key-saved"), "the pause was not reached")
+        #expect(child.process.isRunning, "sdk init finished before the reset started")
+        let reset = try CLI.run(["reset", "--yes"], store: store)
+        #expect(reset.status == 0, "\(reset.stderr)")
+        child.process.waitUntilExit()
+        #expect(child.process.terminationStatus == 0, "\(ManyProcessesRaceTests.stderr(child))")
+        // The reset ran after that init finished: nothing of it is left, and the next init makes a usable wallet.
+        #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("wallet.sqlite").path))
+        let again = try CLI.run(["sdk", "init"], store: store)
+        #expect(again.status == 0, "\(again.stderr)")
+        let third = try CLI.run(["sdk", "init"], store: store)
+        #expect(third.status == 0, "\(third.stderr)")
+        #expect(try Self.output(third.stdout)["created"] as? Bool == false)
+    }
+
     @Test("killed after saving the key and before making the wallet: the next run makes the wallet with that key")
     func killedBetweenKeyAndWallet() async throws {
         let store = Self.newFolder()
