@@ -132,6 +132,10 @@ public final class CofferContainer: @unchecked Sendable {
     private let baseSecure: any SecureStorage
     /// Whether the container closed, readable without the container (the secure wrapper holds it).
     private let closedFlag = ClosedFlag()
+
+    /// The secure store with the SDK wallet's key in reach (``secure`` refuses that item): for
+    /// ``initializeSDK(walletConfiguration:)`` only. Refuses every call once the container closed.
+    var sdkKeyStore: any SecureStorage { ClosableSecureStorage(baseSecure, isClosed: { [closedFlag] in closedFlag.isSet }) }
     /// The typed settings.
     public var settings: Settings { database.settings }
     /// One typed client per entity.
@@ -251,7 +255,8 @@ public final class CofferContainer: @unchecked Sendable {
         self.database = database
         self.cache = cache
         self.baseSecure = secure
-        self.secure = ClosableSecureStorage(secure, isClosed: { [closedFlag] in closedFlag.isSet })
+        self.secure = ClosableSecureStorage(
+            secure, reserved: [CofferSDK.walletKeyItem], isClosed: { [closedFlag] in closedFlag.isSet })
     }
 
     static func cacheEntries(_ settings: Settings) -> [MediaKind: Int] {

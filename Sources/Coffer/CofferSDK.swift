@@ -103,7 +103,7 @@ extension CofferContainer {
         defer { held.release() }
         let walletURL = locations.wallet
         let walletExists = FileManager.default.fileExists(atPath: walletURL.path)
-        var stored = try await secure.load(CofferSDK.walletKeyItem)
+        var stored = try await sdkKeyStore.load(CofferSDK.walletKeyItem)
         if let data = stored, data.count != 32 {
             throw SecureStorageError.corrupted(
                 "the secure item \(CofferSDK.walletKeyItem) holds \(data.count) bytes, not a 32-byte wallet key; reset the store to start over"
@@ -118,7 +118,7 @@ extension CofferContainer {
             // First run: the key is saved before the wallet is made, so a kill between the two
             // leaves a key and no wallet, and the next run makes the wallet with that key.
             let fresh = WalletKey.generateRawKey()
-            try await secure.save(fresh, for: CofferSDK.walletKeyItem, accessibility: CofferSDK.keyAccessibility)
+            try await sdkKeyStore.save(fresh, for: CofferSDK.walletKeyItem, accessibility: CofferSDK.keyAccessibility)
             TestPause.at("sdk-key-saved") // debug builds only: lets tests kill between the key and the wallet
             stored = fresh
         }
@@ -131,7 +131,7 @@ extension CofferContainer {
         }
         do {
             // The key must still be the stored one (nothing removed it while the wallet opened).
-            guard try await secure.load(CofferSDK.walletKeyItem) == stored else {
+            guard try await sdkKeyStore.load(CofferSDK.walletKeyItem) == stored else {
                 throw SecureStorageError.keyLost(
                     "the secure item \(CofferSDK.walletKeyItem) was removed or replaced while the default wallet \(walletURL.path) was opened; initialise again (or reset the store)"
                 )

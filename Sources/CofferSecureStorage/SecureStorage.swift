@@ -78,15 +78,22 @@ public protocol SecureStorage: Sendable {
 }
 
 /// Another secure store that refuses every call with ``SecureStorageError/closed`` once
-/// `isClosed` says so (a container's secure storage after the container closed).
+/// `isClosed` says so (a container's secure storage after the container closed), and keeps its
+/// reserved items out of reach: the items Coffer itself keeps in the same store (the SDK wallet's
+/// key) can be neither read, written nor deleted through it, are not listed, and survive
+/// ``deleteAll()``.
 public struct ClosableSecureStorage: SecureStorage {
     /// The store it forwards to while open.
     public let base: any SecureStorage
+    /// Names this view refuses (``SecureStorageError/invalidName(_:)``), hides from ``names()``
+    /// and keeps in ``deleteAll()``.
+    public let reserved: Set<String>
     private let isClosed: @Sendable () -> Bool
 
-    /// Forwards to `base` until `isClosed()` returns true.
-    public init(_ base: any SecureStorage, isClosed: @escaping @Sendable () -> Bool) {
+    /// Forwards to `base` until `isClosed()` returns true, refusing the `reserved` names.
+    public init(_ base: any SecureStorage, reserved: Set<String> = [], isClosed: @escaping @Sendable () -> Bool) {
         self.base = base
+        self.reserved = reserved
         self.isClosed = isClosed
     }
 
@@ -95,18 +102,32 @@ public struct ClosableSecureStorage: SecureStorage {
         return base
     }
 
+    private func open(for name: String) throws(SecureStorageError) -> any SecureStorage {
+        let store = try open()
+        if reserved.contains(name) {
+            throw .invalidName(
+                "\(name.debugDescription) is reserved: Coffer keeps it itself (the SDK wallet's key) and never hands it out; reset the store to remove it"
+            )
+        }
+        return store
+    }
+
     /// See ``SecureStorage/save(_:for:accessibility:)``.
     public func save(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError) {
-        try open().save(data, for: name, accessibility: accessibility)
+        try open(for: name).save(data, for: name, accessibility: accessibility)
     }
     /// See ``SecureStorage/load(_:)``.
-    public func load(_ name: String) throws(SecureStorageError) -> Data? { try open().load(name) }
+    public func load(_ name: String) throws(SecureStorageError) -> Data? { try open(for: name).load(name) }
     /// See ``SecureStorage/delete(_:)``.
-    public func delete(_ name: String) throws(SecureStorageError) { try open().delete(name) }
-    /// See ``SecureStorage/names()``.
-    public func names() throws(SecureStorageError) -> [String] { try open().names() }
-    /// See ``SecureStorage/deleteAll()``.
-    public func deleteAll() throws(SecureStorageError) { try open().deleteAll() }
+    public func delete(_ name: String) throws(SecureStorageError) { try open(for: name).delete(name) }
+    /// See ``SecureStorage/names()``; the reserved names are not listed.
+    public func names() throws(SecureStorageError) -> [String] { try open().names().filter { !reserved.contains($0) } }
+    /// See ``SecureStorage/deleteAll()``; the reserved items stay.
+    public func deleteAll() throws(SecureStorageError) {
+        let store = try open()
+        if reserved.isEmpty { return try store.deleteAll() }
+        for name in try store.names() where !reserved.contains(name) { try store.delete(name) }
+    }
     /// See ``SecureStorage/damagedItems()``.
     public func damagedItems() throws(SecureStorageError) -> [(file: String, reason: String)] { try open().damagedItems() }
 }

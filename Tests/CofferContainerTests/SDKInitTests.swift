@@ -147,7 +147,8 @@ struct SDKInitTests {
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: locations.appDatabase.path + suffix) }
         let second = try await CofferSDK.initialize(locations)
         #expect(!second.createdWallet && second.provisioning.agentVerkey == verkey)
-        #expect(try await second.container.secure.names() == [CofferSDK.walletKeyItem])
+        #expect(try await second.container.secure.names().isEmpty)
+        #expect(try await Self.secure(folder).names() == [CofferSDK.walletKeyItem])
         second.close()
         for suffix in ["", "-wal", "-shm"] {
             try? FileManager.default.removeItem(atPath: locations.appDatabase.path + suffix)
@@ -197,5 +198,37 @@ struct SDKInitTests {
         let sdk = try await CofferSDK.initialize(CofferLocations(store: containerFolder()))
         sdk.close()
         await #expect(throws: WalletError.self) { try await sdk.wallet.add(type: "t", id: "x", value: "v") }
+    }
+}
+
+@Suite("SDK initialisation: the wallet key is out of the app's reach")
+struct SDKKeyReservedTests {
+    @Test("the container's secure storage refuses to read, write or delete the SDK wallet's key, and does not list it")
+    func keyRefused() async throws {
+        let folder = containerFolder()
+        let sdk = try await CofferSDK.initialize(CofferLocations(store: folder))
+        defer { sdk.close() }
+        let secure = sdk.container.secure
+        await #expect(throws: SecureStorageError.self) { try await secure.load(CofferSDK.walletKeyItem) }
+        await #expect(throws: SecureStorageError.self) {
+            try await secure.save(Data(count: 32), for: CofferSDK.walletKeyItem, accessibility: .afterFirstUnlock)
+        }
+        await #expect(throws: SecureStorageError.self) { try await secure.delete(CofferSDK.walletKeyItem) }
+        #expect(try await !secure.names().contains(CofferSDK.walletKeyItem))
+        #expect(try await SDKInitTests.secure(folder).load(CofferSDK.walletKeyItem)?.count == 32)
+    }
+
+    @Test("deleteAll at logout removes the app's items and keeps the SDK wallet's key: the next initialisation opens the wallet")
+    func deleteAllKeepsKey() async throws {
+        let folder = containerFolder()
+        let first = try await CofferSDK.initialize(CofferLocations(store: folder))
+        try await first.container.secure.save(Data([1]), for: "token", accessibility: .afterFirstUnlock)
+        try await first.container.secure.deleteAll()
+        #expect(try await first.container.secure.names().isEmpty)
+        first.close()
+        let again = try await CofferSDK.initialize(CofferLocations(store: folder))
+        defer { again.close() }
+        #expect(!again.createdWallet)
+        #expect(again.provisioning.agentVerkey == first.provisioning.agentVerkey)
     }
 }
