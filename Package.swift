@@ -154,10 +154,13 @@ let package = Package(
         .testTarget(name: "CofferAPITests", dependencies: ["Coffer"]),
         .testTarget(name: "CofferMediaCacheTests", dependencies: ["CofferMediaCache", "CofferSync", "CofferSecureStorage"]),
         .testTarget(name: "CofferSecureStorageTests", dependencies: ["CofferSecureStorage"]),
-        .testTarget(name: "CofferContainerTests", dependencies: ["Coffer", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(
+            name: "CofferContainerTests", dependencies: ["Coffer", "CofferTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "CofferAppDataTests",
-            dependencies: ["CofferSettings", "CofferDatabase", "CofferSQLite", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "CofferSettings", "CofferDatabase", "CofferSQLite", "CofferTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             exclude: ["Fixtures"]
         ),
         .testTarget(

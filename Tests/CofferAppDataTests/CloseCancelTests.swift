@@ -3,25 +3,9 @@
 // throwing it; a cancelled task's call throws CancellationError before it reads or writes.
 import CofferDatabase
 import CofferSettings
+import CofferTestSupport
 import Foundation
 import Testing
-
-/// Runs `body` in a task cancelled before `body` starts; the error it threw, nil when none.
-func inCancelledTask(_ body: @escaping @Sendable () async throws -> Void) async -> (any Error)? {
-    await Task { () async -> (any Error)? in
-        withUnsafeCurrentTask { $0?.cancel() }
-        do {
-            try await body()
-            return nil
-        } catch {
-            return error
-        }
-    }.value
-}
-
-/// Calls the blocking form of a call from async code (where Swift picks the async form).
-@discardableResult
-func blocking<T>(_ body: () throws -> T) rethrows -> T { try body() }
 
 /// One public call of a module, run against an open store.
 struct StoreCall<Store: Sendable>: Sendable, CustomTestStringConvertible {

@@ -2,25 +2,9 @@
 // wallet) and the container itself: after close() every throwing call throws its module's
 // `closed`; a cancelled task's call throws CancellationError before it reads or writes.
 import Coffer
+import CofferTestSupport
 import Foundation
 import Testing
-
-/// Runs `body` in a task cancelled before `body` starts; the error it threw, nil when none.
-private func inCancelledTask(_ body: @escaping @Sendable () async throws -> Void) async -> (any Error)? {
-    await Task { () async -> (any Error)? in
-        withUnsafeCurrentTask { $0?.cancel() }
-        do {
-            try await body()
-            return nil
-        } catch {
-            return error
-        }
-    }.value
-}
-
-/// Calls the blocking form of a call from async code (where Swift picks the async form).
-@discardableResult
-private func blocking<T>(_ body: () throws -> T) rethrows -> T { try body() }
 
 /// A container with a wallet and one of each item, and the error its module throws once closed.
 struct OpenStores: Sendable {
