@@ -460,20 +460,21 @@ struct AssetClient: AssetClientType {
     }
 
     func clearLocalId(_ localId: String) throws -> Bool {
-        let cleared = try write(pool) { db in
-            try db.execute(sql: "UPDATE assets SET localId = NULL, fileSize = NULL WHERE localId = ?", arguments: [localId])
-            return db.changesCount > 0
-        }
-        if cleared { hooks.notify(MediaChanges(assetIds: [localId])) }
-        return cleared
+        try clearId(localId, sql: "UPDATE assets SET localId = NULL, fileSize = NULL WHERE localId = ?")
     }
 
     func clearRemoteId(_ remoteId: String) throws -> Bool {
+        try clearId(remoteId, sql: "UPDATE assets SET remoteId = NULL WHERE remoteId = ?")
+    }
+
+    /// Runs `sql` (an UPDATE clearing the column that holds `id`) in one transaction and tells the
+    /// observers of `id` when a row changed; returns whether one did.
+    private func clearId(_ id: String, sql: String) throws -> Bool {
         let cleared = try write(pool) { db in
-            try db.execute(sql: "UPDATE assets SET remoteId = NULL WHERE remoteId = ?", arguments: [remoteId])
+            try db.execute(sql: sql, arguments: [id])
             return db.changesCount > 0
         }
-        if cleared { hooks.notify(MediaChanges(assetIds: [remoteId])) }
+        if cleared { hooks.notify(MediaChanges(assetIds: [id])) }
         return cleared
     }
 
