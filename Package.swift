@@ -120,6 +120,9 @@ let package = Package(
                 "CofferMediaCache", "CofferSecureStorage", "CofferFileModes", .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Development code, in no library product: the development CoverDrop service, the CoverDrop
+        // vector checker and the seeded generator, for the `coffer` executable, its benchmarks and the tests.
+        .target(name: "CofferDevelopment", dependencies: ["CofferSync", "CofferCrypto", "CofferDeniable"]),
         // What the `coffer` executable and its benchmarks share (stderr output); in no product.
         .target(name: "CofferCLISupport", dependencies: ["CofferSync"]),
         // `coffer bench …`: the benchmarks, a library the executable registers; in no product.
@@ -129,6 +132,7 @@ let package = Package(
                 "Coffer",
                 "CofferSync",
                 "CofferCLISupport",
+                "CofferDevelopment",
                 // libsodium's C calls, the baseline `coffer bench sdk` compares wallet-held keys with.
                 "CSodium",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -142,6 +146,7 @@ let package = Package(
                 "Coffer",
                 "CofferBench",
                 "CofferCLISupport",
+                "CofferDevelopment",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -152,7 +157,8 @@ let package = Package(
         .testTarget(name: "CofferCryptoTests", dependencies: ["CofferCrypto"]),
         // An app's view: only `import Coffer`, from a main-actor view model.
         .testTarget(name: "CofferAPITests", dependencies: ["Coffer"]),
-        .testTarget(name: "CofferMediaCacheTests", dependencies: ["CofferMediaCache", "CofferSync", "CofferSecureStorage"]),
+        .testTarget(
+            name: "CofferMediaCacheTests", dependencies: ["CofferMediaCache", "CofferSync", "CofferSecureStorage", "CofferDevelopment"]),
         .testTarget(name: "CofferSecureStorageTests", dependencies: ["CofferSecureStorage"]),
         .testTarget(
             name: "CofferContainerTests", dependencies: ["Coffer", "CofferTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
@@ -171,21 +177,22 @@ let package = Package(
         ),
         .testTarget(
             name: "CofferDeniableTests",
-            dependencies: ["CofferDeniable", "CofferCrypto", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["CofferDeniable", "CofferDevelopment", "CofferCrypto", .product(name: "Crypto", package: "swift-crypto")],
             // CoverDrop's published test vectors and integration data (Apache-2.0; see NOTICE).
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "CofferCLITests",
             dependencies: [
-                "coffer", "CofferWallet", "CofferDatabase", "CofferSettings", "CofferDeniable", "CofferSync", "CofferSecureStorage",
+                "coffer", "CofferWallet", "CofferDatabase", "CofferSettings", "CofferDeniable", "CofferDevelopment", "CofferSync",
+                "CofferSecureStorage",
                 "CofferTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "CofferWalletTests",
             dependencies: [
-                "CofferWallet", "CofferSync", "CofferCrypto", "CofferSQLite", "CofferTestSupport",
+                "CofferWallet", "CofferSync", "CofferCrypto", "CofferSQLite", "CofferTestSupport", "CofferDevelopment",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             resources: [.copy("Fixtures")]

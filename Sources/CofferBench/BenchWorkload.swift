@@ -1,5 +1,6 @@
 // The records of `coffer bench wallet`, the same on every run.
 import Coffer
+import CofferDevelopment
 import CofferSync
 import Foundation
 

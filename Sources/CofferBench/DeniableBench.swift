@@ -2,6 +2,7 @@
 // the app-start routine costs (the queue rewrite on its own, and the whole start).
 import ArgumentParser
 import Coffer
+import CofferDevelopment
 import Foundation
 
 struct DeniableBench: AsyncParsableCommand {

@@ -3,24 +3,24 @@ import CofferCrypto
 import Foundation
 
 /// ``DurableFile`` with ``DeniableError/storage(_:)`` errors.
-enum AtomicFile {
+package enum AtomicFile {
     /// Replaces `url` with `bytes` atomically and durably (temporary file, fsync, rename, fsync folder).
-    static func write(_ bytes: UnsafeRawBufferPointer, to url: URL, permissions: mode_t = 0o600) throws(DeniableError) {
+    package static func write(_ bytes: UnsafeRawBufferPointer, to url: URL, permissions: mode_t = 0o600) throws(DeniableError) {
         do { try DurableFile.write(bytes, to: url, permissions: permissions) } catch { throw .storage(error.message) }
     }
 
     /// Replaces `url` with `data` atomically and durably.
-    static func write(_ data: Data, to url: URL, permissions: mode_t = 0o600) throws(DeniableError) {
+    package static func write(_ data: Data, to url: URL, permissions: mode_t = 0o600) throws(DeniableError) {
         do { try DurableFile.write(data, to: url, permissions: permissions) } catch { throw .storage(error.message) }
     }
 
     /// Reads a whole file; nil when it does not exist.
-    static func read(_ url: URL) throws(DeniableError) -> Data? {
+    package static func read(_ url: URL) throws(DeniableError) -> Data? {
         do { return try DurableFile.read(url) } catch { throw .storage(error.message) }
     }
 
     /// Creates `folder` (and its parents) with owner-only permissions when it is missing.
-    static func ensureFolder(_ folder: URL) throws(DeniableError) {
+    package static func ensureFolder(_ folder: URL) throws(DeniableError) {
         do { try DurableFile.ensureFolder(folder) } catch { throw .storage(error.message) }
     }
 }

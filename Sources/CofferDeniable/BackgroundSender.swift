@@ -7,7 +7,8 @@ import Logging
 
 /// Delivers one item of the sending queue to the service (CoverDrop's
 /// `POST /v1/user/messages`); network access is the app's business. An app implements it over
-/// its HTTP client; ``DevelopmentCoverNode`` implements it for the development service.
+/// its HTTP client; the development service (`DevelopmentCoverNode`, in the package's development
+/// target, not in a library product) implements it for the command line and the tests.
 public protocol DeniableTransport: Sendable {
     /// Sends one 773-byte queue item. Throwing leaves the item at the head of the queue, to be
     /// sent again at the next run.

@@ -255,7 +255,7 @@ public enum JournalistMessage: Sendable, Equatable {
         }
     }
 
-    static func checkID(_ id: String) throws(DeniableError) {
+    package static func checkID(_ id: String) throws(DeniableError) {
         let bytes = Array(id.utf8)
         guard !bytes.isEmpty, bytes.count <= CoverDropProtocol.maxJournalistIDBytes, bytes.allSatisfy({ $0 > 0 && $0 < 0x80 }),
             !id.contains("/"), !id.contains("\\")

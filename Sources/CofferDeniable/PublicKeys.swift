@@ -405,8 +405,8 @@ struct PublicKeyCache {
 }
 
 /// Lower-case hexadecimal, as CoverDrop's API writes keys and signatures.
-enum Hex {
-    static func encode(_ data: Data) -> String {
+package enum Hex {
+    package static func encode(_ data: Data) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(data.count * 2)
@@ -417,7 +417,7 @@ enum Hex {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func decode(_ text: String) -> Data? {
+    package static func decode(_ text: String) -> Data? {
         let chars = Array(text.utf8)
         guard chars.count % 2 == 0 else { return nil }
         func value(_ c: UInt8) -> UInt8? {
@@ -442,8 +442,8 @@ enum Hex {
 /// RFC 3339 times as CoverDrop's API writes them (`2023-10-04T19:06:46.887921Z`,
 /// `2023-02-24T13:37:42+00:00`): whole seconds parsed exactly (they are what is signed), the
 /// fraction (0–9 digits) kept apart.
-enum RFC3339 {
-    static func parse(_ text: String) -> (seconds: Int64, nanoseconds: Int)? {
+package enum RFC3339 {
+    package static func parse(_ text: String) -> (seconds: Int64, nanoseconds: Int)? {
         let c = Array(text.utf8)
         func number(_ at: Int, _ n: Int) -> Int? {
             guard at + n <= c.count else { return nil }

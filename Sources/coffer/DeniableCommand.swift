@@ -2,6 +2,7 @@
 // process, so a session lasts one command and ends (locks) when the process exits.
 import ArgumentParser
 import Coffer
+import CofferDevelopment
 import CofferSync
 import Foundation
 

@@ -1,6 +1,7 @@
 // CoverDrop's cadences (the defaults) against the seed's (a named configuration), and the
 // start routine's smaller promises.
 import CofferCrypto
+import CofferDevelopment
 import Foundation
 import Testing
 

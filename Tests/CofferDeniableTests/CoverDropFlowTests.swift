@@ -2,6 +2,7 @@
 // journalist read it; a reply or a handover → dead drop → unlock → mailbox; and stores made
 // before the formats changed.
 import CofferCrypto
+import CofferDevelopment
 import Foundation
 import GRDB
 import Testing

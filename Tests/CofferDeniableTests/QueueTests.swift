@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferDevelopment
 import Foundation
 import Testing
 

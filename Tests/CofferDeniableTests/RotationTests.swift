@@ -1,5 +1,6 @@
 // Key rotation: dead drops kept as received and verified at every read, several trust anchors.
 import CofferCrypto
+import CofferDevelopment
 import Foundation
 import Testing
 

@@ -1,5 +1,6 @@
 // Shared helpers: temporary folders, a settable clock, a counting secure element.
 import CofferCrypto
+import CofferDevelopment
 import Foundation
 
 @testable import CofferDeniable

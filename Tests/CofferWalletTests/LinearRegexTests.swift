@@ -1,3 +1,4 @@
+import CofferDevelopment
 import CofferSync
 import Foundation
 import Testing

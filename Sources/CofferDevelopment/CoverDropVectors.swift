@@ -2,7 +2,9 @@
 // implementation: boxes opened with the given secret keys and compared with the message,
 // signatures verified and reproduced (Ed25519 is deterministic), certificate data rebuilt, the
 // journalist dead drop opened as a CoverNode-to-journalist message and then as the user's message.
+
 import CofferCrypto
+import CofferDeniable
 import Foundation
 
 /// CoverDrop's cross-platform test vectors, checked group by group.

@@ -1,9 +1,12 @@
-import CofferCrypto
 // A development stand-in for a CoverDrop service (organisation, CoverNodes, journalists), for the
 // command line, tests and benchmarks — as CoverDrop has a dev environment. It speaks CoverDrop's
 // wire formats: the key bundle and dead-drop list in its API's JSON shape, user-to-CoverNode
 // messages opened as a CoverNode and a journalist open them, replies as journalist-to-user
-// TwoPartyBoxes in dead drops signed with CoverDrop's signature scheme.
+// TwoPartyBoxes in dead drops signed with CoverDrop's signature scheme. Development code: in no
+// library product.
+
+import CofferCrypto
+import CofferDeniable
 import CofferSync
 import Foundation
 

@@ -1,6 +1,6 @@
 // The package's one seeded random generator, for benchmarks that must make the same workload
 // every run and randomized tests that must replay a failure from its seed. Not for secrets:
-// those come from libsodium (`SecureRandom`).
+// those come from libsodium (`SecureRandom`). Development code: in no library product.
 
 /// SplitMix64: a small, fast, seeded generator (the same seed gives the same sequence).
 package struct SplitMix64: RandomNumberGenerator, Sendable {
