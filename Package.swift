@@ -152,14 +152,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Bounded waits the test targets share (an awaited event that never comes fails its test).
+        // What the test targets share: bounded waits (an awaited event that never comes fails its test),
+        // temporary folders removed when the test process exits, and one way to run a child process.
         .target(name: "CofferTestSupport", dependencies: ["CofferSync"], path: "Tests/CofferTestSupport"),
-        .testTarget(name: "CofferCryptoTests", dependencies: ["CofferCrypto"]),
-        // An app's view: only `import Coffer`, from a main-actor view model.
-        .testTarget(name: "CofferAPITests", dependencies: ["Coffer"]),
+        .testTarget(name: "CofferCryptoTests", dependencies: ["CofferCrypto", "CofferTestSupport"]),
+        // An app's view: only `import Coffer` (and the shared test helpers), from a main-actor view model.
+        .testTarget(name: "CofferAPITests", dependencies: ["Coffer", "CofferTestSupport"]),
         .testTarget(
-            name: "CofferMediaCacheTests", dependencies: ["CofferMediaCache", "CofferSync", "CofferSecureStorage", "CofferDevelopment"]),
-        .testTarget(name: "CofferSecureStorageTests", dependencies: ["CofferSecureStorage"]),
+            name: "CofferMediaCacheTests", dependencies: ["CofferMediaCache", "CofferSync", "CofferSecureStorage", "CofferDevelopment", "CofferTestSupport"]),
+        .testTarget(name: "CofferSecureStorageTests", dependencies: ["CofferSecureStorage", "CofferTestSupport"]),
         .testTarget(
             name: "CofferContainerTests", dependencies: ["Coffer", "CofferTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
@@ -171,13 +172,13 @@ let package = Package(
         ),
         .testTarget(
             name: "CofferStateMachinesTests",
-            dependencies: ["CofferStateMachines", "CofferWallet", "CofferCrypto"],
+            dependencies: ["CofferStateMachines", "CofferWallet", "CofferCrypto", "CofferTestSupport"],
             // Version-1 machine JSON (Coffer's earlier state numbers), read by the conversion tests.
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "CofferDeniableTests",
-            dependencies: ["CofferDeniable", "CofferDevelopment", "CofferCrypto", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["CofferDeniable", "CofferDevelopment", "CofferCrypto", "CofferTestSupport", .product(name: "Crypto", package: "swift-crypto")],
             // CoverDrop's published test vectors and integration data (Apache-2.0; see NOTICE).
             resources: [.copy("Fixtures")]
         ),

@@ -3,12 +3,13 @@
 // developer uses — async calls that leave the main actor free, Coffer's own observation types, a
 // clean close, Observation models, cancellation, identity-keeping upserts and the SDK's typed API.
 import Coffer
+import CofferTestSupport
 import Foundation
 import Testing
 
 /// Temporary store folders for one test.
 func scratchLocations() -> CofferLocations {
-    let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-api-\(UUID().uuidString)")
+    let root = TemporaryFolders.path("coffer-api")
     return CofferLocations(data: root.appendingPathComponent("data"), caches: root.appendingPathComponent("caches"))
 }
 

@@ -1,4 +1,5 @@
 import CofferSettings
+import CofferTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -270,7 +271,7 @@ struct AppDurabilityTests {
 struct FreshInstallRaceTests {
     @Test("of two opens that both found no file, only the one that records the first data version is a fresh install")
     func onlyOneFresh() throws {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-fresh-\(UUID().uuidString)/app.sqlite")
+        let url = TemporaryFolders.path("coffer-fresh").appendingPathComponent("app.sqlite")
         let first = try AppDatabase.open(at: url)
         defer { try? first.close() }
         #expect(first.isFreshInstall)
@@ -283,7 +284,7 @@ struct FreshInstallRaceTests {
 
     @Test("a store opened again is not a fresh install")
     func reopenNotFresh() throws {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-fresh-\(UUID().uuidString)/app.sqlite")
+        let url = TemporaryFolders.path("coffer-fresh").appendingPathComponent("app.sqlite")
         try AppDatabase.open(at: url).close()
         let again = try AppDatabase.open(at: url)
         defer { try? again.close() }

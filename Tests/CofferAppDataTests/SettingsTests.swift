@@ -1,3 +1,4 @@
+import CofferTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -6,9 +7,7 @@ import Testing
 @testable import CofferSettings
 
 func appFolder(_ name: String = #function) -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-app-\(name.filter(\.isLetter))-\(UUID().uuidString)")
-    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
+    TemporaryFolders.make("coffer-app-\(name.filter(\.isLetter))")
 }
 
 func openApp(_ folder: URL = appFolder()) throws -> AppDatabase {

@@ -1,5 +1,6 @@
 // `coffer wallet export` / `import-backup` (with their progress on stderr) and `coffer wallet key …`
 // driven through the built binary. Nothing here needs the network or PyPI.
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -30,7 +31,7 @@ func printedObject(_ r: CLIResult) throws -> [String: Any] {
 }
 
 func newStoreFolder() -> URL {
-    FileManager.default.temporaryDirectory.appendingPathComponent("coffer-cli-\(UUID().uuidString)")
+    TemporaryFolders.path("coffer-cli")
 }
 
 @Suite("coffer wallet export and import-backup")

@@ -1,6 +1,7 @@
 // The command line as a person meets it: usage errors name the command that failed, every
 // argument is described, each command shows only the options it uses, mistyped names get a
 // suggestion, numeric options state their range, and every mutating command prints JSON.
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 enum CommandTree {
     /// Every leaf command as its path after `coffer` (`["wallet", "add"]`), without the parser's `help`.
     static func leaves() throws -> [[String]] {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-tree-\(UUID().uuidString)")
+        let store = TemporaryFolders.path("coffer-tree")
         let r = try CLI.run(["--experimental-dump-help"], store: store)
         #expect(r.status == 0, "\(r.stderr)")
         let root = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
@@ -47,7 +48,7 @@ enum CommandTree {
 
 @Suite("coffer usage: errors, help, suggestions")
 struct CLIUsageTests {
-    let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-usage-\(UUID().uuidString)")
+    let store = TemporaryFolders.path("coffer-usage")
 
     @Test("a missing argument prints the failing subcommand's usage and the parser's hint, exit 2")
     func missingArgument() throws {
@@ -209,7 +210,7 @@ struct MutationOutputTests {
 
     @Test("settings, secure items, the cache and reset")
     func appCommands() throws {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-mutations-\(UUID().uuidString)")
+        let store = TemporaryFolders.path("coffer-mutations")
         #expect(
             try CLI.run(["settings", "set", "tilesPerRow", "6"], store: store).stdout
                 == #"{"set":{"name":"tilesPerRow","kind":"int","value":6}}"# + "\n")
@@ -234,7 +235,7 @@ struct MutationOutputTests {
 
     @Test("settings errors say what is wrong with the setting, on the same exit codes")
     func settingsErrors() throws {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-settings-errors-\(UUID().uuidString)")
+        let store = TemporaryFolders.path("coffer-settings-errors")
         let missing = try CLI.run(["settings", "get", "noSuchSetting"], store: store)
         #expect(missing.status == 1)
         #expect(missing.stderr.hasPrefix(#"error: not found: setting "noSuchSetting" is not set"#), "\(missing.stderr)")
@@ -246,7 +247,7 @@ struct MutationOutputTests {
 
     @Test("the demo prints its data as JSON, never as Swift dictionaries")
     func demoJSON() throws {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-demo-json-\(UUID().uuidString)")
+        let store = TemporaryFolders.path("coffer-demo-json")
         let r = try CLI.run(["demo"], store: store)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.range(of: #"\["[^"]*": "#, options: .regularExpression) == nil, "a Swift dictionary in:\n\(r.stdout)")

@@ -1,11 +1,12 @@
 // `coffer cache|cleanup|reset|secure` as other tools drive them.
 import CofferDatabase
 import CofferSettings
+import CofferTestSupport
 import Foundation
 import Testing
 
 func emptyStore() -> URL {
-    FileManager.default.temporaryDirectory.appendingPathComponent("coffer-cli-\(UUID().uuidString)")
+    TemporaryFolders.path("coffer-cli")
 }
 
 func jsonObject(_ text: String) throws -> [String: Any] {

@@ -1,5 +1,6 @@
 // `coffer deniable check-vectors` and the README's walk-through over CoverDrop's formats, run as
 // separate processes.
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -14,7 +15,7 @@ func parsedObject(_ text: String) -> [String: Any]? {
 
 @Suite("coffer deniable check-vectors")
 struct CheckVectorsCLITests {
-    let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-vectors-cli-\(UUID().uuidString)")
+    let store = TemporaryFolders.path("coffer-vectors-cli")
 
     @Test("CoverDrop's published vectors pass: one JSON object, a field per group, exit 0")
     func published() throws {
@@ -28,7 +29,7 @@ struct CheckVectorsCLITests {
 
     @Test("a tampered box exits 5 and names the failing group; absent groups are skipped")
     func tampered() throws {
-        let copy = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-vectors-\(UUID().uuidString)")
+        let copy = TemporaryFolders.path("coffer-vectors")
         try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
         for group in ["anonymous_box", "signature"] {
             try FileManager.default.copyItem(at: coverDropVectors.appendingPathComponent(group), to: copy.appendingPathComponent(group))
@@ -57,7 +58,7 @@ struct CheckVectorsCLITests {
 struct CoverDropWalkthroughTests {
     @Test("init, send, dequeue, reply, handover, unlock: every message crosses in CoverDrop's formats, each command its own process")
     func walkthrough() throws {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-walkthrough-\(UUID().uuidString)")
+        let store = TemporaryFolders.path("coffer-walkthrough")
         let started = try CLI.run(["deniable", "start"], store: store)
         #expect(started.status == 0, "\(started.stderr)")
         let created = try CLI.run(["deniable", "init"], store: store)
@@ -94,7 +95,7 @@ struct CoverDropWalkthroughTests {
 struct BackgroundCLITests {
     @Test("each run is its own process: 2 items per run, at most hourly (--now), the message delivered, a bad time exit 2")
     func schedule() throws {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-background-cli-\(UUID().uuidString)")
+        let store = TemporaryFolders.path("coffer-background-cli")
         func background(_ now: String) throws -> [String: Any] {
             let r = try CLI.run(["deniable", "background", "--now", now], store: store)
             #expect(r.status == 0, "\(r.stderr)")

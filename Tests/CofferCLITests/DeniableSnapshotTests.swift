@@ -3,6 +3,7 @@ import CofferCrypto
 // them also used, each copied before and after, and the copies compared file by file.
 import CofferDeniable
 import CofferDevelopment
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -106,7 +107,7 @@ final class SharedClock: @unchecked Sendable {
 
 /// Two installs of one app against one development service: `plain` never uses the feature.
 struct TwoStores {
-    let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-deniable-snapshot-\(UUID().uuidString)")
+    let root = TemporaryFolders.path("coffer-deniable-snapshot")
     let clock = SharedClock()
     let configuration: DeniableConfiguration = {
         var c = DeniableConfiguration()
@@ -253,7 +254,7 @@ struct DeniableSnapshotTests {
 
     @Test("through the CLI: start, init, send, dequeue, background and status change both stores the same way and log nothing at info")
     func cliSchedule() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-deniable-cli-snapshot-\(UUID().uuidString)")
+        let root = TemporaryFolders.path("coffer-deniable-cli-snapshot")
         let service = root.appendingPathComponent("service").path
         let user = root.appendingPathComponent("user")
         let plain = root.appendingPathComponent("plain")
@@ -292,7 +293,7 @@ struct DeniableSnapshotTests {
     @Test("init succeeds on a store whose vault was truncated, and on one whose secure-element key was deleted")
     func initRepairs() throws {
         for damage in ["truncate vault", "delete key", "garbage queue", "garbage dead drops"] {
-            let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-deniable-repair-\(UUID().uuidString)")
+            let store = TemporaryFolders.path("coffer-deniable-repair")
             let folder = store.appendingPathComponent("deniable")
             #expect(try CLI.run(["deniable", "init"], store: store).status == 0)
             switch damage {
@@ -315,7 +316,7 @@ struct DeniableSnapshotTests {
 
     @Test("every deniable file is 0600 and the folder 0700, also when the folder or a file was wider")
     func modes() throws {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-deniable-modes-\(UUID().uuidString)")
+        let store = TemporaryFolders.path("coffer-deniable-modes")
         let folder = store.appendingPathComponent("deniable")
         #expect(try CLI.run(["deniable", "start"], store: store).status == 0)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)

@@ -3,6 +3,7 @@
 // upstream libindy fixture. Everything is driven through the `coffer` binary and read back
 // through the wallet API.
 import CofferSync
+import CofferTestSupport
 import CofferWallet
 import Foundation
 import GRDB
@@ -14,25 +15,16 @@ enum ForeignStores {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    /// Runs foreign.sh with `arguments`; false (after saying why) when PyPI cannot be reached.
+    /// Runs foreign.sh with `arguments`: true when it made the stores, false (a recorded failure)
+    /// when it failed. When PyPI cannot be reached the test is cancelled, which Swift Testing
+    /// reports as skipped with the script's reason (not as a pass).
     static func make(_ arguments: [String]) throws -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["bash", root.appendingPathComponent("Tests/Interop/foreign.sh").path] + arguments
-        let out = Pipe.closedOnExec()
-        let err = Pipe.closedOnExec()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let o = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let e = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        if o.hasPrefix("SKIP:") {
-            print("foreign import test skipped — \(o.trimmingCharacters(in: .whitespacesAndNewlines))")
-            return false
-        }
-        #expect(process.terminationStatus == 0 && o.contains("stores ok"), "\(o)\(e)")
-        return process.terminationStatus == 0
+        let r = try runProcess(
+            URL(fileURLWithPath: "/usr/bin/env"), ["bash", root.appendingPathComponent("Tests/Interop/foreign.sh").path] + arguments,
+            within: .seconds(900))  // a first run installs from PyPI (venv.sh gives pip up to 600 s)
+        try skipWhenOffline(r)
+        #expect(r.status == 0 && r.stdout.contains("stores ok"), "\(r.stdout)\(r.stderr)")
+        return r.status == 0
     }
 
     /// Askar's upstream libindy fixture, copied into a fresh folder (a reader of a WAL-mode
@@ -43,11 +35,7 @@ enum ForeignStores {
         return copy
     }
 
-    static func folder() -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-foreign-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        return dir
-    }
+    static func folder() -> URL { TemporaryFolders.make("coffer-foreign") }
 
     static func json(_ url: URL) throws -> [String: Any] {
         try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as! [String: Any]

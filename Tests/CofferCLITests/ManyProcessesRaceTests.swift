@@ -3,6 +3,7 @@
 // into one empty store, and first opens of a new store. Each test proves its race window was
 // hit: a debug build's test pause (COFFER_TEST_PAUSE_AT, see CofferSync.TestPause) holds a
 // process at the point that matters, and the test waits until it reports it is there.
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -94,7 +95,7 @@ struct ManyProcessesRaceTests {
         #expect(export.status == 0, "\(export.stderr)")
         var allRacing = 0
         for round in 0..<3 {
-            let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-restore-race-\(UUID().uuidString)")
+            let store = TemporaryFolders.path("coffer-restore-race")
             let env = [
                 "COFFER_TEST_KEY": CLI.key, "BP": "backup pass", "COFFER_TEST_PAUSE_AT": "restore-starting", "COFFER_TEST_PAUSE_MS": "700",
             ]
@@ -130,7 +131,7 @@ struct ManyProcessesRaceTests {
     func concurrentFirstOpens() throws {
         var allRacing = 0
         for round in 0..<2 {
-            let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-first-open-\(UUID().uuidString)")
+            let store = TemporaryFolders.path("coffer-first-open")
             // Held until one moment, so all of them go on migrating at once.
             let until = Int64(Date().timeIntervalSince1970 * 1000) + 4_000
             let env = ["COFFER_TEST_PAUSE_AT": "app-database-migrating", "COFFER_TEST_PAUSE_UNTIL": "\(until)"]
@@ -171,7 +172,7 @@ struct ManyProcessesRaceTests {
     /// until all are there, lets them go at once, and waits for them. Returns the children and
     /// whether all were held together (the window).
     static func releasedTogether(_ commands: [[String]], store: URL, env: [String: String]) throws -> ([Child], Bool) {
-        let gate = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-gate-\(UUID().uuidString)")
+        let gate = TemporaryFolders.path("coffer-gate")
         let held = env.merging(["COFFER_TEST_PAUSE_AT": "deniable-ready", "COFFER_TEST_PAUSE_FILE": gate.path]) { $1 }
         let children = try commands.map { try Self.start($0, store: store, env: held) }
         Self.waitFor("test-pause: deniable-ready", in: children)
@@ -184,7 +185,7 @@ struct ManyProcessesRaceTests {
 
     @Test("6 deniable sends at once all land; dequeues racing sends each take a different message and none comes back")
     func deniableSendsAndDequeues() throws {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-deniable-race-\(UUID().uuidString)")
+        let store = TemporaryFolders.path("coffer-deniable-race")
         #expect(try CLI.run(["deniable", "start"], store: store).status == 0)
         let created = try CLI.run(["deniable", "init"], store: store)
         let passphrase = try #require(parsedObject(created.stdout)?["passphrase"] as? String, "\(created.stderr)")

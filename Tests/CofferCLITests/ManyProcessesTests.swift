@@ -1,5 +1,6 @@
 // Many `coffer` processes on one store at the same moment, as an app, its extensions and scripts
 // would: none fails, nothing is lost, the cache's limits hold.
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -20,7 +21,7 @@ struct ManyProcessesTests {
         var environment = ProcessInfo.processInfo.environment
         for (k, v) in env { environment[k] = v }
         process.environment = environment
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-child-\(UUID().uuidString)")
+        let base = TemporaryFolders.path("coffer-child")
         let out = base.appendingPathExtension("out")
         let err = base.appendingPathExtension("err")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
@@ -35,10 +36,10 @@ struct ManyProcessesTests {
     @Test(
         "56 processes writing settings, assets, secure items and cache entries at once: none fails, nothing is lost, the cache limit holds")
     func manyWriters() throws {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-many-\(UUID().uuidString)")
+        let store = TemporaryFolders.path("coffer-many")
         // The store exists (an installed app), with a small thumbnail limit to press on.
         #expect(try CLI.run(["settings", "set", "thumbnailCacheSize", "5"], store: store).status == 0)
-        let picture = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-many-\(UUID().uuidString).jpg")
+        let picture = TemporaryFolders.path("coffer-many").appendingPathExtension("jpg")
         try Data(repeating: 5, count: 4_000).write(to: picture)
 
         let count = 56
@@ -76,7 +77,7 @@ struct ManyProcessesTests {
 
     @Test("40 processes setting one key at once all succeed, and the stored value is one of theirs")
     func oneKeyManyWriters() throws {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-many-\(UUID().uuidString)")
+        let store = TemporaryFolders.path("coffer-many")
         #expect(try CLI.run(["settings", "list"], store: store).status == 0)
         let children = try (1...40).map { try Self.start(["settings", "set", "tilesPerRow", "\($0)"], store: store) }
         for child in children { child.process.waitUntilExit() }

@@ -1,5 +1,6 @@
 // `coffer reset --yes` works on a store in any state, without opening it, removes every file
 // Coffer wrote and nothing else, and the next run is a fresh install.
+import CofferTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -14,7 +15,7 @@ struct ResetTests {
         let secure = try CLI.run(["secure", "set", "accessToken", "--value-env", "V"], store: store, env: ["V": "secret"])
         #expect(secure.status == 0, "\(secure.stderr)")
         #expect(try CLI.run(["deniable", "start"], store: store).status == 0)
-        let picture = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-reset-\(UUID().uuidString).jpg")
+        let picture = TemporaryFolders.path("coffer-reset").appendingPathExtension("jpg")
         try Data(repeating: 7, count: 1_000).write(to: picture)
         let put = try CLI.run(["cache", "put", "thumbnail", "k", picture.path], store: store)
         #expect(put.status == 0, "\(put.stderr)")
@@ -84,7 +85,7 @@ struct ResetTests {
 
     @Test("resetting a store folder that does not exist succeeds and creates nothing")
     func storeMissing() throws {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-reset-none-\(UUID().uuidString)")
+        let store = TemporaryFolders.path("coffer-reset-none")
         let reset = try CLI.run(["reset", "--yes"], store: store)
         #expect(reset.status == 0, "\(reset.stderr)")
         #expect(!FileManager.default.fileExists(atPath: store.path))

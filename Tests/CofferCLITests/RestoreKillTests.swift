@@ -1,6 +1,7 @@
 import CofferCrypto
 // A restore killed with SIGKILL in the middle leaves no wallet behind, and the next restore
 // succeeds: the kill is proven to land mid-restore by the temporary wallet being there.
+import CofferTestSupport
 import CofferWallet
 import Foundation
 import Testing
@@ -37,7 +38,7 @@ struct RestoreKillTests {
 
     @Test("killed mid-restore: no wallet at the target, and running the restore again succeeds with every record")
     func killedRestore() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-restore-kill-\(UUID().uuidString)")
+        let root = TemporaryFolders.path("coffer-restore-kill")
         var config = Wallet.Configuration()
         config.passphraseParameters = .minimum
         let source = try await Wallet.create(
@@ -169,7 +170,7 @@ struct RestoreKillTests {
 
     @Test("killed mid-export: the older backup at the target stays as it was, and the next export succeeds and leaves no partial file")
     func killedExport() async throws {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-export-kill-\(UUID().uuidString)")
+        let store = TemporaryFolders.path("coffer-export-kill")
         var config = Wallet.Configuration()
         config.passphraseParameters = .minimum
         let key = Data(base64Encoded: CLI.key)!
@@ -208,7 +209,7 @@ struct RestoreKillTests {
             store: store, env: env)
         #expect(exported.status == 0, "\(exported.stderr)")
         #expect(!FileManager.default.fileExists(atPath: partial.path))
-        let restoredStore = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-export-kill-\(UUID().uuidString)")
+        let restoredStore = TemporaryFolders.path("coffer-export-kill")
         let restored = try CLI.run(
             ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"],
             store: restoredStore, env: env)

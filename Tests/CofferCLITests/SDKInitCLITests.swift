@@ -4,6 +4,7 @@
 // build's test pause (COFFER_TEST_PAUSE_AT, see CofferSync.TestPause): the test waits until the
 // child reports it is there and checks the files before killing it.
 import CofferSecureStorage
+import CofferTestSupport
 import CofferWallet
 import Foundation
 import Testing
@@ -24,7 +25,7 @@ struct SDKInitCLITests {
     }
 
     static func newFolder() -> URL {
-        FileManager.default.temporaryDirectory.appendingPathComponent("coffer-sdk-\(UUID().uuidString)", isDirectory: true)
+        TemporaryFolders.path("coffer-sdk")
     }
 
     /// Starts `coffer sdk init` paused at `point` and waits until it says so. The pause lasts up

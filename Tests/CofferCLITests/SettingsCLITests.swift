@@ -1,5 +1,6 @@
 // `coffer settings`: the catalogue is the law — declared kinds, enum values, reserved keys,
 // positive cache sizes — and `get` prints value, default and set, with mismatches reported.
+import CofferTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -7,7 +8,7 @@ import Testing
 @Suite("coffer settings: the catalogue is the law")
 struct SettingsCLITests {
     func store() throws -> URL {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-settings-\(UUID().uuidString)")
+        let store = TemporaryFolders.path("coffer-settings")
         #expect(try CLI.run(["settings", "list"], store: store).status == 0)
         return store
     }
@@ -95,7 +96,7 @@ struct SettingsCLITests {
 @Suite("coffer secure: failures per item, a lost key")
 struct SecureCLITests {
     func storeWithItems() throws -> URL {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-secure-cli-\(UUID().uuidString)")
+        let store = TemporaryFolders.path("coffer-secure-cli")
         for name in ["a", "b"] {
             let r = try CLI.run(["secure", "set", name, "--value-env", "V"], store: store, env: ["V": "value-\(name)"])
             #expect(r.status == 0, "\(r.stderr)")

@@ -2,6 +2,7 @@
 // unreadable, symbolic links at the database and key paths, damaged key files, missing input
 // files, and a user setting without its optional field.
 import CofferSettings
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -14,29 +15,12 @@ import Darwin
 /// Runs `coffer` as an unprivileged user: as `nobody` through `setpriv` when the tests run as
 /// root (whom file modes do not stop), else as the current user. `cwd`: the working folder.
 func runUnprivileged(_ args: [String], cwd: URL? = nil, env: [String: String] = [:]) throws -> CLIResult {
-    let process = Process()
     if getuid() == 0 {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", unprivilegedBinary.path] + args
-    } else {
-        process.executableURL = CLI.binary
-        process.arguments = args
+        return try runProcess(
+            URL(fileURLWithPath: "/usr/bin/setpriv"), ["--reuid=65534", "--regid=65534", "--clear-groups", unprivilegedBinary.path] + args,
+            environment: env, currentDirectory: cwd)
     }
-    if let cwd { process.currentDirectoryURL = cwd }
-    var environment = ProcessInfo.processInfo.environment
-    for (k, v) in env { environment[k] = v }
-    process.environment = environment
-    let out = Pipe.closedOnExec()
-    let err = Pipe.closedOnExec()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let o = out.fileHandleForReading.readDataToEndOfFile()
-    let e = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return CLIResult(
-        status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    return try runProcess(CLI.binary, args, environment: env, currentDirectory: cwd)
 }
 
 /// The `coffer` binary as the unprivileged user can run it: a copy, with the resource bundles
@@ -45,7 +29,7 @@ func runUnprivileged(_ args: [String], cwd: URL? = nil, env: [String: String] = 
 /// process run as another user and stops it.
 let unprivilegedBinary: URL = {
     let fm = FileManager.default
-    let folder = fm.temporaryDirectory.appendingPathComponent("coffer-unprivileged-bin-\(UUID().uuidString)")
+    let folder = TemporaryFolders.path("coffer-unprivileged-bin")
     do {
         try fm.createDirectory(at: folder, withIntermediateDirectories: true)
         _ = chmod(folder.path, 0o755)
@@ -61,7 +45,7 @@ let unprivilegedBinary: URL = {
 
 /// A fresh folder the unprivileged user of ``runUnprivileged(_:cwd:env:)`` owns.
 func unprivilegedFolder() throws -> URL {
-    let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-unprivileged-\(UUID().uuidString)")
+    let root = TemporaryFolders.path("coffer-unprivileged")
     try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
     if getuid() == 0 { #expect(chown(root.path, 65534, 65534) == 0) }
     return root
@@ -131,7 +115,7 @@ struct StoreEdgeCaseTests {
     func databaseSymlinks() throws {
         for dangling in [true, false] {
             let store = try CLI.newStore()
-            let elsewhere = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-link-target-\(UUID().uuidString)")
+            let elsewhere = TemporaryFolders.path("coffer-link-target")
             try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
             let walletTarget = elsewhere.appendingPathComponent("wallet.sqlite")
             let appTarget = elsewhere.appendingPathComponent("app.sqlite")
@@ -171,7 +155,7 @@ struct StoreEdgeCaseTests {
         ]
         for args in commands {
             let target =
-                args.contains("import-backup") ? FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString) : store
+                args.contains("import-backup") ? TemporaryFolders.path("backup") : store
             let r = try CLI.run(args, store: target, env: ["K": CLI.key])
             #expect(r.status == 2 && r.stderr.contains("no-such-file"), "\(args): \(r.status) \(r.stderr)")
         }

@@ -3,6 +3,7 @@ import CofferCrypto
 // that wrote them. The permissive umask is set in child processes only (tests run in parallel
 // in this one, and the umask is per process).
 import CofferDatabase
+import CofferTestSupport
 import CofferWallet
 import Foundation
 import GRDB
@@ -17,24 +18,9 @@ import Darwin
 /// Runs the `coffer` binary in a child shell whose umask is 000 (files 0666, folders 0777 unless
 /// the code sets their modes itself).
 func runUnderUmask000(_ args: [String], store: URL, env: [String: String] = [:]) throws -> CLIResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/bash")
-    process.arguments = ["-c", #"umask 000; exec "$COFFER" "$@""#, "bash", "--store", store.path] + args
-    var environment = ProcessInfo.processInfo.environment
-    environment["COFFER"] = CLI.binary.path
-    for (k, v) in env { environment[k] = v }
-    process.environment = environment
-    let out = Pipe.closedOnExec()
-    let err = Pipe.closedOnExec()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let o = out.fileHandleForReading.readDataToEndOfFile()
-    let e = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return CLIResult(
-        status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    try runProcess(
+        URL(fileURLWithPath: "/bin/bash"), ["-c", #"umask 000; exec "$COFFER" "$@""#, "bash", "--store", store.path] + args,
+        environment: env.merging(["COFFER": CLI.binary.path]) { old, _ in old })
 }
 
 /// The permission bits (`st_mode & 0777`) of `path`, not following a final symbolic link.
@@ -69,7 +55,7 @@ struct StoreModesTests {
     @Test("a store written under umask 000 (wallet, app database, cache, secure items, deniable) has only 0600 files and 0700 folders")
     func wholeStoreUnderPermissiveUmask() throws {
         let store = emptyStore()
-        let image = FileManager.default.temporaryDirectory.appendingPathComponent("img-\(UUID().uuidString)")
+        let image = TemporaryFolders.path("img")
         try Data(repeating: 0x41, count: 2_000).write(to: image)
         defer { try? FileManager.default.removeItem(at: image) }
         let keyEnv = ["COFFER_TEST_KEY": CLI.key]

@@ -1,6 +1,7 @@
 // No temporary file outlives its write: a write killed with SIGKILL between creating its
 // temporary file and renaming it leaves the file behind, and the next open of that store removes
 // it — `secure delete` and `deniable init` leave nothing that opens.
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -39,7 +40,7 @@ struct TemporaryFileTests {
     /// A store holding the item "warm" and the sealed temporary copy of "big" that a `secure set`
     /// killed while its temporary file existed left behind (the kill proven to land there).
     static func storeWithKilledSecureSet(_ name: String, fill: UInt8) throws -> (store: URL, items: URL) {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-tmp-\(name)-\(UUID().uuidString)")
+        let store = TemporaryFolders.path("coffer-tmp-\(name)")
         let items = store.appendingPathComponent("secure/items")
         // The key exists first, so the kill lands in the item's write.
         #expect(try CLI.run(["secure", "set", "warm", "--value-env", "V"], store: store, env: ["V": "w"]).status == 0)
@@ -80,14 +81,14 @@ struct TemporaryFileTests {
 
     @Test("deniable init itself removes a temporary vault that appears after the store was opened, so the old passphrase opens nothing")
     func deniableInitSweeps() throws {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-tmp-deniable-\(UUID().uuidString)")
+        let store = TemporaryFolders.path("coffer-tmp-deniable")
         let folder = store.appendingPathComponent("deniable")
         let first = try CLI.run(["deniable", "init"], store: store)
         #expect(first.status == 0)
         let old = (try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any])?["passphrase"] as? String ?? ""
         // Held after the store's open (whose sweep has run) and before the vault is replaced; the
         // leftover is planted then, so only the sweep in the vault's replacement can remove it.
-        let gate = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-gate-\(UUID().uuidString)")
+        let gate = TemporaryFolders.path("coffer-gate")
         let process = Process()
         process.executableURL = CLI.binary
         process.arguments = ["--store", store.path, "deniable", "init"]
@@ -125,7 +126,7 @@ struct TemporaryFileTests {
         #expect(try CLI.wallet(["add", "t", "1", "v"], store: store).status == 0)
         let target = store.appendingPathComponent("b.cfb")
         let partial = store.appendingPathComponent(".b.cfb.partial")
-        let gate = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-gate-\(UUID().uuidString)")
+        let gate = TemporaryFolders.path("coffer-gate")
         let process = Process()
         process.executableURL = CLI.binary
         process.arguments = [

@@ -1,5 +1,6 @@
 // Wallet input from files, standard input and the environment; UTF-8 checked, never repaired;
 // nothing overwritten; progress lines that end before an error.
+import CofferTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -7,30 +8,15 @@ import Testing
 /// Runs `coffer` through bash, so that arguments can hold bytes that are not UTF-8 (Process
 /// takes Swift strings, which cannot).
 func runRawArguments(_ shellArguments: String, store: URL) throws -> CLIResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/bash")
-    process.arguments = ["-c", "exec \"$COFFER\" --store \"$STORE\" --raw-key-env K " + shellArguments]
-    var environment = ProcessInfo.processInfo.environment
-    environment["COFFER"] = CLI.binary.path
-    environment["STORE"] = store.path
-    environment["K"] = CLI.key
-    process.environment = environment
-    let out = Pipe.closedOnExec()
-    let err = Pipe.closedOnExec()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let o = out.fileHandleForReading.readDataToEndOfFile()
-    let e = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return CLIResult(
-        status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    try runProcess(
+        URL(fileURLWithPath: "/bin/bash"), ["-c", "exec \"$COFFER\" --store \"$STORE\" --raw-key-env K " + shellArguments],
+        environment: ["COFFER": CLI.binary.path, "STORE": store.path, "K": CLI.key])
 }
 
 @Suite("coffer wallet input")
 struct WalletInputTests {
     func temporaryFile(_ contents: Data, mode: Int = 0o600) throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-input-\(UUID().uuidString)")
+        let url = TemporaryFolders.path("coffer-input")
         try contents.write(to: url)
         try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: url.path)
         return url
@@ -123,20 +109,17 @@ struct WalletInputTests {
 
     @Test("create refuses any existing file; a file that is not a wallet is corrupted and left as it was")
     func nothingOverwritten() throws {
-        let sqlite = FileManager.default.temporaryDirectory.appendingPathComponent("other-\(UUID().uuidString).sqlite")
-        let make = Process()
-        make.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        make.arguments = [
-            "python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table x(y)'); c.commit()", sqlite.path,
-        ]
-        try make.run()
-        make.waitUntilExit()
+        let sqlite = TemporaryFolders.path("other").appendingPathExtension("sqlite")
+        let made = try runProcess(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table x(y)'); c.commit()", sqlite.path])
+        #expect(made.status == 0, "\(made.stderr)")
         let contents: [(String, Data)] = [
             ("empty", Data()), ("one byte", Data([0])), ("garbage", Data(repeating: 0x41, count: 5000)),
             ("another SQLite database", try Data(contentsOf: sqlite)),
         ]
         for (label, bytes) in contents {
-            let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-overwrite-\(UUID().uuidString)")
+            let store = TemporaryFolders.path("coffer-overwrite")
             try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
             let file = store.appendingPathComponent("wallet.sqlite")
             try bytes.write(to: file)

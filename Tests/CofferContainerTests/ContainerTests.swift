@@ -1,10 +1,11 @@
 import Coffer
+import CofferTestSupport
 import Foundation
 import GRDB
 import Testing
 
 func containerFolder() -> URL {
-    FileManager.default.temporaryDirectory.appendingPathComponent("coffer-container-\(UUID().uuidString)", isDirectory: true)
+    TemporaryFolders.path("coffer-container")
 }
 
 let now = Date(timeIntervalSince1970: 1_700_000_000)

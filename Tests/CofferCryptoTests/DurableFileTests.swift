@@ -1,13 +1,14 @@
 // Temporary files of whole-file replacements: owner-only, exclusive, removed on error, and swept
 // only once their writer is gone.
 import CofferCrypto
+import CofferTestSupport
 import Foundation
 import Testing
 
 @Suite("Durable file temporaries")
 struct DurableFileTests {
     static func folder() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-durable-\(UUID().uuidString)")
+        let url = TemporaryFolders.path("coffer-durable")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }

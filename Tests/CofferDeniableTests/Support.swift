@@ -1,17 +1,14 @@
 // Shared helpers: temporary folders, a settable clock, a counting secure element.
 import CofferCrypto
 import CofferDevelopment
+import CofferTestSupport
 import Foundation
 
 @testable import CofferDeniable
 
 /// A fresh empty folder under the system's temporary folder.
 func temporaryFolder(_ name: String = #function) -> URL {
-    let url = FileManager.default.temporaryDirectory
-        .appendingPathComponent("coffer-deniable-tests")
-        .appendingPathComponent("\(name.filter { $0.isLetter || $0.isNumber })-\(UUID().uuidString)")
-    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
+    TemporaryFolders.make("deniable-\(name)")
 }
 
 /// A clock tests move by hand.

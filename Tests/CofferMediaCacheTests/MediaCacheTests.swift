@@ -1,9 +1,10 @@
 import CofferMediaCache
+import CofferTestSupport
 import Foundation
 import Testing
 
 func cacheFolder() -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-cache-\(UUID().uuidString)", isDirectory: true)
+    let url = TemporaryFolders.path("coffer-cache")
     return url
 }
 

@@ -1,9 +1,10 @@
 import CofferSecureStorage
+import CofferTestSupport
 import Foundation
 import Testing
 
 func secureFolder() -> URL {
-    FileManager.default.temporaryDirectory.appendingPathComponent("coffer-secure-\(UUID().uuidString)", isDirectory: true)
+    TemporaryFolders.path("coffer-secure")
 }
 
 /// Every byte of every file under `folder`.

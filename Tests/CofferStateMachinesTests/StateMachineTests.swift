@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -26,7 +27,7 @@ final class RecordingProtocol: AriesProtocol, @unchecked Sendable {
 
 /// Machines over a new wallet, provisioned for the SDK (master secret made) unless told not to.
 func makeMachines(provisioned: Bool = true) async throws -> (StateMachines, RecordingProtocol, Wallet) {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-sm-\(UUID().uuidString)/wallet.sqlite")
+    let url = TemporaryFolders.path("coffer-sm").appendingPathComponent("wallet.sqlite")
     let wallet = try await Wallet.create(at: url, key: .raw(Data(repeating: 3, count: 32)))
     if provisioned { try await wallet.initializeMasterSecret() }
     let messenger = RecordingProtocol()

@@ -1,5 +1,6 @@
 import CofferCrypto
 // Helpers the wallet specifications share: temporary wallets and the WQL case file.
+import CofferTestSupport
 import CofferWallet
 import Foundation
 import GRDB
@@ -9,7 +10,7 @@ enum TestWallets {
     static let rawKey = Data((0..<32).map { UInt8($0) })
 
     static func folder() -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-tests-\(UUID().uuidString)", isDirectory: true)
+        let url = TemporaryFolders.path("coffer-tests")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }
