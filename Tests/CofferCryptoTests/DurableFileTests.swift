@@ -15,11 +15,12 @@ struct DurableFileTests {
 
     static func names(_ folder: URL) throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() }
 
-    @Test("a temporary file is 0600 under a permissive umask, and a sweep leaves it while its writer holds it")
+    @Test("a temporary file is 0600, and a sweep leaves it while its writer holds it")
     func liveWriterKept() throws {
         let folder = try Self.folder()
-        let old = umask(0)
-        defer { umask(old) }
+        // Under this process's umask: a permissive umask (000) is process-wide, and the suite runs
+        // in parallel, so that case is proven in child processes (StoreModesTests: every file a
+        // `coffer` run under umask 000 writes, these temporaries' renamed results among them, is 0600).
         let (fd, temporary) = try DurableFile.createTemporary(beside: folder.appendingPathComponent("vault"))
         let mode = (try FileManager.default.attributesOfItem(atPath: temporary.path)[.posixPermissions] as? NSNumber)?.intValue
         #expect(mode == 0o600)
