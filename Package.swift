@@ -178,7 +178,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CofferDeniableTests",
-            dependencies: ["CofferDeniable", "CofferDevelopment", "CofferCrypto", "CofferTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "CofferDeniable", "CofferDevelopment", "CofferCrypto", "CofferSync", "CofferTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             // CoverDrop's published test vectors and integration data (Apache-2.0; see NOTICE).
             resources: [.copy("Fixtures")]
         ),

@@ -1,5 +1,6 @@
 // An app's view of Coffer: a `@MainActor` view model written from the README with nothing but
-// `import Coffer` (this target depends on the `Coffer` product alone), exercising the API an app
+// `import Coffer` (this target depends on the `Coffer` product alone, and on the shared test
+// helpers for temporary folders and bounded waits), exercising the API an app
 // developer uses — async calls that leave the main actor free, Coffer's own observation types, a
 // clean close, Observation models, cancellation, identity-keeping upserts and the SDK's typed API.
 import Coffer
@@ -11,6 +12,12 @@ import Testing
 func scratchLocations() -> CofferLocations {
     let root = TemporaryFolders.path("coffer-api")
     return CofferLocations(data: root.appendingPathComponent("data"), caches: root.appendingPathComponent("caches"))
+}
+
+/// Set by a loader when it starts.
+actor LoaderStarted {
+    var isSet = false
+    func set() { isSet = true }
 }
 
 /// A view model as an iOS app writes one: main-actor state, storage calls awaited.
@@ -203,13 +210,15 @@ struct ViewModelTests {
         let model = try await GalleryModel.open(scratchLocations())
         defer { model.container.close() }
         let cache = model.container.cache
+        let started = LoaderStarted()
         let load = Task {
             try await cache.data(for: .preview("slow")) {
+                await started.set()
                 try? await Task.sleep(for: .seconds(30)) // a loader that ignores cancellation
                 return Data("late".utf8)
             }
         }
-        try await Task.sleep(for: .milliseconds(50))
+        try await eventually("the loader started") { await started.isSet }
         load.cancel()
         await #expect(throws: CancellationError.self) { _ = try await load.value }
         #expect(await cache.data(for: .preview("slow")) == nil)

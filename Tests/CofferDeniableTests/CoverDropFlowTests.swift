@@ -3,6 +3,7 @@
 // before the formats changed.
 import CofferCrypto
 import CofferDevelopment
+import CofferTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -155,17 +156,19 @@ struct CoverDropUpgradeTests {
 
 @Suite("Deniable storage under concurrent calls (review findings)")
 struct DeniableConcurrencyTests {
-    @Test("a message sent while a second unlock waits for Argon2id stays in the mailbox")
+    @Test("a message sent while a second unlock waits for its key stays in the mailbox")
     func sendDuringUnlock() async throws {
-        var configuration = testConfiguration()
-        // A slower key derivation (tens of milliseconds), so the send lands while unlock waits.
-        configuration.passphraseKDF = .interactive
-        let (store, _) = try await makeStore(temporaryFolder(), configuration: configuration)
+        let folder = temporaryFolder()
+        let element = HeldSecureElement(folder: folder)
+        let (store, _) = try await makeStore(folder, secureElement: element)
         let passphrase = try await store.createVault()
         try await store.unlock(passphrase: passphrase)
+        // The second unlock is held in its key derivation (after Argon2id) while the send runs.
+        element.arm()
         let again = Task { try await store.unlock(passphrase: passphrase) }
-        try await Task.sleep(for: .milliseconds(5))
+        try await eventually("the second unlock waits for its key") { element.holding }
         try await store.send("sent meanwhile", to: "alice")
+        element.releaseHeld()
         try await again.value
         #expect(try await store.mailbox().map(\.text).contains("sent meanwhile"))
         try await store.lock()

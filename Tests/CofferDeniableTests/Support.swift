@@ -1,12 +1,13 @@
-// Shared helpers: temporary folders, a settable clock, a counting secure element.
+// Shared helpers: temporary folders, a settable clock, counting and holding secure elements.
 import CofferCrypto
 import CofferDevelopment
+import CofferSync
 import CofferTestSupport
 import Foundation
 
 @testable import CofferDeniable
 
-/// A fresh empty folder under the system's temporary folder.
+/// A fresh empty folder under the test run's temporary folder (removed when the run ends).
 func temporaryFolder(_ name: String = #function) -> URL {
     TemporaryFolders.make("deniable-\(name)")
 }
@@ -37,6 +38,42 @@ final class CountingSecureElement: SecureElement, @unchecked Sendable {
 
     func authenticate(_ message: Data) throws(DeniableError) -> SecretKey {
         lock.withLock { count += 1 }
+        return try inner.authenticate(message)
+    }
+
+    func regenerate() throws(DeniableError) { try inner.regenerate() }
+}
+
+/// A real file secure element whose last step of a vault key (its MAC of the Argon2id output,
+/// computed off the store's executor) can be held: once armed, the next such call records that
+/// it started and waits until released (at most 30 s), so a test acts while an unlock waits for
+/// its key.
+final class HeldSecureElement: SecureElement, Sendable {
+    let inner: FileSecureElement
+    private let state = Locked((armed: false, holding: false))
+    private let release = DispatchSemaphore(value: 0)
+
+    init(folder: URL) { inner = FileSecureElement(keyFile: folder.appendingPathComponent("se.key")) }
+
+    /// Holds the next vault-key call.
+    func arm() { state.withLock { $0.armed = true } }
+
+    /// Whether a held call has started and waits.
+    var holding: Bool { state.withLock { $0.holding } }
+
+    /// Lets the held call go on.
+    func releaseHeld() { release.signal() }
+
+    func authenticate(_ message: Data) throws(DeniableError) -> SecretKey {
+        if message.starts(with: Data("coffer.deniable.vault.inner".utf8)) {
+            let hold = state.withLock { state -> Bool in
+                guard state.armed else { return false }
+                state.armed = false
+                state.holding = true
+                return true
+            }
+            if hold { _ = release.wait(timeout: .now() + 30) }
+        }
         return try inner.authenticate(message)
     }
 

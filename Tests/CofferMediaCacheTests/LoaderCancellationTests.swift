@@ -1,8 +1,11 @@
 // data(for:orLoad:) honours cancellation: a cancelled caller returns at once, and a run nobody
 // waits for any more is cancelled and caches nothing.
-import CofferMediaCache
+import CofferSync
+import CofferTestSupport
 import Foundation
 import Testing
+
+@testable import CofferMediaCache
 
 /// Something a loader can wait on until the test opens it.
 actor Gate {
@@ -39,7 +42,20 @@ struct LoaderCancellationTests {
     }
 
     static func waitUntilStarted(_ log: LoaderLog) async throws {
-        for _ in 0..<1_000 where await log.started == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        try await eventually("the loader started") { await log.started > 0 }
+    }
+
+    /// Waits until `count` callers wait for the run in flight for `key` (a caller joins it
+    /// before it suspends).
+    static func waitUntilJoined(_ count: Int, _ cache: MediaCache, _ key: MediaKey) async throws {
+        try await eventually("\(count) callers joined the run for \(key)") {
+            cache.state.withLock { $0.inFlight[key]?.active ?? 0 } >= count
+        }
+    }
+
+    /// The task running the loader for `key`, taken while it is in flight.
+    static func runningTask(_ cache: MediaCache, _ key: MediaKey) throws -> Task<Void, Never> {
+        try #require(cache.state.withLock { $0.inFlight[key]?.task }, "no run in flight for \(key)")
     }
 
     @Test("a cancelled caller gets CancellationError while the loader is still running")
@@ -59,16 +75,17 @@ struct LoaderCancellationTests {
         let first = Task { try await cache.data(for: .thumbnail("a"), orLoad: Self.stubbornLoader(log)) }
         try await Self.waitUntilStarted(log)
         let second = Task { try await cache.data(for: .thumbnail("a"), orLoad: Self.stubbornLoader(log)) }
-        try await Task.sleep(for: .milliseconds(50))
+        try await Self.waitUntilJoined(2, cache, .thumbnail("a"))
+        let run = try Self.runningTask(cache, .thumbnail("a"))
         first.cancel()
         second.cancel()
         _ = try? await first.value
         _ = try? await second.value
-        for _ in 0..<1_000 where await !log.sawCancellation { try await Task.sleep(for: .milliseconds(5)) }
+        // The abandoned run ends (its loader saw the cancellation and returned bytes anyway); it
+        // must not have stored them.
+        try await finished(run, "the abandoned run")
         #expect(await log.sawCancellation)
         #expect(await log.started == 1)
-        // Give the abandoned run time to finish; it must not have stored its bytes.
-        try await Task.sleep(for: .milliseconds(100))
         await #expect(cache.data(for: .thumbnail("a")) == nil)
         // A later call loads afresh.
         let fresh = try await cache.data(for: .thumbnail("a")) { Data([1]) }
@@ -88,7 +105,7 @@ struct LoaderCancellationTests {
         let leaving = Task { try await cache.data(for: .thumbnail("b"), orLoad: loader) }
         try await Self.waitUntilStarted(log)
         let staying = Task { try await cache.data(for: .thumbnail("b"), orLoad: loader) }
-        try await Task.sleep(for: .milliseconds(50))
+        try await Self.waitUntilJoined(2, cache, .thumbnail("b"))
         leaving.cancel()
         await #expect(throws: CancellationError.self) { _ = try await leaving.value }
         await gate.open()

@@ -303,17 +303,24 @@ struct MediaCacheLoadingTests {
     func coalesced() async throws {
         let cache = try MediaCache(folder: cacheFolder())
         let calls = Counter()
-        let results = try await withThrowingTaskGroup(of: Data.self) { group in
+        let gate = Gate()
+        let results = try await withThrowingTaskGroup(of: Data?.self) { group in
             for _ in 0..<40 {
                 group.addTask {
                     try await cache.data(for: .thumbnail("slow")) {
                         await calls.increment()
-                        try await Task.sleep(nanoseconds: 100_000_000)
+                        await gate.wait()
                         return bytes(9)
                     }
                 }
             }
-            return try await group.reduce(into: [Data]()) { $0.append($1) }
+            // The load is held until all 40 requests wait for it.
+            group.addTask {
+                try await LoaderCancellationTests.waitUntilJoined(40, cache, .thumbnail("slow"))
+                await gate.open()
+                return nil
+            }
+            return try await group.reduce(into: [Data]()) { if let data = $1 { $0.append(data) } }
         }
         #expect(await calls.value == 1)
         #expect(results.count == 40)

@@ -116,3 +116,15 @@ package func eventually(
         try await Task.sleep(for: .milliseconds(5))
     }
 }
+
+/// Waits until `task` has ended.
+/// - Throws: ``TimedOut`` (naming `what`) when it is still running after `bound`.
+package func finished(_ task: Task<Void, Never>, _ what: String, within bound: Duration = .seconds(30)) async throws {
+    let ended = Locked(false)
+    let watcher = Task {
+        await task.value
+        ended.withLock { $0 = true }
+    }
+    defer { watcher.cancel() }
+    try await eventually("\(what) ended", within: bound) { ended.withLock { $0 } }
+}
