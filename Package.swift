@@ -51,7 +51,6 @@ let package = Package(
                 "CSodium",
                 "CofferFileModes",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -72,7 +71,6 @@ let package = Package(
                 "CofferSync",
                 "CofferCrypto",
                 "CZlib",
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -87,8 +85,7 @@ let package = Package(
         .target(
             name: "CofferSettings",
             dependencies: [
-                "CofferSync",
-                "CofferFileModes", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
+                "CofferSync", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -109,7 +106,7 @@ let package = Package(
         .target(
             name: "CofferSecureStorage",
             dependencies: [
-                "CofferSync", "CofferCrypto", "CofferFileModes", .product(name: "Logging", package: "swift-log"),
+                "CofferSync", "CofferCrypto", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -191,7 +188,7 @@ let package = Package(
                 "coffer", "CofferWallet", "CofferDatabase", "CofferSettings", "CofferDeniable", "CofferDevelopment", "CofferSync",
                 "CofferSecureStorage",
                 "CofferTestSupport",
-                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         .testTarget(
             name: "CofferWalletTests",

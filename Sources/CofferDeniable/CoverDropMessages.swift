@@ -11,7 +11,6 @@
 //                                   from a journalist's messaging key to the user's key
 import CZlib
 import CofferCrypto
-import Crypto
 import Foundation
 
 /// CoverDrop's message sizes and the version of CoverDrop the formats follow.
@@ -149,7 +148,7 @@ public enum RecipientTag {
 
     /// The tag of `journalistID`.
     public static func of(_ journalistID: String) -> Data {
-        Data(SHA256.hash(data: Data(journalistID.utf8)).prefix(CoverDropProtocol.recipientTagBytes))
+        Data(SHA256Digest.hash(Data(journalistID.utf8)).prefix(CoverDropProtocol.recipientTagBytes))
     }
 }
 

@@ -1,7 +1,6 @@
 // Dead drops: signed batches of messages the service publishes for every user; only trial
 // decryption tells a user which ones are theirs.
 import CofferCrypto
-import Crypto
 import Foundation
 import GRDB
 
@@ -32,10 +31,7 @@ public struct DeadDrop: Sendable, Hashable {
     /// What a CoverNode signs (CoverDrop's second dead-drop signature scheme): SHA-256 of the
     /// data followed by the publication time in whole seconds, i64 big-endian.
     public static func signedDigest(data: Data, createdAtSeconds: Int64) -> Data {
-        var hasher = SHA256()
-        hasher.update(data: data)
-        withUnsafeBytes(of: createdAtSeconds.bigEndian) { hasher.update(bufferPointer: $0) }
-        return Data(hasher.finalize())
+        SHA256Digest.hash(data, withUnsafeBytes(of: createdAtSeconds.bigEndian) { Data($0) })
     }
 
     /// A dead drop signed by a CoverNode identity key.

@@ -2,7 +2,6 @@
 // recency order), compared after every step: per-kind order, counts, bytes, least recent keys,
 // payloads, generations and the index's own invariant check.
 import CofferDevelopment
-import CofferSync
 import Testing
 
 @testable import CofferMediaCache

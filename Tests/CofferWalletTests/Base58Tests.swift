@@ -3,7 +3,6 @@ import CofferCrypto
 // (src/test/data/base58_encode_decode.json), characters outside the alphabet, and round trips of
 // seeded random data with leading zero bytes.
 import CofferDevelopment
-import CofferSync
 import Foundation
 import Testing
 

@@ -1,5 +1,4 @@
 import CofferDevelopment
-import CofferSync
 import Foundation
 import Testing
 
