@@ -1,5 +1,6 @@
 // swift-tools-version: 6.1
 // Coffer: the local storage layer of a mobile app, as one Swift package.
+
 import PackageDescription
 
 let package = Package(
@@ -156,7 +157,8 @@ let package = Package(
         // An app's view: only `import Coffer` (and the shared test helpers), from a main-actor view model.
         .testTarget(name: "CofferAPITests", dependencies: ["Coffer", "CofferTestSupport"]),
         .testTarget(
-            name: "CofferMediaCacheTests", dependencies: ["CofferMediaCache", "CofferSync", "CofferSecureStorage", "CofferDevelopment", "CofferTestSupport"]),
+            name: "CofferMediaCacheTests",
+            dependencies: ["CofferMediaCache", "CofferSync", "CofferSecureStorage", "CofferDevelopment", "CofferTestSupport"]),
         .testTarget(name: "CofferSecureStorageTests", dependencies: ["CofferSecureStorage", "CofferTestSupport"]),
         .testTarget(
             name: "CofferContainerTests", dependencies: ["Coffer", "CofferTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),

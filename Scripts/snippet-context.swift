@@ -1,6 +1,7 @@
 // The names the documentation's Swift blocks use without declaring them, one declaration each with
 // the type the docs mean, for Scripts/check-snippets.py. Computed, so nothing runs: the blocks are
 // only type-checked. A block that declares one of these names itself shadows it.
+
 import Coffer
 import Foundation
 

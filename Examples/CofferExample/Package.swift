@@ -1,5 +1,6 @@
 // swift-tools-version: 6.1
 // An app's view of Coffer: a package that depends on it by path and uses the umbrella API only.
+
 import Foundation
 import PackageDescription
 

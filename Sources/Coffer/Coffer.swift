@@ -1,4 +1,5 @@
 // The umbrella module: one import for every Coffer component.
+
 @_exported import CofferCrypto
 @_exported import CofferDatabase
 @_exported import CofferDeniable

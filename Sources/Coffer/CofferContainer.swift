@@ -1,4 +1,5 @@
 // The app container: every store of an app in one folder (plus a caches folder), opened together.
+
 import CofferCrypto
 import CofferFileModes
 import CofferSync

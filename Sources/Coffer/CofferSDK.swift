@@ -1,5 +1,6 @@
 // The SDK's zero-configuration wallet: one call opens the app's stores and the default wallet,
 // making the wallet, its key and its SDK provisioning on first run.
+
 import CofferSync
 import Foundation
 import Logging

@@ -1,4 +1,5 @@
 // Seed 003's entry point: `Storage.shared.storageContext?.brand.save(brand)`, over the default container.
+
 import CofferDatabase
 import CofferSync
 import Foundation

@@ -1,4 +1,5 @@
 // Where Coffer keeps its files by default on each platform.
+
 import Foundation
 
 /// Default folders of a Coffer store.

@@ -1,4 +1,5 @@
 // `coffer bench app`: settings beside Foundation's UserDefaults, collections beside direct GRDB.
+
 import ArgumentParser
 import Coffer
 import Foundation

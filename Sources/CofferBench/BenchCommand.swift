@@ -1,4 +1,5 @@
 // `coffer bench …`: measurements, never assertions. `bench wallet` runs the Askar workload.
+
 import ArgumentParser
 import Coffer
 import Foundation

@@ -1,4 +1,5 @@
 // The result of `coffer bench wallet`, as JSON or as a table.
+
 import Coffer
 import Foundation
 

@@ -1,4 +1,5 @@
 // What the benches measure with and report: values, the clock, file sizes, resident memory.
+
 import Coffer
 import Foundation
 

@@ -1,4 +1,5 @@
 // The records of `coffer bench wallet`, the same on every run.
+
 import Coffer
 import CofferDevelopment
 import CofferSync

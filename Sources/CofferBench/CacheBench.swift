@@ -1,8 +1,9 @@
+// `coffer bench cache`: the media cache beside Foundation's NSCache (memory) and URLCache (disk),
+// same operations, same data, same run.
+
 import ArgumentParser
 import Coffer
 import CofferCLISupport
-// `coffer bench cache`: the media cache beside Foundation's NSCache (memory) and URLCache (disk),
-// same operations, same data, same run.
 import CofferDevelopment
 import CofferSync
 import Foundation

@@ -1,5 +1,6 @@
 // `coffer bench deniable`: unlock time beside Argon2id alone, save time against fill, and what
 // the app-start routine costs (the queue rewrite on its own, and the whole start).
+
 import ArgumentParser
 import Coffer
 import CofferDevelopment

@@ -1,6 +1,7 @@
 // Wallet-held key use against libsodium's C calls with the key in memory: `wallet.sign` vs
 // `crypto_sign_detached`, `wallet.openSealedBox` vs `crypto_box_seal_open` (target: C at most
 // 1.5x faster).
+
 import CSodium
 import Coffer
 import Foundation

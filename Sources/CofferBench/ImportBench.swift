@@ -1,6 +1,7 @@
 // `coffer bench import`: import rates from a libindy wallet and an Aries Askar store, and the
 // importing process's peak resident memory. The sources are written here, in each format, with
 // libsodium's primitives (the tests check the readers against the real Askar instead).
+
 import ArgumentParser
 import CSodium
 import Coffer

@@ -1,8 +1,9 @@
-import ArgumentParser
-import Coffer
 // `coffer bench launch`: what an app start costs, as a whole and by part, on empty stores and on
 // stores of realistic size. Every store is made once, closed, then opened `--repeats` times; each
 // part's median is reported with the sizes it ran at.
+
+import ArgumentParser
+import Coffer
 import CofferDevelopment
 import CofferSync
 import Foundation

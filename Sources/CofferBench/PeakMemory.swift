@@ -1,4 +1,5 @@
 // Peak resident memory of this process, per phase of a benchmark.
+
 import Coffer
 import Foundation
 

@@ -1,4 +1,5 @@
 // The same workload on plain SQLite through GRDB: same schema shape, no encryption, same durability.
+
 import Coffer
 import CofferCLISupport
 import Foundation

@@ -1,4 +1,5 @@
 // `coffer bench sdk`: state-machine JSON round trips, and the public-key crypto calls.
+
 import ArgumentParser
 import Coffer
 import CofferCLISupport

@@ -1,4 +1,5 @@
 // The Askar workload against Coffer's wallet, metric by metric.
+
 import Coffer
 import CofferCLISupport
 import Foundation

@@ -1,4 +1,5 @@
 // What the `coffer` command line and its benchmarks (CofferBench) share: writing to stderr.
+
 import CofferSync
 import Foundation
 

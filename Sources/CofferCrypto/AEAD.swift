@@ -1,4 +1,5 @@
 // Authenticated encryption through libsodium: ChaCha20-Poly1305 (IETF) and XChaCha20-Poly1305.
+
 import CSodium
 import Foundation
 

@@ -1,5 +1,6 @@
 // Argon2i (version 1.3) through libsodium, for reading stores other software made with it
 // (libindy wallets and Aries Askar stores). Coffer itself derives keys with Argon2id only.
+
 import CSodium
 import Foundation
 

@@ -1,4 +1,5 @@
 // Passphrase-based key derivation: Argon2id through libsodium's crypto_pwhash.
+
 import CSodium
 import Foundation
 

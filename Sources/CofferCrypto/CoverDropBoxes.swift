@@ -7,6 +7,7 @@
 //                      in order), then the payload under that key and an all-zero nonce,
 //                      tag first (+80·R + 16)
 //   key certificate    public key (32) ‖ not-valid-after in Unix seconds, i64 big-endian (8)
+
 import CSodium
 import Foundation
 

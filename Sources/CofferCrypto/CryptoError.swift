@@ -1,4 +1,5 @@
 // The one error type of CofferCrypto.
+
 import Foundation
 
 /// Errors raised by Coffer's cryptographic wrappers. Messages never include key material.

@@ -1,5 +1,6 @@
 // Whole-file replacement that a crash cannot tear (temporary file, fsync, rename, fsync folder),
 // and owner-only key files. Shared by the modules that keep files beside their databases.
+
 import CofferFileModes
 import CofferSync
 import Foundation

@@ -1,4 +1,5 @@
 // HMAC-SHA256 (libsodium) with the key schedule done once for blind indexes; keyed BLAKE2b for key derivation.
+
 import CSodium
 import Crypto
 import Foundation

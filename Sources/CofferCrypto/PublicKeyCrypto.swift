@@ -1,5 +1,6 @@
 // Ed25519 signatures and X25519 sealed boxes through libsodium. Private halves stay inside
 // `SecretKey` storage; only public keys, signatures and boxes leave these types.
+
 import CSodium
 import Foundation
 

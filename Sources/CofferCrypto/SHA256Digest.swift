@@ -1,6 +1,7 @@
 // SHA-256 (swift-crypto), unkeyed, for the formats that name it: CoverDrop's recipient tags and
 // the digest its CoverNodes sign for a dead drop. Other modules call it here, so this module
 // stays the one that calls crypto primitives.
+
 import Crypto
 import Foundation
 

@@ -1,4 +1,5 @@
 // Secret key material: zeroised on release, never printed, never reflected.
+
 import CSodium
 import Foundation
 

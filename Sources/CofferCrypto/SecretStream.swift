@@ -1,5 +1,6 @@
 // libsodium's secretstream (XChaCha20-Poly1305): a sequence of messages that detects
 // reordering, dropping and truncation (the last message carries a final tag).
+
 import CSodium
 import Foundation
 

@@ -1,4 +1,5 @@
 // Wiping memory that held secrets, in a way the compiler does not optimise away.
+
 import CSodium
 import Foundation
 

@@ -1,4 +1,5 @@
 // Randomness from the operating system's CSPRNG through libsodium.
+
 import CSodium
 import Foundation
 

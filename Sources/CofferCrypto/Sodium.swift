@@ -1,4 +1,5 @@
 // One-time libsodium initialisation shared by every primitive in this module.
+
 import CSodium
 
 enum Sodium {

@@ -1,7 +1,8 @@
-import CofferFileModes
-import CofferSQLite
 // The app database (`app.sqlite`): schema migrations through GRDB's migrator, then the ordered
 // data-migration ladder whose version lives in the settings store, then integrity checks.
+
+import CofferFileModes
+import CofferSQLite
 import CofferSettings
 import CofferSync
 import Foundation

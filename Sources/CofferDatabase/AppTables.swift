@@ -1,6 +1,7 @@
 // An app's own tables in the app database, beside Coffer's: its schema steps run after Coffer's,
 // under their own names, and its reads and writes go through the same pool. The one place an app
 // writes GRDB itself: it declares GRDB as a dependency of its own and imports it (docs/app-data.md).
+
 import CofferSync
 import Foundation
 import GRDB

@@ -2,6 +2,7 @@
 // (`offCaller`), so awaiting it from the main actor never blocks the actor; the work, its one
 // transaction and its errors are the synchronous call's own. In async code Swift picks these
 // forms, so `try await` is what a view model writes.
+
 import CofferSync
 import Foundation
 

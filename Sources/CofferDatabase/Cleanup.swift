@@ -1,6 +1,7 @@
 // "Free up space": remove the device copies of assets the server already has, as the seed's four
 // cleanup settings choose them. The device's media library deletes; the records follow only what
 // it actually deleted.
+
 import CofferSettings
 import Foundation
 import GRDB

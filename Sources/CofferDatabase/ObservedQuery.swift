@@ -1,5 +1,6 @@
 // Any collection query as an `@Observable` model for SwiftUI (and anything else using
 // Observation): its value follows every committed change to what the query read.
+
 import CofferSync
 import Foundation
 import Observation

@@ -1,5 +1,6 @@
 // Observations of the app database as Coffer's own type, so an app iterates them with nothing
 // but `import Coffer`, and closing the database ends every one of them.
+
 import CofferSync
 import Foundation
 import GRDB

@@ -1,5 +1,6 @@
 // The entities of seeds 003 and 004 as GRDB records. Tables and columns are named here once;
 // migrations use plain SQL strings, never these types, so old steps never change.
+
 import Foundation
 import GRDB
 

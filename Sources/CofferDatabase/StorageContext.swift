@@ -1,6 +1,7 @@
-import CofferSync
 // One typed client per entity, as seed 003 shows. Adding an entity: declare its record (Records.swift),
 // its table (a new migration), a client protocol here, and the context's conformance.
+
+import CofferSync
 import Foundation
 import GRDB
 

@@ -1,4 +1,5 @@
 // The package's durable file writes, with failures reported as this module's storage errors.
+
 import CofferCrypto
 import Foundation
 

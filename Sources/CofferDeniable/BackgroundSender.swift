@@ -1,6 +1,7 @@
 // The background sender: CoverDrop's schedule for sending the sending queue's head items, so
 // that what leaves the device (real messages and covers alike) follows one cadence for every
 // install, used or not.
+
 import CofferCrypto
 import Foundation
 import Logging

@@ -9,6 +9,7 @@
 //                                   bytes), in a MultiAnonymousBox to two CoverNode messaging keys
 //   journalist → user (513 → 553)   flag (0x00 text, 0x01 handover) ‖ 512 bytes, in a TwoPartyBox
 //                                   from a journalist's messaging key to the user's key
+
 import CZlib
 import CofferCrypto
 import Foundation

@@ -1,5 +1,6 @@
 // Dead drops: signed batches of messages the service publishes for every user; only trial
 // decryption tells a user which ones are theirs.
+
 import CofferCrypto
 import Foundation
 import GRDB

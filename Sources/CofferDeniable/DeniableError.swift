@@ -1,4 +1,5 @@
 // The one error type of CofferDeniable, and its configuration.
+
 import CofferCrypto
 import Foundation
 

@@ -1,6 +1,7 @@
-import CofferCrypto
 // The deniable store: vault, sending queue, dead drops and public keys in one folder, and the
 // session that unlocks them.
+
+import CofferCrypto
 import CofferSync
 import Foundation
 import Logging

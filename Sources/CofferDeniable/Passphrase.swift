@@ -1,5 +1,6 @@
 // Passphrases of words from the EFF large word list: generated for the user, never chosen,
 // normalised and checked word by word when typed back.
+
 import CofferCrypto
 import Foundation
 

@@ -2,6 +2,7 @@
 // down the hierarchy organisation → provisioning → identity → messaging from the organisation key
 // the app bundles, each key by its parent's Ed25519 signature of its certificate data and by its
 // expiry. Fetched without user action, cached on disk with the fetch time, verified on every load.
+
 import CofferCrypto
 import Foundation
 

@@ -1,5 +1,6 @@
-import CofferCrypto
 // The secure-element key k_se: held by hardware on a phone, by a 0600 file here.
+
+import CofferCrypto
 import CofferSync
 import Foundation
 

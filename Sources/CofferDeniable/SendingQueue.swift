@@ -1,6 +1,7 @@
-import CofferCrypto
 // The private sending queue: a fixed number of fixed-size slots, real messages at the front
 // where only the holder of the queue secret can count them.
+
+import CofferCrypto
 import CofferSync
 import Foundation
 

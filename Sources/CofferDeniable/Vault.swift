@@ -1,4 +1,5 @@
 // The vault file: one binary file of constant length, two layers of XChaCha20-Poly1305.
+
 import CofferCrypto
 import Foundation
 

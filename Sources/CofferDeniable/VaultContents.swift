@@ -1,5 +1,6 @@
 // What the vault holds — the user's key pair, the sending-queue secret and the mailbox — and
 // its fixed-size binary form.
+
 import CofferCrypto
 import CofferSync
 import Foundation

@@ -1,6 +1,7 @@
 // Owner-only file modes, set explicitly so the process umask does not matter: folders 0700,
 // files 0600. One copy for every module that writes a store's files (the wallet and deniable
 // storage through CofferCrypto's DurableFile, the app database, the media cache).
+
 import Foundation
 
 #if canImport(Glibc)

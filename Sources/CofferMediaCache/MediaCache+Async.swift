@@ -1,6 +1,7 @@
 // Async forms of the cache calls that may touch the disk. Each runs the synchronous call on a
 // worker thread (`offCaller`), so awaiting it from the main actor never blocks the actor while a
 // file is read, written or removed. In async code Swift picks these forms.
+
 import CofferSync
 import Foundation
 

@@ -1,5 +1,6 @@
 // The cache's public values: what an entry is (kind, key), the limits it keeps, the statistics it
 // reports and the errors it throws.
+
 import Foundation
 
 /// What a cached image is for; each kind has its own entry limit, so one never evicts another.

@@ -1,4 +1,5 @@
 // WAL checkpoints after a commit has returned, instead of inside it.
+
 import CofferSync
 import Foundation
 import GRDB

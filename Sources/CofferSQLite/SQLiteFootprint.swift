@@ -1,5 +1,6 @@
 // Keeping an SQLite store small on disk: a bounded WAL, free pages given back, the WAL removed
 // when the last connection closes.
+
 import Foundation
 import GRDB
 import GRDBSQLite

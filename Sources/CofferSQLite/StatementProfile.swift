@@ -1,5 +1,6 @@
 // What SQL a connection ran and how much work each statement did, for tests that prove a code
 // path does no per-record work (the same statements and virtual-machine steps at any size).
+
 import CofferSync
 import Foundation
 import GRDB

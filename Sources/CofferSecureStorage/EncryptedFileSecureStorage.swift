@@ -1,5 +1,6 @@
-import CofferCrypto
 // The secure storage of platforms without a Keychain: one sealed file per item, names blinded.
+
+import CofferCrypto
 import CofferSync
 import Foundation
 import Logging

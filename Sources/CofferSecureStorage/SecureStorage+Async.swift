@@ -3,6 +3,7 @@
 // the actor. In async code Swift picks these forms. A task cancelled before the call gets
 // `CancellationError` and nothing is read or written (docs/concurrency.md); otherwise the
 // errors are the blocking form's `SecureStorageError`.
+
 import CofferSync
 import Foundation
 

@@ -1,5 +1,6 @@
 // Secure storage for small secrets (tokens, client certificates, headers): one protocol, the
 // Keychain behind it on Apple platforms, an encrypted file store elsewhere.
+
 import Foundation
 
 /// When a stored item may be read, as the Keychain's accessibility classes. The file store

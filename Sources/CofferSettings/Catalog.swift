@@ -1,5 +1,6 @@
 // The seed's key tables as ready-made keys. Secrets (the access token) are not here: they
 // belong in secure storage.
+
 import Foundation
 import GRDB
 

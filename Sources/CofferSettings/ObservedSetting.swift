@@ -1,5 +1,6 @@
 // One setting as an `@Observable` model for SwiftUI (and anything else using Observation): its
 // value follows every write, this process's or another's, and assigning writes it through.
+
 import CofferSync
 import Foundation
 import Observation

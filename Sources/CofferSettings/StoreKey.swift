@@ -1,4 +1,5 @@
 // Typed settings keys: declared once with a stable name, a type and a default.
+
 import Foundation
 import GRDB
 

@@ -1,4 +1,5 @@
 // Integer handles over live machines, and the JSON form machines are saved in.
+
 import CofferSync
 import CofferWallet
 import Foundation

@@ -1,4 +1,5 @@
 // The holder-side state machines of the Aries protocols the SDK uses, as plain Codable values.
+
 import Foundation
 
 /// The kinds of state machine.

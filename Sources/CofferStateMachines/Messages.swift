@@ -2,6 +2,7 @@
 // and hand it every later message (`update(_:message:)`, VCX's `update_state_with_message`).
 // Each message is parsed here and dispatched to the typed transition it stands for, which goes
 // through `step` like every other transition.
+
 import CofferWallet
 import Foundation
 

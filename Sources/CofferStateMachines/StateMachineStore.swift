@@ -1,4 +1,5 @@
 // Saving serialized machines (in the wallet or in a store the app chooses) and restoring them.
+
 import CofferWallet
 import Foundation
 

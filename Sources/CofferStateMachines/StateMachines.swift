@@ -1,6 +1,7 @@
 // Transitions of the holder-side machines. The message exchange is an injected protocol; the
 // wallet keeps keys, the master secret, credentials and their signatures, and does every step
 // that uses them (through `package` functions no client of the library can see).
+
 import CofferCrypto
 import CofferWallet
 import Foundation

@@ -1,6 +1,7 @@
 // Every transition a machine allows, as data: the operation, the states it may start from and
 // the state it ends in. Every transition of `StateMachines` goes through `StateMachines.step`,
 // which reads this table; nothing else moves a machine's state.
+
 import CofferWallet
 import Foundation
 

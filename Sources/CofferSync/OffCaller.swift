@@ -2,6 +2,7 @@
 // body runs on a Dispatch worker thread, so an `await` from the main actor (or any actor) never
 // holds that actor while SQLite or the file system works. Explicit, rather than relying on how a
 // `nonisolated async` function is scheduled (which an upcoming language mode changes).
+
 import Dispatch
 
 /// Runs `body` on a Dispatch worker thread and resumes the caller with its result. The body is

@@ -1,6 +1,7 @@
 // The package's lock between processes: an exclusive `flock(2)` on a lock file that stays in
 // place. What one process reads, changes and writes back under it, no other process (nor another
 // instance in this process, whose descriptor is its own) changes meanwhile.
+
 import Foundation
 
 #if canImport(Darwin)

@@ -1,5 +1,6 @@
 // A live wallet query as an `@Observable` model for SwiftUI, beside the app database's
 // `ObservedQuery`.
+
 import CofferSync
 import Foundation
 import Observation

@@ -1,4 +1,5 @@
 // Backup: the whole wallet (records and secrets) in one file under its own passphrase.
+
 import CofferCrypto
 import CofferSync
 import Foundation

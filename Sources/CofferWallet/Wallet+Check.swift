@@ -1,6 +1,7 @@
 // `Wallet.checkIntegrity()`: every record opened, every tag-index row checked against its
 // record's sealed tags and back, and SQLite's own integrity check — in one read transaction,
 // streaming, so memory stays flat however large the wallet is.
+
 import Foundation
 import GRDB
 

@@ -1,5 +1,6 @@
 // Bringing a wallet from elsewhere: every record of a libindy wallet or an Aries Askar store
 // profile, streamed into this wallet in one transaction, the source read-only and untouched.
+
 import CofferCrypto
 import CofferSync
 import Foundation

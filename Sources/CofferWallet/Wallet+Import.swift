@@ -1,4 +1,5 @@
 // Importing records from JSON lines: streamed in chunks, all or nothing in one transaction.
+
 import CofferSQLite
 import CofferSync
 import Foundation

@@ -1,5 +1,6 @@
 // Live wallet queries: `observe(type:matching:)` yields a type's matching records now and after
 // every commit that changes them (this process's or another's), and ends when the wallet closes.
+
 import CofferSync
 import Foundation
 import GRDB

@@ -1,6 +1,7 @@
 // Provisioning a wallet for the SDK: the credential master secret and the cloud agent's key,
 // made together once, and a wallet created already provisioned (built beside its place and
 // moved in whole, so a kill never leaves a wallet without them).
+
 import CofferCrypto
 import CofferSync
 import Foundation

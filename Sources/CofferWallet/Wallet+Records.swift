@@ -1,4 +1,5 @@
 // Record and tag operations of a Wallet, each one transaction.
+
 import CofferSQLite
 import Foundation
 import GRDB

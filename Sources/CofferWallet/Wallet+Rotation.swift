@@ -1,4 +1,5 @@
 // Key rotation: a new wallet key, with every record re-sealed and re-blinded in one transaction.
+
 import CofferCrypto
 import Foundation
 import GRDB

@@ -1,4 +1,5 @@
 // Searches: the seed's handle API (open / next / close) and a Swift AsyncSequence over the same paging.
+
 import Foundation
 import GRDB
 

@@ -1,5 +1,6 @@
 // The wallet's secrets: keys, the credential master secret and credential signatures, kept in
 // reserved record types the record API refuses. They are used through the wallet, never read.
+
 import CofferCrypto
 import Foundation
 import GRDB

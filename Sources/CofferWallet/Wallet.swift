@@ -1,4 +1,5 @@
 // The encrypted record wallet: opening, creating, rekeying and closing one wallet file.
+
 import CofferCrypto
 import CofferSQLite
 import CofferSync

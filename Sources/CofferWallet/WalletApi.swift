@@ -1,5 +1,6 @@
 // The seed's Wallet API, exactly: its names and string arguments, as async functions and in the
 // completion-handler form of the iOS signatures. Bridges (React Native, Flutter) call this layer.
+
 import Foundation
 
 /// The Mobile SDK's `WalletApi` over a ``Wallet``: JSON strings in and out, as the seed documents.

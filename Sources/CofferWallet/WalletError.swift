@@ -1,4 +1,5 @@
 // The one error type of CofferWallet: each case says what went wrong and carries what a caller needs.
+
 import Foundation
 
 /// Errors from a ``Wallet``. A call that throws has changed nothing.

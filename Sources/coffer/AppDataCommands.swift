@@ -1,4 +1,5 @@
 // `coffer settings …` and `coffer db …`: the app database of a store (STORE/app.sqlite).
+
 import ArgumentParser
 import Coffer
 import CofferCLISupport

@@ -1,4 +1,5 @@
 // The `coffer` command line: a contract other tools drive (exit codes and output formats are fixed).
+
 import ArgumentParser
 import Coffer
 import CofferBench

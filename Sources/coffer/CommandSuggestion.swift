@@ -1,4 +1,5 @@
 // A mistyped subcommand name: the parser only sees extra arguments; this names the closest command.
+
 import ArgumentParser
 
 enum CommandSuggestion {

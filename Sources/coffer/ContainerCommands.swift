@@ -1,4 +1,5 @@
 // `coffer cache …`, `coffer cleanup`, `coffer reset`, `coffer secure …`: the app container of a store.
+
 import ArgumentParser
 import Coffer
 import CofferCLISupport

@@ -1,4 +1,5 @@
 // `coffer db put-asset`: writes one asset row, for scripts and the multi-process tests.
+
 import ArgumentParser
 import Coffer
 import Foundation

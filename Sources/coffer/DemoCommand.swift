@@ -1,4 +1,5 @@
 // `coffer demo`: a walk-through of the wallet on the default store, printing each step.
+
 import ArgumentParser
 import Coffer
 import Foundation

@@ -1,5 +1,6 @@
 // `coffer deniable …`: the CoverDrop-style deniable store, by hand. Each command is one
 // process, so a session lasts one command and ends (locks) when the process exits.
+
 import ArgumentParser
 import Coffer
 import CofferDevelopment

@@ -1,4 +1,5 @@
 // `coffer sdk init`: the SDK's zero-configuration wallet of a store.
+
 import ArgumentParser
 import Coffer
 import Foundation

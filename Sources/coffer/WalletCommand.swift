@@ -1,7 +1,8 @@
+// `coffer wallet …`: record operations on the store's wallet.
+
 import ArgumentParser
 import Coffer
 import CofferCLISupport
-// `coffer wallet …`: record operations on the store's wallet.
 import CofferSync
 import Foundation
 

@@ -1,5 +1,6 @@
 // `coffer wallet import-indy` and `import-askar`: bring a libindy wallet or an Askar store profile
 // into the store's wallet, all or nothing, the source left untouched.
+
 import ArgumentParser
 import Coffer
 import CofferCLISupport

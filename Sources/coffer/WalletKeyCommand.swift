@@ -1,4 +1,5 @@
 // `coffer wallet key …`: the wallet's keys, used through the wallet (no command prints a private key).
+
 import ArgumentParser
 import Coffer
 import Foundation

@@ -1,5 +1,6 @@
 // Every module's one error type reads the same through `localizedDescription` as through its
 // description, so an app can show any Coffer error in an alert.
+
 import Coffer
 import Foundation
 import Testing

@@ -3,6 +3,7 @@
 // helpers for temporary folders and bounded waits), exercising the API an app
 // developer uses — async calls that leave the main actor free, Coffer's own observation types, a
 // clean close, Observation models, cancellation, identity-keeping upserts and the SDK's typed API.
+
 import Coffer
 import CofferTestSupport
 import Foundation

@@ -1,5 +1,6 @@
 // An app's own tables in the app database: its schema steps run after Coffer's, once, and its
 // reads, writes and observations go through the app database (the documented GRDB escape hatch).
+
 import CofferDatabase
 import Foundation
 import GRDB

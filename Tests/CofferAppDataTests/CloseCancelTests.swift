@@ -1,6 +1,7 @@
 // docs/concurrency.md's two rules for the app database, its collections and its settings: after
 // close() every call throws the module's `closed` (never a GRDB error) and every stream ends by
 // throwing it; a cancelled task's call throws CancellationError before it reads or writes.
+
 import CofferDatabase
 import CofferSettings
 import CofferTestSupport

@@ -1,5 +1,6 @@
 // Opening the app database does the same work at any size when there is nothing to migrate; the
 // whole-file checks run after a migration, and on demand.
+
 import CofferDatabase
 import CofferSQLite
 import Foundation

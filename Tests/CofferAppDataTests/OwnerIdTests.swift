@@ -1,9 +1,10 @@
+// One owner-id normalisation: put, queries, observation, cleanup and migration 2 agree.
+
 import Foundation
 import GRDB
 import Testing
 
 @testable import CofferDatabase
-// One owner-id normalisation: put, queries, observation, cleanup and migration 2 agree.
 @testable import CofferSettings
 
 @Suite("Owner ids: one normalisation everywhere")

@@ -1,10 +1,11 @@
+// Seed 004's operations that were missing: Android reads, deletes of albums, backup albums,
+// ETags and device records, and a generic observation of any client query.
+
 import Foundation
 import GRDB
 import Testing
 
 @testable import CofferDatabase
-// Seed 004's operations that were missing: Android reads, deletes of albums, backup albums,
-// ETags and device records, and a generic observation of any client query.
 @testable import CofferSettings
 
 @Suite("Seed 004: reads, deletes, observation")

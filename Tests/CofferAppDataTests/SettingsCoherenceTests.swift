@@ -1,10 +1,11 @@
+// Settings across writers: memory follows commit order, and another connection's (another
+// process's) writes are noticed.
+
 import Foundation
 import GRDB
 import Testing
 
 @testable import CofferDatabase
-// Settings across writers: memory follows commit order, and another connection's (another
-// process's) writes are noticed.
 @testable import CofferSettings
 
 @Suite("Settings: coherence across writers")

@@ -1,5 +1,6 @@
 // Change streams for views: the current value first on request, no repeats of an unchanged
 // value, and enums of any integer raw type.
+
 import CofferDatabase
 import CofferSettings
 import CofferTestSupport

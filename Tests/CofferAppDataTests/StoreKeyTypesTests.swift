@@ -1,5 +1,6 @@
 // Settings keys for Int64, Float and optionals: each round-trips through the disk, and stores its
 // value under the kind the docs name.
+
 import CofferDatabase
 import CofferSettings
 import Foundation

@@ -1,5 +1,6 @@
 // An asset put never erases an id it was not given: every combination of a stored row's ids and an
 // incoming row's given, absent or different ids, and a server sync whose rows carry no device ids.
+
 import CofferDatabase
 import Foundation
 import Testing

@@ -1,5 +1,6 @@
 // `coffer wallet export` / `import-backup` (with their progress on stderr) and `coffer wallet key …`
 // driven through the built binary. Nothing here needs the network or PyPI.
+
 import CofferTestSupport
 import Foundation
 import Testing

@@ -1,6 +1,7 @@
+// The command line as other tools drive it: output formats and exit codes.
+
 import CofferDatabase
 import CofferSettings
-// The command line as other tools drive it: output formats and exit codes.
 import CofferTestSupport
 import CofferWallet
 import Foundation
@@ -351,7 +352,7 @@ struct InteropTests {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let r = try runProcess(
             URL(fileURLWithPath: "/usr/bin/env"), ["bash", root.appendingPathComponent("Tests/Interop/run.sh").path, CLI.binary.path],
-            within: .seconds(900))  // a first run installs from PyPI (venv.sh gives pip up to 600 s)
+            within: .seconds(900)) // a first run installs from PyPI (venv.sh gives pip up to 600 s)
         try skipWhenOffline(r)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(r.stdout.contains("interop ok"), "\(r.stdout)\(r.stderr)")

@@ -1,6 +1,7 @@
 // The command line as a person meets it: usage errors name the command that failed, every
 // argument is described, each command shows only the options it uses, mistyped names get a
 // suggestion, numeric options state their range, and every mutating command prints JSON.
+
 import CofferTestSupport
 import Foundation
 import Testing

@@ -1,5 +1,6 @@
 // `coffer cache` with the sealed disk layer: nothing readable under the store, `--ttl`, and the
 // hits, misses and expirations `cache stats` reports across processes.
+
 import CofferTestSupport
 import Foundation
 import Testing

@@ -1,4 +1,5 @@
 // `coffer cache|cleanup|reset|secure` as other tools drive them.
+
 import CofferDatabase
 import CofferSettings
 import CofferTestSupport

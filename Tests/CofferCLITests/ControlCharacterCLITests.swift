@@ -1,6 +1,7 @@
 // Hostile characters and lengths in tags and queries, from the command line: U+0000 is stored
 // and matched byte-exactly (count and search agree, `wallet check` stays clean), and a `$like`
 // pattern longer than SQLite takes is an invalid query (exit 2), not a storage error.
+
 import CofferTestSupport
 import Foundation
 import Testing

@@ -1,5 +1,6 @@
 // `coffer deniable check-vectors` and the README's walk-through over CoverDrop's formats, run as
 // separate processes.
+
 import CofferTestSupport
 import Foundation
 import Testing

@@ -1,6 +1,7 @@
-import CofferCrypto
 // Deniability as an adversary checks it: two stores driven through the same schedule, one of
 // them also used, each copied before and after, and the copies compared file by file.
+
+import CofferCrypto
 import CofferDeniable
 import CofferDevelopment
 import CofferTestSupport

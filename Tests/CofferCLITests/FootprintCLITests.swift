@@ -1,5 +1,6 @@
 // The store stays small from the command line: no WAL left after a command, compaction, a
 // streamed import.
+
 import CofferTestSupport
 import Foundation
 import Testing

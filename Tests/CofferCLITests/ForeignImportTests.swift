@@ -2,6 +2,7 @@
 // `aries-askar`), libindy wallets from a generator that follows libindy's format, and Askar's own
 // upstream libindy fixture. Everything is driven through the `coffer` binary and read back
 // through the wallet API.
+
 import CofferSync
 import CofferTestSupport
 import CofferWallet
@@ -20,7 +21,7 @@ enum ForeignStores {
     static func make(_ arguments: [String]) throws -> Bool {
         let r = try runProcess(
             URL(fileURLWithPath: "/usr/bin/env"), ["bash", root.appendingPathComponent("Tests/Interop/foreign.sh").path] + arguments,
-            within: .seconds(900))  // a first run installs from PyPI (venv.sh gives pip up to 600 s)
+            within: .seconds(900)) // a first run installs from PyPI (venv.sh gives pip up to 600 s)
         try skipWhenOffline(r)
         #expect(r.status == 0 && r.stdout.contains("stores ok"), "\(r.stdout)\(r.stderr)")
         return r.status == 0
@@ -108,12 +109,14 @@ enum ForeignStores {
     /// only child and reports its peak resident set (`getrusage(RUSAGE_CHILDREN)`): the importing
     /// process's own peak memory, whatever else runs in the test process.
     static func peakResidentImport(_ source: URL, key: String, store: URL) throws -> (result: CLIResult, peakBytes: Int) {
-        let report = "import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
+        let report =
+            "import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
             + "print('peak-rss-kib', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(code)"
         let r = try runProcess(
             URL(fileURLWithPath: "/usr/bin/env"),
             [
-                "python3", "-c", report, CLI.binary.path, "--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-indy",
+                "python3", "-c", report, CLI.binary.path, "--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet",
+                "import-indy",
                 source.path, "--source-key-env", "SOURCE_KEY", "--source-kdf", "raw",
             ], environment: ["COFFER_TEST_KEY": CLI.key, "SOURCE_KEY": key])
         let line = r.stderr.split(separator: "\n").last { $0.hasPrefix("peak-rss-kib ") }
@@ -398,7 +401,9 @@ struct IndyImportTests {
         // Measured in the importing process alone (not this one, where other tests run in
         // parallel): reading the value would raise its peak by 64 MiB over the baseline.
         let rise = refused.peakBytes - small.peakBytes
-        #expect(rise < big / 2, "the import's peak memory rose by \(rise) bytes (\(small.peakBytes) → \(refused.peakBytes)): the value was read")
+        #expect(
+            rise < big / 2, "the import's peak memory rose by \(rise) bytes (\(small.peakBytes) → \(refused.peakBytes)): the value was read"
+        )
     }
 
     @Test("importing a WAL-mode source that had no -wal or -shm leaves its folder's files as they were")

@@ -3,6 +3,7 @@
 // into one empty store, and first opens of a new store. Each test proves its race window was
 // hit: a debug build's test pause (COFFER_TEST_PAUSE_AT, see CofferSync.TestPause) holds a
 // process at the point that matters, and the test waits until it reports it is there.
+
 import CofferTestSupport
 import Foundation
 import Testing

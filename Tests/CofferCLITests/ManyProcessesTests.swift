@@ -1,5 +1,6 @@
 // Many `coffer` processes on one store at the same moment, as an app, its extensions and scripts
 // would: none fails, nothing is lost, the cache's limits hold.
+
 import CofferTestSupport
 import Foundation
 import Testing

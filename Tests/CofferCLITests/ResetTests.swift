@@ -1,5 +1,6 @@
 // `coffer reset --yes` works on a store in any state, without opening it, removes every file
 // Coffer wrote and nothing else, and the next run is a fresh install.
+
 import CofferTestSupport
 import Foundation
 import GRDB

@@ -1,6 +1,7 @@
-import CofferCrypto
 // A restore killed with SIGKILL in the middle leaves no wallet behind, and the next restore
 // succeeds: the kill is proven to land mid-restore by the temporary wallet being there.
+
+import CofferCrypto
 import CofferTestSupport
 import CofferWallet
 import Foundation

@@ -3,6 +3,7 @@
 // making the wallet (or while building it). Each kill is proven to land at that moment by a debug
 // build's test pause (COFFER_TEST_PAUSE_AT, see CofferSync.TestPause): the test waits until the
 // child reports it is there and checks the files before killing it.
+
 import CofferSecureStorage
 import CofferTestSupport
 import CofferWallet

@@ -1,5 +1,6 @@
 // `coffer settings`: the catalogue is the law — declared kinds, enum values, reserved keys,
 // positive cache sizes — and `get` prints value, default and set, with mismatches reported.
+
 import CofferTestSupport
 import Foundation
 import GRDB

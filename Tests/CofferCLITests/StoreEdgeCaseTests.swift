@@ -1,6 +1,7 @@
 // Hostile store layouts and inputs from outside: an empty --store, folders their owner made
 // unreadable, symbolic links at the database and key paths, damaged key files, missing input
 // files, and a user setting without its optional field.
+
 import CofferSettings
 import CofferTestSupport
 import Foundation

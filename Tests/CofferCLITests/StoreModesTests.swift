@@ -1,7 +1,8 @@
-import CofferCrypto
 // File modes of a store: every file 0600, every folder 0700, whatever the umask of the process
 // that wrote them. The permissive umask is set in child processes only (tests run in parallel
 // in this one, and the umask is per process).
+
+import CofferCrypto
 import CofferDatabase
 import CofferTestSupport
 import CofferWallet

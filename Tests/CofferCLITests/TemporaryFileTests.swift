@@ -1,6 +1,7 @@
 // No temporary file outlives its write: a write killed with SIGKILL between creating its
 // temporary file and renaming it leaves the file behind, and the next open of that store removes
 // it — `secure delete` and `deniable init` leave nothing that opens.
+
 import CofferTestSupport
 import Foundation
 import Testing

@@ -1,5 +1,6 @@
 // Wallet input from files, standard input and the environment; UTF-8 checked, never repaired;
 // nothing overwritten; progress lines that end before an error.
+
 import CofferTestSupport
 import Foundation
 import GRDB
@@ -112,7 +113,10 @@ struct WalletInputTests {
         let sqlite = TemporaryFolders.path("other").appendingPathExtension("sqlite")
         let made = try runProcess(
             URL(fileURLWithPath: "/usr/bin/env"),
-            ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table x(y)'); c.commit()", sqlite.path])
+            [
+                "python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table x(y)'); c.commit()",
+                sqlite.path,
+            ])
         #expect(made.status == 0, "\(made.stderr)")
         let contents: [(String, Data)] = [
             ("empty", Data()), ("one byte", Data([0])), ("garbage", Data(repeating: 0x41, count: 5000)),

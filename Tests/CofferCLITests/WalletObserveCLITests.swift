@@ -1,4 +1,5 @@
 // A live wallet query sees a write made by another process (the `coffer` CLI).
+
 import CofferTestSupport
 import CofferWallet
 import Foundation

@@ -1,6 +1,7 @@
 // docs/concurrency.md's two rules for the stores a container owns (media cache, secure storage,
 // wallet) and the container itself: after close() every throwing call throws its module's
 // `closed`; a cancelled task's call throws CancellationError before it reads or writes.
+
 import Coffer
 import CofferTestSupport
 import Foundation

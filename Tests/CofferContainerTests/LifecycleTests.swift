@@ -1,5 +1,6 @@
 // After close() every store of a container answers with its module's one `closed` error, and
 // the streams the container owns finish.
+
 import Coffer
 import Foundation
 import Testing

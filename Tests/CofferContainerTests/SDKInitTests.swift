@@ -1,6 +1,7 @@
 // Seed 000/001: the wallet is usable right after SDK initialisation with no configuration. The
 // processes racing and the kill between the key and the wallet are in CofferCLITests
 // (SDKInitCLITests), where real processes run `coffer sdk init`.
+
 import Coffer
 import Foundation
 import Testing

@@ -34,6 +34,7 @@
 // | 004 | the collection listings (Assets, Albums, BackupAlbum, DuplicatedAsset, ETag, AndroidDeviceAsset, IOSDeviceAsset) | `collectionsAsListed` |
 // | 004 | the storage overview and cache-layer diagrams (key-value store, database, image cache, secure storage) | `ContainerTests.layout` |
 // | 004 | cache invalidation by asset / album; user-setting and cache-size defaults | `CacheInvalidationTests` |
+
 import Coffer
 import Foundation
 import Testing

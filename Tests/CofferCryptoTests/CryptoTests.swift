@@ -1,4 +1,5 @@
 // Specifications of CofferCrypto's wrappers: round trips, failures and secrecy.
+
 import CofferCrypto
 import Foundation
 import Testing

@@ -1,5 +1,6 @@
 // Temporary files of whole-file replacements: owner-only, exclusive, removed on error, and swept
 // only once their writer is gone.
+
 import CofferCrypto
 import CofferTestSupport
 import Foundation

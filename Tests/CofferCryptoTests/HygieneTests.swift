@@ -1,4 +1,5 @@
 // Randomness per seal and where secret bytes live.
+
 import CofferCrypto
 import Foundation
 import Testing

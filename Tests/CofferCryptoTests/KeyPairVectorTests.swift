@@ -1,4 +1,5 @@
 // Ed25519KeyPair against RFC 8032 §7.1 (tests 1 and 2) and X25519KeyPair against RFC 7748 §6.1.
+
 import CofferCrypto
 import Foundation
 import Testing

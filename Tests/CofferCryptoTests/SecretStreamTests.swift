@@ -3,6 +3,7 @@
 // These checks are behavioural: libsodium publishes no secretstream test vectors, and the writer
 // draws its header (the stream's nonce) at random, so no ciphertext can be compared byte for byte.
 // Each test writes a stream and checks what a reader accepts, rejects and reports.
+
 import CofferCrypto
 import Foundation
 import Testing

@@ -1,4 +1,5 @@
 // The background sender's schedule, driven by a clock and a random source the tests control.
+
 import CofferCrypto
 import CofferDevelopment
 import Foundation

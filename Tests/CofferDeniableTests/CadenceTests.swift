@@ -1,5 +1,6 @@
 // CoverDrop's cadences (the defaults) against the seed's (a named configuration), and the
 // start routine's smaller promises.
+
 import CofferCrypto
 import CofferDevelopment
 import Foundation

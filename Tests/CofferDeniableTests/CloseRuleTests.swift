@@ -1,6 +1,7 @@
 // docs/concurrency.md's close rule for the deniable store: close() ends the session, and every
 // call that needs the session then throws DeniableError.locked (its module's "closed") until the
 // passphrase unlocks it again.
+
 import Foundation
 import Testing
 

@@ -1,6 +1,7 @@
 // The whole user flow over CoverDrop's formats: send → queue → dequeue → the CoverNode and the
 // journalist read it; a reply or a handover → dead drop → unlock → mailbox; and stores made
 // before the formats changed.
+
 import CofferCrypto
 import CofferDevelopment
 import CofferTestSupport

@@ -1,5 +1,6 @@
 // CoverDrop's wire formats, checked against CoverDrop's own published data: its test vectors, and
 // real key bundles and dead drops from its integration scenarios.
+
 import CofferCrypto
 import CofferDevelopment
 import Foundation

@@ -1,5 +1,6 @@
 // Files written in the first layouts (vault `CFVAULT1`, queue `CFQUEUE1`) are converted at the
 // next start, their contents kept.
+
 import CofferCrypto
 import Foundation
 import Testing

@@ -1,4 +1,5 @@
 // Key rotation: dead drops kept as received and verified at every read, several trust anchors.
+
 import CofferCrypto
 import CofferDevelopment
 import Foundation

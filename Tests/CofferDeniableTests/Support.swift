@@ -1,4 +1,5 @@
 // Shared helpers: temporary folders, a settable clock, counting and holding secure elements.
+
 import CofferCrypto
 import CofferDevelopment
 import CofferSync

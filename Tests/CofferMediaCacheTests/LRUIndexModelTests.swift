@@ -1,6 +1,7 @@
 // LRUIndex driven by seeded random operations against a plain reference model (one array in
 // recency order), compared after every step: per-kind order, counts, bytes, least recent keys,
 // payloads, generations and the index's own invariant check.
+
 import CofferDevelopment
 import Testing
 

@@ -1,5 +1,6 @@
 // data(for:orLoad:) honours cancellation: a cancelled caller returns at once, and a run nobody
 // waits for any more is cancelled and caches nothing.
+
 import CofferSync
 import CofferTestSupport
 import Foundation

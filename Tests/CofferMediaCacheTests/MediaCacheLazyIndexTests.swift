@@ -1,5 +1,6 @@
 // Opening the media cache reads no entry: the index is built in the background or by the first
 // call that evicts or counts, and a hit before that reads the file directly.
+
 import CofferMediaCache
 import Foundation
 import Testing

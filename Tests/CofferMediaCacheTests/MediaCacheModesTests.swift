@@ -1,4 +1,5 @@
 // The disk layer's modes: files 0600, folders 0700, set by the cache whatever the umask.
+
 import CofferMediaCache
 import Foundation
 import Testing

@@ -1,6 +1,7 @@
 // The disk layer sealed at rest (no plaintext, names that reveal nothing, foreign and damaged files
 // are misses, crypto-shredding) and expiry (per entry, per kind, lazily and by eviction), with an
 // injected clock instead of sleeps.
+
 import CofferMediaCache
 import CofferSecureStorage
 import CofferSync

@@ -1,5 +1,6 @@
 // Many caches on one folder (as many processes would have) keep the limits; one loader run per
 // missing key, however the requests interleave with its store.
+
 import CofferMediaCache
 import Foundation
 import Testing

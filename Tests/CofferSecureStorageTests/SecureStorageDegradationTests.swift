@@ -1,5 +1,6 @@
 // Secure storage fails per item, never silently replaces a lost key, and makes one key when
 // several writers start together.
+
 import CofferSecureStorage
 import Foundation
 import Testing

@@ -1,4 +1,5 @@
 // The encrypted file store's modes: files 0600, folders 0700, whatever the umask.
+
 import CofferSecureStorage
 import Foundation
 import Testing

@@ -1,5 +1,6 @@
 // Bounded waits for tests: an event a test awaits that never comes fails that test with a message
 // after a bound, instead of stopping the whole suite.
+
 import CofferSync
 import Foundation
 

@@ -1,6 +1,7 @@
 // Running a child process to its end from a test: its standard output and error read in full (at
 // the same time, so neither pipe fills up and stalls the child), its pipes closed in every other
 // child, and a bound after which it is killed and the test fails instead of hanging the suite.
+
 import CofferSync
 import Dispatch
 import Foundation

@@ -1,6 +1,7 @@
 // Temporary folders for tests: each one lives under a root folder of this test process, and the
 // root is removed when the process exits, so a run leaves nothing behind in the system's
 // temporary folder. Roots left by test processes that were killed are removed by the next run.
+
 import Foundation
 
 #if canImport(Glibc)

@@ -1,7 +1,8 @@
-import CofferCrypto
 // Base58 (Bitcoin alphabet, CofferCrypto) against Bitcoin Core's test vectors
 // (src/test/data/base58_encode_decode.json), characters outside the alphabet, and round trips of
 // seeded random data with leading zero bytes.
+
+import CofferCrypto
 import CofferDevelopment
 import Foundation
 import Testing

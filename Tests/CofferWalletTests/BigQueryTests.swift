@@ -1,5 +1,6 @@
 // Queries of any size: long $in lists, wide $or / $and and many $exist names give the same
 // results as the small queries they expand to, never a storage error.
+
 import CofferWallet
 import Foundation
 import Testing

@@ -1,4 +1,5 @@
 // The blind-index caches give exactly what computing the blind index gives.
+
 import CofferCrypto
 import Foundation
 import Testing

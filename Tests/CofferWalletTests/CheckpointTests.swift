@@ -1,8 +1,9 @@
+// The WAL is checkpointed after commits return (SQLite's automatic checkpoint is replaced).
+
 import Foundation
 import GRDB
 import Testing
 
-// The WAL is checkpointed after commits return (SQLite's automatic checkpoint is replaced).
 @testable import CofferWallet
 
 @Suite("Checkpoints")

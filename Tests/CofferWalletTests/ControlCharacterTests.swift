@@ -1,6 +1,7 @@
 // U+0000 and the other control characters are data like any other: stored byte-exactly in tag
 // values, values, ids and types, and matched byte-exactly by every WQL operator, with `count`
 // and a search giving the same answer (docs/wql.md, "Control characters").
+
 import CofferWallet
 import Foundation
 import Testing

@@ -1,8 +1,9 @@
+// The writer's durability setting, which GRDB's pool would otherwise lower to NORMAL.
+
 import Foundation
 import GRDB
 import Testing
 
-// The writer's durability setting, which GRDB's pool would otherwise lower to NORMAL.
 @testable import CofferWallet
 
 @Suite("Durability")

@@ -1,4 +1,5 @@
 // Range, $like, $regex and numbers on encrypted tags give the same results as on plaintext tags.
+
 import CofferWallet
 import Foundation
 import Testing

@@ -1,10 +1,11 @@
+// The wallet's files stay small: the WAL is removed on close and trimmed after large writes, and
+// the space of deleted records comes back.
+
 import CofferSQLite
 import Foundation
 import GRDB
 import Testing
 
-// The wallet's files stay small: the WAL is removed on close and trimmed after large writes, and
-// the space of deleted records comes back.
 @testable import CofferWallet
 
 @Suite("Footprint")

@@ -1,6 +1,7 @@
 // The readers of libindy's MessagePack keys and Askar's CBOR profile key: the shapes their
 // writers produce decode; truncated, oversized, trailing and random bytes are refused, never
 // read past their end.
+
 import Foundation
 import Testing
 

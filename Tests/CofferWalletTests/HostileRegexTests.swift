@@ -1,9 +1,10 @@
-import Foundation
-import Testing
-
 // Hostile `$regex` patterns: each compiles within the limits and answers as ICU does, or is
 // refused naming the limit — compilation included (a repetition of an empty body used to emit
 // nothing a trillion times).
+
+import Foundation
+import Testing
+
 @testable import CofferWallet
 
 @Suite("Hostile regular expressions")

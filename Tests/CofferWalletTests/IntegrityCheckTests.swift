@@ -1,5 +1,6 @@
 // `checkIntegrity()` as an attacker with write access but no key would test it: each kind of
 // tampering it promises to find is found, with the record named where it can be.
+
 import CofferWallet
 import Foundation
 import GRDB

@@ -1,6 +1,7 @@
 // RFC 8259 edge cases of the wallet's hand-written JSON reader (JSONValue.parse): \u escapes and
 // surrogate pairs, the nesting limit, duplicate keys, number text, control characters, text
 // around the value, empty input and a byte order mark.
+
 import CofferWallet
 import Testing
 

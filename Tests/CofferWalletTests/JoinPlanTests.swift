@@ -1,10 +1,11 @@
+// A walk driven by one tag equality either probes the index for the query's other equalities or,
+// when a sample shows they nearly always hold, leaves them to the decrypted tags. Either way the
+// result is exact.
+
 import Foundation
 import GRDB
 import Testing
 
-// A walk driven by one tag equality either probes the index for the query's other equalities or,
-// when a sample shows they nearly always hold, leaves them to the decrypted tags. Either way the
-// result is exact.
 @testable import CofferWallet
 
 @Suite("Search: further equalities, joined or checked in memory")

@@ -1,5 +1,6 @@
 // One Argon2id cost policy: Coffer writes nothing over its cap (4× MODERATE) and refuses, before
 // any key work, a file whose stored costs are over it.
+
 import CofferCrypto
 import CofferWallet
 import Foundation

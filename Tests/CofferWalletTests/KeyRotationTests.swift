@@ -1,4 +1,5 @@
 // rekey(to:rotatingKey: true): a new wallet key, every record re-sealed and re-indexed.
+
 import CofferCrypto
 import Foundation
 import GRDB

@@ -1,9 +1,10 @@
+// LinearRegex against NSRegularExpression: hand-written cases per construct, whole-plane
+// character classes, seeded random patterns, pathological inputs, refusals, limits and hostile input.
+
 import CofferDevelopment
 import Foundation
 import Testing
 
-// LinearRegex against NSRegularExpression: hand-written cases per construct, whole-plane
-// character classes, seeded random patterns, pathological inputs, refusals, limits and hostile input.
 @testable import CofferWallet
 
 /// The linear-time `$regex` matcher must answer as NSRegularExpression does, refuse what it cannot, and never hang or trap.

@@ -1,6 +1,7 @@
 // Live wallet queries: what a commit shows, what it does not, coalescing, and the end at close().
 // Every wait is bounded (`Updates.next(within:)`, `eventually`): an update that never comes fails
 // its test instead of stopping the suite.
+
 import CofferTestSupport
 import CofferWallet
 import Foundation

@@ -1,5 +1,6 @@
 // What a record's box is bound to: its expiry (format 3), and its sealed type, which reads and
 // searches compare with the type they asked for. Old boxes (expiry not bound) still read.
+
 import CofferCrypto
 import Foundation
 import GRDB

@@ -1,8 +1,9 @@
+// Record-level behaviour: the Askar record cases and the seed's operations.
+
 import Foundation
 import GRDB
 import Testing
 
-// Record-level behaviour: the Askar record cases and the seed's operations.
 @testable import CofferWallet
 
 @Suite("Records")

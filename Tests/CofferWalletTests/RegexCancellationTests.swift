@@ -1,10 +1,11 @@
+// A search cancelled while one long `$regex` match is under way stops within that value: the
+// matcher reads the search's cancellation flag as it goes, inside SQLite (plaintext tags) and on
+// the threads that match decrypted tags.
+
 import CofferSync
 import Foundation
 import Testing
 
-// A search cancelled while one long `$regex` match is under way stops within that value: the
-// matcher reads the search's cancellation flag as it goes, inside SQLite (plaintext tags) and on
-// the threads that match decrypted tags.
 @testable import CofferWallet
 
 @Suite("Cancelling a search while a $regex matches")

@@ -1,9 +1,10 @@
+// The file layout (format 3: items without AUTOINCREMENT, blind types and tag names as integers, the records' version digest)
+// and the upgrade of files in the first layout.
+
 import Foundation
 import GRDB
 import Testing
 
-// The file layout (format 3: items without AUTOINCREMENT, blind types and tag names as integers, the records' version digest)
-// and the upgrade of files in the first layout.
 @testable import CofferWallet
 
 @Suite("File layout and upgrades")

@@ -1,4 +1,5 @@
 // Search handles, paging stability and concurrency.
+
 import CofferWallet
 import Foundation
 import Testing

@@ -1,11 +1,12 @@
+// A reserved secret's value (a key, the master secret, a credential signature) is read as bytes
+// in guarded memory, or not at all, by every path that does not hand it to its caller: no
+// `String` of it is made (Swift cannot wipe a `String`).
+
 import CofferCrypto
 import CofferSync
 import Foundation
 import Testing
 
-// A reserved secret's value (a key, the master secret, a credential signature) is read as bytes
-// in guarded memory, or not at all, by every path that does not hand it to its caller: no
-// `String` of it is made (Swift cannot wipe a `String`).
 @testable import CofferWallet
 
 @Suite("Reserved secrets stay in bytes")

@@ -1,4 +1,5 @@
 // Encryption at rest, keys, tampering and rekey.
+
 import CofferCrypto
 import CofferWallet
 import Foundation

@@ -1,10 +1,11 @@
+// Backups stream (bounded messages, progress while inserting), fail without leaving a file at the
+// target, refuse hostile lengths, and carry records of the first box format.
+
 import CofferCrypto
 import Foundation
 import GRDB
 import Testing
 
-// Backups stream (bounded messages, progress while inserting), fail without leaving a file at the
-// target, refuse hostile lengths, and carry records of the first box format.
 @testable import CofferWallet
 
 @Suite("Streaming backup")

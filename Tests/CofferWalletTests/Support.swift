@@ -1,5 +1,6 @@
-import CofferCrypto
 // Helpers the wallet specifications share: temporary wallets and the WQL case file.
+
+import CofferCrypto
 import CofferTestSupport
 import CofferWallet
 import Foundation

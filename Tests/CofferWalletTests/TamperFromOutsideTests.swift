@@ -1,6 +1,7 @@
 // The attacks on the records' version digest and the schema, performed as someone with the
 // files but not the key would: through SQLite on the closed file. Each must end in `corrupted`
 // or a check finding, never in the old value read back with a clean check.
+
 import Foundation
 import GRDB
 import Testing

@@ -1,6 +1,7 @@
 // `String(validUTF8:)`, the package's UTF-8 validation (the standard library's
 // `String(validating:as:)` needs iOS 18 / macOS 15): text back for valid bytes, nil for anything
 // ill-formed.
+
 import CofferSync
 import Testing
 

@@ -1,4 +1,5 @@
 // WQL exactly as design/WQL.md: every case of askar-cases.json gives its coffer_expect.
+
 import CofferWallet
 import Foundation
 import Testing

@@ -1,6 +1,7 @@
 // The seed's iOS selectors (seed 000/001): walletAddRecordTags, walletUpdateRecordTags,
 // walletDeleteRecordTags, walletOpenSearch, walletSearchNextRecords, walletCloseSearch, each
 // called with the seed's labels and checked against the seed's argument and result shapes.
+
 import CofferWallet
 import Foundation
 import Testing

@@ -1,5 +1,6 @@
 // Opening a wallet does the same work at any size: the statements it runs and their SQLite
 // virtual-machine steps (which grow with every row a statement visits) are counted at two sizes.
+
 import CofferSQLite
 import CofferWallet
 import Foundation

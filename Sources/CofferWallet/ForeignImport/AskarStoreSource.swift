@@ -13,6 +13,7 @@
 //   `expiry` is a UTC date-time text.
 // - `items_tags(id, item_id, name, value, plaintext)`: names sealed (tag name key); values sealed
 //   (tag value key) unless `plaintext`, whose name the API shows with a leading `~`.
+
 import CofferCrypto
 import Foundation
 import GRDB

@@ -1,6 +1,7 @@
 // The two small binary formats foreign stores keep their keys in: libindy's MessagePack array of
 // seven keys, and Aries Askar's CBOR profile key. Strict readers of exactly those shapes: every
 // length is checked against the bytes left, nothing else is accepted, nothing trails.
+
 import CofferCrypto
 import Foundation
 

@@ -1,5 +1,6 @@
 // What the libindy and Askar readers share: a read-only SQLite connection to the source file,
 // the mapping of its errors, and the record each reader hands to the import.
+
 import CofferCrypto
 import CofferSQLite
 import CofferSync

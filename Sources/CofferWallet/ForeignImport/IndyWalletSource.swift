@@ -11,6 +11,7 @@
 // - `tags_encrypted(name, value, item_id)`: both sealed (tag name key, tag value key).
 // - `tags_plaintext(name, value, item_id)`: the name sealed without its leading `~`, the value
 //   as text. Coffer gives such a tag its `~` back: it is a plaintext tag here too.
+
 import CofferCrypto
 import Foundation
 import GRDB

@@ -1,5 +1,6 @@
 // A small exact JSON reader and writer: keeps numbers as written, lets the last duplicate key
 // win, and tells booleans from numbers — things WQL and the tag rules depend on.
+
 import Foundation
 
 /// A parsed JSON document.

@@ -1,4 +1,5 @@
 // A record as returned to callers, and the options that choose its fields.
+
 import Foundation
 
 /// A record as read from the wallet. Fields not asked for are `nil`.

@@ -1,4 +1,5 @@
 // Record tags: name → one string or a list of strings, validated as WQL.md says.
+
 import Foundation
 
 /// The value of one tag: a single string, or a list of strings (a multi-valued tag).

@@ -1,6 +1,7 @@
 // Cancellation a long `$regex` match polls. The matcher runs inside SQLite (the `coffer_regexp`
 // function) or on a search's worker threads, with no Task of its own: a search sets the flag
 // when its Task is cancelled, and the matcher, finding it set, stops within the value it is on.
+
 import CofferSync
 import Foundation
 

@@ -1,5 +1,6 @@
 // WQL → SQL over the blind-index columns. What the index cannot answer exactly (ranges, $like,
 // $regex and numbers on encrypted tags) is widened to a superset and finished in memory.
+
 import Foundation
 import GRDB
 

@@ -1,4 +1,5 @@
 // WQL as a syntax tree: parsing (design/WQL.md, exactly) and the per-record meaning.
+
 import CofferSync
 import Foundation
 

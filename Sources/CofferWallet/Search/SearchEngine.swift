@@ -1,6 +1,7 @@
-import CofferCrypto
 // Keyset paging over a compiled search: each page starts after the last record returned, so a
 // page costs the same at page 1 and page 1,000, and a walk never repeats or skips a record.
+
+import CofferCrypto
 import CofferSync
 import Dispatch
 import Foundation

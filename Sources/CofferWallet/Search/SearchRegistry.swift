@@ -1,4 +1,5 @@
 // Open searches behind integer handles: bounded, reclaimed when idle, never reused.
+
 import CofferSync
 import Foundation
 

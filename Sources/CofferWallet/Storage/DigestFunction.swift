@@ -2,6 +2,7 @@
 // on the wallet's writer: one call per row change, reading the blobs in place and hashing into
 // stack memory (through GRDB's typed functions, two calls per row with their copies cost a third
 // of a batched write).
+
 import CofferCrypto
 import CofferSync
 import Foundation

@@ -1,4 +1,5 @@
 // The record write path's statements, bound and stepped through SQLite's C API.
+
 import Foundation
 import GRDB
 import GRDBSQLite

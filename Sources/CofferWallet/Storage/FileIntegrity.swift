@@ -2,6 +2,7 @@
 // key: the `coffer_meta` row `integrity` holds a MAC and, after it, a description of every object
 // in `sqlite_master` (tables, indexes, triggers, with their SQL), the file format and whether the
 // records' version digest exists. Opening compares the file with it before any record is read.
+
 import CofferCrypto
 import Foundation
 import GRDB

@@ -1,6 +1,7 @@
-import CofferCrypto
 // Opened key pairs of the keys a wallet holds, kept per verkey so signing and opening do not
 // read, decrypt and expand the stored key on every call.
+
+import CofferCrypto
 import CofferSync
 import Foundation
 

@@ -1,4 +1,5 @@
 // The wallet's current keys, and the gate a key rotation closes while it re-seals every record.
+
 import CofferSync
 import Foundation
 

@@ -1,4 +1,5 @@
 // The sealed form of one record: id, value and tags in a compact binary layout, then AEAD.
+
 import CofferCrypto
 import CofferSync
 import Foundation

@@ -1,4 +1,5 @@
 // Record operations on one open SQLite connection: the single place that writes items and tags.
+
 import CofferCrypto
 import Foundation
 import GRDB

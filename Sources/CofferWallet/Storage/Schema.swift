@@ -1,5 +1,6 @@
-import CofferSQLite
 // The wallet file's tables, its metadata rows, and the SQL functions WQL needs.
+
+import CofferSQLite
 import Foundation
 import GRDB
 

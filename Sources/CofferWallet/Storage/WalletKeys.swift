@@ -1,5 +1,6 @@
-import CofferCrypto
 // The wallet's own keys: derived from one random master key that the store key seals.
+
+import CofferCrypto
 import CofferSync
 import Foundation
 

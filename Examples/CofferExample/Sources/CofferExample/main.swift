@@ -1,5 +1,6 @@
 // What an app does at launch and in its first screen, through `import Coffer` alone: open the
 // container, read and write settings, keep and search records in the wallet, cache an image.
+
 import Coffer
 import Foundation
 
