@@ -129,7 +129,7 @@ public final class CofferContainer: @unchecked Sendable {
     /// Tokens, client certificates, custom headers. Every call throws
     /// `SecureStorageError.closed` once the container is closed or reset.
     public let secure: any SecureStorage
-    /// The secure store itself, which ``reset()-1hq1w`` still uses after closing.
+    /// The secure store itself, which ``reset()`` still uses after closing.
     private let baseSecure: any SecureStorage
     /// Whether the container closed, readable without the container (the secure wrapper holds it).
     private let closedFlag = ClosedFlag()
@@ -162,14 +162,14 @@ public final class CofferContainer: @unchecked Sendable {
     ///     `MediaCacheLimits.default` (its entry limits always follow the cache-size settings).
     ///   - dataMigrations: the app database's data ladder; by default `AppDatabase.dataMigrations`.
     ///
-    /// Blocks the calling thread while the database opens and migrates: from the main actor,
-    /// `await` the async form.
-    public static func open(
+    /// Blocks the calling thread while the database opens and migrates: from async code, `await`
+    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)``.
+    public static func openBlocking(
         _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
         keychainService: String? = nil, cacheByteLimits: (memory: Int, disk: Int)? = nil,
         dataMigrations: [DataMigration] = AppDatabase.dataMigrations
     ) throws -> CofferContainer {
-        let database = try AppDatabase.open(at: locations.appDatabase, dataMigrations: dataMigrations)
+        let database = try AppDatabase.openBlocking(at: locations.appDatabase, dataMigrations: dataMigrations)
         let secure =
             secureStorage
             ?? PlatformSecureStorage.make(folder: locations.secureFolder, service: keychainService ?? locations.keychainService)
@@ -178,7 +178,7 @@ public final class CofferContainer: @unchecked Sendable {
             do { try clearEarlierInstall(secure, locations: locations) } catch {
                 logger.warning("could not clear secure items left by an earlier install: \(error)")
             }
-            do { try cacheKeyStorage.deleteAll() } catch {
+            do { try cacheKeyStorage.deleteAllBlocking() } catch {
                 logger.warning("could not clear the media cache key left by an earlier install: \(error)")
             }
         }
@@ -196,15 +196,15 @@ public final class CofferContainer: @unchecked Sendable {
         // Deleting or replacing an asset, or changing an album, through the collections makes
         // their cached images stale: they go from the cache once the write has committed.
         database.context.mediaChanges.onChange { [cache] changes in
-            for id in changes.assetIds { cache.invalidate(assetId: id) }
-            for id in changes.albumIds { cache.invalidate(albumId: id) }
+            for id in changes.assetIds { cache.invalidateBlocking(assetId: id) }
+            for id in changes.albumIds { cache.invalidateBlocking(albumId: id) }
         }
         let container = CofferContainer(locations: locations, database: database, cache: cache, secure: secure)
         container.watchCacheSettings()
         return container
     }
 
-    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)-94a4f`` off the
+    /// ``openBlocking(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)`` off the
     /// caller's executor: opening and migrating run on a worker thread, so an app can open its
     /// container from the main actor (e.g. in a SwiftUI `.task`) without blocking it.
     public static func open(
@@ -213,7 +213,7 @@ public final class CofferContainer: @unchecked Sendable {
         dataMigrations: [DataMigration] = AppDatabase.dataMigrations
     ) async throws -> CofferContainer {
         try await offCaller {
-            try open(
+            try openBlocking(
                 locations, secureStorage: secureStorage, keychainService: keychainService,
                 cacheByteLimits: cacheByteLimits, dataMigrations: dataMigrations)
         }
@@ -226,14 +226,14 @@ public final class CofferContainer: @unchecked Sendable {
     static func clearEarlierInstall(_ secure: any SecureStorage, locations: CofferLocations) throws {
         let lockPath = locations.data.appendingPathComponent(".sdk.lock").path
         let clear = { () throws(any Error) in
-            guard FileManager.default.fileExists(atPath: locations.wallet.path) else { return try secure.deleteAll() }
-            for name in try secure.names() where name != CofferSDK.walletKeyItem { try secure.delete(name) }
+            guard FileManager.default.fileExists(atPath: locations.wallet.path) else { return try secure.deleteAllBlocking() }
+            for name in try secure.namesBlocking() where name != CofferSDK.walletKeyItem { try secure.deleteBlocking(name) }
         }
         let failure = { (e: ProcessLockError) -> any Error in ContainerError.storage(e.message) }
         try ProcessLock.withLock(at: lockPath, removeWhenDone: true, failure: failure, clear)
     }
 
-    /// Takes a wallet opened for this container, so ``close()`` and ``reset()-1hq1w`` close it.
+    /// Takes a wallet opened for this container, so ``close()`` and ``reset()`` close it.
     func adopt(_ wallet: Wallet) throws(ContainerError) {
         try lock.withLock { () throws(ContainerError) in
             if isClosed { throw .closed }
@@ -301,7 +301,7 @@ public final class CofferContainer: @unchecked Sendable {
     }
 
     /// Opens the container's wallet, creating it when `createIfMissing` and it does not exist.
-    /// The container closes it at ``close()`` and ``reset()-1hq1w``.
+    /// The container closes it at ``close()`` and ``reset()``.
     public func openWallet(_ key: WalletKey, createIfMissing: Bool = true) async throws -> Wallet {
         try checkOpen()
         try Task.checkCancellation()
@@ -329,18 +329,18 @@ public final class CofferContainer: @unchecked Sendable {
         return try await AssetCleanup(database: database).run(chosen, library: library, dryRun: dryRun, now: now, ownerId: owner)
     }
 
-    /// ``clearCache(_:)`` off the caller's executor.
+    /// ``clearCacheBlocking(_:)`` off the caller's executor.
     /// - Throws: `CancellationError` when the task was cancelled before the call (nothing is
     ///   removed), else the ``ContainerError`` of the blocking form.
     public func clearCache(_ kind: MediaKind? = nil) async throws {
-        try await offCallerUnlessCancelled { try self.clearCache(kind) }
+        try await offCallerUnlessCancelled { try self.clearCacheBlocking(kind) }
     }
 
     /// Clear cache: thumbnails, previews and album covers (or one kind); synced data untouched.
-    /// Blocks the calling thread while files are removed: from the main actor, `await` the async form.
-    public func clearCache(_ kind: MediaKind? = nil) throws(ContainerError) {
+    /// Blocks the calling thread while files are removed: from async code, `await` ``clearCache(_:)``.
+    public func clearCacheBlocking(_ kind: MediaKind? = nil) throws(ContainerError) {
         try checkOpen()
-        cache.clear(kind)
+        cache.clearBlocking(kind)
     }
 
     /// Closes the wallets it opened, the media cache and the app database, ending every settings
@@ -365,21 +365,21 @@ public final class CofferContainer: @unchecked Sendable {
         try? database.close()
     }
 
-    /// ``reset()-1hq1w`` off the caller's executor.
+    /// ``resetBlocking()`` off the caller's executor.
     public func reset() async throws {
-        try await offCallerUnlessCancelled { try self.reset() }
+        try await offCallerUnlessCancelled { try self.resetBlocking() }
     }
 
     /// Full reset: closes everything, then removes the database (settings included), the wallet,
     /// the deniable vault, the media cache and every secure item (see
-    /// ``reset(_:secureStorage:keychainService:)-2y0z9``). This container is closed afterwards.
-    /// Blocks the calling thread while files are removed: from the main actor, `await` the async form.
-    public func reset() throws {
+    /// ``resetBlocking(_:secureStorage:keychainService:)``). This container is closed afterwards.
+    /// Blocks the calling thread while files are removed: from async code, `await` ``reset()``.
+    public func resetBlocking() throws {
         try checkOpen()
         // The cache key goes first, so whatever cached file survives is unreadable at once.
         do { try cache.reset() } catch { Self.logger.warning("media cache reset: \(error)") }
         close()
-        try Self.reset(locations, secureStorage: baseSecure)
+        try Self.resetBlocking(locations, secureStorage: baseSecure)
     }
 
     /// Full reset of the stores under `locations` **without opening them**, so it works on a
@@ -390,12 +390,12 @@ public final class CofferContainer: @unchecked Sendable {
     /// leaves it empty) — and every secure item (the Keychain items of `keychainService`, by
     /// default this store's own ``CofferLocations/keychainService``, on Apple platforms; the
     /// sealed-file folder elsewhere). Other stores' items are untouched. The next
-    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)-94a4f`` is a fresh install.
-    /// Close any container or wallet of these locations first. Blocks the calling thread: from the
-    /// main actor, `await` the async form.
+    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)`` is a fresh install.
+    /// Close any container or wallet of these locations first. Blocks the calling thread: from
+    /// async code, `await` ``reset(_:secureStorage:keychainService:)``.
     /// - Throws: ``ContainerError/storage(_:)`` naming every item that could not be removed (the
     ///   others are removed all the same).
-    public static func reset(
+    public static func resetBlocking(
         _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
         keychainService: String? = nil
     ) throws {
@@ -432,10 +432,10 @@ public final class CofferContainer: @unchecked Sendable {
         // The media cache's key first (crypto-shredding: the cached files left are unreadable from
         // here on), then the secure items; removing them needs no key, and a store whose key is
         // lost is removed with its folder below.
-        do { try mediaCacheKeyStorage(locations, keychainService: keychainService).deleteAll() } catch {
+        do { try mediaCacheKeyStorage(locations, keychainService: keychainService).deleteAllBlocking() } catch {
             if FileManager.default.fileExists(atPath: locations.mediaCacheKeyFolder.path) == false { failures.append("\(error)") }
         }
-        do { try secure.deleteAll() } catch {
+        do { try secure.deleteAllBlocking() } catch {
             if FileManager.default.fileExists(atPath: locations.secureFolder.path) == false { failures.append("\(error)") }
         }
         for url in locations.resetItems {
@@ -462,13 +462,44 @@ private func restoreOwnerPermissions(_ path: String) {
 }
 
 extension CofferContainer {
-    /// ``reset(_:secureStorage:keychainService:)-2y0z9`` off the caller's executor.
+    /// ``resetBlocking(_:secureStorage:keychainService:)`` off the caller's executor.
     public static func reset(
         _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
         keychainService: String? = nil
     ) async throws {
-        try await offCaller { try reset(locations, secureStorage: secureStorage, keychainService: keychainService) }
+        try await offCaller { try resetBlocking(locations, secureStorage: secureStorage, keychainService: keychainService) }
     }
+
+    /// The blocking open's old name, kept for one release: use
+    /// `openBlocking(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)`.
+    @available(*, deprecated, renamed: "openBlocking(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)")
+    public static func open(
+        _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
+        keychainService: String? = nil, cacheByteLimits: (memory: Int, disk: Int)? = nil,
+        dataMigrations: [DataMigration] = AppDatabase.dataMigrations
+    ) throws -> CofferContainer {
+        try openBlocking(
+            locations, secureStorage: secureStorage, keychainService: keychainService, cacheByteLimits: cacheByteLimits,
+            dataMigrations: dataMigrations)
+    }
+
+    /// The blocking form's old name, kept for one release: use
+    /// `resetBlocking(_:secureStorage:keychainService:)`.
+    @available(*, deprecated, renamed: "resetBlocking(_:secureStorage:keychainService:)")
+    public static func reset(
+        _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
+        keychainService: String? = nil
+    ) throws {
+        try resetBlocking(locations, secureStorage: secureStorage, keychainService: keychainService)
+    }
+
+    /// The blocking form's old name, kept for one release: use `resetBlocking()`.
+    @available(*, deprecated, renamed: "resetBlocking()")
+    public func reset() throws { try resetBlocking() }
+
+    /// The blocking form's old name, kept for one release: use `clearCacheBlocking(_:)`.
+    @available(*, deprecated, renamed: "clearCacheBlocking(_:)")
+    public func clearCache(_ kind: MediaKind? = nil) throws(ContainerError) { try clearCacheBlocking(kind) }
 }
 
 /// A flag set once (the container's closing), read from any thread.

@@ -13,7 +13,7 @@ import Logging
 /// secure storage (the Keychain on Apple platforms, the sealed files of `secure/` elsewhere; the
 /// key is never printed, logged or returned), and provisions it for the SDK: the credential master
 /// secret and the cloud agent's key pair, made once (`Wallet.provisionForSDK()`). Later runs
-/// open it with the stored key. ``reset()`` (or ``CofferContainer/reset()-1hq1w``) removes all of
+/// open it with the stored key. ``reset()`` (or ``CofferContainer/resetBlocking()``) removes all of
 /// it: the wallet file and the key. The explicit `Wallet.create(at:key:configuration:)` and
 /// `Wallet.open(at:key:configuration:)` stay for apps that manage their own key.
 ///
@@ -55,7 +55,7 @@ public final class CofferSDK: Sendable {
     /// - Parameters:
     ///   - locations: the store's folders; by default the platform's.
     ///   - secureStorage: where the wallet's key is kept; by default the platform's secure storage
-    ///     (as ``CofferContainer/open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)-94a4f``).
+    ///     (as ``CofferContainer/openBlocking(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)``).
     ///   - keychainService: the Keychain service of the default secure store.
     ///   - walletConfiguration: the wallet's settings.
     /// - Throws: the container's open errors; `SecureStorageError.keyLost(_:)` when the wallet
@@ -80,7 +80,7 @@ public final class CofferSDK: Sendable {
     /// Closes the wallet and the container. Idempotent.
     public func close() { container.close() }
 
-    /// Full reset (``CofferContainer/reset()-1hq1w``): the wallet, its key in secure storage and
+    /// Full reset (``CofferContainer/resetBlocking()``): the wallet, its key in secure storage and
     /// every other store are removed; the next ``initialize(_:secureStorage:keychainService:walletConfiguration:)``
     /// is a first run.
     public func reset() async throws { try await container.reset() }

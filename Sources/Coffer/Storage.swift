@@ -24,7 +24,7 @@ public final class Storage: Sendable {
     public func container() throws -> CofferContainer {
         try state.withLock { state in
             if let open = state.container { return open }
-            let opened = try CofferContainer.open(state.locations ?? .platformDefault())
+            let opened = try CofferContainer.openBlocking(state.locations ?? .platformDefault())
             state.container = opened
             return opened
         }

@@ -54,7 +54,7 @@ struct AppBench: AsyncParsableCommand {
             tGet += await Clock.time { for _ in 0..<(reads / 5) { sum &+= app.settings.get(key) } }.1
             tDefaultsGet += await Clock.time { for _ in 0..<(reads / 5) { sum &+= defaults.integer(forKey: "tilesPerRow") } }.1
         }
-        let (_, tPut) = try await Clock.time { for i in 0..<writes { try app.settings.put(key, i) } }
+        let (_, tPut) = try await Clock.time { for i in 0..<writes { try app.settings.putBlocking(key, i) } }
         // The async form (a worker-thread hop around the same commit), as a main-actor caller uses it.
         let (_, tPutAsync) = try await Clock.time { for i in 0..<writes { try await app.settings.put(key, i) } }
         let (_, tDefaultsSet) = await Clock.time { for i in 0..<writes { defaults.set(i, forKey: "tilesPerRow") } }
@@ -82,7 +82,7 @@ struct AppBench: AsyncParsableCommand {
                 remoteId: "remote-\(i)", localId: "local-\(i)", ownerId: "owner-\(i % 10)", checksum: "checksum-\(i)",
                 fileName: "IMG_\(i).jpg", fileCreatedAt: t0.addingTimeInterval(Double(i) * 60))
         }
-        let (_, tPutAll) = try await Clock.time { try app.context.assets.putAll(batch) }
+        let (_, tPutAll) = try await Clock.time { try app.context.assets.putAllBlocking(batch) }
         let probe = (0..<lookups).map { "remote-\(($0 &* 7919) % assets)" }
         let windows = (0..<20).map { j in
             (t0.addingTimeInterval(Double(j * assets / 20) * 60), t0.addingTimeInterval(Double((j + 1) * assets / 20 - 1) * 60))
@@ -152,7 +152,7 @@ struct AppBench: AsyncParsableCommand {
         let rounds = 5
         for round in 0..<rounds {
             let slice = probe[(round * probe.count / rounds)..<((round + 1) * probe.count / rounds)]
-            tLookup += try await Clock.time { for id in slice { if try app.context.assets.findByRemoteId(id) != nil { found += 1 } } }.1
+            tLookup += try await Clock.time { for id in slice { if try app.context.assets.findByRemoteIdBlocking(id) != nil { found += 1 } } }.1
             tDirectLookup += try await Clock.time {
                 for id in slice {
                     if try direct.read({ db in
@@ -163,7 +163,7 @@ struct AppBench: AsyncParsableCommand {
                 }
             }.1
             let windowSlice = windows[(round * windows.count / rounds)..<((round + 1) * windows.count / rounds)]
-            tBetween += try await Clock.time { for (a, b) in windowSlice { rows += try app.context.assets.createdBetween(a, b).count } }.1
+            tBetween += try await Clock.time { for (a, b) in windowSlice { rows += try app.context.assets.createdBetweenBlocking(a, b).count } }.1
             tDirectBetween += try await Clock.time {
                 for (a, b) in windowSlice {
                     directRows += try direct.read { db in

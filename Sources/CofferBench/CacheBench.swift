@@ -101,7 +101,7 @@ struct CacheBench: AsyncParsableCommand {
         }
         // Opening reads no entry (the index is built in the background); statistics() builds it
         // now if the background has not yet, so this is at most the whole scan.
-        let (stats, tIndex) = await Clock.time { diskOnly.statistics() }
+        let (stats, tIndex) = await Clock.time { diskOnly.statisticsBlocking() }
         guard stats.kinds[.thumbnail]?.diskEntries == entries else { throw ValidationError("reopening lost entries") }
         return (diskOnly, [("open_ms", tOpen * 1000), ("index_after_open_ms", tIndex * 1000)])
     }
@@ -135,7 +135,7 @@ struct CacheBench: AsyncParsableCommand {
         var tURL = 0.0
         for round in 0..<rounds {
             let slice = probe[(round * diskReads / rounds)..<((round + 1) * diskReads / rounds)]
-            tDisk += await Clock.time { for i in slice where diskOnly.data(for: keys[i])?.count == size { diskHits += 1 } }.1
+            tDisk += await Clock.time { for i in slice where diskOnly.dataBlocking(for: keys[i])?.count == size { diskHits += 1 } }.1
             tURL += await Clock.time {
                 for i in slice.prefix(urlReads / rounds)
                 where urlCache.cachedResponse(for: requests[i % urlcacheEntries])?.data.count == size { urlHits += 1 }
@@ -174,7 +174,7 @@ struct CacheBench: AsyncParsableCommand {
             let c = try MediaCache(
                 folder: folder.appendingPathComponent("evict-\(n)"),
                 limits: MediaCacheLimits(entries: [.thumbnail: n], diskBytes: Int.max / 2))
-            for i in 0..<n { try c.store(payloads[i % 64], for: .thumbnail("fill-\(i)")) }
+            for i in 0..<n { try c.storeBlocking(payloads[i % 64], for: .thumbnail("fill-\(i)")) }
             return c
         }
         var tPut = [0.0, 0.0]
@@ -183,7 +183,7 @@ struct CacheBench: AsyncParsableCommand {
             for (j, c) in evicting.enumerated() {
                 let first = serial
                 tPut[j] += try await Clock.time {
-                    for i in 0..<(puts / rounds) { try c.store(payloads[i % 64], for: .thumbnail("new-\(first + i)")) }
+                    for i in 0..<(puts / rounds) { try c.storeBlocking(payloads[i % 64], for: .thumbnail("new-\(first + i)")) }
                 }.1
                 serial += puts / rounds
             }

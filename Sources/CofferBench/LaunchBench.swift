@@ -236,13 +236,13 @@ struct LaunchStore: Sendable {
     /// One launch: the container (app database, secure storage, media cache), the first cache
     /// hit, the first secure read, the wallet, deniable storage's start routine; then closes all.
     func launchOnce(key: WalletKey) async throws -> [(String, Double)] {
-        let (container, tContainer) = try await Clock.time { try CofferContainer.open(locations) }
-        let (_, tFirstHit) = await Clock.time { if let probe { _ = container.cache.data(for: probe) } }
+        let (container, tContainer) = try await Clock.time { try CofferContainer.openBlocking(locations) }
+        let (_, tFirstHit) = await Clock.time { if let probe { _ = container.cache.dataBlocking(for: probe) } }
         // The same parts opened alone, after the container (so the files are as warm as at a launch).
-        let (database, tDatabase) = try await Clock.time { try AppDatabase.open(at: locations.appDatabase) }
+        let (database, tDatabase) = try await Clock.time { try AppDatabase.openBlocking(at: locations.appDatabase) }
         try database.close()
         let (_, tCache) = try await Clock.time { try MediaCache(folder: locations.mediaCacheFolder, limits: container.cache.currentLimits) }
-        let (_, tSecure) = try await Clock.time { _ = try container.secure.load("session-token") }
+        let (_, tSecure) = try await Clock.time { _ = try container.secure.loadBlocking("session-token") }
         let (wallet, tWallet) = try await Clock.time { try await container.openWallet(key, createIfMissing: false) }
         _ = wallet
         let (deniable, tDeniable) = try await Clock.time {

@@ -215,14 +215,26 @@ public final class AppDatabase: Sendable {
     /// `-wal`, `-shm` are mode 0600 (an existing wider mode is restricted), new folders 0700.
     /// - Throws: ``DatabaseStoreError/newerVersion(_:)`` before touching a file written by a newer
     ///   app; ``DatabaseStoreError/integrityFailed(_:)`` when a check fails afterwards.
-    public static func open(
+    /// Blocks the calling thread while the database opens and migrates: from async code, `await`
+    /// ``open(at:dataMigrations:schemaUpTo:)``.
+    public static func openBlocking(
         at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,
         schemaUpTo lastMigration: String? = nil
     ) throws -> AppDatabase {
         try open(at: url, dataMigrations: dataMigrations, schemaUpTo: lastMigration, profile: nil)
     }
 
-    /// ``open(at:dataMigrations:schemaUpTo:)-4phrd`` recording the statements its pool runs (tests of
+    /// The blocking open's old name, kept for one release: use
+    /// `openBlocking(at:dataMigrations:schemaUpTo:)`.
+    @available(*, deprecated, renamed: "openBlocking(at:dataMigrations:schemaUpTo:)")
+    public static func open(
+        at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,
+        schemaUpTo lastMigration: String? = nil
+    ) throws -> AppDatabase {
+        try openBlocking(at: url, dataMigrations: dataMigrations, schemaUpTo: lastMigration)
+    }
+
+    /// ``openBlocking(at:dataMigrations:schemaUpTo:)`` recording the statements its pool runs (tests of
     /// the open path's cost).
     package static func open(
         at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,
@@ -395,7 +407,7 @@ public final class AppDatabase: Sendable {
     }
 
     /// Runs SQLite's `PRAGMA quick_check` and `PRAGMA foreign_key_check` over the whole file —
-    /// what ``open(at:dataMigrations:schemaUpTo:)-4phrd`` runs after a migration. It reads every page
+    /// what ``openBlocking(at:dataMigrations:schemaUpTo:)`` runs after a migration. It reads every page
     /// (74 ms at 100,000 assets here), so run it off the main actor, e.g. in a background task
     /// after launch. Other reads and writes go on meanwhile (it reads a snapshot).
     /// - Throws: ``DatabaseStoreError/integrityFailed(_:)`` naming the first problems.
@@ -426,7 +438,7 @@ public final class AppDatabase: Sendable {
         }
     }
 
-    /// ``open(at:dataMigrations:schemaUpTo:)-4phrd`` off the caller's executor: the migrations and
+    /// ``openBlocking(at:dataMigrations:schemaUpTo:)`` off the caller's executor: the migrations and
     /// checks run on a worker thread, so awaiting it from the main actor does not block it.
     public static func open(
         at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,
@@ -435,17 +447,17 @@ public final class AppDatabase: Sendable {
         try await offCallerUnlessCancelled { try open(at: url, dataMigrations: dataMigrations, schemaUpTo: lastMigration, profile: nil) }
     }
 
-    /// ``stats()`` off the caller's executor.
+    /// ``statsBlocking()`` off the caller's executor.
     public func stats() async throws -> [(table: String, rows: Int)] {
-        let rows = try await offCallerUnlessCancelled { try self.stats().map { TableRows(table: $0.table, rows: $0.rows) } }
+        let rows = try await offCallerUnlessCancelled { try self.statsBlocking().map { TableRows(table: $0.table, rows: $0.rows) } }
         return rows.map { (table: $0.table, rows: $0.rows) }
     }
 
-    /// ``compact()`` off the caller's executor.
+    /// ``compactBlocking()`` off the caller's executor.
     @discardableResult
     public func compact() async throws -> (bytesBefore: Int, bytesAfter: Int) {
         let sizes = try await offCallerUnlessCancelled { () throws -> [Int] in
-            let (before, after) = try self.compact() as (bytesBefore: Int, bytesAfter: Int)
+            let (before, after) = try self.compactBlocking() as (bytesBefore: Int, bytesAfter: Int)
             return [before, after]
         }
         return (bytesBefore: sizes[0], bytesAfter: sizes[1])
@@ -458,8 +470,8 @@ public final class AppDatabase: Sendable {
     }
 
     /// Rows per collection (`coffer db stats`). Blocks the calling thread while SQLite counts;
-    /// from the main actor, `await` the async form.
-    public func stats() throws -> [(table: String, rows: Int)] {
+    /// from async code, `await` ``stats()``.
+    public func statsBlocking() throws -> [(table: String, rows: Int)] {
         let tables = [
             "assets", "albums", "album_assets", "album_users", "backup_albums", "duplicated_assets", "etags",
             "android_device_assets", "ios_device_assets", "brands", "coffer_settings",
@@ -486,10 +498,10 @@ public final class AppDatabase: Sendable {
     }
 
     /// Gives every free page back to the file system and truncates the WAL. Blocks the calling
-    /// thread; from the main actor, `await` the async form.
+    /// thread; from async code, `await` ``compact()``.
     /// - Returns: the bytes of `app.sqlite` and its WAL before and after.
     @discardableResult
-    public func compact() throws -> (bytesBefore: Int, bytesAfter: Int) {
+    public func compactBlocking() throws -> (bytesBefore: Int, bytesAfter: Int) {
         try checkOpen()
         let path = pool.path
         do {
@@ -501,6 +513,17 @@ public final class AppDatabase: Sendable {
             throw DatabaseStoreError.from(error)
         }
     }
+}
+
+extension AppDatabase {
+    /// The blocking form's old name, kept for one release: use `statsBlocking()`.
+    @available(*, deprecated, renamed: "statsBlocking()")
+    public func stats() throws -> [(table: String, rows: Int)] { try statsBlocking() }
+
+    /// The blocking form's old name, kept for one release: use `compactBlocking()`.
+    @available(*, deprecated, renamed: "compactBlocking()")
+    @discardableResult
+    public func compact() throws -> (bytesBefore: Int, bytesAfter: Int) { try compactBlocking() }
 }
 
 extension DatabaseStoreError: LocalizedError {

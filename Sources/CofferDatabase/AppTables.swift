@@ -39,17 +39,26 @@ public struct AppMigration: Sendable {
 }
 
 extension AppDatabase {
-    /// Opens the app database as ``open(at:dataMigrations:schemaUpTo:)-4phrd`` does, with the
+    /// Opens the app database as ``openBlocking(at:dataMigrations:schemaUpTo:)`` does, with the
     /// app's own schema steps run after Coffer's (see ``AppMigration``).
-    /// Blocks the calling thread while the database opens and migrates: from the main actor,
-    /// `await` the async form.
-    public static func open(
+    /// Blocks the calling thread while the database opens and migrates: from async code, `await`
+    /// ``open(at:appMigrations:dataMigrations:)``.
+    public static func openBlocking(
         at url: URL, appMigrations: [AppMigration], dataMigrations: [DataMigration] = AppDatabase.dataMigrations
     ) throws -> AppDatabase {
         try open(at: url, dataMigrations: dataMigrations, schemaUpTo: nil, profile: nil, appMigrations: appMigrations)
     }
 
-    /// ``open(at:appMigrations:dataMigrations:)`` off the caller's executor.
+    /// The blocking form's old name, kept for one release: use
+    /// `openBlocking(at:appMigrations:dataMigrations:)`.
+    @available(*, deprecated, renamed: "openBlocking(at:appMigrations:dataMigrations:)")
+    public static func open(
+        at url: URL, appMigrations: [AppMigration], dataMigrations: [DataMigration] = AppDatabase.dataMigrations
+    ) throws -> AppDatabase {
+        try openBlocking(at: url, appMigrations: appMigrations, dataMigrations: dataMigrations)
+    }
+
+    /// ``openBlocking(at:appMigrations:dataMigrations:)`` off the caller's executor.
     public static func open(
         at url: URL, appMigrations: [AppMigration], dataMigrations: [DataMigration] = AppDatabase.dataMigrations
     ) async throws -> AppDatabase {

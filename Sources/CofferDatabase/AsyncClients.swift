@@ -1,143 +1,145 @@
 // Async forms of every collection call. Each runs the synchronous call on a worker thread
 // (`offCaller`), so awaiting it from the main actor never blocks the actor; the work, its one
 // transaction and its errors are the synchronous call's own. In async code Swift picks these
-// forms, so `try await` is what a view model writes.
+// forms, so `try await` is what a view model writes; the blocking forms are named `…Blocking`.
 
 import CofferSync
 import Foundation
 
 extension BrandClientType {
-    /// ``save(_:for:)`` off the caller's executor.
+    /// ``saveBlocking(_:)`` off the caller's executor.
+    public func save(_ entity: Brand) async throws { try await offCallerUnlessCancelled { try self.saveBlocking(entity) } }
+    /// ``saveBlocking(_:for:)`` off the caller's executor.
     public func save(_ entity: Brand, for nameSpace: String) async throws {
-        try await offCallerUnlessCancelled { try self.save(entity, for: nameSpace) }
+        try await offCallerUnlessCancelled { try self.saveBlocking(entity, for: nameSpace) }
     }
-    /// ``getBrandByLanguage(_:)`` off the caller's executor.
+    /// ``getBrandByLanguageBlocking(_:)`` off the caller's executor.
     public func getBrandByLanguage(_ language: String) async throws -> [Brand]? {
-        try await offCallerUnlessCancelled { try self.getBrandByLanguage(language) }
+        try await offCallerUnlessCancelled { try self.getBrandByLanguageBlocking(language) }
     }
-    /// ``clearBrandBy(_:)`` off the caller's executor.
-    public func clearBrandBy(_ language: String) async throws { try await offCallerUnlessCancelled { try self.clearBrandBy(language) } }
-    /// ``delete(_:)`` off the caller's executor.
-    @discardableResult public func delete(_ id: String) async throws -> Int { try await offCallerUnlessCancelled { try self.delete(id) } }
+    /// ``clearBrandByBlocking(_:)`` off the caller's executor.
+    public func clearBrandBy(_ language: String) async throws { try await offCallerUnlessCancelled { try self.clearBrandByBlocking(language) } }
+    /// ``deleteBlocking(_:)`` off the caller's executor.
+    @discardableResult public func delete(_ id: String) async throws -> Int { try await offCallerUnlessCancelled { try self.deleteBlocking(id) } }
 }
 
 extension AssetClientType {
-    /// ``findByRemoteId(_:)`` off the caller's executor.
+    /// ``findByRemoteIdBlocking(_:)`` off the caller's executor.
     public func findByRemoteId(_ remoteId: String) async throws -> Asset? {
-        try await offCallerUnlessCancelled { try self.findByRemoteId(remoteId) }
+        try await offCallerUnlessCancelled { try self.findByRemoteIdBlocking(remoteId) }
     }
-    /// ``findByLocalId(_:)`` off the caller's executor.
+    /// ``findByLocalIdBlocking(_:)`` off the caller's executor.
     public func findByLocalId(_ localId: String) async throws -> Asset? {
-        try await offCallerUnlessCancelled { try self.findByLocalId(localId) }
+        try await offCallerUnlessCancelled { try self.findByLocalIdBlocking(localId) }
     }
-    /// ``allForOwner(_:)`` off the caller's executor.
+    /// ``allForOwnerBlocking(_:)`` off the caller's executor.
     public func allForOwner(_ ownerId: String) async throws -> [Asset] {
-        try await offCallerUnlessCancelled { try self.allForOwner(ownerId) }
+        try await offCallerUnlessCancelled { try self.allForOwnerBlocking(ownerId) }
     }
-    /// ``createdBetween(_:_:)`` off the caller's executor.
+    /// ``createdBetweenBlocking(_:_:)`` off the caller's executor.
     public func createdBetween(_ start: Date, _ end: Date) async throws -> [Asset] {
-        try await offCallerUnlessCancelled { try self.createdBetween(start, end) }
+        try await offCallerUnlessCancelled { try self.createdBetweenBlocking(start, end) }
     }
-    /// ``put(_:onConflict:)`` off the caller's executor.
+    /// ``putBlocking(_:onConflict:)`` off the caller's executor.
     @discardableResult public func put(_ asset: Asset, onConflict: AssetIdentityConflict = .refuse) async throws -> Asset {
-        try await offCallerUnlessCancelled { try self.put(asset, onConflict: onConflict) }
+        try await offCallerUnlessCancelled { try self.putBlocking(asset, onConflict: onConflict) }
     }
-    /// ``putAll(_:onConflict:)`` off the caller's executor.
+    /// ``putAllBlocking(_:onConflict:)`` off the caller's executor.
     @discardableResult public func putAll(_ assets: [Asset], onConflict: AssetIdentityConflict = .refuse) async throws -> [Asset] {
-        try await offCallerUnlessCancelled { try self.putAll(assets, onConflict: onConflict) }
+        try await offCallerUnlessCancelled { try self.putAllBlocking(assets, onConflict: onConflict) }
     }
-    /// ``deleteAllByRemoteId(_:)`` off the caller's executor.
+    /// ``deleteAllByRemoteIdBlocking(_:)`` off the caller's executor.
     @discardableResult public func deleteAllByRemoteId(_ remoteIds: [String]) async throws -> Int {
-        try await offCallerUnlessCancelled { try self.deleteAllByRemoteId(remoteIds) }
+        try await offCallerUnlessCancelled { try self.deleteAllByRemoteIdBlocking(remoteIds) }
     }
-    /// ``clearLocalId(_:)`` off the caller's executor.
+    /// ``clearLocalIdBlocking(_:)`` off the caller's executor.
     @discardableResult public func clearLocalId(_ localId: String) async throws -> Bool {
-        try await offCallerUnlessCancelled { try self.clearLocalId(localId) }
+        try await offCallerUnlessCancelled { try self.clearLocalIdBlocking(localId) }
     }
-    /// ``clearRemoteId(_:)`` off the caller's executor.
+    /// ``clearRemoteIdBlocking(_:)`` off the caller's executor.
     @discardableResult public func clearRemoteId(_ remoteId: String) async throws -> Bool {
-        try await offCallerUnlessCancelled { try self.clearRemoteId(remoteId) }
+        try await offCallerUnlessCancelled { try self.clearRemoteIdBlocking(remoteId) }
     }
-    /// ``count()`` off the caller's executor.
-    public func count() async throws -> Int { try await offCallerUnlessCancelled { try self.count() } }
+    /// ``countBlocking()`` off the caller's executor.
+    public func count() async throws -> Int { try await offCallerUnlessCancelled { try self.countBlocking() } }
 }
 
 extension AlbumClientType {
-    /// ``put(_:)`` off the caller's executor.
-    @discardableResult public func put(_ album: Album) async throws -> Album { try await offCallerUnlessCancelled { try self.put(album) } }
-    /// ``findByRemoteId(_:)`` off the caller's executor.
+    /// ``putBlocking(_:)`` off the caller's executor.
+    @discardableResult public func put(_ album: Album) async throws -> Album { try await offCallerUnlessCancelled { try self.putBlocking(album) } }
+    /// ``findByRemoteIdBlocking(_:)`` off the caller's executor.
     public func findByRemoteId(_ remoteId: String) async throws -> Album? {
-        try await offCallerUnlessCancelled { try self.findByRemoteId(remoteId) }
+        try await offCallerUnlessCancelled { try self.findByRemoteIdBlocking(remoteId) }
     }
-    /// ``link(albumId:assetIds:)`` off the caller's executor.
+    /// ``linkBlocking(albumId:assetIds:)`` off the caller's executor.
     public func link(albumId: Int64, assetIds: [Int64]) async throws {
-        try await offCallerUnlessCancelled { try self.link(albumId: albumId, assetIds: assetIds) }
+        try await offCallerUnlessCancelled { try self.linkBlocking(albumId: albumId, assetIds: assetIds) }
     }
-    /// ``share(albumId:userIds:)`` off the caller's executor.
+    /// ``shareBlocking(albumId:userIds:)`` off the caller's executor.
     public func share(albumId: Int64, userIds: [String]) async throws {
-        try await offCallerUnlessCancelled { try self.share(albumId: albumId, userIds: userIds) }
+        try await offCallerUnlessCancelled { try self.shareBlocking(albumId: albumId, userIds: userIds) }
     }
-    /// ``assets(albumId:)`` off the caller's executor.
-    public func assets(albumId: Int64) async throws -> [Asset] { try await offCallerUnlessCancelled { try self.assets(albumId: albumId) } }
-    /// ``allForOwner(_:)`` off the caller's executor.
+    /// ``assetsBlocking(albumId:)`` off the caller's executor.
+    public func assets(albumId: Int64) async throws -> [Asset] { try await offCallerUnlessCancelled { try self.assetsBlocking(albumId: albumId) } }
+    /// ``allForOwnerBlocking(_:)`` off the caller's executor.
     public func allForOwner(_ ownerId: String) async throws -> [Album] {
-        try await offCallerUnlessCancelled { try self.allForOwner(ownerId) }
+        try await offCallerUnlessCancelled { try self.allForOwnerBlocking(ownerId) }
     }
-    /// ``deleteAllByRemoteId(_:)`` off the caller's executor.
+    /// ``deleteAllByRemoteIdBlocking(_:)`` off the caller's executor.
     @discardableResult public func deleteAllByRemoteId(_ remoteIds: [String]) async throws -> Int {
-        try await offCallerUnlessCancelled { try self.deleteAllByRemoteId(remoteIds) }
+        try await offCallerUnlessCancelled { try self.deleteAllByRemoteIdBlocking(remoteIds) }
     }
 }
 
 extension SyncClientType {
-    /// ``putBackupAlbum(_:)`` off the caller's executor.
-    public func putBackupAlbum(_ album: BackupAlbum) async throws { try await offCallerUnlessCancelled { try self.putBackupAlbum(album) } }
-    /// ``backupAlbums(_:)`` off the caller's executor.
+    /// ``putBackupAlbumBlocking(_:)`` off the caller's executor.
+    public func putBackupAlbum(_ album: BackupAlbum) async throws { try await offCallerUnlessCancelled { try self.putBackupAlbumBlocking(album) } }
+    /// ``backupAlbumsBlocking(_:)`` off the caller's executor.
     public func backupAlbums(_ selection: BackupAlbum.Selection) async throws -> [BackupAlbum] {
-        try await offCallerUnlessCancelled { try self.backupAlbums(selection) }
+        try await offCallerUnlessCancelled { try self.backupAlbumsBlocking(selection) }
     }
-    /// ``putDuplicated(_:)`` off the caller's executor.
-    public func putDuplicated(_ ids: [String]) async throws { try await offCallerUnlessCancelled { try self.putDuplicated(ids) } }
-    /// ``isDuplicated(_:)`` off the caller's executor.
-    public func isDuplicated(_ id: String) async throws -> Bool { try await offCallerUnlessCancelled { try self.isDuplicated(id) } }
-    /// ``putETag(_:)`` off the caller's executor.
-    public func putETag(_ etag: ETag) async throws { try await offCallerUnlessCancelled { try self.putETag(etag) } }
-    /// ``etag(_:)`` off the caller's executor.
-    public func etag(_ userId: String) async throws -> ETag? { try await offCallerUnlessCancelled { try self.etag(userId) } }
-    /// ``putAndroidAssets(_:)`` off the caller's executor.
+    /// ``putDuplicatedBlocking(_:)`` off the caller's executor.
+    public func putDuplicated(_ ids: [String]) async throws { try await offCallerUnlessCancelled { try self.putDuplicatedBlocking(ids) } }
+    /// ``isDuplicatedBlocking(_:)`` off the caller's executor.
+    public func isDuplicated(_ id: String) async throws -> Bool { try await offCallerUnlessCancelled { try self.isDuplicatedBlocking(id) } }
+    /// ``putETagBlocking(_:)`` off the caller's executor.
+    public func putETag(_ etag: ETag) async throws { try await offCallerUnlessCancelled { try self.putETagBlocking(etag) } }
+    /// ``etagBlocking(_:)`` off the caller's executor.
+    public func etag(_ userId: String) async throws -> ETag? { try await offCallerUnlessCancelled { try self.etagBlocking(userId) } }
+    /// ``putAndroidAssetsBlocking(_:)`` off the caller's executor.
     public func putAndroidAssets(_ assets: [AndroidDeviceAsset]) async throws {
-        try await offCallerUnlessCancelled { try self.putAndroidAssets(assets) }
+        try await offCallerUnlessCancelled { try self.putAndroidAssetsBlocking(assets) }
     }
-    /// ``putIOSAssets(_:)`` off the caller's executor.
+    /// ``putIOSAssetsBlocking(_:)`` off the caller's executor.
     public func putIOSAssets(_ assets: [IOSDeviceAsset]) async throws {
-        try await offCallerUnlessCancelled { try self.putIOSAssets(assets) }
+        try await offCallerUnlessCancelled { try self.putIOSAssetsBlocking(assets) }
     }
-    /// ``iosAsset(_:)`` off the caller's executor.
-    public func iosAsset(_ id: String) async throws -> IOSDeviceAsset? { try await offCallerUnlessCancelled { try self.iosAsset(id) } }
-    /// ``androidAsset(_:)`` off the caller's executor.
+    /// ``iosAssetBlocking(_:)`` off the caller's executor.
+    public func iosAsset(_ id: String) async throws -> IOSDeviceAsset? { try await offCallerUnlessCancelled { try self.iosAssetBlocking(id) } }
+    /// ``androidAssetBlocking(_:)`` off the caller's executor.
     public func androidAsset(_ id: String) async throws -> AndroidDeviceAsset? {
-        try await offCallerUnlessCancelled { try self.androidAsset(id) }
+        try await offCallerUnlessCancelled { try self.androidAssetBlocking(id) }
     }
-    /// ``allBackupAlbums()`` off the caller's executor.
-    public func allBackupAlbums() async throws -> [BackupAlbum] { try await offCallerUnlessCancelled { try self.allBackupAlbums() } }
-    /// ``deleteBackupAlbums(_:)`` off the caller's executor.
+    /// ``allBackupAlbumsBlocking()`` off the caller's executor.
+    public func allBackupAlbums() async throws -> [BackupAlbum] { try await offCallerUnlessCancelled { try self.allBackupAlbumsBlocking() } }
+    /// ``deleteBackupAlbumsBlocking(_:)`` off the caller's executor.
     @discardableResult public func deleteBackupAlbums(_ ids: [String]) async throws -> Int {
-        try await offCallerUnlessCancelled { try self.deleteBackupAlbums(ids) }
+        try await offCallerUnlessCancelled { try self.deleteBackupAlbumsBlocking(ids) }
     }
-    /// ``deleteETags(_:)`` off the caller's executor.
+    /// ``deleteETagsBlocking(_:)`` off the caller's executor.
     @discardableResult public func deleteETags(_ userIds: [String]) async throws -> Int {
-        try await offCallerUnlessCancelled { try self.deleteETags(userIds) }
+        try await offCallerUnlessCancelled { try self.deleteETagsBlocking(userIds) }
     }
-    /// ``deleteDuplicated(_:)`` off the caller's executor.
+    /// ``deleteDuplicatedBlocking(_:)`` off the caller's executor.
     @discardableResult public func deleteDuplicated(_ ids: [String]) async throws -> Int {
-        try await offCallerUnlessCancelled { try self.deleteDuplicated(ids) }
+        try await offCallerUnlessCancelled { try self.deleteDuplicatedBlocking(ids) }
     }
-    /// ``deleteAndroidAssets(_:)`` off the caller's executor.
+    /// ``deleteAndroidAssetsBlocking(_:)`` off the caller's executor.
     @discardableResult public func deleteAndroidAssets(_ ids: [String]) async throws -> Int {
-        try await offCallerUnlessCancelled { try self.deleteAndroidAssets(ids) }
+        try await offCallerUnlessCancelled { try self.deleteAndroidAssetsBlocking(ids) }
     }
-    /// ``deleteIOSAssets(_:)`` off the caller's executor.
+    /// ``deleteIOSAssetsBlocking(_:)`` off the caller's executor.
     @discardableResult public func deleteIOSAssets(_ ids: [String]) async throws -> Int {
-        try await offCallerUnlessCancelled { try self.deleteIOSAssets(ids) }
+        try await offCallerUnlessCancelled { try self.deleteIOSAssetsBlocking(ids) }
     }
 }

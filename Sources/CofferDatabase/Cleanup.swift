@@ -3,6 +3,7 @@
 // it actually deleted.
 
 import CofferSettings
+import CofferSync
 import Foundation
 import GRDB
 
@@ -105,9 +106,9 @@ public struct AssetCleanup: Sendable {
     /// The assets a cleanup with `options` would remove, oldest first: local assets with a server
     /// copy (not trashed, owned by the logged-in user when one is set), created on or before the
     /// cutoff, minus favourites, the kept media type and assets in kept albums. Blocks the calling
-    /// thread while SQLite reads (``run(_:library:dryRun:now:ownerId:)`` is async).
+    /// thread while SQLite reads: from async code, `await` ``candidates(_:now:ownerId:)``.
     /// - Throws: ``DatabaseStoreError/invalidInput(_:)`` when no cutoff is chosen (negative).
-    public func candidates(_ options: CleanupOptions, now: Date = Date(), ownerId: String? = nil) throws -> [CleanupCandidate] {
+    public func candidatesBlocking(_ options: CleanupOptions, now: Date = Date(), ownerId: String? = nil) throws -> [CleanupCandidate] {
         guard options.cutoffDaysAgo >= 0 else {
             throw DatabaseStoreError.invalidInput(
                 "no cleanup cutoff chosen: cutoffDaysAgo is \(options.cutoffDaysAgo); give 0 or more days")
@@ -152,6 +153,19 @@ public struct AssetCleanup: Sendable {
         } catch { throw DatabaseStoreError.from(error) }
     }
 
+    /// ``candidatesBlocking(_:now:ownerId:)`` off the caller's executor.
+    /// - Throws: `CancellationError` when the task was cancelled before the call; else as the
+    ///   blocking form.
+    public func candidates(_ options: CleanupOptions, now: Date = Date(), ownerId: String? = nil) async throws -> [CleanupCandidate] {
+        try await offCallerUnlessCancelled { try candidatesBlocking(options, now: now, ownerId: ownerId) }
+    }
+
+    /// The blocking form's old name, kept for one release: use `candidatesBlocking(_:now:ownerId:)`.
+    @available(*, deprecated, renamed: "candidatesBlocking(_:now:ownerId:)")
+    public func candidates(_ options: CleanupOptions, now: Date = Date(), ownerId: String? = nil) throws -> [CleanupCandidate] {
+        try candidatesBlocking(options, now: now, ownerId: ownerId)
+    }
+
     /// Runs a cleanup: asks `library` to delete the candidates' local copies, then, in one
     /// transaction, forgets the local copy (local id, file size, device hash rows) of exactly the
     /// assets it deleted. With `dryRun` nothing is deleted and `removed` lists the candidates.
@@ -159,7 +173,7 @@ public struct AssetCleanup: Sendable {
         _ options: CleanupOptions, library: any LocalMediaLibrary, dryRun: Bool = false,
         now: Date = Date(), ownerId: String? = nil
     ) async throws -> CleanupResult {
-        let chosen = try candidates(options, now: now, ownerId: ownerId)
+        let chosen = try await candidates(options, now: now, ownerId: ownerId)
         if dryRun || chosen.isEmpty { return CleanupResult(removed: chosen, notDeleted: []) }
         let deleted = try await library.delete(localIds: chosen.map(\.localId))
         let removed = chosen.filter { deleted.contains($0.localId) }

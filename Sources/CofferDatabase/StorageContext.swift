@@ -23,35 +23,35 @@ public protocol BrandClientType: Sendable {
     /// Blocks the calling thread while SQLite works.
     /// - Throws: ``DatabaseStoreError/uniqueViolation(key:table:)`` when a brand with its id exists;
     ///   nothing is written.
-    func save(_ entity: Brand) throws
+    func saveBlocking(_ entity: Brand) throws
     /// Saves (inserts or replaces) a brand under a namespace (language).
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func save(_ entity: Brand, for nameSpace: String) throws
+    func saveBlocking(_ entity: Brand, for nameSpace: String) throws
     /// Brands of a language.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func getBrandByLanguage(_ language: String) throws -> [Brand]?
+    func getBrandByLanguageBlocking(_ language: String) throws -> [Brand]?
     /// Removes a language's brands.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func clearBrandBy(_ language: String) throws
+    func clearBrandByBlocking(_ language: String) throws
     /// Deletes a brand; returns how many rows went (0 or 1).
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func delete(_ id: String) throws -> Int
+    func deleteBlocking(_ id: String) throws -> Int
 }
 
 /// The assets collection.
 public protocol AssetClientType: Sendable {
     /// The asset with this server id.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func findByRemoteId(_ remoteId: String) throws -> Asset?
+    func findByRemoteIdBlocking(_ remoteId: String) throws -> Asset?
     /// The asset with this device id.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func findByLocalId(_ localId: String) throws -> Asset?
+    func findByLocalIdBlocking(_ localId: String) throws -> Asset?
     /// Every asset of an owner, newest first.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func allForOwner(_ ownerId: String) throws -> [Asset]
+    func allForOwnerBlocking(_ ownerId: String) throws -> [Asset]
     /// Assets created in `start...end`, oldest first.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func createdBetween(_ start: Date, _ end: Date) throws -> [Asset]
+    func createdBetweenBlocking(_ start: Date, _ end: Date) throws -> [Asset]
     /// Inserts or updates (matched on remote id, else local id, else owner + checksum) in one
     /// transaction. A `nil` remote or local id in `asset` never erases the id the row has: the
     /// row keeps it (a server sync, whose rows carry no device ids, keeps every local link), and
@@ -62,26 +62,26 @@ public protocol AssetClientType: Sendable {
     /// (``DatabaseStoreError/uniqueViolation(key:table:)`` naming the key it matched on) and
     /// nothing is written. A missing id is filled in (a local asset backed up gets its remote id).
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    @discardableResult func put(_ asset: Asset, onConflict: AssetIdentityConflict) throws -> Asset
+    @discardableResult func putBlocking(_ asset: Asset, onConflict: AssetIdentityConflict) throws -> Asset
     /// ``put(_:onConflict:)`` for many, all in one transaction (all or nothing).
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    @discardableResult func putAll(_ assets: [Asset], onConflict: AssetIdentityConflict) throws -> [Asset]
+    @discardableResult func putAllBlocking(_ assets: [Asset], onConflict: AssetIdentityConflict) throws -> [Asset]
     /// Deletes the assets with these server ids in one transaction; returns how many went.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    @discardableResult func deleteAllByRemoteId(_ remoteIds: [String]) throws -> Int
+    @discardableResult func deleteAllByRemoteIdBlocking(_ remoteIds: [String]) throws -> Int
     /// Unlinks the asset with this device id from the device (its local id and local file size
     /// become `nil`; the row and its remote id stay); returns whether a row had it. The one way
     /// to clear a local id: ``put(_:onConflict:)`` never erases one.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    @discardableResult func clearLocalId(_ localId: String) throws -> Bool
+    @discardableResult func clearLocalIdBlocking(_ localId: String) throws -> Bool
     /// Unlinks the asset with this server id from the server (its remote id becomes `nil`; the
     /// row and its local id stay); returns whether a row had it. The one way to clear a remote
     /// id: ``put(_:onConflict:)`` never erases one.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    @discardableResult func clearRemoteId(_ remoteId: String) throws -> Bool
+    @discardableResult func clearRemoteIdBlocking(_ remoteId: String) throws -> Bool
     /// Number of assets.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func count() throws -> Int
+    func countBlocking() throws -> Int
     /// An owner's assets now and after every committed change that affects them.
     func observeOwner(_ ownerId: String) -> QueryObservation<[Asset]>
 }
@@ -89,10 +89,10 @@ public protocol AssetClientType: Sendable {
 extension AssetClientType {
     /// ``put(_:onConflict:)`` that refuses to change an existing row's remote or local id.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    @discardableResult public func put(_ asset: Asset) throws -> Asset { try put(asset, onConflict: .refuse) }
+    @discardableResult public func putBlocking(_ asset: Asset) throws -> Asset { try putBlocking(asset, onConflict: .refuse) }
     /// ``putAll(_:onConflict:)`` that refuses to change an existing row's remote or local id.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    @discardableResult public func putAll(_ assets: [Asset]) throws -> [Asset] { try putAll(assets, onConflict: .refuse) }
+    @discardableResult public func putAllBlocking(_ assets: [Asset]) throws -> [Asset] { try putAllBlocking(assets, onConflict: .refuse) }
 }
 
 /// What an asset put does when the row it matches (by local id, or by owner + checksum) already
@@ -108,78 +108,78 @@ public enum AssetIdentityConflict: Sendable, Hashable {
 public protocol AlbumClientType: Sendable {
     /// Inserts or updates (matched on remote id) an album.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    @discardableResult func put(_ album: Album) throws -> Album
+    @discardableResult func putBlocking(_ album: Album) throws -> Album
     /// The album with this server id.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func findByRemoteId(_ remoteId: String) throws -> Album?
+    func findByRemoteIdBlocking(_ remoteId: String) throws -> Album?
     /// Links assets to an album (one transaction).
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func link(albumId: Int64, assetIds: [Int64]) throws
+    func linkBlocking(albumId: Int64, assetIds: [Int64]) throws
     /// Shares an album with users.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func share(albumId: Int64, userIds: [String]) throws
+    func shareBlocking(albumId: Int64, userIds: [String]) throws
     /// The album's assets.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func assets(albumId: Int64) throws -> [Asset]
+    func assetsBlocking(albumId: Int64) throws -> [Asset]
     /// An owner's albums.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func allForOwner(_ ownerId: String) throws -> [Album]
+    func allForOwnerBlocking(_ ownerId: String) throws -> [Album]
     /// Removes the albums with these remote ids (their asset and user links go with them; the
     /// assets stay); returns how many were removed.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    @discardableResult func deleteAllByRemoteId(_ remoteIds: [String]) throws -> Int
+    @discardableResult func deleteAllByRemoteIdBlocking(_ remoteIds: [String]) throws -> Int
 }
 
 /// Backup album selection, duplicated assets, ETags and device assets.
 public protocol SyncClientType: Sendable {
     /// Saves a backup album selection.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func putBackupAlbum(_ album: BackupAlbum) throws
+    func putBackupAlbumBlocking(_ album: BackupAlbum) throws
     /// Albums with a selection.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func backupAlbums(_ selection: BackupAlbum.Selection) throws -> [BackupAlbum]
+    func backupAlbumsBlocking(_ selection: BackupAlbum.Selection) throws -> [BackupAlbum]
     /// Marks device assets as already uploaded.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func putDuplicated(_ ids: [String]) throws
+    func putDuplicatedBlocking(_ ids: [String]) throws
     /// Whether a device asset was already uploaded.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func isDuplicated(_ id: String) throws -> Bool
+    func isDuplicatedBlocking(_ id: String) throws -> Bool
     /// Saves a user's sync ETag.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func putETag(_ etag: ETag) throws
+    func putETagBlocking(_ etag: ETag) throws
     /// A user's sync ETag.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func etag(_ userId: String) throws -> ETag?
+    func etagBlocking(_ userId: String) throws -> ETag?
     /// Saves Android device asset hashes.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func putAndroidAssets(_ assets: [AndroidDeviceAsset]) throws
+    func putAndroidAssetsBlocking(_ assets: [AndroidDeviceAsset]) throws
     /// Saves iOS device asset hashes.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func putIOSAssets(_ assets: [IOSDeviceAsset]) throws
+    func putIOSAssetsBlocking(_ assets: [IOSDeviceAsset]) throws
     /// An iOS device asset's hash record.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func iosAsset(_ id: String) throws -> IOSDeviceAsset?
+    func iosAssetBlocking(_ id: String) throws -> IOSDeviceAsset?
     /// An Android device asset's hash record.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func androidAsset(_ id: String) throws -> AndroidDeviceAsset?
+    func androidAssetBlocking(_ id: String) throws -> AndroidDeviceAsset?
     /// Every backup album selection (whatever its selection).
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    func allBackupAlbums() throws -> [BackupAlbum]
+    func allBackupAlbumsBlocking() throws -> [BackupAlbum]
     /// Removes backup album selections by device album id; returns how many were removed.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    @discardableResult func deleteBackupAlbums(_ ids: [String]) throws -> Int
+    @discardableResult func deleteBackupAlbumsBlocking(_ ids: [String]) throws -> Int
     /// Removes users' sync ETags; returns how many were removed.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    @discardableResult func deleteETags(_ userIds: [String]) throws -> Int
+    @discardableResult func deleteETagsBlocking(_ userIds: [String]) throws -> Int
     /// Removes "already uploaded" marks; returns how many were removed.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    @discardableResult func deleteDuplicated(_ ids: [String]) throws -> Int
+    @discardableResult func deleteDuplicatedBlocking(_ ids: [String]) throws -> Int
     /// Removes Android device asset hash records; returns how many were removed.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    @discardableResult func deleteAndroidAssets(_ ids: [String]) throws -> Int
+    @discardableResult func deleteAndroidAssetsBlocking(_ ids: [String]) throws -> Int
     /// Removes iOS device asset hash records; returns how many were removed.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
-    @discardableResult func deleteIOSAssets(_ ids: [String]) throws -> Int
+    @discardableResult func deleteIOSAssetsBlocking(_ ids: [String]) throws -> Int
 }
 
 /// Every client, as seed 003's `ClientType`.
@@ -232,15 +232,15 @@ public final class StorageContext: ClientType, BrandClientType, Sendable {
     public var brand: BrandClientType { BrandClient(pool: pool) }
 
     /// Inserts a brand (``BrandClientType/save(_:)``).
-    public func save(_ entity: Brand) throws { try brand.save(entity) }
+    public func saveBlocking(_ entity: Brand) throws { try brand.saveBlocking(entity) }
     /// Saves a brand under a namespace (``BrandClientType/save(_:for:)``).
-    public func save(_ entity: Brand, for nameSpace: String) throws { try brand.save(entity, for: nameSpace) }
+    public func saveBlocking(_ entity: Brand, for nameSpace: String) throws { try brand.saveBlocking(entity, for: nameSpace) }
     /// Brands of a language (``BrandClientType/getBrandByLanguage(_:)``).
-    public func getBrandByLanguage(_ language: String) throws -> [Brand]? { try brand.getBrandByLanguage(language) }
+    public func getBrandByLanguageBlocking(_ language: String) throws -> [Brand]? { try brand.getBrandByLanguageBlocking(language) }
     /// Removes a language's brands (``BrandClientType/clearBrandBy(_:)``).
-    public func clearBrandBy(_ language: String) throws { try brand.clearBrandBy(language) }
+    public func clearBrandByBlocking(_ language: String) throws { try brand.clearBrandByBlocking(language) }
     /// Deletes a brand (``BrandClientType/delete(_:)``).
-    public func delete(_ id: String) throws -> Int { try brand.delete(id) }
+    public func deleteBlocking(_ id: String) throws -> Int { try brand.deleteBlocking(id) }
     /// Assets.
     public var assets: AssetClientType { AssetClient(pool: pool, observations: observations, hooks: mediaChanges) }
     /// Albums.
@@ -305,26 +305,26 @@ func read<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T {
 struct BrandClient: BrandClientType {
     let pool: DatabasePool
 
-    func save(_ entity: Brand) throws {
+    func saveBlocking(_ entity: Brand) throws {
         try write(pool) { db in try entity.insert(db) }
     }
 
-    func save(_ entity: Brand, for nameSpace: String) throws {
+    func saveBlocking(_ entity: Brand, for nameSpace: String) throws {
         var brand = entity
         brand.language = nameSpace
         try write(pool) { db in try brand.save(db) }
     }
 
-    func getBrandByLanguage(_ language: String) throws -> [Brand]? {
+    func getBrandByLanguageBlocking(_ language: String) throws -> [Brand]? {
         let found = try read(pool) { db in try Brand.filter(Column("language") == language).fetchAll(db) }
         return found.isEmpty ? nil : found
     }
 
-    func clearBrandBy(_ language: String) throws {
+    func clearBrandByBlocking(_ language: String) throws {
         _ = try write(pool) { db in try Brand.filter(Column("language") == language).deleteAll(db) }
     }
 
-    func delete(_ id: String) throws -> Int {
+    func deleteBlocking(_ id: String) throws -> Int {
         try write(pool) { db in try Brand.filter(Column("brandId") == id).deleteAll(db) }
     }
 }
@@ -337,16 +337,16 @@ struct AssetClient: AssetClientType {
     // Hot reads use cached prepared statements: building and preparing SQL per call would cost
     // more than the indexed read itself.
 
-    func findByRemoteId(_ remoteId: String) throws -> Asset? {
+    func findByRemoteIdBlocking(_ remoteId: String) throws -> Asset? {
         try read(pool) { db in try Asset.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE remoteId = ?"), arguments: [remoteId])
         }
     }
 
-    func findByLocalId(_ localId: String) throws -> Asset? {
+    func findByLocalIdBlocking(_ localId: String) throws -> Asset? {
         try read(pool) { db in try Asset.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE localId = ?"), arguments: [localId]) }
     }
 
-    func allForOwner(_ ownerId: String) throws -> [Asset] {
+    func allForOwnerBlocking(_ ownerId: String) throws -> [Asset] {
         try read(pool) { db in
             try Asset.fetchAll(
                 db.cachedStatement(sql: "SELECT * FROM assets WHERE ownerId = ? ORDER BY fileCreatedAt DESC"),
@@ -354,7 +354,7 @@ struct AssetClient: AssetClientType {
         }
     }
 
-    func createdBetween(_ start: Date, _ end: Date) throws -> [Asset] {
+    func createdBetweenBlocking(_ start: Date, _ end: Date) throws -> [Asset] {
         guard start <= end else { throw DatabaseStoreError.invalidInput("createdBetween: start \(start) is after end \(end)") }
         return try read(pool) { db in
             try Asset.fetchAll(
@@ -435,11 +435,11 @@ struct AssetClient: AssetClientType {
         return a
     }
 
-    func put(_ asset: Asset, onConflict: AssetIdentityConflict) throws -> Asset {
-        try putAll([asset], onConflict: onConflict)[0]
+    func putBlocking(_ asset: Asset, onConflict: AssetIdentityConflict) throws -> Asset {
+        try putAllBlocking([asset], onConflict: onConflict)[0]
     }
 
-    func putAll(_ assets: [Asset], onConflict: AssetIdentityConflict) throws -> [Asset] {
+    func putAllBlocking(_ assets: [Asset], onConflict: AssetIdentityConflict) throws -> [Asset] {
         var changes = MediaChanges()
         let stored = try write(pool) { db in
             changes = MediaChanges()
@@ -449,7 +449,7 @@ struct AssetClient: AssetClientType {
         return stored
     }
 
-    func deleteAllByRemoteId(_ remoteIds: [String]) throws -> Int {
+    func deleteAllByRemoteIdBlocking(_ remoteIds: [String]) throws -> Int {
         var changes = MediaChanges()
         let deleted = try write(pool) { db in
             let gone = try Asset.filter(remoteIds.contains(Column("remoteId"))).fetchAll(db)
@@ -460,11 +460,11 @@ struct AssetClient: AssetClientType {
         return deleted
     }
 
-    func clearLocalId(_ localId: String) throws -> Bool {
+    func clearLocalIdBlocking(_ localId: String) throws -> Bool {
         try clearId(localId, sql: "UPDATE assets SET localId = NULL, fileSize = NULL WHERE localId = ?")
     }
 
-    func clearRemoteId(_ remoteId: String) throws -> Bool {
+    func clearRemoteIdBlocking(_ remoteId: String) throws -> Bool {
         try clearId(remoteId, sql: "UPDATE assets SET remoteId = NULL WHERE remoteId = ?")
     }
 
@@ -479,7 +479,7 @@ struct AssetClient: AssetClientType {
         return cleared
     }
 
-    func count() throws -> Int { try read(pool) { db in try Asset.fetchCount(db) } }
+    func countBlocking() throws -> Int { try read(pool) { db in try Asset.fetchCount(db) } }
 
     func observeOwner(_ ownerId: String) -> QueryObservation<[Asset]> {
         let ownerId = OwnerId.normalized(ownerId)
@@ -497,7 +497,7 @@ struct AlbumClient: AlbumClientType {
     let pool: DatabasePool
     let hooks: MediaChangeHooks
 
-    func put(_ album: Album) throws -> Album {
+    func putBlocking(_ album: Album) throws -> Album {
         var changes = MediaChanges()
         defer { hooks.notify(changes) }
         return try write(pool) { db in
@@ -517,11 +517,11 @@ struct AlbumClient: AlbumClientType {
         }
     }
 
-    func findByRemoteId(_ remoteId: String) throws -> Album? {
+    func findByRemoteIdBlocking(_ remoteId: String) throws -> Album? {
         try read(pool) { db in try Album.filter(Column("remoteId") == remoteId).fetchOne(db) }
     }
 
-    func link(albumId: Int64, assetIds: [Int64]) throws {
+    func linkBlocking(albumId: Int64, assetIds: [Int64]) throws {
         var changes = MediaChanges()
         defer { hooks.notify(changes) }
         try write(pool) { db in
@@ -534,7 +534,7 @@ struct AlbumClient: AlbumClientType {
         }
     }
 
-    func share(albumId: Int64, userIds: [String]) throws {
+    func shareBlocking(albumId: Int64, userIds: [String]) throws {
         try write(pool) { db in
             for userId in userIds {
                 try db.execute(sql: "INSERT OR IGNORE INTO album_users(albumId, userId) VALUES (?, ?)", arguments: [albumId, userId])
@@ -542,7 +542,7 @@ struct AlbumClient: AlbumClientType {
         }
     }
 
-    func assets(albumId: Int64) throws -> [Asset] {
+    func assetsBlocking(albumId: Int64) throws -> [Asset] {
         try read(pool) { db in
             try Asset.fetchAll(
                 db, sql: "SELECT a.* FROM assets a JOIN album_assets x ON x.assetId = a.id WHERE x.albumId = ? ORDER BY a.fileCreatedAt",
@@ -550,11 +550,11 @@ struct AlbumClient: AlbumClientType {
         }
     }
 
-    func allForOwner(_ ownerId: String) throws -> [Album] {
+    func allForOwnerBlocking(_ ownerId: String) throws -> [Album] {
         try read(pool) { db in try Album.filter(Column("ownerId") == OwnerId.normalized(ownerId)).fetchAll(db) }
     }
 
-    func deleteAllByRemoteId(_ remoteIds: [String]) throws -> Int {
+    func deleteAllByRemoteIdBlocking(_ remoteIds: [String]) throws -> Int {
         var changes = MediaChanges()
         defer { hooks.notify(changes) }
         return try write(pool) { db in
@@ -568,45 +568,45 @@ struct AlbumClient: AlbumClientType {
 struct SyncClient: SyncClientType {
     let pool: DatabasePool
 
-    func putBackupAlbum(_ album: BackupAlbum) throws { try write(pool) { db in try album.save(db) } }
+    func putBackupAlbumBlocking(_ album: BackupAlbum) throws { try write(pool) { db in try album.save(db) } }
 
-    func backupAlbums(_ selection: BackupAlbum.Selection) throws -> [BackupAlbum] {
+    func backupAlbumsBlocking(_ selection: BackupAlbum.Selection) throws -> [BackupAlbum] {
         try read(pool) { db in try BackupAlbum.filter(Column("selection") == selection.rawValue).fetchAll(db) }
     }
 
-    func putDuplicated(_ ids: [String]) throws {
+    func putDuplicatedBlocking(_ ids: [String]) throws {
         try write(pool) { db in for id in ids { try DuplicatedAsset(id: id).save(db) } }
     }
 
-    func isDuplicated(_ id: String) throws -> Bool {
+    func isDuplicatedBlocking(_ id: String) throws -> Bool {
         try read(pool) { db in try DuplicatedAsset.exists(db, key: id) }
     }
 
-    func putETag(_ etag: ETag) throws { try write(pool) { db in try etag.save(db) } }
+    func putETagBlocking(_ etag: ETag) throws { try write(pool) { db in try etag.save(db) } }
 
-    func etag(_ userId: String) throws -> ETag? { try read(pool) { db in try ETag.fetchOne(db, key: userId) } }
+    func etagBlocking(_ userId: String) throws -> ETag? { try read(pool) { db in try ETag.fetchOne(db, key: userId) } }
 
-    func putAndroidAssets(_ assets: [AndroidDeviceAsset]) throws {
+    func putAndroidAssetsBlocking(_ assets: [AndroidDeviceAsset]) throws {
         try write(pool) { db in for a in assets { try a.save(db) } }
     }
 
-    func putIOSAssets(_ assets: [IOSDeviceAsset]) throws {
+    func putIOSAssetsBlocking(_ assets: [IOSDeviceAsset]) throws {
         try write(pool) { db in for a in assets { try a.save(db) } }
     }
 
-    func iosAsset(_ id: String) throws -> IOSDeviceAsset? { try read(pool) { db in try IOSDeviceAsset.fetchOne(db, key: id) } }
+    func iosAssetBlocking(_ id: String) throws -> IOSDeviceAsset? { try read(pool) { db in try IOSDeviceAsset.fetchOne(db, key: id) } }
 
-    func androidAsset(_ id: String) throws -> AndroidDeviceAsset? { try read(pool) { db in try AndroidDeviceAsset.fetchOne(db, key: id) } }
+    func androidAssetBlocking(_ id: String) throws -> AndroidDeviceAsset? { try read(pool) { db in try AndroidDeviceAsset.fetchOne(db, key: id) } }
 
-    func allBackupAlbums() throws -> [BackupAlbum] { try read(pool) { db in try BackupAlbum.fetchAll(db) } }
+    func allBackupAlbumsBlocking() throws -> [BackupAlbum] { try read(pool) { db in try BackupAlbum.fetchAll(db) } }
 
-    func deleteBackupAlbums(_ ids: [String]) throws -> Int { try write(pool) { db in try BackupAlbum.deleteAll(db, keys: ids) } }
+    func deleteBackupAlbumsBlocking(_ ids: [String]) throws -> Int { try write(pool) { db in try BackupAlbum.deleteAll(db, keys: ids) } }
 
-    func deleteETags(_ userIds: [String]) throws -> Int { try write(pool) { db in try ETag.deleteAll(db, keys: userIds) } }
+    func deleteETagsBlocking(_ userIds: [String]) throws -> Int { try write(pool) { db in try ETag.deleteAll(db, keys: userIds) } }
 
-    func deleteDuplicated(_ ids: [String]) throws -> Int { try write(pool) { db in try DuplicatedAsset.deleteAll(db, keys: ids) } }
+    func deleteDuplicatedBlocking(_ ids: [String]) throws -> Int { try write(pool) { db in try DuplicatedAsset.deleteAll(db, keys: ids) } }
 
-    func deleteAndroidAssets(_ ids: [String]) throws -> Int { try write(pool) { db in try AndroidDeviceAsset.deleteAll(db, keys: ids) } }
+    func deleteAndroidAssetsBlocking(_ ids: [String]) throws -> Int { try write(pool) { db in try AndroidDeviceAsset.deleteAll(db, keys: ids) } }
 
-    func deleteIOSAssets(_ ids: [String]) throws -> Int { try write(pool) { db in try IOSDeviceAsset.deleteAll(db, keys: ids) } }
+    func deleteIOSAssetsBlocking(_ ids: [String]) throws -> Int { try write(pool) { db in try IOSDeviceAsset.deleteAll(db, keys: ids) } }
 }

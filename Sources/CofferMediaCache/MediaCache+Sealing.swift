@@ -164,7 +164,7 @@ extension MediaCache {
         }
         let master = SecretKey.random(byteCount: 32)
         do {
-            try storage.save(master.exportBytes(), for: keyItemName, accessibility: .afterFirstUnlockThisDeviceOnly)
+            try storage.saveBlocking(master.exportBytes(), for: keyItemName, accessibility: .afterFirstUnlockThisDeviceOnly)
             return CacheKeys(master: master, ephemeral: false)
         } catch {
             logger.warning(
@@ -175,7 +175,7 @@ extension MediaCache {
     }
 
     private static func existingKey(_ storage: any SecureStorage) throws -> SecretKey? {
-        guard let bytes = try storage.load(keyItemName) else { return nil }
+        guard let bytes = try storage.loadBlocking(keyItemName) else { return nil }
         return try SecretKey(copying: bytes, expectedCount: AEAD.keyByteCount)
     }
 
@@ -281,7 +281,7 @@ extension MediaCache {
             }
         }
         var failures: [String] = []
-        do { try keyStorage.delete(Self.keyItemName) } catch { failures.append("cannot delete the media cache key: \(error)") }
+        do { try keyStorage.deleteBlocking(Self.keyItemName) } catch { failures.append("cannot delete the media cache key: \(error)") }
         if FileManager.default.fileExists(atPath: folder.path) {
             do { try FileManager.default.removeItem(at: folder) } catch {
                 failures.append("cannot remove \(folder.path): \(error.localizedDescription)")

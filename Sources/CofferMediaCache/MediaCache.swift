@@ -175,8 +175,8 @@ public final class MediaCache: Sendable {
 
     /// The cached bytes from memory, else from disk (then kept in memory), else nil (also once
     /// the cache is closed).
-    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
-    public func data(for key: MediaKey) -> Data? {
+    /// Blocks the calling thread on disk I/O: from async code, `await` the plain-named async form.
+    public func dataBlocking(for key: MediaKey) -> Data? {
         let inMemory = state.withLock { state -> (closed: Bool, data: Data?) in
             if state.isClosed { return (true, nil) }
             guard let hit = state.memory.touch(key) else { return (false, nil) }
@@ -300,8 +300,8 @@ public final class MediaCache: Sendable {
     /// - Throws: ``MediaCacheError/invalidInput(_:)`` for an empty id or data, data larger
     ///   than the disk layer's limit, or a `ttl` that is not a positive number of seconds;
     ///   ``MediaCacheError/storage(_:)`` when the file cannot be written.
-    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
-    public func store(_ data: Data, for key: MediaKey, ttl: TimeInterval? = nil) throws(MediaCacheError) {
+    /// Blocks the calling thread on disk I/O: from async code, `await` the plain-named async form.
+    public func storeBlocking(_ data: Data, for key: MediaKey, ttl: TimeInterval? = nil) throws(MediaCacheError) {
         try Self.validate(key)
         if let ttl, !(ttl > 0 && ttl.isFinite) {
             throw .invalidInput("the time to live of \(key) is \(ttl); give a positive number of seconds")
@@ -341,20 +341,20 @@ public final class MediaCache: Sendable {
     }
 
     /// Removes one entry from both layers.
-    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
-    public func remove(_ key: MediaKey) {
+    /// Blocks the calling thread on disk I/O: from async code, `await` the plain-named async form.
+    public func removeBlocking(_ key: MediaKey) {
         removeUnderFolderLock([key])
     }
 
     /// Removes an asset's thumbnail and preview (the asset was deleted or changed).
-    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
-    public func invalidate(assetId: String) {
+    /// Blocks the calling thread on disk I/O: from async code, `await` the plain-named async form.
+    public func invalidateBlocking(assetId: String) {
         removeUnderFolderLock([.thumbnail(assetId), .preview(assetId)])
     }
 
     /// Removes an album's cover (the album changed).
-    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
-    public func invalidate(albumId: String) {
+    /// Blocks the calling thread on disk I/O: from async code, `await` the plain-named async form.
+    public func invalidateBlocking(albumId: String) {
         removeUnderFolderLock([.albumThumbnail(albumId)])
     }
 
@@ -368,8 +368,8 @@ public final class MediaCache: Sendable {
     }
 
     /// Removes every entry of one kind, or of every kind.
-    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
-    public func clear(_ kind: MediaKind? = nil) {
+    /// Blocks the calling thread on disk I/O: from async code, `await` the plain-named async form.
+    public func clearBlocking(_ kind: MediaKind? = nil) {
         withFolderLock { lockFile in
             state.withLock { state in
                 state.mutations &+= 1
@@ -392,9 +392,9 @@ public final class MediaCache: Sendable {
     }
 
     /// Applies new limits, evicting at once what no longer fits.
-    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
+    /// Blocks the calling thread on disk I/O: from async code, `await` the plain-named async form.
     /// - Throws: ``MediaCacheError/closed`` once the cache is closed.
-    public func setLimits(_ newLimits: MediaCacheLimits) throws(MediaCacheError) {
+    public func setLimitsBlocking(_ newLimits: MediaCacheLimits) throws(MediaCacheError) {
         let checked = try Self.checked(newLimits)
         if closed { throw .closed }
         withFolderLock { lockFile in
@@ -413,8 +413,8 @@ public final class MediaCache: Sendable {
 
     /// Entries and bytes per kind in each layer (builds the disk index first if it is not yet),
     /// and the hits, misses and expirations of every process using the folder since it was made.
-    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
-    public func statistics() -> MediaCacheStatistics {
+    /// Blocks the calling thread on disk I/O: from async code, `await` the plain-named async form.
+    public func statisticsBlocking() -> MediaCacheStatistics {
         let counters = withFolderLock { lockFile in
             if state.withLock({ removeExpired(&$0) }) { lockFile.noteChange() }
             return flushCounters(lockFile)
@@ -434,9 +434,9 @@ public final class MediaCache: Sendable {
 
     /// Checks the anchor file now (e.g. when the app returns to the foreground); when the OS
     /// purged the folder, forgets the disk index and recreates the folder. Returns whether it had.
-    /// Blocks the calling thread on disk I/O: from the main actor, `await` the async form.
+    /// Blocks the calling thread on disk I/O: from async code, `await` the plain-named async form.
     @discardableResult
-    public func checkForPurge() -> Bool {
+    public func checkForPurgeBlocking() -> Bool {
         withFolderLock { _ in
             guard !FileManager.default.fileExists(atPath: folder.appendingPathComponent(Self.anchorName).path) else { return false }
             noticePurge()

@@ -44,7 +44,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     private var keyFile: OwnerOnlyKeyFile { OwnerOnlyKeyFile(url: folder.appendingPathComponent("key")) }
 
     /// Stores `data` under `name`, sealed, with its accessibility class.
-    public func save(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError) {
+    public func saveBlocking(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError) {
         try validateName(name)
         try lock.withLock { () throws(SecureStorageError) -> Void in
             sweepOnce()
@@ -70,7 +70,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
 
     /// The item's bytes, or nil when there is none.
     /// - Throws: ``SecureStorageError/corrupted(_:)`` when the file fails its check.
-    public func load(_ name: String) throws(SecureStorageError) -> Data? {
+    public func loadBlocking(_ name: String) throws(SecureStorageError) -> Data? {
         try validateName(name)
         return try lock.withLock { () throws(SecureStorageError) -> Data? in
             sweepOnce()
@@ -84,7 +84,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     }
 
     /// The accessibility class an item was saved with, or nil when there is no such item.
-    public func accessibility(of name: String) throws(SecureStorageError) -> SecureAccessibility? {
+    public func accessibilityBlocking(of name: String) throws(SecureStorageError) -> SecureAccessibility? {
         try validateName(name)
         return try lock.withLock { () throws(SecureStorageError) -> SecureAccessibility? in
             sweepOnce()
@@ -95,7 +95,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     }
 
     /// Removes the item (durably); a missing item is not an error.
-    public func delete(_ name: String) throws(SecureStorageError) {
+    public func deleteBlocking(_ name: String) throws(SecureStorageError) {
         try validateName(name)
         try lock.withLock { () throws(SecureStorageError) -> Void in
             sweepOnce()
@@ -112,7 +112,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     /// left out (and logged; see ``damagedItems()``).
     /// - Throws: ``SecureStorageError/corrupted(_:)`` when items exist and not one of them opens
     ///   (the key file does not match them); ``SecureStorageError/keyLost(_:)``.
-    public func names() throws(SecureStorageError) -> [String] {
+    public func namesBlocking() throws(SecureStorageError) -> [String] {
         let (found, damaged) = try inventory()
         if found.isEmpty, let first = damaged.first {
             throw .corrupted(
@@ -123,7 +123,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     }
 
     /// The item files that fail their check, with the reason (their names are sealed inside them).
-    public func damagedItems() throws(SecureStorageError) -> [(file: String, reason: String)] {
+    public func damagedItemsBlocking() throws(SecureStorageError) -> [(file: String, reason: String)] {
         try inventory().damaged
     }
 
@@ -146,7 +146,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     }
 
     /// Removes every item; the key stays.
-    public func deleteAll() throws(SecureStorageError) {
+    public func deleteAllBlocking() throws(SecureStorageError) {
         try lock.withLock { () throws(SecureStorageError) -> Void in
             sweepOnce()
             for file in try itemFiles() {

@@ -74,7 +74,7 @@ public final class KeychainSecureStorage: SecureStorage, @unchecked Sendable {
     }
 
     /// Adds or replaces the item with the given accessibility class.
-    public func save(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError) {
+    public func saveBlocking(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError) {
         try validateName(name)
         let attributes: [String: Any] = [
             kSecValueData as String: data,
@@ -90,7 +90,7 @@ public final class KeychainSecureStorage: SecureStorage, @unchecked Sendable {
     }
 
     /// The item's bytes, or nil when there is none.
-    public func load(_ name: String) throws(SecureStorageError) -> Data? {
+    public func loadBlocking(_ name: String) throws(SecureStorageError) -> Data? {
         try validateName(name)
         var q = query(name)
         q[kSecReturnData as String] = true
@@ -104,14 +104,14 @@ public final class KeychainSecureStorage: SecureStorage, @unchecked Sendable {
     }
 
     /// Removes the item; a missing item is not an error.
-    public func delete(_ name: String) throws(SecureStorageError) {
+    public func deleteBlocking(_ name: String) throws(SecureStorageError) {
         try validateName(name)
         let status = SecItemDelete(query(name) as CFDictionary)
         guard status == errSecSuccess || status == errSecItemNotFound else { throw Self.failure(status, "cannot delete \(name)") }
     }
 
     /// Every item name of the service, sorted.
-    public func names() throws(SecureStorageError) -> [String] {
+    public func namesBlocking() throws(SecureStorageError) -> [String] {
         var q = query(nil)
         q[kSecReturnAttributes as String] = true
         q[kSecMatchLimit as String] = kSecMatchLimitAll
@@ -124,7 +124,7 @@ public final class KeychainSecureStorage: SecureStorage, @unchecked Sendable {
     }
 
     /// Removes every item of the service.
-    public func deleteAll() throws(SecureStorageError) {
+    public func deleteAllBlocking() throws(SecureStorageError) {
         let status = SecItemDelete(query(nil) as CFDictionary)
         guard status == errSecSuccess || status == errSecItemNotFound else { throw Self.failure(status, "cannot delete all items") }
     }

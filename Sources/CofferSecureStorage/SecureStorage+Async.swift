@@ -8,61 +8,87 @@ import CofferSync
 import Foundation
 
 extension SecureStorage {
-    /// ``save(_:for:accessibility:)`` off the caller's executor.
+    /// ``saveBlocking(_:for:accessibility:)`` off the caller's executor.
     public func save(_ data: Data, for name: String, accessibility: SecureAccessibility) async throws {
-        try await offCallerUnlessCancelled { try self.save(data, for: name, accessibility: accessibility) }
+        try await offCallerUnlessCancelled { try self.saveBlocking(data, for: name, accessibility: accessibility) }
     }
 
-    /// ``load(_:)`` off the caller's executor.
+    /// ``loadBlocking(_:)`` off the caller's executor.
     public func load(_ name: String) async throws -> Data? {
-        try await offCallerUnlessCancelled { try self.load(name) }
+        try await offCallerUnlessCancelled { try self.loadBlocking(name) }
     }
 
-    /// ``delete(_:)`` off the caller's executor.
+    /// ``deleteBlocking(_:)`` off the caller's executor.
     public func delete(_ name: String) async throws {
-        try await offCallerUnlessCancelled { try self.delete(name) }
+        try await offCallerUnlessCancelled { try self.deleteBlocking(name) }
     }
 
-    /// ``names()`` off the caller's executor.
+    /// ``namesBlocking()`` off the caller's executor.
     public func names() async throws -> [String] {
-        try await offCallerUnlessCancelled { try self.names() }
+        try await offCallerUnlessCancelled { try self.namesBlocking() }
     }
 
-    /// ``deleteAll()`` off the caller's executor.
+    /// ``deleteAllBlocking()`` off the caller's executor.
     public func deleteAll() async throws {
-        try await offCallerUnlessCancelled { try self.deleteAll() }
+        try await offCallerUnlessCancelled { try self.deleteAllBlocking() }
     }
 
-    /// The typed ``save(_:for:accessibility:)`` off the caller's executor.
+    /// ``damagedItemsBlocking()`` off the caller's executor.
+    public func damagedItems() async throws -> [(file: String, reason: String)] {
+        let found = try await offCallerUnlessCancelled { try self.damagedItemsBlocking().map { DamagedItem(file: $0.file, reason: $0.reason) } }
+        return found.map { (file: $0.file, reason: $0.reason) }
+    }
+
+    /// The typed ``saveBlocking(_:for:accessibility:)`` off the caller's executor.
     public func save<Value>(_ value: Value, for item: SecureItem<Value>, accessibility: SecureAccessibility? = nil)
         async throws
     {
-        try await offCallerUnlessCancelled { try self.save(value, for: item, accessibility: accessibility) }
+        try await offCallerUnlessCancelled { try self.saveBlocking(value, for: item, accessibility: accessibility) }
     }
 
-    /// The typed ``load(_:)`` off the caller's executor.
+    /// The typed ``loadBlocking(_:)`` off the caller's executor.
     public func load<Value>(_ item: SecureItem<Value>) async throws -> Value? {
-        try await offCallerUnlessCancelled { try self.load(item) }
+        try await offCallerUnlessCancelled { try self.loadBlocking(item) }
     }
 
-    /// The typed ``delete(_:)`` off the caller's executor.
+    /// The typed ``deleteBlocking(_:)`` off the caller's executor.
     public func delete<Value>(_ item: SecureItem<Value>) async throws {
-        try await offCallerUnlessCancelled { try self.delete(item) }
+        try await offCallerUnlessCancelled { try self.deleteBlocking(item) }
     }
 }
 
 extension SSLClientCertificate {
-    /// ``save(to:)`` off the caller's executor.
+    /// ``saveBlocking(to:)`` off the caller's executor.
     /// - Throws: `CancellationError` when the task was cancelled before the call (nothing is
     ///   written), else the ``SecureStorageError`` of the blocking form.
     public func save(to storage: any SecureStorage) async throws {
-        try await offCallerUnlessCancelled { try self.save(to: storage) }
+        try await offCallerUnlessCancelled { try self.saveBlocking(to: storage) }
     }
 
-    /// ``load(from:)`` off the caller's executor.
+    /// ``loadBlocking(from:)`` off the caller's executor.
     /// - Throws: `CancellationError` when the task was cancelled before the call, else the
     ///   ``SecureStorageError`` of the blocking form.
     public static func load(from storage: any SecureStorage) async throws -> SSLClientCertificate? {
-        try await offCallerUnlessCancelled { try load(from: storage) }
+        try await offCallerUnlessCancelled { try loadBlocking(from: storage) }
     }
+
+    /// ``deleteBlocking(from:)`` off the caller's executor.
+    /// - Throws: `CancellationError` when the task was cancelled before the call (nothing is
+    ///   removed), else the ``SecureStorageError`` of the blocking form.
+    public static func delete(from storage: any SecureStorage) async throws {
+        try await offCallerUnlessCancelled { try deleteBlocking(from: storage) }
+    }
+}
+
+extension EncryptedFileSecureStorage {
+    /// ``accessibilityBlocking(of:)`` off the caller's executor.
+    public func accessibility(of name: String) async throws -> SecureAccessibility? {
+        try await offCallerUnlessCancelled { try self.accessibilityBlocking(of: name) }
+    }
+}
+
+/// A damaged item's name and reason (a `Sendable` carrier for ``SecureStorage/damagedItems()``).
+private struct DamagedItem: Sendable {
+    let file: String
+    let reason: String
 }

@@ -59,23 +59,23 @@ public enum SecureStorageError: Error, Equatable, Sendable, CustomStringConverti
 /// same names, which run on a worker thread.
 public protocol SecureStorage: Sendable {
     /// Stores `data` under `name` (replacing any item of that name) with an accessibility class.
-    /// Blocking: from the main actor, `await` the async form.
-    func save(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError)
+    /// Blocking: from async code, `await` the plain-named async form.
+    func saveBlocking(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError)
     /// The item's bytes, or nil when there is none.
-    /// Blocking: from the main actor, `await` the async form.
-    func load(_ name: String) throws(SecureStorageError) -> Data?
+    /// Blocking: from async code, `await` the plain-named async form.
+    func loadBlocking(_ name: String) throws(SecureStorageError) -> Data?
     /// Removes the item; removing a missing item is not an error.
-    /// Blocking: from the main actor, `await` the async form.
-    func delete(_ name: String) throws(SecureStorageError)
+    /// Blocking: from async code, `await` the plain-named async form.
+    func deleteBlocking(_ name: String) throws(SecureStorageError)
     /// The names of every stored item, sorted.
-    /// Blocking: from the main actor, `await` the async form.
-    func names() throws(SecureStorageError) -> [String]
+    /// Blocking: from async code, `await` the plain-named async form.
+    func namesBlocking() throws(SecureStorageError) -> [String]
     /// Removes every item of this store.
-    /// Blocking: from the main actor, `await` the async form.
-    func deleteAll() throws(SecureStorageError)
+    /// Blocking: from async code, `await` the plain-named async form.
+    func deleteAllBlocking() throws(SecureStorageError)
     /// Items that exist but fail their check (named as the store can: a file or account name),
     /// with the reason; the others still read. Stores that cannot tell return none.
-    func damagedItems() throws(SecureStorageError) -> [(file: String, reason: String)]
+    func damagedItemsBlocking() throws(SecureStorageError) -> [(file: String, reason: String)]
 }
 
 /// Another secure store that refuses every call with ``SecureStorageError/closed`` once
@@ -114,28 +114,28 @@ public struct ClosableSecureStorage: SecureStorage {
     }
 
     /// See ``SecureStorage/save(_:for:accessibility:)``.
-    public func save(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError) {
-        try open(for: name).save(data, for: name, accessibility: accessibility)
+    public func saveBlocking(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError) {
+        try open(for: name).saveBlocking(data, for: name, accessibility: accessibility)
     }
     /// See ``SecureStorage/load(_:)``.
-    public func load(_ name: String) throws(SecureStorageError) -> Data? { try open(for: name).load(name) }
+    public func loadBlocking(_ name: String) throws(SecureStorageError) -> Data? { try open(for: name).loadBlocking(name) }
     /// See ``SecureStorage/delete(_:)``.
-    public func delete(_ name: String) throws(SecureStorageError) { try open(for: name).delete(name) }
+    public func deleteBlocking(_ name: String) throws(SecureStorageError) { try open(for: name).deleteBlocking(name) }
     /// See ``SecureStorage/names()``; the reserved names are not listed.
-    public func names() throws(SecureStorageError) -> [String] { try open().names().filter { !reserved.contains($0) } }
+    public func namesBlocking() throws(SecureStorageError) -> [String] { try open().namesBlocking().filter { !reserved.contains($0) } }
     /// See ``SecureStorage/deleteAll()``; the reserved items stay.
-    public func deleteAll() throws(SecureStorageError) {
+    public func deleteAllBlocking() throws(SecureStorageError) {
         let store = try open()
-        if reserved.isEmpty { return try store.deleteAll() }
-        for name in try store.names() where !reserved.contains(name) { try store.delete(name) }
+        if reserved.isEmpty { return try store.deleteAllBlocking() }
+        for name in try store.namesBlocking() where !reserved.contains(name) { try store.deleteBlocking(name) }
     }
     /// See ``SecureStorage/damagedItems()``.
-    public func damagedItems() throws(SecureStorageError) -> [(file: String, reason: String)] { try open().damagedItems() }
+    public func damagedItemsBlocking() throws(SecureStorageError) -> [(file: String, reason: String)] { try open().damagedItemsBlocking() }
 }
 
 extension SecureStorage {
     /// None: this store cannot tell a damaged item from a missing one.
-    public func damagedItems() throws(SecureStorageError) -> [(file: String, reason: String)] { [] }
+    public func damagedItemsBlocking() throws(SecureStorageError) -> [(file: String, reason: String)] { [] }
 }
 
 /// Checks an item name: 1–255 UTF-8 bytes, no control characters.
@@ -219,47 +219,47 @@ extension SecureItem where Value == [String: String] {
 
 extension SecureStorage {
     /// Stores a typed item under its name and default (or the given) accessibility.
-    /// Blocking: from the main actor, `await` the async form.
-    public func save<Value>(_ value: Value, for item: SecureItem<Value>, accessibility: SecureAccessibility? = nil)
+    /// Blocking: from async code, `await` the plain-named async form.
+    public func saveBlocking<Value>(_ value: Value, for item: SecureItem<Value>, accessibility: SecureAccessibility? = nil)
         throws(SecureStorageError)
     {
         let data: Data
         do { data = try item.encode(value) } catch { throw .invalidValue("\(item.name): \(error)") }
-        try save(data, for: item.name, accessibility: accessibility ?? item.accessibility)
+        try saveBlocking(data, for: item.name, accessibility: accessibility ?? item.accessibility)
     }
 
     /// A typed item's value, or nil when it is not stored.
     /// - Throws: ``SecureStorageError/invalidValue(_:)`` when the stored bytes are not a `Value`.
-    /// Blocking: from the main actor, `await` the async form.
-    public func load<Value>(_ item: SecureItem<Value>) throws(SecureStorageError) -> Value? {
-        guard let data = try load(item.name) else { return nil }
+    /// Blocking: from async code, `await` the plain-named async form.
+    public func loadBlocking<Value>(_ item: SecureItem<Value>) throws(SecureStorageError) -> Value? {
+        guard let data = try loadBlocking(item.name) else { return nil }
         do { return try item.decode(data) } catch { throw .invalidValue("\(item.name) does not hold a \(Value.self)") }
     }
 
     /// Removes a typed item.
-    /// Blocking: from the main actor, `await` the async form.
-    public func delete<Value>(_ item: SecureItem<Value>) throws(SecureStorageError) {
-        try delete(item.name)
+    /// Blocking: from async code, `await` the plain-named async form.
+    public func deleteBlocking<Value>(_ item: SecureItem<Value>) throws(SecureStorageError) {
+        try deleteBlocking(item.name)
     }
 }
 
 extension SSLClientCertificate {
     /// Saves this certificate to `storage` (seed: `save()`). Blocks like the store's own calls:
-    /// from the main actor, `await storage.save(cert, for: .sslClientCertificate)` instead.
-    public func save(to storage: any SecureStorage) throws(SecureStorageError) {
-        try storage.save(self, for: .sslClientCertificate)
+    /// from async code, `await` ``save(to:)``.
+    public func saveBlocking(to storage: any SecureStorage) throws(SecureStorageError) {
+        try storage.saveBlocking(self, for: .sslClientCertificate)
     }
 
     /// The stored certificate, if any (seed: `load()`). Blocks like the store's own calls: from
-    /// the main actor, `await storage.load(.sslClientCertificate)` instead.
-    public static func load(from storage: any SecureStorage) throws(SecureStorageError) -> SSLClientCertificate? {
-        try storage.load(.sslClientCertificate)
+    /// async code, `await` ``load(from:)``.
+    public static func loadBlocking(from storage: any SecureStorage) throws(SecureStorageError) -> SSLClientCertificate? {
+        try storage.loadBlocking(.sslClientCertificate)
     }
 
     /// Removes the stored certificate (seed: `delete()`). Blocks like the store's own calls: from
-    /// the main actor, `await storage.delete(.sslClientCertificate)` instead.
-    public static func delete(from storage: any SecureStorage) throws(SecureStorageError) {
-        try storage.delete(.sslClientCertificate)
+    /// async code, `await` ``delete(from:)``.
+    public static func deleteBlocking(from storage: any SecureStorage) throws(SecureStorageError) {
+        try storage.deleteBlocking(.sslClientCertificate)
     }
 }
 

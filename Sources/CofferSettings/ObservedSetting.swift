@@ -54,7 +54,7 @@ public final class ObservedSetting<Value: Sendable> {
 
     private func write(_ newValue: Value) {
         do {
-            try settings.put(key, newValue)
+            try settings.putBlocking(key, newValue)
             current = newValue
             lastError = nil
         } catch {

@@ -182,29 +182,33 @@ public final class Settings: @unchecked Sendable {
     /// ``changes(_:)`` subscribers what changed. Reads call this on their own after
     /// ``crossProcessCheckInterval``; call it when the app needs other processes' writes now
     /// (e.g. on returning to the foreground).
-    /// Blocks the calling thread for one small read: from the main actor, `await` the async form.
-    public func refresh() {
+    /// Blocks the calling thread for one small read: from async code, `await` ``refresh()``.
+    public func refreshBlocking() {
         refreshIfChanged(wait: true)
     }
 
-    /// ``refresh()`` off the caller's executor.
+    /// ``refreshBlocking()`` off the caller's executor.
     public func refresh() async {
-        await offCaller { self.refresh() }
+        await offCaller { self.refreshBlocking() }
     }
 
-    /// ``put(_:_:)`` off the caller's executor: the commit runs on a worker thread; memory and
+    /// The blocking form's old name, kept for one release: use `refreshBlocking()`.
+    @available(*, deprecated, renamed: "refreshBlocking()")
+    public func refresh() { refreshBlocking() }
+
+    /// ``putBlocking(_:_:)`` off the caller's executor: the commit runs on a worker thread; memory and
     /// ``changes(_:initial:)`` subscribers are updated before it returns, as with the blocking form.
     /// - Throws: `CancellationError` when the task was cancelled before the call (nothing is
     ///   written), else the ``SettingsError`` of the blocking form.
     public func put<Value>(_ key: StoreKey<Value>, _ value: Value) async throws {
-        try await offCallerUnlessCancelled { try self.put(key, value) }
+        try await offCallerUnlessCancelled { try self.putBlocking(key, value) }
     }
 
-    /// ``delete(_:)`` off the caller's executor.
+    /// ``deleteBlocking(_:)`` off the caller's executor.
     /// - Throws: `CancellationError` when the task was cancelled before the call (nothing is
     ///   deleted), else the ``SettingsError`` of the blocking form.
     public func delete<Value>(_ key: StoreKey<Value>) async throws {
-        try await offCallerUnlessCancelled { try self.delete(key) }
+        try await offCallerUnlessCancelled { try self.deleteBlocking(key) }
     }
 
     private func refreshIfChanged(wait: Bool) {
@@ -306,18 +310,26 @@ public final class Settings: @unchecked Sendable {
 
     /// Stores `value`; when this returns the value is committed to disk, then in memory. Blocks
     /// the calling thread for the commit (about a millisecond, more while another process holds
-    /// the lock): from the main actor, `await` the async form.
-    public func put<Value>(_ key: StoreKey<Value>, _ value: Value) throws(SettingsError) {
+    /// the lock): from async code, `await` ``put(_:_:)``.
+    public func putBlocking<Value>(_ key: StoreKey<Value>, _ value: Value) throws(SettingsError) {
         let encoded: DatabaseValue
         do { encoded = try key.codec.encode(value) } catch { throw .unencodable(key: key.name, reason: "\(error)") }
         try write(key.name, StoredSetting(kind: key.codec.kind, value: encoded))
     }
 
     /// Removes the key's value (reads give the default again). Blocks the calling thread for the
-    /// commit: from the main actor, `await` the async form.
-    public func delete<Value>(_ key: StoreKey<Value>) throws(SettingsError) {
+    /// commit: from async code, `await` ``delete(_:)``.
+    public func deleteBlocking<Value>(_ key: StoreKey<Value>) throws(SettingsError) {
         try write(key.name, nil)
     }
+
+    /// The blocking form's old name, kept for one release: use `putBlocking(_:_:)`.
+    @available(*, deprecated, renamed: "putBlocking(_:_:)")
+    public func put<Value>(_ key: StoreKey<Value>, _ value: Value) throws(SettingsError) { try putBlocking(key, value) }
+
+    /// The blocking form's old name, kept for one release: use `deleteBlocking(_:)`.
+    @available(*, deprecated, renamed: "deleteBlocking(_:)")
+    public func delete<Value>(_ key: StoreKey<Value>) throws(SettingsError) { try deleteBlocking(key) }
 
     /// Stores a raw value under `name` (for tools that do not know the key's type).
     package func putRaw(_ name: String, kind: String, value: DatabaseValue) throws(SettingsError) {

@@ -20,7 +20,7 @@ enum ContainerCLI {
     }
 
     static func statistics(_ cache: MediaCache) -> JSONValue {
-        let stats = cache.statistics()
+        let stats = cache.statisticsBlocking()
         let limits = cache.currentLimits
         let kinds = MediaKind.allCases.map { kind -> (String, JSONValue) in
             let s = stats.kinds[kind]!
@@ -276,7 +276,7 @@ struct SecureCommand: AsyncParsableCommand {
         func run() async throws {
             let names = try await storeOptions.withContainer { container in
                 let names = try await container.secure.names()
-                for damaged in try container.secure.damagedItems() {
+                for damaged in try await container.secure.damagedItems() {
                     StandardError.write(
                         "warning: damaged secure item \(damaged.file): \(damaged.reason); set the item again, or delete it by name\n")
                 }
