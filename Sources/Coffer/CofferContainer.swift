@@ -374,7 +374,7 @@ public final class CofferContainer: @unchecked Sendable {
     /// the deniable vault, the media cache and every secure item (see
     /// ``resetBlocking(_:secureStorage:keychainService:)``). This container is closed afterwards.
     /// Blocks the calling thread while files are removed: from async code, `await` ``reset()``.
-    public func resetBlocking() throws {
+    public func resetBlocking() throws(ContainerError) {
         try checkOpen()
         // The cache key goes first, so whatever cached file survives is unreadable at once.
         do { try cache.reset() } catch { Self.logger.warning("media cache reset: \(error)") }
@@ -398,7 +398,7 @@ public final class CofferContainer: @unchecked Sendable {
     public static func resetBlocking(
         _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
         keychainService: String? = nil
-    ) throws {
+    ) throws(ContainerError) {
         // Under the SDK's lock and the wallet creation's lock (in the order SDK initialisation
         // takes them): a reset never runs between an SDK initialisation's key and its wallet.
         // The store folder's owner permissions come back first, so the lock files can be made there.
@@ -406,11 +406,11 @@ public final class CofferContainer: @unchecked Sendable {
         guard FileManager.default.fileExists(atPath: locations.data.path) else {
             return try resetHoldingLocks(locations, secureStorage: secureStorage, keychainService: keychainService)
         }
-        let failure = { (e: ProcessLockError) -> any Error in ContainerError.storage(e.message) }
+        let failure = { (e: ProcessLockError) -> ContainerError in .storage(e.message) }
         let sdkLock = locations.data.appendingPathComponent(".sdk.lock").path
         let walletLock = locations.data.appendingPathComponent("." + locations.wallet.lastPathComponent + ".lock").path
-        try ProcessLock.withLock(at: sdkLock, removeWhenDone: true, failure: failure) { () throws(any Error) in
-            try ProcessLock.withLock(at: walletLock, removeWhenDone: true, failure: failure) { () throws(any Error) in
+        try ProcessLock.withLock(at: sdkLock, removeWhenDone: true, failure: failure) { () throws(ContainerError) in
+            try ProcessLock.withLock(at: walletLock, removeWhenDone: true, failure: failure) { () throws(ContainerError) in
                 try resetHoldingLocks(locations, secureStorage: secureStorage, keychainService: keychainService)
             }
         }
@@ -418,7 +418,7 @@ public final class CofferContainer: @unchecked Sendable {
 
     private static func resetHoldingLocks(
         _ locations: CofferLocations, secureStorage: (any SecureStorage)?, keychainService: String?
-    ) throws {
+    ) throws(ContainerError) {
         var failures: [String] = []
         // A folder of Coffer's that its owner made unreadable (mode 000) cannot be emptied: the
         // owner's permissions come back first (on the store and caches folders themselves too,
@@ -445,7 +445,7 @@ public final class CofferContainer: @unchecked Sendable {
             try? FileManager.default.removeItem(at: locations.caches)
         }
         DurableFile.syncFolder(locations.data)
-        guard failures.isEmpty else { throw ContainerError.storage(failures.joined(separator: "; ")) }
+        guard failures.isEmpty else { throw .storage(failures.joined(separator: "; ")) }
         logger.notice("full reset done", metadata: ["folder": "\(locations.data.path)"])
     }
 }
@@ -489,13 +489,13 @@ extension CofferContainer {
     public static func reset(
         _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
         keychainService: String? = nil
-    ) throws {
+    ) throws(ContainerError) {
         try resetBlocking(locations, secureStorage: secureStorage, keychainService: keychainService)
     }
 
     /// The blocking form's old name, kept for one release: use `resetBlocking()`.
     @available(*, deprecated, renamed: "resetBlocking()")
-    public func reset() throws { try resetBlocking() }
+    public func reset() throws(ContainerError) { try resetBlocking() }
 
     /// The blocking form's old name, kept for one release: use `clearCacheBlocking(_:)`.
     @available(*, deprecated, renamed: "clearCacheBlocking(_:)")

@@ -11,9 +11,18 @@ import Foundation
 /// (`walletAddRecordTags:recordId:recordTags:completion:`, `walletOpenSearch:query:options:completion:`,
 /// …), beside the Android names; both forms do the same thing.
 ///
-/// Completion handlers are called on ``callbackQueue``: the main queue by default on Apple
-/// platforms, as the SDK's iOS callbacks are (so a handler may update UI state directly), and a
-/// global queue elsewhere (where a command-line process may not run a main loop).
+/// Every completion handler is called **exactly once, on ``callbackQueue``**: the main queue by
+/// default on Apple platforms, as the SDK's iOS callbacks are, and a global queue elsewhere (where
+/// a command-line process may not run a main loop). The handlers are `@Sendable` and not
+/// `@MainActor` on purpose: the queue is the caller's choice (a bridge passes its own), so the type
+/// cannot promise the main actor. For Swift 6 code:
+///
+/// - code that can `await` uses the async forms, which keep the caller's isolation;
+/// - a handler on the default main queue that touches main-actor state wraps it in
+///   `MainActor.assumeIsolated { … }` (checked: it traps on any other queue instead of racing);
+/// - a handler on another queue hops itself, `Task { @MainActor in … }`.
+///
+/// See docs/concurrency.md ("The seed's `WalletApi`").
 public final class WalletApi: Sendable {
     /// The wallet behind the API.
     public let wallet: Wallet

@@ -40,17 +40,17 @@ private final class OrderRecordingStorage: SecureStorage, Sendable {
     let watched: Locked<URL?> = Locked(nil)
     let fileExistedAtKeyDeletion: Locked<Bool?> = Locked(nil)
     init(_ base: EncryptedFileSecureStorage) { self.base = base }
-    func save(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError) {
-        try base.save(data, for: name, accessibility: accessibility)
+    func saveBlocking(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError) {
+        try base.saveBlocking(data, for: name, accessibility: accessibility)
     }
-    func load(_ name: String) throws(SecureStorageError) -> Data? { try base.load(name) }
-    func delete(_ name: String) throws(SecureStorageError) {
+    func loadBlocking(_ name: String) throws(SecureStorageError) -> Data? { try base.loadBlocking(name) }
+    func deleteBlocking(_ name: String) throws(SecureStorageError) {
         let existed = watched.withLock { $0.map { FileManager.default.fileExists(atPath: $0.path) } }
         fileExistedAtKeyDeletion.withLock { $0 = existed }
-        try base.delete(name)
+        try base.deleteBlocking(name)
     }
-    func names() throws(SecureStorageError) -> [String] { try base.names() }
-    func deleteAll() throws(SecureStorageError) { try base.deleteAll() }
+    func namesBlocking() throws(SecureStorageError) -> [String] { try base.namesBlocking() }
+    func deleteAllBlocking() throws(SecureStorageError) { try base.deleteAllBlocking() }
 }
 
 @Suite("Media cache: sealed at rest")

@@ -94,6 +94,6 @@ struct SecureStorageDegradationTests {
         }
         let reader = EncryptedFileSecureStorage(folder: folder)
         #expect(try await reader.names().count == 16)
-        #expect(try reader.damagedItems().isEmpty)
+        #expect(try await reader.damagedItems().isEmpty)
     }
 }

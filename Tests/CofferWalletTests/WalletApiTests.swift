@@ -1,3 +1,4 @@
+import CofferTestSupport
 import CofferWallet
 import Foundation
 import Testing
@@ -75,4 +76,46 @@ struct WalletApiTests {
         }
         #expect(onQueueAfterError == "callbacks")
     }
+
+    @Test("each completion handler is called exactly once, for a result and for an error")
+    func completionOnce() async throws {
+        let (wallet, _) = try await TestWallets.make()
+        defer { try? wallet.close() }
+        let queue = DispatchQueue(label: "coffer.tests.callbacks-once")
+        let api = WalletApi(wallet: wallet, callbackQueue: queue)
+        let (stream, calls) = AsyncStream<String>.makeStream()
+        let updates = Updates(stream)
+        defer { updates.cancel() }
+        api.addRecordWallet("t", recordId: "a", recordValue: "v") { error in calls.yield(error == nil ? "added" : "add failed") }
+        #expect(try await updates.next(within: .seconds(30)) == "added")
+        // The next call starts only now, on the same serial queue: a second call of the first
+        // handler would have been queued before this one's.
+        api.openSearch("t", query: "not json") { error, handle in calls.yield(error != nil && handle == 0 ? "refused" : "opened") }
+        #expect(try await updates.next(within: .seconds(30)) == "refused")
+        api.deleteRecordWallet("t", recordId: "a") { error in calls.yield(error == nil ? "deleted" : "delete failed") }
+        #expect(try await updates.next(within: .seconds(30)) == "deleted")
+    }
+
+    @Test("on the main queue, a handler reaches main-actor state through MainActor.assumeIsolated (the documented Swift 6 pattern)")
+    func mainQueueHandler() async throws {
+        let (wallet, _) = try await TestWallets.make()
+        defer { try? wallet.close() }
+        let model = StatusModel()
+        let api = WalletApi(wallet: wallet, callbackQueue: .main)
+        let (stream, done) = AsyncStream<Void>.makeStream()
+        let updates = Updates(stream)
+        defer { updates.cancel() }
+        api.addRecordWallet("t", recordId: "m", recordValue: "v") { error in
+            MainActor.assumeIsolated { model.status = error == nil ? "saved" : "failed" }
+            done.yield()
+        }
+        #expect(try await updates.next(within: .seconds(30)) != nil)
+        #expect(await model.status == "saved")
+    }
+}
+
+/// Main-actor state a completion handler updates (a view model's).
+@MainActor
+private final class StatusModel {
+    var status = ""
 }
