@@ -4,7 +4,8 @@
 
 Each block becomes the body of an `async throws` function on the main actor (what a view model's
 code is), so a blocking call where an async form exists, a missing `await` or a `for await` over
-a throwing stream fails the check. `import` lines at the top of a block are kept as imports; the
+a throwing stream fails the check. A deprecated name (the old blocking names, before `…Blocking`)
+is an error too: the docs show the current API. Other warnings are not reported. `import` lines at the top of a block are kept as imports; the
 names a block uses without declaring them (`app`, `wallet`, `url`, …) come from
 Scripts/snippet-context.swift, one declaration each, with the type the docs mean.
 
@@ -119,7 +120,7 @@ def main():
                 f.write("\n".join(text))
             sources.append(name)
     command = [swiftc, "-typecheck", "-parse-as-library", "-module-name", "CofferSnippets", *flags,
-               "-suppress-warnings", *sources]
+               "-Werror", "DeprecatedDeclaration", *sources]
     done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     for line in skipped:
         print(f"check-snippets: skipped (marked as a fragment): {line}")

@@ -163,7 +163,7 @@ public final class CofferContainer: @unchecked Sendable {
     ///   - dataMigrations: the app database's data ladder; by default `AppDatabase.dataMigrations`.
     ///
     /// Blocks the calling thread while the database opens and migrates: from async code, `await`
-    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)``.
+    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)-6hox7``.
     public static func openBlocking(
         _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
         keychainService: String? = nil, cacheByteLimits: (memory: Int, disk: Int)? = nil,
@@ -301,7 +301,7 @@ public final class CofferContainer: @unchecked Sendable {
     }
 
     /// Opens the container's wallet, creating it when `createIfMissing` and it does not exist.
-    /// The container closes it at ``close()`` and ``reset()``.
+    /// The container closes it at ``close()`` and ``reset()-8nu0y``.
     public func openWallet(_ key: WalletKey, createIfMissing: Bool = true) async throws -> Wallet {
         try checkOpen()
         try Task.checkCancellation()
@@ -337,7 +337,7 @@ public final class CofferContainer: @unchecked Sendable {
     }
 
     /// Clear cache: thumbnails, previews and album covers (or one kind); synced data untouched.
-    /// Blocks the calling thread while files are removed: from async code, `await` ``clearCache(_:)``.
+    /// Blocks the calling thread while files are removed: from async code, `await` ``clearCache(_:)-8gzxv``.
     public func clearCacheBlocking(_ kind: MediaKind? = nil) throws(ContainerError) {
         try checkOpen()
         cache.clearBlocking(kind)
@@ -373,7 +373,7 @@ public final class CofferContainer: @unchecked Sendable {
     /// Full reset: closes everything, then removes the database (settings included), the wallet,
     /// the deniable vault, the media cache and every secure item (see
     /// ``resetBlocking(_:secureStorage:keychainService:)``). This container is closed afterwards.
-    /// Blocks the calling thread while files are removed: from async code, `await` ``reset()``.
+    /// Blocks the calling thread while files are removed: from async code, `await` ``reset()-8nu0y``.
     public func resetBlocking() throws(ContainerError) {
         try checkOpen()
         // The cache key goes first, so whatever cached file survives is unreadable at once.
@@ -390,9 +390,9 @@ public final class CofferContainer: @unchecked Sendable {
     /// leaves it empty) — and every secure item (the Keychain items of `keychainService`, by
     /// default this store's own ``CofferLocations/keychainService``, on Apple platforms; the
     /// sealed-file folder elsewhere). Other stores' items are untouched. The next
-    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)`` is a fresh install.
+    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)-6hox7`` is a fresh install.
     /// Close any container or wallet of these locations first. Blocks the calling thread: from
-    /// async code, `await` ``reset(_:secureStorage:keychainService:)``.
+    /// async code, `await` ``reset(_:secureStorage:keychainService:)-eq3g``.
     /// - Throws: ``ContainerError/storage(_:)`` naming every item that could not be removed (the
     ///   others are removed all the same).
     public static func resetBlocking(

@@ -216,7 +216,7 @@ public final class AppDatabase: Sendable {
     /// - Throws: ``DatabaseStoreError/newerVersion(_:)`` before touching a file written by a newer
     ///   app; ``DatabaseStoreError/integrityFailed(_:)`` when a check fails afterwards.
     /// Blocks the calling thread while the database opens and migrates: from async code, `await`
-    /// ``open(at:dataMigrations:schemaUpTo:)``.
+    /// ``open(at:dataMigrations:schemaUpTo:)-2ift0``.
     public static func openBlocking(
         at url: URL, dataMigrations: [DataMigration] = AppDatabase.dataMigrations,
         schemaUpTo lastMigration: String? = nil
@@ -470,7 +470,7 @@ public final class AppDatabase: Sendable {
     }
 
     /// Rows per collection (`coffer db stats`). Blocks the calling thread while SQLite counts;
-    /// from async code, `await` ``stats()``.
+    /// from async code, `await` ``stats()-iawp``.
     public func statsBlocking() throws -> [(table: String, rows: Int)] {
         let tables = [
             "assets", "albums", "album_assets", "album_users", "backup_albums", "duplicated_assets", "etags",
@@ -498,7 +498,7 @@ public final class AppDatabase: Sendable {
     }
 
     /// Gives every free page back to the file system and truncates the WAL. Blocks the calling
-    /// thread; from async code, `await` ``compact()``.
+    /// thread; from async code, `await` ``compact()-1j2ag``.
     /// - Returns: the bytes of `app.sqlite` and its WAL before and after.
     @discardableResult
     public func compactBlocking() throws -> (bytesBefore: Int, bytesAfter: Int) {

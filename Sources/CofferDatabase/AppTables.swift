@@ -42,7 +42,7 @@ extension AppDatabase {
     /// Opens the app database as ``openBlocking(at:dataMigrations:schemaUpTo:)`` does, with the
     /// app's own schema steps run after Coffer's (see ``AppMigration``).
     /// Blocks the calling thread while the database opens and migrates: from async code, `await`
-    /// ``open(at:appMigrations:dataMigrations:)``.
+    /// ``open(at:appMigrations:dataMigrations:)-95jm3``.
     public static func openBlocking(
         at url: URL, appMigrations: [AppMigration], dataMigrations: [DataMigration] = AppDatabase.dataMigrations
     ) throws -> AppDatabase {

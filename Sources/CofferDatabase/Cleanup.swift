@@ -106,7 +106,7 @@ public struct AssetCleanup: Sendable {
     /// The assets a cleanup with `options` would remove, oldest first: local assets with a server
     /// copy (not trashed, owned by the logged-in user when one is set), created on or before the
     /// cutoff, minus favourites, the kept media type and assets in kept albums. Blocks the calling
-    /// thread while SQLite reads: from async code, `await` ``candidates(_:now:ownerId:)``.
+    /// thread while SQLite reads: from async code, `await` ``candidates(_:now:ownerId:)-3mq02``.
     /// - Throws: ``DatabaseStoreError/invalidInput(_:)`` when no cutoff is chosen (negative).
     public func candidatesBlocking(_ options: CleanupOptions, now: Date = Date(), ownerId: String? = nil) throws -> [CleanupCandidate] {
         guard options.cutoffDaysAgo >= 0 else {

@@ -55,15 +55,15 @@ public protocol AssetClientType: Sendable {
     /// Inserts or updates (matched on remote id, else local id, else owner + checksum) in one
     /// transaction. A `nil` remote or local id in `asset` never erases the id the row has: the
     /// row keeps it (a server sync, whose rows carry no device ids, keeps every local link), and
-    /// the returned asset carries it. Clearing an id is an explicit call: ``clearLocalId(_:)``,
-    /// ``clearRemoteId(_:)``. A row matched by its local id or by owner + checksum keeps the
+    /// the returned asset carries it. Clearing an id is an explicit call: ``clearLocalId(_:)-eo73``,
+    /// ``clearRemoteId(_:)-774d6``. A row matched by its local id or by owner + checksum keeps the
     /// remote id and local id it has unless `onConflict` is
     /// ``AssetIdentityConflict/replaceIdentity``: an asset that names different ones is refused
     /// (``DatabaseStoreError/uniqueViolation(key:table:)`` naming the key it matched on) and
     /// nothing is written. A missing id is filled in (a local asset backed up gets its remote id).
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult func putBlocking(_ asset: Asset, onConflict: AssetIdentityConflict) throws -> Asset
-    /// ``put(_:onConflict:)`` for many, all in one transaction (all or nothing).
+    /// ``put(_:onConflict:)-sft3`` for many, all in one transaction (all or nothing).
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult func putAllBlocking(_ assets: [Asset], onConflict: AssetIdentityConflict) throws -> [Asset]
     /// Deletes the assets with these server ids in one transaction; returns how many went.
@@ -71,12 +71,12 @@ public protocol AssetClientType: Sendable {
     @discardableResult func deleteAllByRemoteIdBlocking(_ remoteIds: [String]) throws -> Int
     /// Unlinks the asset with this device id from the device (its local id and local file size
     /// become `nil`; the row and its remote id stay); returns whether a row had it. The one way
-    /// to clear a local id: ``put(_:onConflict:)`` never erases one.
+    /// to clear a local id: ``put(_:onConflict:)-sft3`` never erases one.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult func clearLocalIdBlocking(_ localId: String) throws -> Bool
     /// Unlinks the asset with this server id from the server (its remote id becomes `nil`; the
     /// row and its local id stay); returns whether a row had it. The one way to clear a remote
-    /// id: ``put(_:onConflict:)`` never erases one.
+    /// id: ``put(_:onConflict:)-sft3`` never erases one.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult func clearRemoteIdBlocking(_ remoteId: String) throws -> Bool
     /// Number of assets.
@@ -87,10 +87,10 @@ public protocol AssetClientType: Sendable {
 }
 
 extension AssetClientType {
-    /// ``put(_:onConflict:)`` that refuses to change an existing row's remote or local id.
+    /// ``put(_:onConflict:)-sft3`` that refuses to change an existing row's remote or local id.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult public func putBlocking(_ asset: Asset) throws -> Asset { try putBlocking(asset, onConflict: .refuse) }
-    /// ``putAll(_:onConflict:)`` that refuses to change an existing row's remote or local id.
+    /// ``putAll(_:onConflict:)-9y3h0`` that refuses to change an existing row's remote or local id.
     /// Blocks the calling thread while SQLite works: from the main actor, `await` the async form.
     @discardableResult public func putAllBlocking(_ assets: [Asset]) throws -> [Asset] { try putAllBlocking(assets, onConflict: .refuse) }
 }
@@ -231,15 +231,15 @@ public final class StorageContext: ClientType, BrandClientType, Sendable {
     /// Brands.
     public var brand: BrandClientType { BrandClient(pool: pool) }
 
-    /// Inserts a brand (``BrandClientType/save(_:)``).
+    /// Inserts a brand (``BrandClientType/saveBlocking(_:)``).
     public func saveBlocking(_ entity: Brand) throws { try brand.saveBlocking(entity) }
-    /// Saves a brand under a namespace (``BrandClientType/save(_:for:)``).
+    /// Saves a brand under a namespace (``BrandClientType/saveBlocking(_:for:)``).
     public func saveBlocking(_ entity: Brand, for nameSpace: String) throws { try brand.saveBlocking(entity, for: nameSpace) }
-    /// Brands of a language (``BrandClientType/getBrandByLanguage(_:)``).
+    /// Brands of a language (``BrandClientType/getBrandByLanguageBlocking(_:)``).
     public func getBrandByLanguageBlocking(_ language: String) throws -> [Brand]? { try brand.getBrandByLanguageBlocking(language) }
-    /// Removes a language's brands (``BrandClientType/clearBrandBy(_:)``).
+    /// Removes a language's brands (``BrandClientType/clearBrandByBlocking(_:)``).
     public func clearBrandByBlocking(_ language: String) throws { try brand.clearBrandByBlocking(language) }
-    /// Deletes a brand (``BrandClientType/delete(_:)``).
+    /// Deletes a brand (``BrandClientType/deleteBlocking(_:)``).
     public func deleteBlocking(_ id: String) throws -> Int { try brand.deleteBlocking(id) }
     /// Assets.
     public var assets: AssetClientType { AssetClient(pool: pool, observations: observations, hooks: mediaChanges) }

@@ -8,10 +8,10 @@ import Foundation
 let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-example-\(UUID().uuidString)")
 defer { try? FileManager.default.removeItem(at: folder) }
 
-let app = try CofferContainer.open(CofferLocations(store: folder))
+let app = try await CofferContainer.open(CofferLocations(store: folder))
 
 // Settings: typed keys, reads from memory, durable writes.
-try app.settings.put(SettingsCatalog.themeMode, .dark)
+try await app.settings.put(SettingsCatalog.themeMode, .dark)
 print("theme:", app.settings.get(SettingsCatalog.themeMode), "tiles per row:", app.settings.get(SettingsCatalog.tilesPerRow))
 
 // The wallet: a raw key an app would keep in the Keychain (here: a fresh one).
