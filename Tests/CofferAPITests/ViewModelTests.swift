@@ -181,7 +181,7 @@ struct ViewModelTests {
         columns.value = 5
         #expect(settings.get(SettingsCatalog.tilesPerRow) == 5)
         let context = model.container.context
-        let count = ObservedQuery(context) { try context.assets.count() }
+        let count = ObservedQuery(context) { try context.assets.countBlocking() }
         try await context.assets.putAll([asset(1), asset(2)])
         for _ in 0..<400 where count.value != 2 { try await Task.sleep(for: .milliseconds(5)) }
         #expect(count.value == 2)

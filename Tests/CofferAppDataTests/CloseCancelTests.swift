@@ -29,15 +29,15 @@ struct AppDatabaseCloseCancelTests {
     /// Every call of the app database and its collections: after close each throws
     /// `DatabaseStoreError.closed`.
     static let databaseCalls: [StoreCall<AppDatabase>] = [
-        StoreCall("stats()") { app in _ = try blocking { try app.stats() } },
+        StoreCall("stats()") { app in _ = try blocking { try app.statsBlocking() } },
         StoreCall("await stats()") { app in _ = try await app.stats() },
-        StoreCall("compact()") { app in _ = try blocking { try app.compact() } },
+        StoreCall("compact()") { app in _ = try blocking { try app.compactBlocking() } },
         StoreCall("await compact()") { app in _ = try await app.compact() },
         StoreCall("await checkIntegrity()") { app in try await app.checkIntegrity() },
-        StoreCall("assets.put") { app in _ = try blocking { try app.context.assets.put(newAsset("x")) } },
+        StoreCall("assets.put") { app in _ = try blocking { try app.context.assets.putBlocking(newAsset("x")) } },
         StoreCall("await assets.put") { app in _ = try await app.context.assets.put(newAsset("x")) },
         StoreCall("await assets.putAll") { app in _ = try await app.context.assets.putAll([newAsset("x")]) },
-        StoreCall("assets.findByRemoteId") { app in _ = try blocking { try app.context.assets.findByRemoteId("r-a") } },
+        StoreCall("assets.findByRemoteId") { app in _ = try blocking { try app.context.assets.findByRemoteIdBlocking("r-a") } },
         StoreCall("await assets.count") { app in _ = try await app.context.assets.count() },
         StoreCall("await assets.clearLocalId") { app in _ = try await app.context.assets.clearLocalId("l-a") },
         StoreCall("await assets.deleteAllByRemoteId") { app in _ = try await app.context.assets.deleteAllByRemoteId(["r-a"]) },
@@ -52,23 +52,23 @@ struct AppDatabaseCloseCancelTests {
             for try await _ in app.context.assets.observeOwner("o") {}
         },
         StoreCall("context.observe(client:), iterated") { app in
-            for try await _ in app.context.observe(client: { try app.context.assets.count() }) {}
+            for try await _ in app.context.observe(client: { try app.context.assets.countBlocking() }) {}
         },
     ]
 
     /// Every settings call that writes: after close each throws `SettingsError.closed`. (Reads
     /// answer from memory and never touch the disk: docs/concurrency.md.)
     static let settingsCalls: [StoreCall<AppDatabase>] = [
-        StoreCall("settings.put") { app in try blocking { try app.settings.put(SettingsCatalog.tilesPerRow, 7) } },
+        StoreCall("settings.put") { app in try blocking { try app.settings.putBlocking(SettingsCatalog.tilesPerRow, 7) } },
         StoreCall("await settings.put") { app in try await app.settings.put(SettingsCatalog.tilesPerRow, 7) },
-        StoreCall("settings.delete") { app in try blocking { try app.settings.delete(SettingsCatalog.tilesPerRow) } },
+        StoreCall("settings.delete") { app in try blocking { try app.settings.deleteBlocking(SettingsCatalog.tilesPerRow) } },
         StoreCall("await settings.delete") { app in try await app.settings.delete(SettingsCatalog.tilesPerRow) },
         StoreCall("settings.changes, iterated") { app in for try await _ in app.settings.changes(SettingsCatalog.tilesPerRow) {} },
     ]
 
     static func closedApp() throws -> AppDatabase {
         let app = try openApp()
-        try app.context.assets.put(newAsset("a"))
+        try app.context.assets.putBlocking(newAsset("a"))
         try app.close()
         return app
     }
@@ -122,13 +122,13 @@ struct AppDatabaseCloseCancelTests {
     func cancelled(_ call: StoreCall<AppDatabase>) async throws {
         let app = try openApp()
         defer { try? app.close() }
-        try blocking { try app.context.assets.put(newAsset("a")) }
-        let before = try blocking { try app.stats().map { "\($0.table)=\($0.rows)" } }
-        let assetBefore = try blocking { try app.context.assets.findByRemoteId("r-a") }
+        try blocking { try app.context.assets.putBlocking(newAsset("a")) }
+        let before = try blocking { try app.statsBlocking().map { "\($0.table)=\($0.rows)" } }
+        let assetBefore = try blocking { try app.context.assets.findByRemoteIdBlocking("r-a") }
         let error = await inCancelledTask { try await call.run(app) }
         #expect(error is CancellationError, "\(String(describing: error))")
-        #expect(try blocking { try app.stats().map { "\($0.table)=\($0.rows)" } } == before)
-        #expect(try blocking { try app.context.assets.findByRemoteId("r-a") } == assetBefore)
+        #expect(try blocking { try app.statsBlocking().map { "\($0.table)=\($0.rows)" } } == before)
+        #expect(try blocking { try app.context.assets.findByRemoteIdBlocking("r-a") } == assetBefore)
         #expect(app.settings.tryGet(SettingsCatalog.tilesPerRow) == nil)
     }
 }

@@ -12,9 +12,9 @@ struct AppDatabaseOpenCostTests {
     /// A closed app database holding `assets` assets, and its path.
     static func database(assets: Int) throws -> URL {
         let url = appFolder().appendingPathComponent("app.sqlite")
-        let app = try AppDatabase.open(at: url)
+        let app = try AppDatabase.openBlocking(at: url)
         let t0 = Date(timeIntervalSince1970: 1_600_000_000)
-        try app.context.assets.putAll(
+        try app.context.assets.putAllBlocking(
             (0..<assets).map { i in
                 Asset(
                     remoteId: "r\(i)", localId: "l\(i)", ownerId: "owner", checksum: "c\(i)", fileName: "f\(i).jpg",
@@ -77,74 +77,74 @@ struct AppDatabaseOpenCostTests {
 
 @Suite("Asset upsert keeps identity")
 struct AssetIdentityTests {
-    static func app() throws -> AppDatabase { try AppDatabase.open(at: appFolder().appendingPathComponent("app.sqlite")) }
+    static func app() throws -> AppDatabase { try AppDatabase.openBlocking(at: appFolder().appendingPathComponent("app.sqlite")) }
     static let t0 = Date(timeIntervalSince1970: 1_600_000_000)
 
     @Test("a put whose new remote id matches a row on owner+checksum is refused, and the row keeps its remote id")
     func refusesRemoteIdChange() throws {
         let app = try Self.app()
         defer { try? app.close() }
-        try app.context.assets.put(Asset(remoteId: "old", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
+        try app.context.assets.putBlocking(Asset(remoteId: "old", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
         #expect(throws: DatabaseStoreError.uniqueViolation(key: "ownerId+checksum", table: "assets")) {
-            try app.context.assets.put(
+            try app.context.assets.putBlocking(
                 Asset(remoteId: "new", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
         }
-        #expect(try app.context.assets.findByRemoteId("old") != nil)
-        #expect(try app.context.assets.findByRemoteId("new") == nil)
+        #expect(try app.context.assets.findByRemoteIdBlocking("old") != nil)
+        #expect(try app.context.assets.findByRemoteIdBlocking("new") == nil)
     }
 
     @Test("a put matched by local id that names another remote id is refused")
     func refusesRemoteIdChangeByLocalId() throws {
         let app = try Self.app()
         defer { try? app.close() }
-        try app.context.assets.put(
+        try app.context.assets.putBlocking(
             Asset(remoteId: "r1", localId: "l1", ownerId: "o", checksum: "c1", fileName: "f", fileCreatedAt: Self.t0))
         #expect(throws: DatabaseStoreError.uniqueViolation(key: "localId", table: "assets")) {
-            try app.context.assets.put(
+            try app.context.assets.putBlocking(
                 Asset(remoteId: "r2", localId: "l1", ownerId: "o", checksum: "c2", fileName: "f", fileCreatedAt: Self.t0))
         }
-        #expect(try app.context.assets.findByLocalId("l1")?.remoteId == "r1")
+        #expect(try app.context.assets.findByLocalIdBlocking("l1")?.remoteId == "r1")
     }
 
     @Test("a local asset that gets backed up has its missing remote id filled in")
     func fillsMissingRemoteId() throws {
         let app = try Self.app()
         defer { try? app.close() }
-        let local = try app.context.assets.put(
+        let local = try app.context.assets.putBlocking(
             Asset(remoteId: nil, localId: "l1", ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
-        let backed = try app.context.assets.put(
+        let backed = try app.context.assets.putBlocking(
             Asset(remoteId: "r1", localId: "l1", ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
         #expect(backed.id == local.id)
-        #expect(try app.context.assets.findByRemoteId("r1")?.id == local.id)
-        #expect(try app.context.assets.count() == 1)
+        #expect(try app.context.assets.findByRemoteIdBlocking("r1")?.id == local.id)
+        #expect(try app.context.assets.countBlocking() == 1)
     }
 
     @Test("onConflict: .replaceIdentity gives the matched row the new remote id")
     func replaceWhenAsked() throws {
         let app = try Self.app()
         defer { try? app.close() }
-        let old = try app.context.assets.put(
+        let old = try app.context.assets.putBlocking(
             Asset(remoteId: "old", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
-        let new = try app.context.assets.put(
+        let new = try app.context.assets.putBlocking(
             Asset(remoteId: "new", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0),
             onConflict: .replaceIdentity)
         #expect(new.id == old.id)
-        #expect(try app.context.assets.findByRemoteId("old") == nil)
-        #expect(try app.context.assets.findByRemoteId("new")?.id == old.id)
+        #expect(try app.context.assets.findByRemoteIdBlocking("old") == nil)
+        #expect(try app.context.assets.findByRemoteIdBlocking("new")?.id == old.id)
     }
 
     @Test("putAll with one identity conflict writes nothing")
     func putAllAllOrNothing() throws {
         let app = try Self.app()
         defer { try? app.close() }
-        try app.context.assets.put(Asset(remoteId: "old", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
+        try app.context.assets.putBlocking(Asset(remoteId: "old", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
         #expect(throws: DatabaseStoreError.self) {
-            try app.context.assets.putAll([
+            try app.context.assets.putAllBlocking([
                 Asset(remoteId: "fresh", localId: nil, ownerId: "o", checksum: "c2", fileName: "f", fileCreatedAt: Self.t0),
                 Asset(remoteId: "new", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0),
             ])
         }
-        #expect(try app.context.assets.count() == 1)
-        #expect(try app.context.assets.findByRemoteId("fresh") == nil)
+        #expect(try app.context.assets.countBlocking() == 1)
+        #expect(try app.context.assets.findByRemoteIdBlocking("fresh") == nil)
     }
 }

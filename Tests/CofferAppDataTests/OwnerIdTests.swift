@@ -26,33 +26,33 @@ struct OwnerIdTests {
     @Test("put stores a mixed-case owner id lower-cased")
     func putNormalises() throws {
         let app = try openApp()
-        let stored = try app.context.assets.put(asset(1, owner: "User-A"))
+        let stored = try app.context.assets.putBlocking(asset(1, owner: "User-A"))
         #expect(stored.ownerId == "user-a")
-        #expect(try app.context.assets.findByRemoteId("r1")?.ownerId == "user-a")
+        #expect(try app.context.assets.findByRemoteIdBlocking("r1")?.ownerId == "user-a")
     }
 
     @Test("allForOwner finds an owner's assets and albums whatever the case of either side")
     func queriesNormalise() throws {
         let app = try openApp()
-        try app.context.assets.putAll([asset(1, owner: "User-A"), asset(2, owner: "user-a"), asset(3, owner: "USER-B")])
-        try app.context.albums.put(Album(remoteId: "al", name: "A", createdAt: Date(), modifiedAt: Date(), ownerId: "User-A"))
-        #expect(try app.context.assets.allForOwner("USER-a").count == 2)
-        #expect(try app.context.albums.allForOwner("user-A").count == 1)
+        try app.context.assets.putAllBlocking([asset(1, owner: "User-A"), asset(2, owner: "user-a"), asset(3, owner: "USER-B")])
+        try app.context.albums.putBlocking(Album(remoteId: "al", name: "A", createdAt: Date(), modifiedAt: Date(), ownerId: "User-A"))
+        #expect(try app.context.assets.allForOwnerBlocking("USER-a").count == 2)
+        #expect(try app.context.albums.allForOwnerBlocking("user-A").count == 1)
     }
 
     @Test("owner+checksum matches across case: a put in another case updates the row")
     func uniqueKeyAcrossCase() throws {
         let app = try openApp()
-        let first = try app.context.assets.put(
+        let first = try app.context.assets.putBlocking(
             Asset(
                 remoteId: nil, localId: "l1", ownerId: "User-A", checksum: "same",
                 fileName: "a.jpg", fileCreatedAt: Date()))
-        let second = try app.context.assets.put(
+        let second = try app.context.assets.putBlocking(
             Asset(
                 remoteId: nil, localId: nil, ownerId: "USER-A", checksum: "same",
                 fileName: "b.jpg", fileCreatedAt: Date()))
         #expect(second.id == first.id)
-        #expect(try app.context.assets.count() == 1)
+        #expect(try app.context.assets.countBlocking() == 1)
     }
 
     @Test("observeOwner with a mixed-case id sees the owner's assets")
@@ -69,15 +69,15 @@ struct OwnerIdTests {
         let app = try openApp()
         var owned = asset(1, owner: "User-A", localId: "l1.jpg")
         owned.fileSize = 10
-        try app.context.assets.put(owned)
-        let chosen = try AssetCleanup(database: app).candidates(CleanupOptions(cutoffDaysAgo: 0), now: Date(), ownerId: "USER-a")
+        try app.context.assets.putBlocking(owned)
+        let chosen = try AssetCleanup(database: app).candidatesBlocking(CleanupOptions(cutoffDaysAgo: 0), now: Date(), ownerId: "USER-a")
         #expect(chosen.map(\.remoteId) == ["r1"])
     }
 
     @Test("migration 2 and put agree: a v1 row and a new row of one owner are found together")
     func migrationAgrees() throws {
         let url = appFolder().appendingPathComponent("app.sqlite")
-        let old = try AppDatabase.open(at: url, schemaUpTo: "app-v2")
+        let old = try AppDatabase.openBlocking(at: url, schemaUpTo: "app-v2")
         try old.pool.write { db in
             try db.execute(
                 sql: """
@@ -86,8 +86,8 @@ struct OwnerIdTests {
                     """)
         }
         try old.close()
-        let app = try AppDatabase.open(at: url)
-        try app.context.assets.put(asset(2, owner: "OWNER-x"))
-        #expect(Set(try app.context.assets.allForOwner("owner-X").compactMap(\.remoteId)) == ["old", "r2"])
+        let app = try AppDatabase.openBlocking(at: url)
+        try app.context.assets.putBlocking(asset(2, owner: "OWNER-x"))
+        #expect(Set(try app.context.assets.allForOwnerBlocking("owner-X").compactMap(\.remoteId)) == ["old", "r2"])
     }
 }

@@ -13,51 +13,51 @@ struct SeedCompletenessTests {
     @Test("an Android device asset reads back, and deletes")
     func androidAssets() throws {
         let app = try openApp()
-        try app.context.sync.putAndroidAssets([
+        try app.context.sync.putAndroidAssetsBlocking([
             AndroidDeviceAsset(id: "a1", hash: Data([1, 2])), AndroidDeviceAsset(id: "a2", hash: Data([3])),
         ])
-        #expect(try app.context.sync.androidAsset("a1")?.hash == Data([1, 2]))
-        #expect(try app.context.sync.deleteAndroidAssets(["a1", "missing"]) == 1)
-        #expect(try app.context.sync.androidAsset("a1") == nil)
-        #expect(try app.context.sync.androidAsset("a2") != nil)
+        #expect(try app.context.sync.androidAssetBlocking("a1")?.hash == Data([1, 2]))
+        #expect(try app.context.sync.deleteAndroidAssetsBlocking(["a1", "missing"]) == 1)
+        #expect(try app.context.sync.androidAssetBlocking("a1") == nil)
+        #expect(try app.context.sync.androidAssetBlocking("a2") != nil)
     }
 
     @Test("albums delete by remote id; their assets stay")
     func deleteAlbums() throws {
         let app = try openApp()
-        let asset = try app.context.assets.put(
+        let asset = try app.context.assets.putBlocking(
             Asset(remoteId: "r1", localId: nil, ownerId: "u", checksum: "c", fileName: "f", fileCreatedAt: Date()))
-        let album = try app.context.albums.put(Album(remoteId: "al", name: "A", createdAt: Date(), ownerId: "u"))
-        try app.context.albums.link(albumId: try #require(album.id), assetIds: [try #require(asset.id)])
-        #expect(try app.context.albums.deleteAllByRemoteId(["al"]) == 1)
-        #expect(try app.context.albums.findByRemoteId("al") == nil)
-        #expect(try app.context.assets.findByRemoteId("r1") != nil)
+        let album = try app.context.albums.putBlocking(Album(remoteId: "al", name: "A", createdAt: Date(), ownerId: "u"))
+        try app.context.albums.linkBlocking(albumId: try #require(album.id), assetIds: [try #require(asset.id)])
+        #expect(try app.context.albums.deleteAllByRemoteIdBlocking(["al"]) == 1)
+        #expect(try app.context.albums.findByRemoteIdBlocking("al") == nil)
+        #expect(try app.context.assets.findByRemoteIdBlocking("r1") != nil)
     }
 
     @Test("backup albums, ETags, duplicated marks and iOS records delete by id")
     func deleteSyncRecords() throws {
         let sync = try openApp().context.sync
-        try sync.putBackupAlbum(BackupAlbum(id: "b1", name: "B", selection: .include, lastBackup: Date()))
-        try sync.putBackupAlbum(BackupAlbum(id: "b2", name: "C", selection: .exclude, lastBackup: Date()))
-        #expect(try sync.allBackupAlbums().count == 2)
-        #expect(try sync.deleteBackupAlbums(["b1"]) == 1)
-        #expect(try sync.allBackupAlbums().map(\.id) == ["b2"])
-        try sync.putETag(ETag(id: "u", assetCount: 3, time: Date()))
-        #expect(try sync.deleteETags(["u"]) == 1)
-        #expect(try sync.etag("u") == nil)
-        try sync.putDuplicated(["d1"])
-        #expect(try sync.deleteDuplicated(["d1"]) == 1)
-        #expect(try !sync.isDuplicated("d1"))
-        try sync.putIOSAssets([IOSDeviceAsset(id: "i1", hash: Data([1]), modifiedTime: Date())])
-        #expect(try sync.deleteIOSAssets(["i1"]) == 1)
-        #expect(try sync.iosAsset("i1") == nil)
+        try sync.putBackupAlbumBlocking(BackupAlbum(id: "b1", name: "B", selection: .include, lastBackup: Date()))
+        try sync.putBackupAlbumBlocking(BackupAlbum(id: "b2", name: "C", selection: .exclude, lastBackup: Date()))
+        #expect(try sync.allBackupAlbumsBlocking().count == 2)
+        #expect(try sync.deleteBackupAlbumsBlocking(["b1"]) == 1)
+        #expect(try sync.allBackupAlbumsBlocking().map(\.id) == ["b2"])
+        try sync.putETagBlocking(ETag(id: "u", assetCount: 3, time: Date()))
+        #expect(try sync.deleteETagsBlocking(["u"]) == 1)
+        #expect(try sync.etagBlocking("u") == nil)
+        try sync.putDuplicatedBlocking(["d1"])
+        #expect(try sync.deleteDuplicatedBlocking(["d1"]) == 1)
+        #expect(try !sync.isDuplicatedBlocking("d1"))
+        try sync.putIOSAssetsBlocking([IOSDeviceAsset(id: "i1", hash: Data([1]), modifiedTime: Date())])
+        #expect(try sync.deleteIOSAssetsBlocking(["i1"]) == 1)
+        #expect(try sync.iosAssetBlocking("i1") == nil)
     }
 
     @Test("any client query can be observed: a change to its table yields the new result")
     func observeClientQuery() async throws {
         let app = try openApp()
         let context = app.context
-        var updates = context.observe(client: { try context.albums.allForOwner("U").map(\.name) }).makeAsyncIterator()
+        var updates = context.observe(client: { try context.albums.allForOwnerBlocking("U").map(\.name) }).makeAsyncIterator()
         #expect(try await updates.next() == [])
         try await context.albums.put(Album(remoteId: "al", name: "Holiday", createdAt: Date(), ownerId: "u"))
         #expect(try await updates.next() == ["Holiday"])
@@ -79,16 +79,16 @@ struct SeedCompletenessTests {
         #expect(SettingsCatalog.backupFailedSince.codec.kind == "date")
         #expect(app.settings.get(SettingsCatalog.backupFailedSince) == nil)
         let when = Date(timeIntervalSince1970: 1_700_000_000)
-        try app.settings.put(SettingsCatalog.backupFailedSince, when)
+        try app.settings.putBlocking(SettingsCatalog.backupFailedSince, when)
         #expect(app.settings.get(SettingsCatalog.backupFailedSince) == when)
-        try app.settings.put(SettingsCatalog.cleanupKeepMediaType, .both)
+        try app.settings.putBlocking(SettingsCatalog.cleanupKeepMediaType, .both)
         #expect(app.settings.get(SettingsCatalog.cleanupKeepMediaType) == .both)
     }
 
     @Test("data migration 4 converts stored values of earlier releases to the seed's")
     func migratesStoredValues() throws {
         let url = appFolder().appendingPathComponent("app.sqlite")
-        let old = try AppDatabase.open(at: url, schemaUpTo: "app-v2")
+        let old = try AppDatabase.openBlocking(at: url, schemaUpTo: "app-v2")
         try old.pool.write { db in
             try db.execute(
                 sql: """
@@ -97,7 +97,7 @@ struct SeedCompletenessTests {
                     """)
         }
         try old.close()
-        let app = try AppDatabase.open(at: url)
+        let app = try AppDatabase.openBlocking(at: url)
         #expect(app.settings.get(SettingsCatalog.version) == 4)
         #expect(app.settings.get(SettingsCatalog.backupFailedSince) == Date(timeIntervalSince1970: 1_700_000_000))
         #expect(app.settings.rawValue("primaryColor")?.value == "Default".databaseValue)
@@ -106,7 +106,7 @@ struct SeedCompletenessTests {
     @Test("data migration 4 removes a stored JSON null of backupFailedSince (unset again)")
     func migratesNull() throws {
         let url = appFolder().appendingPathComponent("app.sqlite")
-        let old = try AppDatabase.open(at: url, schemaUpTo: "app-v2")
+        let old = try AppDatabase.openBlocking(at: url, schemaUpTo: "app-v2")
         try old.pool.write { db in
             try db.execute(
                 sql:
@@ -114,7 +114,7 @@ struct SeedCompletenessTests {
             )
         }
         try old.close()
-        let app = try AppDatabase.open(at: url)
+        let app = try AppDatabase.openBlocking(at: url)
         #expect(app.settings.rawValue("backupFailedSince") == nil)
     }
 
@@ -122,12 +122,12 @@ struct SeedCompletenessTests {
     func cleanupKeepsBoth() throws {
         let app = try openApp()
         for (n, type) in [(1, Asset.MediaType.image), (2, .video), (3, .other)] {
-            try app.context.assets.put(
+            try app.context.assets.putBlocking(
                 Asset(
                     remoteId: "r\(n)", localId: "l\(n)", ownerId: "u", checksum: "c\(n)", fileName: "f\(n)", type: type,
                     fileCreatedAt: Date(timeIntervalSince1970: 1_000), fileSize: 1))
         }
-        let chosen = try AssetCleanup(database: app).candidates(CleanupOptions(keepMediaType: .both, cutoffDaysAgo: 0), now: Date())
+        let chosen = try AssetCleanup(database: app).candidatesBlocking(CleanupOptions(keepMediaType: .both, cutoffDaysAgo: 0), now: Date())
         #expect(chosen.map(\.remoteId) == ["r3"])
     }
 }

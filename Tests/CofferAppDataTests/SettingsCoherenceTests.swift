@@ -27,7 +27,7 @@ struct SettingsCoherenceTests {
             for i in 0..<200 {
                 group.addTask {
                     let target = i.isMultiple(of: 2) ? a : b
-                    try? target.settings.put(SettingsCatalog.tilesPerRow, i)
+                    try? target.settings.putBlocking(SettingsCatalog.tilesPerRow, i)
                 }
             }
         }
@@ -43,7 +43,7 @@ struct SettingsCoherenceTests {
         defer { try? app.close() }
         let stream = app.settings.changes(SettingsCatalog.groupAssetsBy)
         await withTaskGroup(of: Void.self) { group in
-            for i in 1...50 { group.addTask { try? app.settings.put(SettingsCatalog.groupAssetsBy, i) } }
+            for i in 1...50 { group.addTask { try? app.settings.putBlocking(SettingsCatalog.groupAssetsBy, i) } }
         }
         let disk = try Self.diskValue(app, "groupAssetsBy")
         var seen: [Int] = []

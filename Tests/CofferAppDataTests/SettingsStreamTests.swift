@@ -59,7 +59,7 @@ struct SettingsStreamTests {
         let folder = appFolder()
         let app = try openApp(folder)
         #expect(app.settings.get(Self.density) == .regular)
-        try app.settings.put(Self.density, .spacious)
+        try app.settings.putBlocking(Self.density, .spacious)
         try app.close()
         let again = try openApp(folder)
         defer { try? again.close() }

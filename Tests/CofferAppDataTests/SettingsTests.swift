@@ -11,7 +11,7 @@ func appFolder(_ name: String = #function) -> URL {
 }
 
 func openApp(_ folder: URL = appFolder()) throws -> AppDatabase {
-    try AppDatabase.open(at: folder.appendingPathComponent("app.sqlite"))
+    try AppDatabase.openBlocking(at: folder.appendingPathComponent("app.sqlite"))
 }
 
 @Suite("Settings")
@@ -32,14 +32,14 @@ struct SettingsTests {
         let when = Date(timeIntervalSince1970: 1_700_000_000.123)
         do {
             let app = try openApp(folder)
-            try app.settings.put(SettingsCatalog.tilesPerRow, 6)
-            try app.settings.put(SettingsCatalog.loadOriginal, true)
-            try app.settings.put(SettingsCatalog.serverUrl, "https://photos.example")
-            try app.settings.put(StoreKey("ratio", default: 1.0), 1.5)
-            try app.settings.put(StoreKey("since", default: Date(timeIntervalSince1970: 0)), when)
-            try app.settings.put(StoreKey("blob", default: Data()), Data([1, 2, 3]))
-            try app.settings.put(SettingsCatalog.themeMode, .dark)
-            try app.settings.put(SettingsCatalog.currentUser, user)
+            try app.settings.putBlocking(SettingsCatalog.tilesPerRow, 6)
+            try app.settings.putBlocking(SettingsCatalog.loadOriginal, true)
+            try app.settings.putBlocking(SettingsCatalog.serverUrl, "https://photos.example")
+            try app.settings.putBlocking(StoreKey("ratio", default: 1.0), 1.5)
+            try app.settings.putBlocking(StoreKey("since", default: Date(timeIntervalSince1970: 0)), when)
+            try app.settings.putBlocking(StoreKey("blob", default: Data()), Data([1, 2, 3]))
+            try app.settings.putBlocking(SettingsCatalog.themeMode, .dark)
+            try app.settings.putBlocking(SettingsCatalog.currentUser, user)
             try app.close()
         }
         let app = try openApp(folder)
@@ -57,7 +57,7 @@ struct SettingsTests {
     @Test("a value stored under another type is reported and the default returned")
     func typeMismatch() throws {
         let app = try openApp()
-        try app.settings.put(StoreKey("tiles", default: "four"), "seven")
+        try app.settings.putBlocking(StoreKey("tiles", default: "four"), "seven")
         let asInt = StoreKey("tiles", default: 4)
         #expect(app.settings.get(asInt) == 4)
         #expect(throws: SettingsError.typeMismatch(key: "tiles", stored: "string", expected: "int")) { try app.settings.value(asInt) }
@@ -66,8 +66,8 @@ struct SettingsTests {
     @Test("delete brings the default back")
     func deleteKey() throws {
         let app = try openApp()
-        try app.settings.put(SettingsCatalog.tilesPerRow, 9)
-        try app.settings.delete(SettingsCatalog.tilesPerRow)
+        try app.settings.putBlocking(SettingsCatalog.tilesPerRow, 9)
+        try app.settings.deleteBlocking(SettingsCatalog.tilesPerRow)
         #expect(app.settings.get(SettingsCatalog.tilesPerRow) == 4)
     }
 
@@ -88,7 +88,7 @@ struct SettingsTests {
     func durablePut() throws {
         let folder = appFolder()
         let app = try openApp(folder)
-        try app.settings.put(SettingsCatalog.assetETag, "etag-1")
+        try app.settings.putBlocking(SettingsCatalog.assetETag, "etag-1")
         let queue = try DatabaseQueue(path: folder.appendingPathComponent("app.sqlite").path)
         let stored = try queue.read { db in try String.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'assetETag'") }
         #expect(stored == "etag-1")

@@ -17,7 +17,7 @@ struct StoreKeyTypesTests {
     func int64() throws {
         let folder = appFolder()
         let app = try openApp(folder)
-        try app.settings.put(Self.bytesUsed, 5_000_000_000)
+        try app.settings.putBlocking(Self.bytesUsed, 5_000_000_000)
         try app.close()
         let again = try openApp(folder)
         defer { try? again.close() }
@@ -31,7 +31,7 @@ struct StoreKeyTypesTests {
         let folder = appFolder()
         let app = try openApp(folder)
         #expect(app.settings.get(Self.scale) == 1)
-        try app.settings.put(Self.scale, 0.1)
+        try app.settings.putBlocking(Self.scale, 0.1)
         try app.close()
         let again = try openApp(folder)
         defer { try? again.close() }
@@ -45,17 +45,17 @@ struct StoreKeyTypesTests {
         let app = try openApp(folder)
         #expect(app.settings.get(Self.lastTab) == nil)
         #expect(app.settings.get(Self.nickname) == "anonymous")
-        try app.settings.put(Self.lastTab, 3)
-        try app.settings.put(Self.nickname, nil)
+        try app.settings.putBlocking(Self.lastTab, 3)
+        try app.settings.putBlocking(Self.nickname, nil)
         try app.close()
         let again = try openApp(folder)
         defer { try? again.close() }
         #expect(again.settings.get(Self.lastTab) == 3)
         #expect(again.settings.get(Self.nickname) == nil, "a stored nil, not the default")
         #expect(again.settings.storedNames()["nickname"] == "string")
-        try again.settings.put(Self.lastTab, nil)
+        try again.settings.putBlocking(Self.lastTab, nil)
         #expect(again.settings.get(Self.lastTab) == nil)
-        try again.settings.delete(Self.nickname)
+        try again.settings.deleteBlocking(Self.nickname)
         #expect(again.settings.get(Self.nickname) == "anonymous")
     }
 }

@@ -101,12 +101,12 @@ struct UpsertIdentityTests {
         let app = try openApp()
         defer { try? app.close() }
         let assets = app.context.assets
-        let stored = try assets.put(Self.asset(c.stored.remote, c.stored.local))
+        let stored = try assets.putBlocking(Self.asset(c.stored.remote, c.stored.local))
         let incoming = Self.asset(c.given.remote, c.given.local, checksum: c.given.checksum, favorite: true)
         switch c.expected {
         case .success(let ids):
-            let returned = try assets.put(incoming, onConflict: c.onConflict)
-            let rows = try assets.allForOwner("o")
+            let returned = try assets.putBlocking(incoming, onConflict: c.onConflict)
+            let rows = try assets.allForOwnerBlocking("o")
             #expect(rows.count == 1)
             let row = try #require(rows.first)
             #expect(row.id == stored.id)
@@ -116,9 +116,9 @@ struct UpsertIdentityTests {
             #expect(returned == row, "the returned asset is the stored row")
         case .failure(let refused):
             #expect(throws: DatabaseStoreError.uniqueViolation(key: refused.key, table: "assets")) {
-                try assets.put(incoming, onConflict: c.onConflict)
+                try assets.putBlocking(incoming, onConflict: c.onConflict)
             }
-            #expect(try assets.allForOwner("o") == [stored], "nothing written")
+            #expect(try assets.allForOwnerBlocking("o") == [stored], "nothing written")
         }
     }
 
@@ -128,15 +128,15 @@ struct UpsertIdentityTests {
         defer { try? app.close() }
         let assets = app.context.assets
         // The device's library, backed up: every asset has both ids.
-        try assets.putAll((0..<50).map { Self.asset("r\($0)", "l\($0)", checksum: "c\($0)") })
+        try assets.putAllBlocking((0..<50).map { Self.asset("r\($0)", "l\($0)", checksum: "c\($0)") })
         // The server's view, as its JSON gives it: remote ids only, some metadata changed.
         let fromServer = (0..<50).map { Self.asset("r\($0)", nil, checksum: "c\($0)", favorite: $0 % 2 == 0) }
-        try assets.putAll(fromServer)
-        let rows = try assets.allForOwner("o")
+        try assets.putAllBlocking(fromServer)
+        let rows = try assets.allForOwnerBlocking("o")
         #expect(rows.count == 50)
         #expect(rows.allSatisfy { $0.localId == "l" + $0.remoteId!.dropFirst() })
         #expect(rows.filter(\.isFavorite).count == 25)
-        let candidates = try AssetCleanup(database: app).candidates(CleanupOptions(keepFavorites: false, cutoffDaysAgo: 0))
+        let candidates = try AssetCleanup(database: app).candidatesBlocking(CleanupOptions(keepFavorites: false, cutoffDaysAgo: 0))
         #expect(candidates.count == 50)
     }
 

@@ -378,7 +378,7 @@ struct AppDataCLITests {
     func killedMidMigration() throws {
         let store = TemporaryFolders.path("coffer-migrate")
         let url = store.appendingPathComponent("app.sqlite")
-        let old = try AppDatabase.open(at: url, schemaUpTo: "app-v1")
+        let old = try AppDatabase.openBlocking(at: url, schemaUpTo: "app-v1")
         let rows = 150_000
         try old.pool.write { db in
             let statement = try db.makeStatement(
@@ -403,10 +403,10 @@ struct AppDataCLITests {
             process.waitUntilExit()
         }
         #expect(killedWhileRunning > 0, "no run was still migrating when killed")
-        let app = try AppDatabase.open(at: url)
+        let app = try AppDatabase.openBlocking(at: url)
         #expect(app.settings.get(SettingsCatalog.version) == 4)
-        #expect(try app.context.assets.count() == rows)
-        #expect(try app.context.assets.allForOwner("owner-7").count == rows / 100)
+        #expect(try app.context.assets.countBlocking() == rows)
+        #expect(try app.context.assets.allForOwnerBlocking("owner-7").count == rows / 100)
         // Every stored owner id is lower-cased (queries normalise their argument, so read the rows).
         #expect(try app.pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM assets WHERE ownerId <> lower(ownerId)") } == 0)
     }

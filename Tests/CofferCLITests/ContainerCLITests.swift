@@ -65,8 +65,8 @@ struct ContainerCLITests {
     @Test("cleanup --dry-run lists candidates with bytes; a real run needs --media-dir")
     func cleanup() throws {
         let store = emptyStore()
-        let app = try AppDatabase.open(at: store.appendingPathComponent("app.sqlite"))
-        try app.context.assets.put(
+        let app = try AppDatabase.openBlocking(at: store.appendingPathComponent("app.sqlite"))
+        try app.context.assets.putBlocking(
             Asset(
                 remoteId: "r1", localId: "l1.jpg", ownerId: "u", checksum: "c1", fileName: "IMG_1.jpg",
                 fileCreatedAt: Date().addingTimeInterval(-40 * 86_400), fileSize: 1_234))
@@ -86,9 +86,9 @@ struct ContainerCLITests {
         let media = store.appendingPathComponent("media")
         try FileManager.default.createDirectory(at: media, withIntermediateDirectories: true)
         try Data(count: 10).write(to: media.appendingPathComponent("l1.jpg"))
-        let app = try AppDatabase.open(at: store.appendingPathComponent("app.sqlite"))
+        let app = try AppDatabase.openBlocking(at: store.appendingPathComponent("app.sqlite"))
         for n in 1...2 {
-            try app.context.assets.put(
+            try app.context.assets.putBlocking(
                 Asset(
                     remoteId: "r\(n)", localId: "l\(n).jpg", ownerId: "u", checksum: "c\(n)", fileName: "f",
                     fileCreatedAt: Date().addingTimeInterval(-40 * 86_400), fileSize: 10))
@@ -99,10 +99,10 @@ struct ContainerCLITests {
         let result = try jsonObject(run.stdout)
         #expect(result["count"] as? Int == 1)
         #expect((result["notDeleted"] as? [Any])?.count == 1)
-        let reopened = try AppDatabase.open(at: store.appendingPathComponent("app.sqlite"))
+        let reopened = try AppDatabase.openBlocking(at: store.appendingPathComponent("app.sqlite"))
         defer { try? reopened.close() }
-        #expect(try reopened.context.assets.findByRemoteId("r1")?.localId == nil)
-        #expect(try reopened.context.assets.findByRemoteId("r2")?.localId == "l2.jpg")
+        #expect(try reopened.context.assets.findByRemoteIdBlocking("r1")?.localId == nil)
+        #expect(try reopened.context.assets.findByRemoteIdBlocking("r2")?.localId == "l2.jpg")
     }
 
     @Test("reset needs --yes; with it the store is a fresh install")

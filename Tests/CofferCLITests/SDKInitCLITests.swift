@@ -57,7 +57,7 @@ struct SDKInitCLITests {
         let second = try CLI.run(["sdk", "init"], store: store)
         let b = try Self.output(second.stdout)
         #expect(b["created"] as? Bool == false && b["agentVerkey"] as? String == a["agentVerkey"] as? String)
-        let key = try #require(try Self.secure(store).load(Self.keyItem))
+        let key = try #require(try Self.secure(store).loadBlocking(Self.keyItem))
         for text in [first.stdout, first.stderr, second.stdout, second.stderr] {
             #expect(!text.contains(key.base64EncodedString()) && !text.contains(key.map { String(format: "%02x", $0) }.joined()))
         }
@@ -65,7 +65,7 @@ struct SDKInitCLITests {
         let get = try CLI.run(["secure", "get", Self.keyItem, "--base64"], store: store)
         #expect(get.status == 2 && get.stdout.isEmpty && get.stderr.contains("never print"))
         #expect(try CLI.run(["secure", "delete", Self.keyItem], store: store).status == 2)
-        #expect(try Self.secure(store).load(Self.keyItem) == key)
+        #expect(try Self.secure(store).loadBlocking(Self.keyItem) == key)
     }
 
     @Test("coffer reset removes the wallet and its key: the next sdk init makes new ones")
@@ -74,7 +74,7 @@ struct SDKInitCLITests {
         let first = try Self.output(try CLI.run(["sdk", "init"], store: store).stdout)
         #expect(try CLI.run(["reset", "--yes"], store: store).status == 0)
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("wallet.sqlite").path))
-        #expect(try Self.secure(store).load(Self.keyItem) == nil)
+        #expect(try Self.secure(store).loadBlocking(Self.keyItem) == nil)
         let again = try Self.output(try CLI.run(["sdk", "init"], store: store).stdout)
         #expect(again["created"] as? Bool == true && again["agentVerkey"] as? String != first["agentVerkey"] as? String)
     }

@@ -99,7 +99,7 @@ struct StoreModesTests {
     @Test("AppDatabase.open makes app.sqlite and its open -wal and -shm 0600")
     func appDatabaseFilesWhileOpen() throws {
         let url = emptyStore().appendingPathComponent("app.sqlite")
-        let database = try AppDatabase.open(at: url)
+        let database = try AppDatabase.openBlocking(at: url)
         try database.pool.write { db in try db.execute(sql: "INSERT INTO etags(id, assetCount, time) VALUES ('e', 1, 0)") }
         let found = ["", "-wal", "-shm"].map { octal(permissions(url.path + $0)) }
         try database.close()
@@ -137,9 +137,9 @@ struct StoreModesTests {
     @Test("an existing app.sqlite with mode 0644 is 0600 after the next open")
     func existingAppDatabaseRestricted() throws {
         let url = emptyStore().appendingPathComponent("app.sqlite")
-        try AppDatabase.open(at: url).close()
+        try AppDatabase.openBlocking(at: url).close()
         #expect(chmod(url.path, 0o644) == 0)
-        let database = try AppDatabase.open(at: url)
+        let database = try AppDatabase.openBlocking(at: url)
         defer { try? database.close() }
         #expect(octal(permissions(url.path)) == "600")
     }

@@ -6,77 +6,77 @@ import Testing
 @Suite("Container: cached images follow the collections")
 struct CacheInvalidationTests {
     func cached(_ c: CofferContainer, _ keys: [MediaKey]) throws {
-        for key in keys { try c.cache.store(Data([7, 7]), for: key) }
+        for key in keys { try c.cache.storeBlocking(Data([7, 7]), for: key) }
     }
 
     @Test("deleting an asset through the collections drops its thumbnail and preview, and only its")
     func assetDeleted() throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: containerFolder()))
         defer { c.close() }
         try backedUp(c, containerFolder(), 1, days: 1, withFile: false)
         try backedUp(c, containerFolder(), 2, days: 1, withFile: false)
         try cached(c, [.thumbnail("r1"), .preview("r1"), .thumbnail("r2")])
-        #expect(try c.context.assets.deleteAllByRemoteId(["r1"]) == 1)
-        #expect(c.cache.data(for: .thumbnail("r1")) == nil)
-        #expect(c.cache.data(for: .preview("r1")) == nil)
-        #expect(c.cache.data(for: .thumbnail("r2")) != nil)
+        #expect(try c.context.assets.deleteAllByRemoteIdBlocking(["r1"]) == 1)
+        #expect(c.cache.dataBlocking(for: .thumbnail("r1")) == nil)
+        #expect(c.cache.dataBlocking(for: .preview("r1")) == nil)
+        #expect(c.cache.dataBlocking(for: .thumbnail("r2")) != nil)
     }
 
     @Test("replacing an asset (a put over an existing one) drops its cached images")
     func assetReplaced() throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: containerFolder()))
         defer { c.close() }
         var asset = try backedUp(c, containerFolder(), 1, days: 1, withFile: false)
         try cached(c, [.thumbnail("r1"), .preview("r1")])
         asset.isFavorite.toggle()
-        try c.context.assets.put(asset)
-        #expect(c.cache.data(for: .thumbnail("r1")) == nil)
-        #expect(c.cache.data(for: .preview("r1")) == nil)
+        try c.context.assets.putBlocking(asset)
+        #expect(c.cache.dataBlocking(for: .thumbnail("r1")) == nil)
+        #expect(c.cache.dataBlocking(for: .preview("r1")) == nil)
     }
 
     @Test("inserting a new asset leaves every cached image alone")
     func newAssetKeepsCache() throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: containerFolder()))
         defer { c.close() }
         try cached(c, [.thumbnail("r1")])
         try backedUp(c, containerFolder(), 1, days: 1, withFile: false)
-        #expect(c.cache.data(for: .thumbnail("r1")) != nil)
+        #expect(c.cache.dataBlocking(for: .thumbnail("r1")) != nil)
     }
 
     @Test("changing, linking or deleting an album drops its cover")
     func albumChanged() throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: containerFolder()))
         defer { c.close() }
-        let album = try c.context.albums.put(Album(remoteId: "a1", name: "Trip", createdAt: now, ownerId: "u1"))
+        let album = try c.context.albums.putBlocking(Album(remoteId: "a1", name: "Trip", createdAt: now, ownerId: "u1"))
         try cached(c, [.albumThumbnail("a1"), .albumThumbnail("a2")])
         var renamed = album
         renamed.name = "Trip 2"
-        try c.context.albums.put(renamed)
-        #expect(c.cache.data(for: .albumThumbnail("a1")) == nil)
-        #expect(c.cache.data(for: .albumThumbnail("a2")) != nil)
+        try c.context.albums.putBlocking(renamed)
+        #expect(c.cache.dataBlocking(for: .albumThumbnail("a1")) == nil)
+        #expect(c.cache.dataBlocking(for: .albumThumbnail("a2")) != nil)
 
         try cached(c, [.albumThumbnail("a1")])
         let asset = try backedUp(c, containerFolder(), 1, days: 1, withFile: false)
-        try c.context.albums.link(albumId: try #require(album.id), assetIds: [try #require(asset.id)])
-        #expect(c.cache.data(for: .albumThumbnail("a1")) == nil)
+        try c.context.albums.linkBlocking(albumId: try #require(album.id), assetIds: [try #require(asset.id)])
+        #expect(c.cache.dataBlocking(for: .albumThumbnail("a1")) == nil)
 
         try cached(c, [.albumThumbnail("a1")])
-        #expect(try c.context.albums.deleteAllByRemoteId(["a1"]) == 1)
-        #expect(c.cache.data(for: .albumThumbnail("a1")) == nil)
-        #expect(c.cache.data(for: .albumThumbnail("a2")) != nil)
+        #expect(try c.context.albums.deleteAllByRemoteIdBlocking(["a1"]) == 1)
+        #expect(c.cache.dataBlocking(for: .albumThumbnail("a1")) == nil)
+        #expect(c.cache.dataBlocking(for: .albumThumbnail("a2")) != nil)
     }
 
     @Test("a refused write (identity clash) leaves the cache as it was")
     func refusedWriteKeepsCache() throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: containerFolder()))
         defer { c.close() }
         try backedUp(c, containerFolder(), 1, days: 1, withFile: false)
         try cached(c, [.thumbnail("r1")])
         let clash = Asset(
             remoteId: "other", localId: "l1.jpg", ownerId: "u1", checksum: "c1", fileName: "x.jpg", type: .image,
             fileCreatedAt: now, isFavorite: false, fileSize: 1)
-        #expect(throws: (any Error).self) { try c.context.assets.put(clash) }
-        #expect(c.cache.data(for: .thumbnail("r1")) != nil)
+        #expect(throws: (any Error).self) { try c.context.assets.putBlocking(clash) }
+        #expect(c.cache.dataBlocking(for: .thumbnail("r1")) != nil)
     }
 }
 
@@ -84,16 +84,16 @@ struct CacheInvalidationTests {
 struct SeedFourSettingsTests {
     @Test("get(key, default) answers this call's default when unset, the value once set")
     func perCallDefault() throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: containerFolder()))
         defer { c.close() }
         #expect(c.settings.get(SettingsCatalog.themeMode, .dark) == .dark)
-        try c.settings.put(SettingsCatalog.themeMode, .light)
+        try c.settings.putBlocking(SettingsCatalog.themeMode, .light)
         #expect(c.settings.get(SettingsCatalog.themeMode, .dark) == .light)
     }
 
     @Test("every user-setting and cache-size default is the seed's table")
     func seedDefaults() throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: containerFolder()))
         defer { c.close() }
         let s = c.settings
         #expect(s.get(SettingsCatalog.loadPreview) == true)

@@ -47,7 +47,7 @@ private func contents(_ stores: OpenStores) async throws -> [String] {
         "wallet \(try await stores.wallet.count(type: "t"))",
         "cache \(c.cache.memoryData(for: .thumbnail("a")) != nil) \(c.cache.memoryData(for: .thumbnail("b")) != nil)",
         "limits \(c.cache.currentLimits)",
-        "secure \(try blocking { try c.secure.names() }.sorted())",
+        "secure \(try blocking { try c.secure.namesBlocking() }.sorted())",
     ]
 }
 
@@ -60,10 +60,10 @@ struct ContainerCloseCancelTests {
 
     static let calls: [ModuleCall] = [
         // Media cache.
-        ModuleCall("cache.store", cacheClosed) { s in try blocking { try s.container.cache.store(Data([4]), for: .thumbnail("b")) } },
+        ModuleCall("cache.store", cacheClosed) { s in try blocking { try s.container.cache.storeBlocking(Data([4]), for: .thumbnail("b")) } },
         ModuleCall("await cache.store", cacheClosed) { s in try await s.container.cache.store(Data([4]), for: .thumbnail("b")) },
         ModuleCall("cache.setLimits", cacheClosed) { s in
-            try blocking { try s.container.cache.setLimits(MediaCacheLimits(memoryBytes: 1 << 20, diskBytes: 1 << 20)) }
+            try blocking { try s.container.cache.setLimitsBlocking(MediaCacheLimits(memoryBytes: 1 << 20, diskBytes: 1 << 20)) }
         },
         ModuleCall("await cache.setLimits", cacheClosed) { s in
             try await s.container.cache.setLimits(MediaCacheLimits(memoryBytes: 1 << 20, diskBytes: 1 << 20))
@@ -73,7 +73,7 @@ struct ContainerCloseCancelTests {
         },
         // Secure storage.
         ModuleCall("secure.save", secureClosed) { s in
-            try blocking { try s.container.secure.save(Data("x".utf8), for: "b", accessibility: .afterFirstUnlock) }
+            try blocking { try s.container.secure.saveBlocking(Data("x".utf8), for: "b", accessibility: .afterFirstUnlock) }
         },
         ModuleCall("await secure.save", secureClosed) { s in
             try await s.container.secure.save(Data("x".utf8), for: "b", accessibility: .afterFirstUnlock)

@@ -25,7 +25,7 @@ func backedUp(
         try FileManager.default.createDirectory(at: media, withIntermediateDirectories: true)
         try Data(count: Int(bytes)).write(to: media.appendingPathComponent("l\(n).jpg"))
     }
-    return try c.context.assets.put(asset)
+    return try c.context.assets.putBlocking(asset)
 }
 
 @Suite("Container")
@@ -33,10 +33,10 @@ struct ContainerTests {
     @Test("open creates every store in one folder, caches beside")
     func layout() throws {
         let folder = containerFolder()
-        let c = try CofferContainer.open(CofferLocations(store: folder))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: folder))
         defer { c.close() }
-        try c.secure.save("t", for: .accessToken)
-        try c.cache.store(Data([1]), for: .thumbnail("a"))
+        try c.secure.saveBlocking("t", for: .accessToken)
+        try c.cache.storeBlocking(Data([1]), for: .thumbnail("a"))
         #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("app.sqlite").path))
         #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("secure/key").path))
         #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("caches/media/thumbnail").path))
@@ -57,11 +57,11 @@ struct ContainerTests {
     func limitsFromSettings() throws {
         let folder = containerFolder()
         do {
-            let c = try CofferContainer.open(CofferLocations(store: folder))
-            try c.settings.put(SettingsCatalog.thumbnailCacheSize, 7)
+            let c = try CofferContainer.openBlocking(CofferLocations(store: folder))
+            try c.settings.putBlocking(SettingsCatalog.thumbnailCacheSize, 7)
             c.close()
         }
-        let c = try CofferContainer.open(CofferLocations(store: folder))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: folder))
         defer { c.close() }
         #expect(c.cache.currentLimits.entries[.thumbnail] == 7)
         #expect(c.cache.currentLimits.entries[.preview] == 350)
@@ -82,37 +82,37 @@ struct ContainerTests {
 
     @Test("clear cache empties every kind and leaves synced data")
     func clearCache() throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: containerFolder()))
         defer { c.close() }
         let media = containerFolder()
         try backedUp(c, media, 1, days: 40)
-        try c.cache.store(Data([1]), for: .thumbnail("r1"))
-        try c.cache.store(Data([2]), for: .albumThumbnail("al"))
-        try c.clearCache()
-        #expect(c.cache.statistics().diskBytes == 0)
-        #expect(try c.context.assets.count() == 1)
+        try c.cache.storeBlocking(Data([1]), for: .thumbnail("r1"))
+        try c.cache.storeBlocking(Data([2]), for: .albumThumbnail("al"))
+        try c.clearCacheBlocking()
+        #expect(c.cache.statisticsBlocking().diskBytes == 0)
+        #expect(try c.context.assets.countBlocking() == 1)
     }
 
     @Test("a fresh install clears secure items an earlier install left (Keychain survives uninstall)")
     func freshInstallClearsSecureItems() throws {
         let keychainLike = EncryptedFileSecureStorage(folder: containerFolder())
-        try keychainLike.save("stale", for: .accessToken)
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()), secureStorage: keychainLike)
+        try keychainLike.saveBlocking("stale", for: .accessToken)
+        let c = try CofferContainer.openBlocking(CofferLocations(store: containerFolder()), secureStorage: keychainLike)
         defer { c.close() }
-        #expect(try c.secure.load(.accessToken) == nil)
+        #expect(try c.secure.loadBlocking(.accessToken) == nil)
     }
 
     @Test("reopening an existing container keeps secure items")
     func reopenKeepsSecureItems() throws {
         let folder = containerFolder()
         do {
-            let c = try CofferContainer.open(CofferLocations(store: folder))
-            try c.secure.save("tok", for: .accessToken)
+            let c = try CofferContainer.openBlocking(CofferLocations(store: folder))
+            try c.secure.saveBlocking("tok", for: .accessToken)
             c.close()
         }
-        let c = try CofferContainer.open(CofferLocations(store: folder))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: folder))
         defer { c.close() }
-        #expect(try c.secure.load(.accessToken) == "tok")
+        #expect(try c.secure.loadBlocking(.accessToken) == "tok")
     }
 }
 
@@ -145,10 +145,10 @@ struct ResetTests {
     func resetLeavesOthers() throws {
         let data = containerFolder()
         let caches = containerFolder()
-        let c = try CofferContainer.open(CofferLocations(data: data, caches: caches))
+        let c = try CofferContainer.openBlocking(CofferLocations(data: data, caches: caches))
         try Data([1]).write(to: data.appendingPathComponent("someone-else.txt"))
         try Data([2]).write(to: caches.appendingPathComponent("other-cache.bin"))
-        try c.reset()
+        try c.resetBlocking()
         #expect(FileManager.default.fileExists(atPath: data.appendingPathComponent("someone-else.txt").path))
         #expect(FileManager.default.fileExists(atPath: caches.appendingPathComponent("other-cache.bin").path))
         #expect(!FileManager.default.fileExists(atPath: caches.appendingPathComponent("media").path))
@@ -157,10 +157,10 @@ struct ResetTests {
     /// A store with every part in use, closed, with separate data and caches folders.
     func usedStore() throws -> CofferLocations {
         let locations = CofferLocations(data: containerFolder(), caches: containerFolder())
-        let c = try CofferContainer.open(locations)
-        try c.settings.put(SettingsCatalog.tilesPerRow, 6)
-        try c.secure.save("tok", for: .accessToken)
-        try c.cache.store(Data([1, 2]), for: .thumbnail("a"))
+        let c = try CofferContainer.openBlocking(locations)
+        try c.settings.putBlocking(SettingsCatalog.tilesPerRow, 6)
+        try c.secure.saveBlocking("tok", for: .accessToken)
+        try c.cache.storeBlocking(Data([1, 2]), for: .thumbnail("a"))
         try FileManager.default.createDirectory(at: locations.data.appendingPathComponent("demo"), withIntermediateDirectories: true)
         try Data([3]).write(to: locations.data.appendingPathComponent("demo/wallet.sqlite"))
         c.close()
@@ -171,11 +171,11 @@ struct ResetTests {
         let leftData = try FileManager.default.contentsOfDirectory(atPath: locations.data.path)
         #expect(leftData.isEmpty, "left in data: \(leftData)")
         #expect(!FileManager.default.fileExists(atPath: locations.caches.path), "caches/ should be gone")
-        let fresh = try CofferContainer.open(locations)
+        let fresh = try CofferContainer.openBlocking(locations)
         defer { fresh.close() }
         #expect(fresh.database.isFreshInstall)
         #expect(fresh.settings.get(SettingsCatalog.tilesPerRow) == 4)
-        #expect(try fresh.secure.names().isEmpty)
+        #expect(try fresh.secure.namesBlocking().isEmpty)
     }
 
     @Test("the static reset works on a store written by a newer app version, without opening it")
@@ -184,8 +184,8 @@ struct ResetTests {
         let queue = try DatabaseQueue(path: locations.appDatabase.path)
         try queue.write { try $0.execute(sql: "UPDATE coffer_settings SET value = 1000 WHERE name = 'version'") }
         try queue.close()
-        #expect(throws: DatabaseStoreError.self) { try CofferContainer.open(locations) }
-        try CofferContainer.reset(locations)
+        #expect(throws: DatabaseStoreError.self) { try CofferContainer.openBlocking(locations) }
+        try CofferContainer.resetBlocking(locations)
         try expectFresh(locations)
     }
 
@@ -193,7 +193,7 @@ struct ResetTests {
     func staticResetDamaged() throws {
         let locations = try usedStore()
         try Data(repeating: 0x41, count: 4096).write(to: locations.appDatabase)
-        try CofferContainer.reset(locations)
+        try CofferContainer.resetBlocking(locations)
         try expectFresh(locations)
     }
 
@@ -201,16 +201,16 @@ struct ResetTests {
     func staticResetSecureKey() throws {
         let locations = try usedStore()
         try Data(repeating: 1, count: 3).write(to: locations.secureFolder.appendingPathComponent("key"))
-        try CofferContainer.reset(locations)
+        try CofferContainer.resetBlocking(locations)
         try expectFresh(locations)
     }
 
     @Test("a reset container refuses further work")
     func closedAfterReset() throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
-        try c.reset()
-        #expect(throws: ContainerError.closed) { try c.clearCache() }
-        #expect(throws: ContainerError.closed) { try c.reset() }
+        let c = try CofferContainer.openBlocking(CofferLocations(store: containerFolder()))
+        try c.resetBlocking()
+        #expect(throws: ContainerError.closed) { try c.clearCacheBlocking() }
+        #expect(throws: ContainerError.closed) { try c.resetBlocking() }
     }
 }
 

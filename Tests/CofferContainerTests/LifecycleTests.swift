@@ -25,7 +25,7 @@ struct ContainerLifecycleTests {
         let app = try await CofferContainer.open(CofferLocations(store: containerFolder()))
         try await app.settings.put(SettingsCatalog.tilesPerRow, 6)
         app.close()
-        #expect(throws: SettingsError.closed) { try app.settings.put(SettingsCatalog.tilesPerRow, 7) }
+        #expect(throws: SettingsError.closed) { try app.settings.putBlocking(SettingsCatalog.tilesPerRow, 7) }
         #expect(app.settings.get(SettingsCatalog.tilesPerRow) == 6)
     }
 
@@ -51,10 +51,10 @@ struct ContainerLifecycleTests {
     func collections() async throws {
         let (app, _) = try await Self.closedContainer()
         #expect(throws: DatabaseStoreError.closed) {
-            try app.context.assets.put(
+            try app.context.assets.putBlocking(
                 Asset(remoteId: "r", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Date()))
         }
-        #expect(throws: DatabaseStoreError.closed) { _ = try app.context.assets.findByRemoteId("r") }
+        #expect(throws: DatabaseStoreError.closed) { _ = try app.context.assets.findByRemoteIdBlocking("r") }
     }
 
     @Test("the media cache throws MediaCacheError.closed on store and load, and serves nothing")
@@ -62,7 +62,7 @@ struct ContainerLifecycleTests {
         let app = try await CofferContainer.open(CofferLocations(store: containerFolder()))
         try await app.cache.store(Data([1, 2, 3]), for: .thumbnail("a"))
         app.close()
-        #expect(throws: MediaCacheError.closed) { try app.cache.store(Data([4]), for: .thumbnail("b")) }
+        #expect(throws: MediaCacheError.closed) { try app.cache.storeBlocking(Data([4]), for: .thumbnail("b")) }
         await #expect(throws: MediaCacheError.closed) { _ = try await app.cache.data(for: .thumbnail("c")) { Data([5]) } }
         await #expect(app.cache.data(for: .thumbnail("a")) == nil)
         #expect(app.cache.memoryData(for: .thumbnail("a")) == nil)
@@ -74,8 +74,8 @@ struct ContainerLifecycleTests {
         let app = try await CofferContainer.open(CofferLocations(store: folder))
         try await app.secure.save(Data("token".utf8), for: "accessToken", accessibility: .afterFirstUnlock)
         app.close()
-        #expect(throws: SecureStorageError.closed) { _ = try app.secure.load("accessToken") }
-        #expect(throws: SecureStorageError.closed) { try app.secure.save(Data("x".utf8), for: "other", accessibility: .afterFirstUnlock) }
+        #expect(throws: SecureStorageError.closed) { _ = try app.secure.loadBlocking("accessToken") }
+        #expect(throws: SecureStorageError.closed) { try app.secure.saveBlocking(Data("x".utf8), for: "other", accessibility: .afterFirstUnlock) }
         try await CofferContainer.reset(CofferLocations(store: folder))
         let again = try await CofferContainer.open(CofferLocations(store: folder))
         defer { again.close() }

@@ -358,51 +358,51 @@ struct SeedSamplesTests {
     @Test(
         "ClientType.brand is a BrandClientType whose save(_:for:), getBrandByLanguage, clearBrandBy and delete run as the seed's extension")
     func brandClient() throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: containerFolder()))
         defer { c.close() }
         let clients: any ClientType = c.context
         let brand = Brand(brandId: "b1", image: "https://x/b1.png", keywords: "shoes", name: "Acme", language: "en")
-        try clients.brand.save(brand, for: "en")
-        try clients.brand.save(Brand(brandId: "b2", image: "i", keywords: "k", name: "Zed", language: "de"), for: "de")
-        #expect(try clients.brand.getBrandByLanguage("en")?.map(\.brandId) == ["b1"])
-        #expect(try clients.brand.delete("b1") == 1)
-        #expect(try clients.brand.delete("b1") == 0)
-        try clients.brand.clearBrandBy("de")
-        #expect(try clients.brand.getBrandByLanguage("de") == nil)
+        try clients.brand.saveBlocking(brand, for: "en")
+        try clients.brand.saveBlocking(Brand(brandId: "b2", image: "i", keywords: "k", name: "Zed", language: "de"), for: "de")
+        #expect(try clients.brand.getBrandByLanguageBlocking("en")?.map(\.brandId) == ["b1"])
+        #expect(try clients.brand.deleteBlocking("b1") == 1)
+        #expect(try clients.brand.deleteBlocking("b1") == 0)
+        try clients.brand.clearBrandByBlocking("de")
+        #expect(try clients.brand.getBrandByLanguageBlocking("de") == nil)
     }
 
     // MARK: Seed 004: the store service, the collections, secure storage
 
     @Test("value = Store.get(StoreKey.themeMode, \"system\"); Store.put(StoreKey.themeMode, \"dark\")")
     func storeService() throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: containerFolder()))
         defer { c.close() }
         let store = c.settings
         var value = store.get(SettingsCatalog.themeMode, .system)
         #expect(value == .system)
-        try store.put(SettingsCatalog.themeMode, .dark)
+        try store.putBlocking(SettingsCatalog.themeMode, .dark)
         value = store.get(SettingsCatalog.themeMode, .system)
         #expect(value == .dark)
     }
 
     @Test("value = Store.tryGet(StoreKey.accessToken); Store.delete(StoreKey.accessToken): the token is a secure item in Coffer")
     func accessToken() throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: containerFolder()))
         defer { c.close() }
-        var value = try c.secure.load(.accessToken)
+        var value = try c.secure.loadBlocking(.accessToken)
         #expect(value == nil)
-        try c.secure.save("tok-1", for: .accessToken)
-        value = try c.secure.load(.accessToken)
+        try c.secure.saveBlocking("tok-1", for: .accessToken)
+        value = try c.secure.loadBlocking(.accessToken)
         #expect(value == "tok-1")
-        try c.secure.delete(.accessToken)
-        #expect(try c.secure.load(.accessToken) == nil)
+        try c.secure.deleteBlocking(.accessToken)
+        #expect(try c.secure.loadBlocking(.accessToken) == nil)
         // A nullable store key reads the same way.
         #expect(c.settings.tryGet(SettingsCatalog.backupFailedSince) == nil)
     }
 
     @Test("db.assets.where().remoteIdEqualTo(id).findFirst(), filter().ownerIdEqualTo(userId).findAll(), fileCreatedAtBetween(start, end)")
     func assetReads() throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: containerFolder()))
         defer { c.close() }
         let media = containerFolder()
         let old = try backedUp(c, media, 1, days: 40, withFile: false)
@@ -410,19 +410,19 @@ struct SeedSamplesTests {
         let db = c.context
         let id = "r1"
         let userId = "u1"
-        var asset = try db.assets.findByRemoteId(id)
+        var asset = try db.assets.findByRemoteIdBlocking(id)
         #expect(asset?.id == old.id)
-        let assets = try db.assets.allForOwner(userId)
+        let assets = try db.assets.allForOwnerBlocking(userId)
         #expect(Set(assets.map(\.id)) == [old.id, recent.id])
         let (start, end) = (daysAgo(10), daysAgo(0))
-        #expect(try db.assets.createdBetween(start, end).map(\.id) == [recent.id])
-        asset = try db.assets.findByRemoteId("none")
+        #expect(try db.assets.createdBetweenBlocking(start, end).map(\.id) == [recent.id])
+        asset = try db.assets.findByRemoteIdBlocking("none")
         #expect(asset == nil)
     }
 
     @Test("db.writeTxn(() => db.assets.put(asset)), deleteAllByRemoteId(ids), putAll(assets)")
     func assetWrites() throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: containerFolder()))
         defer { c.close() }
         let db = c.context
         func asset(_ n: Int) -> Asset {
@@ -430,67 +430,67 @@ struct SeedSamplesTests {
                 remoteId: "r\(n)", localId: "l\(n).jpg", ownerId: "u1", checksum: "c\(n)", fileName: "IMG_\(n).jpg", type: .image,
                 fileCreatedAt: daysAgo(n))
         }
-        try db.assets.put(asset(1))
+        try db.assets.putBlocking(asset(1))
         var renamed = asset(1)
         renamed.fileName = "renamed.jpg"
-        try db.assets.put(renamed)
-        #expect(try db.assets.findByRemoteId("r1")?.fileName == "renamed.jpg")
+        try db.assets.putBlocking(renamed)
+        #expect(try db.assets.findByRemoteIdBlocking("r1")?.fileName == "renamed.jpg")
         let assets = (2...4).map(asset)
-        try db.assets.putAll(assets)
-        #expect(try db.assets.count() == 4)
+        try db.assets.putAllBlocking(assets)
+        #expect(try db.assets.countBlocking() == 4)
         let ids = ["r1", "r3"]
-        #expect(try db.assets.deleteAllByRemoteId(ids) == 2)
-        #expect(try db.assets.allForOwner("u1").compactMap(\.remoteId).sorted() == ["r2", "r4"])
+        #expect(try db.assets.deleteAllByRemoteIdBlocking(ids) == 2)
+        #expect(try db.assets.allForOwnerBlocking("u1").compactMap(\.remoteId).sorted() == ["r2", "r4"])
     }
 
     @Test("the seed's collections hold the fields it lists; ownerId + checksum is unique; remoteId and localId find an asset")
     func collectionsAsListed() throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: containerFolder()))
         defer { c.close() }
         let db = c.context
         // Assets: id auto-increment, remoteId, localId, ownerId + checksum composite unique.
-        let asset = try db.assets.put(
+        let asset = try db.assets.putBlocking(
             Asset(
                 remoteId: "r1", localId: "l1", ownerId: "u1", checksum: "c1", fileName: "a.jpg", type: .image,
                 fileCreatedAt: daysAgo(1)))
         #expect(asset.id != nil)
-        #expect(try db.assets.findByRemoteId("r1")?.id == asset.id && db.assets.findByLocalId("l1")?.id == asset.id)
+        #expect(try db.assets.findByRemoteIdBlocking("r1")?.id == asset.id && db.assets.findByLocalIdBlocking("l1")?.id == asset.id)
         // A second put with the same owner and checksum never makes a second row.
-        _ = try? db.assets.put(
+        _ = try? db.assets.putBlocking(
             Asset(
                 remoteId: "r2", localId: "l2", ownerId: "u1", checksum: "c1", fileName: "b.jpg", type: .image, fileCreatedAt: daysAgo(1)))
-        #expect(try db.assets.count() == 1)
+        #expect(try db.assets.countBlocking() == 1)
         // Albums: id auto-increment, remoteId, name, dates, ownership; links to assets and users.
-        let album = try db.albums.put(Album(remoteId: "al1", name: "Trip", createdAt: daysAgo(3), ownerId: "u1"))
-        try db.albums.link(albumId: try #require(album.id), assetIds: [try #require(asset.id)])
-        try db.albums.share(albumId: try #require(album.id), userIds: ["u2"])
-        #expect(try db.albums.assets(albumId: try #require(album.id)).map(\.id) == [asset.id])
+        let album = try db.albums.putBlocking(Album(remoteId: "al1", name: "Trip", createdAt: daysAgo(3), ownerId: "u1"))
+        try db.albums.linkBlocking(albumId: try #require(album.id), assetIds: [try #require(asset.id)])
+        try db.albums.shareBlocking(albumId: try #require(album.id), userIds: ["u2"])
+        #expect(try db.albums.assetsBlocking(albumId: try #require(album.id)).map(\.id) == [asset.id])
         // BackupAlbum, DuplicatedAsset, ETag, AndroidDeviceAsset, IOSDeviceAsset.
         let sync = db.sync
         let lastBackup = daysAgo(2)
-        try sync.putBackupAlbum(BackupAlbum(id: "device-album", name: "Camera", selection: .include, lastBackup: lastBackup))
+        try sync.putBackupAlbumBlocking(BackupAlbum(id: "device-album", name: "Camera", selection: .include, lastBackup: lastBackup))
         #expect(
-            try sync.backupAlbums(.include) == [
+            try sync.backupAlbumsBlocking(.include) == [
                 BackupAlbum(id: "device-album", name: "Camera", selection: .include, lastBackup: lastBackup)
             ])
-        try sync.putDuplicated(["device-asset"])
-        #expect(try sync.isDuplicated("device-asset"))
-        try sync.putETag(ETag(id: "u1", assetCount: 1, time: lastBackup))
-        #expect(try sync.etag("u1") == ETag(id: "u1", assetCount: 1, time: lastBackup))
-        try sync.putAndroidAssets([AndroidDeviceAsset(id: "a1", hash: Data([1, 2]))])
-        #expect(try sync.androidAsset("a1")?.hash == Data([1, 2]))
-        try sync.putIOSAssets([IOSDeviceAsset(id: "i1", hash: Data([3]), modifiedTime: lastBackup)])
-        #expect(try sync.iosAsset("i1") == IOSDeviceAsset(id: "i1", hash: Data([3]), modifiedTime: lastBackup))
+        try sync.putDuplicatedBlocking(["device-asset"])
+        #expect(try sync.isDuplicatedBlocking("device-asset"))
+        try sync.putETagBlocking(ETag(id: "u1", assetCount: 1, time: lastBackup))
+        #expect(try sync.etagBlocking("u1") == ETag(id: "u1", assetCount: 1, time: lastBackup))
+        try sync.putAndroidAssetsBlocking([AndroidDeviceAsset(id: "a1", hash: Data([1, 2]))])
+        #expect(try sync.androidAssetBlocking("a1")?.hash == Data([1, 2]))
+        try sync.putIOSAssetsBlocking([IOSDeviceAsset(id: "i1", hash: Data([3]), modifiedTime: lastBackup)])
+        #expect(try sync.iosAssetBlocking("i1") == IOSDeviceAsset(id: "i1", hash: Data([3]), modifiedTime: lastBackup))
     }
 
     @Test("SSLClientCertStoreVal: save() persists to secure storage, load() retrieves, delete() removes")
     func sslClientCertificate() throws {
-        let c = try CofferContainer.open(CofferLocations(store: containerFolder()))
+        let c = try CofferContainer.openBlocking(CofferLocations(store: containerFolder()))
         defer { c.close() }
         let cert = SSLClientCertificate(data: Data("p12 bytes".utf8), password: "certificate password")
-        try cert.save(to: c.secure)
-        #expect(try SSLClientCertificate.load(from: c.secure) == cert)
-        try SSLClientCertificate.delete(from: c.secure)
-        #expect(try SSLClientCertificate.load(from: c.secure) == nil)
+        try cert.saveBlocking(to: c.secure)
+        #expect(try SSLClientCertificate.loadBlocking(from: c.secure) == cert)
+        try SSLClientCertificate.deleteBlocking(from: c.secure)
+        #expect(try SSLClientCertificate.loadBlocking(from: c.secure) == nil)
     }
 }

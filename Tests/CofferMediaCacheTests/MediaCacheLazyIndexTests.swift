@@ -11,7 +11,7 @@ struct MediaCacheLazyIndexTests {
     static func filledFolder(_ count: Int) throws -> URL {
         let folder = cacheFolder()
         let writer = try MediaCache(folder: folder, limits: MediaCacheLimits(entries: [.thumbnail: count]))
-        for i in 0..<count { try writer.store(bytes(i), for: .thumbnail("a\(i)")) }
+        for i in 0..<count { try writer.storeBlocking(bytes(i), for: .thumbnail("a\(i)")) }
         return folder
     }
 
@@ -20,8 +20,8 @@ struct MediaCacheLazyIndexTests {
         let folder = try Self.filledFolder(200)
         let cache = try MediaCache(folder: folder, limits: MediaCacheLimits(entries: [.thumbnail: 200]), indexInBackground: false)
         #expect(cache.folderScans == 0)
-        #expect(cache.data(for: .thumbnail("a150")) == bytes(150))
-        #expect(cache.data(for: .thumbnail("missing")) == nil)
+        #expect(cache.dataBlocking(for: .thumbnail("a150")) == bytes(150))
+        #expect(cache.dataBlocking(for: .thumbnail("missing")) == nil)
         #expect(cache.folderScans == 0)
         // The hit went to memory.
         #expect(cache.memoryData(for: .thumbnail("a150")) == bytes(150))
@@ -31,11 +31,11 @@ struct MediaCacheLazyIndexTests {
     func storeBuildsIndexAndEvicts() throws {
         let folder = try Self.filledFolder(20)
         let cache = try MediaCache(folder: folder, limits: MediaCacheLimits(entries: [.thumbnail: 20]), indexInBackground: false)
-        try cache.store(bytes(99), for: .thumbnail("new"))
+        try cache.storeBlocking(bytes(99), for: .thumbnail("new"))
         #expect(cache.folderScans == 1)
         #expect(files(folder, .thumbnail).count == 20)
-        #expect(cache.statistics().kinds[.thumbnail]?.diskEntries == 20)
-        #expect(cache.data(for: .thumbnail("new")) == bytes(99))
+        #expect(cache.statisticsBlocking().kinds[.thumbnail]?.diskEntries == 20)
+        #expect(cache.dataBlocking(for: .thumbnail("new")) == bytes(99))
     }
 
     @Test("files over a lowered limit are evicted by the background index, without any further call")
@@ -57,7 +57,7 @@ struct MediaCacheLazyIndexTests {
             try data.write(to: file)
         }
         let cache = try MediaCache(folder: folder, limits: MediaCacheLimits(entries: [.thumbnail: 3]), indexInBackground: false)
-        #expect(cache.data(for: .thumbnail("a1")) == nil)
+        #expect(cache.dataBlocking(for: .thumbnail("a1")) == nil)
         #expect(files(folder, .thumbnail).count == 2)
     }
 
@@ -65,9 +65,9 @@ struct MediaCacheLazyIndexTests {
     func removeBeforeIndex() throws {
         let folder = try Self.filledFolder(5)
         let cache = try MediaCache(folder: folder, limits: MediaCacheLimits(entries: [.thumbnail: 5]), indexInBackground: false)
-        #expect(cache.data(for: .thumbnail("a2")) == bytes(2))
-        cache.remove(.thumbnail("a2"))
-        #expect(cache.data(for: .thumbnail("a2")) == nil)
+        #expect(cache.dataBlocking(for: .thumbnail("a2")) == bytes(2))
+        cache.removeBlocking(.thumbnail("a2"))
+        #expect(cache.dataBlocking(for: .thumbnail("a2")) == nil)
         #expect(cache.memoryData(for: .thumbnail("a2")) == nil)
     }
 }

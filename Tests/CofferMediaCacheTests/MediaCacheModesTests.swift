@@ -29,8 +29,8 @@ struct MediaCacheModesTests {
         let parent = cacheFolder()
         let folder = parent.appendingPathComponent("media", isDirectory: true)
         let cache = try MediaCache(folder: folder)
-        try cache.store(bytes(1), for: .thumbnail("a"))
-        try cache.store(bytes(2), for: .preview("a"))
+        try cache.storeBlocking(bytes(1), for: .thumbnail("a"))
+        try cache.storeBlocking(bytes(2), for: .preview("a"))
         #expect(files(folder, .thumbnail).count == 1)
         #expect(wrongModes(parent) == [])
     }
@@ -38,7 +38,7 @@ struct MediaCacheModesTests {
     @Test("the cache's folders and anchor found wider are restricted when it opens, its entries when it indexes them")
     func existingCacheRestricted() throws {
         let folder = cacheFolder()
-        try MediaCache(folder: folder).store(bytes(1), for: .thumbnail("a"))
+        try MediaCache(folder: folder).storeBlocking(bytes(1), for: .thumbnail("a"))
         let entry = try #require(files(folder, .thumbnail).first)
         for (path, mode) in [
             (folder.path, 0o755), (folder.appendingPathComponent("thumbnail").path, 0o755),
@@ -47,8 +47,8 @@ struct MediaCacheModesTests {
             #expect(chmod(path, mode_t(mode)) == 0)
         }
         let reopened = try MediaCache(folder: folder)
-        #expect(reopened.data(for: .thumbnail("a")) == bytes(1))
-        _ = reopened.statistics() // the index is built now if the background has not yet
+        #expect(reopened.dataBlocking(for: .thumbnail("a")) == bytes(1))
+        _ = reopened.statisticsBlocking() // the index is built now if the background has not yet
         #expect(wrongModes(folder) == [])
     }
 }

@@ -60,31 +60,31 @@ struct MediaCacheSealingTests {
         let folder = cacheFolder()
         let cache = try MediaCache(folder: folder, keyStorage: keyStore())
         let marker = Data("PLAINTEXT-MARKER-0123456789".utf8)
-        try cache.store(marker + bytes(1), for: .thumbnail("asset-id-marker-42"))
-        try cache.store(marker, for: .albumThumbnail("album-id-marker-7"))
+        try cache.storeBlocking(marker + bytes(1), for: .thumbnail("asset-id-marker-42"))
+        try cache.storeBlocking(marker, for: .albumThumbnail("album-id-marker-7"))
         let raw = allBytes(under: folder)
         #expect(!raw.isEmpty)
         #expect(raw.range(of: marker) == nil)
         #expect(raw.range(of: Data("asset-id-marker-42".utf8)) == nil)
         #expect(!allNames(under: folder).contains { $0.contains("marker") })
         cache.clearMemory()
-        #expect(cache.data(for: .thumbnail("asset-id-marker-42")) == marker + bytes(1))
+        #expect(cache.dataBlocking(for: .thumbnail("asset-id-marker-42")) == marker + bytes(1))
     }
 
     @Test("another entry's file put under an entry's name is a miss and is removed, never served")
     func foreignFile() throws {
         let folder = cacheFolder()
         let cache = try MediaCache(folder: folder, keyStorage: keyStore())
-        try cache.store(bytes(1), for: .thumbnail("a"))
+        try cache.storeBlocking(bytes(1), for: .thumbnail("a"))
         let fileA = try #require(files(folder, .thumbnail).first)
-        try cache.store(bytes(2), for: .thumbnail("b"))
+        try cache.storeBlocking(bytes(2), for: .thumbnail("b"))
         let fileB = try #require(files(folder, .thumbnail).first { $0 != fileA })
         try FileManager.default.removeItem(at: fileA)
         try FileManager.default.copyItem(at: fileB, to: fileA)
         cache.clearMemory()
-        #expect(cache.data(for: .thumbnail("a")) == nil)
+        #expect(cache.dataBlocking(for: .thumbnail("a")) == nil)
         #expect(!FileManager.default.fileExists(atPath: fileA.path))
-        #expect(cache.data(for: .thumbnail("b")) == bytes(2))
+        #expect(cache.dataBlocking(for: .thumbnail("b")) == bytes(2))
     }
 
     @Test("a file sealed under another cache key is a miss and is removed")
@@ -93,15 +93,15 @@ struct MediaCacheSealingTests {
         let other = cacheFolder()
         let keys = keyStore()
         let cache = try MediaCache(folder: folder, keyStorage: keys)
-        try cache.store(bytes(1), for: .thumbnail("a"))
+        try cache.storeBlocking(bytes(1), for: .thumbnail("a"))
         let mine = try #require(files(folder, .thumbnail).first)
         let stranger = try MediaCache(folder: other, keyStorage: keyStore())
-        try stranger.store(bytes(9), for: .thumbnail("a"))
+        try stranger.storeBlocking(bytes(9), for: .thumbnail("a"))
         let theirs = try #require(files(other, .thumbnail).first)
         try FileManager.default.removeItem(at: mine)
         try FileManager.default.copyItem(at: theirs, to: mine)
         cache.clearMemory()
-        #expect(cache.data(for: .thumbnail("a")) == nil)
+        #expect(cache.dataBlocking(for: .thumbnail("a")) == nil)
         #expect(!FileManager.default.fileExists(atPath: mine.path))
     }
 
@@ -109,12 +109,12 @@ struct MediaCacheSealingTests {
     func folderOfAnotherKey() throws {
         let folder = cacheFolder()
         let first = try MediaCache(folder: folder, keyStorage: keyStore())
-        try first.store(bytes(1), for: .thumbnail("a"))
+        try first.storeBlocking(bytes(1), for: .thumbnail("a"))
         first.close()
         #expect(files(folder, .thumbnail).count == 1)
         let second = try MediaCache(folder: folder, keyStorage: keyStore())
         #expect(files(folder, .thumbnail).isEmpty)
-        #expect(second.data(for: .thumbnail("a")) == nil)
+        #expect(second.dataBlocking(for: .thumbnail("a")) == nil)
     }
 
     @Test("a plaintext cache of an earlier release is cleared when the cache opens")
@@ -129,9 +129,9 @@ struct MediaCacheSealingTests {
         let cache = try MediaCache(folder: folder, keyStorage: keyStore())
         #expect(!FileManager.default.fileExists(atPath: old.path))
         #expect(allBytes(under: folder).range(of: Data("OLD-PLAINTEXT-IMAGE".utf8)) == nil)
-        try cache.store(bytes(3), for: .thumbnail("a"))
+        try cache.storeBlocking(bytes(3), for: .thumbnail("a"))
         cache.clearMemory()
-        #expect(cache.data(for: .thumbnail("a")) == bytes(3))
+        #expect(cache.dataBlocking(for: .thumbnail("a")) == bytes(3))
     }
 
     @Test("the cache key survives a reopen: entries written before are hits")
@@ -139,10 +139,10 @@ struct MediaCacheSealingTests {
         let folder = cacheFolder()
         let keys = keyStore()
         let first = try MediaCache(folder: folder, keyStorage: keys)
-        try first.store(bytes(4), for: .preview("p"))
+        try first.storeBlocking(bytes(4), for: .preview("p"))
         first.close()
         let second = try MediaCache(folder: folder, keyStorage: keys)
-        #expect(second.data(for: .preview("p")) == bytes(4))
+        #expect(second.dataBlocking(for: .preview("p")) == bytes(4))
     }
 
     @Test("reset deletes the key first, then the files; leftover copies are unreadable")
@@ -150,21 +150,21 @@ struct MediaCacheSealingTests {
         let folder = cacheFolder()
         let keys = OrderRecordingStorage(keyStore())
         let cache = try MediaCache(folder: folder, keyStorage: keys)
-        try cache.store(bytes(5), for: .thumbnail("a"))
+        try cache.storeBlocking(bytes(5), for: .thumbnail("a"))
         keys.watched.withLock { $0 = files(folder, .thumbnail).first }
         // A copy of the folder (a backup, an imaged disk) taken before the reset.
         let copy = cacheFolder()
         try FileManager.default.copyItem(at: folder, to: copy)
         try cache.reset()
         #expect(keys.fileExistedAtKeyDeletion.withLock { $0 } == true)
-        #expect(try keys.load(MediaCache.keyItemName) == nil)
+        #expect(try keys.loadBlocking(MediaCache.keyItemName) == nil)
         #expect(!FileManager.default.fileExists(atPath: folder.path))
-        #expect(throws: MediaCacheError.closed) { try cache.store(bytes(1), for: .thumbnail("b")) }
+        #expect(throws: MediaCacheError.closed) { try cache.storeBlocking(bytes(1), for: .thumbnail("b")) }
         // The copy with the same key store: the key is gone, so nothing in it opens.
         let copyFile = try #require(files(copy, .thumbnail).first)
         let sealed = try Data(contentsOf: copyFile)
         let reopened = try MediaCache(folder: copy, keyStorage: keys)
-        #expect(reopened.data(for: .thumbnail("a")) == nil)
+        #expect(reopened.dataBlocking(for: .thumbnail("a")) == nil)
         #expect(sealed.range(of: bytes(5)) == nil)
     }
 }
@@ -176,16 +176,16 @@ struct MediaCacheExpiryTests {
         let folder = cacheFolder()
         let clock = TestClock()
         let cache = try MediaCache(folder: folder, limits: .default, keyStorage: keyStore(), indexInBackground: false, clock: clock.read)
-        try cache.store(bytes(1), for: .thumbnail("a"), ttl: 10)
+        try cache.storeBlocking(bytes(1), for: .thumbnail("a"), ttl: 10)
         clock.advance(9)
         #expect(cache.memoryData(for: .thumbnail("a")) == bytes(1))
         cache.clearMemory()
-        #expect(cache.data(for: .thumbnail("a")) == bytes(1))
+        #expect(cache.dataBlocking(for: .thumbnail("a")) == bytes(1))
         clock.advance(2)
         #expect(cache.memoryData(for: .thumbnail("a")) == nil)
-        #expect(cache.data(for: .thumbnail("a")) == nil)
+        #expect(cache.dataBlocking(for: .thumbnail("a")) == nil)
         #expect(files(folder, .thumbnail).isEmpty)
-        let stats = cache.statistics().kinds[.thumbnail]!
+        let stats = cache.statisticsBlocking().kinds[.thumbnail]!
         #expect(stats.expirations == 1)
         #expect(stats.diskEntries == 0)
     }
@@ -196,13 +196,13 @@ struct MediaCacheExpiryTests {
         let limits = MediaCacheLimits(timeToLive: [.preview: 60])
         let cache = try MediaCache(
             folder: cacheFolder(), limits: limits, keyStorage: keyStore(), indexInBackground: false, clock: clock.read)
-        try cache.store(bytes(1), for: .preview("p"))
-        try cache.store(bytes(2), for: .preview("q"), ttl: 3_600)
-        try cache.store(bytes(3), for: .thumbnail("t"))
+        try cache.storeBlocking(bytes(1), for: .preview("p"))
+        try cache.storeBlocking(bytes(2), for: .preview("q"), ttl: 3_600)
+        try cache.storeBlocking(bytes(3), for: .thumbnail("t"))
         clock.advance(61)
-        #expect(cache.data(for: .preview("p")) == nil)
-        #expect(cache.data(for: .preview("q")) == bytes(2))
-        #expect(cache.data(for: .thumbnail("t")) == bytes(3))
+        #expect(cache.dataBlocking(for: .preview("p")) == nil)
+        #expect(cache.dataBlocking(for: .preview("q")) == bytes(2))
+        #expect(cache.dataBlocking(for: .thumbnail("t")) == bytes(3))
     }
 
     @Test("expired entries are removed by the next eviction, unread")
@@ -210,15 +210,15 @@ struct MediaCacheExpiryTests {
         let folder = cacheFolder()
         let clock = TestClock()
         let cache = try MediaCache(folder: folder, limits: .default, keyStorage: keyStore(), indexInBackground: false, clock: clock.read)
-        for i in 0..<5 { try cache.store(bytes(i), for: .thumbnail("short-\(i)"), ttl: 5) }
-        try cache.store(bytes(9), for: .thumbnail("long"))
+        for i in 0..<5 { try cache.storeBlocking(bytes(i), for: .thumbnail("short-\(i)"), ttl: 5) }
+        try cache.storeBlocking(bytes(9), for: .thumbnail("long"))
         clock.advance(6)
-        try cache.store(bytes(10), for: .preview("new"))
+        try cache.storeBlocking(bytes(10), for: .preview("new"))
         #expect(files(folder, .thumbnail).count == 1)
-        let stats = cache.statistics().kinds[.thumbnail]!
+        let stats = cache.statisticsBlocking().kinds[.thumbnail]!
         #expect(stats.diskEntries == 1)
         #expect(stats.expirations == 5)
-        #expect(cache.data(for: .thumbnail("long")) == bytes(9))
+        #expect(cache.dataBlocking(for: .thumbnail("long")) == bytes(9))
     }
 
     @Test("a reopened cache knows the deadlines of the files it indexes")
@@ -227,20 +227,20 @@ struct MediaCacheExpiryTests {
         let clock = TestClock()
         let keys = keyStore()
         let first = try MediaCache(folder: folder, limits: .default, keyStorage: keys, indexInBackground: false, clock: clock.read)
-        try first.store(bytes(1), for: .thumbnail("a"), ttl: 5)
+        try first.storeBlocking(bytes(1), for: .thumbnail("a"), ttl: 5)
         first.close()
         clock.advance(6)
         let second = try MediaCache(folder: folder, limits: .default, keyStorage: keys, indexInBackground: false, clock: clock.read)
-        #expect(second.statistics().kinds[.thumbnail]?.diskEntries == 0)
+        #expect(second.statisticsBlocking().kinds[.thumbnail]?.diskEntries == 0)
         #expect(files(folder, .thumbnail).isEmpty)
     }
 
     @Test("a ttl that is not a positive number of seconds is refused")
     func badTTL() throws {
         let cache = try MediaCache(folder: cacheFolder(), keyStorage: keyStore())
-        #expect(throws: MediaCacheError.self) { try cache.store(bytes(1), for: .thumbnail("a"), ttl: 0) }
-        #expect(throws: MediaCacheError.self) { try cache.store(bytes(1), for: .thumbnail("a"), ttl: -.infinity) }
-        #expect(throws: MediaCacheError.self) { try cache.setLimits(MediaCacheLimits(timeToLive: [.preview: -1])) }
+        #expect(throws: MediaCacheError.self) { try cache.storeBlocking(bytes(1), for: .thumbnail("a"), ttl: 0) }
+        #expect(throws: MediaCacheError.self) { try cache.storeBlocking(bytes(1), for: .thumbnail("a"), ttl: -.infinity) }
+        #expect(throws: MediaCacheError.self) { try cache.setLimitsBlocking(MediaCacheLimits(timeToLive: [.preview: -1])) }
     }
 
     @Test("hits, misses and expirations per kind are counted and kept for other instances")
@@ -249,15 +249,15 @@ struct MediaCacheExpiryTests {
         let clock = TestClock()
         let keys = keyStore()
         let cache = try MediaCache(folder: folder, limits: .default, keyStorage: keys, indexInBackground: false, clock: clock.read)
-        try cache.store(bytes(1), for: .thumbnail("a"))
-        try cache.store(bytes(2), for: .preview("p"), ttl: 1)
-        _ = cache.data(for: .thumbnail("a"))
-        _ = cache.data(for: .thumbnail("missing"))
+        try cache.storeBlocking(bytes(1), for: .thumbnail("a"))
+        try cache.storeBlocking(bytes(2), for: .preview("p"), ttl: 1)
+        _ = cache.dataBlocking(for: .thumbnail("a"))
+        _ = cache.dataBlocking(for: .thumbnail("missing"))
         clock.advance(2)
-        _ = cache.data(for: .preview("p"))
+        _ = cache.dataBlocking(for: .preview("p"))
         cache.close()
         let later = try MediaCache(folder: folder, limits: .default, keyStorage: keys, indexInBackground: false, clock: clock.read)
-        let stats = later.statistics()
+        let stats = later.statisticsBlocking()
         #expect(stats.kinds[.thumbnail]?.hits == 1)
         #expect(stats.kinds[.thumbnail]?.misses == 1)
         #expect(stats.kinds[.preview]?.misses == 1)

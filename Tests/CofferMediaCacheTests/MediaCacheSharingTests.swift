@@ -15,7 +15,7 @@ struct MediaCacheSharingTests {
         await withTaskGroup(of: Void.self) { group in
             for (n, cache) in caches.enumerated() {
                 group.addTask {
-                    for i in 0..<60 { try? cache.store(bytes(i, count: 300), for: .thumbnail("w\(n)-\(i)")) }
+                    for i in 0..<60 { try? cache.storeBlocking(bytes(i, count: 300), for: .thumbnail("w\(n)-\(i)")) }
                 }
             }
         }
@@ -29,11 +29,11 @@ struct MediaCacheSharingTests {
         let limits = MediaCacheLimits(entries: [.thumbnail: 5])
         let a = try MediaCache(folder: folder, limits: limits)
         let b = try MediaCache(folder: folder, limits: limits)
-        for i in 0..<5 { try a.store(bytes(i), for: .thumbnail("a\(i)")) }
-        for i in 0..<5 { try b.store(bytes(i), for: .thumbnail("b\(i)")) }
-        try a.store(bytes(99), for: .thumbnail("a-last"))
+        for i in 0..<5 { try a.storeBlocking(bytes(i), for: .thumbnail("a\(i)")) }
+        for i in 0..<5 { try b.storeBlocking(bytes(i), for: .thumbnail("b\(i)")) }
+        try a.storeBlocking(bytes(99), for: .thumbnail("a-last"))
         #expect(files(folder, .thumbnail).count == 5)
-        #expect(a.statistics().kinds[.thumbnail]?.diskEntries == 5)
+        #expect(a.statisticsBlocking().kinds[.thumbnail]?.diskEntries == 5)
     }
 
     @Test("every store leaves a cache another instance opens within its limits")
@@ -43,7 +43,7 @@ struct MediaCacheSharingTests {
         let caches = try (0..<3).map { _ in try MediaCache(folder: folder, limits: limits) }
         await withTaskGroup(of: Void.self) { group in
             for (n, cache) in caches.enumerated() {
-                group.addTask { for i in 0..<30 { try? cache.store(bytes(i), for: .preview("p\(n)-\(i)")) } }
+                group.addTask { for i in 0..<30 { try? cache.storeBlocking(bytes(i), for: .preview("p\(n)-\(i)")) } }
             }
         }
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("preview").path)

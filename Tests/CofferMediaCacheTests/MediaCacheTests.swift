@@ -28,17 +28,17 @@ struct MediaCacheLayerTests {
     @Test("a stored image comes back from memory")
     func memoryHit() throws {
         let cache = try MediaCache(folder: cacheFolder())
-        try cache.store(bytes(1), for: .thumbnail("a1"))
+        try cache.storeBlocking(bytes(1), for: .thumbnail("a1"))
         #expect(cache.memoryData(for: .thumbnail("a1")) == bytes(1))
     }
 
     @Test("after a memory purge the image comes back from disk")
     func diskHit() throws {
         let cache = try MediaCache(folder: cacheFolder())
-        try cache.store(bytes(2), for: .preview("a1"))
+        try cache.storeBlocking(bytes(2), for: .preview("a1"))
         cache.clearMemory()
         #expect(cache.memoryData(for: .preview("a1")) == nil)
-        #expect(cache.data(for: .preview("a1")) == bytes(2))
+        #expect(cache.dataBlocking(for: .preview("a1")) == bytes(2))
         #expect(cache.memoryData(for: .preview("a1")) == bytes(2))
     }
 
@@ -47,33 +47,33 @@ struct MediaCacheLayerTests {
         let folder = cacheFolder()
         do {
             let cache = try MediaCache(folder: folder)
-            try cache.store(bytes(3), for: .albumThumbnail("album-1"))
+            try cache.storeBlocking(bytes(3), for: .albumThumbnail("album-1"))
         }
         let reopened = try MediaCache(folder: folder)
-        #expect(reopened.data(for: .albumThumbnail("album-1")) == bytes(3))
-        #expect(reopened.statistics().kinds[.albumThumbnail]?.diskEntries == 1)
+        #expect(reopened.dataBlocking(for: .albumThumbnail("album-1")) == bytes(3))
+        #expect(reopened.statisticsBlocking().kinds[.albumThumbnail]?.diskEntries == 1)
     }
 
     @Test("a miss is nil, and the same id of another kind is another entry")
     func kindsAreSeparate() throws {
         let cache = try MediaCache(folder: cacheFolder())
-        try cache.store(bytes(4), for: .thumbnail("x"))
-        #expect(cache.data(for: .preview("x")) == nil)
-        #expect(cache.data(for: .thumbnail("y")) == nil)
+        try cache.storeBlocking(bytes(4), for: .thumbnail("x"))
+        #expect(cache.dataBlocking(for: .preview("x")) == nil)
+        #expect(cache.dataBlocking(for: .thumbnail("y")) == nil)
     }
 
     @Test("an empty id or empty data is refused by name")
     func badInput() throws {
         let cache = try MediaCache(folder: cacheFolder())
-        #expect(throws: MediaCacheError.invalidInput("the thumbnail id is empty")) { try cache.store(bytes(1), for: .thumbnail("")) }
-        #expect(throws: MediaCacheError.invalidInput("no bytes to cache for preview/p")) { try cache.store(Data(), for: .preview("p")) }
+        #expect(throws: MediaCacheError.invalidInput("the thumbnail id is empty")) { try cache.storeBlocking(bytes(1), for: .thumbnail("")) }
+        #expect(throws: MediaCacheError.invalidInput("no bytes to cache for preview/p")) { try cache.storeBlocking(Data(), for: .preview("p")) }
     }
 
     @Test("an image larger than the disk layer's limit is refused")
     func tooLarge() throws {
         let cache = try MediaCache(folder: cacheFolder(), limits: MediaCacheLimits(diskBytes: 10_000))
-        #expect(throws: MediaCacheError.self) { try cache.store(bytes(1, count: 20_000), for: .preview("big")) }
-        #expect(cache.statistics().diskBytes == 0)
+        #expect(throws: MediaCacheError.self) { try cache.storeBlocking(bytes(1, count: 20_000), for: .preview("big")) }
+        #expect(cache.statisticsBlocking().diskBytes == 0)
     }
 }
 
@@ -83,48 +83,48 @@ struct MediaCacheLimitTests {
     func entryLimit() throws {
         let cache = try MediaCache(folder: cacheFolder(), limits: MediaCacheLimits(entries: [.thumbnail: 5]))
         for i in 0..<20 {
-            try cache.store(bytes(i), for: .thumbnail("a\(i)"))
-            let stats = cache.statistics().kinds[.thumbnail]!
+            try cache.storeBlocking(bytes(i), for: .thumbnail("a\(i)"))
+            let stats = cache.statisticsBlocking().kinds[.thumbnail]!
             #expect(stats.diskEntries == min(i + 1, 5))
             #expect(stats.memoryEntries == min(i + 1, 5))
         }
-        #expect(cache.data(for: .thumbnail("a14")) == nil)
-        #expect(cache.data(for: .thumbnail("a15")) == bytes(15))
+        #expect(cache.dataBlocking(for: .thumbnail("a14")) == nil)
+        #expect(cache.dataBlocking(for: .thumbnail("a15")) == bytes(15))
     }
 
     @Test("evicted entries leave no file behind")
     func evictionRemovesFiles() throws {
         let folder = cacheFolder()
         let cache = try MediaCache(folder: folder, limits: MediaCacheLimits(entries: [.thumbnail: 3]))
-        for i in 0..<10 { try cache.store(bytes(i), for: .thumbnail("a\(i)")) }
+        for i in 0..<10 { try cache.storeBlocking(bytes(i), for: .thumbnail("a\(i)")) }
         #expect(files(folder, .thumbnail).count == 3)
     }
 
     @Test("a recently read entry outlives older unread ones")
     func leastRecentlyUsedGoesFirst() throws {
         let cache = try MediaCache(folder: cacheFolder(), limits: MediaCacheLimits(entries: [.preview: 3]))
-        for i in 0..<3 { try cache.store(bytes(i), for: .preview("a\(i)")) }
-        _ = cache.data(for: .preview("a0"))
-        try cache.store(bytes(3), for: .preview("a3"))
-        #expect(cache.data(for: .preview("a0")) != nil)
-        #expect(cache.data(for: .preview("a1")) == nil)
+        for i in 0..<3 { try cache.storeBlocking(bytes(i), for: .preview("a\(i)")) }
+        _ = cache.dataBlocking(for: .preview("a0"))
+        try cache.storeBlocking(bytes(3), for: .preview("a3"))
+        #expect(cache.dataBlocking(for: .preview("a0")) != nil)
+        #expect(cache.dataBlocking(for: .preview("a1")) == nil)
     }
 
     @Test("the disk layer's byte limit holds after every write")
     func diskByteLimit() throws {
         let cache = try MediaCache(folder: cacheFolder(), limits: MediaCacheLimits(diskBytes: 10_000))
         for i in 0..<40 {
-            try cache.store(bytes(i, count: 1_500), for: .thumbnail("a\(i)"))
-            #expect(cache.statistics().diskBytes <= 10_000)
+            try cache.storeBlocking(bytes(i, count: 1_500), for: .thumbnail("a\(i)"))
+            #expect(cache.statisticsBlocking().diskBytes <= 10_000)
         }
-        #expect(cache.data(for: .thumbnail("a39")) == bytes(39, count: 1_500))
+        #expect(cache.dataBlocking(for: .thumbnail("a39")) == bytes(39, count: 1_500))
     }
 
     @Test("the memory layer's byte limit holds while the disk keeps more")
     func memoryByteLimit() throws {
         let cache = try MediaCache(folder: cacheFolder(), limits: MediaCacheLimits(memoryBytes: 5_000))
-        for i in 0..<20 { try cache.store(bytes(i), for: .thumbnail("a\(i)")) }
-        let stats = cache.statistics()
+        for i in 0..<20 { try cache.storeBlocking(bytes(i), for: .thumbnail("a\(i)")) }
+        let stats = cache.statisticsBlocking()
         #expect(stats.memoryBytes <= 5_000)
         #expect(stats.kinds[.thumbnail]?.diskEntries == 20)
     }
@@ -132,18 +132,18 @@ struct MediaCacheLimitTests {
     @Test("filling one kind never evicts another kind")
     func kindsDoNotEvictEachOther() throws {
         let cache = try MediaCache(folder: cacheFolder(), limits: MediaCacheLimits(entries: [.thumbnail: 4, .albumThumbnail: 2]))
-        try cache.store(bytes(1), for: .albumThumbnail("album"))
-        for i in 0..<50 { try cache.store(bytes(i), for: .thumbnail("a\(i)")) }
-        #expect(cache.data(for: .albumThumbnail("album")) == bytes(1))
+        try cache.storeBlocking(bytes(1), for: .albumThumbnail("album"))
+        for i in 0..<50 { try cache.storeBlocking(bytes(i), for: .thumbnail("a\(i)")) }
+        #expect(cache.dataBlocking(for: .albumThumbnail("album")) == bytes(1))
     }
 
     @Test("lower limits apply at once")
     func setLimits() throws {
         let cache = try MediaCache(folder: cacheFolder())
-        for i in 0..<10 { try cache.store(bytes(i), for: .thumbnail("a\(i)")) }
-        try cache.setLimits(MediaCacheLimits(entries: [.thumbnail: 2]))
-        #expect(cache.statistics().kinds[.thumbnail]?.diskEntries == 2)
-        #expect(cache.data(for: .thumbnail("a9")) != nil)
+        for i in 0..<10 { try cache.storeBlocking(bytes(i), for: .thumbnail("a\(i)")) }
+        try cache.setLimitsBlocking(MediaCacheLimits(entries: [.thumbnail: 2]))
+        #expect(cache.statisticsBlocking().kinds[.thumbnail]?.diskEntries == 2)
+        #expect(cache.dataBlocking(for: .thumbnail("a9")) != nil)
     }
 
     @Test("recency survives a restart: what was read last before it is kept")
@@ -152,16 +152,16 @@ struct MediaCacheLimitTests {
         do {
             let cache = try MediaCache(folder: folder)
             for i in 0..<3 {
-                try cache.store(bytes(i), for: .preview("a\(i)"))
+                try cache.storeBlocking(bytes(i), for: .preview("a\(i)"))
                 usleep(20_000)
             }
             cache.clearMemory()
-            _ = cache.data(for: .preview("a0")) // a disk read marks the file
+            _ = cache.dataBlocking(for: .preview("a0")) // a disk read marks the file
         }
         let reopened = try MediaCache(folder: folder, limits: MediaCacheLimits(entries: [.preview: 3]))
-        try reopened.store(bytes(3), for: .preview("a3"))
-        #expect(reopened.data(for: .preview("a0")) != nil)
-        #expect(reopened.data(for: .preview("a1")) == nil)
+        try reopened.storeBlocking(bytes(3), for: .preview("a3"))
+        #expect(reopened.dataBlocking(for: .preview("a0")) != nil)
+        #expect(reopened.dataBlocking(for: .preview("a1")) == nil)
     }
 }
 
@@ -171,26 +171,26 @@ struct MediaCacheDamageTests {
     func damagedFile() throws {
         let folder = cacheFolder()
         let cache = try MediaCache(folder: folder)
-        try cache.store(bytes(5), for: .thumbnail("a"))
+        try cache.storeBlocking(bytes(5), for: .thumbnail("a"))
         cache.clearMemory()
         let file = try #require(files(folder, .thumbnail).first)
         var raw = try Data(contentsOf: file)
         raw[raw.count - 10] ^= 0xff
         try raw.write(to: file)
-        #expect(cache.data(for: .thumbnail("a")) == nil)
+        #expect(cache.dataBlocking(for: .thumbnail("a")) == nil)
         #expect(!FileManager.default.fileExists(atPath: file.path))
-        #expect(cache.statistics().kinds[.thumbnail]?.diskEntries == 0)
+        #expect(cache.statisticsBlocking().kinds[.thumbnail]?.diskEntries == 0)
     }
 
     @Test("a truncated file (a torn write) reads as a miss")
     func truncatedFile() throws {
         let folder = cacheFolder()
         let cache = try MediaCache(folder: folder)
-        try cache.store(bytes(6), for: .preview("a"))
+        try cache.storeBlocking(bytes(6), for: .preview("a"))
         cache.clearMemory()
         let file = try #require(files(folder, .preview).first)
         try Data(try Data(contentsOf: file).prefix(60)).write(to: file)
-        #expect(cache.data(for: .preview("a")) == nil)
+        #expect(cache.dataBlocking(for: .preview("a")) == nil)
     }
 
     @Test("leftover temporary files of an interrupted write are removed when the reopened cache builds its index")
@@ -200,7 +200,7 @@ struct MediaCacheDamageTests {
         let stray = folder.appendingPathComponent("thumbnail/.0000.tmp")
         try Data([1, 2, 3]).write(to: stray)
         let reopened = try MediaCache(folder: folder)
-        _ = reopened.statistics() // builds the index now, if the background has not yet
+        _ = reopened.statisticsBlocking() // builds the index now, if the background has not yet
         #expect(!FileManager.default.fileExists(atPath: stray.path))
     }
 
@@ -209,61 +209,61 @@ struct MediaCacheDamageTests {
         let folder = cacheFolder()
         // No background index build: it could recreate the folder while this test removes it.
         let cache = try MediaCache(folder: folder, limits: .default, indexInBackground: false)
-        try cache.store(bytes(7), for: .thumbnail("a"))
+        try cache.storeBlocking(bytes(7), for: .thumbnail("a"))
         cache.clearMemory()
         try FileManager.default.removeItem(at: folder)
-        #expect(cache.data(for: .thumbnail("a")) == nil)
-        #expect(cache.statistics().purgesNoticed == 1)
-        #expect(cache.statistics().kinds[.thumbnail]?.diskEntries == 0)
-        try cache.store(bytes(8), for: .thumbnail("b"))
+        #expect(cache.dataBlocking(for: .thumbnail("a")) == nil)
+        #expect(cache.statisticsBlocking().purgesNoticed == 1)
+        #expect(cache.statisticsBlocking().kinds[.thumbnail]?.diskEntries == 0)
+        try cache.storeBlocking(bytes(8), for: .thumbnail("b"))
         cache.clearMemory()
-        #expect(cache.data(for: .thumbnail("b")) == bytes(8))
+        #expect(cache.dataBlocking(for: .thumbnail("b")) == bytes(8))
     }
 
     @Test("invalidating an asset removes its thumbnail and preview only")
     func invalidateAsset() throws {
         let cache = try MediaCache(folder: cacheFolder())
-        try cache.store(bytes(1), for: .thumbnail("a"))
-        try cache.store(bytes(2), for: .preview("a"))
-        try cache.store(bytes(3), for: .thumbnail("b"))
-        try cache.store(bytes(4), for: .albumThumbnail("a"))
-        cache.invalidate(assetId: "a")
-        #expect(cache.data(for: .thumbnail("a")) == nil)
-        #expect(cache.data(for: .preview("a")) == nil)
-        #expect(cache.data(for: .thumbnail("b")) == bytes(3))
-        #expect(cache.data(for: .albumThumbnail("a")) == bytes(4))
+        try cache.storeBlocking(bytes(1), for: .thumbnail("a"))
+        try cache.storeBlocking(bytes(2), for: .preview("a"))
+        try cache.storeBlocking(bytes(3), for: .thumbnail("b"))
+        try cache.storeBlocking(bytes(4), for: .albumThumbnail("a"))
+        cache.invalidateBlocking(assetId: "a")
+        #expect(cache.dataBlocking(for: .thumbnail("a")) == nil)
+        #expect(cache.dataBlocking(for: .preview("a")) == nil)
+        #expect(cache.dataBlocking(for: .thumbnail("b")) == bytes(3))
+        #expect(cache.dataBlocking(for: .albumThumbnail("a")) == bytes(4))
     }
 
     @Test("invalidating an album removes its cover")
     func invalidateAlbum() throws {
         let cache = try MediaCache(folder: cacheFolder())
-        try cache.store(bytes(1), for: .albumThumbnail("album"))
-        try cache.store(bytes(2), for: .thumbnail("album"))
-        cache.invalidate(albumId: "album")
-        #expect(cache.data(for: .albumThumbnail("album")) == nil)
-        #expect(cache.data(for: .thumbnail("album")) == bytes(2))
+        try cache.storeBlocking(bytes(1), for: .albumThumbnail("album"))
+        try cache.storeBlocking(bytes(2), for: .thumbnail("album"))
+        cache.invalidateBlocking(albumId: "album")
+        #expect(cache.dataBlocking(for: .albumThumbnail("album")) == nil)
+        #expect(cache.dataBlocking(for: .thumbnail("album")) == bytes(2))
     }
 
     @Test("clearing one kind leaves the others; clearing all leaves no file")
     func clearing() throws {
         let folder = cacheFolder()
         let cache = try MediaCache(folder: folder)
-        try cache.store(bytes(1), for: .thumbnail("a"))
-        try cache.store(bytes(2), for: .preview("a"))
-        cache.clear(.thumbnail)
-        #expect(cache.data(for: .thumbnail("a")) == nil)
-        #expect(cache.data(for: .preview("a")) == bytes(2))
-        cache.clear()
+        try cache.storeBlocking(bytes(1), for: .thumbnail("a"))
+        try cache.storeBlocking(bytes(2), for: .preview("a"))
+        cache.clearBlocking(.thumbnail)
+        #expect(cache.dataBlocking(for: .thumbnail("a")) == nil)
+        #expect(cache.dataBlocking(for: .preview("a")) == bytes(2))
+        cache.clearBlocking()
         #expect(MediaKind.allCases.allSatisfy { files(folder, $0).isEmpty })
-        #expect(cache.statistics().diskBytes == 0)
+        #expect(cache.statisticsBlocking().diskBytes == 0)
     }
 
     @Test("statistics count entries and bytes per kind")
     func statistics() throws {
         let cache = try MediaCache(folder: cacheFolder())
-        try cache.store(bytes(1, count: 100), for: .thumbnail("a"))
-        try cache.store(bytes(2, count: 300), for: .thumbnail("b"))
-        let thumbs = try #require(cache.statistics().kinds[.thumbnail])
+        try cache.storeBlocking(bytes(1, count: 100), for: .thumbnail("a"))
+        try cache.storeBlocking(bytes(2, count: 300), for: .thumbnail("b"))
+        let thumbs = try #require(cache.statisticsBlocking().kinds[.thumbnail])
         #expect(thumbs.memoryEntries == 2)
         #expect(thumbs.memoryBytes == 400)
         #expect(thumbs.diskEntries == 2)
@@ -282,9 +282,9 @@ struct MediaCacheConcurrencyTests {
                 group.addTask {
                     for i in 0..<150 {
                         let id = "a\((i * 7 + worker) % 120)"
-                        try? cache.store(bytes(i, count: 200 + worker), for: .thumbnail(id))
-                        _ = cache.data(for: .thumbnail("a\(i % 120)"))
-                        if i % 25 == 0 { cache.invalidate(assetId: "a\(i % 120)") }
+                        try? cache.storeBlocking(bytes(i, count: 200 + worker), for: .thumbnail(id))
+                        _ = cache.dataBlocking(for: .thumbnail("a\(i % 120)"))
+                        if i % 25 == 0 { cache.invalidateBlocking(assetId: "a\(i % 120)") }
                     }
                 }
             }

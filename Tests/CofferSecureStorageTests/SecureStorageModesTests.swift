@@ -23,7 +23,7 @@ struct SecureStorageModesTests {
     func newStoreOwnerOnly() throws {
         let parent = secureFolder()
         let folder = parent.appendingPathComponent("secure", isDirectory: true)
-        try EncryptedFileSecureStorage(folder: folder).save(Data("t".utf8), for: "token", accessibility: .afterFirstUnlock)
+        try EncryptedFileSecureStorage(folder: folder).saveBlocking(Data("t".utf8), for: "token", accessibility: .afterFirstUnlock)
         let items = folder.appendingPathComponent("items", isDirectory: true)
         let itemFiles = try FileManager.default.contentsOfDirectory(at: items, includingPropertiesForKeys: nil)
         #expect(itemFiles.count == 1)
@@ -34,11 +34,11 @@ struct SecureStorageModesTests {
     @Test("the store's folder and items folder found 0755 are 0700 after the next read")
     func existingFoldersRestricted() throws {
         let folder = secureFolder()
-        try EncryptedFileSecureStorage(folder: folder).save(Data("t".utf8), for: "token", accessibility: .afterFirstUnlock)
+        try EncryptedFileSecureStorage(folder: folder).saveBlocking(Data("t".utf8), for: "token", accessibility: .afterFirstUnlock)
         let items = folder.appendingPathComponent("items", isDirectory: true)
         #expect(chmod(folder.path, 0o755) == 0)
         #expect(chmod(items.path, 0o755) == 0)
-        #expect(try EncryptedFileSecureStorage(folder: folder).load("token") == Data("t".utf8))
+        #expect(try EncryptedFileSecureStorage(folder: folder).loadBlocking("token") == Data("t".utf8))
         #expect([folder, items].map(octalMode) == ["700", "700"])
     }
 }
