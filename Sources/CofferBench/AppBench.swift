@@ -152,7 +152,9 @@ struct AppBench: AsyncParsableCommand {
         let rounds = 5
         for round in 0..<rounds {
             let slice = probe[(round * probe.count / rounds)..<((round + 1) * probe.count / rounds)]
-            tLookup += try await Clock.time { for id in slice { if try app.context.assets.findByRemoteIdBlocking(id) != nil { found += 1 } } }.1
+            tLookup += try await Clock.time {
+                for id in slice { if try app.context.assets.findByRemoteIdBlocking(id) != nil { found += 1 } }
+            }.1
             tDirectLookup += try await Clock.time {
                 for id in slice {
                     if try direct.read({ db in
@@ -163,7 +165,9 @@ struct AppBench: AsyncParsableCommand {
                 }
             }.1
             let windowSlice = windows[(round * windows.count / rounds)..<((round + 1) * windows.count / rounds)]
-            tBetween += try await Clock.time { for (a, b) in windowSlice { rows += try app.context.assets.createdBetweenBlocking(a, b).count } }.1
+            tBetween += try await Clock.time {
+                for (a, b) in windowSlice { rows += try app.context.assets.createdBetweenBlocking(a, b).count }
+            }.1
             tDirectBetween += try await Clock.time {
                 for (a, b) in windowSlice {
                     directRows += try direct.read { db in

@@ -18,9 +18,13 @@ extension BrandClientType {
         try await offCallerUnlessCancelled { try self.getBrandByLanguageBlocking(language) }
     }
     /// ``clearBrandByBlocking(_:)`` off the caller's executor.
-    public func clearBrandBy(_ language: String) async throws { try await offCallerUnlessCancelled { try self.clearBrandByBlocking(language) } }
+    public func clearBrandBy(_ language: String) async throws {
+        try await offCallerUnlessCancelled { try self.clearBrandByBlocking(language) }
+    }
     /// ``deleteBlocking(_:)`` off the caller's executor.
-    @discardableResult public func delete(_ id: String) async throws -> Int { try await offCallerUnlessCancelled { try self.deleteBlocking(id) } }
+    @discardableResult public func delete(_ id: String) async throws -> Int {
+        try await offCallerUnlessCancelled { try self.deleteBlocking(id) }
+    }
 }
 
 extension AssetClientType {
@@ -66,7 +70,9 @@ extension AssetClientType {
 
 extension AlbumClientType {
     /// ``putBlocking(_:)`` off the caller's executor.
-    @discardableResult public func put(_ album: Album) async throws -> Album { try await offCallerUnlessCancelled { try self.putBlocking(album) } }
+    @discardableResult public func put(_ album: Album) async throws -> Album {
+        try await offCallerUnlessCancelled { try self.putBlocking(album) }
+    }
     /// ``findByRemoteIdBlocking(_:)`` off the caller's executor.
     public func findByRemoteId(_ remoteId: String) async throws -> Album? {
         try await offCallerUnlessCancelled { try self.findByRemoteIdBlocking(remoteId) }
@@ -80,7 +86,9 @@ extension AlbumClientType {
         try await offCallerUnlessCancelled { try self.shareBlocking(albumId: albumId, userIds: userIds) }
     }
     /// ``assetsBlocking(albumId:)`` off the caller's executor.
-    public func assets(albumId: Int64) async throws -> [Asset] { try await offCallerUnlessCancelled { try self.assetsBlocking(albumId: albumId) } }
+    public func assets(albumId: Int64) async throws -> [Asset] {
+        try await offCallerUnlessCancelled { try self.assetsBlocking(albumId: albumId) }
+    }
     /// ``allForOwnerBlocking(_:)`` off the caller's executor.
     public func allForOwner(_ ownerId: String) async throws -> [Album] {
         try await offCallerUnlessCancelled { try self.allForOwnerBlocking(ownerId) }
@@ -93,7 +101,9 @@ extension AlbumClientType {
 
 extension SyncClientType {
     /// ``putBackupAlbumBlocking(_:)`` off the caller's executor.
-    public func putBackupAlbum(_ album: BackupAlbum) async throws { try await offCallerUnlessCancelled { try self.putBackupAlbumBlocking(album) } }
+    public func putBackupAlbum(_ album: BackupAlbum) async throws {
+        try await offCallerUnlessCancelled { try self.putBackupAlbumBlocking(album) }
+    }
     /// ``backupAlbumsBlocking(_:)`` off the caller's executor.
     public func backupAlbums(_ selection: BackupAlbum.Selection) async throws -> [BackupAlbum] {
         try await offCallerUnlessCancelled { try self.backupAlbumsBlocking(selection) }
@@ -115,13 +125,17 @@ extension SyncClientType {
         try await offCallerUnlessCancelled { try self.putIOSAssetsBlocking(assets) }
     }
     /// ``iosAssetBlocking(_:)`` off the caller's executor.
-    public func iosAsset(_ id: String) async throws -> IOSDeviceAsset? { try await offCallerUnlessCancelled { try self.iosAssetBlocking(id) } }
+    public func iosAsset(_ id: String) async throws -> IOSDeviceAsset? {
+        try await offCallerUnlessCancelled { try self.iosAssetBlocking(id) }
+    }
     /// ``androidAssetBlocking(_:)`` off the caller's executor.
     public func androidAsset(_ id: String) async throws -> AndroidDeviceAsset? {
         try await offCallerUnlessCancelled { try self.androidAssetBlocking(id) }
     }
     /// ``allBackupAlbumsBlocking()`` off the caller's executor.
-    public func allBackupAlbums() async throws -> [BackupAlbum] { try await offCallerUnlessCancelled { try self.allBackupAlbumsBlocking() } }
+    public func allBackupAlbums() async throws -> [BackupAlbum] {
+        try await offCallerUnlessCancelled { try self.allBackupAlbumsBlocking() }
+    }
     /// ``deleteBackupAlbumsBlocking(_:)`` off the caller's executor.
     @discardableResult public func deleteBackupAlbums(_ ids: [String]) async throws -> Int {
         try await offCallerUnlessCancelled { try self.deleteBackupAlbumsBlocking(ids) }

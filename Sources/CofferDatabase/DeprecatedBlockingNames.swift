@@ -36,10 +36,14 @@ extension AssetClientType {
     public func createdBetween(_ start: Date, _ end: Date) throws -> [Asset] { try createdBetweenBlocking(start, end) }
     /// The blocking form's old name, kept for one release: use `putBlocking(_:onConflict:)`.
     @available(*, deprecated, renamed: "putBlocking(_:onConflict:)")
-    @discardableResult public func put(_ asset: Asset, onConflict: AssetIdentityConflict) throws -> Asset { try putBlocking(asset, onConflict: onConflict) }
+    @discardableResult public func put(_ asset: Asset, onConflict: AssetIdentityConflict) throws -> Asset {
+        try putBlocking(asset, onConflict: onConflict)
+    }
     /// The blocking form's old name, kept for one release: use `putAllBlocking(_:onConflict:)`.
     @available(*, deprecated, renamed: "putAllBlocking(_:onConflict:)")
-    @discardableResult public func putAll(_ assets: [Asset], onConflict: AssetIdentityConflict) throws -> [Asset] { try putAllBlocking(assets, onConflict: onConflict) }
+    @discardableResult public func putAll(_ assets: [Asset], onConflict: AssetIdentityConflict) throws -> [Asset] {
+        try putAllBlocking(assets, onConflict: onConflict)
+    }
     /// The blocking form's old name, kept for one release: use `deleteAllByRemoteIdBlocking(_:)`.
     @available(*, deprecated, renamed: "deleteAllByRemoteIdBlocking(_:)")
     @discardableResult public func deleteAllByRemoteId(_ remoteIds: [String]) throws -> Int { try deleteAllByRemoteIdBlocking(remoteIds) }

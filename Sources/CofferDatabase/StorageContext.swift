@@ -596,7 +596,9 @@ struct SyncClient: SyncClientType {
 
     func iosAssetBlocking(_ id: String) throws -> IOSDeviceAsset? { try read(pool) { db in try IOSDeviceAsset.fetchOne(db, key: id) } }
 
-    func androidAssetBlocking(_ id: String) throws -> AndroidDeviceAsset? { try read(pool) { db in try AndroidDeviceAsset.fetchOne(db, key: id) } }
+    func androidAssetBlocking(_ id: String) throws -> AndroidDeviceAsset? {
+        try read(pool) { db in try AndroidDeviceAsset.fetchOne(db, key: id) }
+    }
 
     func allBackupAlbumsBlocking() throws -> [BackupAlbum] { try read(pool) { db in try BackupAlbum.fetchAll(db) } }
 
@@ -606,7 +608,9 @@ struct SyncClient: SyncClientType {
 
     func deleteDuplicatedBlocking(_ ids: [String]) throws -> Int { try write(pool) { db in try DuplicatedAsset.deleteAll(db, keys: ids) } }
 
-    func deleteAndroidAssetsBlocking(_ ids: [String]) throws -> Int { try write(pool) { db in try AndroidDeviceAsset.deleteAll(db, keys: ids) } }
+    func deleteAndroidAssetsBlocking(_ ids: [String]) throws -> Int {
+        try write(pool) { db in try AndroidDeviceAsset.deleteAll(db, keys: ids) }
+    }
 
     func deleteIOSAssetsBlocking(_ ids: [String]) throws -> Int { try write(pool) { db in try IOSDeviceAsset.deleteAll(db, keys: ids) } }
 }

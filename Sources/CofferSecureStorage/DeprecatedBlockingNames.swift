@@ -6,7 +6,9 @@ import Foundation
 extension SecureStorage {
     /// The blocking form's old name, kept for one release: use `saveBlocking(_:for:accessibility:)`.
     @available(*, deprecated, renamed: "saveBlocking(_:for:accessibility:)")
-    public func save(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError) { try saveBlocking(data, for: name, accessibility: accessibility) }
+    public func save(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError) {
+        try saveBlocking(data, for: name, accessibility: accessibility)
+    }
     /// The blocking form's old name, kept for one release: use `loadBlocking(_:)`.
     @available(*, deprecated, renamed: "loadBlocking(_:)")
     public func load(_ name: String) throws(SecureStorageError) -> Data? { try loadBlocking(name) }
@@ -24,7 +26,9 @@ extension SecureStorage {
     public func damagedItems() throws(SecureStorageError) -> [(file: String, reason: String)] { try damagedItemsBlocking() }
     /// The blocking form's old name, kept for one release: use `saveBlocking(_:for:accessibility:)`.
     @available(*, deprecated, renamed: "saveBlocking(_:for:accessibility:)")
-    public func save<Value>(_ value: Value, for item: SecureItem<Value>, accessibility: SecureAccessibility? = nil) throws(SecureStorageError) { try saveBlocking(value, for: item, accessibility: accessibility) }
+    public func save<Value>(_ value: Value, for item: SecureItem<Value>, accessibility: SecureAccessibility? = nil)
+        throws(SecureStorageError)
+    { try saveBlocking(value, for: item, accessibility: accessibility) }
     /// The blocking form's old name, kept for one release: use `loadBlocking(_:)`.
     @available(*, deprecated, renamed: "loadBlocking(_:)")
     public func load<Value>(_ item: SecureItem<Value>) throws(SecureStorageError) -> Value? { try loadBlocking(item) }
@@ -39,7 +43,9 @@ extension SSLClientCertificate {
     public func save(to storage: any SecureStorage) throws(SecureStorageError) { try saveBlocking(to: storage) }
     /// The blocking form's old name, kept for one release: use `loadBlocking(from:)`.
     @available(*, deprecated, renamed: "loadBlocking(from:)")
-    public static func load(from storage: any SecureStorage) throws(SecureStorageError) -> SSLClientCertificate? { try Self.loadBlocking(from: storage) }
+    public static func load(from storage: any SecureStorage) throws(SecureStorageError) -> SSLClientCertificate? {
+        try Self.loadBlocking(from: storage)
+    }
     /// The blocking form's old name, kept for one release: use `deleteBlocking(from:)`.
     @available(*, deprecated, renamed: "deleteBlocking(from:)")
     public static func delete(from storage: any SecureStorage) throws(SecureStorageError) { try Self.deleteBlocking(from: storage) }

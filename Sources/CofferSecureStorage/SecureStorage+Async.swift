@@ -35,7 +35,9 @@ extension SecureStorage {
 
     /// ``damagedItemsBlocking()`` off the caller's executor.
     public func damagedItems() async throws -> [(file: String, reason: String)] {
-        let found = try await offCallerUnlessCancelled { try self.damagedItemsBlocking().map { DamagedItem(file: $0.file, reason: $0.reason) } }
+        let found = try await offCallerUnlessCancelled {
+            try self.damagedItemsBlocking().map { DamagedItem(file: $0.file, reason: $0.reason) }
+        }
         return found.map { (file: $0.file, reason: $0.reason) }
     }
 

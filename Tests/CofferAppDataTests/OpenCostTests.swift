@@ -84,7 +84,8 @@ struct AssetIdentityTests {
     func refusesRemoteIdChange() throws {
         let app = try Self.app()
         defer { try? app.close() }
-        try app.context.assets.putBlocking(Asset(remoteId: "old", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
+        try app.context.assets.putBlocking(
+            Asset(remoteId: "old", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
         #expect(throws: DatabaseStoreError.uniqueViolation(key: "ownerId+checksum", table: "assets")) {
             try app.context.assets.putBlocking(
                 Asset(remoteId: "new", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
@@ -137,7 +138,8 @@ struct AssetIdentityTests {
     func putAllAllOrNothing() throws {
         let app = try Self.app()
         defer { try? app.close() }
-        try app.context.assets.putBlocking(Asset(remoteId: "old", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
+        try app.context.assets.putBlocking(
+            Asset(remoteId: "old", localId: nil, ownerId: "o", checksum: "c", fileName: "f", fileCreatedAt: Self.t0))
         #expect(throws: DatabaseStoreError.self) {
             try app.context.assets.putAllBlocking([
                 Asset(remoteId: "fresh", localId: nil, ownerId: "o", checksum: "c2", fileName: "f", fileCreatedAt: Self.t0),

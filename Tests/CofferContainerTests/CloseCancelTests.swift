@@ -60,7 +60,8 @@ struct ContainerCloseCancelTests {
 
     static let calls: [ModuleCall] = [
         // Media cache.
-        ModuleCall("cache.store", cacheClosed) { s in try blocking { try s.container.cache.storeBlocking(Data([4]), for: .thumbnail("b")) } },
+        ModuleCall("cache.store", cacheClosed) { s in try blocking { try s.container.cache.storeBlocking(Data([4]), for: .thumbnail("b")) }
+        },
         ModuleCall("await cache.store", cacheClosed) { s in try await s.container.cache.store(Data([4]), for: .thumbnail("b")) },
         ModuleCall("cache.setLimits", cacheClosed) { s in
             try blocking { try s.container.cache.setLimitsBlocking(MediaCacheLimits(memoryBytes: 1 << 20, diskBytes: 1 << 20)) }

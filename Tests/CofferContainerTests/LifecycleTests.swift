@@ -75,7 +75,9 @@ struct ContainerLifecycleTests {
         try await app.secure.save(Data("token".utf8), for: "accessToken", accessibility: .afterFirstUnlock)
         app.close()
         #expect(throws: SecureStorageError.closed) { _ = try app.secure.loadBlocking("accessToken") }
-        #expect(throws: SecureStorageError.closed) { try app.secure.saveBlocking(Data("x".utf8), for: "other", accessibility: .afterFirstUnlock) }
+        #expect(throws: SecureStorageError.closed) {
+            try app.secure.saveBlocking(Data("x".utf8), for: "other", accessibility: .afterFirstUnlock)
+        }
         try await CofferContainer.reset(CofferLocations(store: folder))
         let again = try await CofferContainer.open(CofferLocations(store: folder))
         defer { again.close() }

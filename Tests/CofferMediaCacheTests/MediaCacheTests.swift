@@ -65,8 +65,12 @@ struct MediaCacheLayerTests {
     @Test("an empty id or empty data is refused by name")
     func badInput() throws {
         let cache = try MediaCache(folder: cacheFolder())
-        #expect(throws: MediaCacheError.invalidInput("the thumbnail id is empty")) { try cache.storeBlocking(bytes(1), for: .thumbnail("")) }
-        #expect(throws: MediaCacheError.invalidInput("no bytes to cache for preview/p")) { try cache.storeBlocking(Data(), for: .preview("p")) }
+        #expect(throws: MediaCacheError.invalidInput("the thumbnail id is empty")) {
+            try cache.storeBlocking(bytes(1), for: .thumbnail(""))
+        }
+        #expect(throws: MediaCacheError.invalidInput("no bytes to cache for preview/p")) {
+            try cache.storeBlocking(Data(), for: .preview("p"))
+        }
     }
 
     @Test("an image larger than the disk layer's limit is refused")

@@ -88,7 +88,8 @@ struct SecureStorageDegradationTests {
         await withTaskGroup(of: Void.self) { group in
             for i in 0..<16 {
                 group.addTask {
-                    try? EncryptedFileSecureStorage(folder: folder).saveBlocking(Data("\(i)".utf8), for: "item\(i)", accessibility: .whenUnlocked)
+                    try? EncryptedFileSecureStorage(folder: folder).saveBlocking(
+                        Data("\(i)".utf8), for: "item\(i)", accessibility: .whenUnlocked)
                 }
             }
         }
