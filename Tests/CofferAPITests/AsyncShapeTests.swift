@@ -5,6 +5,7 @@
 // Which form a call resolved to is told apart from outside by cancellation: an async form checks
 // the task first and throws `CancellationError` before it writes, a blocking form runs on the
 // caller's thread and writes whatever the task.
+
 import Coffer
 import Foundation
 import Testing

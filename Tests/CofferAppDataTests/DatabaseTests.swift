@@ -18,77 +18,77 @@ struct CollectionTests {
     func brands() throws {
         let app = try openApp()
         let brand = app.context.brand
-        try brand.save(Brand(brandId: "b1", image: "i", keywords: "k", name: "Acme"), for: "en")
-        try brand.save(Brand(brandId: "b2", image: "i", keywords: "k", name: "Acme FR"), for: "fr")
-        #expect(try brand.getBrandByLanguage("en")?.map(\.brandId) == ["b1"])
-        try brand.clearBrandBy("en")
-        #expect(try brand.getBrandByLanguage("en") == nil)
-        #expect(try brand.delete("b2") == 1)
-        #expect(try brand.delete("b2") == 0)
+        try brand.saveBlocking(Brand(brandId: "b1", image: "i", keywords: "k", name: "Acme"), for: "en")
+        try brand.saveBlocking(Brand(brandId: "b2", image: "i", keywords: "k", name: "Acme FR"), for: "fr")
+        #expect(try brand.getBrandByLanguageBlocking("en")?.map(\.brandId) == ["b1"])
+        try brand.clearBrandByBlocking("en")
+        #expect(try brand.getBrandByLanguageBlocking("en") == nil)
+        #expect(try brand.deleteBlocking("b2") == 1)
+        #expect(try brand.deleteBlocking("b2") == 0)
     }
 
     @Test("find by remote id, all for an owner, created between")
     func assetQueries() throws {
         let app = try openApp()
-        try app.context.assets.putAll((0..<50).map { asset($0, owner: $0 % 2 == 0 ? "even" : "odd") })
-        #expect(try app.context.assets.findByRemoteId("r7")?.fileName == "IMG_7.jpg")
-        #expect(try app.context.assets.allForOwner("even").count == 25)
+        try app.context.assets.putAllBlocking((0..<50).map { asset($0, owner: $0 % 2 == 0 ? "even" : "odd") })
+        #expect(try app.context.assets.findByRemoteIdBlocking("r7")?.fileName == "IMG_7.jpg")
+        #expect(try app.context.assets.allForOwnerBlocking("even").count == 25)
         let start = Date(timeIntervalSince1970: Double(1_600_000_000 + 10 * 86_400))
         let end = Date(timeIntervalSince1970: Double(1_600_000_000 + 19 * 86_400))
-        #expect(try app.context.assets.createdBetween(start, end).map(\.remoteId) == (10...19).map { "r\($0)" })
+        #expect(try app.context.assets.createdBetweenBlocking(start, end).map(\.remoteId) == (10...19).map { "r\($0)" })
     }
 
     @Test("put upserts on the unique keys instead of adding a second row")
     func upsert() throws {
         let app = try openApp()
-        let first = try app.context.assets.put(asset(1))
+        let first = try app.context.assets.putBlocking(asset(1))
         var changed = asset(1)
         changed.isFavorite = true
         changed.localId = nil
-        let second = try app.context.assets.put(changed)
+        let second = try app.context.assets.putBlocking(changed)
         #expect(second.id == first.id)
-        #expect(try app.context.assets.count() == 1)
-        #expect(try app.context.assets.findByRemoteId("r1")?.isFavorite == true)
+        #expect(try app.context.assets.countBlocking() == 1)
+        #expect(try app.context.assets.findByRemoteIdBlocking("r1")?.isFavorite == true)
     }
 
     @Test("a unique-key clash is a clear error naming the key, and putAll changes nothing")
     func uniqueClash() throws {
         let app = try openApp()
-        try app.context.assets.put(asset(1))
-        try app.context.assets.put(asset(2))
+        try app.context.assets.putBlocking(asset(1))
+        try app.context.assets.putBlocking(asset(2))
         // Matches asset 2 by remote id but takes asset 1's owner + checksum.
         var clash = asset(2)
         clash.checksum = "sum1"
         #expect(throws: DatabaseStoreError.uniqueViolation(key: "ownerId+checksum", table: "assets")) {
-            try app.context.assets.putAll([asset(3), clash])
+            try app.context.assets.putAllBlocking([asset(3), clash])
         }
-        #expect(try app.context.assets.count() == 2)
+        #expect(try app.context.assets.countBlocking() == 2)
     }
 
     @Test("deleteAllByRemoteId removes exactly those")
     func deleteByRemote() throws {
         let app = try openApp()
-        try app.context.assets.putAll((0..<10).map { asset($0) })
-        #expect(try app.context.assets.deleteAllByRemoteId(["r1", "r2", "nope"]) == 2)
-        #expect(try app.context.assets.count() == 8)
+        try app.context.assets.putAllBlocking((0..<10).map { asset($0) })
+        #expect(try app.context.assets.deleteAllByRemoteIdBlocking(["r1", "r2", "nope"]) == 2)
+        #expect(try app.context.assets.countBlocking() == 8)
     }
 
     @Test("albums link assets and users; sync bookkeeping round-trips")
     func albumsAndSync() throws {
         let app = try openApp()
-        let assets = try app.context.assets.putAll((0..<3).map { asset($0) })
-        let album = try app.context.albums.put(Album(remoteId: "al1", name: "Trip", createdAt: Date(), ownerId: "owner-1"))
-        try app.context.albums.link(albumId: album.id!, assetIds: assets.compactMap(\.id))
-        try app.context.albums.share(albumId: album.id!, userIds: ["u2"])
-        #expect(try app.context.albums.assets(albumId: album.id!).count == 3)
-        try app.context.sync.putBackupAlbum(BackupAlbum(id: "dev1", name: "Camera", selection: .include, lastBackup: Date()))
-        #expect(try app.context.sync.backupAlbums(.include).map(\.id) == ["dev1"])
-        try app.context.sync.putDuplicated(["x"])
-        #expect(try app.context.sync.isDuplicated("x"))
-        try app.context.sync.putETag(ETag(id: "u1", assetCount: 5, time: Date()))
-        #expect(try app.context.sync.etag("u1")?.assetCount == 5)
-        try app.context.sync.putIOSAssets([IOSDeviceAsset(id: "i1", hash: Data([1]), modifiedTime: Date())])
-        #expect(try app.context.sync.iosAsset("i1")?.hash == Data([1]))
+        let assets = try app.context.assets.putAllBlocking((0..<3).map { asset($0) })
+        let album = try app.context.albums.putBlocking(Album(remoteId: "al1", name: "Trip", createdAt: Date(), ownerId: "owner-1"))
+        try app.context.albums.linkBlocking(albumId: album.id!, assetIds: assets.compactMap(\.id))
+        try app.context.albums.shareBlocking(albumId: album.id!, userIds: ["u2"])
+        #expect(try app.context.albums.assetsBlocking(albumId: album.id!).count == 3)
+        try app.context.sync.putBackupAlbumBlocking(BackupAlbum(id: "dev1", name: "Camera", selection: .include, lastBackup: Date()))
+        #expect(try app.context.sync.backupAlbumsBlocking(.include).map(\.id) == ["dev1"])
+        try app.context.sync.putDuplicatedBlocking(["x"])
+        #expect(try app.context.sync.isDuplicatedBlocking("x"))
+        try app.context.sync.putETagBlocking(ETag(id: "u1", assetCount: 5, time: Date()))
+        #expect(try app.context.sync.etagBlocking("u1")?.assetCount == 5)
+        try app.context.sync.putIOSAssetsBlocking([IOSDeviceAsset(id: "i1", hash: Data([1]), modifiedTime: Date())])
+        #expect(try app.context.sync.iosAssetBlocking("i1")?.hash == Data([1]))
     }
 
     @Test("an observation yields on every committed change that affects it")
@@ -110,7 +110,7 @@ struct MigrationTests {
     func v1File() throws -> URL {
         let folder = appFolder()
         let url = folder.appendingPathComponent("app.sqlite")
-        let old = try AppDatabase.open(at: url, schemaUpTo: "app-v1")
+        let old = try AppDatabase.openBlocking(at: url, schemaUpTo: "app-v1")
         try old.pool.write { db in
             try db.execute(sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('accessToken', 'string', 'secret', 0)")
             for i in 0..<200 {
@@ -137,11 +137,11 @@ struct MigrationTests {
     @Test("a file made by schema v1 migrates: schema, data ladder, version in the settings store")
     func migratesV1() throws {
         let url = try v1File()
-        let app = try AppDatabase.open(at: url)
+        let app = try AppDatabase.openBlocking(at: url)
         #expect(app.settings.get(SettingsCatalog.version) == 4)
         #expect(app.settings.rawValue("accessToken") == nil)
-        #expect(try app.context.assets.allForOwner("owner-a").count == 100)
-        let album = try app.context.albums.findByRemoteId("al")
+        #expect(try app.context.assets.allForOwnerBlocking("owner-a").count == 100)
+        let album = try app.context.albums.findByRemoteIdBlocking("al")
         #expect(album?.startDate != nil)
         #expect(try app.pool.read { db in try db.columns(in: "assets").contains { $0.name == "fileSize" } })
     }
@@ -149,36 +149,38 @@ struct MigrationTests {
     @Test("every step is safe to run again")
     func rerunIsSafe() throws {
         let url = try v1File()
-        _ = try AppDatabase.open(at: url)
+        _ = try AppDatabase.openBlocking(at: url)
         // Force the ladder to run again from the start.
         let queue = try DatabaseQueue(path: url.path)
         try queue.write { db in try db.execute(sql: "UPDATE coffer_settings SET value = 0 WHERE name = 'version'") }
         try queue.close()
-        let app = try AppDatabase.open(at: url)
+        let app = try AppDatabase.openBlocking(at: url)
         #expect(app.settings.get(SettingsCatalog.version) == 4)
-        #expect(try app.context.assets.count() == 200)
+        #expect(try app.context.assets.countBlocking() == 200)
     }
 
     @Test("a database written by a newer app version is refused and left untouched")
     func newerRefused() throws {
         let url = try v1File()
-        _ = try AppDatabase.open(at: url)
+        _ = try AppDatabase.openBlocking(at: url)
         let queue = try DatabaseQueue(path: url.path)
         try queue.write { db in try db.execute(sql: "INSERT INTO grdb_migrations(identifier) VALUES ('app-v99')") }
         try queue.close()
         let before = try Data(contentsOf: url)
-        #expect(throws: DatabaseStoreError.self) { _ = try AppDatabase.open(at: url) }
+        #expect(throws: DatabaseStoreError.self) { _ = try AppDatabase.openBlocking(at: url) }
         #expect(try Data(contentsOf: url) == before)
     }
 
     @Test("a newer data version is refused too")
     func newerDataRefused() throws {
         let url = try v1File()
-        _ = try AppDatabase.open(at: url)
+        _ = try AppDatabase.openBlocking(at: url)
         let queue = try DatabaseQueue(path: url.path)
         try queue.write { db in try db.execute(sql: "UPDATE coffer_settings SET value = 42 WHERE name = 'version'") }
         try queue.close()
-        #expect(throws: DatabaseStoreError.newerVersion("data version 42, this app knows up to 4")) { _ = try AppDatabase.open(at: url) }
+        #expect(throws: DatabaseStoreError.newerVersion("data version 42, this app knows up to 4")) {
+            _ = try AppDatabase.openBlocking(at: url)
+        }
     }
 
     @Test("a failed foreign-key check after migrating is reported, not ignored")
@@ -189,18 +191,18 @@ struct MigrationTests {
         let queue = try DatabaseQueue(path: url.path, configuration: config)
         try queue.write { db in try db.execute(sql: "INSERT INTO album_assets(albumId, assetId) VALUES (99, 1)") }
         try queue.close()
-        #expect(throws: DatabaseStoreError.self) { _ = try AppDatabase.open(at: url) }
+        #expect(throws: DatabaseStoreError.self) { _ = try AppDatabase.openBlocking(at: url) }
     }
 
     @Test("a v1 file with settings but no assets still runs every step")
     func settingsOnlyFileMigrates() throws {
         let url = appFolder().appendingPathComponent("app.sqlite")
-        let old = try AppDatabase.open(at: url, schemaUpTo: "app-v1")
+        let old = try AppDatabase.openBlocking(at: url, schemaUpTo: "app-v1")
         try old.pool.write { db in
             try db.execute(sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('accessToken', 'string', 'secret', 0)")
         }
         try old.close()
-        let app = try AppDatabase.open(at: url)
+        let app = try AppDatabase.openBlocking(at: url)
         #expect(app.settings.rawValue("accessToken") == nil)
     }
 
@@ -219,7 +221,7 @@ struct FixtureTests {
 
     static func build(at url: URL) throws {
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
-        let old = try AppDatabase.open(at: url, schemaUpTo: "app-v1")
+        let old = try AppDatabase.openBlocking(at: url, schemaUpTo: "app-v1")
         try old.pool.write { db in
             try db.execute(
                 sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('accessToken', 'string', 'legacy-token', 0)")
@@ -248,12 +250,12 @@ struct FixtureTests {
         if ProcessInfo.processInfo.environment["COFFER_WRITE_FIXTURES"] == "1" { try Self.build(at: Self.fixture) }
         let copy = appFolder().appendingPathComponent("app.sqlite")
         try FileManager.default.copyItem(at: Self.fixture, to: copy)
-        let app = try AppDatabase.open(at: copy)
+        let app = try AppDatabase.openBlocking(at: copy)
         #expect(app.settings.get(SettingsCatalog.version) == 4)
         #expect(app.settings.get(SettingsCatalog.tilesPerRow) == 5)
         #expect(app.settings.rawValue("accessToken") == nil)
-        #expect(try app.context.assets.allForOwner("owner-a").count == 20)
-        #expect(try app.context.albums.findByRemoteId("al")?.startDate != nil)
+        #expect(try app.context.assets.allForOwnerBlocking("owner-a").count == 20)
+        #expect(try app.context.albums.findByRemoteIdBlocking("al")?.startDate != nil)
     }
 }
 
@@ -272,7 +274,7 @@ struct FreshInstallRaceTests {
     @Test("of two opens that both found no file, only the one that records the first data version is a fresh install")
     func onlyOneFresh() throws {
         let url = TemporaryFolders.path("coffer-fresh").appendingPathComponent("app.sqlite")
-        let first = try AppDatabase.open(at: url)
+        let first = try AppDatabase.openBlocking(at: url)
         defer { try? first.close() }
         #expect(first.isFreshInstall)
         // What a second process that also found no file then runs: the ladder, under the write
@@ -285,8 +287,8 @@ struct FreshInstallRaceTests {
     @Test("a store opened again is not a fresh install")
     func reopenNotFresh() throws {
         let url = TemporaryFolders.path("coffer-fresh").appendingPathComponent("app.sqlite")
-        try AppDatabase.open(at: url).close()
-        let again = try AppDatabase.open(at: url)
+        try AppDatabase.openBlocking(at: url).close()
+        let again = try AppDatabase.openBlocking(at: url)
         defer { try? again.close() }
         #expect(!again.isFreshInstall)
     }
