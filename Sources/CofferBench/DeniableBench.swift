@@ -124,14 +124,13 @@ struct DeniableBench: AsyncParsableCommand {
     /// The app-start routine's times and the default queue's rewrite times.
     func appStartAndQueueRewrite(_ store: DeniableStorage, folder: URL) async throws -> (start: [Double], rewrite: [Double]) {
         // The app-start routine on this store (keys fresh, no dead-drop source: only file work),
-        // and the default 8-slot queue's rewrite alone (secure-element MAC, seal, atomic write).
+        // and the default 8-slot queue's rewrite alone (storage-key HKDF, seal, atomic write).
         var start = [Double]()
         var rewrite = [Double]()
         let defaults = DeniableConfiguration()
         let queue = try SendingQueue(
             url: folder.appendingPathComponent("queue-bench"), slots: defaults.queueSlots,
-            itemBytes: defaults.queueItemBytes,
-            secureElement: FileSecureElement(keyFile: folder.appendingPathComponent("queue-bench.key"))
+            itemBytes: defaults.queueItemBytes, storageKey: SecretKey.random(byteCount: 32)
         ) {
             SecureRandom.bytes(defaults.queueItemBytes)
         }

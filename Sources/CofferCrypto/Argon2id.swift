@@ -23,14 +23,20 @@ public struct Argon2idParameters: Sendable, Equatable, Codable, CustomStringConv
     /// libsodium's MODERATE preset: 3 passes, 256 MiB (about 0.6 s here).
     public static let moderate = Argon2idParameters(
         opsLimit: UInt64(crypto_pwhash_argon2id_OPSLIMIT_MODERATE), memLimit: Int(crypto_pwhash_argon2id_MEMLIMIT_MODERATE))
+    /// CoverDrop's cost where no hardware secure element slows guesses: libsodium's SENSITIVE
+    /// passes (4) over 256 MiB, as CoverDrop's Android app derives its passphrase key then
+    /// (about 0.8 s here). The deniable vault's default.
+    public static let coverDrop = Argon2idParameters(
+        opsLimit: UInt64(crypto_pwhash_argon2id_OPSLIMIT_SENSITIVE), memLimit: 256 << 20)
     /// libsodium's minimum cost. Only for tests.
     public static let minimum = Argon2idParameters(
         opsLimit: UInt64(crypto_pwhash_argon2id_OPSLIMIT_MIN), memLimit: Int(crypto_pwhash_argon2id_MEMLIMIT_MIN))
 
-    /// The strongest costs Coffer writes by default anywhere (the deniable vault's MODERATE).
+    /// The preset the cap is measured from (MODERATE; the deniable vault's ``coverDrop`` adds one
+    /// pass to it and stays well under the cap).
     public static let strongestPreset = moderate
-    /// The most Coffer accepts, on writing and on reading alike: 4× the strongest preset's passes
-    /// and memory (12 passes, 1 GiB). A file whose stored costs are higher is refused before any
+    /// The most Coffer accepts, on writing and on reading alike: 4× MODERATE's passes and memory
+    /// (12 passes, 1 GiB). A file whose stored costs are higher is refused before any
     /// key work, so whoever can write a file cannot make opening it take minutes or exhaust
     /// memory; and Coffer never writes a file it would then refuse.
     public static let cap = Argon2idParameters(opsLimit: strongestPreset.opsLimit * 4, memLimit: strongestPreset.memLimit * 4)

@@ -52,11 +52,17 @@ public struct DeniableConfiguration: Sendable, Equatable {
     /// Bytes of the vault's padded plaintext; the vault file is this plus ``Vault/overhead``.
     public var vaultContentBytes = 512 * 1024
     /// Words in a generated passphrase (CoverDrop without a hardware secure element: 5, which is
-    /// every install here, the secure element being a key file beside the vault; the seed: 3).
+    /// the default here, the default secure element being a key file beside the vault; with a
+    /// hardware element CoverDrop uses 3, see ``hardwareSecureElement``; the seed: 3).
     public var passphraseWordCount = 5
-    /// Argon2id costs for the passphrase (stored in the vault, so a vault keeps opening when the
-    /// default changes).
-    public var passphraseKDF = Argon2idParameters.moderate
+    /// Argon2id costs for the passphrase (CoverDrop without a hardware secure element: 4 passes
+    /// over 256 MiB, ``Argon2idParameters/coverDrop``). Stored in the vault, which keeps opening
+    /// when the default changes; an install keeps the costs its first start chose.
+    public var passphraseKDF = Argon2idParameters.coverDrop
+    /// Sequential key agreements with the secure element in every vault-key derivation
+    /// (``DeviceCost``; CoverDrop's iOS app: 200, about a second in the Secure Enclave). Stored in
+    /// the vault, as the Argon2id costs are.
+    public var secureElementRounds = DeviceCost.defaultRounds
     /// Slots of the private sending queue.
     public var queueSlots = 8
     /// Bytes of one queue item: CoverDrop's user-to-CoverNode message, 773 (the only value accepted).
@@ -102,6 +108,18 @@ public struct DeniableConfiguration: Sendable, Equatable {
     /// The values CoverDrop's code uses today (the same as ``init()``).
     public static var coverDropCurrent: DeniableConfiguration { DeniableConfiguration() }
 
+    /// CoverDrop's values for a device whose secure element is hardware (an app passing
+    /// ``SecureEnclaveElement`` on Apple devices): 3-word passphrases and Argon2id 2 × 256 MiB
+    /// before the 200 rounds in the element, as CoverDrop's apps do where a guess costs secure-
+    /// element time. Not for ``FileSecureElement``, whose rounds cost a copier of the folder
+    /// only CPU time.
+    public static var hardwareSecureElement: DeniableConfiguration {
+        var c = DeniableConfiguration()
+        c.passphraseWordCount = 3
+        c.passphraseKDF = Argon2idParameters(opsLimit: Argon2idParameters.interactive.opsLimit, memLimit: Argon2idParameters.coverDrop.memLimit)
+        return c
+    }
+
     /// The seed document's values: messages and dead drops kept 7 days, keys fetched again
     /// after 24 hours, dead drops fetched at every start, the session ends as soon as the app
     /// goes to the background, 3-word passphrases. The background sender keeps CoverDrop's cadence.
@@ -113,6 +131,7 @@ public struct DeniableConfiguration: Sendable, Equatable {
         c.deadDropFetchInterval = 0
         c.backgroundGrace = 0
         c.passphraseWordCount = 3
+        c.passphraseKDF = .moderate
         return c
     }
 
@@ -137,6 +156,9 @@ public struct DeniableConfiguration: Sendable, Equatable {
             )
         }
         do { try passphraseKDF.validateWithinCap() } catch { throw .invalidInput("passphraseKDF: \(error)") }
+        guard DeviceCost.allowedRounds.contains(secureElementRounds) else {
+            throw .invalidInput("secureElementRounds must be \(DeviceCost.allowedRounds), got \(secureElementRounds)")
+        }
         for (name, value) in [
             ("mailboxRetention", mailboxRetention), ("deadDropRetention", deadDropRetention),
             ("deadDropMaxFutureSkew", deadDropMaxFutureSkew), ("publicKeyMaxAge", publicKeyMaxAge),

@@ -63,11 +63,13 @@ public protocol DeadDropSource: Sendable {
 
 /// CoverDrop-style deniable storage in one folder:
 ///
-///     vault              fixed-size, two-layer encrypted vault (see ``Vault``)
-///     sending-queue      fixed-size private sending queue (see ``SendingQueue``)
-///     secure-element.key the software secure element's key, mode 0600 (Linux stand-in)
-///     dead-drops.sqlite  verified dead drops
-///     public-keys.json   the public key bundle and its fetch time
+///     vault                    fixed-size, two-layer encrypted vault (see ``Vault``)
+///     sending-queue            fixed-size private sending queue (see ``SendingQueue``)
+///     storage.key              the key of the vault's and the queue's outer layers, mode 0600
+///     secure-element-p256.key  the software secure element's P-256 key, mode 0600 (stand-in
+///                              for hardware, absent when the app passes its own element)
+///     dead-drops.sqlite        dead drops as received
+///     public-keys.json         the public key bundle and its fetch time
 ///
 /// Opening it runs the app-start routine (``appDidStart()``), which does the same file work for
 /// every install whether or not its user ever set up the feature: the secure-element key is made
@@ -98,6 +100,12 @@ public actor DeniableStorage {
     let keyCache: PublicKeyCache
     let logger = Logger(label: "coffer.deniable")
     let coverKey: CoverKey
+    /// The outer layers' key (``StorageKey``), read at open.
+    let storageKey: SecretKey
+    /// The former HMAC stand-in's key, while files written under it may still need converting.
+    private var former: LegacyElementKey?
+    /// The default secure element's key file name.
+    static let deviceKeyName = "secure-element-p256.key"
 
     struct Session {
         var contents: VaultContents
@@ -183,7 +191,7 @@ public actor DeniableStorage {
         DurableFile.sweepTemporaries(in: folder)
         self.folder = folder
         self.configuration = configuration
-        let keyFile = folder.appendingPathComponent("secure-element.key")
+        let keyFile = folder.appendingPathComponent(Self.deviceKeyName)
         self.secureElement = secureElement ?? FileSecureElement(keyFile: keyFile)
         self.keySource = keySource
         self.deadDropSource = deadDropSource
@@ -198,7 +206,17 @@ public actor DeniableStorage {
         // The device key first: when it had to be made, what it protected is replaced below.
         // Under the folder's lock: processes starting at once make one key between them.
         let se = self.secureElement
-        try Self.exclusive(lockPath) { () throws(DeniableError) in try Self.prepare(se, into: &report) }
+        let storage = StorageKey(url: folder.appendingPathComponent("storage.key"))
+        let (storageKey, former, deviceKeyRenewed) = try Self.exclusive(lockPath) {
+            () throws(DeniableError) -> (SecretKey, LegacyElementKey?, Bool) in
+            let renewed = try Self.prepare(se, into: &report)
+            let (key, created, replaced) = try storage.prepare()
+            if created { report.created.append("storage.key") }
+            if replaced { report.replaced.append("storage.key") }
+            return (key, LegacyElementKey.load(folder: folder), renewed)
+        }
+        self.storageKey = storageKey
+        self.former = former
 
         let cache = PublicKeyCache(url: folder.appendingPathComponent("public-keys.json"), anchors: trustAnchors)
         self.keyCache = cache
@@ -224,7 +242,9 @@ public actor DeniableStorage {
         self.coverKey = coverKey
         let queueURL = folder.appendingPathComponent("sending-queue")
         let makeQueue = { () throws(DeniableError) -> SendingQueue in
-            try SendingQueue(url: queueURL, slots: configuration.queueSlots, itemBytes: itemBytes, secureElement: se) {
+            try SendingQueue(
+                url: queueURL, slots: configuration.queueSlots, itemBytes: itemBytes, storageKey: storageKey, former: former
+            ) {
                 UserMessage.coverItem(coverNodeKeys: coverKey.current)
             }
         }
@@ -233,7 +253,11 @@ public actor DeniableStorage {
         self.queue = try Self.exclusive(lockPath) { () throws(DeniableError) -> SendingQueue in
             let queueExisted = FileManager.default.fileExists(atPath: queueURL.path)
             if !queueExisted { report.created.append("sending-queue") }
-            do throws(DeniableError) { return try makeQueue() } catch {
+            do throws(DeniableError) {
+                let queue = try makeQueue()
+                if queue.converted { report.converted.append("sending-queue") }
+                return queue
+            } catch {
                 guard case .corrupted = error else { throw error }
                 log.debug("replacing an unreadable sending queue")
                 try Self.remove(queueURL)
@@ -241,6 +265,8 @@ public actor DeniableStorage {
                 return try makeQueue()
             }
         }
+        // Debug builds only: lets tests kill a conversion between the queue and the vault.
+        if report.converted.contains("sending-queue") { TestPause.at("deniable-queue-converted") }
         self.keys = loaded
         // A queue made now without verified keys holds covers no CoverNode can open: recorded,
         // so they are replaced when keys first arrive and never sent before.
@@ -252,7 +278,7 @@ public actor DeniableStorage {
                 try state.save(url)
             }
         }
-        try await runStartRoutine(report)
+        try await runStartRoutine(report, deviceKeyRenewed: deviceKeyRenewed)
     }
 
     /// The app-start routine, for an app that keeps this instance across launches of its UI
@@ -268,12 +294,12 @@ public actor DeniableStorage {
     public func appDidStart() async throws(DeniableError) -> DeniableStartReport {
         startedAt = Date()
         var report = DeniableStartReport()
-        try Self.prepare(secureElement, into: &report)
-        try await runStartRoutine(report)
+        let renewed = try Self.prepare(secureElement, into: &report)
+        try await runStartRoutine(report, deviceKeyRenewed: renewed)
         return lastStart ?? report
     }
 
-    private func runStartRoutine(_ start: DeniableStartReport) async throws(DeniableError) {
+    private func runStartRoutine(_ start: DeniableStartReport, deviceKeyRenewed: Bool) async throws(DeniableError) {
         var report = start
         // The queue rewrites its file (as another process may have left it, else from memory,
         // which also repairs a file damaged since it was read), under a fresh outer salt and nonce.
@@ -285,7 +311,8 @@ public actor DeniableStorage {
         // the vault replaced by a start that had to make a fresh one.
         await enterVaultOperation()
         defer { leaveVaultOperation() }
-        try await startVault(&report)
+        try await startVault(&report, deviceKeyRenewed: deviceKeyRenewed)
+        try retireFormerKey(&report)
         report.publicKeysRefreshed = await refreshKeysIfStale()
         _ = currentKeys()
         try exclusive { () throws(DeniableError) in try refillCoversIfNeeded() }
@@ -298,12 +325,26 @@ public actor DeniableStorage {
 
     /// Makes sure the device key exists (``SecureElement/prepare()``) and records in `report`
     /// whether it had to be created (none yet) or replaced (the stored one was unreadable).
-    private static func prepare(_ secureElement: SecureElement, into report: inout DeniableStartReport) throws(DeniableError) {
+    /// - Returns: whether the key is new (a vault made under the old one cannot be unlocked).
+    private static func prepare(_ secureElement: SecureElement, into report: inout DeniableStartReport) throws(DeniableError) -> Bool {
         let keyFile = (secureElement as? FileSecureElement)?.keyFile
+        let name = keyFile?.lastPathComponent ?? "secure-element"
         let keyExisted = keyFile.map { FileManager.default.fileExists(atPath: $0.path) } ?? true
-        if try secureElement.prepare() {
-            if keyExisted { report.replaced.append("secure-element.key") } else { report.created.append("secure-element.key") }
+        guard try secureElement.prepare() else { return false }
+        if keyExisted { report.replaced.append(name) } else { report.created.append(name) }
+        return true
+    }
+
+    /// Once the vault and the queue are in version 3, the former stand-in's key file is removed
+    /// (a converted vault carries its key inside its outer layer). Last step of a conversion: a
+    /// start killed before it converts again from what is on disk.
+    private func retireFormerKey(_ report: inout DeniableStartReport) throws(DeniableError) {
+        guard former != nil else { return }
+        try exclusive { () throws(DeniableError) in
+            try Self.remove(folder.appendingPathComponent(LegacyElementKey.fileName))
         }
+        former = nil
+        report.converted.append(LegacyElementKey.fileName)
     }
 
     /// Runs `body` holding the folder's lock between processes (an exclusive `flock(2)` on
@@ -324,9 +365,7 @@ public actor DeniableStorage {
     /// missing or does not open; nil when the file is another vault (a create in another
     /// process replaced it), which this session must not write over.
     private func currentContents(_ current: Session) throws(DeniableError) -> VaultContents? {
-        guard let file = try AtomicFile.read(vaultURL),
-            let opened = try? Vault.open(file, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)
-        else { return current.contents }
+        guard let file = try AtomicFile.read(vaultURL), let opened = try? openVault(file) else { return current.contents }
         guard opened.header == current.header else { return nil }
         return (try? Vault.openInner(opened.inner, header: current.header, vaultKey: current.vaultKey)) ?? current.contents
     }
@@ -351,35 +390,47 @@ public actor DeniableStorage {
 
     // MARK: Vault
 
-    /// Rewrites the vault's outer layer; creates the vault under a random passphrase when it is
-    /// missing, and replaces it when it cannot be read (damaged, truncated, or written under
-    /// another device key) — for every install alike, since nobody can open such a file.
-    private func startVault(_ report: inout DeniableStartReport) async throws(DeniableError) {
+    /// A vault file without its outer layer (converting a format-1 or format-2 file read with the
+    /// former stand-in's key while that is still around).
+    private func openVault(_ file: Data) throws(DeniableError) -> Vault.Opened {
+        try Vault.open(
+            file, expectedContentBytes: configuration.vaultContentBytes, storageKey: storageKey, former: former,
+            rounds: configuration.secureElementRounds)
+    }
+
+    /// Rewrites the vault's outer layer (converting an earlier format); creates the vault under a
+    /// random passphrase when it is missing, and replaces it when it cannot be read (damaged,
+    /// truncated, written under another storage key) or its device key is new — for every
+    /// install alike, since nobody can open such a vault.
+    private func startVault(_ report: inout DeniableStartReport, deviceKeyRenewed: Bool) async throws(DeniableError) {
         // Under the folder's lock: the outer layer is rewritten over what is on disk now.
+        var seen: Data?
         let rewrapped = try exclusive { () throws(DeniableError) -> Bool in
             guard let file = try AtomicFile.read(vaultURL) else { return false }
+            seen = file
             let opened: Vault.Opened
-            do throws(DeniableError) {
-                opened = try Vault.open(file, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)
-            } catch {
+            do throws(DeniableError) { opened = try openVault(file) } catch {
                 guard case .corrupted = error else { throw error }
                 return false
             }
-            if opened.legacy { report.converted.append("vault") }
-            try AtomicFile.write(Vault.wrap(inner: opened.inner, header: opened.header, secureElement: secureElement), to: vaultURL)
+            // A version-3 vault's key needs the device key that was just replaced.
+            if deviceKeyRenewed, !opened.converted { return false }
+            if opened.converted { report.converted.append("vault") }
+            try AtomicFile.write(
+                Vault.wrap(inner: opened.inner, header: opened.header, carried: opened.carried, storageKey: storageKey), to: vaultURL)
             return true
         }
-        if rewrapped { return }
-        // Missing or unreadable: a fresh vault. Its key takes seconds, made outside the lock;
+        if rewrapped {
+            // Debug builds only: lets tests kill a conversion before the former key is removed.
+            if report.converted.contains("vault") { TestPause.at("deniable-vault-converted") }
+            return
+        }
+        // Missing or unusable: a fresh vault. Its key takes seconds, made outside the lock;
         // written only if no other process made a readable vault meanwhile.
         let (header, key) = try await freshVaultKey(passphrase: Passphrase.generate(wordCount: configuration.passphraseWordCount))
         try exclusive { () throws(DeniableError) in
             let existing = try AtomicFile.read(vaultURL)
-            if let existing,
-                (try? Vault.open(existing, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)) != nil
-            {
-                return
-            }
+            if let existing, existing != seen, (try? openVault(existing)) != nil { return }
             var contents = VaultContents.fresh()
             try save(&contents, header: header, vaultKey: key)
             logger.debug(existing == nil ? "created the vault" : "replaced an unreadable vault")
@@ -389,22 +440,24 @@ public actor DeniableStorage {
 
     /// Folder lock held.
     private func rewrap(_ file: Data) throws(DeniableError) {
-        let opened = try Vault.open(file, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)
-        try AtomicFile.write(Vault.wrap(inner: opened.inner, header: opened.header, secureElement: secureElement), to: vaultURL)
+        let opened = try openVault(file)
+        try AtomicFile.write(
+            Vault.wrap(inner: opened.inner, header: opened.header, carried: opened.carried, storageKey: storageKey), to: vaultURL)
     }
 
-    /// The header (new salt) and key of a new vault under `passphrase`; nothing is written.
-    private func freshVaultKey(passphrase: String) async throws(DeniableError) -> (Vault.Header, SecretKey) {
+    /// The header (new salt) and key of a new vault under `passphrase`; nothing is written. The
+    /// costs are `costs`' (the install's vault) when given, else the configuration's.
+    private func freshVaultKey(passphrase: String, costs: Vault.Header? = nil) async throws(DeniableError) -> (Vault.Header, SecretKey) {
         let header = Vault.Header(
-            contentBytes: configuration.vaultContentBytes, kdf: configuration.passphraseKDF,
-            salt: SecureRandom.bytes(Argon2idParameters.saltByteCount))
-        return (header, try await Self.deriveVaultKey(passphrase: passphrase, header: header, secureElement: secureElement))
+            contentBytes: configuration.vaultContentBytes, kdf: costs?.kdf ?? configuration.passphraseKDF,
+            rounds: costs?.rounds ?? configuration.secureElementRounds, salt: SecureRandom.bytes(Argon2idParameters.saltByteCount))
+        return (header, try await Self.deriveCurrentKey(passphrase: passphrase, header: header, secureElement: secureElement))
     }
 
     private func save(_ contents: inout VaultContents, header: Vault.Header, vaultKey: SecretKey) throws(DeniableError) {
         var plain = try contents.padded(size: header.contentBytes)
         defer { SecureMemory.wipe(&plain) }
-        try AtomicFile.write(Vault.seal(plain, header: header, vaultKey: vaultKey, secureElement: secureElement), to: vaultURL)
+        try AtomicFile.write(Vault.seal(plain, header: header, vaultKey: vaultKey, storageKey: storageKey), to: vaultURL)
     }
 
     /// Replaces the vault with a new one under a freshly generated passphrase, which is returned
@@ -420,7 +473,10 @@ public actor DeniableStorage {
         session = nil
         DurableFile.sweepTemporaries(in: folder)
         let passphrase = Passphrase.generate(wordCount: configuration.passphraseWordCount)
-        let (header, key) = try await freshVaultKey(passphrase: passphrase)
+        // The install's costs, as its first start set them: a vault made later by its user must
+        // not show (to whoever opens the outer layer) costs an unused install's vault lacks.
+        let costs = (try? AtomicFile.read(vaultURL)).flatMap { $0 }.flatMap { try? openVault($0).header }
+        let (header, key) = try await freshVaultKey(passphrase: passphrase, costs: costs)
         try exclusive { () throws(DeniableError) in
             var contents = VaultContents.fresh() // new keys and queue secret, empty mailbox
             try save(&contents, header: header, vaultKey: key)
@@ -431,13 +487,23 @@ public actor DeniableStorage {
         return passphrase
     }
 
-    /// The passphrase's key (Argon2id and the secure element) on a worker thread: the seconds of
-    /// Argon2id never occupy the actor's executor (a thread of Swift's cooperative pool).
-    private static func deriveVaultKey(passphrase: String, header: Vault.Header, secureElement: SecureElement) async throws(DeniableError)
+    /// The passphrase's version-3 key (Argon2id and the secure element's rounds) on a worker
+    /// thread: the seconds it takes never occupy the actor's executor (a thread of Swift's
+    /// cooperative pool).
+    private static func deriveCurrentKey(passphrase: String, header: Vault.Header, secureElement: SecureElement) async throws(DeniableError)
         -> SecretKey
     {
         try await offCaller { () throws(DeniableError) -> SecretKey in
-            try Vault.vaultKey(passphrase: passphrase, header: header, secureElement: secureElement)
+            try Vault.currentKey(passphrase: passphrase, header: header, secureElement: secureElement)
+        }
+    }
+
+    /// The passphrase's version-3 and former keys (``Vault/Keys``), on a worker thread.
+    private static func deriveKeys(
+        passphrase: String, header: Vault.Header, carried: SecretKey, secureElement: SecureElement
+    ) async throws(DeniableError) -> Vault.Keys {
+        try await offCaller { () throws(DeniableError) -> Vault.Keys in
+            try Vault.keys(passphrase: passphrase, header: header, carried: carried, secureElement: secureElement)
         }
     }
 
@@ -472,27 +538,53 @@ public actor DeniableStorage {
         await enterVaultOperation()
         defer { leaveVaultOperation() }
         guard let file = try AtomicFile.read(vaultURL) else { throw .storage("the vault file is missing") }
-        let opened = try Vault.open(file, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)
+        let opened = try openVault(file)
         let header = opened.header
-        let key = try await Self.deriveVaultKey(passphrase: normalized, header: header, secureElement: secureElement)
+        let keys = try await Self.deriveKeys(passphrase: normalized, header: header, carried: opened.carried, secureElement: secureElement)
         // Read again after the wait: calls that do not take the gate (a send, a lock, a receive),
         // here or in another process, may have saved the vault meanwhile, and what they saved
         // must not be lost. From here on nothing suspends, so no other call runs until the
         // session is set; the folder's lock keeps other processes out until it is saved.
-        let contents = try exclusive { () throws(DeniableError) -> VaultContents in
-            guard let current = try AtomicFile.read(vaultURL) else { throw .storage("the vault file is missing") }
-            let reopened = try Vault.open(current, expectedContentBytes: configuration.vaultContentBytes, secureElement: secureElement)
-            guard reopened.header == header else { throw .unlockFailed }
-            var contents = try Vault.openInner(reopened.inner, header: header, vaultKey: key)
+        // A converted vault (opened by its former key) is saved only once re-keyed, below.
+        let (opening, former) = try exclusive { () throws(DeniableError) -> (VaultContents, Bool) in
+            var (contents, former) = try openCurrentVault(header: header, keys: keys)
+            guard !former else { return (contents, true) }
             _ = try collectMessages(into: &contents)
-            try save(&contents, header: header, vaultKey: key)
-            return contents
+            try save(&contents, header: header, vaultKey: keys.current)
+            return (contents, false)
+        }
+        var contents = opening
+        var sessionHeader = header
+        var sessionKey = keys.current
+        if former {
+            // Re-keyed under the version-3 key: a new salt, the same costs, fresh carried bytes —
+            // the vault then looks as every other vault does, and no longer needs the former key.
+            let newHeader = header.resalted()
+            let newKey = try await Self.deriveCurrentKey(passphrase: normalized, header: newHeader, secureElement: secureElement)
+            contents = try exclusive { () throws(DeniableError) -> VaultContents in
+                var (contents, _) = try openCurrentVault(header: header, keys: keys)
+                _ = try collectMessages(into: &contents)
+                try save(&contents, header: newHeader, vaultKey: newKey)
+                return contents
+            }
+            sessionHeader = newHeader
+            sessionKey = newKey
         }
         settle()
-        session = Session(contents: contents, vaultKey: key, header: header, unlockedAt: clock())
+        session = Session(contents: contents, vaultKey: sessionKey, header: sessionHeader, unlockedAt: clock())
         backgroundedAt = nil
         if let lifetime = configuration.sessionLifetime { schedule(after: lifetime) }
         logger.debug("session event")
+    }
+
+    /// Folder lock held. The vault as the file has it now, opened with the passphrase's keys.
+    /// - Throws: ``DeniableError/unlockFailed`` when the file is another vault than `header`'s,
+    ///   or no key opens it.
+    private func openCurrentVault(header: Vault.Header, keys: Vault.Keys) throws(DeniableError) -> (VaultContents, former: Bool) {
+        guard let current = try AtomicFile.read(vaultURL) else { throw .storage("the vault file is missing") }
+        let reopened = try openVault(current)
+        guard reopened.header == header else { throw .unlockFailed }
+        return try Vault.openInner(reopened.inner, header: header, keys: keys)
     }
 
     /// Ends the session: removes expired messages, saves the vault, drops every secret from

@@ -5,34 +5,37 @@ import CofferCrypto
 import CofferSync
 import Foundation
 
-/// The private sending queue, kept in one file of constant length (version 2). All integers
+/// The private sending queue, kept in one file of constant length (version 3). All integers
 /// big-endian:
 ///
 ///     offset  bytes  field (cleartext)
-///          0      8  magic "CFQUEUE2"
+///          0      8  magic "CFQUEUE3"
 ///          8      4  N, slots
 ///         12      4  item bytes
 ///         16      4  hint bytes (32)
 ///         20     16  outer salt, fresh at every write
 ///         36     24  outer nonce, fresh at every write
-///         60      …  outer box (XChaCha20-Poly1305; key: the secure element's MAC of a label and
-///                    the outer salt; associated data = bytes 0..<36) of:
+///         60      …  outer box (XChaCha20-Poly1305; key: HKDF-SHA256 of the storage key and the
+///                    outer salt; associated data = bytes 0..<36) of:
 ///                        N×item items, head first ‖ N×32 hints, one per item
 ///
 /// Real items carry hint = HMAC-SHA256(queue secret, item); covers carry random hints. Real
 /// items always form a prefix (the fill level), so the sender needs no secret: it sends the head
 /// and appends a fresh cover. A new real item goes to the front-most free slot — inserted
 /// before the covers, pushing the last cover out — so the file's length and layout never change.
-/// The outer layer is keyed by the secure element alone (the background sender needs no
-/// passphrase) and is renewed at every write and at every app start, so a copy of the file
-/// taken before and after shows every byte but the constants changed, whether a real message
-/// was queued, sent, or nothing happened. Version 1 (`CFQUEUE1`, the same slots without the
-/// outer layer) is read and rewritten in version 2.
+/// The outer layer is keyed by the storage key alone — neither the passphrase nor the secure
+/// element — so a background send works on a locked phone, as CoverDrop keeps its queue off
+/// the secure element. It is renewed at every write and at every app start, so a copy of the
+/// file taken before and after shows every byte but the constants changed, whether a real
+/// message was queued, sent, or nothing happened. Version 2 (`CFQUEUE2`, outer layer keyed by
+/// the former HMAC stand-in) and version 1 (`CFQUEUE1`, no outer layer) are read and rewritten
+/// in version 3.
 public final class SendingQueue: @unchecked Sendable {
     // Safe to share: the slots, hints and file are only touched under `lock`; the rest is immutable.
     /// Bytes of one hint (full HMAC-SHA256 output).
     public static let hintBytes = 32
-    static let magic = Array("CFQUEUE2".utf8)
+    static let magic = Array("CFQUEUE3".utf8)
+    static let formerMagic = Array("CFQUEUE2".utf8)
     static let legacyMagic = Array("CFQUEUE1".utf8)
     /// Bytes of the cleartext header the outer box authenticates.
     static let headerBytes = 36
@@ -47,12 +50,15 @@ public final class SendingQueue: @unchecked Sendable {
     public let slots: Int
     /// Bytes of every item.
     public let itemBytes: Int
-    private let secureElement: SecureElement
+    private let storageKey: SecretKey
+    private let former: LegacyElementKey?
     private let makeCover: @Sendable () -> Data
     // Guarded by `lock`.
     private let lock = Lock()
     private var items: [Data]
     private var hints: [Data]
+    /// Whether opening found an earlier format and rewrote it.
+    private(set) var converted = false
 
     /// The file length for `slots` items of `itemBytes`.
     public static func fileLength(slots: Int, itemBytes: Int) -> Int { overhead + slots * (itemBytes + hintBytes) }
@@ -62,23 +68,35 @@ public final class SendingQueue: @unchecked Sendable {
     ///   - url: the queue's file.
     ///   - slots: the number of items the queue holds.
     ///   - itemBytes: the exact size of every item.
-    ///   - secureElement: keys the outer layer.
+    ///   - storageKey: keys the outer layer (32 bytes).
     ///   - makeCover: makes one cover item of exactly `itemBytes` bytes.
     /// - Throws: ``DeniableError/corrupted(_:)`` when the file is not a queue of this shape or its
     ///   outer layer fails.
-    public init(
-        url: URL, slots: Int, itemBytes: Int, secureElement: SecureElement,
+    public convenience init(
+        url: URL, slots: Int, itemBytes: Int, storageKey: SecretKey,
+        makeCover: @escaping @Sendable () -> Data
+    ) throws(DeniableError) {
+        try self.init(url: url, slots: slots, itemBytes: itemBytes, storageKey: storageKey, former: nil, makeCover: makeCover)
+    }
+
+    /// As the public initializer; `former` reads a version-2 file (the former stand-in's key).
+    init(
+        url: URL, slots: Int, itemBytes: Int, storageKey: SecretKey, former: LegacyElementKey?,
         makeCover: @escaping @Sendable () -> Data
     ) throws(DeniableError) {
         self.url = url
         self.slots = slots
         self.itemBytes = itemBytes
-        self.secureElement = secureElement
+        self.storageKey = storageKey
+        self.former = former
         self.makeCover = makeCover
         if let data = try AtomicFile.read(url) {
-            let legacy: Bool
-            (items, hints, legacy) = try Self.parse(data, slots: slots, itemBytes: itemBytes, secureElement: secureElement)
-            if legacy { try save() }
+            let converted: Bool
+            (items, hints, converted) = try Self.parse(data, slots: slots, itemBytes: itemBytes, storageKey: storageKey, former: former)
+            if converted {
+                try save()
+                self.converted = true
+            }
         } else {
             items = []
             hints = []
@@ -96,17 +114,21 @@ public final class SendingQueue: @unchecked Sendable {
         return w.buffer
     }
 
-    static func outerKey(salt: Data, secureElement: SecureElement) throws(DeniableError) -> SecretKey {
-        try secureElement.authenticate(Data("coffer.deniable.queue.outer.v2".utf8) + salt)
+    static func outerKey(salt: Data, storageKey: SecretKey) -> SecretKey {
+        StorageKey.outerKey(storageKey, salt: salt, label: "coffer.deniable.queue.outer.v3")
     }
 
     static func parse(
-        _ data: Data, slots: Int, itemBytes: Int,
-        secureElement: SecureElement
+        _ data: Data, slots: Int, itemBytes: Int, storageKey: SecretKey, former: LegacyElementKey?
     ) throws(DeniableError) -> ([Data], [Data], Bool) {
         let body = slots * (itemBytes + hintBytes)
-        let legacy = Array(data.prefix(8)) == legacyMagic
-        let expectedHeader = header(magic: legacy ? legacyMagic : magic, slots: slots, itemBytes: itemBytes)
+        let fileMagic = Array(data.prefix(8))
+        let legacy = fileMagic == legacyMagic
+        let isFormer = fileMagic == formerMagic
+        if isFormer, former == nil {
+            throw .corrupted("the sending queue is in an earlier format whose device key (secure-element.key) is gone")
+        }
+        let expectedHeader = header(magic: legacy ? legacyMagic : (isFormer ? formerMagic : magic), slots: slots, itemBytes: itemBytes)
         let expectedLength = legacy ? legacyHeaderBytes + body : fileLength(slots: slots, itemBytes: itemBytes)
         guard data.count == expectedLength else {
             throw .corrupted("the sending queue is \(data.count) bytes; \(slots) slots of \(itemBytes) bytes need \(expectedLength)")
@@ -119,11 +141,14 @@ public final class SendingQueue: @unchecked Sendable {
             plain = data.subdata(in: legacyHeaderBytes..<data.count)
         } else {
             let clear = data.prefix(headerBytes)
-            let key = try outerKey(salt: Data(clear.suffix(outerSaltBytes)), secureElement: secureElement)
+            let salt = Data(clear.suffix(outerSaltBytes))
+            let key =
+                isFormer
+                ? former!.authenticate(Data("coffer.deniable.queue.outer.v2".utf8) + salt) : outerKey(salt: salt, storageKey: storageKey)
             do {
                 plain = try AEAD.xchacha20Poly1305.open(data.subdata(in: headerBytes..<data.count), key: key, associatedData: Data(clear))
             } catch {
-                throw .corrupted("the sending queue failed its integrity check (altered, or written with another secure-element key)")
+                throw .corrupted("the sending queue failed its integrity check (altered, or written under another storage key)")
             }
         }
         var items = [Data]()
@@ -133,7 +158,7 @@ public final class SendingQueue: @unchecked Sendable {
         for i in 0..<slots { items.append(plain.subdata(in: (i * itemBytes)..<((i + 1) * itemBytes))) }
         let hintsStart = slots * itemBytes
         for i in 0..<slots { hints.append(plain.subdata(in: (hintsStart + i * hintBytes)..<(hintsStart + (i + 1) * hintBytes))) }
-        return (items, hints, legacy)
+        return (items, hints, legacy || isFormer)
     }
 
     /// Reads the slots again from the file, which another process sharing the folder may have
@@ -143,7 +168,7 @@ public final class SendingQueue: @unchecked Sendable {
     func reload() {
         lock.withLock { () -> Void in
             guard let data = try? AtomicFile.read(url),
-                let (items, hints, _) = try? Self.parse(data, slots: slots, itemBytes: itemBytes, secureElement: secureElement)
+                let (items, hints, _) = try? Self.parse(data, slots: slots, itemBytes: itemBytes, storageKey: storageKey, former: former)
             else { return }
             self.items = items
             self.hints = hints
@@ -171,7 +196,7 @@ public final class SendingQueue: @unchecked Sendable {
         plain.reserveCapacity(slots * (itemBytes + Self.hintBytes))
         for item in items { plain.append(item) }
         for hint in hints { plain.append(hint) }
-        let key = try Self.outerKey(salt: salt, secureElement: secureElement)
+        let key = Self.outerKey(salt: salt, storageKey: storageKey)
         let sealed: Data
         do { sealed = try AEAD.xchacha20Poly1305.seal(plain, key: key, associatedData: clear) } catch {
             throw .storage("sealing the sending queue failed: \(error)")

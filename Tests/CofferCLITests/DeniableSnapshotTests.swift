@@ -155,7 +155,8 @@ func expectIndistinguishable(
     // The comparison sees changes at all: the start routine rewrites vault and queue in both.
     #expect(user["vault"]?.contains("bytesChanged true") == true, "\(user)", sourceLocation: sourceLocation)
     #expect(user["sending-queue"]?.contains("bytesChanged true") == true, "\(user)", sourceLocation: sourceLocation)
-    #expect(user["secure-element.key"]?.contains("bytesChanged false") == true, "\(user)", sourceLocation: sourceLocation)
+    #expect(user["secure-element-p256.key"]?.contains("bytesChanged false") == true, "\(user)", sourceLocation: sourceLocation)
+    #expect(user["storage.key"]?.contains("bytesChanged false") == true, "\(user)", sourceLocation: sourceLocation)
 }
 
 @Suite("Deniable storage across storage snapshots")
@@ -291,9 +292,9 @@ struct DeniableSnapshotTests {
         expectIndistinguishable(before: before, after: after)
     }
 
-    @Test("init succeeds on a store whose vault was truncated, and on one whose secure-element key was deleted")
+    @Test("init succeeds on a store whose vault was truncated, and on one whose secure-element or storage key was deleted")
     func initRepairs() throws {
-        for damage in ["truncate vault", "delete key", "garbage queue", "garbage dead drops"] {
+        for damage in ["truncate vault", "delete key", "delete storage key", "garbage queue", "garbage dead drops"] {
             let store = TemporaryFolders.path("coffer-deniable-repair")
             let folder = store.appendingPathComponent("deniable")
             #expect(try CLI.run(["deniable", "init"], store: store).status == 0)
@@ -301,7 +302,8 @@ struct DeniableSnapshotTests {
             case "truncate vault":
                 try Data(try Data(contentsOf: folder.appendingPathComponent("vault")).prefix(100)).write(
                     to: folder.appendingPathComponent("vault"))
-            case "delete key": try FileManager.default.removeItem(at: folder.appendingPathComponent("secure-element.key"))
+            case "delete key": try FileManager.default.removeItem(at: folder.appendingPathComponent("secure-element-p256.key"))
+            case "delete storage key": try FileManager.default.removeItem(at: folder.appendingPathComponent("storage.key"))
             case "garbage queue": try Data(repeating: 7, count: 500).write(to: folder.appendingPathComponent("sending-queue"))
             default: try Data(repeating: 7, count: 5000).write(to: folder.appendingPathComponent("dead-drops.sqlite"))
             }
@@ -329,8 +331,8 @@ struct DeniableSnapshotTests {
         // The lock file every read-modify-write holds is made at every start, used or not: the same empty file everywhere.
         #expect(
             Set(snapshot.files.keys) == [
-                "vault", "sending-queue", "secure-element.key", "dead-drops.sqlite", "public-keys.json", ".coffer-lock",
-                "background-schedule.json",
+                "vault", "sending-queue", "storage.key", "secure-element-p256.key", "dead-drops.sqlite", "public-keys.json",
+                ".coffer-lock", "background-schedule.json",
             ])
         #expect(snapshot.files[".coffer-lock"]?.bytes.isEmpty == true)
         for (name, file) in snapshot.files { #expect(file.mode == 0o600, "\(name): \(String(file.mode, radix: 8))") }

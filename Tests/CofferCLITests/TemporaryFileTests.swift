@@ -116,7 +116,8 @@ struct TemporaryFileTests {
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix(".") }
         #expect(
             Set(names) == [
-                "vault", "sending-queue", "secure-element.key", "dead-drops.sqlite", "public-keys.json", "background-schedule.json",
+                "vault", "sending-queue", "storage.key", "secure-element-p256.key", "dead-drops.sqlite", "public-keys.json",
+                "background-schedule.json",
             ])
         #expect(try CLI.run(["--passphrase-env", "P", "deniable", "unlock"], store: store, env: ["P": old]).status == 4)
     }

@@ -10,7 +10,7 @@ struct QueueTests {
     func makeQueue(_ folder: URL, slots: Int = 8) throws -> SendingQueue {
         try SendingQueue(
             url: folder.appendingPathComponent("queue"), slots: slots, itemBytes: 128,
-            secureElement: FileSecureElement(keyFile: folder.appendingPathComponent("se.key"))
+            storageKey: storageKey(folder)
         ) {
             SecureRandom.bytes(128)
         }

@@ -4,6 +4,7 @@ import CofferCrypto
 import CofferDevelopment
 import CofferSync
 import CofferTestSupport
+import Crypto
 import Foundation
 
 @testable import CofferDeniable
@@ -32,23 +33,35 @@ final class CountingSecureElement: SecureElement, @unchecked Sendable {
     let inner: FileSecureElement
     private let lock = NSLock()
     private var count = 0
+    private var failing = false
 
     init(folder: URL) { inner = FileSecureElement(keyFile: folder.appendingPathComponent("se.key")) }
 
     var calls: Int { lock.withLock { count } }
 
-    func authenticate(_ message: Data) throws(DeniableError) -> SecretKey {
-        lock.withLock { count += 1 }
-        return try inner.authenticate(message)
+    /// While set, every key agreement fails, as a Secure Enclave key does on a locked phone.
+    var locked: Bool {
+        get { lock.withLock { failing } }
+        set { lock.withLock { failing = newValue } }
+    }
+
+    func sharedSecret(with publicKey: P256.KeyAgreement.PublicKey) throws(DeniableError) -> SecretKey {
+        let refuse = lock.withLock { () -> Bool in
+            count += 1
+            return failing
+        }
+        if refuse { throw .secureElement("the device is locked") }
+        return try inner.sharedSecret(with: publicKey)
     }
 
     func regenerate() throws(DeniableError) { try inner.regenerate() }
+
+    func prepare() throws(DeniableError) -> Bool { try inner.prepare() }
 }
 
-/// A real file secure element whose last step of a vault key (its MAC of the Argon2id output,
-/// computed off the store's executor) can be held: once armed, the next such call records that
-/// it started and waits until released (at most 30 s), so a test acts while an unlock waits for
-/// its key.
+/// A real file secure element whose vault-key derivation (computed off the store's executor)
+/// can be held: once armed, its next key agreement records that it started and waits until
+/// released (at most 30 s), so a test acts while an unlock waits for its key.
 final class HeldSecureElement: SecureElement, Sendable {
     let inner: FileSecureElement
     private let state = Locked((armed: false, holding: false))
@@ -56,7 +69,7 @@ final class HeldSecureElement: SecureElement, Sendable {
 
     init(folder: URL) { inner = FileSecureElement(keyFile: folder.appendingPathComponent("se.key")) }
 
-    /// Holds the next vault-key call.
+    /// Holds the next vault-key derivation.
     func arm() { state.withLock { $0.armed = true } }
 
     /// Whether a held call has started and waits.
@@ -65,21 +78,29 @@ final class HeldSecureElement: SecureElement, Sendable {
     /// Lets the held call go on.
     func releaseHeld() { release.signal() }
 
-    func authenticate(_ message: Data) throws(DeniableError) -> SecretKey {
-        if message.starts(with: Data("coffer.deniable.vault.inner".utf8)) {
-            let hold = state.withLock { state -> Bool in
-                guard state.armed else { return false }
-                state.armed = false
-                state.holding = true
-                return true
-            }
-            if hold { _ = release.wait(timeout: .now() + 30) }
+    func sharedSecret(with publicKey: P256.KeyAgreement.PublicKey) throws(DeniableError) -> SecretKey {
+        let hold = state.withLock { state -> Bool in
+            guard state.armed else { return false }
+            state.armed = false
+            state.holding = true
+            return true
         }
-        return try inner.authenticate(message)
+        if hold { _ = release.wait(timeout: .now() + 30) }
+        return try inner.sharedSecret(with: publicKey)
     }
 
     func regenerate() throws(DeniableError) { try inner.regenerate() }
+
+    func prepare() throws(DeniableError) -> Bool { try inner.prepare() }
 }
+
+/// The outer-layer key kept in `folder` (made at the first call), for queues opened directly.
+func storageKey(_ folder: URL) throws -> SecretKey {
+    try StorageKey(url: folder.appendingPathComponent("storage.key")).prepare().0
+}
+
+/// A public key to agree with (a fresh one each call).
+func somePublicKey() -> P256.KeyAgreement.PublicKey { P256.KeyAgreement.PrivateKey().publicKey }
 
 /// Small and fast settings for tests: a 16 KiB vault and the cheapest Argon2id, on the seed's
 /// cadences (`base: .init()` for CoverDrop's).
@@ -87,6 +108,7 @@ func testConfiguration(base: DeniableConfiguration = .seed) -> DeniableConfigura
     var c = base
     c.vaultContentBytes = 16 * 1024
     c.passphraseKDF = .minimum
+    c.secureElementRounds = 8
     return c
 }
 

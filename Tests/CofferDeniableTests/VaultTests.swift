@@ -142,17 +142,17 @@ struct VaultTests {
     func widePermissionsRefused() throws {
         let folder = temporaryFolder()
         let se = FileSecureElement(keyFile: folder.appendingPathComponent("se.key"))
-        _ = try se.authenticate(Data("x".utf8))
+        _ = try se.sharedSecret(with: somePublicKey())
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: folder.appendingPathComponent("se.key").path)
         let fresh = FileSecureElement(keyFile: folder.appendingPathComponent("se.key"))
-        #expect(throws: DeniableError.self) { _ = try fresh.authenticate(Data("x".utf8)) }
+        #expect(throws: DeniableError.self) { _ = try fresh.sharedSecret(with: somePublicKey()) }
     }
 
     @Test("the secure-element key file is created with mode 0600")
     func keyFileMode() throws {
         let folder = temporaryFolder()
         let se = FileSecureElement(keyFile: folder.appendingPathComponent("se.key"))
-        _ = try se.authenticate(Data("x".utf8))
+        _ = try se.sharedSecret(with: somePublicKey())
         let mode =
             try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent("se.key").path)[.posixPermissions] as? NSNumber
         #expect(mode?.intValue == 0o600)
