@@ -223,8 +223,11 @@ def compile_interfaces(swiftc, out, cache):
     for module in modules.values():
         module["deps"] = sorted(m for m in module["imports"] if m in modules)
     for name in dependency_order(modules):
+        # The package's own build modules too: the CryptoKit stand-in re-exports swift-crypto's
+        # `Crypto`, as Apple's swift-crypto re-exports CryptoKit (same types on both sides).
         command = [swiftc, "-emit-module", "-parse-as-library", "-swift-version", "5", "-module-name", name,
                    "-emit-module-path", os.path.join(out, name + ".swiftmodule"), "-I", out,
+                   "-I", os.path.join(ROOT, ".build", "debug", "Modules"),
                    "-module-cache-path", cache, "-suppress-warnings"] + modules[name]["files"]
         ok, output = run(command)
         if not ok:

@@ -133,3 +133,37 @@ public var errSecDuplicateItem: OSStatus { fatalError("interface only") }
 /// The initial value of every constant above: never evaluated (a global is initialised on
 /// first read, and nothing here is ever run).
 func _interfaceOnly<T>() -> T { fatalError("interface only") }
+
+// MARK: - Access control (SecAccessControl.h), for CryptoKit's Secure Enclave keys
+
+/// https://developer.apple.com/documentation/corefoundation/cfallocator — `class CFAllocator`.
+/// Coffer only passes nil (the default allocator).
+public final class CFAllocator {}
+/// https://developer.apple.com/documentation/corefoundation/cferror — `class CFError`, bridged to `NSError`.
+public typealias CFError = NSError
+
+/// https://developer.apple.com/documentation/security/secaccesscontrol — `class SecAccessControl`.
+public final class SecAccessControl {}
+
+/// https://developer.apple.com/documentation/security/secaccesscontrolcreateflags —
+/// `struct SecAccessControlCreateFlags` (an `OptionSet` of `CFOptionFlags`, `UInt` on 64-bit).
+@available(iOS 8.0, macOS 10.10, *)
+public struct SecAccessControlCreateFlags: OptionSet {
+    public let rawValue: UInt
+    public init(rawValue: UInt) { self.rawValue = rawValue }
+    /// https://developer.apple.com/documentation/security/secaccesscontrolcreateflags/privatekeyusage —
+    /// `static var privateKeyUsage: SecAccessControlCreateFlags { get }` (iOS 9.0+, macOS 10.12.1+).
+    @available(iOS 9.0, macOS 10.12.1, *)
+    public static var privateKeyUsage: SecAccessControlCreateFlags { fatalError("interface only") }
+}
+
+/// https://developer.apple.com/documentation/security/secaccesscontrolcreatewithflags(_:_:_:_:)
+/// — `func SecAccessControlCreateWithFlags(_ allocator: CFAllocator?, _ protection: CFTypeRef,
+/// _ flags: SecAccessControlCreateFlags, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecAccessControl?`
+@available(iOS 8.0, macOS 10.10, *)
+public func SecAccessControlCreateWithFlags(
+    _ allocator: CFAllocator?, _ protection: CFTypeRef, _ flags: SecAccessControlCreateFlags,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> SecAccessControl? {
+    fatalError("interface only")
+}

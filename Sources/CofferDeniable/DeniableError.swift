@@ -109,7 +109,7 @@ public struct DeniableConfiguration: Sendable, Equatable {
     public static var coverDropCurrent: DeniableConfiguration { DeniableConfiguration() }
 
     /// CoverDrop's values for a device whose secure element is hardware (an app passing
-    /// ``SecureEnclaveElement`` on Apple devices): 3-word passphrases and Argon2id 2 × 256 MiB
+    /// `SecureEnclaveElement` on Apple devices): 3-word passphrases and Argon2id 2 × 256 MiB
     /// before the 200 rounds in the element, as CoverDrop's apps do where a guess costs secure-
     /// element time. Not for ``FileSecureElement``, whose rounds cost a copier of the folder
     /// only CPU time.

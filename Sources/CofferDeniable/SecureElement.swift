@@ -8,7 +8,7 @@ import Crypto
 import Foundation
 
 /// A device-held P-256 key that computes key agreement (ECDH) inside and never hands out its
-/// private key: Apple's Secure Enclave implements it (``SecureEnclaveElement`` on Apple
+/// private key: Apple's Secure Enclave implements it (`SecureEnclaveElement` on Apple
 /// platforms), and ``FileSecureElement`` stands in for it where there is no such hardware.
 ///
 /// The vault key depends on ``DeviceCost/rounds`` sequential key agreements with this key (as
