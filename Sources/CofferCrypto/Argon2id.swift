@@ -25,7 +25,7 @@ public struct Argon2idParameters: Sendable, Equatable, Codable, CustomStringConv
         opsLimit: UInt64(crypto_pwhash_argon2id_OPSLIMIT_MODERATE), memLimit: Int(crypto_pwhash_argon2id_MEMLIMIT_MODERATE))
     /// CoverDrop's cost where no hardware secure element slows guesses: libsodium's SENSITIVE
     /// passes (4) over 256 MiB, as CoverDrop's Android app derives its passphrase key then
-    /// (about 0.8 s here). The deniable vault's default.
+    /// (about 0.4 s on the development machine). The deniable vault's default.
     public static let coverDrop = Argon2idParameters(
         opsLimit: UInt64(crypto_pwhash_argon2id_OPSLIMIT_SENSITIVE), memLimit: 256 << 20)
     /// libsodium's minimum cost. Only for tests.
