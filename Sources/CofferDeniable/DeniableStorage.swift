@@ -213,7 +213,7 @@ public actor DeniableStorage {
             let (key, created, replaced) = try storage.prepare()
             if created { report.created.append("storage.key") }
             if replaced { report.replaced.append("storage.key") }
-            return (key, LegacyElementKey.load(folder: folder), renewed)
+            return (key, try LegacyElementKey.load(folder: folder), renewed)
         }
         self.storageKey = storageKey
         self.former = former

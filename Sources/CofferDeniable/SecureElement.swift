@@ -226,11 +226,17 @@ struct LegacyElementKey: Sendable {
     static let fileName = "secure-element.key"
     let key: SecretKey
 
-    /// The key in `folder`, nil when there is none or it cannot be read.
-    static func load(folder: URL) -> LegacyElementKey? {
+    /// The key in `folder`; nil when there is none, or the file is damaged (what it keyed cannot
+    /// be read and is replaced, as format 2 replaced a damaged key).
+    /// - Throws: ``DeniableError/secureElement(_:)`` when the file is readable by others or cannot
+    ///   be read: it is not damaged, and going on would replace what it protects; fix its mode to 0600.
+    static func load(folder: URL) throws(DeniableError) -> LegacyElementKey? {
         let url = folder.appendingPathComponent(fileName)
-        guard FileManager.default.fileExists(atPath: url.path), let key = try? OwnerOnlyKeyFile(url: url).load() else { return nil }
-        return LegacyElementKey(key: key)
+        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
+        do throws(FileOperationError) { return LegacyElementKey(key: try OwnerOnlyKeyFile(url: url).load()) } catch {
+            if error.damaged { return nil }
+            throw .secureElement(error.message)
+        }
     }
 
     /// HMAC-SHA256 of `message` under the key, as format 2's `authenticate` computed it.

@@ -201,3 +201,24 @@ struct DeniableConversionTests {
         #expect(unlock.stdout.contains("before the upgrade"))
     }
 }
+
+@Suite("Deniable format-2 stores with a key file others can read")
+struct DeniableConversionRefusalTests {
+    @Test("a format-2 store whose former key file others can read is refused, not replaced, until its mode is fixed")
+    func wideFormerKeyRefused() throws {
+        let passphrase = Passphrase.generate(wordCount: 5)
+        let store = try DeniableConversionTests.cliStore(passphrase: passphrase)
+        let folder = store.appendingPathComponent("deniable")
+        let keyFile = folder.appendingPathComponent("secure-element.key")
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: keyFile.path)
+        let vaultBefore = try Data(contentsOf: folder.appendingPathComponent("vault"))
+        let refused = try CLI.run(["deniable", "start"], store: store)
+        #expect(refused.status == 6, "\(refused.stderr)")
+        #expect(refused.stderr.contains("0600"), "\(refused.stderr)")
+        #expect(try Data(contentsOf: folder.appendingPathComponent("vault")) == vaultBefore)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile.path)
+        #expect(try CLI.run(["deniable", "start"], store: store).status == 0)
+        let unlock = try CLI.run(["--passphrase-env", "P", "deniable", "unlock"], store: store, env: ["P": passphrase])
+        #expect(unlock.stdout.contains("before the upgrade"), "\(unlock.stderr)")
+    }
+}
