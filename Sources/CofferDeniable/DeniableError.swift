@@ -116,7 +116,8 @@ public struct DeniableConfiguration: Sendable, Equatable {
     public static var hardwareSecureElement: DeniableConfiguration {
         var c = DeniableConfiguration()
         c.passphraseWordCount = 3
-        c.passphraseKDF = Argon2idParameters(opsLimit: Argon2idParameters.interactive.opsLimit, memLimit: Argon2idParameters.coverDrop.memLimit)
+        c.passphraseKDF = Argon2idParameters(
+            opsLimit: Argon2idParameters.interactive.opsLimit, memLimit: Argon2idParameters.coverDrop.memLimit)
         return c
     }
 

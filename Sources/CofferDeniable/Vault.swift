@@ -139,7 +139,8 @@ public enum Vault {
     /// - Throws: ``DeniableError/corrupted(_:)`` when the file is not a vault of this size, or the
     ///   outer layer fails (the file was altered, or written under another storage key).
     static func open(
-        _ file: Data, expectedContentBytes: Int, storageKey: SecretKey, former: LegacyElementKey? = nil, rounds: Int = DeviceCost.defaultRounds
+        _ file: Data, expectedContentBytes: Int, storageKey: SecretKey, former: LegacyElementKey? = nil,
+        rounds: Int = DeviceCost.defaultRounds
     ) throws(DeniableError) -> Opened {
         guard file.count >= 8 else { throw .corrupted("the vault file is too short (\(file.count) bytes)") }
         let magic = Array(file.prefix(8))

@@ -27,7 +27,8 @@ enum FormatTwoStore {
         let vaultKey = Vault.formerKey(stretched: stretched, salt: header.salt, carried: elementKey)
         let innerHeader = header.formerBytes(magic: Vault.formerMagic)
         var body = Data(innerHeader)
-        body.append(try AEAD.xchacha20Poly1305.seal(try contents.padded(size: header.contentBytes), key: vaultKey, associatedData: innerHeader))
+        body.append(
+            try AEAD.xchacha20Poly1305.seal(try contents.padded(size: header.contentBytes), key: vaultKey, associatedData: innerHeader))
         var w = Writer(buffer: [])
         w.bytes(Vault.formerMagic)
         w.u32(UInt32(header.contentBytes))
@@ -71,7 +72,8 @@ enum FormatTwoStore {
     static func settle(_ folder: URL, at date: Date) throws {
         let fm = FileManager.default
         for name in try fm.contentsOfDirectory(atPath: folder.path) {
-            try fm.setAttributes([.posixPermissions: 0o600, .modificationDate: date], ofItemAtPath: folder.appendingPathComponent(name).path)
+            try fm.setAttributes(
+                [.posixPermissions: 0o600, .modificationDate: date], ofItemAtPath: folder.appendingPathComponent(name).path)
         }
         try fm.setAttributes([.posixPermissions: 0o700, .modificationDate: date], ofItemAtPath: folder.path)
     }
@@ -90,7 +92,9 @@ struct DeniableConversionTests {
         let date = stores.clock.now.addingTimeInterval(-60)
         for name in ["user", "plain"] {
             let folder = stores.folder(name)
-            for file in ["storage.key", "secure-element-p256.key"] { try FileManager.default.removeItem(at: folder.appendingPathComponent(file)) }
+            for file in ["storage.key", "secure-element-p256.key"] {
+                try FileManager.default.removeItem(at: folder.appendingPathComponent(file))
+            }
             let used = name == "user"
             try FormatTwoStore.write(
                 folder, configuration: stores.configuration, passphrase: used ? passphrase : Passphrase.generate(wordCount: 5),
@@ -99,7 +103,9 @@ struct DeniableConversionTests {
         }
     }
 
-    @Test("a used and an unused format-2 store change the same way when they convert, and after it through unlock, sends, fetches and key refresh")
+    @Test(
+        "a used and an unused format-2 store change the same way when they convert, and after it through unlock, sends, fetches and key refresh"
+    )
     func conversionLooksAlike() async throws {
         let stores = try TwoStores()
         let passphrase = Passphrase.generate(wordCount: 5)
@@ -118,7 +124,8 @@ struct DeniableConversionTests {
         #expect(converted.user.shape == converted.plain.shape)
         let userChanges = before.user.changes(to: converted.user)
         #expect(userChanges == before.plain.changes(to: converted.plain))
-        #expect(userChanges["secure-element.key"] == "removed" && userChanges["storage.key"]?.hasPrefix("created") == true, "\(userChanges)")
+        #expect(
+            userChanges["secure-element.key"] == "removed" && userChanges["storage.key"]?.hasPrefix("created") == true, "\(userChanges)")
         #expect(FormatTwoStore.magic(stores.folder("user").appendingPathComponent("vault")) == "CFVAULT3")
 
         // After it: the user unlocks (the vault is re-keyed) and locks; both send in the
