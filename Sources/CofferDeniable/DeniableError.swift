@@ -56,7 +56,7 @@ public struct DeniableConfiguration: Sendable, Equatable {
     /// hardware element CoverDrop uses 3, see ``hardwareSecureElement``; the seed: 3).
     public var passphraseWordCount = 5
     /// Argon2id costs for the passphrase (CoverDrop without a hardware secure element: 4 passes
-    /// over 256 MiB, ``Argon2idParameters/coverDrop``). Stored in the vault, which keeps opening
+    /// over 256 MiB, `Argon2idParameters.coverDrop`). Stored in the vault, which keeps opening
     /// when the default changes; an install keeps the costs its first start chose.
     public var passphraseKDF = Argon2idParameters.coverDrop
     /// Sequential key agreements with the secure element in every vault-key derivation

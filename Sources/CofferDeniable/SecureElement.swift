@@ -11,7 +11,7 @@ import Foundation
 /// private key: Apple's Secure Enclave implements it (`SecureEnclaveElement` on Apple
 /// platforms), and ``FileSecureElement`` stands in for it where there is no such hardware.
 ///
-/// The vault key depends on ``DeviceCost/rounds`` sequential key agreements with this key (as
+/// The vault key depends on `rounds` sequential key agreements (``DeviceCost``) with this key (as
 /// CoverDrop's RainbowSloth does on iOS), so every passphrase guess costs that many secure-element
 /// operations and cannot be made off the device.
 public protocol SecureElement: Sendable {
