@@ -426,8 +426,18 @@ public actor DeniableStorage {
             return
         }
         // Missing or unusable: a fresh vault. Its key takes seconds, made outside the lock;
-        // written only if no other process made a readable vault meanwhile.
-        let (header, key) = try await freshVaultKey(passphrase: Passphrase.generate(wordCount: configuration.passphraseWordCount))
+        // written only if no other process made a readable vault meanwhile. Its key needs the
+        // secure element: on a locked phone (a background launch) the start goes on without it
+        // and the next start makes it — the same for every install.
+        let header: Vault.Header
+        let key: SecretKey
+        do throws(DeniableError) {
+            (header, key) = try await freshVaultKey(passphrase: Passphrase.generate(wordCount: configuration.passphraseWordCount))
+        } catch {
+            guard case .secureElement = error else { throw error }
+            logger.debug("the secure element is unavailable; the vault is made at the next start")
+            return
+        }
         try exclusive { () throws(DeniableError) in
             let existing = try AtomicFile.read(vaultURL)
             if let existing, existing != seen, (try? openVault(existing)) != nil { return }

@@ -17,9 +17,9 @@ import Security
 /// other, on this device only (as CoverDrop's RainbowSloth does on iOS).
 ///
 /// The key can be used only while the device is unlocked: an unlock or a new vault on a
-/// locked device fails with ``DeniableError/secureElement(_:)``. The app start and the
-/// background sender never use it (``prepare()`` only checks that the blob file exists), so a
-/// background run on a locked phone goes through. Pass it with
+/// locked device fails with ``DeniableError/secureElement(_:)``. The background sender never
+/// uses it, nor does the app start unless it must seal a fresh vault (``prepare()`` only checks
+/// that the blob file exists), so a background run on a locked phone goes through. Pass it with
 /// ``DeniableConfiguration/hardwareSecureElement`` (3 words, as CoverDrop's apps with a
 /// hardware element).
 public final class SecureEnclaveElement: SecureElement, @unchecked Sendable {

@@ -138,3 +138,22 @@ struct DeniableCostDefaultsTests {
         }
     }
 }
+
+@Suite("Secure element locked at a start that must make the vault")
+struct LockedFreshVaultTests {
+    @Test("a start on a locked phone that must make a fresh vault goes on without it, and the next unlocked start makes it")
+    func freshVaultWaits() async throws {
+        let folder = temporaryFolder()
+        let se = CountingSecureElement(folder: folder)
+        _ = try await makeStore(folder, secureElement: se)
+        let vault = folder.appendingPathComponent("deniable/vault")
+        try FileManager.default.removeItem(at: vault)
+        se.locked = true
+        let (locked, _) = try await makeStore(folder, secureElement: se)
+        #expect(!FileManager.default.fileExists(atPath: vault.path))
+        #expect(try await locked.dequeue().count == testConfiguration().queueItemBytes)
+        se.locked = false
+        let (again, _) = try await makeStore(folder, secureElement: se)
+        #expect(try await again.status().lastStart?.created == ["vault"])
+    }
+}
