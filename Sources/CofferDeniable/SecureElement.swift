@@ -4,7 +4,6 @@
 
 import CofferCrypto
 import CofferSync
-import Crypto
 import Foundation
 
 /// A device-held P-256 key that computes key agreement (ECDH) inside and never hands out its
@@ -19,7 +18,7 @@ public protocol SecureElement: Sendable {
     /// computed inside the element.
     /// - Throws: ``DeniableError/secureElement(_:)`` when the key is missing or cannot be used
     ///   (on a phone: the device is locked, or the key was made on another device).
-    func sharedSecret(with publicKey: P256.KeyAgreement.PublicKey) throws(DeniableError) -> SecretKey
+    func sharedSecret(with publicKey: P256PublicKey) throws(DeniableError) -> SecretKey
     /// Replaces the key with a fresh one: what the old key protected can no longer be opened.
     /// Deniable storage never calls it (a new vault keeps the device key; a missing or damaged key
     /// is replaced by ``prepare()``); it is for an app that wants to destroy what the key protected.
@@ -56,21 +55,9 @@ public enum DeviceCost {
         return KeyDerivation.hkdf(from: state, salt: salt, info: "coffer.deniable.device-cost.v1.key")
     }
 
-    /// A P-256 public key from the state: SHA-256 of the state, round and a counter as an
-    /// x-coordinate, kept when swift-crypto accepts it as a compressed point (about half do).
-    static func point(from state: SecretKey, round: Int) -> P256.KeyAgreement.PublicKey {
-        var counter: UInt32 = 0
-        while true {
-            var hasher = SHA256()
-            hasher.update(data: Data("coffer.deniable.device-cost.v1.point".utf8))
-            state.withUnsafeBytes { hasher.update(bufferPointer: $0) }
-            withUnsafeBytes(of: UInt32(round).bigEndian) { hasher.update(bufferPointer: $0) }
-            withUnsafeBytes(of: counter.bigEndian) { hasher.update(bufferPointer: $0) }
-            var candidate = Data([0x02])
-            candidate.append(contentsOf: hasher.finalize())
-            if let key = try? P256.KeyAgreement.PublicKey(compressedRepresentation: candidate) { return key }
-            counter += 1
-        }
+    /// A P-256 point from the state and the round (``P256PublicKey/derived(label:seed:index:)``).
+    static func point(from state: SecretKey, round: Int) -> P256PublicKey {
+        P256PublicKey.derived(label: "coffer.deniable.device-cost.v1.point", seed: state, index: UInt32(round))
     }
 
     /// HKDF-SHA256 of the state followed by the round's shared secret.
@@ -87,18 +74,11 @@ public enum DeviceCost {
         }
         return KeyDerivation.hkdf(from: joined, salt: salt, info: "coffer.deniable.device-cost.v1.round")
     }
-
-    /// A shared secret as a ``SecretKey`` (its bytes copied once, into guarded memory).
-    static func secret(_ shared: SharedSecret) throws(DeniableError) -> SecretKey {
-        do { return try shared.withUnsafeBytes { try SecretKey(copying: $0, expectedCount: 32) } } catch {
-            throw .secureElement("the key agreement gave an unusable result: \(error)")
-        }
-    }
 }
 
 /// A real software stand-in for a secure element on platforms without one: a P-256 private key
 /// (its 32-byte scalar) in a file only its owner may read (mode 0600), created once, at the first
-/// app start, and used through swift-crypto's `P256.KeyAgreement`. It refuses a key file whose
+/// app start, and used through CofferCrypto's ``P256PrivateKey`` (swift-crypto's `P256.KeyAgreement`). It refuses a key file whose
 /// permissions are wider, and no API returns the key.
 ///
 /// Unlike hardware, the file sits beside the files it protects: a copy of the folder holds the
@@ -109,7 +89,7 @@ public final class FileSecureElement: SecureElement, @unchecked Sendable {
     /// Where the key lives.
     public let keyFile: URL
     private let lock = Lock()
-    private var cached: P256.KeyAgreement.PrivateKey?
+    private var cached: P256PrivateKey?
 
     /// A secure element keeping its key at `keyFile` (created with mode 0600 when absent).
     public init(keyFile: URL) {
@@ -119,13 +99,9 @@ public final class FileSecureElement: SecureElement, @unchecked Sendable {
     /// ECDH of the key file's key and `publicKey`.
     /// - Throws: ``DeniableError/secureElement(_:)`` when the file's permissions are wider than
     ///   0600, or it cannot be read or created.
-    public func sharedSecret(with publicKey: P256.KeyAgreement.PublicKey) throws(DeniableError) -> SecretKey {
+    public func sharedSecret(with publicKey: P256PublicKey) throws(DeniableError) -> SecretKey {
         let key = try loaded()
-        let shared: SharedSecret
-        do { shared = try key.sharedSecretFromKeyAgreement(with: publicKey) } catch {
-            throw .secureElement("the key agreement failed: \(error)")
-        }
-        return try DeviceCost.secret(shared)
+        do { return try key.sharedSecret(with: publicKey) } catch { throw .secureElement("\(error)") }
     }
 
     /// Writes a fresh key (atomically, 0600) and forgets the old one.
@@ -156,10 +132,10 @@ public final class FileSecureElement: SecureElement, @unchecked Sendable {
         }
     }
 
-    private func loaded() throws(DeniableError) -> P256.KeyAgreement.PrivateKey {
-        return try lock.withLock { () throws(DeniableError) -> P256.KeyAgreement.PrivateKey in
+    private func loaded() throws(DeniableError) -> P256PrivateKey {
+        return try lock.withLock { () throws(DeniableError) -> P256PrivateKey in
             if let cached { return cached }
-            let key: P256.KeyAgreement.PrivateKey
+            let key: P256PrivateKey
             if FileManager.default.fileExists(atPath: keyFile.path) { key = try Self.read(keyFile) } else { key = try writeFreshKey() }
             cached = key
             return key
@@ -167,21 +143,17 @@ public final class FileSecureElement: SecureElement, @unchecked Sendable {
     }
 
     /// The key in `url`: 32 bytes that are a P-256 scalar.
-    private static func read(_ url: URL) throws(DeniableError) -> P256.KeyAgreement.PrivateKey {
+    private static func read(_ url: URL) throws(DeniableError) -> P256PrivateKey {
         let raw: SecretKey
         do throws(FileOperationError) { raw = try OwnerOnlyKeyFile(url: url).load() } catch { throw .secureElement(error.message) }
-        do { return try raw.withUnsafeBytes { try P256.KeyAgreement.PrivateKey(rawRepresentation: $0) } } catch {
+        do { return try P256PrivateKey(raw: raw) } catch {
             throw .secureElement("\(url.path) does not hold a P-256 private key: the key file is damaged")
         }
     }
 
-    private func writeFreshKey() throws(DeniableError) -> P256.KeyAgreement.PrivateKey {
-        let key = P256.KeyAgreement.PrivateKey()
-        let raw: SecretKey
-        do { raw = try SecretKey(copying: key.rawRepresentation, expectedCount: 32) } catch {
-            throw .secureElement("could not hold a new key: \(error)")
-        }
-        do { try OwnerOnlyKeyFile(url: keyFile).write(raw) } catch { throw .secureElement(error.message) }
+    private func writeFreshKey() throws(DeniableError) -> P256PrivateKey {
+        let key = P256PrivateKey()
+        do { try OwnerOnlyKeyFile(url: keyFile).write(key.raw) } catch { throw .secureElement(error.message) }
         return key
     }
 }

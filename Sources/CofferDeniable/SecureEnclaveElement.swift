@@ -4,9 +4,7 @@
 #if canImport(CryptoKit) && canImport(Security)
 import CofferCrypto
 import CofferSync
-import CryptoKit
 import Foundation
-import Security
 
 /// The device's Secure Enclave as a ``SecureElement``: a `SecureEnclave.P256.KeyAgreement`
 /// private key that never leaves the enclave, made with access control "when unlocked, this
@@ -27,13 +25,13 @@ public final class SecureEnclaveElement: SecureElement, @unchecked Sendable {
     /// Where the key's data representation lives (mode 0600).
     public let keyFile: URL
     private let lock = Lock()
-    private var cached: SecureEnclave.P256.KeyAgreement.PrivateKey?
+    private var cached: SecureEnclaveP256Key?
 
     /// The Secure Enclave keeping its key's blob at `keyFile` (made by ``prepare()``).
     /// - Throws: ``DeniableError/secureElement(_:)`` on a device without a Secure Enclave (the
     ///   simulator, a Mac without one): use ``FileSecureElement`` there.
     public init(keyFile: URL) throws(DeniableError) {
-        guard SecureEnclave.isAvailable else {
+        guard SecureEnclaveP256Key.isAvailable else {
             throw .secureElement("this device has no Secure Enclave (the simulator, or a Mac without one); use FileSecureElement")
         }
         self.keyFile = keyFile
@@ -42,13 +40,9 @@ public final class SecureEnclaveElement: SecureElement, @unchecked Sendable {
     /// ECDH inside the Secure Enclave of its key and `publicKey`.
     /// - Throws: ``DeniableError/secureElement(_:)`` when the blob is missing or not this
     ///   device's, or the enclave refuses (the device is locked).
-    public func sharedSecret(with publicKey: P256.KeyAgreement.PublicKey) throws(DeniableError) -> SecretKey {
+    public func sharedSecret(with publicKey: P256PublicKey) throws(DeniableError) -> SecretKey {
         let key = try loaded()
-        let shared: SharedSecret
-        do { shared = try key.sharedSecretFromKeyAgreement(with: publicKey) } catch {
-            throw .secureElement("the Secure Enclave refused the key agreement (is the device locked?): \(error)")
-        }
-        return try DeviceCost.secret(shared)
+        do { return try key.sharedSecret(with: publicKey) } catch { throw .secureElement("\(error)") }
     }
 
     /// Makes a new enclave key and replaces the blob file: what the old key protected can no
@@ -71,36 +65,25 @@ public final class SecureEnclaveElement: SecureElement, @unchecked Sendable {
         }
     }
 
-    private func loaded() throws(DeniableError) -> SecureEnclave.P256.KeyAgreement.PrivateKey {
-        try lock.withLock { () throws(DeniableError) -> SecureEnclave.P256.KeyAgreement.PrivateKey in
+    private func loaded() throws(DeniableError) -> SecureEnclaveP256Key {
+        try lock.withLock { () throws(DeniableError) -> SecureEnclaveP256Key in
             if let cached { return cached }
             guard let blob = try AtomicFile.read(keyFile) else {
                 throw .secureElement("the Secure Enclave key's file \(keyFile.path) is missing")
             }
             do {
-                let key = try SecureEnclave.P256.KeyAgreement.PrivateKey(dataRepresentation: blob)
+                let key = try SecureEnclaveP256Key(dataRepresentation: blob)
                 cached = key
                 return key
-            } catch {
-                throw .secureElement("the Secure Enclave did not accept the key in \(keyFile.path) (made on another device?): \(error)")
-            }
+            } catch { throw .secureElement("\(keyFile.path): \(error)") }
         }
     }
 
     /// A new enclave key (usable only while the device is unlocked, on this device only), its
     /// blob written atomically with mode 0600.
-    private func makeKey() throws(DeniableError) -> SecureEnclave.P256.KeyAgreement.PrivateKey {
-        var failure: Unmanaged<CFError>?
-        guard
-            let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, .privateKeyUsage, &failure)
-        else {
-            let reason = failure.map { String(describing: $0.takeRetainedValue()) } ?? "no reason given"
-            throw .secureElement("could not describe the Secure Enclave key's access: \(reason)")
-        }
-        let key: SecureEnclave.P256.KeyAgreement.PrivateKey
-        do { key = try SecureEnclave.P256.KeyAgreement.PrivateKey(accessControl: access) } catch {
-            throw .secureElement("the Secure Enclave could not make a key (is the device locked?): \(error)")
-        }
+    private func makeKey() throws(DeniableError) -> SecureEnclaveP256Key {
+        let key: SecureEnclaveP256Key
+        do { key = try SecureEnclaveP256Key.make() } catch { throw .secureElement("\(error)") }
         try AtomicFile.write(key.dataRepresentation, to: keyFile, permissions: 0o600)
         return key
     }

@@ -1,7 +1,10 @@
-import CofferCrypto
 // Stores an earlier Coffer left (format 2: vault `CFVAULT2`, queue `CFQUEUE2`, both keyed by the
 // HMAC stand-in `secure-element.key`) convert at their next start, used and unused alike, and a
 // kill -9 in the middle of the conversion leaves a store the next start finishes.
+
+import CofferCrypto
+import CofferDevelopment
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -159,7 +162,7 @@ struct DeniableConversionTests {
 
     /// A format-2 store the CLI uses (default configuration, cheapest Argon2id in the vault).
     static func cliStore(passphrase: String) throws -> URL {
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-deniable-convert-\(UUID().uuidString)")
+        let store = TemporaryFolders.path("coffer-deniable-convert")
         var c = DeniableConfiguration()
         c.passphraseKDF = .minimum
         try FormatTwoStore.write(

@@ -4,7 +4,6 @@ import CofferCrypto
 import CofferDevelopment
 import CofferSync
 import CofferTestSupport
-import Crypto
 import Foundation
 
 @testable import CofferDeniable
@@ -45,7 +44,7 @@ final class CountingSecureElement: SecureElement, @unchecked Sendable {
         set { lock.withLock { failing = newValue } }
     }
 
-    func sharedSecret(with publicKey: P256.KeyAgreement.PublicKey) throws(DeniableError) -> SecretKey {
+    func sharedSecret(with publicKey: P256PublicKey) throws(DeniableError) -> SecretKey {
         let refuse = lock.withLock { () -> Bool in
             count += 1
             return failing
@@ -78,7 +77,7 @@ final class HeldSecureElement: SecureElement, Sendable {
     /// Lets the held call go on.
     func releaseHeld() { release.signal() }
 
-    func sharedSecret(with publicKey: P256.KeyAgreement.PublicKey) throws(DeniableError) -> SecretKey {
+    func sharedSecret(with publicKey: P256PublicKey) throws(DeniableError) -> SecretKey {
         let hold = state.withLock { state -> Bool in
             guard state.armed else { return false }
             state.armed = false
@@ -100,7 +99,7 @@ func storageKey(_ folder: URL) throws -> SecretKey {
 }
 
 /// A public key to agree with (a fresh one each call).
-func somePublicKey() -> P256.KeyAgreement.PublicKey { P256.KeyAgreement.PrivateKey().publicKey }
+func somePublicKey() -> P256PublicKey { P256PrivateKey().publicKey }
 
 /// Small and fast settings for tests: a 16 KiB vault and the cheapest Argon2id, on the seed's
 /// cadences (`base: .init()` for CoverDrop's).
