@@ -1,5 +1,6 @@
 // The secure element as phones have it: P-256 key agreement with a device-held key, repeated to
 // set the device-bound cost; the queue's outer layer off the element, so a locked phone sends.
+
 import CofferCrypto
 import CofferDevelopment
 import Foundation
