@@ -55,7 +55,7 @@ public enum DeviceCost {
         return KeyDerivation.hkdf(from: state, salt: salt, info: "coffer.deniable.device-cost.v1.key")
     }
 
-    /// A P-256 point from the state and the round (``P256PublicKey/derived(label:seed:index:)``).
+    /// A P-256 point from the state and the round (`P256PublicKey.derived(label:seed:index:)`).
     static func point(from state: SecretKey, round: Int) -> P256PublicKey {
         P256PublicKey.derived(label: "coffer.deniable.device-cost.v1.point", seed: state, index: UInt32(round))
     }
@@ -78,7 +78,7 @@ public enum DeviceCost {
 
 /// A real software stand-in for a secure element on platforms without one: a P-256 private key
 /// (its 32-byte scalar) in a file only its owner may read (mode 0600), created once, at the first
-/// app start, and used through CofferCrypto's ``P256PrivateKey`` (swift-crypto's `P256.KeyAgreement`). It refuses a key file whose
+/// app start, and used through CofferCrypto's `P256PrivateKey` (swift-crypto's `P256.KeyAgreement`). It refuses a key file whose
 /// permissions are wider, and no API returns the key.
 ///
 /// Unlike hardware, the file sits beside the files it protects: a copy of the folder holds the
