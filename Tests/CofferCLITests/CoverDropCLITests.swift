@@ -112,7 +112,11 @@ struct BackgroundCLITests {
         #expect(first["sent"] as? Int == 2 && first["rateLimited"] as? Bool == false)
         let early = try background("2030-01-01T10:30:00Z")
         #expect(early["sent"] as? Int == 0 && early["rateLimited"] as? Bool == true)
-        #expect(early["nextRunAfter"] as? String == "2030-01-01T11:00:00Z")
+        // Not before an hour after the last run; the random delay (5–120 min from 10:30) may put
+        // it later, never past 12:30.
+        let nextRun = try #require((early["nextRunAfter"] as? String).flatMap { ISO8601DateFormatter().date(from: $0) })
+        let hourAfterFirst = try #require(ISO8601DateFormatter().date(from: "2030-01-01T11:00:00Z"))
+        #expect(nextRun >= hourAfterFirst && nextRun <= hourAfterFirst.addingTimeInterval(90 * 60), "\(nextRun)")
         let later = try background("2030-01-01T11:01:00Z")
         #expect(later["sent"] as? Int == 2)
         let delivered = try Data(contentsOf: store.appendingPathComponent("deniable-dev-service/delivered.json"))

@@ -4,6 +4,13 @@
 import CofferSync
 import Foundation
 
+/// How long a bounded wait waits by default: a bound against a hang, not a speed limit. It is
+/// generous because the full suite runs hundreds of tests at once on two cores: synchronous tests
+/// that run `coffer` children block threads of the cooperative pool while each child runs, and
+/// an event another test awaits can queue behind them for tens of seconds (30 s was seen to run
+/// out). A wait that ends early never waits the bound.
+package let defaultWaitBound: Duration = .seconds(120)
+
 /// What a bounded wait throws when its event did not come in time.
 package struct TimedOut: Error, CustomStringConvertible {
     /// What was awaited, and for how long.
@@ -67,7 +74,7 @@ package final class Updates<Element: Sendable>: Sendable {
 
     /// The next element, nil when the sequence finished; rethrows the error it ended with.
     /// - Throws: ``TimedOut`` when nothing came within `bound`.
-    package func next(within bound: Duration = .seconds(30)) async throws -> Element? {
+    package func next(within bound: Duration = defaultWaitBound) async throws -> Element? {
         let id = state.withLock { state -> UInt64 in
             state.lastWaiter += 1
             return state.lastWaiter
@@ -109,7 +116,7 @@ package final class Updates<Element: Sendable>: Sendable {
 /// Waits until `condition` holds, checking it every few milliseconds.
 /// - Throws: ``TimedOut`` (naming `what`) when it still does not hold after `bound`.
 package func eventually(
-    _ what: String, within bound: Duration = .seconds(30), _ condition: @escaping @Sendable () async throws -> Bool
+    _ what: String, within bound: Duration = defaultWaitBound, _ condition: @escaping @Sendable () async throws -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + bound
     while try await !condition() {
@@ -120,7 +127,7 @@ package func eventually(
 
 /// Waits until `task` has ended.
 /// - Throws: ``TimedOut`` (naming `what`) when it is still running after `bound`.
-package func finished(_ task: Task<Void, Never>, _ what: String, within bound: Duration = .seconds(30)) async throws {
+package func finished(_ task: Task<Void, Never>, _ what: String, within bound: Duration = defaultWaitBound) async throws {
     let ended = Locked(false)
     let watcher = Task {
         await task.value

@@ -85,15 +85,18 @@ package func runProcess(
         deadline: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)), execute: watchdog)
     defer { watchdog.cancel() }
 
-    // Standard error is read on another thread while this one reads standard output.
+    // Standard error is read on a thread of its own while this one reads standard output. Not on
+    // a Dispatch global queue: on Linux those share a pool as wide as the machine has cores (two
+    // here), and readers blocked for a child's whole life starved every library call that goes
+    // off its caller through that pool (the media cache's disk reads waited more than 30 s).
     let errorBytes = Locked(Data())
     let errorRead = DispatchSemaphore(value: 0)
     let errorHandle = err.fileHandleForReading
-    DispatchQueue.global().async {
+    Thread {
         let data = errorHandle.readDataToEndOfFile()
         errorBytes.withLock { $0 = data }
         errorRead.signal()
-    }
+    }.start()
     if let stdin { input.fileHandleForWriting.write(stdin) }
     try input.fileHandleForWriting.close()
     let output = out.fileHandleForReading.readDataToEndOfFile()
