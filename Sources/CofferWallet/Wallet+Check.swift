@@ -79,7 +79,9 @@ extension Wallet {
 
     /// The type and id sealed in the record at `rowid`, when it opens.
     static func recordName(_ db: Database, rowid: Int64, keys: WalletKeys) throws -> (type: String?, id: String)? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT type, name, value, expiry FROM \(keys.tables.items) WHERE id = ?", arguments: [rowid]),
+        guard
+            let row = try Row.fetchOne(
+                db, sql: "SELECT type, name, value, expiry FROM \(keys.tables.items) WHERE id = ?", arguments: [rowid]),
             let type = Int64.fromDatabaseValue(row[0]), let idBlind = Data.fromDatabaseValue(row[1]),
             let sealed = Data.fromDatabaseValue(row[2]),
             let contents = try? RecordCodec.open(
@@ -176,7 +178,8 @@ extension Wallet {
                     }
                 }
                 let stored =
-                    try db.tableExists(keys.tables.digest) ? try Data.fetchOne(db, sql: "SELECT value FROM \(keys.tables.digest) WHERE id = 1") : nil
+                    try db.tableExists(keys.tables.digest)
+                    ? try Data.fetchOne(db, sql: "SELECT value FROM \(keys.tables.digest) WHERE id = 1") : nil
                 let state = stored.flatMap { DigestState.open($0, keys: keys) }
                 if stored == nil {
                     report.add("digest", type: nil, id: nil, "the records' version digest is missing")
@@ -203,7 +206,9 @@ extension Wallet {
                         "duplicate", type: named?.type, id: named?.id,
                         "\(count) rows hold the same type and id (the unique index was removed or replaced)")
                 }
-                let orphans = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(keys.tables.tags) WHERE item NOT IN (SELECT id FROM \(keys.tables.items))") ?? 0
+                let orphans =
+                    try Int.fetchOne(
+                        db, sql: "SELECT COUNT(*) FROM \(keys.tables.tags) WHERE item NOT IN (SELECT id FROM \(keys.tables.items))") ?? 0
                 if orphans > 0 { report.add("orphanTagRow", type: nil, id: nil, "\(orphans) tag rows belong to no record") }
                 for line in try String.fetchAll(db, sql: "PRAGMA integrity_check") where line != "ok" {
                     report.add("sqlite", type: nil, id: nil, line)

@@ -52,7 +52,8 @@ extension Wallet {
                     try db.inTransaction {
                         try Self.checkKeys(db, old)
                         count = try Self.rotateRecords(db, from: old, to: new, progress: progress)
-                        try db.execute(sql: "UPDATE \(new.tables.meta) SET value = ? WHERE name = 'kdf'", arguments: [Data(kdf.jsonText.utf8)])
+                        try db.execute(
+                            sql: "UPDATE \(new.tables.meta) SET value = ? WHERE name = 'kdf'", arguments: [Data(kdf.jsonText.utf8)])
                         try db.execute(sql: "UPDATE \(new.tables.meta) SET value = ? WHERE name = 'keys'", arguments: [sealedMaster])
                         try Self.recordKeyCheck(db, new)
                         try FileIntegrity.write(db, keys: new)
@@ -86,7 +87,8 @@ extension Wallet {
     /// Stores the key check of `keys` (see ``checkKeys(_:_:)``), in the caller's transaction.
     static func recordKeyCheck(_ db: Database, _ keys: WalletKeys) throws {
         try db.execute(
-            sql: "INSERT INTO \(keys.tables.meta)(name, value) VALUES ('keycheck', ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+            sql:
+                "INSERT INTO \(keys.tables.meta)(name, value) VALUES ('keycheck', ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
             arguments: [keys.keyCheck])
     }
 
@@ -109,7 +111,8 @@ extension Wallet {
         let names = try typeNames(db, keys: old)
         try db.execute(sql: "DELETE FROM \(new.tables.tagMulti)")
         let store = RecordStore(db: db, keys: new, allowReserved: true)
-        let select = try db.makeStatement(sql: "SELECT id, type, name, value, expiry FROM \(new.tables.items) WHERE id > ? ORDER BY id LIMIT 256")
+        let select = try db.makeStatement(
+            sql: "SELECT id, type, name, value, expiry FROM \(new.tables.items) WHERE id > ? ORDER BY id LIMIT 256")
         let update = try db.makeStatement(sql: "UPDATE \(new.tables.items) SET type = ?, name = ?, value = ? WHERE id = ?")
         let dropTags = try db.makeStatement(sql: "DELETE FROM \(new.tables.tags) WHERE item = ?")
         var after = Int64.min

@@ -48,6 +48,13 @@ extension WalletKey: CustomDebugStringConvertible, CustomReflectable {
 /// - ``open(at:key:configuration:)``
 /// - ``close()``
 ///
+/// ### Profiles
+///
+/// - ``create(at:key:profile:configuration:)``
+/// - ``open(at:key:profile:configuration:)``
+/// - ``profiles(at:)``
+/// - ``removeProfile(_:at:)``
+///
 /// ### Records
 ///
 /// - ``add(type:id:value:tags:expiresAt:)``
@@ -225,7 +232,8 @@ public final class Wallet: Sendable {
         let path = url.path
         guard profile != ProfileCatalogue.defaultName else {
             throw WalletError.invalidInput(
-                "the default profile cannot be removed (it holds the store's record of applied migrations); delete the store file to remove the store")
+                "the default profile cannot be removed (it holds the store's record of applied migrations); delete the store file to remove the store"
+            )
         }
         guard FileManager.default.fileExists(atPath: path) else { throw WalletError.walletMissing(path: path) }
         try checkIsWallet(path: path)
@@ -570,7 +578,8 @@ public final class Wallet: Sendable {
         tables.isDefault ? keysAssociatedDataV4 : Data("coffer.wallet.keys.v4.profile:\(tables.name)".utf8)
     }
 
-    static func sealMaster(_ master: SecretKey, storeKey: SecretKey, format4: Bool = true, tables: ProfileTables = .default) throws -> Data {
+    static func sealMaster(_ master: SecretKey, storeKey: SecretKey, format4: Bool = true, tables: ProfileTables = .default) throws -> Data
+    {
         var plain = [UInt8](keysMagic)
         master.withUnsafeBytes { plain.append(contentsOf: $0) }
         defer { SecureMemory.wipe(&plain) }
@@ -590,7 +599,8 @@ public final class Wallet: Sendable {
         var format4 = true
         if let opened = try? AEAD.xchacha20Poly1305.open(sealed, key: storeKey, associatedData: keysAssociatedData(for: tables)) {
             plain = opened
-        } else if tables.isDefault, let opened = try? AEAD.xchacha20Poly1305.open(sealed, key: storeKey, associatedData: keysAssociatedData) {
+        } else if tables.isDefault, let opened = try? AEAD.xchacha20Poly1305.open(sealed, key: storeKey, associatedData: keysAssociatedData)
+        {
             plain = opened
             format4 = false
         } else {

@@ -1,5 +1,6 @@
 // `coffer wallet … --profile NAME`, `wallet profiles`, `wallet remove-profile`: several wallets
 // with their own keys in one store, driven from outside by separate processes.
+
 import CofferTestSupport
 import Foundation
 import Testing
@@ -72,8 +73,10 @@ struct ProfileCLITests {
             let onBob = i % 2 == 1
             children.append(
                 try ManyProcessesTests.start(
-                    ["wallet", "add", "t", "r\(i)", onBob ? "bob" : "main", "--tags", onBob ? #"{"p": "bob"}"# : #"{"p": "main"}"#,
-                        "--raw-key-env", "K"] + (onBob ? ["--profile", "bob"] : []),
+                    [
+                        "wallet", "add", "t", "r\(i)", onBob ? "bob" : "main", "--tags", onBob ? #"{"p": "bob"}"# : #"{"p": "main"}"#,
+                        "--raw-key-env", "K",
+                    ] + (onBob ? ["--profile", "bob"] : []),
                     store: store, env: ["K": onBob ? Self.bobKey : CLI.key]))
         }
         for child in children { child.process.waitUntilExit() }

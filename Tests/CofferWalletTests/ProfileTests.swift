@@ -1,4 +1,5 @@
 // Profiles: many wallets in one store file, each in its own tables under its own key.
+
 import CofferCrypto
 import CofferWallet
 import Foundation
@@ -30,13 +31,19 @@ struct ProfileTests {
         do {
             _ = try await Wallet.open(at: url, key: Self.keyA, profile: "bob")
         } catch let error as WalletError {
-            guard case .wrongKey = error else { Issue.record("expected wrongKey, got \(error)"); return }
+            guard case .wrongKey = error else {
+                Issue.record("expected wrongKey, got \(error)")
+                return
+            }
         }
         do {
             _ = try await Wallet.open(at: url, key: Self.keyB)
             Issue.record("bob's key opened the default profile")
         } catch let error as WalletError {
-            guard case .wrongKey = error else { Issue.record("expected wrongKey, got \(error)"); return }
+            guard case .wrongKey = error else {
+                Issue.record("expected wrongKey, got \(error)")
+                return
+            }
         }
         let reopened = try await Wallet.open(at: url, key: Self.keyB, profile: "bob")
         try reopened.close()
@@ -123,7 +130,9 @@ struct ProfileTests {
     @Test("a single-wallet file is its default profile: adding a profile and reopening rewrites none of its records")
     func singleWalletFileIsDefaultProfile() async throws {
         let (wallet, url) = try await TestWallets.make(key: Self.keyA)
-        try await wallet.transaction { tx in for i in 0..<50 { try tx.add(type: "t", id: "r\(i)", value: "v\(i)", tags: ["k": .string("\(i)")]) } }
+        try await wallet.transaction { tx in
+            for i in 0..<50 { try tx.add(type: "t", id: "r\(i)", value: "v\(i)", tags: ["k": .string("\(i)")]) }
+        }
         try wallet.close()
         let before = try Self.itemRows(url)
         #expect(try await Wallet.profiles(at: url) == ["default"])
@@ -169,7 +178,10 @@ struct ProfileTests {
             _ = try await Wallet.open(at: url, key: Self.keyB, profile: "bob")
             Issue.record("bob opened with a planted index")
         } catch let error as WalletError {
-            guard case .corrupted = error else { Issue.record("expected corrupted, got \(error)"); return }
+            guard case .corrupted = error else {
+                Issue.record("expected corrupted, got \(error)")
+                return
+            }
         }
         let other = try await Wallet.open(at: url, key: Self.keyA)
         try other.close()
@@ -187,7 +199,10 @@ struct ProfileTests {
             _ = try await Wallet.open(at: url, key: Self.keyA)
             Issue.record("the default profile opened with a trigger elsewhere that deletes its records")
         } catch let error as WalletError {
-            guard case .corrupted = error else { Issue.record("expected corrupted, got \(error)"); return }
+            guard case .corrupted = error else {
+                Issue.record("expected corrupted, got \(error)")
+                return
+            }
         }
     }
 
@@ -195,7 +210,9 @@ struct ProfileTests {
     func backupCheckRekeyPerProfile() async throws {
         let (url, main, bob) = try await Self.store()
         try await main.add(type: "t", id: "m", value: "main")
-        try await bob.transaction { tx in for i in 0..<20 { try tx.add(type: "t", id: "b\(i)", value: "v\(i)", tags: ["k": .string("\(i % 3)")]) } }
+        try await bob.transaction { tx in
+            for i in 0..<20 { try tx.add(type: "t", id: "b\(i)", value: "v\(i)", tags: ["k": .string("\(i % 3)")]) }
+        }
         #expect(try await bob.checkIntegrity().records == 20)
         let backup = TestWallets.folder().appendingPathComponent("bob.backup")
         #expect(try await bob.exportBackup(to: backup, passphrase: "backup pass", parameters: .interactive) == 20)

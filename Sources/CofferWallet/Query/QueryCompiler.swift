@@ -95,7 +95,8 @@ enum QueryCompiler {
             for (i, c) in conjuncts.enumerated() where i != at {
                 if let (n, v) = context.equalityDriver(c) {
                     let alias = "e\(joins.count)"
-                    joins.append("CROSS JOIN \(keys.tables.tags) \(alias) ON \(alias).item = d.item AND \(alias).name = ? AND \(alias).value = ?")
+                    joins.append(
+                        "CROSS JOIN \(keys.tables.tags) \(alias) ON \(alias).item = d.item AND \(alias).name = ? AND \(alias).value = ?")
                     joinArguments += [BlindColumn.value(n).databaseValue, v]
                 } else {
                     rest.append(c)

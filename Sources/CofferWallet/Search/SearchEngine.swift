@@ -248,7 +248,8 @@ extension CompiledSearch {
         case .range(let name, let conditions) where joinItems:
             // The range comes in value order: SQLite collects its record ids (index only) and
             // visits them in id order, instead of sorting whole joined rows.
-            sql = "FROM \(keys.tables.items) i NOT INDEXED WHERE i.id IN (SELECT d.item FROM \(keys.tables.tags) d WHERE d.name = ? AND \(conditions.sql))"
+            sql =
+                "FROM \(keys.tables.items) i NOT INDEXED WHERE i.id IN (SELECT d.item FROM \(keys.tables.tags) d WHERE d.name = ? AND \(conditions.sql))"
             args = [BlindColumn.value(name).databaseValue] + conditions.arguments
             itemColumn = "i.id"
         case .range(let name, let conditions):

@@ -72,7 +72,9 @@ enum FileIntegrity {
         let text = Array(sql.lowercased().utf8)
         let word = Array(identifier.lowercased().utf8)
         guard word.count <= text.count else { return false }
-        func isWordByte(_ b: UInt8) -> Bool { b == UInt8(ascii: "_") || b >= 0x80 || (b >= 0x30 && b <= 0x39) || ((b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A) }
+        func isWordByte(_ b: UInt8) -> Bool {
+            b == UInt8(ascii: "_") || b >= 0x80 || (b >= 0x30 && b <= 0x39) || ((b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A)
+        }
         var i = 0
         while i + word.count <= text.count {
             if text[i..<(i + word.count)].elementsEqual(word), i == 0 || !isWordByte(text[i - 1]),

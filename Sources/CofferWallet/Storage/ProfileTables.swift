@@ -3,6 +3,7 @@
 // `coffer_meta`); profile number N has the same tables, indexes and triggers named `cpN_…`. A
 // cleartext catalogue, `coffer_profiles(name, number)`, maps names to numbers; it exists once a
 // second profile was created (a file without it holds only its default profile).
+
 import Foundation
 import GRDB
 
@@ -112,7 +113,9 @@ enum ProfileCatalogue {
     /// Refuses a name that is empty, too long, or not made of letters, digits, `.`, `_` and `-`.
     static func validate(_ name: String) throws(WalletError) {
         guard !name.isEmpty, name.utf8.count <= maxNameBytes,
-            name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0)) })
+            name.unicodeScalars.allSatisfy({
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0))
+            })
         else {
             throw .invalidInput(
                 "profile name \(WalletError.quote(name)) must be 1 to \(maxNameBytes) letters, digits, '.', '_' or '-'")

@@ -75,7 +75,8 @@ struct RecordStore {
             case .locate: return "SELECT id, value, expiry FROM \(tables.items) WHERE type = ? AND name = ?"
             case .insertItem: return "INSERT INTO \(tables.items)(type, name, value, expiry) VALUES (?, ?, ?, ?)"
             case .updateValue: return "UPDATE \(tables.items) SET value = ? WHERE id = ?"
-            case .selectLive: return "SELECT id, value, expiry FROM \(tables.items) WHERE type = ? AND name = ? AND (expiry IS NULL OR expiry > ?)"
+            case .selectLive:
+                return "SELECT id, value, expiry FROM \(tables.items) WHERE type = ? AND name = ? AND (expiry IS NULL OR expiry > ?)"
             case .deleteItem: return "DELETE FROM \(tables.items) WHERE id = ?"
             case .deleteTagsOfItem: return "DELETE FROM \(tables.tags) WHERE item = ?"
             case .tagsOfItem: return "SELECT name, value FROM \(tables.tags) WHERE item = ?"
@@ -207,7 +208,8 @@ struct RecordStore {
         // takes it out first, and it is put back if the credential's own delete fails.
         if type == SecretTypes.credential, try hasSignatures() {
             let tb = keys.typeBlind(SecretTypes.credentialSignature)
-            let statement = try db.cachedStatement(sql: "DELETE FROM \(keys.tables.items) WHERE type = ? AND name = ? RETURNING id, value, expiry")
+            let statement = try db.cachedStatement(
+                sql: "DELETE FROM \(keys.tables.items) WHERE type = ? AND name = ? RETURNING id, value, expiry")
             let signature = try Row.fetchOne(statement, arguments: [BlindColumn.value(tb), keys.idBlind(typeBlind: tb, id: id)])
             do { try deleteRecord(type: type, id: id) } catch {
                 if let signature {
@@ -370,7 +372,9 @@ struct RecordStore {
         try undoingOnFailure(
             { try replaceTags(found, contents.tags) },
             undo: {
-                try db.cachedStatement(sql: "UPDATE \(keys.tables.items) SET value = ? WHERE id = ?").execute(arguments: [found.sealed, found.rowid])
+                try db.cachedStatement(sql: "UPDATE \(keys.tables.items) SET value = ? WHERE id = ?").execute(arguments: [
+                    found.sealed, found.rowid,
+                ])
                 let old = try open(found, value: .skipped)
                 try replaceTags(found, old.tags)
             })
