@@ -245,6 +245,8 @@ public final class Wallet: Sendable {
                     throw WalletError.walletMissing(path: ProfileCatalogue.label(path: path, profile: profile))
                 }
                 for table in tables.allTables where try db.tableExists(table) { try db.execute(sql: "DROP TABLE \(table)") }
+                // Debug builds only: lets a test kill the process with the tables dropped, uncommitted.
+                TestPause.at("wallet-remove-profile-dropped")
                 try db.execute(sql: "DELETE FROM coffer_profiles WHERE name = ?", arguments: [profile])
             }
         } catch { throw mapError(error) }

@@ -119,4 +119,25 @@ struct ProfileCLITests {
         #expect(try Self.bob(["check"], store: store).status == 0)
         #expect(try CLI.wallet(["check"], store: store).status == 0)
     }
+
+    @Test("kill -9 inside remove-profile, its tables dropped but not committed: the profile and its records are all still there")
+    func killMidRemoval() async throws {
+        let store = try Self.store()
+        for id in ["a", "b", "c"] { #expect(try Self.bob(["add", "t", id, "bob"], store: store).status == 0) }
+        let child = try ManyProcessesTests.start(
+            ["wallet", "remove-profile", "bob", "--yes"], store: store,
+            env: ["COFFER_TEST_PAUSE_AT": "wallet-remove-profile-dropped", "COFFER_TEST_PAUSE_MS": "60000"])
+        let err = child.err
+        try await eventually("the removal dropping the profile's tables", within: .seconds(60)) {
+            ((try? String(contentsOf: err, encoding: .utf8)) ?? "").contains("test-pause: wallet-remove-profile-dropped")
+        }
+        #expect(child.process.isRunning, "the removal ended before the kill")
+        kill(child.process.processIdentifier, SIGKILL)
+        child.process.waitUntilExit()
+        #expect(child.process.terminationReason == .uncaughtSignal)
+        #expect(try Self.json(try CLI.run(["wallet", "profiles"], store: store).stdout) as? [String] == ["default", "bob"])
+        let count = try Self.bob(["count", "t", "{}"], store: store)
+        #expect(try Self.json(count.stdout) as? [String: Int] == ["count": 3], "\(count.stdout) \(count.stderr)")
+        #expect(try Self.bob(["check"], store: store).status == 0)
+    }
 }
