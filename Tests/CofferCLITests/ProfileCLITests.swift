@@ -22,6 +22,18 @@ struct ProfileCLITests {
         try CLI.run(["wallet"] + args + ["--profile", "bob", "--raw-key-env", "BOB_KEY"], store: store, env: ["BOB_KEY": key])
     }
 
+    /// Whether `child` reports reaching pause point `point` within 120 s. Polled on this thread
+    /// (not by an awaiting task, which a busy test run may not resume before the pause ends).
+    static func reachedPause(_ child: ManyProcessesTests.Child, _ point: String) -> Bool {
+        let end = Date().addingTimeInterval(120)
+        while Date() < end {
+            if ((try? String(contentsOf: child.err, encoding: .utf8)) ?? "").contains("test-pause: \(point)") { return true }
+            if !child.process.isRunning { return false }
+            usleep(5_000)
+        }
+        return false
+    }
+
     static func json(_ text: String) throws -> Any { try JSONSerialization.jsonObject(with: Data(text.utf8)) }
 
     @Test("another profile's key is refused with exit 4, for the profile and for the default wallet")
@@ -93,7 +105,7 @@ struct ProfileCLITests {
     }
 
     @Test("kill -9 inside an import into one profile: that profile keeps its last commit, the other is untouched")
-    func killMidImport() async throws {
+    func killMidImport() throws {
         let store = try Self.store()
         #expect(try CLI.wallet(["add", "t", "keep", "main"], store: store).status == 0)
         #expect(try Self.bob(["add", "t", "before", "bob"], store: store).status == 0)
@@ -104,10 +116,7 @@ struct ProfileCLITests {
             ["wallet", "import", file.path, "--profile", "bob", "--raw-key-env", "K"], store: store,
             env: ["K": Self.bobKey, "COFFER_TEST_PAUSE_AT": "wallet-import-writing", "COFFER_TEST_PAUSE_MS": "60000"])
         // The pause point is inside the import's transaction, after 1,000 records were inserted.
-        let err = child.err
-        try await eventually("the import reaching its transaction", within: .seconds(60)) {
-            ((try? String(contentsOf: err, encoding: .utf8)) ?? "").contains("test-pause: wallet-import-writing")
-        }
+        #expect(Self.reachedPause(child, "wallet-import-writing"), "the import never reached its transaction")
         #expect(child.process.isRunning, "the import ended before the kill")
         kill(child.process.processIdentifier, SIGKILL)
         child.process.waitUntilExit()
@@ -121,16 +130,13 @@ struct ProfileCLITests {
     }
 
     @Test("kill -9 inside remove-profile, its tables dropped but not committed: the profile and its records are all still there")
-    func killMidRemoval() async throws {
+    func killMidRemoval() throws {
         let store = try Self.store()
         for id in ["a", "b", "c"] { #expect(try Self.bob(["add", "t", id, "bob"], store: store).status == 0) }
         let child = try ManyProcessesTests.start(
             ["wallet", "remove-profile", "bob", "--yes"], store: store,
             env: ["COFFER_TEST_PAUSE_AT": "wallet-remove-profile-dropped", "COFFER_TEST_PAUSE_MS": "60000"])
-        let err = child.err
-        try await eventually("the removal dropping the profile's tables", within: .seconds(60)) {
-            ((try? String(contentsOf: err, encoding: .utf8)) ?? "").contains("test-pause: wallet-remove-profile-dropped")
-        }
+        #expect(Self.reachedPause(child, "wallet-remove-profile-dropped"), "the removal never dropped the tables")
         #expect(child.process.isRunning, "the removal ended before the kill")
         kill(child.process.processIdentifier, SIGKILL)
         child.process.waitUntilExit()
