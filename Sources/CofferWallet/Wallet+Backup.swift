@@ -150,7 +150,7 @@ extension Wallet {
                     try Self.beginBulk(db, cacheKiB: Self.exportCacheKiB)
                     defer { Self.endBulk(db, cacheKiB: Schema.cacheKiB) }
                     try file.write(start)
-                    let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items") ?? 0
+                    let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(keys.tables.items)") ?? 0
                     try Self.writeMessage(
                         writer.push(Data(JSONValue.object([("format", .number("1")), ("records", .number(String(total)))]).jsonText.utf8)),
                         to: file)
@@ -164,7 +164,7 @@ extension Wallet {
                         batch.reset()
                         progress?(BackupProgress(done: done, total: total))
                     }
-                    let rows = try Row.fetchCursor(db, sql: "SELECT type, name, value, expiry FROM items ORDER BY id")
+                    let rows = try Row.fetchCursor(db, sql: "SELECT type, name, value, expiry FROM \(keys.tables.items) ORDER BY id")
                     while let row = try rows.next() {
                         guard let typeColumn = Int64.fromDatabaseValue(row[0]) else {
                             throw WalletError.corrupted("a record's blind type is not stored as an integer (the wallet file was altered)")

@@ -69,7 +69,7 @@ extension Wallet {
     static func schemaProblem(_ db: Database, keys: WalletKeys) throws -> String? {
         var meta = [String: Data]()
         for row in try Row.fetchAll(
-            db, sql: "SELECT name, value FROM coffer_meta WHERE name IN ('format', ?)", arguments: [FileIntegrity.metaName])
+            db, sql: "SELECT name, value FROM \(keys.tables.meta) WHERE name IN ('format', ?)", arguments: [FileIntegrity.metaName])
         {
             meta[row[0]] = row[1]
         }
@@ -79,7 +79,9 @@ extension Wallet {
 
     /// The type and id sealed in the record at `rowid`, when it opens.
     static func recordName(_ db: Database, rowid: Int64, keys: WalletKeys) throws -> (type: String?, id: String)? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT type, name, value, expiry FROM items WHERE id = ?", arguments: [rowid]),
+        guard
+            let row = try Row.fetchOne(
+                db, sql: "SELECT type, name, value, expiry FROM \(keys.tables.items) WHERE id = ?", arguments: [rowid]),
             let type = Int64.fromDatabaseValue(row[0]), let idBlind = Data.fromDatabaseValue(row[1]),
             let sealed = Data.fromDatabaseValue(row[2]),
             let contents = try? RecordCodec.open(
@@ -108,13 +110,13 @@ extension Wallet {
         try await gated { keys in
             try await pool.read { db -> IntegrityReport in
                 var report = IntegrityReport()
-                report.tagRows = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM tags") ?? 0
-                let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items") ?? 0
-                let multiValued = Set(try Int64.fetchAll(db, sql: "SELECT name FROM tag_multi"))
+                report.tagRows = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(keys.tables.tags)") ?? 0
+                let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(keys.tables.items)") ?? 0
+                let multiValued = Set(try Int64.fetchAll(db, sql: "SELECT name FROM \(keys.tables.tagMulti)"))
                 let store = RecordStore(db: db, keys: keys, allowReserved: true)
                 // Read with SQLite's C API: GRDB reads text only up to its first U+0000.
-                let tagsOfItem = try DirectStatement(db, sql: "SELECT name, value FROM tags WHERE item = ?")
-                let rows = try Row.fetchCursor(db, sql: "SELECT id, type, name, value, expiry FROM items ORDER BY id")
+                let tagsOfItem = try DirectStatement(db, sql: "SELECT name, value FROM \(keys.tables.tags) WHERE item = ?")
+                let rows = try Row.fetchCursor(db, sql: "SELECT id, type, name, value, expiry FROM \(keys.tables.items) ORDER BY id")
                 var done = 0
                 var digest = [UInt8](repeating: 0, count: DigestState.accumulatorCount)
                 if let problem = try Self.schemaProblem(db, keys: keys) { report.add("schema", type: nil, id: nil, problem) }
@@ -176,7 +178,8 @@ extension Wallet {
                     }
                 }
                 let stored =
-                    try db.tableExists("coffer_digest") ? try Data.fetchOne(db, sql: "SELECT value FROM coffer_digest WHERE id = 1") : nil
+                    try db.tableExists(keys.tables.digest)
+                    ? try Data.fetchOne(db, sql: "SELECT value FROM \(keys.tables.digest) WHERE id = 1") : nil
                 let state = stored.flatMap { DigestState.open($0, keys: keys) }
                 if stored == nil {
                     report.add("digest", type: nil, id: nil, "the records' version digest is missing")
@@ -193,7 +196,7 @@ extension Wallet {
                 let duplicates = try Row.fetchAll(
                     db,
                     sql:
-                        "SELECT MIN(id), COUNT(*) FROM items GROUP BY type, name HAVING COUNT(*) > 1 LIMIT \(IntegrityReport.maxListedProblems)"
+                        "SELECT MIN(id), COUNT(*) FROM \(keys.tables.items) GROUP BY type, name HAVING COUNT(*) > 1 LIMIT \(IntegrityReport.maxListedProblems)"
                 )
                 for duplicate in duplicates {
                     let first: Int64 = duplicate[0]
@@ -203,7 +206,9 @@ extension Wallet {
                         "duplicate", type: named?.type, id: named?.id,
                         "\(count) rows hold the same type and id (the unique index was removed or replaced)")
                 }
-                let orphans = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM tags WHERE item NOT IN (SELECT id FROM items)") ?? 0
+                let orphans =
+                    try Int.fetchOne(
+                        db, sql: "SELECT COUNT(*) FROM \(keys.tables.tags) WHERE item NOT IN (SELECT id FROM \(keys.tables.items))") ?? 0
                 if orphans > 0 { report.add("orphanTagRow", type: nil, id: nil, "\(orphans) tag rows belong to no record") }
                 for line in try String.fetchAll(db, sql: "PRAGMA integrity_check") where line != "ok" {
                     report.add("sqlite", type: nil, id: nil, line)

@@ -58,6 +58,8 @@ extension Wallet {
                         count += 1
                         if count % 1_000 == 0 {
                             progress?(ImportProgress(records: count, bytesRead: lines.bytesRead, totalBytes: totalBytes))
+                            // Debug builds only: lets a test kill the process inside the transaction.
+                            if count == 1_000 { TestPause.at("wallet-import-writing") }
                         }
                     }
                     return .commit

@@ -219,7 +219,8 @@ extension Wallet {
     /// Throws ``WalletError/wrongKey(_:)`` when the file's key check names another wallet key
     /// than `keys` (see `checkKeys(_:_:)`); nothing when it cannot be read.
     private static func checkKeysAfterRead(_ db: Database, _ keys: WalletKeys) throws {
-        guard let stored = try? Data.fetchOne(db, sql: "SELECT value FROM coffer_meta WHERE name = 'keycheck'"), stored != keys.keyCheck
+        guard let stored = try? Data.fetchOne(db, sql: "SELECT value FROM \(keys.tables.meta) WHERE name = 'keycheck'"),
+            stored != keys.keyCheck
         else { return }
         throw WalletError.wrongKey(
             "the wallet key was rotated by another process (or another open Wallet on this file) after this one was opened, so its key no longer opens the records; open the wallet again with its current key"

@@ -33,14 +33,14 @@ extension Wallet {
         let (storeKey, kdf) = try Self.makeStoreKey(newKey, parameters: configuration.passphraseParameters)
         await gate.close()
         let old = gate.current
-        let new = WalletKeys(master: SecretKey.random())
+        let new = WalletKeys(master: SecretKey.random(), tables: old.tables)
         var rotated = false
         defer {
             gate.open(with: rotated ? new : nil)
             if rotated { old.clearCaches() }
         }
         searches.closeAll()
-        let sealedMaster = try Self.sealMaster(new.master, storeKey: storeKey)
+        let sealedMaster = try Self.sealMaster(new.master, storeKey: storeKey, tables: new.tables)
         let total: Int
         do {
             total = try await pool.writeWithoutTransaction { db -> Int in
@@ -52,8 +52,9 @@ extension Wallet {
                     try db.inTransaction {
                         try Self.checkKeys(db, old)
                         count = try Self.rotateRecords(db, from: old, to: new, progress: progress)
-                        try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'kdf'", arguments: [Data(kdf.jsonText.utf8)])
-                        try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'keys'", arguments: [sealedMaster])
+                        try db.execute(
+                            sql: "UPDATE \(new.tables.meta) SET value = ? WHERE name = 'kdf'", arguments: [Data(kdf.jsonText.utf8)])
+                        try db.execute(sql: "UPDATE \(new.tables.meta) SET value = ? WHERE name = 'keys'", arguments: [sealedMaster])
                         try Self.recordKeyCheck(db, new)
                         try FileIntegrity.write(db, keys: new)
                         return .commit
@@ -76,7 +77,7 @@ extension Wallet {
     /// keys were read. Writing with them would seal records no one can open under the current
     /// key. A file without a key check (made before it existed, and never rotated since) passes.
     static func checkKeys(_ db: Database, _ keys: WalletKeys) throws {
-        let statement = try db.cachedStatement(sql: "SELECT value FROM coffer_meta WHERE name = 'keycheck'")
+        let statement = try db.cachedStatement(sql: "SELECT value FROM \(keys.tables.meta) WHERE name = 'keycheck'")
         guard let stored = try Data.fetchOne(statement), stored != keys.keyCheck else { return }
         throw WalletError.wrongKey(
             "the wallet's key was rotated (by another process, or another open Wallet on this file) after this one was opened, so its key no longer opens the records; nothing was written. Open the wallet again with its current key and retry"
@@ -86,7 +87,8 @@ extension Wallet {
     /// Stores the key check of `keys` (see ``checkKeys(_:_:)``), in the caller's transaction.
     static func recordKeyCheck(_ db: Database, _ keys: WalletKeys) throws {
         try db.execute(
-            sql: "INSERT INTO coffer_meta(name, value) VALUES ('keycheck', ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+            sql:
+                "INSERT INTO \(keys.tables.meta)(name, value) VALUES ('keycheck', ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
             arguments: [keys.keyCheck])
     }
 
@@ -98,20 +100,21 @@ extension Wallet {
         _ db: Database, from old: WalletKeys, to new: WalletKeys,
         progress: (@Sendable (BackupProgress) -> Void)?
     ) throws -> Int {
-        let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items") ?? 0
+        let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(new.tables.items)") ?? 0
         let before = try DigestState.read(db, keys: old)
         // The triggers fold each re-sealed row in under `new` from here; the state they start
         // from is rebuilt below, so it only has to verify.
         try db.execute(
-            sql: "UPDATE coffer_digest SET value = ? WHERE id = 1",
+            sql: "UPDATE \(new.tables.digest) SET value = ? WHERE id = 1",
             arguments: [DigestState.seal(before.accumulator, counter: before.counter, keys: new)])
         var oldAccumulator = [UInt8](repeating: 0, count: DigestState.accumulatorCount)
         let names = try typeNames(db, keys: old)
-        try db.execute(sql: "DELETE FROM tag_multi")
+        try db.execute(sql: "DELETE FROM \(new.tables.tagMulti)")
         let store = RecordStore(db: db, keys: new, allowReserved: true)
-        let select = try db.makeStatement(sql: "SELECT id, type, name, value, expiry FROM items WHERE id > ? ORDER BY id LIMIT 256")
-        let update = try db.makeStatement(sql: "UPDATE items SET type = ?, name = ?, value = ? WHERE id = ?")
-        let dropTags = try db.makeStatement(sql: "DELETE FROM tags WHERE item = ?")
+        let select = try db.makeStatement(
+            sql: "SELECT id, type, name, value, expiry FROM \(new.tables.items) WHERE id > ? ORDER BY id LIMIT 256")
+        let update = try db.makeStatement(sql: "UPDATE \(new.tables.items) SET type = ?, name = ?, value = ? WHERE id = ?")
+        let dropTags = try db.makeStatement(sql: "DELETE FROM \(new.tables.tags) WHERE item = ?")
         var after = Int64.min
         var done = 0
         while true {
@@ -155,7 +158,7 @@ extension Wallet {
         }
         // The triggers mixed old rows into the digest under the new key: compute it afresh.
         try db.execute(
-            sql: "UPDATE coffer_digest SET value = ? WHERE id = 1",
+            sql: "UPDATE \(new.tables.digest) SET value = ? WHERE id = 1",
             arguments: [DigestState.seal(try DigestState.accumulate(db, keys: new), counter: before.counter &+ 1, keys: new)])
         progress?(BackupProgress(done: done, total: total))
         return done
@@ -174,9 +177,9 @@ extension Wallet {
         }
         // Only blind types some first-format box uses need a name: most wallets have none, and
         // this reads each type's rows only until one of a later format names it.
-        for typeColumn in try Int64.fetchAll(db, sql: "SELECT DISTINCT type FROM items") where names[typeColumn] == nil {
+        for typeColumn in try Int64.fetchAll(db, sql: "SELECT DISTINCT type FROM \(keys.tables.items)") where names[typeColumn] == nil {
             let rows = try Row.fetchCursor(
-                db, sql: "SELECT name, value, expiry FROM items WHERE type = ? ORDER BY id", arguments: [typeColumn])
+                db, sql: "SELECT name, value, expiry FROM \(keys.tables.items) WHERE type = ? ORDER BY id", arguments: [typeColumn])
             while let row = try rows.next() {
                 guard let idBlind = Data.fromDatabaseValue(row[0]), let sealed = Data.fromDatabaseValue(row[1]) else { continue }
                 if let type = try? RecordCodec.open(

@@ -48,6 +48,13 @@ extension WalletKey: CustomDebugStringConvertible, CustomReflectable {
 /// - ``open(at:key:configuration:)``
 /// - ``close()``
 ///
+/// ### Profiles
+///
+/// - ``create(at:key:profile:configuration:)``
+/// - ``open(at:key:profile:configuration:)``
+/// - ``profiles(at:)``
+/// - ``removeProfile(_:at:)``
+///
 /// ### Records
 ///
 /// - ``add(type:id:value:tags:expiresAt:)``
@@ -125,6 +132,126 @@ public final class Wallet: Sendable {
         try await create(at: url, key: key, configuration: configuration, schemaUpTo: nil)
     }
 
+    /// Creates profile `profile` — a wallet of its own, in its own tables, under its own `key`
+    /// (raw or passphrase, its own salt and costs, its own wallet key and blind indexes) — in
+    /// the store file at `url`, creating the file when there is none. `"default"` is the profile
+    /// ``create(at:key:configuration:)`` makes; a file made as a single wallet is its `default`
+    /// profile. Profile names are stored in the clear (see the threat model).
+    /// - Throws: ``WalletError/walletExists(path:)`` when the profile exists (the path names it),
+    ///   ``WalletError/invalidInput(_:)`` for a malformed name or key,
+    ///   ``WalletError/corrupted(_:)`` when the file at `url` is not a Coffer store.
+    public static func create(
+        at url: URL, key: WalletKey, profile: String, configuration: Configuration = Configuration()
+    ) async throws -> Wallet {
+        try ProfileCatalogue.validate(profile)
+        if profile == ProfileCatalogue.defaultName { return try await create(at: url, key: key, configuration: configuration) }
+        let path = url.path
+        do { try DurableFile.refuseSymbolicLinks(url) } catch { throw WalletError.storage(error.message) }
+        let (storeKey, kdf) = try makeStoreKey(key, parameters: configuration.passphraseParameters)
+        let lock = try await creationLock(for: url)
+        defer { lock.release() }
+        if FileManager.default.fileExists(atPath: path) {
+            try checkIsWallet(path: path)
+        } else {
+            removeWalletFiles(at: restoringURL(for: url))
+            do { try DurableFile.ensureFolder(url.deletingLastPathComponent()) } catch {
+                throw WalletError.storage("cannot create folder for \(path): \(error.message)")
+            }
+        }
+        let opened = try openPool(path: path)
+        let master = SecretKey.random()
+        do {
+            let keys: WalletKeys = try await opened.pool.write { db in
+                if try ProfileCatalogue.resolve(db, name: profile) != nil {
+                    throw WalletError.walletExists(path: ProfileCatalogue.label(path: path, profile: profile))
+                }
+                let tables = try ProfileCatalogue.add(db, name: profile)
+                let keys = WalletKeys(master: master, tables: tables)
+                try DigestFunction.register(on: db, keys: keys)
+                try db.execute(sql: tables.creationSQL)
+                let zero = [UInt8](repeating: 0, count: DigestState.accumulatorCount)
+                try db.execute(
+                    sql: "INSERT INTO \(tables.digest)(id, value) VALUES (1, ?)",
+                    arguments: [DigestState.seal(zero, counter: 0, keys: keys)])
+                try db.execute(
+                    sql: "INSERT INTO \(tables.meta)(name, value) VALUES ('format', ?), ('kdf', ?), ('keys', ?)",
+                    arguments: [
+                        Data(String(Schema.format).utf8), Data(kdf.jsonText.utf8),
+                        try sealMaster(master, storeKey: storeKey, tables: tables),
+                    ])
+                try recordKeyCheck(db, keys)
+                try FileIntegrity.write(db, keys: keys)
+                return keys
+            }
+            // The writer's digest function must hash under this profile's keys.
+            try registerKeyedFunctions(opened.pool, keys: keys)
+            configuration.logger.debug("created wallet profile", metadata: ["path": "\(path)", "kdf": "\(kdf.method)"])
+            return Wallet(path: path, pool: opened, keys: keys, configuration: configuration)
+        } catch {
+            closePool(opened)
+            throw mapError(error)
+        }
+    }
+
+    /// Opens profile `profile` of the store file at `url` with that profile's own key. A file
+    /// made as a single wallet is its `default` profile (opened as it is: nothing is rewritten).
+    /// - Throws: ``WalletError/walletMissing(path:)`` when the file or the profile does not
+    ///   exist (the path names the profile), ``WalletError/wrongKey(_:)`` when `key` is not this
+    ///   profile's (another profile's key opens nothing but its own profile),
+    ///   ``WalletError/corrupted(_:)`` when the profile's tables were changed without its key.
+    public static func open(
+        at url: URL, key: WalletKey, profile: String, configuration: Configuration = Configuration()
+    ) async throws -> Wallet {
+        try ProfileCatalogue.validate(profile)
+        return try await open(at: url, key: key, configuration: configuration, profile: profile)
+    }
+
+    /// The names of the store's profiles, `default` first (when the file has it). A file made as
+    /// a single wallet lists `["default"]`. Needs no key: the names are stored in the clear.
+    /// - Throws: ``WalletError/walletMissing(path:)`` when there is no store at `url`,
+    ///   ``WalletError/corrupted(_:)`` when the file is not one.
+    public static func profiles(at url: URL) async throws -> [String] {
+        let path = url.path
+        guard FileManager.default.fileExists(atPath: path) else { throw WalletError.walletMissing(path: path) }
+        try checkIsWallet(path: path)
+        let opened = try openPool(path: path)
+        defer { closePool(opened) }
+        do { return try await opened.pool.read { db in try ProfileCatalogue.names(db) } } catch { throw mapError(error) }
+    }
+
+    /// Removes profile `profile` from the store at `url`: its tables (records, tags, digest, keys)
+    /// and its catalogue row go in one transaction; every other profile stays exactly as it was.
+    /// Needs no key: whoever can write the file can delete rows anyway. An open ``Wallet`` on the
+    /// removed profile fails its next call (its search's next page too) with a
+    /// ``WalletError/storage(_:)`` that says the profile was removed.
+    /// - Throws: ``WalletError/walletMissing(path:)`` when there is no such profile,
+    ///   ``WalletError/invalidInput(_:)`` for the `default` profile (it holds the store's
+    ///   migration record; delete the file to remove a store).
+    public static func removeProfile(_ profile: String, at url: URL) async throws {
+        try ProfileCatalogue.validate(profile)
+        let path = url.path
+        guard profile != ProfileCatalogue.defaultName else {
+            throw WalletError.invalidInput(
+                "the default profile cannot be removed (it holds the store's record of applied migrations); delete the store file to remove the store"
+            )
+        }
+        guard FileManager.default.fileExists(atPath: path) else { throw WalletError.walletMissing(path: path) }
+        try checkIsWallet(path: path)
+        let opened = try openPool(path: path)
+        defer { closePool(opened) }
+        do {
+            try await opened.pool.write { db in
+                guard let tables = try ProfileCatalogue.resolve(db, name: profile) else {
+                    throw WalletError.walletMissing(path: ProfileCatalogue.label(path: path, profile: profile))
+                }
+                for table in tables.allTables where try db.tableExists(table) { try db.execute(sql: "DROP TABLE \(table)") }
+                // Debug builds only: lets a test kill the process with the tables dropped, uncommitted.
+                TestPause.at("wallet-remove-profile-dropped")
+                try db.execute(sql: "DELETE FROM coffer_profiles WHERE name = ?", arguments: [profile])
+            }
+        } catch { throw mapError(error) }
+    }
+
     /// ``create(at:key:configuration:)`` with the file layout of an older release: the
     /// migrations up to and including `schemaUpTo` (tests open such files to check upgrades).
     /// With `locking` (the default) it holds the wallet's creation lock (see
@@ -163,11 +290,11 @@ public final class Wallet: Sendable {
                 try migrator.migrate(pool)
             }
             try await pool.write { db in
-                if try Data.fetchOne(db, sql: "SELECT value FROM coffer_meta WHERE name = 'keys'") != nil {
+                if try Data.fetchOne(db, sql: "SELECT value FROM \(keys.tables.meta) WHERE name = 'keys'") != nil {
                     throw WalletError.walletExists(path: path)
                 }
                 try db.execute(
-                    sql: "INSERT INTO coffer_meta(name, value) VALUES ('format', ?), ('kdf', ?), ('keys', ?)",
+                    sql: "INSERT INTO \(keys.tables.meta)(name, value) VALUES ('format', ?), ('kdf', ?), ('keys', ?)",
                     arguments: [Data(String(format).utf8), Data(kdf.jsonText.utf8), sealedKeys])
                 try recordKeyCheck(db, keys)
                 if format >= 4 { try FileIntegrity.write(db, keys: keys) }
@@ -192,6 +319,11 @@ public final class Wallet: Sendable {
     ///   ``WalletError/wrongKey(_:)`` when `key` does not open it (never garbage),
     ///   ``WalletError/corrupted(_:)`` when the file is not a wallet or was damaged.
     public static func open(at url: URL, key: WalletKey, configuration: Configuration = Configuration()) async throws -> Wallet {
+        try await open(at: url, key: key, configuration: configuration, profile: ProfileCatalogue.defaultName)
+    }
+
+    /// ``open(at:key:profile:configuration:)``'s work.
+    private static func open(at url: URL, key: WalletKey, configuration: Configuration, profile: String) async throws -> Wallet {
         let path = url.path
         do { try DurableFile.refuseSymbolicLinks(url) } catch { throw WalletError.storage(error.message) }
         // What a restore killed part-way left, also when that left no wallet (see the function).
@@ -210,7 +342,7 @@ public final class Wallet: Sendable {
             // so no reader connection is opened here. Nothing in it reads records: the metadata
             // rows, the applied migrations and one pragma (the open costs the same at any size;
             // `WalletOpenCostTests` counts the statements and their VM steps).
-            let state = try readForOpen(pool, path: path, key: key, migrator: Schema.migrator())
+            let state = try readForOpen(pool, path: path, key: key, profile: profile, migrator: Schema.migrator())
             // Bring older files up to date (nothing for the current format), and give files made
             // before free pages could be returned that ability, once (one VACUUM). Only a file
             // whose wallet key is sealed for an older format is upgraded (see readForOpen).
@@ -233,7 +365,9 @@ public final class Wallet: Sendable {
 
     /// The launch path's one visit to the writer (synchronous, so the pool's synchronous write
     /// is the one called): the metadata rows, the keys, the applied migrations and one pragma.
-    private static func readForOpen(_ pool: DatabasePool, path: String, key: WalletKey, migrator: DatabaseMigrator) throws -> OpenState {
+    private static func readForOpen(
+        _ pool: DatabasePool, path: String, key: WalletKey, profile: String, migrator: DatabaseMigrator
+    ) throws -> OpenState {
         // One read transaction: the sealed keys, the integrity record and the digest come from
         // one snapshot, so a rotation another process commits meanwhile cannot pair the old
         // keys with the new digest (a false "corrupted"); this process then opens with the old
@@ -241,20 +375,25 @@ public final class Wallet: Sendable {
         try pool.writeWithoutTransaction { db in
             var state: OpenState?
             try db.inTransaction(.deferred) {
-                state = try readForOpen(db, path: path, key: key, migrator: migrator)
+                state = try readForOpen(db, path: path, key: key, profile: profile, migrator: migrator)
                 return .commit
             }
             return state!
         }
     }
 
-    /// ``readForOpen(_:path:key:migrator:)``'s work, inside its read transaction.
-    private static func readForOpen(_ db: Database, path: String, key: WalletKey, migrator: DatabaseMigrator) throws -> OpenState {
-        guard try db.tableExists("coffer_meta") else {
+    /// ``readForOpen(_:path:key:profile:migrator:)``'s work, inside its read transaction.
+    private static func readForOpen(
+        _ db: Database, path: String, key: WalletKey, profile: String, migrator: DatabaseMigrator
+    ) throws -> OpenState {
+        guard try db.tableExists("coffer_meta") || db.tableExists(ProfileCatalogue.table) else {
             throw WalletError.corrupted("\(path) is an SQLite database without a Coffer wallet's keys")
         }
+        guard let tables = try ProfileCatalogue.resolve(db, name: profile), try db.tableExists(tables.meta) else {
+            throw WalletError.walletMissing(path: ProfileCatalogue.label(path: path, profile: profile))
+        }
         var meta = [String: Data]()
-        for row in try Row.fetchAll(db, sql: "SELECT name, value FROM coffer_meta") { meta[row["name"]] = row["value"] }
+        for row in try Row.fetchAll(db, sql: "SELECT name, value FROM \(tables.meta)") { meta[row["name"]] = row["value"] }
         guard let sealedKeys = meta["keys"], let kdfData = meta["kdf"] else {
             throw WalletError.corrupted("\(path) is an SQLite database without a Coffer wallet's keys")
         }
@@ -265,8 +404,8 @@ public final class Wallet: Sendable {
         }
         let kdf = try KDFRecord(json: String(decoding: kdfData, as: UTF8.self))
         let storeKey = try deriveStoreKey(key, kdf: kdf)
-        let (master, sealedForFormat4) = try openMaster(sealedKeys, storeKey: storeKey, kdf: kdf)
-        let keys = WalletKeys(master: master)
+        let (master, sealedForFormat4) = try openMaster(sealedKeys, storeKey: storeKey, kdf: kdf, tables: tables)
+        let keys = WalletKeys(master: master, tables: tables)
         try DigestFunction.register(on: db, keys: keys)
         // The schema is part of what the key protects, checked before any record is read. A
         // wallet key sealed for format 4 says, under the key, that the file has format 4:
@@ -276,8 +415,11 @@ public final class Wallet: Sendable {
         // of format 1 to 3, which is checked for foreign objects and then upgraded.
         let migrated = try migrator.hasCompletedMigrations(db)
         if sealedForFormat4 {
-            try FileIntegrity.verify(db, keys: keys, stored: meta[FileIntegrity.metaName], format: format, path: path)
-            guard migrated else {
+            try FileIntegrity.verify(
+                db, keys: keys, stored: meta[FileIntegrity.metaName], format: format,
+                path: ProfileCatalogue.label(path: path, profile: profile))
+            // Only the default profile's tables are migrated (other profiles are made at format 4).
+            guard migrated || !tables.isDefault else {
                 throw WalletError.corrupted(
                     "the wallet at \(path) was changed without its key: its record of applied migrations was altered; it was left as it was (restore a backup)"
                 )
@@ -285,7 +427,7 @@ public final class Wallet: Sendable {
             _ = try DigestState.read(db, keys: keys)
         } else {
             let legacyFormat = format ?? 1
-            guard legacyFormat < 4, meta[FileIntegrity.metaName] == nil, !migrated else {
+            guard tables.isDefault, legacyFormat < 4, meta[FileIntegrity.metaName] == nil, !migrated else {
                 throw WalletError.corrupted(
                     "the wallet at \(path) claims format \(legacyFormat) but its key is sealed as an older format's: the file was changed without its key; it was left as it was (restore a backup)"
                 )
@@ -333,13 +475,13 @@ public final class Wallet: Sendable {
     public func rekey(to newKey: WalletKey) async throws {
         let (storeKey, kdf) = try Self.makeStoreKey(newKey, parameters: configuration.passphraseParameters)
         try await gated { keys in
-            let sealed = try Self.sealMaster(keys.master, storeKey: storeKey)
+            let sealed = try Self.sealMaster(keys.master, storeKey: storeKey, tables: keys.tables)
             try await self.pool.write { db in
                 // A rotation elsewhere replaced the master key: sealing this one would lock
                 // every record out.
                 try Self.checkKeys(db, keys)
-                try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'kdf'", arguments: [Data(kdf.jsonText.utf8)])
-                try db.execute(sql: "UPDATE coffer_meta SET value = ? WHERE name = 'keys'", arguments: [sealed])
+                try db.execute(sql: "UPDATE \(keys.tables.meta) SET value = ? WHERE name = 'kdf'", arguments: [Data(kdf.jsonText.utf8)])
+                try db.execute(sql: "UPDATE \(keys.tables.meta) SET value = ? WHERE name = 'keys'", arguments: [sealed])
             }
             await self.dropOldKeyMaterial()
         }
@@ -431,25 +573,36 @@ public final class Wallet: Sendable {
     static let keysAssociatedDataV4 = Data("coffer.wallet.keys.v4".utf8)
     static let keysMagic = Data("CWK1".utf8)
 
-    static func sealMaster(_ master: SecretKey, storeKey: SecretKey, format4: Bool = true) throws -> Data {
+    /// The associated data a profile's wallet key is sealed under (format 4): the default
+    /// profile's is a single wallet's; another profile's names the profile, so a catalogue whose
+    /// names were swapped makes the key fail instead of opening one profile as another.
+    static func keysAssociatedData(for tables: ProfileTables) -> Data {
+        tables.isDefault ? keysAssociatedDataV4 : Data("coffer.wallet.keys.v4.profile:\(tables.name)".utf8)
+    }
+
+    static func sealMaster(_ master: SecretKey, storeKey: SecretKey, format4: Bool = true, tables: ProfileTables = .default) throws -> Data
+    {
         var plain = [UInt8](keysMagic)
         master.withUnsafeBytes { plain.append(contentsOf: $0) }
         defer { SecureMemory.wipe(&plain) }
         do {
             return try AEAD.xchacha20Poly1305.seal(
-                plain, key: storeKey, associatedData: format4 ? keysAssociatedDataV4 : keysAssociatedData)
+                plain, key: storeKey, associatedData: format4 ? keysAssociatedData(for: tables) : keysAssociatedData)
         } catch {
             throw WalletError.storage("\(error)")
         }
     }
 
     /// The wallet key, and whether it was sealed for format 4.
-    static func openMaster(_ sealed: Data, storeKey: SecretKey, kdf: KDFRecord) throws -> (SecretKey, sealedForFormat4: Bool) {
+    static func openMaster(
+        _ sealed: Data, storeKey: SecretKey, kdf: KDFRecord, tables: ProfileTables = .default
+    ) throws -> (SecretKey, sealedForFormat4: Bool) {
         var plain: Data
         var format4 = true
-        if let opened = try? AEAD.xchacha20Poly1305.open(sealed, key: storeKey, associatedData: keysAssociatedDataV4) {
+        if let opened = try? AEAD.xchacha20Poly1305.open(sealed, key: storeKey, associatedData: keysAssociatedData(for: tables)) {
             plain = opened
-        } else if let opened = try? AEAD.xchacha20Poly1305.open(sealed, key: storeKey, associatedData: keysAssociatedData) {
+        } else if tables.isDefault, let opened = try? AEAD.xchacha20Poly1305.open(sealed, key: storeKey, associatedData: keysAssociatedData)
+        {
             plain = opened
             format4 = false
         } else {
@@ -514,6 +667,11 @@ public final class Wallet: Sendable {
                 return .storage("the wallet stayed locked by another writer for too long")
             case .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_PERM:
                 return .storage("cannot open the wallet file for writing (\(e.resultCode))")
+            case .SQLITE_ERROR where e.message?.hasPrefix("no such table: cp") == true:
+                // Another profile's removal dropped this one's tables while it was open.
+                return .storage(
+                    "this wallet's profile was removed from the store while it was open (its tables are gone); nothing more can be read or written through it"
+                )
             case .SQLITE_MISUSE where e.message == "Connection is closed":
                 // GRDB's answer to any use of a closed pool.
                 return .closed

@@ -89,18 +89,34 @@ struct WalletKeyOptions: ParsableArguments {
     }
 }
 
-/// What a wallet command takes: the store and the wallet's key.
+/// `--profile NAME`: which of the store's profiles (wallets with their own keys in one file) a
+/// wallet command works on. `coffer wallet` and the root declare it too, so it is accepted
+/// before or after the subcommand name, as the key options are.
+struct ProfileOptions: ParsableArguments {
+    @Option(
+        name: .customLong("profile"),
+        help: ArgumentHelp("The wallet profile to use (default: default).", valueName: "name"))
+    var profile: String?
+
+    /// The profile named, or `default`.
+    var name: String { profile ?? "default" }
+}
+
+/// What a wallet command takes: the store, the profile and the wallet's key.
 struct WalletOptions: ParsableArguments {
     @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var profileOptions: ProfileOptions
     @OptionGroup(title: "Wallet key (one of)") var key: WalletKeyOptions
 
     var walletURL: URL { storeOptions.walletURL }
+    /// The profile the command works on.
+    var profile: String { profileOptions.name }
 
     func walletKey() throws -> WalletKey { try key.walletKey() }
 
     /// Opens the store's wallet, runs `body` with it and closes it, whether `body` succeeded or threw.
     func withWallet<T>(_ body: (Wallet) async throws -> T) async throws -> T {
-        let wallet = try await Wallet.open(at: walletURL, key: walletKey())
+        let wallet = try await Wallet.open(at: walletURL, key: walletKey(), profile: profile)
         defer { try? wallet.close() }
         TestPause.at("wallet-opened") // debug builds only: lets tests widen the open-to-write window
         return try await body(wallet)
@@ -247,6 +263,8 @@ struct CofferCommand: AsyncParsableCommand {
     /// Accepted before the subcommand name (`coffer --raw-key-env VAR wallet …`, `coffer --passphrase-env VAR
     /// deniable unlock`); each command that uses a key shows its own options in its help.
     @OptionGroup(visibility: .hidden) var walletKey: WalletKeyOptions
+    /// `coffer --profile NAME wallet …` (see ``ProfileOptions``).
+    @OptionGroup(visibility: .hidden) var profileOptions: ProfileOptions
 
     /// Errors are printed as `error: …`, as every other failure of the command line.
     static var _errorPrefix: String { "error: " }

@@ -36,7 +36,7 @@ enum CommandSuggestion {
     }
 
     /// The options that take a value and may stand before a subcommand name.
-    static let valueOptions: Set<String> = WalletKeyOptions.valueOptions.union(["--store"])
+    static let valueOptions: Set<String> = WalletKeyOptions.valueOptions.union(["--store", "--profile"])
 
     static func message(unknown: String, names: [String], path: [String], node: ParsableCommand.Type, root: ParsableCommand.Type)
         -> String

@@ -13,7 +13,8 @@ struct WalletCommand: AsyncParsableCommand {
         subcommands: [
             Create.self, Add.self, Get.self, Update.self, Delete.self, AddTags.self, UpdateTags.self,
             DeleteTags.self, Search.self, Count.self, RemoveAll.self, Import.self, Rekey.self, Check.self, Compact.self,
-            WalletKeyCommand.self, Export.self, ImportBackup.self, ImportIndy.self, ImportAskar.self,
+            WalletKeyCommand.self, Export.self, ImportBackup.self, ImportIndy.self, ImportAskar.self, Profiles.self,
+            RemoveProfile.self,
         ])
 
     @OptionGroup var walletOptions: WalletOptions
@@ -24,13 +25,49 @@ struct WalletCommand: AsyncParsableCommand {
     }
 
     struct Create: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create the wallet in the store; prints {\"created\": PATH}.")
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Create the wallet in the store (with --profile NAME, that profile, and the store when there is none); prints {\"created\": PATH} (and \"profile\": NAME with --profile)."
+        )
         @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            let wallet = try await Wallet.create(at: walletOptions.walletURL, key: walletOptions.walletKey())
+            let wallet = try await Wallet.create(
+                at: walletOptions.walletURL, key: walletOptions.walletKey(), profile: walletOptions.profile)
             try wallet.close()
-            print(JSONValue.object([("created", .string(wallet.path))]).jsonText)
+            var members: [(String, JSONValue)] = [("created", .string(wallet.path))]
+            if let profile = walletOptions.profileOptions.profile { members.append(("profile", .string(profile))) }
+            print(JSONValue.object(members).jsonText)
+        }
+    }
+
+    struct Profiles: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the store's wallet profiles (no key needed); prints [\"default\", …].")
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var profileOptions: ProfileOptions
+
+        func run() async throws {
+            let names = try await Wallet.profiles(at: storeOptions.walletURL)
+            print(JSONValue.array(names.map { .string($0) }).jsonText)
+        }
+    }
+
+    struct RemoveProfile: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "remove-profile",
+            abstract:
+                "Remove a wallet profile and every record in it, in one transaction (no key needed; the default profile stays); prints {\"removed\": NAME}."
+        )
+        @Argument(help: "The profile to remove.") var name: String
+        @Flag(help: "Confirm: nothing is removed without it.") var yes = false
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var profileOptions: ProfileOptions
+
+        func run() async throws {
+            guard yes else { throw WalletError.invalidInput("remove-profile removes every record of \(name): confirm with --yes") }
+            try await Wallet.removeProfile(name, at: storeOptions.walletURL)
+            print(JSONValue.object([("removed", .string(name))]).jsonText)
         }
     }
 
@@ -315,6 +352,11 @@ struct WalletCommand: AsyncParsableCommand {
         @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
+            guard walletOptions.profile == "default" else {
+                throw WalletError.invalidInput(
+                    "import-backup makes a new store from the backup (its default profile); --profile is not taken here yet (import the backup into a new store, or export and re-import the records)"
+                )
+            }
             let passphrase = try CLIKeys.passphrase(fromEnvironment: backupPassphraseEnv, option: "--backup-passphrase-env")
             let bar = Progress(label: "import", total: 0)
             let wallet = try await Wallet.importBackup(

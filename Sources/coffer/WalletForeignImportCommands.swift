@@ -97,8 +97,10 @@ extension WalletCommand {
         )
         @Argument(help: ArgumentHelp("The Askar store's SQLite file.", valueName: "source")) var source: String
         @OptionGroup(title: "Source key (one of)") var sourceKey: SourceKeyOptions
-        @Option(help: ArgumentHelp("The profile to import (default: the store's default profile).", valueName: "name"))
-        var profile: String?
+        @Option(
+            name: .customLong("source-profile"),
+            help: ArgumentHelp("The Askar profile to import (default: the Askar store's default profile).", valueName: "name"))
+        var sourceProfile: String?
         @Flag(
             name: .customLong("skip-keys"),
             help: "Pass over the keys Askar's key manager holds (their values are CBOR, which a record cannot hold) instead of refusing.")
@@ -111,7 +113,7 @@ extension WalletCommand {
                 let progress = Progress(label: "import-askar", total: 0)
                 defer { progress.finish() }
                 return try await wallet.importAskarStore(
-                    at: URL(fileURLWithPath: source), key: key, profile: profile, skipKeyEntries: skipKeys
+                    at: URL(fileURLWithPath: source), key: key, profile: sourceProfile, skipKeyEntries: skipKeys
                 ) {
                     p in progress.update(p.rowsRead, of: p.totalRows)
                 }

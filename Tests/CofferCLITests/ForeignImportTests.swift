@@ -147,7 +147,7 @@ struct AskarImportTests {
             let before = try Data(contentsOf: source)
             let store = try CLI.newStore()
             var extra = [String]()
-            if let profile = entry["profile"] as? String { extra += ["--profile", profile] }
+            if let profile = entry["profile"] as? String { extra += ["--source-profile", profile] }
             if entry["keyEntries"] != nil { extra.append("--skip-keys") }
             let r = try ForeignStores.importAskar(source, key: entry["key"] as! String, store: store, extra: extra)
             #expect(r.status == 0, "\(r.stderr)")

@@ -95,7 +95,8 @@ enum QueryCompiler {
             for (i, c) in conjuncts.enumerated() where i != at {
                 if let (n, v) = context.equalityDriver(c) {
                     let alias = "e\(joins.count)"
-                    joins.append("CROSS JOIN tags \(alias) ON \(alias).item = d.item AND \(alias).name = ? AND \(alias).value = ?")
+                    joins.append(
+                        "CROSS JOIN \(keys.tables.tags) \(alias) ON \(alias).item = d.item AND \(alias).name = ? AND \(alias).value = ?")
                     joinArguments += [BlindColumn.value(n).databaseValue, v]
                 } else {
                     rest.append(c)
@@ -192,7 +193,7 @@ enum QueryCompiler {
                 let list = "[" + unique.map { String(BlindColumn.value(nameBlind($0))) }.joined(separator: ",") + "]"
                 return SQLFragment(
                     sql:
-                        "(SELECT COUNT(DISTINCT t.name) FROM tags t WHERE t.item = i.id AND t.name IN (SELECT value FROM json_each(?))) = ?",
+                        "(SELECT COUNT(DISTINCT t.name) FROM \(keys.tables.tags) t WHERE t.item = i.id AND t.name IN (SELECT value FROM json_each(?))) = ?",
                     arguments: [list.databaseValue, unique.count.databaseValue])
             case .compare(let tag, let op, let operand):
                 if let cond = condition(tag: tag, op: op, operand: operand) { return exists(tag, condition: cond) }
@@ -309,7 +310,7 @@ enum QueryCompiler {
         }
 
         func exists(_ tag: String, condition: SQLFragment?) -> SQLFragment {
-            var sql = "EXISTS (SELECT 1 FROM tags t WHERE t.item = i.id AND t.name = ?"
+            var sql = "EXISTS (SELECT 1 FROM \(keys.tables.tags) t WHERE t.item = i.id AND t.name = ?"
             var args: [DatabaseValue] = [BlindColumn.value(nameBlind(tag)).databaseValue]
             if let condition {
                 sql += " AND (\(condition.sql))"

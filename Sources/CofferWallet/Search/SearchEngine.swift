@@ -208,8 +208,8 @@ let joinSample = 64
 
 extension CompiledSearch {
     /// Whether any record carries an expiry (a partial index makes this a single probe).
-    static func expiryActive(_ db: Database) throws -> Bool {
-        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM items WHERE expiry IS NOT NULL)")) ?? false
+    static func expiryActive(_ db: Database, tables: ProfileTables) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM \(tables.items) WHERE expiry IS NOT NULL)")) ?? false
     }
 
     /// The preferred plan that is valid now, in this transaction.
@@ -219,7 +219,7 @@ extension CompiledSearch {
             if let name = plan.requiresSingleValued {
                 let multi =
                     try Bool.fetchOne(
-                        db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM tag_multi WHERE name = ?)"),
+                        db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM \(keys.tables.tagMulti) WHERE name = ?)"),
                         arguments: [BlindColumn.value(name)]) ?? true
                 if multi { continue }
             }
@@ -235,24 +235,25 @@ extension CompiledSearch {
         var sql: String
         var args: [DatabaseValue]
         let itemColumn: String
-        let items = joinItems ? " CROSS JOIN items i ON i.id = d.item" : ""
+        let items = joinItems ? " CROSS JOIN \(keys.tables.items) i ON i.id = d.item" : ""
         switch plan.driver {
         case .type:
-            sql = "FROM items i WHERE i.type = ?"
+            sql = "FROM \(keys.tables.items) i WHERE i.type = ?"
             args = [BlindColumn.value(typeBlind).databaseValue]
             itemColumn = "i.id"
         case .tag(let name, let value):
-            sql = "FROM tags d \(plan.joins.sql)\(items) WHERE d.name = ? AND d.value = ?"
+            sql = "FROM \(keys.tables.tags) d \(plan.joins.sql)\(items) WHERE d.name = ? AND d.value = ?"
             args = plan.joins.arguments + [BlindColumn.value(name).databaseValue, value]
             itemColumn = "d.item"
         case .range(let name, let conditions) where joinItems:
             // The range comes in value order: SQLite collects its record ids (index only) and
             // visits them in id order, instead of sorting whole joined rows.
-            sql = "FROM items i NOT INDEXED WHERE i.id IN (SELECT d.item FROM tags d WHERE d.name = ? AND \(conditions.sql))"
+            sql =
+                "FROM \(keys.tables.items) i NOT INDEXED WHERE i.id IN (SELECT d.item FROM \(keys.tables.tags) d WHERE d.name = ? AND \(conditions.sql))"
             args = [BlindColumn.value(name).databaseValue] + conditions.arguments
             itemColumn = "i.id"
         case .range(let name, let conditions):
-            sql = "FROM tags d WHERE d.name = ? AND \(conditions.sql)"
+            sql = "FROM \(keys.tables.tags) d WHERE d.name = ? AND \(conditions.sql)"
             args = [BlindColumn.value(name).databaseValue] + conditions.arguments
             itemColumn = "d.item"
         }
@@ -376,7 +377,7 @@ extension CompiledSearch {
             return out
         }
         let nowMs = unixMillis(now)
-        let expiry = try Self.expiryActive(db)
+        let expiry = try Self.expiryActive(db, tables: keys.tables)
         let joined = try plan(db, allowRange: allowRange)
         var plan = joined
         if !joined.joins.sql.isEmpty {
@@ -437,7 +438,7 @@ extension CompiledSearch {
     /// sample (nothing left to walk) answers true; the walk ends on its first read either way.
     func joinsMostlyHold(_ db: Database, _ plan: Plan, after: Int64?, descending: Bool) throws -> Bool {
         guard case .tag(let name, let value) = plan.driver else { return false }
-        var sample = "SELECT d.item FROM tags d WHERE d.name = ? AND d.value = ?"
+        var sample = "SELECT d.item FROM \(keys.tables.tags) d WHERE d.name = ? AND d.value = ?"
         var sampleArgs: [DatabaseValue] = [BlindColumn.value(name).databaseValue, value]
         if let after {
             sample += " AND d.item \(descending ? "<" : ">") ?"
@@ -465,7 +466,7 @@ extension CompiledSearch {
         try checkKeys(keys)
         if case .none = root { return 0 }
         let nowMs = unixMillis(now)
-        let expiry = try Self.expiryActive(db)
+        let expiry = try Self.expiryActive(db, tables: keys.tables)
         let plan = try plan(db, allowRange: true)
         if exact {
             // Without expiry and with nothing left to check, the index alone answers.

@@ -64,7 +64,7 @@ enum DigestState {
     /// The accumulator of every row in `items`, computed afresh under `keys`.
     static func accumulate(_ db: Database, keys: WalletKeys) throws -> [UInt8] {
         var accumulator = [UInt8](repeating: 0, count: accumulatorCount)
-        let rows = try Row.fetchCursor(db, sql: "SELECT id, type, name, value, expiry FROM items")
+        let rows = try Row.fetchCursor(db, sql: "SELECT id, type, name, value, expiry FROM \(keys.tables.items)")
         while let row = try rows.next() {
             guard let type = Int64.fromDatabaseValue(row[1]), let name = Data.fromDatabaseValue(row[2]),
                 let value = Data.fromDatabaseValue(row[3])
@@ -80,7 +80,7 @@ enum DigestState {
 
     /// The verified stored state, or `corrupted` naming what is wrong.
     static func read(_ db: Database, keys: WalletKeys) throws -> (accumulator: [UInt8], counter: UInt64) {
-        guard let stored = try Data.fetchOne(db, sql: "SELECT value FROM coffer_digest WHERE id = 1") else {
+        guard let stored = try Data.fetchOne(db, sql: "SELECT value FROM \(keys.tables.digest) WHERE id = 1") else {
             throw WalletError.corrupted(
                 "the records' version digest is missing: the file was changed without the wallet key (restore a backup)")
         }

@@ -40,25 +40,78 @@ enum FileIntegrity {
         }
     }
 
+    /// The schema objects of one profile: those on its own tables (see
+    /// ``ProfileTables/owns(table:)``). Other profiles' objects and the catalogue are not part of
+    /// what its key authenticates, so creating or removing another profile leaves its record valid.
+    static func objects(_ db: Database, tables: ProfileTables) throws -> [SchemaObject] {
+        try objects(db).filter { tables.owns(table: $0.table) }
+    }
+
+    /// What is wrong with the parts of the file outside the profile that could still reach it:
+    /// an object of another profile (or any other) whose SQL names one of this profile's tables
+    /// (a trigger elsewhere that writes into them), or a catalogue that is not exactly the one
+    /// Coffer makes. Nil when there is nothing.
+    static func sharedProblem(_ db: Database, tables: ProfileTables) throws -> String? {
+        for o in try objects(db) where !tables.owns(table: o.table) {
+            if o.table.lowercased() == ProfileCatalogue.table {
+                let expected =
+                    (o.type == "table" && o.name == ProfileCatalogue.table && o.sql == ProfileCatalogue.creationSQL)
+                    || (o.type == "index" && o.sql == nil && o.name.hasPrefix("sqlite_autoindex_\(ProfileCatalogue.table)_"))
+                if !expected { return "\(o.label) is not part of the profile catalogue Coffer makes (something changed it)" }
+                continue
+            }
+            if let sql = o.sql, let name = tables.guardedNames.first(where: { mentions(sql, $0) }) {
+                return "\(o.label), outside this profile, refers to its table \(WalletError.quote(name)) (something added it)"
+            }
+        }
+        return nil
+    }
+
+    /// Whether `sql` names `identifier` as a whole word (any case, quoted or not).
+    static func mentions(_ sql: String, _ identifier: String) -> Bool {
+        let text = Array(sql.lowercased().utf8)
+        let word = Array(identifier.lowercased().utf8)
+        guard word.count <= text.count else { return false }
+        func isWordByte(_ b: UInt8) -> Bool {
+            b == UInt8(ascii: "_") || b >= 0x80 || (b >= 0x30 && b <= 0x39) || ((b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A)
+        }
+        var i = 0
+        while i + word.count <= text.count {
+            if text[i..<(i + word.count)].elementsEqual(word), i == 0 || !isWordByte(text[i - 1]),
+                i + word.count == text.count || !isWordByte(text[i + word.count])
+            {
+                return true
+            }
+            i += 1
+        }
+        return false
+    }
+
     /// The description: JSON of the label, the format, whether the digest exists and the objects.
-    static func describe(format: Int, digest: Bool, objects: [SchemaObject]) -> Data {
+    /// A profile other than the default adds its name and number (so one profile's record
+    /// cannot stand for another's even under the same key).
+    static func describe(format: Int, digest: Bool, objects: [SchemaObject], tables: ProfileTables = .default) -> Data {
         let list = objects.map { o in
             JSONValue.array([.string(o.type), .string(o.name), .string(o.table), o.sql.map { .string($0) } ?? .null])
         }
-        let json = JSONValue.object([
+        var members: [(String, JSONValue)] = [
             ("label", .string(label)), ("format", .number(String(format))), ("digest", .bool(digest)), ("schema", .array(list)),
-        ])
+        ]
+        if !tables.isDefault { members.append(("profile", .array([.string(tables.name), .number(String(tables.number))]))) }
+        let json = JSONValue.object(members)
         return Data(json.jsonText.utf8)
     }
 
     /// Writes the record for the file as it is now (`format`, digest present) under `keys`.
     static func write(_ db: Database, keys: WalletKeys, format: Int = Schema.format) throws {
-        let description = describe(format: format, digest: try db.tableExists("coffer_digest"), objects: try objects(db))
+        let tables = keys.tables
+        let description = describe(
+            format: format, digest: try db.tableExists(tables.digest), objects: try objects(db, tables: tables), tables: tables)
         var value = Data()
         withBytes(description) { d in keys.integrityMAC(domain: IntegrityDomain.schema, d) { value.append(contentsOf: $0) } }
         value.append(description)
         try db.execute(
-            sql: "INSERT INTO coffer_meta(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+            sql: "INSERT INTO \(tables.meta)(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
             arguments: [metaName, value])
     }
 
@@ -83,6 +136,10 @@ enum FileIntegrity {
             let authenticatedFormat = Int(formatText), case .bool(let digest)? = fields["digest"],
             case .array(let list)? = fields["schema"]
         else { return "its integrity record does not decode" }
+        let tables = keys.tables
+        let profile: JSONValue? =
+            tables.isDefault ? nil : .array([.string(tables.name), .number(String(tables.number))])
+        if fields["profile"] != profile { return "its integrity record names another profile" }
         if format != authenticatedFormat {
             return "its format reads \(format.map(String.init) ?? "nothing") where the wallet key authenticated \(authenticatedFormat)"
         }
@@ -95,11 +152,11 @@ enum FileIntegrity {
             if case .string(let s) = f[3] { sql = s }
             expected.append(SchemaObject(type: type, name: name, table: table, sql: sql))
         }
-        let found = try objects(db)
-        if digest, !found.contains(where: { $0.type == "table" && $0.name == "coffer_digest" }) {
+        let found = try objects(db, tables: tables)
+        if digest, !found.contains(where: { $0.type == "table" && $0.name == tables.digest }) {
             return "the records' version digest it authenticated is gone"
         }
-        return difference(expected: expected, found: found)
+        return try difference(expected: expected, found: found) ?? sharedProblem(db, tables: tables)
     }
 
     /// The first difference between two schemas, in words.
@@ -138,7 +195,10 @@ enum FileIntegrity {
                 "table coffer_digest", "trigger coffer_digest_insert", "trigger coffer_digest_delete", "trigger coffer_digest_update",
             ])
         }
-        for o in try objects(db) {
+        if let problem = try sharedProblem(db, tables: .default) {
+            throw WalletError.corrupted("the wallet at \(path) was changed: \(problem); it was left as it was")
+        }
+        for o in try objects(db, tables: .default) {
             if o.type == "index", o.sql == nil, o.name.hasPrefix("sqlite_autoindex_") { continue }
             guard allowed.contains("\(o.type) \(o.name)") else {
                 throw WalletError.corrupted(

@@ -70,16 +70,17 @@ struct RecordStore {
     enum HotSQL: Int, CaseIterable {
         case locate, insertItem, updateValue, selectLive, deleteItem, deleteTagsOfItem, tagsOfItem, deleteTagRow
 
-        var sql: String {
+        func sql(_ tables: ProfileTables) -> String {
             switch self {
-            case .locate: return "SELECT id, value, expiry FROM items WHERE type = ? AND name = ?"
-            case .insertItem: return "INSERT INTO items(type, name, value, expiry) VALUES (?, ?, ?, ?)"
-            case .updateValue: return "UPDATE items SET value = ? WHERE id = ?"
-            case .selectLive: return "SELECT id, value, expiry FROM items WHERE type = ? AND name = ? AND (expiry IS NULL OR expiry > ?)"
-            case .deleteItem: return "DELETE FROM items WHERE id = ?"
-            case .deleteTagsOfItem: return "DELETE FROM tags WHERE item = ?"
-            case .tagsOfItem: return "SELECT name, value FROM tags WHERE item = ?"
-            case .deleteTagRow: return "DELETE FROM tags WHERE item = ? AND name = ? AND value = ?"
+            case .locate: return "SELECT id, value, expiry FROM \(tables.items) WHERE type = ? AND name = ?"
+            case .insertItem: return "INSERT INTO \(tables.items)(type, name, value, expiry) VALUES (?, ?, ?, ?)"
+            case .updateValue: return "UPDATE \(tables.items) SET value = ? WHERE id = ?"
+            case .selectLive:
+                return "SELECT id, value, expiry FROM \(tables.items) WHERE type = ? AND name = ? AND (expiry IS NULL OR expiry > ?)"
+            case .deleteItem: return "DELETE FROM \(tables.items) WHERE id = ?"
+            case .deleteTagsOfItem: return "DELETE FROM \(tables.tags) WHERE item = ?"
+            case .tagsOfItem: return "SELECT name, value FROM \(tables.tags) WHERE item = ?"
+            case .deleteTagRow: return "DELETE FROM \(tables.tags) WHERE item = ? AND name = ? AND value = ?"
             }
         }
     }
@@ -87,7 +88,7 @@ struct RecordStore {
     /// The prepared statement for `sql`, kept for the rest of this store's transaction.
     private func statement(_ sql: HotSQL) throws -> DirectStatement {
         if let prepared = memo.statements[sql.rawValue] { return prepared }
-        let prepared = try DirectStatement(db, sql: sql.sql)
+        let prepared = try DirectStatement(db, sql: sql.sql(keys.tables))
         memo.statements[sql.rawValue] = prepared
         return prepared
     }
@@ -207,12 +208,13 @@ struct RecordStore {
         // takes it out first, and it is put back if the credential's own delete fails.
         if type == SecretTypes.credential, try hasSignatures() {
             let tb = keys.typeBlind(SecretTypes.credentialSignature)
-            let statement = try db.cachedStatement(sql: "DELETE FROM items WHERE type = ? AND name = ? RETURNING id, value, expiry")
+            let statement = try db.cachedStatement(
+                sql: "DELETE FROM \(keys.tables.items) WHERE type = ? AND name = ? RETURNING id, value, expiry")
             let signature = try Row.fetchOne(statement, arguments: [BlindColumn.value(tb), keys.idBlind(typeBlind: tb, id: id)])
             do { try deleteRecord(type: type, id: id) } catch {
                 if let signature {
                     try? db.execute(
-                        sql: "INSERT INTO items(id, type, name, value, expiry) VALUES (?, ?, ?, ?, ?)",
+                        sql: "INSERT INTO \(keys.tables.items)(id, type, name, value, expiry) VALUES (?, ?, ?, ?, ?)",
                         arguments: [signature[0], BlindColumn.value(tb), keys.idBlind(typeBlind: tb, id: id), signature[1], signature[2]])
                 }
                 throw error
@@ -226,7 +228,7 @@ struct RecordStore {
     /// only the secrets code, in transactions of its own, adds them).
     private func hasSignatures() throws -> Bool {
         if let known = memo.hasSignatures { return known }
-        let statement = try db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM items WHERE type = ?)")
+        let statement = try db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM \(keys.tables.items) WHERE type = ?)")
         let found = try Bool.fetchOne(statement, arguments: [BlindColumn.value(keys.typeBlind(SecretTypes.credentialSignature))]) ?? false
         memo.hasSignatures = found
         return found
@@ -263,7 +265,7 @@ struct RecordStore {
             },
             undo: {
                 try db.execute(
-                    sql: "INSERT INTO items(id, type, name, value, expiry) VALUES (?, ?, ?, ?, ?)",
+                    sql: "INSERT INTO \(keys.tables.items)(id, type, name, value, expiry) VALUES (?, ?, ?, ?, ?)",
                     arguments: [found.rowid, BlindColumn.value(found.typeBlind), found.idBlind, found.sealed, found.expiry])
             })
     }
@@ -370,7 +372,9 @@ struct RecordStore {
         try undoingOnFailure(
             { try replaceTags(found, contents.tags) },
             undo: {
-                try db.cachedStatement(sql: "UPDATE items SET value = ? WHERE id = ?").execute(arguments: [found.sealed, found.rowid])
+                try db.cachedStatement(sql: "UPDATE \(keys.tables.items) SET value = ? WHERE id = ?").execute(arguments: [
+                    found.sealed, found.rowid,
+                ])
                 let old = try open(found, value: .skipped)
                 try replaceTags(found, old.tags)
             })
@@ -448,7 +452,7 @@ struct RecordStore {
                 insert = prepared
             } else {
                 let values = Array(repeating: "(?, ?, ?)", count: chunk.count).joined(separator: ", ")
-                insert = try DirectStatement(db, sql: "INSERT OR IGNORE INTO tags(item, name, value) VALUES \(values)")
+                insert = try DirectStatement(db, sql: "INSERT OR IGNORE INTO \(keys.tables.tags)(item, name, value) VALUES \(values)")
                 memo.tagInserts[chunk.count] = insert
             }
             var parameter: Int32 = 1
@@ -497,7 +501,7 @@ struct RecordStore {
     /// Records that these plaintext tag names hold several values in some record (never undone).
     private func markMultiValued(_ names: [Int64]) throws {
         guard !names.isEmpty else { return }
-        let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO tag_multi(name) VALUES (?)")
+        let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO \(keys.tables.tagMulti)(name) VALUES (?)")
         for name in names { try statement.execute(arguments: [name]) }
     }
 }

@@ -64,9 +64,13 @@ final class WalletKeys: @unchecked Sendable {
     /// constant, which tells nothing about the key. Every write transaction compares it with
     /// the stored one, so a writer whose keys a rotation (in any process) replaced writes nothing.
     let keyCheck: Data
+    /// The profile these keys belong to and the tables that hold its records: SQL goes to the
+    /// tables of the keys it runs under, so no statement can reach another profile's rows.
+    let tables: ProfileTables
 
-    init(master: SecretKey) {
+    init(master: SecretKey, tables: ProfileTables = .default) {
         self.master = master
+        self.tables = tables
         typeHash = KeyedHash(hkdfFrom: master, info: "coffer.wallet.v1.type")
         idHash = KeyedHash(hkdfFrom: master, info: "coffer.wallet.v1.id")
         tagNameHash = KeyedHash(hkdfFrom: master, info: "coffer.wallet.v1.tag-name")
