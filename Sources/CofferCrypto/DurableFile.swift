@@ -312,9 +312,9 @@ private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -
 /// same target removes what a killed one left. The writer holds a lock on its partial file, so
 /// a second writer to the same target while the first is alive is refused instead of removing
 /// the first one's file.
-/// Used by one thread at a time (a backup export's read), hence `@unchecked Sendable`.
-package final class DurableFileWriter: @unchecked Sendable {
-    // Safe to share: one task at a time owns it (a backup export writes it sequentially); it is handed between threads, never used by two at once.
+/// Not `Sendable`: one thread at a time owns it (a backup export hands it to its read closure
+/// as a `Handoff`, and commits it once that closure is done).
+package final class DurableFileWriter {
     /// Where the pieces go until ``commit()``.
     package let temporary: URL
     private let target: URL

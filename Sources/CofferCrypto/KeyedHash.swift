@@ -136,8 +136,7 @@ public final class KeyedHash: @unchecked Sendable {
 
 /// Keyed BLAKE2b (libsodium `crypto_generichash` with a key) for deriving many short-lived
 /// keys fast: one compression for a short input, against HMAC-SHA256's two.
-public final class KeyedBlake2b: @unchecked Sendable {
-    // Written once in init, then only read: safe to share.
+public final class KeyedBlake2b: Sendable {
     @usableFromInline let key: SecretKey
 
     /// A derivation function under `key` (32 bytes).

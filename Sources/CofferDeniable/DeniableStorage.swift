@@ -1087,15 +1087,13 @@ public struct DeadDropMerge: Sendable, Equatable {
 }
 
 /// The CoverNode keys covers are wrapped for, shared with the queue's cover maker.
-final class CoverKey: @unchecked Sendable {
-    // Safe to share: `key` is only touched under `lock`.
-    private let lock = Lock()
-    private var key: [Data]
+final class CoverKey: Sendable {
+    private let key: Locked<[Data]>
 
-    init(_ key: [Data]) { self.key = key }
+    init(_ key: [Data]) { self.key = Locked(key) }
 
     var current: [Data] {
-        get { lock.withLock { key } }
-        set { lock.withLock { key = newValue } }
+        get { key.withLock { $0 } }
+        set { key.withLock { $0 = newValue } }
     }
 }

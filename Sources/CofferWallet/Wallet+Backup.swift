@@ -141,12 +141,14 @@ extension Wallet {
             throw WalletError.storage("cannot write the backup to \(url.path): \(error.message)")
         }
         let start = head
+        let handedFile = Handoff(file)
         let total: Int
         do {
             // One read transaction: the backup is one consistent state of the wallet.
             total = try await gated { keys in
                 try await pool.read { db -> Int in
                     let writer = handoff.value
+                    let file = handedFile.value
                     try Self.beginBulk(db, cacheKiB: Self.exportCacheKiB)
                     defer { Self.endBulk(db, cacheKiB: Schema.cacheKiB) }
                     try file.write(start)
@@ -235,6 +237,7 @@ extension Wallet {
         }
         defer { try? handle.close() }
         let reader = BackupReader(handle: handle)
+        let handedReader = Handoff(reader)
         let handoff = Handoff(try reader.open(passphrase: passphrase))
         let stream = handoff.value
         guard let first = try reader.next(stream), !first.final,
@@ -268,6 +271,7 @@ extension Wallet {
                             var done = 0
                             var sawFinal = false
                             progress?(BackupProgress(done: 0, total: total))
+                            let reader = handedReader.value
                             while var chunk = try reader.next(handoff.value) {
                                 defer { chunk.message.resetBytes(in: 0..<chunk.message.count) }
                                 if chunk.final {
@@ -406,9 +410,9 @@ extension Wallet {
 }
 
 /// Reads a backup file's header and length-prefixed messages from a file handle, one message
-/// at a time. Used by one task at a time (the restore's write).
-final class BackupReader: @unchecked Sendable {
-    // Safe to share: one task at a time owns it (the restore reads it sequentially).
+/// at a time. Not `Sendable`: one task at a time owns it (the restore hands it to its write
+/// closure as a `Handoff` and reads it sequentially there).
+final class BackupReader {
     let handle: FileHandle
     private var first = true
 
