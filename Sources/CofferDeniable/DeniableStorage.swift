@@ -123,8 +123,8 @@ public actor DeniableStorage {
     /// The wall-clock time of the last app start: every deniable file carries it as its mtime.
     private var startedAt = Date()
     private var lastStart: DeniableStartReport?
-    private var vaultOperationRunning = false
-    private var vaultOperationWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Held alone by one vault operation at a time (see ``enterVaultOperation()``).
+    private let vaultOperation = AsyncGate()
 
     var vaultURL: URL { folder.appendingPathComponent("vault") }
     /// The lock file every read-modify-write of the vault and the queue holds, in any process
@@ -523,13 +523,11 @@ public actor DeniableStorage {
     /// its key is ready, so what they saved meanwhile is kept. The app-start routine takes the
     /// gate too, as it may write a fresh vault.
     private func enterVaultOperation() async {
-        while vaultOperationRunning { await withCheckedContinuation { vaultOperationWaiters.append($0) } }
-        vaultOperationRunning = true
+        await vaultOperation.enterExclusive()
     }
 
     private func leaveVaultOperation() {
-        vaultOperationRunning = false
-        if !vaultOperationWaiters.isEmpty { vaultOperationWaiters.removeFirst().resume() }
+        vaultOperation.leaveExclusive()
     }
 
     /// Whether a session is unlocked (expiry is checked first).
