@@ -5,7 +5,7 @@ import CofferFileModes
 import CofferSync
 import Foundation
 import Logging
-
+@_exported import struct CofferSync.StorageCause
 /// Where a container keeps its files.
 ///
 /// Every file the stores write is mode 0600 and every folder they make 0700, whatever the
@@ -103,13 +103,15 @@ public enum ContainerError: Error, Equatable, Sendable, CustomStringConvertible 
     /// The container was reset or closed; open a new one.
     case closed
     /// Removing the container's files failed (named).
-    case storage(String)
+    /// `cause` keeps the system's error number or SQLite's result code underneath (nil when
+    /// there was none), so a caller can tell a full disk from a refused permission.
+    case storage(String, cause: StorageCause? = nil)
 
     /// The message.
     public var description: String {
         switch self {
         case .closed: return "the container was closed or reset; open it again"
-        case .storage(let m): return "container storage: \(m)"
+        case .storage(let m, _): return "container storage: \(m)"
         }
     }
 }
@@ -236,7 +238,7 @@ public final class CofferContainer: Sendable {
             guard FileManager.default.fileExists(atPath: locations.wallet.path) else { return try secure.deleteAllBlocking() }
             for name in try secure.namesBlocking() where name != CofferSDK.walletKeyItem { try secure.deleteBlocking(name) }
         }
-        let failure = { (e: ProcessLockError) -> any Error in ContainerError.storage(e.message) }
+        let failure = { (e: ProcessLockError) -> any Error in ContainerError.storage(e.message, cause: StorageCause(e)) }
         try ProcessLock.withLock(at: lockPath, removeWhenDone: true, failure: failure, clear)
     }
 
@@ -410,7 +412,7 @@ public final class CofferContainer: Sendable {
     /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)-6hox7`` is a fresh install.
     /// Close any container or wallet of these locations first. Blocks the calling thread: from
     /// async code, `await` ``reset(_:secureStorage:keychainService:)-eq3g``.
-    /// - Throws: ``ContainerError/storage(_:)`` naming every item that could not be removed (the
+    /// - Throws: ``ContainerError/storage(_:cause:)`` naming every item that could not be removed (the
     ///   others are removed all the same).
     public static func resetBlocking(
         _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
@@ -423,7 +425,7 @@ public final class CofferContainer: Sendable {
         guard FileManager.default.fileExists(atPath: locations.data.path) else {
             return try resetHoldingLocks(locations, secureStorage: secureStorage, keychainService: keychainService)
         }
-        let failure = { (e: ProcessLockError) -> ContainerError in .storage(e.message) }
+        let failure = { (e: ProcessLockError) -> ContainerError in .storage(e.message, cause: e.storageCause) }
         let sdkLock = locations.data.appendingPathComponent(".sdk.lock").path
         let walletLock = locations.data.appendingPathComponent("." + locations.wallet.lastPathComponent + ".lock").path
         try ProcessLock.withLock(at: sdkLock, removeWhenDone: true, failure: failure) { () throws(ContainerError) in

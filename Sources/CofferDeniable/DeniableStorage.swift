@@ -184,7 +184,7 @@ public actor DeniableStorage {
         guard access(folder.path, R_OK | W_OK | X_OK) == 0 else {
             throw .storage(
                 "cannot read and write \(folder.path) (\(String(cString: strerror(errno)))); give its owner read, write and search permission again (chmod u+rwx)"
-            )
+            , cause: StorageCause(errno: errno))
         }
         // Temporary files of vault, queue or key writes killed before their rename: an old
         // vault's copy would still open under its old passphrase. Done at every open, used or not.
@@ -353,7 +353,7 @@ public actor DeniableStorage {
     /// its extensions, the command line) never write back a copy older than another's change.
     /// Never held across an `await`, and never nested.
     static func exclusive<R>(_ lockPath: String, _ body: () throws(DeniableError) -> R) throws(DeniableError) -> R {
-        try ProcessLock.withLock(at: lockPath, failure: { DeniableError.storage($0.message) }, body)
+        try ProcessLock.withLock(at: lockPath, failure: { DeniableError.storage($0.message, cause: $0.storageCause) }, body)
     }
 
     func exclusive<R>(_ body: () throws(DeniableError) -> R) throws(DeniableError) -> R {
@@ -372,7 +372,7 @@ public actor DeniableStorage {
 
     /// Removes a file; a missing one is fine.
     private static func remove(_ url: URL) throws(DeniableError) {
-        do { try DurableFile.remove(url) } catch { throw .storage(error.message) }
+        do { try DurableFile.remove(url) } catch { throw .storage(error.message, cause: StorageCause(error)) }
     }
 
     /// Sets the folder to 0700 and every file in it to 0600, and gives them all this start's

@@ -205,7 +205,7 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
             return try TwoPartyBox.seal(JournalistMessage.text("").encoded(), from: .generate(), to: X25519KeyPair.generate().publicKey)
         } catch let error as DeniableError {
             throw error
-        } catch { throw .storage("making a cover slot failed: \(error)") }
+        } catch { throw .storage("making a cover slot failed: \(error)", cause: StorageCause(error)) }
     }
 
     /// What the service reads from a queue item.

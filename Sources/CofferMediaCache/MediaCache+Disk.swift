@@ -188,7 +188,7 @@ extension MediaCache {
             // Without our anchor, whatever is left is not ours to trust (nor readable): start empty.
             if fresh, fm.fileExists(atPath: dir.path) {
                 do { try fm.removeItem(at: dir) } catch {
-                    throw .storage("cannot prepare \(folder.path): \(error.localizedDescription)")
+                    throw .storage("cannot prepare \(folder.path): \(error.localizedDescription)", cause: StorageCause(error))
                 }
             }
             try Self.ensureFolder(dir)
@@ -200,11 +200,11 @@ extension MediaCache {
         }
         if fresh {
             let fd = open(anchor.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-            guard fd >= 0 else { throw .storage("cannot prepare \(folder.path): cannot create \(anchor.path): \(Self.errnoText())") }
+            guard fd >= 0 else { throw .storage("cannot prepare \(folder.path): cannot create \(anchor.path): \(Self.errnoText())", cause: StorageCause(errno: errno)) }
             defer { closeDescriptor(fd) }
             let text = Array(anchorText.utf8)
             guard fchmod(fd, 0o600) == 0, text.withUnsafeBytes({ write(fd, $0.baseAddress!, $0.count) }) == text.count else {
-                throw .storage("cannot prepare \(folder.path): cannot write \(anchor.path): \(Self.errnoText())")
+                throw .storage("cannot prepare \(folder.path): cannot write \(anchor.path): \(Self.errnoText())", cause: StorageCause(errno: errno))
             }
         } else {
             Self.restrictToOwner(anchor.path)
@@ -228,7 +228,7 @@ extension MediaCache {
 
     /// Creates `folder` and any missing parents, each new folder 0700 whatever the umask.
     static func ensureFolder(_ folder: URL) throws(MediaCacheError) {
-        do { try OwnerOnlyFiles.ensureFolder(folder) } catch { throw .storage(error.message) }
+        do { try OwnerOnlyFiles.ensureFolder(folder) } catch { throw .storage(error.message, cause: StorageCause(error)) }
     }
 
     /// Takes group and other permissions away from one of the cache's own files or folders
@@ -384,13 +384,13 @@ extension MediaCache {
             noticePurge()
             fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         }
-        guard fd >= 0 else { throw .storage("cannot create \(temporary.path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw .storage("cannot create \(temporary.path): \(String(cString: strerror(errno)))", cause: StorageCause(errno: errno)) }
         defer { closeDescriptor(fd) }
         // open(2)'s mode passes through the umask; set it exactly.
         guard fchmod(fd, 0o600) == 0 else {
-            let reason = Self.errnoText()
+            let (reason, code) = (Self.errnoText(), errno)
             unlink(temporary.path)
-            throw .storage("cannot set the mode of \(temporary.path): \(reason)")
+            throw .storage("cannot set the mode of \(temporary.path): \(reason)", cause: StorageCause(errno: code))
         }
         let written = file.withUnsafeBytes { raw -> Bool in
             var done = 0
@@ -403,9 +403,9 @@ extension MediaCache {
             return true
         }
         guard written else {
-            let reason = String(cString: strerror(errno))
+            let (reason, code) = (String(cString: strerror(errno)), errno)
             unlink(temporary.path)
-            throw .storage("cannot write \(temporary.path): \(reason)")
+            throw .storage("cannot write \(temporary.path): \(reason)", cause: StorageCause(errno: code))
         }
         Self.protectFile(temporary.path)
         return temporary

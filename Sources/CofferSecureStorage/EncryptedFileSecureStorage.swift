@@ -62,12 +62,12 @@ public final class EncryptedFileSecureStorage: SecureStorage, Sendable {
             defer { plain.resetBytes(in: 0..<plain.count) }
             var sealed = Data([Self.format])
             do { sealed.append(try AEAD.xchacha20Poly1305.seal(plain, key: itemKey, associatedData: Data(file.utf8))) } catch {
-                throw .storage("cannot seal \(name): \(error)")
+                throw .storage("cannot seal \(name): \(error)", cause: StorageCause(error))
             }
             do throws(FileOperationError) {
                 try DurableFile.ensureFolder(itemsFolder)
                 try DurableFile.write(sealed, to: itemsFolder.appendingPathComponent(file), permissions: 0o600)
-            } catch { throw .storage(error.message) }
+            } catch { throw .storage(error.message, cause: StorageCause(error)) }
         }
     }
 
@@ -106,7 +106,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, Sendable {
             let (names, _) = try loadKeys(create: false, &state)
             let url = itemsFolder.appendingPathComponent(fileName(name, names))
             guard try Self.exists(url) else { return }
-            do throws(FileOperationError) { try DurableFile.remove(url) } catch { throw .storage(error.message) }
+            do throws(FileOperationError) { try DurableFile.remove(url) } catch { throw .storage(error.message, cause: StorageCause(error)) }
             DurableFile.syncFolder(itemsFolder)
         }
     }
@@ -154,7 +154,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, Sendable {
             sweepOnce(&state)
             for file in try itemFiles() {
                 do throws(FileOperationError) { try DurableFile.remove(itemsFolder.appendingPathComponent(file)) } catch {
-                    throw .storage(error.message)
+                    throw .storage(error.message, cause: StorageCause(error))
                 }
             }
             DurableFile.syncFolder(itemsFolder)
@@ -169,7 +169,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, Sendable {
         // The package's one lock between processes: a lock file that cannot be opened or locked
         // is an error naming it (the store never goes on unlocked, which could make two keys).
         let lockPath = folder.appendingPathComponent(".key-lock").path
-        let failure = { (e: ProcessLockError) -> any Error in SecureStorageError.storage(e.message) }
+        let failure = { (e: ProcessLockError) -> any Error in SecureStorageError.storage(e.message, cause: StorageCause(e)) }
         return try ProcessLock.withLock(at: lockPath, failure: failure) { () throws(any Error) -> SecretKey in
             if try Self.exists(keyFile.url) { return try keyFile.load() }
             let count = try itemFiles().count
@@ -192,12 +192,12 @@ public final class EncryptedFileSecureStorage: SecureStorage, Sendable {
     }
 
     /// The item files' names; none when the items folder does not exist.
-    /// - Throws: ``SecureStorageError/storage(_:)`` naming the folder when it (or the store's
+    /// - Throws: ``SecureStorageError/storage(_:cause:)`` naming the folder when it (or the store's
     ///   folder) exists but cannot be read: an unreadable folder is not an empty one.
     private func itemFiles() throws(SecureStorageError) -> [String] {
         guard try Self.exists(folder), try Self.exists(itemsFolder) else { return [] }
         do { return try FileManager.default.contentsOfDirectory(atPath: itemsFolder.path).filter { !$0.hasPrefix(".") } } catch {
-            throw .storage(Self.unreadable(itemsFolder.path, reason: error.localizedDescription))
+            throw .storage(Self.unreadable(itemsFolder.path, reason: error.localizedDescription), cause: StorageCause(error))
         }
     }
 
@@ -207,12 +207,13 @@ public final class EncryptedFileSecureStorage: SecureStorage, Sendable {
         var info = stat()
         guard lstat(url.path, &info) == 0 else {
             if errno == ENOENT || errno == ENOTDIR { return false }
-            let reason = String(cString: strerror(errno))
+            let (reason, code) = (String(cString: strerror(errno)), errno)
             let parent = url.deletingLastPathComponent().path
-            throw .storage(Self.unreadable(access(parent, R_OK | X_OK) == 0 ? url.path : parent, reason: reason))
+            throw .storage(
+                Self.unreadable(access(parent, R_OK | X_OK) == 0 ? url.path : parent, reason: reason), cause: StorageCause(errno: code))
         }
         if info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR), access(url.path, R_OK | X_OK) != 0 {
-            throw .storage(Self.unreadable(url.path, reason: String(cString: strerror(errno))))
+            throw .storage(Self.unreadable(url.path, reason: String(cString: strerror(errno))), cause: StorageCause(errno: errno))
         }
         return true
     }
@@ -284,7 +285,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, Sendable {
         do {
             guard let read = try DurableFile.read(url) else { return nil }
             sealed = read
-        } catch { throw .storage(error.message) }
+        } catch { throw .storage(error.message, cause: StorageCause(error)) }
         guard sealed.first == Self.format else { throw .corrupted("\(url.path) has an unknown format") }
         var plain: Data
         do { plain = try AEAD.xchacha20Poly1305.open(sealed.dropFirst(), key: itemKey, associatedData: Data(file.utf8)) } catch {

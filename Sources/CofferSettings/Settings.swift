@@ -6,7 +6,7 @@ import CofferSync
 import Foundation
 import GRDB
 import Logging
-
+@_exported import struct CofferSync.StorageCause
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -22,7 +22,9 @@ public enum SettingsError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The value could not be encoded.
     case unencodable(key: String, reason: String)
     /// SQLite failed.
-    case storage(String)
+    /// `cause` keeps the system's error number or SQLite's result code underneath (nil when
+    /// there was none), so a caller can tell a full disk from a refused permission.
+    case storage(String, cause: StorageCause? = nil)
     /// The settings were closed with their database; reads keep answering from memory.
     case closed
 
@@ -34,7 +36,7 @@ public enum SettingsError: Error, Equatable, Sendable, CustomStringConvertible {
             return "setting \"\(key)\" is stored as \(stored) but the key is \(expected); its default is used"
         case .undecodable(let key, let kind): return "setting \"\(key)\" holds a \(kind) value that does not decode; its default is used"
         case .unencodable(let key, let reason): return "setting \"\(key)\" cannot be encoded: \(reason)"
-        case .storage(let m): return "settings storage: \(m)"
+        case .storage(let m, _): return "settings storage: \(m)"
         }
     }
 }
@@ -149,7 +151,7 @@ public final class Settings: Sendable {
                 hub.register(self)
             }
         } catch {
-            throw SettingsError.storage("cannot read the settings: \(error)")
+            throw SettingsError.storage("cannot read the settings: \(error)", cause: StorageCause(error))
         }
     }
 
@@ -387,7 +389,7 @@ public final class Settings: Sendable {
                 }
             }
         } catch {
-            throw .storage("writing \"\(name)\" failed: \(error)")
+            throw .storage("writing \"\(name)\" failed: \(error)", cause: StorageCause(error))
         }
     }
 

@@ -10,12 +10,17 @@ import Darwin
 import Glibc
 #endif
 
-/// A lock file could not be opened or locked; `message` names the path and the reason.
-package struct ProcessLockError: Error, CustomStringConvertible {
+/// A lock file could not be opened or locked; `message` names the path, the reason and what to do.
+package struct ProcessLockError: StorageCauseCarrier, CustomStringConvertible {
     /// What went wrong, with the path.
     package let message: String
+    /// The system's error underneath.
+    package let storageCause: StorageCause?
     /// The error with its message.
-    package init(_ message: String) { self.message = message }
+    package init(_ message: String, cause: StorageCause? = nil) {
+        self.message = message
+        self.storageCause = cause
+    }
     /// The message.
     package var description: String { message }
 }
@@ -88,14 +93,21 @@ package enum ProcessLock {
         // bound only stops a loop against a file something else keeps replacing.
         for _ in 0..<10_000 {
             let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw ProcessLockError("cannot open the lock file \(path): \(errnoText())") }
+            guard fd >= 0 else {
+                let code = errno
+                throw ProcessLockError(
+                    "cannot open the lock file \(path): \(String(cString: strerror(code))); give the owner write and search permission on its folder (chmod u+rwx), or free disk space",
+                    cause: StorageCause(errno: code))
+            }
             var result: Int32
             repeat { result = flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) } while result != 0 && errno == EINTR
             if result != 0 {
                 let code = errno
                 _ = close(fd)
                 if !wait, code == EWOULDBLOCK { return nil }
-                throw ProcessLockError("cannot lock \(path): \(String(cString: strerror(code)))")
+                throw ProcessLockError(
+                    "cannot lock \(path): \(String(cString: strerror(code))); the file system may not support locks (keep the store on a local volume)",
+                    cause: StorageCause(errno: code))
             }
             // The lock counts only if the file is still the one at the path (not removed or
             // replaced while this process waited).

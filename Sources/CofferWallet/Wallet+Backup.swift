@@ -138,7 +138,7 @@ extension Wallet {
         head.append(writer.header)
         let file: DurableFileWriter
         do { file = try DurableFileWriter(target: url) } catch {
-            throw WalletError.storage("cannot write the backup to \(url.path): \(error.message)")
+            throw WalletError.storage("cannot write the backup to \(url.path): \(error.message)", cause: StorageCause(error))
         }
         let start = head
         let handedFile = Handoff(file)
@@ -193,7 +193,7 @@ extension Wallet {
             try file.commit()
         } catch {
             file.abandon()
-            if let e = error as? FileOperationError { throw WalletError.storage("cannot write the backup to \(url.path): \(e.message)") }
+            if let e = error as? FileOperationError { throw WalletError.storage("cannot write the backup to \(url.path): \(e.message)", cause: StorageCause(e)) }
             throw Self.translate(error)
         }
         logger.info("exported a backup of \(total) records")
@@ -326,10 +326,10 @@ extension Wallet {
     static func creationLock(for walletURL: URL) async throws -> ProcessLock.Held {
         let folder = walletURL.deletingLastPathComponent()
         do { try DurableFile.ensureFolder(folder) } catch {
-            throw WalletError.storage("cannot create folder for \(walletURL.path): \(error.message)")
+            throw WalletError.storage("cannot create folder for \(walletURL.path): \(error.message)", cause: StorageCause(error))
         }
         do { return try await ProcessLock.acquire(at: creationLockPath(for: walletURL), removeWhenDone: true) } catch {
-            throw WalletError.storage(error.message)
+            throw WalletError.storage(error.message, cause: StorageCause(error))
         }
     }
 
@@ -376,7 +376,7 @@ extension Wallet {
             defer { try? handle.close() }
             try handle.synchronize()
         } catch {
-            throw WalletError.storage("cannot flush the restored wallet at \(temporary.path): \(error.localizedDescription)")
+            throw WalletError.storage("cannot flush the restored wallet at \(temporary.path): \(error.localizedDescription)", cause: StorageCause(error))
         }
         // link(2) makes the second name only if none is there (a rename would replace a wallet
         // made meanwhile); the temporary name is removed after.
@@ -438,7 +438,7 @@ final class BackupReader {
     func open(passphrase: String) throws -> SecretStreamReader {
         let headerEnd = BackupFormat.prefixBytes + SecretStreamReader.headerByteCount
         let header: Data
-        do { header = try read(headerEnd) } catch { throw WalletError.storage("cannot read the backup: \(error.localizedDescription)") }
+        do { header = try read(headerEnd) } catch { throw WalletError.storage("cannot read the backup: \(error.localizedDescription)", cause: StorageCause(error)) }
         guard header.count == headerEnd, Array(header.prefix(8)) == BackupFormat.magic else {
             throw WalletError.corrupted("not a Coffer backup file (bad magic or too short)")
         }
