@@ -149,8 +149,8 @@ extension MediaCache {
         var lockFile = FolderLockFile()
         let locked = lockFile.acquire(folder)
         defer {
-            if locked { _ = flock(lockFile.fd, LOCK_UN) }
-            if lockFile.fd >= 0 { closeDescriptor(lockFile.fd) }
+            if locked { lockFile.unlock() }
+            lockFile.close()
         }
         do {
             if let master = try existingKey(storage) { return CacheKeys(master: master, ephemeral: false) }

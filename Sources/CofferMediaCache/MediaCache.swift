@@ -147,9 +147,7 @@ public final class MediaCache: Sendable {
     package var folderScans: Int { state.withLock { $0.scans } }
 
     deinit {
-        fileLock.withLock { lockFile in
-            if lockFile.fd >= 0 { closeDescriptor(lockFile.fd) }
-        }
+        fileLock.withLock { $0.close() }
     }
 
     /// Closes the cache: the memory layer is emptied, reads answer nil, and stores and loads
