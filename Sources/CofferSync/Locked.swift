@@ -1,5 +1,7 @@
 // The package's one lock type: a mutex around the state it guards, reached only through
 // `withLock`, so no code can touch the state without holding the lock or forget to release it.
+// Shared mutable state lives inside a `Locked` value (as a struct of fields when there are
+// several); `Lock` (a `Locked<Void>`) only serialises a section of code.
 // An unfair lock on Apple platforms (`os_unfair_lock`, in its own allocation, as it may not move
 // once used), the standard library's `Mutex` elsewhere (not available on Apple platforms before
 // macOS 15 / iOS 18, which the package still supports).
@@ -70,8 +72,8 @@ package final class Locked<State>: @unchecked Sendable {
 }
 
 extension Locked where State == Void {
-    /// A lock guarding no value of its own (it serialises a section of code, or state kept
-    /// elsewhere whose declaration says this lock guards it).
+    /// A lock guarding no value of its own: it serialises a section of code (state that several
+    /// threads change goes inside a `Locked` value instead).
     package convenience init() { self.init(()) }
 
     /// Runs `body` while holding the lock.
