@@ -379,7 +379,7 @@ public final class Wallet: Sendable {
     public func close() throws {
         gate.markClosed()
         observations.closeAll()
-        searches.closeAll()
+        searches.close()
         heldKeys.close()
         do { try pool.close() } catch { throw Self.mapError(error) }
         checkpointer.poolClosed()

@@ -23,9 +23,14 @@ final class SearchRegistry: Sendable {
     private struct State {
         var entries = [Int: Entry]()
         var nextHandle = 1
+        /// Set when the wallet closed: no search opens any more.
+        var closed = false
     }
 
     private let state = Locked(State())
+    /// Test hook: awaited by ``Wallet/openSearch(type:query:options:)`` just before it registers
+    /// the search, so a test can close the wallet in that window.
+    let beforeOpen = Locked<(@Sendable () async -> Void)?>(nil)
     private let capacity: Int
     private let idleTimeout: Duration
     private let clock = ContinuousClock()
@@ -39,9 +44,13 @@ final class SearchRegistry: Sendable {
         state.withLock { $0.entries.count }
     }
 
-    func open(_ search: CompiledSearch, options: SearchOptions, totalCount: Int?) -> Int {
+    /// Registers a search under a new handle.
+    /// - Throws: ``WalletError/closed`` once the wallet closed (``close()``): deciding that and
+    ///   registering are one locked step, so no handle outlives the wallet.
+    func open(_ search: CompiledSearch, options: SearchOptions, totalCount: Int?) throws(WalletError) -> Int {
         let (now, capacity, idleTimeout) = (clock.now, capacity, idleTimeout)
-        return state.withLock { (state) -> Int in
+        return try state.withLock { (state) throws(WalletError) -> Int in
+            if state.closed { throw .closed }
             Self.sweep(&state, now: now, idleTimeout: idleTimeout)
             while state.entries.count >= capacity {
                 // Reclaim the least recently used idle search: the caller has most likely abandoned it.
@@ -86,8 +95,17 @@ final class SearchRegistry: Sendable {
         }
     }
 
+    /// Ends every open search (a key rotation: searches compiled under the old keys go).
     func closeAll() {
         state.withLock { $0.entries.removeAll() }
+    }
+
+    /// Ends every open search and opens none from now on (the wallet closed).
+    func close() {
+        state.withLock { state in
+            state.closed = true
+            state.entries.removeAll()
+        }
     }
 
     private static func sweep(_ state: inout State, now: ContinuousClock.Instant, idleTimeout: Duration) {
