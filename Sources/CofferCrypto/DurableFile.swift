@@ -64,9 +64,13 @@ package enum DurableFile {
         }
         try writeAll(fd, bytes, path: temporary.path)
         if sync {
-            guard flushToStorage(fd) == 0 else { throw FileOperationError("cannot flush \(temporary.path): \(errnoText())", cause: StorageCause(errno: errno)) }
+            guard flushToStorage(fd) == 0 else {
+                throw FileOperationError("cannot flush \(temporary.path): \(errnoText())", cause: StorageCause(errno: errno))
+            }
         }
-        guard rename(temporary.path, url.path) == 0 else { throw FileOperationError("cannot replace \(url.path): \(errnoText())", cause: StorageCause(errno: errno)) }
+        guard rename(temporary.path, url.path) == 0 else {
+            throw FileOperationError("cannot replace \(url.path): \(errnoText())", cause: StorageCause(errno: errno))
+        }
         renamed = true
         if sync { syncFolder(folder) }
     }
@@ -85,7 +89,9 @@ package enum DurableFile {
         for _ in 0..<8 {
             let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)\(temporarySuffix)")
             let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
-            guard fd >= 0 else { throw FileOperationError("cannot create \(temporary.path): \(errnoText())", cause: StorageCause(errno: errno)) }
+            guard fd >= 0 else {
+                throw FileOperationError("cannot create \(temporary.path): \(errnoText())", cause: StorageCause(errno: errno))
+            }
             var result: Int32
             repeat { result = flock(fd, LOCK_SH) } while result != 0 && errno == EINTR
             var opened = stat()
@@ -246,7 +252,9 @@ package struct OwnerOnlyKeyFile: Sendable {
     /// (``FileOperationError/damaged``).
     package func load() throws(FileOperationError) -> SecretKey {
         var info = stat()
-        guard lstat(url.path, &info) == 0 else { throw FileOperationError("cannot read \(url.path): \(DurableFile.errnoText())", cause: StorageCause(errno: errno)) }
+        guard lstat(url.path, &info) == 0 else {
+            throw FileOperationError("cannot read \(url.path): \(DurableFile.errnoText())", cause: StorageCause(errno: errno))
+        }
         switch info.st_mode & mode_t(S_IFMT) {
         case mode_t(S_IFREG): break
         case mode_t(S_IFLNK):
@@ -261,7 +269,9 @@ package struct OwnerOnlyKeyFile: Sendable {
             throw FileOperationError("\(url.path) is readable by others (mode \(String(mode, radix: 8))); it must be 0600")
         }
         let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw FileOperationError("cannot read \(url.path): \(DurableFile.errnoText())", cause: StorageCause(errno: errno)) }
+        guard fd >= 0 else {
+            throw FileOperationError("cannot read \(url.path): \(DurableFile.errnoText())", cause: StorageCause(errno: errno))
+        }
         defer { close(fd) }
         // One byte more than a key, to tell a longer file from a key.
         var bytes = [UInt8](repeating: 0, count: 33)
@@ -270,7 +280,9 @@ package struct OwnerOnlyKeyFile: Sendable {
         while count < bytes.count {
             let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
             if n < 0, errno == EINTR { continue }
-            guard n >= 0 else { throw FileOperationError("cannot read \(url.path): \(DurableFile.errnoText())", cause: StorageCause(errno: errno)) }
+            guard n >= 0 else {
+                throw FileOperationError("cannot read \(url.path): \(DurableFile.errnoText())", cause: StorageCause(errno: errno))
+            }
             if n == 0 { break }
             count += n
         }
@@ -279,7 +291,9 @@ package struct OwnerOnlyKeyFile: Sendable {
                 "\(url.path) holds \(count == 33 ? "more than 32" : String(count)) bytes, not a 32-byte key: the key file is damaged. Put back an intact copy of it, or start over with a reset (what it protects cannot be opened without it)",
                 damaged: true)
         }
-        do { return try SecretKey(copying: Data(bytes.prefix(32)), expectedCount: 32) } catch { throw FileOperationError("\(error)", cause: StorageCause(error)) }
+        do { return try SecretKey(copying: Data(bytes.prefix(32)), expectedCount: 32) } catch {
+            throw FileOperationError("\(error)", cause: StorageCause(error))
+        }
     }
 
     /// Replaces the key file with `key` (atomic, durable, 0600).
@@ -339,7 +353,9 @@ package final class DurableFileWriter {
             unlink(temporary.path) // a link or a stranger at the partial name
         }
         fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
-        guard fd >= 0 else { throw FileOperationError("cannot create \(temporary.path): \(DurableFile.errnoText())", cause: StorageCause(errno: errno)) }
+        guard fd >= 0 else {
+            throw FileOperationError("cannot create \(temporary.path): \(DurableFile.errnoText())", cause: StorageCause(errno: errno))
+        }
         TestPause.at("partial-created") // debug builds only: lets tests act between the create and the lock
         // Held until the rename or abandon: the next writer to this target can tell a live
         // write from one whose process died.

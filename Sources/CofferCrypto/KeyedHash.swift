@@ -12,7 +12,7 @@ import Foundation
 /// system allows; ordinary heap memory if the system refuses them), wiped on release, and copied
 /// for each use, so a call costs only the message blocks and allocates nothing but its result.
 public final class KeyedHash: @unchecked Sendable {
-    // Written once in init, then only copied from: safe to share.
+    // Safe to share: the pointer's HMAC state is written once in init and only copied from afterwards (the compiler cannot see through the pointer).
     private let keyed: UnsafeMutablePointer<crypto_auth_hmacsha256_state>
     /// Whether `keyed` came from `sodium_malloc`.
     private let guarded: Bool

@@ -76,7 +76,9 @@ struct BackgroundSchedule: Codable, Equatable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data: Data
-        do { data = try encoder.encode(self) } catch { throw .storage("encoding the background schedule failed: \(error)", cause: StorageCause(error)) }
+        do { data = try encoder.encode(self) } catch {
+            throw .storage("encoding the background schedule failed: \(error)", cause: StorageCause(error))
+        }
         try AtomicFile.write(data, to: url, permissions: 0o600)
     }
 

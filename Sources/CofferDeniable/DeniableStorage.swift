@@ -183,8 +183,8 @@ public actor DeniableStorage {
         // A folder its owner made unreadable would otherwise look empty (every file "missing").
         guard access(folder.path, R_OK | W_OK | X_OK) == 0 else {
             throw .storage(
-                "cannot read and write \(folder.path) (\(String(cString: strerror(errno)))); give its owner read, write and search permission again (chmod u+rwx)"
-            , cause: StorageCause(errno: errno))
+                "cannot read and write \(folder.path) (\(String(cString: strerror(errno)))); give its owner read, write and search permission again (chmod u+rwx)",
+                cause: StorageCause(errno: errno))
         }
         // Temporary files of vault, queue or key writes killed before their rename: an old
         // vault's copy would still open under its old passphrase. Done at every open, used or not.

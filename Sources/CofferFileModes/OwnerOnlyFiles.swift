@@ -39,7 +39,9 @@ package enum OwnerOnlyFiles {
                 }
                 break
             }
-            guard errno == ENOENT else { throw FileModeError("cannot create \(folder.path): \(path): \(errnoText())", cause: StorageCause(errno: errno)) }
+            guard errno == ENOENT else {
+                throw FileModeError("cannot create \(folder.path): \(path): \(errnoText())", cause: StorageCause(errno: errno))
+            }
             missing.append(path)
             path = (path as NSString).deletingLastPathComponent
         }
@@ -49,7 +51,9 @@ package enum OwnerOnlyFiles {
                 throw FileModeError("cannot create \(created): \(errnoText())", cause: StorageCause(errno: errno))
             }
             // mkdir(2)'s mode passes through the umask; set it exactly.
-            guard chmod(created, 0o700) == 0 else { throw FileModeError("cannot set the mode of \(created): \(errnoText())", cause: StorageCause(errno: errno)) }
+            guard chmod(created, 0o700) == 0 else {
+                throw FileModeError("cannot set the mode of \(created): \(errnoText())", cause: StorageCause(errno: errno))
+            }
         }
     }
 
@@ -70,7 +74,8 @@ package enum OwnerOnlyFiles {
         let permissions = mode & 0o777
         guard permissions & 0o077 != 0 else { return }
         guard chmod(path, permissions & 0o700) == 0 else {
-            throw FileModeError("cannot make \(path) owner-only (mode \(String(permissions, radix: 8))): \(errnoText())", cause: StorageCause(errno: errno))
+            throw FileModeError(
+                "cannot make \(path) owner-only (mode \(String(permissions, radix: 8))): \(errnoText())", cause: StorageCause(errno: errno))
         }
     }
 
@@ -82,7 +87,9 @@ package enum OwnerOnlyFiles {
         let fd = open(url.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
         if fd >= 0 {
             defer { close(fd) }
-            guard fchmod(fd, 0o600) == 0 else { throw FileModeError("cannot set the mode of \(url.path): \(errnoText())", cause: StorageCause(errno: errno)) }
+            guard fchmod(fd, 0o600) == 0 else {
+                throw FileModeError("cannot set the mode of \(url.path): \(errnoText())", cause: StorageCause(errno: errno))
+            }
         } else if errno != EEXIST {
             throw FileModeError("cannot create \(url.path): \(errnoText())", cause: StorageCause(errno: errno))
         }

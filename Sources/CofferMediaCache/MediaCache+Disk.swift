@@ -194,11 +194,15 @@ extension MediaCache {
         }
         if fresh {
             let fd = open(anchor.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-            guard fd >= 0 else { throw .storage("cannot prepare \(folder.path): cannot create \(anchor.path): \(Self.errnoText())", cause: StorageCause(errno: errno)) }
+            guard fd >= 0 else {
+                throw .storage(
+                    "cannot prepare \(folder.path): cannot create \(anchor.path): \(Self.errnoText())", cause: StorageCause(errno: errno))
+            }
             defer { closeDescriptor(fd) }
             let text = Array(anchorText.utf8)
             guard fchmod(fd, 0o600) == 0, text.withUnsafeBytes({ write(fd, $0.baseAddress!, $0.count) }) == text.count else {
-                throw .storage("cannot prepare \(folder.path): cannot write \(anchor.path): \(Self.errnoText())", cause: StorageCause(errno: errno))
+                throw .storage(
+                    "cannot prepare \(folder.path): cannot write \(anchor.path): \(Self.errnoText())", cause: StorageCause(errno: errno))
             }
         } else {
             Self.restrictToOwner(anchor.path)
@@ -378,7 +382,9 @@ extension MediaCache {
             noticePurge()
             fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         }
-        guard fd >= 0 else { throw .storage("cannot create \(temporary.path): \(String(cString: strerror(errno)))", cause: StorageCause(errno: errno)) }
+        guard fd >= 0 else {
+            throw .storage("cannot create \(temporary.path): \(String(cString: strerror(errno)))", cause: StorageCause(errno: errno))
+        }
         defer { closeDescriptor(fd) }
         // open(2)'s mode passes through the umask; set it exactly.
         guard fchmod(fd, 0o600) == 0 else {

@@ -106,7 +106,9 @@ public final class EncryptedFileSecureStorage: SecureStorage, Sendable {
             let (names, _) = try loadKeys(create: false, &state)
             let url = itemsFolder.appendingPathComponent(fileName(name, names))
             guard try Self.exists(url) else { return }
-            do throws(FileOperationError) { try DurableFile.remove(url) } catch { throw .storage(error.message, cause: StorageCause(error)) }
+            do throws(FileOperationError) { try DurableFile.remove(url) } catch {
+                throw .storage(error.message, cause: StorageCause(error))
+            }
             DurableFile.syncFolder(itemsFolder)
         }
     }

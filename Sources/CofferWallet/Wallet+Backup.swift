@@ -193,7 +193,9 @@ extension Wallet {
             try file.commit()
         } catch {
             file.abandon()
-            if let e = error as? FileOperationError { throw WalletError.storage("cannot write the backup to \(url.path): \(e.message)", cause: StorageCause(e)) }
+            if let e = error as? FileOperationError {
+                throw WalletError.storage("cannot write the backup to \(url.path): \(e.message)", cause: StorageCause(e))
+            }
             throw Self.translate(error)
         }
         logger.info("exported a backup of \(total) records")
@@ -376,7 +378,8 @@ extension Wallet {
             defer { try? handle.close() }
             try handle.synchronize()
         } catch {
-            throw WalletError.storage("cannot flush the restored wallet at \(temporary.path): \(error.localizedDescription)", cause: StorageCause(error))
+            throw WalletError.storage(
+                "cannot flush the restored wallet at \(temporary.path): \(error.localizedDescription)", cause: StorageCause(error))
         }
         // link(2) makes the second name only if none is there (a rename would replace a wallet
         // made meanwhile); the temporary name is removed after.
@@ -438,7 +441,9 @@ final class BackupReader {
     func open(passphrase: String) throws -> SecretStreamReader {
         let headerEnd = BackupFormat.prefixBytes + SecretStreamReader.headerByteCount
         let header: Data
-        do { header = try read(headerEnd) } catch { throw WalletError.storage("cannot read the backup: \(error.localizedDescription)", cause: StorageCause(error)) }
+        do { header = try read(headerEnd) } catch {
+            throw WalletError.storage("cannot read the backup: \(error.localizedDescription)", cause: StorageCause(error))
+        }
         guard header.count == headerEnd, Array(header.prefix(8)) == BackupFormat.magic else {
             throw WalletError.corrupted("not a Coffer backup file (bad magic or too short)")
         }

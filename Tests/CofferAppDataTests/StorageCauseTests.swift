@@ -28,7 +28,10 @@ struct SettingsStorageCauseTests {
             }
         }
         let error = try #require(failure, "100 writes of 4 KB fitted into 12 pages")
-        guard case .storage(let message, let cause) = error else { Issue.record("not a storage error: \(error)"); return }
+        guard case .storage(let message, let cause) = error else {
+            Issue.record("not a storage error: \(error)")
+            return
+        }
         let found = try #require(cause, "the storage error lost its cause: \(message)")
         #expect(found.isNoSpace)
         #expect(!found.isPermissionDenied)

@@ -29,7 +29,8 @@ struct OpenWalletRaceTests {
             resultContinuation.finish()
         }
         let result = Updates(results)
-        let wallet = try #require(try await Updates(opened).next(within: .seconds(60)), "openWallet never reached the window before adoption")
+        let wallet = try #require(
+            try await Updates(opened).next(within: .seconds(60)), "openWallet never reached the window before adoption")
         return (wallet, { gateContinuation.yield(()) }, result)
     }
 

@@ -26,7 +26,10 @@ struct MediaCacheStorageCauseTests {
     @Test("a folder the system refuses: the cause says permission denied (EACCES or EPERM), not missing, not full")
     func permissionDenied() throws {
         let error = try #require(Self.openError(try Self.refusedFolder()))
-        guard case .storage(let message, let cause) = error else { Issue.record("not a storage error: \(error)"); return }
+        guard case .storage(let message, let cause) = error else {
+            Issue.record("not a storage error: \(error)")
+            return
+        }
         let found = try #require(cause, "the storage error lost its cause: \(message)")
         #expect(found.isPermissionDenied)
         #expect(!found.isNotFound)
@@ -42,7 +45,10 @@ struct MediaCacheStorageCauseTests {
         let file = parent.appendingPathComponent("file")
         try Data("x".utf8).write(to: file)
         let error = try #require(Self.openError(file.appendingPathComponent("cache", isDirectory: true)))
-        guard case .storage(let message, let cause) = error else { Issue.record("not a storage error: \(error)"); return }
+        guard case .storage(let message, let cause) = error else {
+            Issue.record("not a storage error: \(error)")
+            return
+        }
         let found = try #require(cause, "the storage error lost its cause: \(message)")
         #expect(found.isNotFound)
         #expect(!found.isPermissionDenied)
