@@ -5,7 +5,9 @@ import CofferFileModes
 import CofferSync
 import Foundation
 import Logging
+
 @_exported import struct CofferSync.StorageCause
+
 /// Where a container keeps its files.
 ///
 /// Every file the stores write is mode 0600 and every folder they make 0700, whatever the

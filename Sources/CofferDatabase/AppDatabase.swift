@@ -8,7 +8,9 @@ import CofferSync
 import Foundation
 import GRDB
 import Logging
+
 @_exported import struct CofferSync.StorageCause
+
 /// Errors of the app database; each names what was wrong.
 public enum DatabaseStoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A write would give two rows the same value of a unique key (named).
@@ -244,7 +246,9 @@ public final class AppDatabase: Sendable {
     ) throws -> AppDatabase {
         let migrator = migrator(appMigrations: appMigrations)
         let target = dataMigrations.map(\.version).max() ?? 0
-        do { try OwnerOnlyFiles.refuseSymbolicLinks(url) } catch { throw DatabaseStoreError.storage(error.message, cause: StorageCause(error)) }
+        do { try OwnerOnlyFiles.refuseSymbolicLinks(url) } catch {
+            throw DatabaseStoreError.storage(error.message, cause: StorageCause(error))
+        }
         let existed = FileManager.default.fileExists(atPath: url.path)
         if existed {
             try refuseNewer(url, migrator: migrator, dataTarget: target, ownsAppSteps: !appMigrations.isEmpty)
@@ -393,7 +397,8 @@ public final class AppDatabase: Sendable {
                     }
                 }
             } catch {
-                throw DatabaseStoreError.storage("data migration \(step.version) \"\(step.name)\" failed (it will run again): \(error)", cause: StorageCause(error))
+                throw DatabaseStoreError.storage(
+                    "data migration \(step.version) \"\(step.name)\" failed (it will run again): \(error)", cause: StorageCause(error))
             }
             if !fresh { logger.info("data migration \(step.version) \(step.name) done") }
         }

@@ -8,12 +8,16 @@ import Foundation
 package enum AtomicFile {
     /// Replaces `url` with `bytes` atomically and durably (temporary file, fsync, rename, fsync folder).
     package static func write(_ bytes: UnsafeRawBufferPointer, to url: URL, permissions: mode_t = 0o600) throws(DeniableError) {
-        do { try DurableFile.write(bytes, to: url, permissions: permissions) } catch { throw .storage(error.message, cause: StorageCause(error)) }
+        do { try DurableFile.write(bytes, to: url, permissions: permissions) } catch {
+            throw .storage(error.message, cause: StorageCause(error))
+        }
     }
 
     /// Replaces `url` with `data` atomically and durably.
     package static func write(_ data: Data, to url: URL, permissions: mode_t = 0o600) throws(DeniableError) {
-        do { try DurableFile.write(data, to: url, permissions: permissions) } catch { throw .storage(error.message, cause: StorageCause(error)) }
+        do { try DurableFile.write(data, to: url, permissions: permissions) } catch {
+            throw .storage(error.message, cause: StorageCause(error))
+        }
     }
 
     /// Reads a whole file; nil when it does not exist.

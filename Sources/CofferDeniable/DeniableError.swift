@@ -3,7 +3,9 @@
 import CofferCrypto
 import CofferSync
 import Foundation
+
 @_exported import struct CofferSync.StorageCause
+
 /// Errors of deniable storage. Messages name what was wrong and never include key material,
 /// passphrases or message text.
 public enum DeniableError: Error, Equatable, Sendable, CustomStringConvertible {

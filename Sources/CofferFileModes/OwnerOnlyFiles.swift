@@ -4,6 +4,7 @@
 
 import CofferSync
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

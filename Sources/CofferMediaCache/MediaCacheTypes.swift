@@ -3,7 +3,9 @@
 
 import CofferSync
 import Foundation
+
 @_exported import struct CofferSync.StorageCause
+
 /// What a cached image is for; each kind has its own entry limit, so one never evicts another.
 public enum MediaKind: String, Sendable, Codable, CaseIterable {
     /// Grid thumbnails (seed default: 10,000 entries).

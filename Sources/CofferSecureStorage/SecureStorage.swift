@@ -3,7 +3,9 @@
 
 import CofferSync
 import Foundation
+
 @_exported import struct CofferSync.StorageCause
+
 /// When a stored item may be read, as the Keychain's accessibility classes. The file store
 /// records the class with the item (Linux has no device lock state to enforce it against).
 public enum SecureAccessibility: String, Sendable, Codable, CaseIterable {

@@ -6,7 +6,9 @@ import CofferSync
 import Foundation
 import GRDB
 import Logging
+
 @_exported import struct CofferSync.StorageCause
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,6 +1,7 @@
 // What a module's `storage` error keeps of the failure underneath it: the system's errno or
 // SQLite's result code, so a caller can tell a full disk from a refused permission without
 // reading the message (whose text stays what it was).
+
 import Foundation
 
 /// The underlying cause of a storage failure: the operating system's error number (`errno`)

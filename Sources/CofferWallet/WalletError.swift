@@ -2,7 +2,9 @@
 
 import CofferSync
 import Foundation
+
 @_exported import struct CofferSync.StorageCause
+
 /// Errors from a ``Wallet``. A call that throws has changed nothing.
 public enum WalletError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A record with this type and id already exists.

@@ -1,6 +1,7 @@
 // A full database file (SQLite's page limit stands in for a full disk: the same SQLITE_FULL a
 // full disk gives) reaches the caller as a settings storage error whose cause says "no space",
 // while the message reads as before.
+
 import Foundation
 import GRDB
 import Testing

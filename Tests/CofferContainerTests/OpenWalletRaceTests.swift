@@ -1,6 +1,7 @@
 // A container closed or reset while `openWallet` awaits the wallet's opening: the call throws
 // `ContainerError.closed` and the wallet it opened is closed, never handed out. The window is
 // held open by the container's test hook, so the race lands in it every run.
+
 import Coffer
 import CofferTestSupport
 import Foundation

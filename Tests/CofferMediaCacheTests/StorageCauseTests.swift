@@ -1,5 +1,6 @@
 // A storage error keeps the system's error underneath: a caller tells "the system refused" from
 // "a folder on the way is missing" by the cause, while the message reads as before.
+
 import CofferMediaCache
 import Foundation
 import Testing

@@ -1,6 +1,7 @@
 // The secure store makes its key under the package's one lock between processes. A lock file
 // that cannot be opened stops the key's creation with an error naming the file and what to do:
 // going on unlocked could let two processes make two keys.
+
 import CofferSecureStorage
 import Foundation
 import Testing

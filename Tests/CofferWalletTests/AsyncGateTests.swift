@@ -1,5 +1,6 @@
 // The package's async gate (the wallet's key gate is built on it): an exclusive holder waits for
 // the shared ones inside and keeps new ones out; shared waiters go in when it leaves.
+
 import CofferSync
 import CofferTestSupport
 import Foundation

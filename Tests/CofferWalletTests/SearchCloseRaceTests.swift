@@ -1,5 +1,6 @@
 // A wallet closed while `openSearch` awaits its count: the call throws `WalletError.closed`
 // instead of registering a handle in a closed wallet. The window is held open by a test hook.
+
 import CofferTestSupport
 import CofferWallet
 import Foundation
