@@ -522,3 +522,9 @@ extension CofferContainer {
     @available(*, deprecated, renamed: "clearCacheBlocking(_:)")
     public func clearCache(_ kind: MediaKind? = nil) throws(ContainerError) { try clearCacheBlocking(kind) }
 }
+
+extension ContainerError: LocalizedError {
+    /// The same text as `description`: what went wrong and what to do (for
+    /// `localizedDescription`, alerts and logs).
+    public var errorDescription: String? { description }
+}
