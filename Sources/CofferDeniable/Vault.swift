@@ -271,7 +271,9 @@ public enum Vault {
             var inner = try aead.seal(plain, key: vaultKey, associatedData: header.bytes)
             defer { inner.resetBytes(in: 0..<inner.count) }
             return try wrap(inner: inner, header: header, carried: SecretKey.random(byteCount: carriedKeyBytes), storageKey: storageKey)
-        } catch let error as DeniableError { throw error } catch { throw .storage("sealing the vault failed: \(error)", cause: StorageCause(error)) }
+        } catch let error as DeniableError { throw error } catch {
+            throw .storage("sealing the vault failed: \(error)", cause: StorageCause(error))
+        }
     }
 
     /// The file for an inner box (inner nonce ‖ ciphertext ‖ tag) under a fresh outer salt and nonce.
@@ -288,7 +290,9 @@ public enum Vault {
         body.append(inner)
         defer { body.resetBytes(in: 0..<body.count) }
         let outer: Data
-        do { outer = try aead.seal(body, key: key, associatedData: clear) } catch { throw .storage("sealing the vault failed: \(error)", cause: StorageCause(error)) }
+        do { outer = try aead.seal(body, key: key, associatedData: clear) } catch {
+            throw .storage("sealing the vault failed: \(error)", cause: StorageCause(error))
+        }
         // `seal` puts its nonce first: clear header ‖ nonce ‖ box is the layout above.
         var file = Data(clear)
         file.append(outer)
