@@ -36,7 +36,7 @@ let package = Package(
             providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
         ),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
-        .target(name: "CofferFileModes"),
+        .target(name: "CofferFileModes", dependencies: ["CofferSync"]),
         // The package's one lock type and its way off the caller's executor.
         .target(name: "CofferSync"),
         .target(

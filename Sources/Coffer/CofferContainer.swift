@@ -6,6 +6,8 @@ import CofferSync
 import Foundation
 import Logging
 
+@_exported import struct CofferSync.StorageCause
+
 /// Where a container keeps its files.
 ///
 /// Every file the stores write is mode 0600 and every folder they make 0700, whatever the
@@ -103,13 +105,15 @@ public enum ContainerError: Error, Equatable, Sendable, CustomStringConvertible 
     /// The container was reset or closed; open a new one.
     case closed
     /// Removing the container's files failed (named).
-    case storage(String)
+    /// `cause` keeps the system's error number or SQLite's result code underneath (nil when
+    /// there was none), so a caller can tell a full disk from a refused permission.
+    case storage(String, cause: StorageCause? = nil)
 
     /// The message.
     public var description: String {
         switch self {
         case .closed: return "the container was closed or reset; open it again"
-        case .storage(let m): return "container storage: \(m)"
+        case .storage(let m, _): return "container storage: \(m)"
         }
     }
 }
@@ -118,8 +122,7 @@ public enum ContainerError: Error, Equatable, Sendable, CustomStringConvertible 
 /// collections, migrated at open), the media cache (sized by the settings' cache-size keys and
 /// following their changes; its memory layer is dropped on a UIKit memory warning), secure
 /// storage (Keychain on Apple platforms) and, on request, the wallet.
-public final class CofferContainer: @unchecked Sendable {
-    // Safe to share: its stored properties are immutable and Sendable, except `wallets`, `watchers`, `memoryWarningObserver` and `isClosed`, which only `lock` guards.
+public final class CofferContainer: Sendable {
     /// The folders.
     public let locations: CofferLocations
     /// Settings and collections (`app.sqlite`).
@@ -131,22 +134,30 @@ public final class CofferContainer: @unchecked Sendable {
     public let secure: any SecureStorage
     /// The secure store itself, which ``reset()`` still uses after closing.
     private let baseSecure: any SecureStorage
-    /// Whether the container closed, readable without the container (the secure wrapper holds it).
-    private let closedFlag = ClosedFlag()
+    /// What changes after open, all behind one lock (the secure wrappers hold it too, to see
+    /// whether the container closed).
+    private let state = Locked(MutableState())
+
+    private struct MutableState {
+        var isClosed = false
+        /// The wallets it opened, closed with it.
+        var wallets: [Wallet] = []
+        /// The tasks that follow the cache-size settings.
+        var watchers: [Task<Void, Never>] = []
+        /// UIKit's memory-warning observer (iOS family only), handed over to `NotificationCenter` calls.
+        var memoryWarningObserver: Handoff<any NSObjectProtocol>?
+        /// Test hook: awaited between a wallet's opening and its adoption (``openWallet(_:createIfMissing:)``).
+        var afterWalletOpened: (@Sendable (Wallet) async -> Void)?
+    }
 
     /// The secure store with the SDK wallet's key in reach (``secure`` refuses that item): for
     /// ``initializeSDK(walletConfiguration:)`` only. Refuses every call once the container closed.
-    var sdkKeyStore: any SecureStorage { ClosableSecureStorage(baseSecure, isClosed: { [closedFlag] in closedFlag.isSet }) }
+    var sdkKeyStore: any SecureStorage { ClosableSecureStorage(baseSecure, isClosed: { [state] in state.withLock { $0.isClosed } }) }
     /// The typed settings.
     public var settings: Settings { database.settings }
     /// One typed client per entity.
     public var context: StorageContext { database.context }
 
-    private let lock = Lock()
-    private var wallets: [Wallet] = []
-    private var watchers: [Task<Void, Never>] = []
-    private var memoryWarningObserver: (any NSObjectProtocol)?
-    private var isClosed = false
     private static let logger = Logger(label: "coffer.container")
 
     /// Opens every store under `locations`, running schema and data migrations on the app
@@ -229,16 +240,24 @@ public final class CofferContainer: @unchecked Sendable {
             guard FileManager.default.fileExists(atPath: locations.wallet.path) else { return try secure.deleteAllBlocking() }
             for name in try secure.namesBlocking() where name != CofferSDK.walletKeyItem { try secure.deleteBlocking(name) }
         }
-        let failure = { (e: ProcessLockError) -> any Error in ContainerError.storage(e.message) }
+        let failure = { (e: ProcessLockError) -> any Error in ContainerError.storage(e.message, cause: StorageCause(e)) }
         try ProcessLock.withLock(at: lockPath, removeWhenDone: true, failure: failure, clear)
     }
 
     /// Takes a wallet opened for this container, so ``close()`` and ``reset()`` close it.
+    /// The check and the append are one locked step, so a wallet is never added to a container
+    /// that closed meanwhile (the caller closes it on `closed`).
     func adopt(_ wallet: Wallet) throws(ContainerError) {
-        try lock.withLock { () throws(ContainerError) in
-            if isClosed { throw .closed }
-            wallets.append(wallet)
+        try state.withLock { (state) throws(ContainerError) in
+            if state.isClosed { throw .closed }
+            state.wallets.append(wallet)
         }
+    }
+
+    /// Test hook: `body` runs in ``openWallet(_:createIfMissing:)`` after the wallet opened and
+    /// before the container adopts it, so a test can close or reset the container in that window.
+    package func setAfterWalletOpenedForTesting(_ body: (@Sendable (Wallet) async -> Void)?) {
+        state.withLock { $0.afterWalletOpened = body }
     }
 
     /// The secure store of the media cache's key: the Keychain (service
@@ -257,7 +276,7 @@ public final class CofferContainer: @unchecked Sendable {
         self.cache = cache
         self.baseSecure = secure
         self.secure = ClosableSecureStorage(
-            secure, reserved: [CofferSDK.walletKeyItem], isClosed: { [closedFlag] in closedFlag.isSet })
+            secure, reserved: [CofferSDK.walletKeyItem], isClosed: { [state] in state.withLock { $0.isClosed } })
     }
 
     static func cacheEntries(_ settings: Settings) -> [MediaKind: Int] {
@@ -285,23 +304,24 @@ public final class CofferContainer: @unchecked Sendable {
                 } catch {}
             }
         }
-        lock.withLock { watchers = tasks }
+        state.withLock { $0.watchers = tasks }
         #if os(iOS) || os(tvOS) || os(visionOS)
         // UIKit's memory warning (by its stable name, so this file needs no UIKit): drop the memory layer.
         let observer = NotificationCenter.default.addObserver(
             forName: Notification.Name("UIApplicationDidReceiveMemoryWarningNotification"), object: nil, queue: nil
         ) { [cache] _ in cache.clearMemory() }
-        lock.withLock { memoryWarningObserver = observer }
+        state.withLock { $0.memoryWarningObserver = Handoff(observer) }
         #endif
     }
 
     private func checkOpen() throws(ContainerError) {
-        let closed = lock.withLock { isClosed }
-        if closed { throw .closed }
+        if state.withLock({ $0.isClosed }) { throw .closed }
     }
 
     /// Opens the container's wallet, creating it when `createIfMissing` and it does not exist.
     /// The container closes it at ``close()`` and ``reset()-8nu0y``.
+    /// - Throws: ``ContainerError/closed`` when the container is closed or reset before the
+    ///   wallet is ready (a wallet opened meanwhile is closed again, never handed out).
     public func openWallet(_ key: WalletKey, createIfMissing: Bool = true) async throws -> Wallet {
         try checkOpen()
         try Task.checkCancellation()
@@ -310,7 +330,13 @@ public final class CofferContainer: @unchecked Sendable {
             exists || !createIfMissing
             ? try await Wallet.open(at: locations.wallet, key: key)
             : try await Wallet.create(at: locations.wallet, key: key)
-        lock.withLock { wallets.append(wallet) }
+        // Opening awaited (Argon2id takes a good part of a second): the container may have closed
+        // meanwhile, so whether it is still open is decided again, with the adoption, in one step.
+        if let hook = state.withLock({ $0.afterWalletOpened }) { await hook(wallet) }
+        do { try adopt(wallet) } catch {
+            try? wallet.close()
+            throw error
+        }
         return wallet
     }
 
@@ -347,18 +373,13 @@ public final class CofferContainer: @unchecked Sendable {
     /// stream and collection observation they serve; later calls throw their module's `closed`
     /// error. Idempotent. Blocks the calling thread briefly while the files close.
     public func close() {
-        let (opened, tasks, observer, wasClosed) = lock.withLock { () -> ([Wallet], [Task<Void, Never>], (any NSObjectProtocol)?, Bool) in
-            defer {
-                isClosed = true
-                wallets = []
-                watchers = []
-                memoryWarningObserver = nil
-            }
-            return (wallets, watchers, memoryWarningObserver, isClosed)
+        let (opened, tasks, observer, wasClosed) = state.withLock {
+            (state) -> ([Wallet], [Task<Void, Never>], Handoff<any NSObjectProtocol>?, Bool) in
+            defer { state = MutableState(isClosed: true) }
+            return (state.wallets, state.watchers, state.memoryWarningObserver, state.isClosed)
         }
         guard !wasClosed else { return }
-        closedFlag.set()
-        if let observer { NotificationCenter.default.removeObserver(observer) }
+        if let observer { NotificationCenter.default.removeObserver(observer.value) }
         tasks.forEach { $0.cancel() }
         for wallet in opened { try? wallet.close() }
         cache.close()
@@ -393,7 +414,7 @@ public final class CofferContainer: @unchecked Sendable {
     /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)-6hox7`` is a fresh install.
     /// Close any container or wallet of these locations first. Blocks the calling thread: from
     /// async code, `await` ``reset(_:secureStorage:keychainService:)-eq3g``.
-    /// - Throws: ``ContainerError/storage(_:)`` naming every item that could not be removed (the
+    /// - Throws: ``ContainerError/storage(_:cause:)`` naming every item that could not be removed (the
     ///   others are removed all the same).
     public static func resetBlocking(
         _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
@@ -406,7 +427,7 @@ public final class CofferContainer: @unchecked Sendable {
         guard FileManager.default.fileExists(atPath: locations.data.path) else {
             return try resetHoldingLocks(locations, secureStorage: secureStorage, keychainService: keychainService)
         }
-        let failure = { (e: ProcessLockError) -> ContainerError in .storage(e.message) }
+        let failure = { (e: ProcessLockError) -> ContainerError in .storage(e.message, cause: e.storageCause) }
         let sdkLock = locations.data.appendingPathComponent(".sdk.lock").path
         let walletLock = locations.data.appendingPathComponent("." + locations.wallet.lastPathComponent + ".lock").path
         try ProcessLock.withLock(at: sdkLock, removeWhenDone: true, failure: failure) { () throws(ContainerError) in
@@ -500,15 +521,6 @@ extension CofferContainer {
     /// The blocking form's old name, kept for one release: use `clearCacheBlocking(_:)`.
     @available(*, deprecated, renamed: "clearCacheBlocking(_:)")
     public func clearCache(_ kind: MediaKind? = nil) throws(ContainerError) { try clearCacheBlocking(kind) }
-}
-
-/// A flag set once (the container's closing), read from any thread.
-final class ClosedFlag: @unchecked Sendable {
-    // `value` is guarded by `lock`.
-    private let lock = Lock()
-    private var value = false
-    var isSet: Bool { lock.withLock { value } }
-    func set() { lock.withLock { value = true } }
 }
 
 extension ContainerError: LocalizedError {

@@ -99,7 +99,7 @@ extension CofferContainer {
         TestPause.at("sdk-starting") // debug builds only: lets tests line processes up before the lock
         let held: ProcessLock.Held
         do { held = try await ProcessLock.acquire(at: sdkLockPath, removeWhenDone: true) } catch {
-            throw ContainerError.storage(error.message)
+            throw ContainerError.storage(error.message, cause: StorageCause(error))
         }
         defer { held.release() }
         let walletURL = locations.wallet

@@ -7,8 +7,8 @@ import Foundation
 package enum StandardError {
     /// Whether stderr is a terminal (a progress bar redraws in place only there).
     package static let isTerminal = isatty(STDERR_FILENO) == 1
-    private static let lock = Lock()
-    nonisolated(unsafe) private static var lineOpen = false
+    /// Whether a progress line is left open (a later write continues it).
+    private static let lineOpen = Locked(false)
 
     /// Writes `s` to stderr as it is.
     package static func write(_ s: String) {
@@ -17,17 +17,17 @@ package enum StandardError {
 
     /// Part of a line that a later write continues (a progress bar drawn in place).
     package static func writeOpenLine(_ s: String) {
-        lock.withLock {
+        lineOpen.withLock { open in
             write(s)
-            lineOpen = true
+            open = true
         }
     }
 
     /// Ends a progress line left open, so that what follows starts on its own line.
     package static func endProgressLine() {
-        lock.withLock {
-            if lineOpen { write("\n") }
-            lineOpen = false
+        lineOpen.withLock { open in
+            if open { write("\n") }
+            open = false
         }
     }
 

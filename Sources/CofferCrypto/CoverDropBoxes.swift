@@ -74,8 +74,7 @@ public enum TwoPartyBox {
 
     /// Opens many boxes between one pair of keys: the X25519 agreement is computed once
     /// (`crypto_box_beforenm`), which makes trial-decrypting a dead drop's slots cheap.
-    public final class Opener: @unchecked Sendable {
-        // Safe to share: `shared` is written once in init and only read afterwards.
+    public final class Opener: Sendable {
         private let shared: SecretKey
 
         /// The opener for boxes from `senderPublicKey` to `recipient`.

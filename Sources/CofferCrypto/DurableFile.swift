@@ -12,15 +12,18 @@ import Darwin
 #endif
 
 /// A file operation that failed; `message` names the file and the reason.
-package struct FileOperationError: Error, CustomStringConvertible {
+package struct FileOperationError: StorageCauseCarrier, CustomStringConvertible {
     /// What went wrong, with the path.
     package let message: String
     /// The file is there and readable but its contents are damaged (a key file of the wrong
     /// size), as opposed to a file that cannot be read or written.
     package let damaged: Bool
-    package init(_ message: String, damaged: Bool = false) {
+    /// The system's error underneath, when a system call failed.
+    package let storageCause: StorageCause?
+    package init(_ message: String, damaged: Bool = false, cause: StorageCause? = nil) {
         self.message = message
         self.damaged = damaged
+        self.storageCause = cause
     }
     package var description: String { message }
 }
@@ -61,9 +64,13 @@ package enum DurableFile {
         }
         try writeAll(fd, bytes, path: temporary.path)
         if sync {
-            guard flushToStorage(fd) == 0 else { throw FileOperationError("cannot flush \(temporary.path): \(errnoText())") }
+            guard flushToStorage(fd) == 0 else {
+                throw FileOperationError("cannot flush \(temporary.path): \(errnoText())", cause: StorageCause(errno: errno))
+            }
         }
-        guard rename(temporary.path, url.path) == 0 else { throw FileOperationError("cannot replace \(url.path): \(errnoText())") }
+        guard rename(temporary.path, url.path) == 0 else {
+            throw FileOperationError("cannot replace \(url.path): \(errnoText())", cause: StorageCause(errno: errno))
+        }
         renamed = true
         if sync { syncFolder(folder) }
     }
@@ -82,16 +89,18 @@ package enum DurableFile {
         for _ in 0..<8 {
             let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)\(temporarySuffix)")
             let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
-            guard fd >= 0 else { throw FileOperationError("cannot create \(temporary.path): \(errnoText())") }
+            guard fd >= 0 else {
+                throw FileOperationError("cannot create \(temporary.path): \(errnoText())", cause: StorageCause(errno: errno))
+            }
             var result: Int32
             repeat { result = flock(fd, LOCK_SH) } while result != 0 && errno == EINTR
             var opened = stat()
             var named = stat()
             guard result == 0, fstat(fd, &opened) == 0 else {
-                let message = errnoText()
+                let (message, code) = (errnoText(), errno)
                 close(fd)
                 unlink(temporary.path)
-                throw FileOperationError("cannot lock \(temporary.path): \(message)")
+                throw FileOperationError("cannot lock \(temporary.path): \(message)", cause: StorageCause(errno: code))
             }
             guard lstat(temporary.path, &named) == 0, named.st_ino == opened.st_ino, named.st_dev == opened.st_dev else {
                 close(fd)
@@ -99,10 +108,10 @@ package enum DurableFile {
             }
             // The mode given to open(2) passes through the process umask; set it exactly.
             guard fchmod(fd, permissions) == 0 else {
-                let message = errnoText()
+                let (message, code) = (errnoText(), errno)
                 close(fd)
                 unlink(temporary.path)
-                throw FileOperationError("cannot set the mode of \(temporary.path): \(message)")
+                throw FileOperationError("cannot set the mode of \(temporary.path): \(message)", cause: StorageCause(errno: code))
             }
             return (fd, temporary)
         }
@@ -155,32 +164,32 @@ package enum DurableFile {
     package static func read(_ url: URL) throws(FileOperationError) -> Data? {
         guard FileManager.default.fileExists(atPath: url.path) else { return nil }
         do { return try Data(contentsOf: url) } catch {
-            throw FileOperationError("cannot read \(url.path): \(error.localizedDescription)")
+            throw FileOperationError("cannot read \(url.path): \(error.localizedDescription)", cause: StorageCause(error))
         }
     }
 
     /// Creates `folder` and any missing parents, each new folder mode 0700 whatever the process
     /// umask. Folders that already exist keep their mode (see ``restrictToOwner(_:)``).
     package static func ensureFolder(_ folder: URL) throws(FileOperationError) {
-        do { try OwnerOnlyFiles.ensureFolder(folder) } catch { throw FileOperationError(error.message) }
+        do { try OwnerOnlyFiles.ensureFolder(folder) } catch { throw FileOperationError(error.message, cause: StorageCause(error)) }
     }
 
     /// Takes group and other permissions away from an existing file or folder that Coffer owns
     /// (0644 becomes 0600, 0755 becomes 0700); a missing path is left alone.
     package static func restrictToOwner(_ url: URL) throws(FileOperationError) {
-        do { try OwnerOnlyFiles.restrictToOwner(url.path) } catch { throw FileOperationError(error.message) }
+        do { try OwnerOnlyFiles.restrictToOwner(url.path) } catch { throw FileOperationError(error.message, cause: StorageCause(error)) }
     }
 
     /// Makes an SQLite database file owner-only before SQLite opens it (created 0600 when
     /// missing, so its `-wal` and `-shm` get 0600 too; an existing one and those restricted).
     package static func prepareOwnerOnlyDatabase(_ url: URL) throws(FileOperationError) {
-        do { try OwnerOnlyFiles.prepareDatabase(url) } catch { throw FileOperationError(error.message) }
+        do { try OwnerOnlyFiles.prepareDatabase(url) } catch { throw FileOperationError(error.message, cause: StorageCause(error)) }
     }
 
     /// Refuses a symbolic link (dangling or not) at a database's path or its `-wal`, `-shm` or
     /// `-journal` path (see ``OwnerOnlyFiles/refuseSymbolicLinks(_:)``).
     package static func refuseSymbolicLinks(_ url: URL) throws(FileOperationError) {
-        do { try OwnerOnlyFiles.refuseSymbolicLinks(url) } catch { throw FileOperationError(error.message) }
+        do { try OwnerOnlyFiles.refuseSymbolicLinks(url) } catch { throw FileOperationError(error.message, cause: StorageCause(error)) }
     }
 
     /// Flushes a folder's entries (renames and unlinks in it) to disk.
@@ -200,7 +209,7 @@ package enum DurableFile {
             return
         } catch {
             if !FileManager.default.fileExists(atPath: url.path) { return }
-            throw FileOperationError("cannot remove \(url.path): \(error.localizedDescription)")
+            throw FileOperationError("cannot remove \(url.path): \(error.localizedDescription)", cause: StorageCause(error))
         }
     }
 
@@ -214,7 +223,7 @@ package enum DurableFile {
             let n = posixWrite(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw FileOperationError("cannot write \(path): \(errnoText())")
+                throw FileOperationError("cannot write \(path): \(errnoText())", cause: StorageCause(errno: errno))
             }
             offset += n
         }
@@ -243,7 +252,9 @@ package struct OwnerOnlyKeyFile: Sendable {
     /// (``FileOperationError/damaged``).
     package func load() throws(FileOperationError) -> SecretKey {
         var info = stat()
-        guard lstat(url.path, &info) == 0 else { throw FileOperationError("cannot read \(url.path): \(DurableFile.errnoText())") }
+        guard lstat(url.path, &info) == 0 else {
+            throw FileOperationError("cannot read \(url.path): \(DurableFile.errnoText())", cause: StorageCause(errno: errno))
+        }
         switch info.st_mode & mode_t(S_IFMT) {
         case mode_t(S_IFREG): break
         case mode_t(S_IFLNK):
@@ -258,7 +269,9 @@ package struct OwnerOnlyKeyFile: Sendable {
             throw FileOperationError("\(url.path) is readable by others (mode \(String(mode, radix: 8))); it must be 0600")
         }
         let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw FileOperationError("cannot read \(url.path): \(DurableFile.errnoText())") }
+        guard fd >= 0 else {
+            throw FileOperationError("cannot read \(url.path): \(DurableFile.errnoText())", cause: StorageCause(errno: errno))
+        }
         defer { close(fd) }
         // One byte more than a key, to tell a longer file from a key.
         var bytes = [UInt8](repeating: 0, count: 33)
@@ -267,7 +280,9 @@ package struct OwnerOnlyKeyFile: Sendable {
         while count < bytes.count {
             let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
             if n < 0, errno == EINTR { continue }
-            guard n >= 0 else { throw FileOperationError("cannot read \(url.path): \(DurableFile.errnoText())") }
+            guard n >= 0 else {
+                throw FileOperationError("cannot read \(url.path): \(DurableFile.errnoText())", cause: StorageCause(errno: errno))
+            }
             if n == 0 { break }
             count += n
         }
@@ -276,7 +291,9 @@ package struct OwnerOnlyKeyFile: Sendable {
                 "\(url.path) holds \(count == 33 ? "more than 32" : String(count)) bytes, not a 32-byte key: the key file is damaged. Put back an intact copy of it, or start over with a reset (what it protects cannot be opened without it)",
                 damaged: true)
         }
-        do { return try SecretKey(copying: Data(bytes.prefix(32)), expectedCount: 32) } catch { throw FileOperationError("\(error)") }
+        do { return try SecretKey(copying: Data(bytes.prefix(32)), expectedCount: 32) } catch {
+            throw FileOperationError("\(error)", cause: StorageCause(error))
+        }
     }
 
     /// Replaces the key file with `key` (atomic, durable, 0600).
@@ -312,9 +329,9 @@ private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -
 /// same target removes what a killed one left. The writer holds a lock on its partial file, so
 /// a second writer to the same target while the first is alive is refused instead of removing
 /// the first one's file.
-/// Used by one thread at a time (a backup export's read), hence `@unchecked Sendable`.
-package final class DurableFileWriter: @unchecked Sendable {
-    // Safe to share: one task at a time owns it (a backup export writes it sequentially); it is handed between threads, never used by two at once.
+/// Not `Sendable`: one thread at a time owns it (a backup export hands it to its read closure
+/// as a `Handoff`, and commits it once that closure is done).
+package final class DurableFileWriter {
     /// Where the pieces go until ``commit()``.
     package let temporary: URL
     private let target: URL
@@ -336,7 +353,9 @@ package final class DurableFileWriter: @unchecked Sendable {
             unlink(temporary.path) // a link or a stranger at the partial name
         }
         fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
-        guard fd >= 0 else { throw FileOperationError("cannot create \(temporary.path): \(DurableFile.errnoText())") }
+        guard fd >= 0 else {
+            throw FileOperationError("cannot create \(temporary.path): \(DurableFile.errnoText())", cause: StorageCause(errno: errno))
+        }
         TestPause.at("partial-created") // debug builds only: lets tests act between the create and the lock
         // Held until the rename or abandon: the next writer to this target can tell a live
         // write from one whose process died.
@@ -351,9 +370,9 @@ package final class DurableFileWriter: @unchecked Sendable {
             throw FileOperationError("\(target.path) is being written by another export; wait for it to finish")
         }
         guard fchmod(fd, permissions) == 0 else {
-            let message = DurableFile.errnoText()
+            let (message, code) = (DurableFile.errnoText(), errno)
             abandon()
-            throw FileOperationError("cannot set the mode of \(temporary.path): \(message)")
+            throw FileOperationError("cannot set the mode of \(temporary.path): \(message)", cause: StorageCause(errno: code))
         }
     }
 
@@ -377,9 +396,9 @@ package final class DurableFileWriter: @unchecked Sendable {
     package func commit() throws(FileOperationError) {
         guard fd >= 0 else { throw FileOperationError("\(temporary.path) is already closed") }
         guard DurableFile.flushToStorage(fd) == 0 else {
-            let message = DurableFile.errnoText()
+            let (message, code) = (DurableFile.errnoText(), errno)
             abandon()
-            throw FileOperationError("cannot flush \(temporary.path): \(message)")
+            throw FileOperationError("cannot flush \(temporary.path): \(message)", cause: StorageCause(errno: code))
         }
         // Renamed before the descriptor (and its lock) is let go, and only the file this writer
         // wrote: never another's under the same name.
@@ -389,9 +408,9 @@ package final class DurableFileWriter: @unchecked Sendable {
             throw FileOperationError("\(temporary.path) was replaced by another writer; \(target.path) was not written")
         }
         guard rename(temporary.path, target.path) == 0 else {
-            let message = DurableFile.errnoText()
+            let (message, code) = (DurableFile.errnoText(), errno)
             abandon()
-            throw FileOperationError("cannot move \(temporary.path) to \(target.path): \(message)")
+            throw FileOperationError("cannot move \(temporary.path) to \(target.path): \(message)", cause: StorageCause(errno: code))
         }
         close(fd)
         fd = -1

@@ -12,7 +12,7 @@ import Foundation
 /// system allows; ordinary heap memory if the system refuses them), wiped on release, and copied
 /// for each use, so a call costs only the message blocks and allocates nothing but its result.
 public final class KeyedHash: @unchecked Sendable {
-    // Written once in init, then only copied from: safe to share.
+    // Safe to share: the pointer's HMAC state is written once in init and only copied from afterwards (the compiler cannot see through the pointer).
     private let keyed: UnsafeMutablePointer<crypto_auth_hmacsha256_state>
     /// Whether `keyed` came from `sodium_malloc`.
     private let guarded: Bool
@@ -136,8 +136,7 @@ public final class KeyedHash: @unchecked Sendable {
 
 /// Keyed BLAKE2b (libsodium `crypto_generichash` with a key) for deriving many short-lived
 /// keys fast: one compression for a short input, against HMAC-SHA256's two.
-public final class KeyedBlake2b: @unchecked Sendable {
-    // Written once in init, then only read: safe to share.
+public final class KeyedBlake2b: Sendable {
     @usableFromInline let key: SecretKey
 
     /// A derivation function under `key` (32 bytes).

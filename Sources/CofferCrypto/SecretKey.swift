@@ -10,7 +10,7 @@ import Foundation
 /// when the last reference goes away. `description`, `debugDescription` and reflection print
 /// only the length, so a key that reaches a log or `print` reveals nothing.
 public final class SecretKey: @unchecked Sendable {
-    // Immutable after init, so sharing across tasks is safe.
+    // Safe to share: the bytes behind the pointer are written once in init and only read afterwards (the compiler cannot see through the pointer).
     private let storage: UnsafeMutableRawBufferPointer
     /// Whether `storage` came from `sodium_malloc` (else from the heap, when it failed).
     private let guarded: Bool

@@ -9,6 +9,8 @@ import Foundation
 import GRDB
 import Logging
 
+@_exported import struct CofferSync.StorageCause
+
 /// Errors of the app database; each names what was wrong.
 public enum DatabaseStoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A write would give two rows the same value of a unique key (named).
@@ -20,7 +22,9 @@ public enum DatabaseStoreError: Error, Equatable, Sendable, CustomStringConverti
     /// An argument was rejected.
     case invalidInput(String)
     /// SQLite or the file system failed.
-    case storage(String)
+    /// `cause` keeps the system's error number or SQLite's result code underneath (nil when
+    /// there was none), so a caller can tell a full disk from a refused permission.
+    case storage(String, cause: StorageCause? = nil)
     /// The database was closed (``AppDatabase/close()``, or its container's `close()` or
     /// `reset()`); open it again to use it.
     case closed
@@ -33,7 +37,7 @@ public enum DatabaseStoreError: Error, Equatable, Sendable, CustomStringConverti
         case .newerVersion(let m): return "the database was written by a newer app version and was left untouched: \(m)"
         case .integrityFailed(let m): return "the database failed its integrity check after migrating: \(m)"
         case .invalidInput(let m): return "invalid input: \(m)"
-        case .storage(let m): return "database storage: \(m)"
+        case .storage(let m, _): return "database storage: \(m)"
         }
     }
 
@@ -54,7 +58,7 @@ public enum DatabaseStoreError: Error, Equatable, Sendable, CustomStringConverti
         // (SQLITE_MISUSE, reported with the text of another code). Coffer's own statements
         // misuse nothing else, so the code alone means "closed".
         if let e = error as? DatabaseError, e.resultCode == .SQLITE_MISUSE { return DatabaseStoreError.closed }
-        if let e = error as? DatabaseError { return DatabaseStoreError.storage("\(e)") }
+        if let e = error as? DatabaseError { return DatabaseStoreError.storage("\(e)", cause: StorageCause(e)) }
         return error
     }
 }
@@ -242,17 +246,19 @@ public final class AppDatabase: Sendable {
     ) throws -> AppDatabase {
         let migrator = migrator(appMigrations: appMigrations)
         let target = dataMigrations.map(\.version).max() ?? 0
-        do { try OwnerOnlyFiles.refuseSymbolicLinks(url) } catch { throw DatabaseStoreError.storage(error.message) }
+        do { try OwnerOnlyFiles.refuseSymbolicLinks(url) } catch {
+            throw DatabaseStoreError.storage(error.message, cause: StorageCause(error))
+        }
         let existed = FileManager.default.fileExists(atPath: url.path)
         if existed {
             try refuseNewer(url, migrator: migrator, dataTarget: target, ownsAppSteps: !appMigrations.isEmpty)
         } else {
             do { try OwnerOnlyFiles.ensureFolder(url.deletingLastPathComponent()) } catch {
-                throw DatabaseStoreError.storage(error.message)
+                throw DatabaseStoreError.storage(error.message, cause: StorageCause(error))
             }
         }
         // Created 0600 (SQLite then makes -wal and -shm 0600 too), or restricted to 0600.
-        do { try OwnerOnlyFiles.prepareDatabase(url) } catch { throw DatabaseStoreError.storage(error.message) }
+        do { try OwnerOnlyFiles.prepareDatabase(url) } catch { throw DatabaseStoreError.storage(error.message, cause: StorageCause(error)) }
         let pool: DatabasePool
         // Whether this open changed the schema (then the file is checked below).
         var schemaMigrated = false
@@ -285,7 +291,7 @@ public final class AppDatabase: Sendable {
             // Files made before that are converted once (one VACUUM).
             if existed { try pool.writeWithoutTransaction { try SQLiteFootprint.convertToIncremental($0) } }
         } catch {
-            throw DatabaseStoreError.storage("opening or migrating \(url.path) failed: \(error)")
+            throw DatabaseStoreError.storage("opening or migrating \(url.path) failed: \(error)", cause: StorageCause(error))
         }
         // Fresh: this process found no file and was the one to record the first data version.
         // (Two processes opening a new store at once may both find no file; only one records the
@@ -350,7 +356,7 @@ public final class AppDatabase: Sendable {
         } catch let error as DatabaseStoreError {
             throw error
         } catch {
-            throw DatabaseStoreError.storage("cannot read \(url.path): \(error)")
+            throw DatabaseStoreError.storage("cannot read \(url.path): \(error)", cause: StorageCause(error))
         }
     }
 
@@ -391,7 +397,8 @@ public final class AppDatabase: Sendable {
                     }
                 }
             } catch {
-                throw DatabaseStoreError.storage("data migration \(step.version) \"\(step.name)\" failed (it will run again): \(error)")
+                throw DatabaseStoreError.storage(
+                    "data migration \(step.version) \"\(step.name)\" failed (it will run again): \(error)", cause: StorageCause(error))
             }
             if !fresh { logger.info("data migration \(step.version) \(step.name) done") }
         }

@@ -25,12 +25,13 @@ public final class ObservedQuery<Value: Equatable & Sendable> {
     /// Why the observation ended early, nil while it runs or after the database closed.
     public private(set) var error: (any Error)?
 
-    @ObservationIgnored private let follower = QueryFollower()
+    /// The task that follows the query, cancelled from deinit (set once the model is initialised).
+    @ObservationIgnored private let follower = Locked<Task<Void, Never>?>(nil)
 
     /// Observes `query` in `context` from now on (until the database closes or this model goes).
     public init(_ context: StorageContext, query: @escaping @Sendable () throws -> Value) {
         let observation = context.observe(client: query)
-        follower.start(
+        let task =
             Task { [weak self] in
                 do {
                     for try await value in observation {
@@ -40,17 +41,9 @@ public final class ObservedQuery<Value: Equatable & Sendable> {
                 } catch {
                     self?.error = error
                 }
-            })
+            }
+        follower.withLock { $0 = task }
     }
 
-    deinit { follower.cancel() }
-}
-
-/// The task that follows a query for an ``ObservedQuery``, cancellable from its deinit.
-private final class QueryFollower: @unchecked Sendable {
-    // Safe to share: `task` is guarded by `lock`.
-    private let lock = Lock()
-    private var task: Task<Void, Never>?
-    func start(_ task: Task<Void, Never>) { lock.withLock { self.task = task } }
-    func cancel() { lock.withLock { task }?.cancel() }
+    deinit { follower.withLock { $0 }?.cancel() }
 }

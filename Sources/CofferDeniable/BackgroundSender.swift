@@ -3,6 +3,7 @@
 // install, used or not.
 
 import CofferCrypto
+import CofferSync
 import Foundation
 import Logging
 
@@ -75,7 +76,9 @@ struct BackgroundSchedule: Codable, Equatable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data: Data
-        do { data = try encoder.encode(self) } catch { throw .storage("encoding the background schedule failed: \(error)") }
+        do { data = try encoder.encode(self) } catch {
+            throw .storage("encoding the background schedule failed: \(error)", cause: StorageCause(error))
+        }
         try AtomicFile.write(data, to: url, permissions: 0o600)
     }
 

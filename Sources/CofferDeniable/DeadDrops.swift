@@ -2,6 +2,7 @@
 // decryption tells a user which ones are theirs.
 
 import CofferCrypto
+import CofferSync
 import Foundation
 import GRDB
 
@@ -186,7 +187,7 @@ final class DeadDropStore: Sendable {
                         """)
             }
         } catch {
-            throw .storage("cannot open the dead-drop database at \(url.path): \(error)")
+            throw .storage("cannot open the dead-drop database at \(url.path): \(error)", cause: StorageCause(error))
         }
     }
 
@@ -238,7 +239,7 @@ final class DeadDropStore: Sendable {
                 result.trimmed += db.changesCount
             }
         } catch let error as DeniableError { throw error } catch {
-            throw .storage("merging dead drops failed: \(error)")
+            throw .storage("merging dead drops failed: \(error)", cause: StorageCause(error))
         }
         return result
     }
@@ -251,20 +252,20 @@ final class DeadDropStore: Sendable {
                     DeadDrop(id: row[0], createdAtSeconds: row[1], data: row[2], signature: row[3])
                 }
             }
-        } catch { throw .storage("reading dead drops failed: \(error)") }
+        } catch { throw .storage("reading dead drops failed: \(error)", cause: StorageCause(error)) }
     }
 
     /// The highest stored id (fetch only newer ones).
     func newestID() throws(DeniableError) -> Int64? {
         do { return try queue.read { db in try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM dead_drops") } } catch {
-            throw .storage("reading dead drops failed: \(error)")
+            throw .storage("reading dead drops failed: \(error)", cause: StorageCause(error))
         }
     }
 
     /// Removes every dead drop (full reset).
     func removeAll() throws(DeniableError) {
         do { try queue.write { db in try db.execute(sql: "DELETE FROM dead_drops") } } catch {
-            throw .storage("clearing dead drops failed: \(error)")
+            throw .storage("clearing dead drops failed: \(error)", cause: StorageCause(error))
         }
     }
 }

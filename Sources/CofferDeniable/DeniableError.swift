@@ -1,7 +1,10 @@
 // The one error type of CofferDeniable, and its configuration.
 
 import CofferCrypto
+import CofferSync
 import Foundation
+
+@_exported import struct CofferSync.StorageCause
 
 /// Errors of deniable storage. Messages name what was wrong and never include key material,
 /// passphrases or message text.
@@ -24,7 +27,9 @@ public enum DeniableError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The secure element refused or failed (the message says why).
     case secureElement(String)
     /// Reading or writing a file failed.
-    case storage(String)
+    /// `cause` keeps the system's error number or SQLite's result code underneath (nil when
+    /// there was none), so a caller can tell a full disk from a refused permission.
+    case storage(String, cause: StorageCause? = nil)
 
     /// What went wrong.
     public var description: String {
@@ -37,7 +42,7 @@ public enum DeniableError: Error, Equatable, Sendable, CustomStringConvertible {
         case .noVerifiedKeys(let m): return "no verified public keys: \(m)"
         case .corrupted(let m): return "corrupted: \(m)"
         case .secureElement(let m): return "secure element: \(m)"
-        case .storage(let m): return "storage: \(m)"
+        case .storage(let m, _): return "storage: \(m)"
         }
     }
 }

@@ -123,8 +123,8 @@ public actor DeniableStorage {
     /// The wall-clock time of the last app start: every deniable file carries it as its mtime.
     private var startedAt = Date()
     private var lastStart: DeniableStartReport?
-    private var vaultOperationRunning = false
-    private var vaultOperationWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Held alone by one vault operation at a time (see ``enterVaultOperation()``).
+    private let vaultOperation = AsyncGate()
 
     var vaultURL: URL { folder.appendingPathComponent("vault") }
     /// The lock file every read-modify-write of the vault and the queue holds, in any process
@@ -183,8 +183,8 @@ public actor DeniableStorage {
         // A folder its owner made unreadable would otherwise look empty (every file "missing").
         guard access(folder.path, R_OK | W_OK | X_OK) == 0 else {
             throw .storage(
-                "cannot read and write \(folder.path) (\(String(cString: strerror(errno)))); give its owner read, write and search permission again (chmod u+rwx)"
-            )
+                "cannot read and write \(folder.path) (\(String(cString: strerror(errno)))); give its owner read, write and search permission again (chmod u+rwx)",
+                cause: StorageCause(errno: errno))
         }
         // Temporary files of vault, queue or key writes killed before their rename: an old
         // vault's copy would still open under its old passphrase. Done at every open, used or not.
@@ -353,7 +353,7 @@ public actor DeniableStorage {
     /// its extensions, the command line) never write back a copy older than another's change.
     /// Never held across an `await`, and never nested.
     static func exclusive<R>(_ lockPath: String, _ body: () throws(DeniableError) -> R) throws(DeniableError) -> R {
-        try ProcessLock.withLock(at: lockPath, failure: { DeniableError.storage($0.message) }, body)
+        try ProcessLock.withLock(at: lockPath, failure: { DeniableError.storage($0.message, cause: $0.storageCause) }, body)
     }
 
     func exclusive<R>(_ body: () throws(DeniableError) -> R) throws(DeniableError) -> R {
@@ -372,7 +372,7 @@ public actor DeniableStorage {
 
     /// Removes a file; a missing one is fine.
     private static func remove(_ url: URL) throws(DeniableError) {
-        do { try DurableFile.remove(url) } catch { throw .storage(error.message) }
+        do { try DurableFile.remove(url) } catch { throw .storage(error.message, cause: StorageCause(error)) }
     }
 
     /// Sets the folder to 0700 and every file in it to 0600, and gives them all this start's
@@ -523,13 +523,11 @@ public actor DeniableStorage {
     /// its key is ready, so what they saved meanwhile is kept. The app-start routine takes the
     /// gate too, as it may write a fresh vault.
     private func enterVaultOperation() async {
-        while vaultOperationRunning { await withCheckedContinuation { vaultOperationWaiters.append($0) } }
-        vaultOperationRunning = true
+        await vaultOperation.enterExclusive()
     }
 
     private func leaveVaultOperation() {
-        vaultOperationRunning = false
-        if !vaultOperationWaiters.isEmpty { vaultOperationWaiters.removeFirst().resume() }
+        vaultOperation.leaveExclusive()
     }
 
     /// Whether a session is unlocked (expiry is checked first).
@@ -1087,15 +1085,13 @@ public struct DeadDropMerge: Sendable, Equatable {
 }
 
 /// The CoverNode keys covers are wrapped for, shared with the queue's cover maker.
-final class CoverKey: @unchecked Sendable {
-    // Safe to share: `key` is only touched under `lock`.
-    private let lock = Lock()
-    private var key: [Data]
+final class CoverKey: Sendable {
+    private let key: Locked<[Data]>
 
-    init(_ key: [Data]) { self.key = key }
+    init(_ key: [Data]) { self.key = Locked(key) }
 
     var current: [Data] {
-        get { lock.withLock { key } }
-        set { lock.withLock { key = newValue } }
+        get { key.withLock { $0 } }
+        set { key.withLock { $0 = newValue } }
     }
 }

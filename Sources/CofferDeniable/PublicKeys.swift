@@ -4,6 +4,7 @@
 // expiry. Fetched without user action, cached on disk with the fetch time, verified on every load.
 
 import CofferCrypto
+import CofferSync
 import Foundation
 
 #if canImport(Glibc)
@@ -41,11 +42,11 @@ public struct TrustAnchor: Sendable, Hashable {
     /// Every organisation key file (`*.pub.json`) in `folder`, in name order — as CoverDrop's
     /// apps bundle several (two production keys during an organisation-key rotation).
     /// - Throws: ``DeniableError/invalidInput(_:)`` naming a file that does not parse or verify,
-    ///   or when the folder holds none; ``DeniableError/storage(_:)`` when it cannot be read.
+    ///   or when the folder holds none; ``DeniableError/storage(_:cause:)`` when it cannot be read.
     public static func load(folder: URL) throws(DeniableError) -> [TrustAnchor] {
         let names: [String]
         do { names = try FileManager.default.contentsOfDirectory(atPath: folder.path) } catch {
-            throw .storage("cannot list \(folder.path): \(error.localizedDescription)")
+            throw .storage("cannot list \(folder.path): \(error.localizedDescription)", cause: StorageCause(error))
         }
         var anchors = [TrustAnchor]()
         for name in names.sorted() where name.hasSuffix(".pub.json") {

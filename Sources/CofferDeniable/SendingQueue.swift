@@ -199,7 +199,7 @@ public final class SendingQueue: @unchecked Sendable {
         let key = Self.outerKey(salt: salt, storageKey: storageKey)
         let sealed: Data
         do { sealed = try AEAD.xchacha20Poly1305.seal(plain, key: key, associatedData: clear) } catch {
-            throw .storage("sealing the sending queue failed: \(error)")
+            throw .storage("sealing the sending queue failed: \(error)", cause: StorageCause(error))
         }
         var out = Data(clear)
         out.append(sealed)

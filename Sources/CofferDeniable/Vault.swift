@@ -1,6 +1,7 @@
 // The vault file: one binary file of constant length, two layers of XChaCha20-Poly1305.
 
 import CofferCrypto
+import CofferSync
 import Foundation
 
 /// The vault's file format (version 3). All integers are big-endian.
@@ -171,7 +172,7 @@ public enum Vault {
         }
         let carried: SecretKey
         do { carried = try SecretKey(copying: body.subdata(in: innerHeaderBytes..<(innerHeaderBytes + carriedKeyBytes))) } catch {
-            throw .storage("could not hold the vault's carried key: \(error)")
+            throw .storage("could not hold the vault's carried key: \(error)", cause: StorageCause(error))
         }
         return Opened(header: header, carried: carried, inner: Data(body.dropFirst(innerHeaderBytes + carriedKeyBytes)), converted: false)
     }
@@ -238,7 +239,7 @@ public enum Vault {
 
     private static func stretch(_ passphrase: String, _ header: Header) throws(DeniableError) -> SecretKey {
         do { return try Argon2id.deriveKey(passphrase: passphrase, salt: header.salt, parameters: header.kdf) } catch {
-            throw .storage("Argon2id failed: \(error)")
+            throw .storage("Argon2id failed: \(error)", cause: StorageCause(error))
         }
     }
 
@@ -270,7 +271,9 @@ public enum Vault {
             var inner = try aead.seal(plain, key: vaultKey, associatedData: header.bytes)
             defer { inner.resetBytes(in: 0..<inner.count) }
             return try wrap(inner: inner, header: header, carried: SecretKey.random(byteCount: carriedKeyBytes), storageKey: storageKey)
-        } catch let error as DeniableError { throw error } catch { throw .storage("sealing the vault failed: \(error)") }
+        } catch let error as DeniableError { throw error } catch {
+            throw .storage("sealing the vault failed: \(error)", cause: StorageCause(error))
+        }
     }
 
     /// The file for an inner box (inner nonce ‖ ciphertext ‖ tag) under a fresh outer salt and nonce.
@@ -287,7 +290,9 @@ public enum Vault {
         body.append(inner)
         defer { body.resetBytes(in: 0..<body.count) }
         let outer: Data
-        do { outer = try aead.seal(body, key: key, associatedData: clear) } catch { throw .storage("sealing the vault failed: \(error)") }
+        do { outer = try aead.seal(body, key: key, associatedData: clear) } catch {
+            throw .storage("sealing the vault failed: \(error)", cause: StorageCause(error))
+        }
         // `seal` puts its nonce first: clear header ‖ nonce ‖ box is the layout above.
         var file = Data(clear)
         file.append(outer)

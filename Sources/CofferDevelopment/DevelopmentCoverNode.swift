@@ -47,7 +47,6 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
     private let configuration: DeniableConfiguration
     private let folder: URL
     private let clock: @Sendable () -> Date
-    private let publishLock = Lock()
     /// How often the service publishes a dead drop without replies.
     public let deadDropInterval: TimeInterval
     /// Slots in every dead drop (replies and covers together).
@@ -205,7 +204,7 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
             return try TwoPartyBox.seal(JournalistMessage.text("").encoded(), from: .generate(), to: X25519KeyPair.generate().publicKey)
         } catch let error as DeniableError {
             throw error
-        } catch { throw .storage("making a cover slot failed: \(error)") }
+        } catch { throw .storage("making a cover slot failed: \(error)", cause: StorageCause(error)) }
     }
 
     /// What the service reads from a queue item.
@@ -359,13 +358,12 @@ public final class DevelopmentCoverNode: Sendable, PublicKeySource, DeadDropSour
     }
 
     private func withPublicationLock<R>(_ body: () throws(DeniableError) -> R) throws(DeniableError) -> R {
-        return try publishLock.withLock { () throws(DeniableError) -> R in
-            let fd = open(folder.appendingPathComponent("publish.lock").path, O_RDWR | O_CREAT, 0o600)
-            guard fd >= 0 else { throw .storage("cannot open the development service's lock file in \(folder.path)") }
-            defer { close(fd) }
-            _ = flock(fd, LOCK_EX)
-            defer { _ = flock(fd, LOCK_UN) }
-            return try body()
-        }
+        // The package's one lock between processes (a lock file that cannot be opened or locked is
+        // an error naming it, never a publication without the lock).
+        let failure = { (e: ProcessLockError) -> DeniableError in .storage(e.message, cause: e.storageCause) }
+        let path = folder.appendingPathComponent("publish.lock").path
+        // Each call opens the file anew, and flock(2) excludes another open of it in this process
+        // as in any other: threads are serialised too.
+        return try ProcessLock.withLock(at: path, failure: failure, body)
     }
 }

@@ -2,6 +2,7 @@
 // files 0600. One copy for every module that writes a store's files (the wallet and deniable
 // storage through CofferCrypto's DurableFile, the app database, the media cache).
 
+import CofferSync
 import Foundation
 
 #if canImport(Glibc)
@@ -11,10 +12,15 @@ import Darwin
 #endif
 
 /// A mode change or folder creation that failed; `message` names the path and the reason.
-package struct FileModeError: Error, CustomStringConvertible {
+package struct FileModeError: StorageCauseCarrier, CustomStringConvertible {
     /// What went wrong, with the path.
     package let message: String
-    package init(_ message: String) { self.message = message }
+    /// The system's error underneath, when a system call failed.
+    package let storageCause: StorageCause?
+    package init(_ message: String, cause: StorageCause? = nil) {
+        self.message = message
+        self.storageCause = cause
+    }
     package var description: String { message }
 }
 
@@ -34,17 +40,21 @@ package enum OwnerOnlyFiles {
                 }
                 break
             }
-            guard errno == ENOENT else { throw FileModeError("cannot create \(folder.path): \(path): \(errnoText())") }
+            guard errno == ENOENT else {
+                throw FileModeError("cannot create \(folder.path): \(path): \(errnoText())", cause: StorageCause(errno: errno))
+            }
             missing.append(path)
             path = (path as NSString).deletingLastPathComponent
         }
         for created in missing.reversed() {
             if mkdir(created, 0o700) != 0 {
                 if errno == EEXIST { continue } // made by someone else meanwhile: not ours to chmod
-                throw FileModeError("cannot create \(created): \(errnoText())")
+                throw FileModeError("cannot create \(created): \(errnoText())", cause: StorageCause(errno: errno))
             }
             // mkdir(2)'s mode passes through the umask; set it exactly.
-            guard chmod(created, 0o700) == 0 else { throw FileModeError("cannot set the mode of \(created): \(errnoText())") }
+            guard chmod(created, 0o700) == 0 else {
+                throw FileModeError("cannot set the mode of \(created): \(errnoText())", cause: StorageCause(errno: errno))
+            }
         }
     }
 
@@ -55,7 +65,7 @@ package enum OwnerOnlyFiles {
         var info = stat()
         guard stat(path, &info) == 0 else {
             if errno == ENOENT { return }
-            throw FileModeError("cannot read the mode of \(path): \(errnoText())")
+            throw FileModeError("cannot read the mode of \(path): \(errnoText())", cause: StorageCause(errno: errno))
         }
         try restrictToOwner(path, mode: info.st_mode)
     }
@@ -65,7 +75,8 @@ package enum OwnerOnlyFiles {
         let permissions = mode & 0o777
         guard permissions & 0o077 != 0 else { return }
         guard chmod(path, permissions & 0o700) == 0 else {
-            throw FileModeError("cannot make \(path) owner-only (mode \(String(permissions, radix: 8))): \(errnoText())")
+            throw FileModeError(
+                "cannot make \(path) owner-only (mode \(String(permissions, radix: 8))): \(errnoText())", cause: StorageCause(errno: errno))
         }
     }
 
@@ -77,9 +88,11 @@ package enum OwnerOnlyFiles {
         let fd = open(url.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
         if fd >= 0 {
             defer { close(fd) }
-            guard fchmod(fd, 0o600) == 0 else { throw FileModeError("cannot set the mode of \(url.path): \(errnoText())") }
+            guard fchmod(fd, 0o600) == 0 else {
+                throw FileModeError("cannot set the mode of \(url.path): \(errnoText())", cause: StorageCause(errno: errno))
+            }
         } else if errno != EEXIST {
-            throw FileModeError("cannot create \(url.path): \(errnoText())")
+            throw FileModeError("cannot create \(url.path): \(errnoText())", cause: StorageCause(errno: errno))
         }
         for suffix in ["", "-wal", "-shm", "-journal"] {
             try restrictToOwner(url.path + suffix)

@@ -66,43 +66,37 @@ struct DiskKey: CacheIndexKey {
 /// This instance's end of the folder lock: the open lock file and the change counter its disk
 /// index matches. Kept in ``MediaCache/fileLock``, so every use holds that lock.
 struct FolderLockFile {
-    /// The open lock file; -1 when it could not be opened.
-    var fd: Int32 = -1
+    /// The lock file, kept open between locks (the package's one lock between processes); nil
+    /// before the first lock.
+    private var file: ProcessLock.KeptOpen?
+    /// The open lock file; -1 when it is not open (not yet, or it could not be opened).
+    var fd: Int32 { file?.fd ?? -1 }
     /// The change counter this instance's disk index matches.
     var knownChanges: UInt64 = 0
 
-    /// Opens the lock file when needed and takes the flock; reopens it when the folder was purged
-    /// or the file replaced (a lock on an unlinked file excludes nobody).
+    /// Takes the lock on the folder's lock file; reopens it when the folder was purged or the
+    /// file replaced (a lock on an unlinked file excludes nobody). False when the file cannot
+    /// be opened or locked: the error (naming the file and what to do) is logged, and the cache
+    /// goes on excluding only this process's threads (a cache may miss; it must not stop the app).
     mutating func acquire(_ folder: URL) -> Bool {
-        let path = folder.appendingPathComponent(MediaCache.lockName).path
-        for _ in 0..<3 {
-            if fd < 0 {
-                try? MediaCache.ensureFolder(folder)
-                let opened = open(path, O_RDWR | O_CREAT, 0o600)
-                guard opened >= 0 else {
-                    MediaCache.logger.warning(
-                        "the media cache lock file cannot be opened; other processes are not excluded",
-                        metadata: ["path": "\(path)", "reason": "\(MediaCache.errnoText())"])
-                    return false
-                }
-                _ = fchmod(opened, 0o600)
-                fd = opened
-                knownChanges = .max // a new file: read the folder again
-            }
-            var result: Int32
-            repeat { result = flock(fd, LOCK_EX) } while result != 0 && errno == EINTR
-            guard result == 0 else { return false }
-            var held = stat()
-            var named = stat()
-            if fstat(fd, &held) == 0, stat(path, &named) == 0, held.st_ino == named.st_ino, held.st_dev == named.st_dev {
-                return true
-            }
-            _ = flock(fd, LOCK_UN)
-            closeDescriptor(fd)
-            fd = -1
+        if fd < 0 { try? MediaCache.ensureFolder(folder) }
+        if file == nil { file = ProcessLock.KeptOpen(path: folder.appendingPathComponent(MediaCache.lockName).path) }
+        do throws(ProcessLockError) {
+            if try file!.lock() == true { knownChanges = .max } // a new file: read the folder again
+            return true
+        } catch {
+            MediaCache.logger.warning(
+                "the media cache lock file cannot be used; other processes are not excluded",
+                metadata: ["reason": "\(error.message)"])
+            return false
         }
-        return false
     }
+
+    /// Lets the lock taken by ``acquire(_:)`` go (the file stays open).
+    func unlock() { file?.unlock() }
+
+    /// Closes the lock file.
+    mutating func close() { file?.close() }
 
     /// Folder lock held. The change counter kept in the lock file (0 when new).
     func readChanges() -> UInt64 {
@@ -132,7 +126,7 @@ extension MediaCache {
     func withFolderLock<R, E: Error>(sync: Bool = true, _ body: (inout FolderLockFile) throws(E) -> sending R) throws(E) -> sending R {
         try fileLock.withLock { (lockFile) throws(E) -> sending R in
             let locked = lockFile.acquire(folder)
-            defer { if locked { _ = flock(lockFile.fd, LOCK_UN) } }
+            defer { if locked { lockFile.unlock() } }
             if sync {
                 let indexed = state.withLock { $0.diskIndexed }
                 if locked {
@@ -188,7 +182,7 @@ extension MediaCache {
             // Without our anchor, whatever is left is not ours to trust (nor readable): start empty.
             if fresh, fm.fileExists(atPath: dir.path) {
                 do { try fm.removeItem(at: dir) } catch {
-                    throw .storage("cannot prepare \(folder.path): \(error.localizedDescription)")
+                    throw .storage("cannot prepare \(folder.path): \(error.localizedDescription)", cause: StorageCause(error))
                 }
             }
             try Self.ensureFolder(dir)
@@ -200,11 +194,15 @@ extension MediaCache {
         }
         if fresh {
             let fd = open(anchor.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-            guard fd >= 0 else { throw .storage("cannot prepare \(folder.path): cannot create \(anchor.path): \(Self.errnoText())") }
+            guard fd >= 0 else {
+                throw .storage(
+                    "cannot prepare \(folder.path): cannot create \(anchor.path): \(Self.errnoText())", cause: StorageCause(errno: errno))
+            }
             defer { closeDescriptor(fd) }
             let text = Array(anchorText.utf8)
             guard fchmod(fd, 0o600) == 0, text.withUnsafeBytes({ write(fd, $0.baseAddress!, $0.count) }) == text.count else {
-                throw .storage("cannot prepare \(folder.path): cannot write \(anchor.path): \(Self.errnoText())")
+                throw .storage(
+                    "cannot prepare \(folder.path): cannot write \(anchor.path): \(Self.errnoText())", cause: StorageCause(errno: errno))
             }
         } else {
             Self.restrictToOwner(anchor.path)
@@ -228,7 +226,7 @@ extension MediaCache {
 
     /// Creates `folder` and any missing parents, each new folder 0700 whatever the umask.
     static func ensureFolder(_ folder: URL) throws(MediaCacheError) {
-        do { try OwnerOnlyFiles.ensureFolder(folder) } catch { throw .storage(error.message) }
+        do { try OwnerOnlyFiles.ensureFolder(folder) } catch { throw .storage(error.message, cause: StorageCause(error)) }
     }
 
     /// Takes group and other permissions away from one of the cache's own files or folders
@@ -384,13 +382,15 @@ extension MediaCache {
             noticePurge()
             fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         }
-        guard fd >= 0 else { throw .storage("cannot create \(temporary.path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw .storage("cannot create \(temporary.path): \(String(cString: strerror(errno)))", cause: StorageCause(errno: errno))
+        }
         defer { closeDescriptor(fd) }
         // open(2)'s mode passes through the umask; set it exactly.
         guard fchmod(fd, 0o600) == 0 else {
-            let reason = Self.errnoText()
+            let (reason, code) = (Self.errnoText(), errno)
             unlink(temporary.path)
-            throw .storage("cannot set the mode of \(temporary.path): \(reason)")
+            throw .storage("cannot set the mode of \(temporary.path): \(reason)", cause: StorageCause(errno: code))
         }
         let written = file.withUnsafeBytes { raw -> Bool in
             var done = 0
@@ -403,9 +403,9 @@ extension MediaCache {
             return true
         }
         guard written else {
-            let reason = String(cString: strerror(errno))
+            let (reason, code) = (String(cString: strerror(errno)), errno)
             unlink(temporary.path)
-            throw .storage("cannot write \(temporary.path): \(reason)")
+            throw .storage("cannot write \(temporary.path): \(reason)", cause: StorageCause(errno: code))
         }
         Self.protectFile(temporary.path)
         return temporary

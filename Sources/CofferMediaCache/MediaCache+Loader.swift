@@ -36,10 +36,11 @@ extension MediaCache {
                     if attempt < 3, state.memory.peek(key) != nil || state.disk.peek(diskKey) != nil { return nil }
                     flight = Flight()
                     state.inFlight[key] = flight
-                    flight.task = Task { [self] in await run(flight, key, loader) }
+                    let task = Task { [self] in await run(flight, key, loader) }
+                    flight.fields.withLock { $0.task = task }
                 }
                 state.nextWaiter &+= 1
-                flight.active += 1
+                flight.fields.withLock { $0.active += 1 }
                 return (flight, state.nextWaiter)
             }
             if let (flight, id) = joined { return try await wait(for: flight, key, id) }
@@ -47,27 +48,33 @@ extension MediaCache {
         fatalError("unreachable")
     }
 
-    /// One run of a loader for one key and the callers waiting for it (every field guarded by
-    /// the cache's `state` lock).
-    // Safe to share: every field is read and written only inside the cache's `state.withLock`.
-    final class Flight: @unchecked Sendable {
-        var task: Task<Void, Never>?
-        /// Callers waiting, by id.
-        var waiters: [UInt64: CheckedContinuation<Data, any Error>] = [:]
-        /// Callers cancelled before they started waiting.
-        var cancelledEarly: Set<UInt64> = []
-        /// Callers that joined and have neither been answered nor cancelled.
-        var active = 0
-        /// The loader's outcome, once it is known.
-        var result: Result<Data, any Error>?
-        /// Every caller cancelled: nothing this run loads is cached.
-        var abandoned = false
+    /// One run of a loader for one key and the callers waiting for it. Its fields sit behind
+    /// its own lock; a step that also reads or changes the cache's `state` (which flight is in
+    /// flight for a key) takes that lock first and the flight's inside it, always in that order.
+    final class Flight: Sendable {
+        struct Fields {
+            var task: Task<Void, Never>?
+            /// Callers waiting, by id.
+            var waiters: [UInt64: CheckedContinuation<Data, any Error>] = [:]
+            /// Callers cancelled before they started waiting.
+            var cancelledEarly: Set<UInt64> = []
+            /// Callers that joined and have neither been answered nor cancelled.
+            var active = 0
+            /// The loader's outcome, once it is known.
+            var result: Result<Data, any Error>?
+            /// Every caller cancelled: nothing this run loads is cached.
+            var abandoned = false
+        }
+
+        let fields = Locked(Fields())
     }
 
     private func run(_ flight: Flight, _ key: MediaKey, _ loader: @Sendable () async throws -> Data) async {
         let result: Result<Data, any Error>
         do { result = .success(try await loader()) } catch { result = .failure(error) }
-        let keep = state.withLock { !flight.abandoned && !$0.invalidatedInFlight.contains(key) }
+        let keep = state.withLock { state in
+            !flight.fields.withLock { $0.abandoned } && !state.invalidatedInFlight.contains(key)
+        }
         if case .success(let data) = result, keep {
             // Stored while still in flight, so a request arriving meanwhile waits for this run
             // instead of starting another. The caller gets its image even when it cannot be
@@ -77,11 +84,15 @@ extension MediaCache {
             }
         }
         let (waiting, invalidatedDuringStore) = state.withLock { state -> ([CheckedContinuation<Data, any Error>], Bool) in
-            flight.result = result
-            let waiting = Array(flight.waiters.values)
-            flight.waiters.removeAll()
-            flight.active = 0
-            guard !flight.abandoned else { return (waiting, false) }
+            let (waiting, abandoned) = flight.fields.withLock { (fields) -> ([CheckedContinuation<Data, any Error>], Bool) in
+                fields.result = result
+                defer {
+                    fields.waiters.removeAll()
+                    fields.active = 0
+                }
+                return (Array(fields.waiters.values), fields.abandoned)
+            }
+            guard !abandoned else { return (waiting, false) }
             if state.inFlight[key] === flight { state.inFlight[key] = nil }
             return (waiting, state.invalidatedInFlight.remove(key) != nil)
         }
@@ -97,28 +108,29 @@ extension MediaCache {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data, any Error>) in
                 // The answer when there is one already (the run finished, or this caller was
                 // cancelled before it got here); otherwise the continuation is left to the run.
-                let answer = state.withLock { _ -> Result<Data, any Error>? in
-                    if let result = flight.result { return result }
-                    if flight.cancelledEarly.remove(id) != nil { return .failure(CancellationError()) }
-                    flight.waiters[id] = continuation
+                let answer = flight.fields.withLock { (fields) -> Result<Data, any Error>? in
+                    if let result = fields.result { return result }
+                    if fields.cancelledEarly.remove(id) != nil { return .failure(CancellationError()) }
+                    fields.waiters[id] = continuation
                     return nil
                 }
                 if let answer { continuation.resume(with: answer) }
             }
         } onCancel: {
             let (waiter, abandonedTask) = state.withLock { state -> (CheckedContinuation<Data, any Error>?, Task<Void, Never>?) in
-                guard flight.result == nil else { return (nil, nil) }
-                let waiter = flight.waiters.removeValue(forKey: id)
-                if waiter == nil { flight.cancelledEarly.insert(id) }
-                flight.active -= 1
-                var abandonedTask: Task<Void, Never>?
-                if flight.active == 0 {
-                    // Nobody wants this run any more: stop it, cache nothing, and let a later call
-                    // start a new one.
-                    flight.abandoned = true
-                    if state.inFlight[key] === flight { state.inFlight[key] = nil }
-                    abandonedTask = flight.task
+                let (waiter, abandoned, abandonedTask) = flight.fields.withLock {
+                    (fields) -> (CheckedContinuation<Data, any Error>?, Bool, Task<Void, Never>?) in
+                    guard fields.result == nil else { return (nil, false, nil) }
+                    let waiter = fields.waiters.removeValue(forKey: id)
+                    if waiter == nil { fields.cancelledEarly.insert(id) }
+                    fields.active -= 1
+                    guard fields.active == 0 else { return (waiter, false, nil) }
+                    // Nobody wants this run any more: stop it, cache nothing, and let a later
+                    // call start a new one.
+                    fields.abandoned = true
+                    return (waiter, true, fields.task)
                 }
+                if abandoned, state.inFlight[key] === flight { state.inFlight[key] = nil }
                 return (waiter, abandonedTask)
             }
             waiter?.resume(throwing: CancellationError())

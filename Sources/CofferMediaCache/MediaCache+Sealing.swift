@@ -149,8 +149,8 @@ extension MediaCache {
         var lockFile = FolderLockFile()
         let locked = lockFile.acquire(folder)
         defer {
-            if locked { _ = flock(lockFile.fd, LOCK_UN) }
-            if lockFile.fd >= 0 { closeDescriptor(lockFile.fd) }
+            if locked { lockFile.unlock() }
+            lockFile.close()
         }
         do {
             if let master = try existingKey(storage) { return CacheKeys(master: master, ephemeral: false) }
@@ -269,7 +269,7 @@ extension MediaCache {
     /// whatever is still on disk cannot be read by anyone (crypto-shredding) — then removes the
     /// folder and its files. The memory layer is emptied; later stores throw
     /// ``MediaCacheError/closed``. Blocks the calling thread on disk I/O.
-    /// - Throws: ``MediaCacheError/storage(_:)`` when the key or a file cannot be removed (the
+    /// - Throws: ``MediaCacheError/storage(_:cause:)`` when the key or a file cannot be removed (the
     ///   rest is removed all the same); retry, or remove the folder by hand.
     public func reset() throws(MediaCacheError) {
         fileLock.withLock { _ in

@@ -94,7 +94,7 @@ public final class MediaCache: Sendable {
     /// ``keyItemName``); without one, from the Keychain (service `coffer.media-cache`) on Apple
     /// platforms and a sealed-file store in `folder/.coffer-cache-key` elsewhere. A folder written
     /// under another key — or by an earlier release, in plaintext — is emptied when it opens.
-    /// - Throws: ``MediaCacheError/storage(_:)`` when the folder cannot be created.
+    /// - Throws: ``MediaCacheError/storage(_:cause:)`` when the folder cannot be created.
     public convenience init(
         folder: URL, limits: MediaCacheLimits = .default, keyStorage: (any SecureStorage)? = nil
     ) throws(MediaCacheError) {
@@ -147,9 +147,7 @@ public final class MediaCache: Sendable {
     package var folderScans: Int { state.withLock { $0.scans } }
 
     deinit {
-        fileLock.withLock { lockFile in
-            if lockFile.fd >= 0 { closeDescriptor(lockFile.fd) }
-        }
+        fileLock.withLock { $0.close() }
     }
 
     /// Closes the cache: the memory layer is emptied, reads answer nil, and stores and loads
@@ -299,7 +297,7 @@ public final class MediaCache: Sendable {
     /// ``MediaCacheLimits/timeToLive`` (never when the kind has none).
     /// - Throws: ``MediaCacheError/invalidInput(_:)`` for an empty id or data, data larger
     ///   than the disk layer's limit, or a `ttl` that is not a positive number of seconds;
-    ///   ``MediaCacheError/storage(_:)`` when the file cannot be written.
+    ///   ``MediaCacheError/storage(_:cause:)`` when the file cannot be written.
     /// Blocks the calling thread on disk I/O: from async code, `await` the plain-named async form.
     public func storeBlocking(_ data: Data, for key: MediaKey, ttl: TimeInterval? = nil) throws(MediaCacheError) {
         try Self.validate(key)
@@ -324,17 +322,17 @@ public final class MediaCache: Sendable {
             }
             let temporary = try writeTemporary(file, beside: final)
             // The rename and the index update are one step under the lock; nil when renamed.
-            let renameFailure = state.withLock { state -> String? in
-                guard rename(temporary.path, final.path) == 0 else { return String(cString: strerror(errno)) }
+            let renameFailure = state.withLock { state -> (String, Int32)? in
+                guard rename(temporary.path, final.path) == 0 else { return (String(cString: strerror(errno)), errno) }
                 state.insertDisk(diskKey, deadline: deadline, bytes: file.count)
                 state.insertMemory(key, diskKey, data, deadline: deadline)
                 state.mutations &+= 1
                 enforceLimits(&state)
                 return nil
             }
-            if let reason = renameFailure {
+            if let (reason, code) = renameFailure {
                 unlink(temporary.path)
-                throw .storage("cannot store \(final.path): \(reason)")
+                throw .storage("cannot store \(final.path): \(reason)", cause: StorageCause(errno: code))
             }
             lockFile.noteChange()
         }

@@ -1,7 +1,10 @@
 // The cache's public values: what an entry is (kind, key), the limits it keeps, the statistics it
 // reports and the errors it throws.
 
+import CofferSync
 import Foundation
+
+@_exported import struct CofferSync.StorageCause
 
 /// What a cached image is for; each kind has its own entry limit, so one never evicts another.
 public enum MediaKind: String, Sendable, Codable, CaseIterable {
@@ -116,7 +119,9 @@ public enum MediaCacheError: Error, Equatable, Sendable, CustomStringConvertible
     /// The key or data is not acceptable.
     case invalidInput(String)
     /// The folder cannot be created or written.
-    case storage(String)
+    /// `cause` keeps the system's error number or SQLite's result code underneath (nil when
+    /// there was none), so a caller can tell a full disk from a refused permission.
+    case storage(String, cause: StorageCause? = nil)
     /// The cache was closed (``MediaCache/close()``, or its container's `close()` or `reset()`).
     case closed
 
@@ -125,7 +130,7 @@ public enum MediaCacheError: Error, Equatable, Sendable, CustomStringConvertible
         switch self {
         case .closed: return "the media cache was closed; open it again to use it"
         case .invalidInput(let m): return "invalid input: \(m)"
-        case .storage(let m): return "media cache storage: \(m)"
+        case .storage(let m, _): return "media cache storage: \(m)"
         }
     }
 }

@@ -24,23 +24,26 @@ import GRDBSQLite
 /// if a reader still needs the WAL it is left for the next one, and `journal_size_limit` trims it
 /// at the next write). A database with more than ``SQLiteFootprint/freePagesToReclaim`` free
 /// pages (after large deletes) gives them back to the file system (`incremental_vacuum`).
-package final class Checkpointer: @unchecked Sendable {
-    // Safe to share: `queued`, `pool` and `installed` are only touched under `lock`.
+package final class Checkpointer: Sendable {
     /// WAL pages that trigger a checkpoint (SQLite's own automatic threshold).
     package static let walPages: Int32 = 1_000
 
-    // Guarded by `lock`.
-    private let lock = Lock()
-    private var queued = false
-    private weak var pool: DatabasePool?
-    private var installed = false
+    private struct State {
+        /// A checkpoint is queued on the writer and has not started.
+        var queued = false
+        weak var pool: DatabasePool?
+        /// The hook holds a reference to this object (until ``Checkpointer/poolClosed()``).
+        var installed = false
+    }
+
+    private let state: Locked<State>
+
+    private init(pool: DatabasePool) { state = Locked(State(pool: pool, installed: true)) }
 
     /// Hooks the pool's writer. This replaces SQLite's automatic checkpoint on that connection
     /// (the two share one hook). The hook keeps this object alive until ``poolClosed()``.
     package static func install(on pool: DatabasePool) -> Checkpointer {
-        let checkpointer = Checkpointer()
-        checkpointer.pool = pool
-        checkpointer.installed = true
+        let checkpointer = Checkpointer(pool: pool)
         let context = Unmanaged.passRetained(checkpointer).toOpaque()
         pool.writeWithoutTransaction { db in
             _ = sqlite3_wal_hook(
@@ -57,14 +60,14 @@ package final class Checkpointer: @unchecked Sendable {
 
     /// Called from the hook, on the writer, as a commit completes.
     private func enqueue() {
-        let target = lock.withLock { () -> DatabasePool? in
-            guard !queued, let pool else { return nil }
-            queued = true
+        let target = state.withLock { (state) -> DatabasePool? in
+            guard !state.queued, let pool = state.pool else { return nil }
+            state.queued = true
             return pool
         }
         guard let pool = target else { return }
         pool.asyncWriteWithoutTransaction { db in
-            self.lock.withLock { self.queued = false }
+            self.state.withLock { $0.queued = false }
             // Passive: never waits for readers; what it cannot copy now, a later one will.
             SQLiteFootprint.reclaimFreePages(db)
             SQLiteFootprint.checkpointAndTrim(db)
@@ -74,9 +77,9 @@ package final class Checkpointer: @unchecked Sendable {
     /// Drops the hook's reference once the pool's connections are closed (no commit can call
     /// the hook any more).
     package func poolClosed() {
-        let release = lock.withLock { () -> Bool in
-            defer { installed = false }
-            return installed
+        let release = state.withLock { (state) -> Bool in
+            defer { state.installed = false }
+            return state.installed
         }
         if release { Unmanaged.passUnretained(self).release() }
     }

@@ -9,15 +9,14 @@ import GRDBSQLite
 /// Records every statement the connections it is installed on run: its SQL and its
 /// virtual-machine steps (`SQLITE_STMTSTATUS_VM_STEP`), which grow with every row a statement
 /// visits. Installed through SQLite's `sqlite3_trace_v2` profile event; meant for tests.
-package final class StatementProfile: @unchecked Sendable {
-    // `entries` is guarded by `lock`; connections report from their own threads.
-    private let lock = Lock()
-    private var entries: [(sql: String, steps: Int)] = []
+package final class StatementProfile: Sendable {
+    /// The statements so far; connections report from their own threads.
+    private let entries = Locked<[(sql: String, steps: Int)]>([])
 
     package init() {}
 
     /// Every statement so far, in order.
-    package var statements: [(sql: String, steps: Int)] { lock.withLock { entries } }
+    package var statements: [(sql: String, steps: Int)] { entries.withLock { $0 } }
 
     /// Starts recording the statements `db` runs. The profile must outlive the connection.
     package func install(on db: Database) {
@@ -35,6 +34,6 @@ package final class StatementProfile: @unchecked Sendable {
     }
 
     private func record(_ sql: String, _ steps: Int) {
-        lock.withLock { entries.append((sql, steps)) }
+        entries.withLock { $0.append((sql, steps)) }
     }
 }

@@ -24,14 +24,17 @@ import Darwin
 /// The key is created under an exclusive lock, so processes starting together agree on one. Files
 /// are mode 0600 and folders 0700 whatever the umask; the store's folders found wider are
 /// restricted to their owner when the store first reads or writes.
-public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendable {
-    // Safe to share: `keys` and every file operation are under `lock`; `folder` is immutable.
+public final class EncryptedFileSecureStorage: SecureStorage, Sendable {
     /// The store's folder.
     public let folder: URL
-    private let lock = Lock()
-    private var keys: (names: KeyedHash, items: SecretKey)?
-    /// Whether this instance has swept its items folder of dead writes' temporary files.
-    private var swept = false
+    /// The keys once loaded; every file operation runs holding this lock too.
+    private let state = Locked(State())
+
+    private struct State {
+        var keys: (names: KeyedHash, items: SecretKey)?
+        /// Whether this instance has swept its items folder of dead writes' temporary files.
+        var swept = false
+    }
     private static let logger = Logger(label: "coffer.secure")
     private static let format: UInt8 = 1
 
@@ -46,9 +49,9 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     /// Stores `data` under `name`, sealed, with its accessibility class.
     public func saveBlocking(_ data: Data, for name: String, accessibility: SecureAccessibility) throws(SecureStorageError) {
         try validateName(name)
-        try lock.withLock { () throws(SecureStorageError) -> Void in
-            sweepOnce()
-            let (names, itemKey) = try loadKeys(create: true)
+        try state.withLock { (state) throws(SecureStorageError) -> Void in
+            sweepOnce(&state)
+            let (names, itemKey) = try loadKeys(create: true, &state)
             let file = fileName(name, names)
             var plain = Data()
             plain.append(UInt8(SecureAccessibility.allCases.firstIndex(of: accessibility)!))
@@ -59,12 +62,12 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
             defer { plain.resetBytes(in: 0..<plain.count) }
             var sealed = Data([Self.format])
             do { sealed.append(try AEAD.xchacha20Poly1305.seal(plain, key: itemKey, associatedData: Data(file.utf8))) } catch {
-                throw .storage("cannot seal \(name): \(error)")
+                throw .storage("cannot seal \(name): \(error)", cause: StorageCause(error))
             }
             do throws(FileOperationError) {
                 try DurableFile.ensureFolder(itemsFolder)
                 try DurableFile.write(sealed, to: itemsFolder.appendingPathComponent(file), permissions: 0o600)
-            } catch { throw .storage(error.message) }
+            } catch { throw .storage(error.message, cause: StorageCause(error)) }
         }
     }
 
@@ -72,10 +75,10 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     /// - Throws: ``SecureStorageError/corrupted(_:)`` when the file fails its check.
     public func loadBlocking(_ name: String) throws(SecureStorageError) -> Data? {
         try validateName(name)
-        return try lock.withLock { () throws(SecureStorageError) -> Data? in
-            sweepOnce()
-            guard try keyExists() else { return nil }
-            let (names, itemKey) = try loadKeys(create: false)
+        return try state.withLock { (state) throws(SecureStorageError) -> Data? in
+            sweepOnce(&state)
+            guard try keyExists(state) else { return nil }
+            let (names, itemKey) = try loadKeys(create: false, &state)
             let file = fileName(name, names)
             guard let item = try open(file, itemKey) else { return nil }
             guard item.name == name else { throw .corrupted("the file of \(name) holds another item") }
@@ -86,10 +89,10 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     /// The accessibility class an item was saved with, or nil when there is no such item.
     public func accessibilityBlocking(of name: String) throws(SecureStorageError) -> SecureAccessibility? {
         try validateName(name)
-        return try lock.withLock { () throws(SecureStorageError) -> SecureAccessibility? in
-            sweepOnce()
-            guard try keyExists() else { return nil }
-            let (names, itemKey) = try loadKeys(create: false)
+        return try state.withLock { (state) throws(SecureStorageError) -> SecureAccessibility? in
+            sweepOnce(&state)
+            guard try keyExists(state) else { return nil }
+            let (names, itemKey) = try loadKeys(create: false, &state)
             return try open(fileName(name, names), itemKey)?.accessibility
         }
     }
@@ -97,13 +100,15 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     /// Removes the item (durably); a missing item is not an error.
     public func deleteBlocking(_ name: String) throws(SecureStorageError) {
         try validateName(name)
-        try lock.withLock { () throws(SecureStorageError) -> Void in
-            sweepOnce()
-            guard try keyExists() else { return }
-            let (names, _) = try loadKeys(create: false)
+        try state.withLock { (state) throws(SecureStorageError) -> Void in
+            sweepOnce(&state)
+            guard try keyExists(state) else { return }
+            let (names, _) = try loadKeys(create: false, &state)
             let url = itemsFolder.appendingPathComponent(fileName(name, names))
             guard try Self.exists(url) else { return }
-            do throws(FileOperationError) { try DurableFile.remove(url) } catch { throw .storage(error.message) }
+            do throws(FileOperationError) { try DurableFile.remove(url) } catch {
+                throw .storage(error.message, cause: StorageCause(error))
+            }
             DurableFile.syncFolder(itemsFolder)
         }
     }
@@ -128,10 +133,10 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     }
 
     private func inventory() throws(SecureStorageError) -> (names: [String], damaged: [(file: String, reason: String)]) {
-        return try lock.withLock { () throws(SecureStorageError) -> (names: [String], damaged: [(file: String, reason: String)]) in
-            sweepOnce()
-            guard try keyExists() else { return ([], []) }
-            let (_, itemKey) = try loadKeys(create: false)
+        return try state.withLock { (state) throws(SecureStorageError) -> (names: [String], damaged: [(file: String, reason: String)]) in
+            sweepOnce(&state)
+            guard try keyExists(state) else { return ([], []) }
+            let (_, itemKey) = try loadKeys(create: false, &state)
             var found: [String] = []
             var damaged: [(file: String, reason: String)] = []
             for file in try itemFiles() {
@@ -147,11 +152,11 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
 
     /// Removes every item; the key stays.
     public func deleteAllBlocking() throws(SecureStorageError) {
-        try lock.withLock { () throws(SecureStorageError) -> Void in
-            sweepOnce()
+        try state.withLock { (state) throws(SecureStorageError) -> Void in
+            sweepOnce(&state)
             for file in try itemFiles() {
                 do throws(FileOperationError) { try DurableFile.remove(itemsFolder.appendingPathComponent(file)) } catch {
-                    throw .storage(error.message)
+                    throw .storage(error.message, cause: StorageCause(error))
                 }
             }
             DurableFile.syncFolder(itemsFolder)
@@ -163,36 +168,25 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     /// Loads the key, or makes it when there is none and no item exists, holding an exclusive
     /// `flock(2)` on `folder/.key-lock` so concurrent processes make one key between them.
     private func createOrLoadKey() throws -> SecretKey {
+        // The package's one lock between processes: a lock file that cannot be opened or locked
+        // is an error naming it (the store never goes on unlocked, which could make two keys).
         let lockPath = folder.appendingPathComponent(".key-lock").path
-        #if canImport(Glibc)
-        let fd = Glibc.open(lockPath, O_RDWR | O_CREAT, 0o600)
-        #else
-        let fd = Darwin.open(lockPath, O_RDWR | O_CREAT, 0o600)
-        #endif
-        if fd >= 0 {
-            _ = fchmod(fd, 0o600)
-            var result: Int32
-            repeat { result = flock(fd, LOCK_EX) } while result != 0 && errno == EINTR
+        let failure = { (e: ProcessLockError) -> any Error in SecureStorageError.storage(e.message, cause: StorageCause(e)) }
+        return try ProcessLock.withLock(at: lockPath, failure: failure) { () throws(any Error) -> SecretKey in
+            if try Self.exists(keyFile.url) { return try keyFile.load() }
+            let count = try itemFiles().count
+            guard count == 0 else { throw SecureStorageError.keyLost(lostKeyMessage(count)) }
+            return try keyFile.loadOrCreate()
         }
-        defer {
-            if fd >= 0 {
-                _ = flock(fd, LOCK_UN)
-                _ = Foundation.close(fd)
-            }
-        }
-        if try Self.exists(keyFile.url) { return try keyFile.load() }
-        let count = try itemFiles().count
-        guard count == 0 else { throw SecureStorageError.keyLost(lostKeyMessage(count)) }
-        return try keyFile.loadOrCreate()
     }
 
     /// Lock held. Removes, once per instance (at its first use), the temporary files of item
     /// (and key) writes whose process died before the rename: sealed copies of a value that no name leads
     /// to, which would otherwise outlive a `delete` of the item. Writes in progress (this or
     /// another process) hold a lock on theirs and are left alone.
-    private func sweepOnce() {
-        guard !swept else { return }
-        swept = true
+    private func sweepOnce(_ state: inout State) {
+        guard !state.swept else { return }
+        state.swept = true
         let removed = DurableFile.sweepTemporaries(in: itemsFolder) + DurableFile.sweepTemporaries(in: folder)
         if !removed.isEmpty {
             Self.logger.debug("removed temporary files of interrupted writes", metadata: ["count": "\(removed.count)"])
@@ -200,12 +194,12 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     }
 
     /// The item files' names; none when the items folder does not exist.
-    /// - Throws: ``SecureStorageError/storage(_:)`` naming the folder when it (or the store's
+    /// - Throws: ``SecureStorageError/storage(_:cause:)`` naming the folder when it (or the store's
     ///   folder) exists but cannot be read: an unreadable folder is not an empty one.
     private func itemFiles() throws(SecureStorageError) -> [String] {
         guard try Self.exists(folder), try Self.exists(itemsFolder) else { return [] }
         do { return try FileManager.default.contentsOfDirectory(atPath: itemsFolder.path).filter { !$0.hasPrefix(".") } } catch {
-            throw .storage(Self.unreadable(itemsFolder.path, reason: error.localizedDescription))
+            throw .storage(Self.unreadable(itemsFolder.path, reason: error.localizedDescription), cause: StorageCause(error))
         }
     }
 
@@ -215,12 +209,13 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
         var info = stat()
         guard lstat(url.path, &info) == 0 else {
             if errno == ENOENT || errno == ENOTDIR { return false }
-            let reason = String(cString: strerror(errno))
+            let (reason, code) = (String(cString: strerror(errno)), errno)
             let parent = url.deletingLastPathComponent().path
-            throw .storage(Self.unreadable(access(parent, R_OK | X_OK) == 0 ? url.path : parent, reason: reason))
+            throw .storage(
+                Self.unreadable(access(parent, R_OK | X_OK) == 0 ? url.path : parent, reason: reason), cause: StorageCause(errno: code))
         }
         if info.st_mode & mode_t(S_IFMT) == mode_t(S_IFDIR), access(url.path, R_OK | X_OK) != 0 {
-            throw .storage(Self.unreadable(url.path, reason: String(cString: strerror(errno))))
+            throw .storage(Self.unreadable(url.path, reason: String(cString: strerror(errno))), cause: StorageCause(errno: errno))
         }
         return true
     }
@@ -230,8 +225,8 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
     }
 
     /// Lock held. Whether the key file exists; a missing key while item files exist is an error.
-    private func keyExists() throws(SecureStorageError) -> Bool {
-        if keys != nil { return true }
+    private func keyExists(_ state: State) throws(SecureStorageError) -> Bool {
+        if state.keys != nil { return true }
         guard try Self.exists(folder) else { return false }
         if try Self.exists(keyFile.url) { return true }
         let count = try itemFiles().count
@@ -244,8 +239,8 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
             + "Restore the key file, or start over explicitly (deleteAll(), or coffer reset --yes) — no new key is made over them"
     }
 
-    private func loadKeys(create: Bool) throws(SecureStorageError) -> (KeyedHash, SecretKey) {
-        if let keys { return keys }
+    private func loadKeys(create: Bool, _ state: inout State) throws(SecureStorageError) -> (KeyedHash, SecretKey) {
+        if let keys = state.keys { return keys }
         restrictFolders()
         let master: SecretKey
         do {
@@ -264,7 +259,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
             names: KeyedHash(key: KeyDerivation.hkdf(from: master, info: "coffer.secure.names")),
             items: KeyDerivation.hkdf(from: master, info: "coffer.secure.items")
         )
-        keys = loaded
+        state.keys = loaded
         return loaded
     }
 
@@ -292,7 +287,7 @@ public final class EncryptedFileSecureStorage: SecureStorage, @unchecked Sendabl
         do {
             guard let read = try DurableFile.read(url) else { return nil }
             sealed = read
-        } catch { throw .storage(error.message) }
+        } catch { throw .storage(error.message, cause: StorageCause(error)) }
         guard sealed.first == Self.format else { throw .corrupted("\(url.path) has an unknown format") }
         var plain: Data
         do { plain = try AEAD.xchacha20Poly1305.open(sealed.dropFirst(), key: itemKey, associatedData: Data(file.utf8)) } catch {

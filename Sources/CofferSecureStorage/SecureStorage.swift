@@ -1,7 +1,10 @@
 // Secure storage for small secrets (tokens, client certificates, headers): one protocol, the
 // Keychain behind it on Apple platforms, an encrypted file store elsewhere.
 
+import CofferSync
 import Foundation
+
+@_exported import struct CofferSync.StorageCause
 
 /// When a stored item may be read, as the Keychain's accessibility classes. The file store
 /// records the class with the item (Linux has no device lock state to enforce it against).
@@ -34,7 +37,9 @@ public enum SecureStorageError: Error, Equatable, Sendable, CustomStringConverti
     /// The items are not readable now (e.g. the Keychain before first unlock).
     case unavailable(String)
     /// Reading or writing the store failed.
-    case storage(String)
+    /// `cause` keeps the system's error number or SQLite's result code underneath (nil when
+    /// there was none), so a caller can tell a full disk from a refused permission.
+    case storage(String, cause: StorageCause? = nil)
     /// The store's owner (a closed or reset container) no longer serves it.
     case closed
 
@@ -48,7 +53,7 @@ public enum SecureStorageError: Error, Equatable, Sendable, CustomStringConverti
         case .keyLost(let m): return "secure storage key lost: \(m)"
         case .corrupted(let m): return "secure item corrupted: \(m)"
         case .unavailable(let m): return "secure storage unavailable: \(m)"
-        case .storage(let m): return "secure storage: \(m)"
+        case .storage(let m, _): return "secure storage: \(m)"
         }
     }
 }

@@ -29,7 +29,8 @@ public final class ObservedSetting<Value: Sendable> {
     private var current: Value
     @ObservationIgnored private let key: StoreKey<Value>
     @ObservationIgnored private let settings: Settings
-    @ObservationIgnored private let follower = FollowerTask()
+    /// The task that follows the setting, cancelled from deinit (set once the model is initialised).
+    @ObservationIgnored private let follower = Locked<Task<Void, Never>?>(nil)
 
     /// Follows `key` in `settings` from now on (until the settings close or this model goes).
     public init(_ key: StoreKey<Value>, in settings: Settings) {
@@ -37,7 +38,7 @@ public final class ObservedSetting<Value: Sendable> {
         self.settings = settings
         self.current = settings.get(key)
         let stream = settings.changes(key, initial: true)
-        follower.start(
+        let task =
             Task { [weak self] in
                 // The stream ends by throwing `SettingsError.closed` when the settings close:
                 // the model keeps its last value.
@@ -47,10 +48,11 @@ public final class ObservedSetting<Value: Sendable> {
                         self.current = value
                     }
                 } catch {}
-            })
+            }
+        follower.withLock { $0 = task }
     }
 
-    deinit { follower.cancel() }
+    deinit { follower.withLock { $0 }?.cancel() }
 
     private func write(_ newValue: Value) {
         do {
@@ -61,13 +63,4 @@ public final class ObservedSetting<Value: Sendable> {
             lastError = error
         }
     }
-}
-
-/// The task that follows a setting for an ``ObservedSetting``, cancellable from its deinit.
-private final class FollowerTask: @unchecked Sendable {
-    // `task` is guarded by `lock`.
-    private let lock = Lock()
-    private var task: Task<Void, Never>?
-    func start(_ task: Task<Void, Never>) { lock.withLock { self.task = task } }
-    func cancel() { lock.withLock { task }?.cancel() }
 }

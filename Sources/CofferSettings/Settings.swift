@@ -7,6 +7,8 @@ import Foundation
 import GRDB
 import Logging
 
+@_exported import struct CofferSync.StorageCause
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -22,7 +24,9 @@ public enum SettingsError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The value could not be encoded.
     case unencodable(key: String, reason: String)
     /// SQLite failed.
-    case storage(String)
+    /// `cause` keeps the system's error number or SQLite's result code underneath (nil when
+    /// there was none), so a caller can tell a full disk from a refused permission.
+    case storage(String, cause: StorageCause? = nil)
     /// The settings were closed with their database; reads keep answering from memory.
     case closed
 
@@ -34,7 +38,7 @@ public enum SettingsError: Error, Equatable, Sendable, CustomStringConvertible {
             return "setting \"\(key)\" is stored as \(stored) but the key is \(expected); its default is used"
         case .undecodable(let key, let kind): return "setting \"\(key)\" holds a \(kind) value that does not decode; its default is used"
         case .unencodable(let key, let reason): return "setting \"\(key)\" cannot be encoded: \(reason)"
-        case .storage(let m): return "settings storage: \(m)"
+        case .storage(let m, _): return "settings storage: \(m)"
         }
     }
 }
@@ -74,23 +78,34 @@ struct SettingsCache: Sendable {
 /// ``crossProcessCheckInterval`` (a `PRAGMA data_version` query on a connection kept for it;
 /// when it moved, the table is read again and ``changes(_:)`` yields what changed), or at once by
 /// ``refresh()``.
-public final class Settings: @unchecked Sendable {
-    // `observers` is guarded by `lock`; the cache by its own mutex (reads are the hot path);
-    // `database` is itself thread-safe; `watcher` and `lastDataVersion` are guarded by the hub's write lock.
+public final class Settings: Sendable {
     private let database: any DatabaseWriter
-    private let lock = Lock()
+    /// The values in memory, behind their own lock (reads are the hot path).
     @usableFromInline let cache: Locked<SettingsCache>
-    private var watcher: DatabaseQueue?
-    private var lastDataVersion: Int64 = -1
+    /// The connection that notices other processes' writes. Taken only while holding the hub's
+    /// write lock (always in that order), so a check never interleaves with a commit of this process.
+    private let watch: Locked<Watch>
     /// How long a read trusts memory before it checks for other processes' writes: 100 ms.
     public static let crossProcessCheckInterval: UInt64 = 100_000_000
-    private var observers: [String: [UUID: @Sendable (StoredSetting?) -> Void]] = [:]
-    /// How each change stream is finished (guarded by `lock`), at ``close()``.
-    private var finishers: [UUID: @Sendable () -> Void] = [:]
-    /// Set by ``close()`` (guarded by `lock`): writes throw ``SettingsError/closed`` after it.
-    private var isClosed = false
+    /// The change streams and whether the settings closed.
+    private let observation = Locked(Observation())
     private let hub: SettingsHub
     private let logger = Logger(label: "coffer.settings")
+
+    private struct Watch {
+        /// A read-only connection of its own (none for an in-memory database, nor after close).
+        var connection: DatabaseQueue?
+        /// `PRAGMA data_version` when memory was last read from the file.
+        var lastDataVersion: Int64 = -1
+    }
+
+    private struct Observation {
+        var observers: [String: [UUID: @Sendable (StoredSetting?) -> Void]] = [:]
+        /// How each change stream is finished, at ``Settings/close()``.
+        var finishers: [UUID: @Sendable () -> Void] = [:]
+        /// Set by ``Settings/close()``: writes throw ``SettingsError/closed`` after it.
+        var isClosed = false
+    }
 
     /// The schema step that creates the settings table; register it in the app's migrator.
     public static func registerMigrations(_ migrator: inout DatabaseMigrator) {
@@ -123,19 +138,22 @@ public final class Settings: @unchecked Sendable {
             config.label = "coffer.settings.watcher"
             watcher = try? DatabaseQueue(path: database.path, configuration: config)
         }
-        self.watcher = watcher
+        self.watch = Locked(Watch(connection: watcher))
         cache = Locked(SettingsCache(values: [:], nextCheck: Self.monotonicNow() &+ Self.crossProcessCheckInterval))
         // Read and join the file's instances under the write lock: no write of this process can
         // fall between the read and the registration.
         do {
             try hub.withWriteLock { () throws in
-                if let watcher { lastDataVersion = try watcher.read { try Int64.fetchOne($0, sql: "PRAGMA data_version") ?? -1 } }
+                if let watcher {
+                    let version = try watcher.read { try Int64.fetchOne($0, sql: "PRAGMA data_version") ?? -1 }
+                    watch.withLock { $0.lastDataVersion = version }
+                }
                 let values = try Self.readAll(database)
                 cache.withLock { $0.values = values }
                 hub.register(self)
             }
         } catch {
-            throw SettingsError.storage("cannot read the settings: \(error)")
+            throw SettingsError.storage("cannot read the settings: \(error)", cause: StorageCause(error))
         }
     }
 
@@ -214,12 +232,17 @@ public final class Settings: @unchecked Sendable {
     private func refreshIfChanged(wait: Bool) {
         // A read never waits for a writer of this process: it checks again next time.
         _ = hub.withWriteLock(wait: wait) {
-            guard let watcher else { return }
-            guard let version = try? watcher.read({ try Int64.fetchOne($0, sql: "PRAGMA data_version") ?? -1 }),
-                version != lastDataVersion
-            else { return }
-            guard let fresh = try? Self.readAll(database) else { return }
-            lastDataVersion = version
+            let database = database
+            let changed = watch.withLock { (watch) -> [String: StoredSetting]? in
+                guard let watcher = watch.connection else { return nil }
+                guard let version = try? watcher.read({ try Int64.fetchOne($0, sql: "PRAGMA data_version") ?? -1 }),
+                    version != watch.lastDataVersion
+                else { return nil }
+                guard let fresh = try? Self.readAll(database) else { return nil }
+                watch.lastDataVersion = version
+                return fresh
+            }
+            guard let fresh = changed else { return }
             let old = cache.withLock { state -> [String: StoredSetting] in
                 defer { state.values = fresh }
                 return state.values
@@ -239,14 +262,16 @@ public final class Settings: @unchecked Sendable {
     public func close() {
         hub.withWriteLock { () -> Void in
             // A closed connection must not be read again (SQLite would be handed a closed handle).
-            try? watcher?.close()
-            watcher = nil
+            watch.withLock { watch in
+                try? watch.connection?.close()
+                watch.connection = nil
+            }
         }
-        let finish = lock.withLock { () -> [@Sendable () -> Void] in
-            isClosed = true
-            observers.removeAll()
-            defer { finishers.removeAll() }
-            return Array(finishers.values)
+        let finish = observation.withLock { (state) -> [@Sendable () -> Void] in
+            state.isClosed = true
+            state.observers.removeAll()
+            defer { state.finishers.removeAll() }
+            return Array(state.finishers.values)
         }
         for f in finish { f() }
     }
@@ -342,7 +367,7 @@ public final class Settings: @unchecked Sendable {
     }
 
     private func write(_ name: String, _ stored: StoredSetting?) throws(SettingsError) {
-        if lock.withLock({ isClosed }) { throw .closed }
+        if observation.withLock({ $0.isClosed }) { throw .closed }
         // Commit and update every instance's memory under one lock per file: two concurrent
         // writes to one key reach memory in the order they reached the disk.
         try hub.withWriteLock { () throws(SettingsError) in
@@ -366,7 +391,7 @@ public final class Settings: @unchecked Sendable {
                 }
             }
         } catch {
-            throw .storage("writing \"\(name)\" failed: \(error)")
+            throw .storage("writing \"\(name)\" failed: \(error)", cause: StorageCause(error))
         }
     }
 
@@ -380,7 +405,7 @@ public final class Settings: @unchecked Sendable {
     }
 
     private func notify(_ name: String, _ stored: StoredSetting?) {
-        let callbacks: [@Sendable (StoredSetting?) -> Void] = lock.withLock { Array((observers[name] ?? [:]).values) }
+        let callbacks: [@Sendable (StoredSetting?) -> Void] = observation.withLock { Array(($0.observers[name] ?? [:]).values) }
         for callback in callbacks { callback(stored) }
     }
 
@@ -398,7 +423,8 @@ public final class Settings: @unchecked Sendable {
     public func changes<Value>(_ key: StoreKey<Value>, initial: Bool = false) -> AsyncThrowingStream<Value, any Error> {
         AsyncThrowingStream { continuation in
             let id = UUID()
-            let last = LastStored()
+            // The stored value the stream gave last, so a write of the same value is not given twice.
+            let last = Locked<StoredSetting??>(nil)
             let yield: @Sendable (StoredSetting?) -> Void = { [weak self] stored in
                 guard let self else { return }
                 guard let stored else {
@@ -408,16 +434,16 @@ public final class Settings: @unchecked Sendable {
                 continuation.yield((try? self.decode(stored, key)) ?? key.defaultValue)
             }
             let callback: @Sendable (StoredSetting?) -> Void = { stored in
-                if last.replace(with: stored) { yield(stored) }
+                if Self.replace(last, with: stored) { yield(stored) }
             }
             // The current value is read and the callback registered under one lock, so no
             // write falls between them (a write that raced is seen once, by value).
-            let (open, current) = lock.withLock { () -> (Bool, StoredSetting?) in
-                guard !isClosed else { return (false, nil) }
+            let (open, current) = observation.withLock { (state) -> (Bool, StoredSetting?) in
+                guard !state.isClosed else { return (false, nil) }
                 let current = cache.withLock { $0.values[key.name] }
-                _ = last.replace(with: current)
-                observers[key.name, default: [:]][id] = callback
-                finishers[id] = { continuation.finish(throwing: SettingsError.closed) }
+                _ = Self.replace(last, with: current)
+                state.observers[key.name, default: [:]][id] = callback
+                state.finishers[id] = { continuation.finish(throwing: SettingsError.closed) }
                 return (true, current)
             }
             if open, initial { yield(current) }
@@ -427,9 +453,9 @@ public final class Settings: @unchecked Sendable {
             }
             continuation.onTermination = { [weak self] _ in
                 guard let self else { return }
-                self.lock.withLock {
-                    _ = self.observers[key.name]?.removeValue(forKey: id)
-                    _ = self.finishers.removeValue(forKey: id)
+                self.observation.withLock { state in
+                    _ = state.observers[key.name]?.removeValue(forKey: id)
+                    _ = state.finishers.removeValue(forKey: id)
                 }
             }
         }
@@ -437,13 +463,13 @@ public final class Settings: @unchecked Sendable {
 }
 
 /// Connects every ``Settings`` instance on one database file in this process.
-final class SettingsHub: @unchecked Sendable {
-    private static let registryLock = Lock()
-    nonisolated(unsafe) private static var hubs = [String: SettingsHub]()
+final class SettingsHub: Sendable {
+    /// The hub of every file (by its resolved path) an instance of this process opened.
+    private static let hubs = Locked([String: SettingsHub]())
 
     static func shared(for path: String) -> SettingsHub {
         let key = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
-        return registryLock.withLock {
+        return hubs.withLock { hubs in
             if let hub = hubs[key] { return hub }
             let hub = SettingsHub()
             hubs[key] = hub
@@ -452,7 +478,8 @@ final class SettingsHub: @unchecked Sendable {
     }
 
     private struct Weak { weak var settings: Settings? }
-    private let lock = Lock()
+    /// The instances on this file.
+    private let members = Locked([ObjectIdentifier: Weak]())
     /// Held across every settings commit and its broadcast on this file, and across refreshes.
     private let writeLock = Lock()
 
@@ -464,31 +491,25 @@ final class SettingsHub: @unchecked Sendable {
     func withWriteLock<R>(wait: Bool, _ body: () -> sending R) -> sending R? {
         wait ? writeLock.withLock(body) : writeLock.withLockIfAvailable(body)
     }
-    private var members = [ObjectIdentifier: Weak]()
 
     func register(_ settings: Settings) {
-        lock.withLock { members[ObjectIdentifier(settings)] = Weak(settings: settings) }
+        members.withLock { $0[ObjectIdentifier(settings)] = Weak(settings: settings) }
     }
 
     func unregister(_ settings: Settings) {
-        _ = lock.withLock { members.removeValue(forKey: ObjectIdentifier(settings)) }
+        _ = members.withLock { $0.removeValue(forKey: ObjectIdentifier(settings)) }
     }
 
     func broadcast(_ name: String, _ stored: StoredSetting?) {
-        let targets = lock.withLock { members.values.compactMap(\.settings) }
+        let targets = members.withLock { $0.values.compactMap(\.settings) }
         for target in targets { target.apply(name, stored) }
     }
 }
 
-/// The stored value a change stream gave last, so a write of the same value is not given twice.
-private final class LastStored: @unchecked Sendable {
-    // `value` is guarded by `lock`.
-    private let lock = Lock()
-    private var value: StoredSetting??
-
-    /// Records `stored`; false when it is what was recorded last.
-    func replace(with stored: StoredSetting?) -> Bool {
-        lock.withLock {
+extension Settings {
+    /// Records `stored` as what a change stream gave last; false when it is what was recorded last.
+    fileprivate static func replace(_ last: Locked<StoredSetting??>, with stored: StoredSetting?) -> Bool {
+        last.withLock { value in
             if let previous = value, previous == stored { return false }
             value = .some(stored)
             return true

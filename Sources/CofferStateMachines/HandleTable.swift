@@ -70,21 +70,23 @@ public struct TransportFailure: Error, Sendable, Equatable {
 }
 
 /// Live machines behind integer handles. Thread-safe; handles count up and are never reused.
-public final class HandleTable: @unchecked Sendable {
-    // Guarded by `lock`.
-    private let lock = Lock()
-    private var next = 1
-    private var machines = [Int: AnyMachine]()
+public final class HandleTable: Sendable {
+    private struct State {
+        var next = 1
+        var machines = [Int: AnyMachine]()
+    }
+
+    private let state = Locked(State())
 
     /// An empty table.
     public init() {}
 
     /// Stores `machine` under a new handle.
     public func insert(_ machine: AnyMachine) -> Int {
-        lock.withLock {
-            let handle = next
-            next += 1
-            machines[handle] = machine
+        state.withLock { state in
+            let handle = state.next
+            state.next += 1
+            state.machines[handle] = machine
             return handle
         }
     }
@@ -92,7 +94,7 @@ public final class HandleTable: @unchecked Sendable {
     /// The machine behind `handle`.
     /// - Throws: ``StateMachineError/unknownHandle(_:)``.
     public func machine(_ handle: Int) throws(StateMachineError) -> AnyMachine {
-        let found = lock.withLock { machines[handle] }
+        let found = state.withLock { $0.machines[handle] }
         guard let found else { throw .unknownHandle(handle) }
         return found
     }
@@ -103,10 +105,10 @@ public final class HandleTable: @unchecked Sendable {
     public func update(_ handle: Int, _ change: (AnyMachine) throws(StateMachineError) -> AnyMachine) throws(StateMachineError)
         -> AnyMachine
     {
-        return try lock.withLock { () throws(StateMachineError) -> AnyMachine in
-            guard let current = machines[handle] else { throw .unknownHandle(handle) }
+        return try state.withLock { (state) throws(StateMachineError) -> AnyMachine in
+            guard let current = state.machines[handle] else { throw .unknownHandle(handle) }
             let updated = try change(current)
-            machines[handle] = updated
+            state.machines[handle] = updated
             return updated
         }
     }
@@ -114,12 +116,12 @@ public final class HandleTable: @unchecked Sendable {
     /// Forgets the machine behind `handle`; the handle is never issued again.
     /// - Throws: ``StateMachineError/unknownHandle(_:)``.
     public func release(_ handle: Int) throws(StateMachineError) {
-        let removed = lock.withLock { machines.removeValue(forKey: handle) }
+        let removed = state.withLock { $0.machines.removeValue(forKey: handle) }
         if removed == nil { throw .unknownHandle(handle) }
     }
 
     /// Number of live machines.
-    public var count: Int { lock.withLock { machines.count } }
+    public var count: Int { state.withLock { $0.machines.count } }
 }
 
 /// The saved form: `{"version": 3, "kind": "…", "data": {…}}` (keys sorted), with legacy

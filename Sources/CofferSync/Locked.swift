@@ -1,5 +1,7 @@
 // The package's one lock type: a mutex around the state it guards, reached only through
 // `withLock`, so no code can touch the state without holding the lock or forget to release it.
+// Shared mutable state lives inside a `Locked` value (as a struct of fields when there are
+// several); `Lock` (a `Locked<Void>`) only serialises a section of code.
 // An unfair lock on Apple platforms (`os_unfair_lock`, in its own allocation, as it may not move
 // once used), the standard library's `Mutex` elsewhere (not available on Apple platforms before
 // macOS 15 / iOS 18, which the package still supports).
@@ -70,8 +72,8 @@ package final class Locked<State>: @unchecked Sendable {
 }
 
 extension Locked where State == Void {
-    /// A lock guarding no value of its own (it serialises a section of code, or state kept
-    /// elsewhere whose declaration says this lock guards it).
+    /// A lock guarding no value of its own: it serialises a section of code (state that several
+    /// threads change goes inside a `Locked` value instead).
     package convenience init() { self.init(()) }
 
     /// Runs `body` while holding the lock.
@@ -104,10 +106,8 @@ package struct Handoff<Value>: @unchecked Sendable {
 /// its capacity (the values it holds are cheap to recompute; a full clear keeps the bookkeeping
 /// to one dictionary). `compute` runs outside the lock, so two callers may compute one key at
 /// once; the result is the same either way.
-package final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
-    // Safe to share: `entries` is only touched inside `lock`'s withLock.
-    private let lock = Lock()
-    private var entries = [Key: Value]()
+package final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    private let entries = Locked([Key: Value]())
     private let capacity: Int
 
     /// A cache of at most `capacity` values.
@@ -115,9 +115,10 @@ package final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: @un
 
     /// The cached value of `key`, or the one `compute` gives (then cached).
     package func value<E: Error>(for key: Key, _ compute: () throws(E) -> Value) throws(E) -> Value {
-        if let hit = lock.withLock({ entries[key] }) { return hit }
+        if let hit = entries.withLock({ $0[key] }) { return hit }
         let value = try compute()
-        lock.withLock {
+        let capacity = capacity
+        entries.withLock { entries in
             if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
             entries[key] = value
         }
@@ -125,8 +126,8 @@ package final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: @un
     }
 
     /// Values held.
-    package var count: Int { lock.withLock { entries.count } }
+    package var count: Int { entries.withLock { $0.count } }
 
     /// Forgets every value.
-    package func removeAll() { lock.withLock { entries.removeAll() } }
+    package func removeAll() { entries.withLock { $0.removeAll() } }
 }

@@ -10,12 +10,17 @@ import Darwin
 import Glibc
 #endif
 
-/// A lock file could not be opened or locked; `message` names the path and the reason.
-package struct ProcessLockError: Error, CustomStringConvertible {
+/// A lock file could not be opened or locked; `message` names the path, the reason and what to do.
+package struct ProcessLockError: StorageCauseCarrier, CustomStringConvertible {
     /// What went wrong, with the path.
     package let message: String
+    /// The system's error underneath.
+    package let storageCause: StorageCause?
     /// The error with its message.
-    package init(_ message: String) { self.message = message }
+    package init(_ message: String, cause: StorageCause? = nil) {
+        self.message = message
+        self.storageCause = cause
+    }
     /// The message.
     package var description: String { message }
 }
@@ -84,33 +89,85 @@ package enum ProcessLock {
 
     /// Opens the lock file and locks it; nil when `wait` is false and another holds it.
     static func acquire(_ path: String, wait: Bool) throws(ProcessLockError) -> Int32? {
-        // Each new round follows a holder that removed the file, so rounds make progress; the
-        // bound only stops a loop against a file something else keeps replacing.
-        for _ in 0..<10_000 {
-            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw ProcessLockError("cannot open the lock file \(path): \(errnoText())") }
-            var result: Int32
-            repeat { result = flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) } while result != 0 && errno == EINTR
-            if result != 0 {
-                let code = errno
-                _ = close(fd)
-                if !wait, code == EWOULDBLOCK { return nil }
-                throw ProcessLockError("cannot lock \(path): \(String(cString: strerror(code)))")
+        var file = KeptOpen(path: path)
+        guard try file.lock(wait: wait) != nil else { return nil }
+        return file.fd
+    }
+
+    /// A lock file kept open between locks, for a holder that locks it often and keeps data in
+    /// it (the media cache's change counter). The same rules as the other forms: the file is
+    /// created 0600 when missing, and a lock counts only while its file is still the one at the
+    /// path (the file is opened again when it was removed or replaced).
+    package struct KeptOpen {
+        /// The lock file's path.
+        package let path: String
+        /// The open lock file; -1 before the first lock and after a replaced file was let go.
+        package private(set) var fd: Int32 = -1
+
+        /// A lock file at `path`, not open yet.
+        package init(path: String) { self.path = path }
+
+        /// Locks the file (waiting for other holders unless `wait` is false): true when the file
+        /// was (re)opened for this lock, false when the open one was locked again; nil when
+        /// `wait` is false and another holds it.
+        /// - Throws: ``ProcessLockError`` naming the file, the reason and what to do.
+        package mutating func lock(wait: Bool = true) throws(ProcessLockError) -> Bool? {
+            // Each new round follows a holder that removed the file, so rounds make progress; the
+            // bound only stops a loop against a file something else keeps replacing.
+            for _ in 0..<10_000 {
+                var reopened = false
+                if fd < 0 {
+                    let opened = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+                    guard opened >= 0 else {
+                        let code = errno
+                        throw ProcessLockError(
+                            "cannot open the lock file \(path): \(String(cString: strerror(code))); give the owner write and search permission on its folder (chmod u+rwx), or free disk space",
+                            cause: StorageCause(errno: code))
+                    }
+                    fd = opened
+                    reopened = true
+                }
+                var result: Int32
+                repeat { result = flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) } while result != 0 && errno == EINTR
+                if result != 0 {
+                    let code = errno
+                    if !wait, code == EWOULDBLOCK { return nil }
+                    close()
+                    throw ProcessLockError(
+                        "cannot lock \(path): \(String(cString: strerror(code))); the file system may not support locks (keep the store on a local volume)",
+                        cause: StorageCause(errno: code))
+                }
+                // The lock counts only if the file is still the one at the path (not removed or
+                // replaced while this process waited, or since it last held it).
+                var held = stat()
+                var named = stat()
+                if fstat(fd, &held) == 0, stat(path, &named) == 0, held.st_ino == named.st_ino, held.st_dev == named.st_dev {
+                    // open(2)'s mode passes through the umask; a lock file this process made is
+                    // owner-only. (Another owner's file is left alone.)
+                    if held.st_uid == getuid(), held.st_mode & 0o077 != 0 { _ = fchmod(fd, 0o600) }
+                    return reopened
+                }
+                unlock()
+                close()
             }
-            // The lock counts only if the file is still the one at the path (not removed or
-            // replaced while this process waited).
-            var held = stat()
-            var named = stat()
-            if fstat(fd, &held) == 0, stat(path, &named) == 0, held.st_ino == named.st_ino, held.st_dev == named.st_dev {
-                // open(2)'s mode passes through the umask; a lock file this process made is
-                // owner-only. (Another owner's file is left alone.)
-                if held.st_uid == getuid(), held.st_mode & 0o077 != 0 { _ = fchmod(fd, 0o600) }
-                return fd
-            }
-            _ = flock(fd, LOCK_UN)
-            _ = close(fd)
+            throw ProcessLockError("cannot lock \(path): it was replaced again and again while waiting; stop whatever keeps replacing it")
         }
-        throw ProcessLockError("cannot lock \(path): it was replaced again and again while waiting")
+
+        /// Lets the lock go; the file stays open for the next ``lock(wait:)``.
+        package func unlock() {
+            if fd >= 0 { _ = flock(fd, LOCK_UN) }
+        }
+
+        /// Closes the file (letting any lock go).
+        package mutating func close() {
+            guard fd >= 0 else { return }
+            #if canImport(Glibc)
+            _ = Glibc.close(fd)
+            #else
+            _ = Darwin.close(fd)
+            #endif
+            fd = -1
+        }
     }
 
     /// Unlocks and closes; with `removing`, first removes the lock file (still held, so no one

@@ -138,15 +138,17 @@ extension Wallet {
         head.append(writer.header)
         let file: DurableFileWriter
         do { file = try DurableFileWriter(target: url) } catch {
-            throw WalletError.storage("cannot write the backup to \(url.path): \(error.message)")
+            throw WalletError.storage("cannot write the backup to \(url.path): \(error.message)", cause: StorageCause(error))
         }
         let start = head
+        let handedFile = Handoff(file)
         let total: Int
         do {
             // One read transaction: the backup is one consistent state of the wallet.
             total = try await gated { keys in
                 try await pool.read { db -> Int in
                     let writer = handoff.value
+                    let file = handedFile.value
                     try Self.beginBulk(db, cacheKiB: Self.exportCacheKiB)
                     defer { Self.endBulk(db, cacheKiB: Schema.cacheKiB) }
                     try file.write(start)
@@ -191,7 +193,9 @@ extension Wallet {
             try file.commit()
         } catch {
             file.abandon()
-            if let e = error as? FileOperationError { throw WalletError.storage("cannot write the backup to \(url.path): \(e.message)") }
+            if let e = error as? FileOperationError {
+                throw WalletError.storage("cannot write the backup to \(url.path): \(e.message)", cause: StorageCause(e))
+            }
             throw Self.translate(error)
         }
         logger.info("exported a backup of \(total) records")
@@ -235,6 +239,7 @@ extension Wallet {
         }
         defer { try? handle.close() }
         let reader = BackupReader(handle: handle)
+        let handedReader = Handoff(reader)
         let handoff = Handoff(try reader.open(passphrase: passphrase))
         let stream = handoff.value
         guard let first = try reader.next(stream), !first.final,
@@ -268,6 +273,7 @@ extension Wallet {
                             var done = 0
                             var sawFinal = false
                             progress?(BackupProgress(done: 0, total: total))
+                            let reader = handedReader.value
                             while var chunk = try reader.next(handoff.value) {
                                 defer { chunk.message.resetBytes(in: 0..<chunk.message.count) }
                                 if chunk.final {
@@ -322,10 +328,10 @@ extension Wallet {
     static func creationLock(for walletURL: URL) async throws -> ProcessLock.Held {
         let folder = walletURL.deletingLastPathComponent()
         do { try DurableFile.ensureFolder(folder) } catch {
-            throw WalletError.storage("cannot create folder for \(walletURL.path): \(error.message)")
+            throw WalletError.storage("cannot create folder for \(walletURL.path): \(error.message)", cause: StorageCause(error))
         }
         do { return try await ProcessLock.acquire(at: creationLockPath(for: walletURL), removeWhenDone: true) } catch {
-            throw WalletError.storage(error.message)
+            throw WalletError.storage(error.message, cause: StorageCause(error))
         }
     }
 
@@ -372,7 +378,8 @@ extension Wallet {
             defer { try? handle.close() }
             try handle.synchronize()
         } catch {
-            throw WalletError.storage("cannot flush the restored wallet at \(temporary.path): \(error.localizedDescription)")
+            throw WalletError.storage(
+                "cannot flush the restored wallet at \(temporary.path): \(error.localizedDescription)", cause: StorageCause(error))
         }
         // link(2) makes the second name only if none is there (a rename would replace a wallet
         // made meanwhile); the temporary name is removed after.
@@ -406,9 +413,9 @@ extension Wallet {
 }
 
 /// Reads a backup file's header and length-prefixed messages from a file handle, one message
-/// at a time. Used by one task at a time (the restore's write).
-final class BackupReader: @unchecked Sendable {
-    // Safe to share: one task at a time owns it (the restore reads it sequentially).
+/// at a time. Not `Sendable`: one task at a time owns it (the restore hands it to its write
+/// closure as a `Handoff` and reads it sequentially there).
+final class BackupReader {
     let handle: FileHandle
     private var first = true
 
@@ -434,7 +441,9 @@ final class BackupReader: @unchecked Sendable {
     func open(passphrase: String) throws -> SecretStreamReader {
         let headerEnd = BackupFormat.prefixBytes + SecretStreamReader.headerByteCount
         let header: Data
-        do { header = try read(headerEnd) } catch { throw WalletError.storage("cannot read the backup: \(error.localizedDescription)") }
+        do { header = try read(headerEnd) } catch {
+            throw WalletError.storage("cannot read the backup: \(error.localizedDescription)", cause: StorageCause(error))
+        }
         guard header.count == headerEnd, Array(header.prefix(8)) == BackupFormat.magic else {
             throw WalletError.corrupted("not a Coffer backup file (bad magic or too short)")
         }

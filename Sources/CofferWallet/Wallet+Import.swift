@@ -37,9 +37,10 @@ extension Wallet {
         }
         defer { try? handle.close() }
         let totalBytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
-        let lines = JSONLinesReader(handle: handle, path: url.path)
+        let handedLines = Handoff(JSONLinesReader(handle: handle, path: url.path))
         return try await gated { keys in
             try await pool.writeWithoutTransaction { db -> Int in
+                let lines = handedLines.value
                 try Self.beginBulk(db, cacheKiB: Self.importCacheKiB)
                 defer { Self.endBulk(db, cacheKiB: Schema.writerCacheKiB) }
                 var count = 0
@@ -124,9 +125,9 @@ extension Wallet {
 }
 
 /// Reads a file line by line, 1 MiB at a time (lines are numbered from 1; blank ones skipped).
-/// Used by one task at a time (the import's write), hence `@unchecked Sendable`.
-final class JSONLinesReader: @unchecked Sendable {
-    // Safe to share: one task at a time owns it (the import reads it sequentially).
+/// Not `Sendable`: one task at a time owns it (the import hands it to its write closure as a
+/// `Handoff` and reads it sequentially there).
+final class JSONLinesReader {
     private let handle: FileHandle
     private let path: String
     private var buffer = [UInt8]()

@@ -1,5 +1,6 @@
 // Searches: the seed's handle API (open / next / close) and a Swift AsyncSequence over the same paging.
 
+import CofferSync
 import Foundation
 import GRDB
 
@@ -17,7 +18,15 @@ extension Wallet {
                 try await read { reader in try token.during { try search.count(reader.store.db, keys: reader.store.keys) } }
             }
         }
-        return searches.open(search, options: options, totalCount: total)
+        if let hook = searches.beforeOpen.withLock({ $0 }) { await hook() }
+        // Counting awaited: the wallet may have closed meanwhile, which `open` decides again.
+        return try searches.open(search, options: options, totalCount: total)
+    }
+
+    /// Test hook: `body` runs in ``openSearch(type:query:options:)`` after the search is compiled
+    /// (and counted) and before it is registered, so a test can close the wallet in that window.
+    package func setBeforeSearchOpensForTesting(_ body: (@Sendable () async -> Void)?) {
+        searches.beforeOpen.withLock { $0 = body }
     }
 
     /// Opens a search from JSON text (query and options as the Mobile SDK passes them).

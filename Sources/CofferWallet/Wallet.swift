@@ -261,7 +261,7 @@ public final class Wallet: Sendable {
         at url: URL, key: WalletKey, configuration: Configuration, schemaUpTo: String?, locking: Bool = true
     ) async throws -> Wallet {
         let path = url.path
-        do { try DurableFile.refuseSymbolicLinks(url) } catch { throw WalletError.storage(error.message) }
+        do { try DurableFile.refuseSymbolicLinks(url) } catch { throw WalletError.storage(error.message, cause: StorageCause(error)) }
         // Whatever is at the path — a wallet, an empty file, another database — stays as it is.
         if FileManager.default.fileExists(atPath: path) { throw WalletError.walletExists(path: path) }
         let (storeKey, kdf) = try makeStoreKey(key, parameters: configuration.passphraseParameters)
@@ -272,7 +272,7 @@ public final class Wallet: Sendable {
         if locking { removeWalletFiles(at: restoringURL(for: url)) }
         // Missing folders are made owner-only (0700); an existing folder keeps its mode.
         do { try DurableFile.ensureFolder(url.deletingLastPathComponent()) } catch {
-            throw WalletError.storage("cannot create folder for \(path): \(error.message)")
+            throw WalletError.storage("cannot create folder for \(path): \(error.message)", cause: StorageCause(error))
         }
         let opened = try openPool(path: path)
         let pool = opened.pool
@@ -325,7 +325,7 @@ public final class Wallet: Sendable {
     /// ``open(at:key:profile:configuration:)``'s work.
     private static func open(at url: URL, key: WalletKey, configuration: Configuration, profile: String) async throws -> Wallet {
         let path = url.path
-        do { try DurableFile.refuseSymbolicLinks(url) } catch { throw WalletError.storage(error.message) }
+        do { try DurableFile.refuseSymbolicLinks(url) } catch { throw WalletError.storage(error.message, cause: StorageCause(error)) }
         // What a restore killed part-way left, also when that left no wallet (see the function).
         sweepInterruptedRestore(of: url)
         guard FileManager.default.fileExists(atPath: path) else { throw WalletError.walletMissing(path: path) }
@@ -454,7 +454,7 @@ public final class Wallet: Sendable {
     /// wallet's table is refused after opening, as `corrupted` too.)
     static func checkIsWallet(path: String) throws(WalletError) {
         guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw .storage("cannot read the wallet file at \(path)")
+            throw .storage("cannot read the wallet file at \(path)", cause: StorageCause(errno: errno))
         }
         let head = (try? handle.read(upToCount: 100)) ?? Data()
         try? handle.close()
@@ -521,7 +521,7 @@ public final class Wallet: Sendable {
     public func close() throws {
         gate.markClosed()
         observations.closeAll()
-        searches.closeAll()
+        searches.close()
         heldKeys.close()
         do { try pool.close() } catch { throw Self.mapError(error) }
         checkpointer.poolClosed()
@@ -543,7 +543,7 @@ public final class Wallet: Sendable {
             let record = KDFRecord(method: "argon2id", parameters: parameters, salt: salt)
             do {
                 return (try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: parameters), record)
-            } catch { throw WalletError.storage("\(error)") }
+            } catch { throw WalletError.storage("\(error)", cause: StorageCause(error)) }
         }
     }
 
@@ -589,7 +589,7 @@ public final class Wallet: Sendable {
             return try AEAD.xchacha20Poly1305.seal(
                 plain, key: storeKey, associatedData: format4 ? keysAssociatedData(for: tables) : keysAssociatedData)
         } catch {
-            throw WalletError.storage("\(error)")
+            throw WalletError.storage("\(error)", cause: StorageCause(error))
         }
     }
 
@@ -621,7 +621,7 @@ public final class Wallet: Sendable {
     /// and `-shm` restricted to 0600 when their mode is wider.
     static func openPool(path: String, profile: StatementProfile? = nil) throws -> (pool: DatabasePool, checkpointer: Checkpointer) {
         do { try DurableFile.prepareOwnerOnlyDatabase(URL(fileURLWithPath: path)) } catch {
-            throw WalletError.storage(error.message)
+            throw WalletError.storage(error.message, cause: StorageCause(error))
         }
         do {
             var poolConfiguration = Schema.configuration(label: "coffer.wallet")
@@ -656,31 +656,33 @@ public final class Wallet: Sendable {
     static func mapError(_ error: Error) -> WalletError {
         if let e = error as? WalletError { return e }
         if let e = error as? DatabaseError {
+            let cause = StorageCause(sqliteCode: e.extendedResultCode.rawValue)
             switch e.resultCode {
             case .SQLITE_CORRUPT where e.message == DigestFunction.corruptMessage:
                 return .corrupted(DigestFunction.corruptMessage)
             case .SQLITE_NOTADB, .SQLITE_CORRUPT:
                 return .corrupted("the file is not a readable wallet database (\(e.resultCode))")
             case .SQLITE_FULL:
-                return .storage("the disk is full")
+                return .storage("the disk is full", cause: cause)
             case .SQLITE_BUSY, .SQLITE_LOCKED:
-                return .storage("the wallet stayed locked by another writer for too long")
+                return .storage("the wallet stayed locked by another writer for too long", cause: cause)
             case .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_PERM:
-                return .storage("cannot open the wallet file for writing (\(e.resultCode))")
+                return .storage("cannot open the wallet file for writing (\(e.resultCode))", cause: cause)
             case .SQLITE_ERROR where e.message?.hasPrefix("no such table: cp") == true:
                 // Another profile's removal dropped this one's tables while it was open.
                 return .storage(
-                    "this wallet's profile was removed from the store while it was open (its tables are gone); nothing more can be read or written through it"
+                    "this wallet's profile was removed from the store while it was open (its tables are gone); nothing more can be read or written through it",
+                    cause: cause
                 )
             case .SQLITE_MISUSE where e.message == "Connection is closed":
                 // GRDB's answer to any use of a closed pool.
                 return .closed
             default:
-                return .storage("SQLite error \(e.resultCode)")
+                return .storage("SQLite error \(e.resultCode)", cause: cause)
             }
         }
         if let e = error as? CryptoError { return .storage("\(e)") }
-        return .storage("\(error)")
+        return .storage("\(error)", cause: StorageCause(error))
     }
 }
 

@@ -1,6 +1,9 @@
 // The one error type of CofferWallet: each case says what went wrong and carries what a caller needs.
 
+import CofferSync
 import Foundation
+
+@_exported import struct CofferSync.StorageCause
 
 /// Errors from a ``Wallet``. A call that throws has changed nothing.
 public enum WalletError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -23,7 +26,9 @@ public enum WalletError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `open` found no wallet there.
     case walletMissing(path: String)
     /// SQLite or the file system failed (disk full, permissions, locked too long, …).
-    case storage(String)
+    /// `cause` keeps the system's error number or SQLite's result code underneath (nil when
+    /// there was none), so a caller can tell a full disk from a refused permission.
+    case storage(String, cause: StorageCause? = nil)
     /// The wallet was closed (``Wallet/close()``, or its container's `close()` or `reset()`);
     /// open it again to use it.
     case closed
@@ -49,7 +54,7 @@ public enum WalletError: Error, Sendable, Equatable, CustomStringConvertible {
             return "duplicate: a wallet already exists at \(path)"
         case .walletMissing(let path):
             return "not found: no wallet at \(path) (create one first)"
-        case .storage(let message):
+        case .storage(let message, _):
             return "storage: \(message)"
         case .closed:
             return "closed: the wallet was closed; open it again to use it"

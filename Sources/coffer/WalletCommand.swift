@@ -503,34 +503,38 @@ struct QueryInput: ParsableArguments {
 }
 
 /// A progress bar on stderr, redrawn at most ~20 times a second.
-final class Progress: @unchecked Sendable {
-    // Safe to share: its counters are only touched under `lock`.
+final class Progress: Sendable {
+    private struct State {
+        var total: Int
+        var lastDraw = Date.distantPast
+        var lastTenth = -1
+    }
+
     private let label: String
-    private var total: Int
-    private var lastDraw = Date.distantPast
-    private var lastTenth = -1
-    private let lock = Lock()
+    /// Held while the bar is redrawn, so two updates never interleave their output.
+    private let state: Locked<State>
 
     init(label: String, total: Int) {
         self.label = label
-        self.total = total
+        state = Locked(State(total: total))
     }
 
     /// Moves the bar; `total` replaces the expected total when given.
     func update(_ done: Int, of total: Int? = nil) {
-        lock.withLock { () -> Void in
-            if let total { self.total = total }
-            let total = self.total
+        let label = label
+        state.withLock { (state) -> Void in
+            if let total { state.total = total }
+            let total = state.total
             let now = Date()
-            guard done == total || now.timeIntervalSince(lastDraw) > 0.05 else { return }
-            lastDraw = now
+            guard done == total || now.timeIntervalSince(state.lastDraw) > 0.05 else { return }
+            state.lastDraw = now
             let width = 30
             let fraction = total == 0 ? 1 : Double(done) / Double(total)
             guard StandardError.isTerminal else {
                 // A log, not a screen: one line per tenth, no carriage returns.
                 let tenth = Int(fraction * 10)
-                guard tenth > lastTenth else { return }
-                lastTenth = tenth
+                guard tenth > state.lastTenth else { return }
+                state.lastTenth = tenth
                 StandardError.write("\(label): \(done)/\(total)\n")
                 return
             }

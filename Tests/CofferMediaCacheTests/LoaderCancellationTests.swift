@@ -50,13 +50,13 @@ struct LoaderCancellationTests {
     /// before it suspends).
     static func waitUntilJoined(_ count: Int, _ cache: MediaCache, _ key: MediaKey) async throws {
         try await eventually("\(count) callers joined the run for \(key)") {
-            cache.state.withLock { $0.inFlight[key]?.active ?? 0 } >= count
+            (cache.state.withLock { $0.inFlight[key] }?.fields.withLock { $0.active } ?? 0) >= count
         }
     }
 
     /// The task running the loader for `key`, taken while it is in flight.
     static func runningTask(_ cache: MediaCache, _ key: MediaKey) throws -> Task<Void, Never> {
-        try #require(cache.state.withLock { $0.inFlight[key]?.task }, "no run in flight for \(key)")
+        try #require(cache.state.withLock { $0.inFlight[key] }?.fields.withLock { $0.task }, "no run in flight for \(key)")
     }
 
     @Test("a cancelled caller gets CancellationError while the loader is still running")

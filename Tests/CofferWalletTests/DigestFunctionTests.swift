@@ -19,7 +19,7 @@ struct DigestFunctionTests {
             do {
                 try DigestFunction.register(on: db, keys: keys)
                 Issue.record("registering over a running statement did not throw")
-            } catch let WalletError.storage(message) {
+            } catch let WalletError.storage(message, _) {
                 #expect(message.contains("SQLite refused"), "\(message)")
             }
             #expect(try running.next() == 2)

@@ -15,6 +15,7 @@
 //   (tag value key) unless `plaintext`, whose name the API shows with a leading `~`.
 
 import CofferCrypto
+import CofferSync
 import Foundation
 import GRDB
 
@@ -161,7 +162,9 @@ struct AskarStoreSource: ForeignSource {
         guard let salt, salt.count == Argon2i.saltByteCount else {
             throw WalletError.corrupted("\(label): its key entry has no 16-byte hex salt")
         }
-        do { return try Argon2i.deriveKey(passphrase: key, salt: salt, level: level) } catch { throw WalletError.storage("\(error)") }
+        do { return try Argon2i.deriveKey(passphrase: key, salt: salt, level: level) } catch {
+            throw WalletError.storage("\(error)", cause: StorageCause(error))
+        }
     }
 
     static func hexBytes(_ text: String) -> Data? {

@@ -158,7 +158,7 @@ enum ForeignDatabase {
         case .SQLITE_INTERRUPT:
             return CancellationError()
         default:
-            return WalletError.storage("reading \(label): SQLite error \(e.resultCode) (\(e.message ?? ""))")
+            return WalletError.storage("reading \(label): SQLite error \(e.resultCode) (\(e.message ?? ""))", cause: StorageCause(e))
         }
     }
 

@@ -13,6 +13,7 @@
 //   as text. Coffer gives such a tag its `~` back: it is a plaintext tag here too.
 
 import CofferCrypto
+import CofferSync
 import Foundation
 import GRDB
 
@@ -94,7 +95,7 @@ struct IndyWalletSource: ForeignSource {
         case (.argon2iModerate, let salt?), (.argon2iInteractive, let salt?):
             let level: Argon2iLevel = derivation == .argon2iModerate ? .moderate : .interactive
             do { master = try Argon2i.deriveKey(passphrase: key, salt: salt, level: level) } catch {
-                throw WalletError.storage("\(error)")
+                throw WalletError.storage("\(error)", cause: StorageCause(error))
             }
         }
         guard var packed = ForeignDatabase.open(sealedKeys, key: master) else {

@@ -26,12 +26,12 @@ struct RecordShape {
 /// A batch of rows read from SQLite: row ids, and every row's blind id and sealed box copied
 /// back to back into one buffer (one allocation per batch, not two per row).
 ///
-/// Filled by the walking thread, then opened by whichever thread takes it from its
-/// ``ChunkQueue``; the results are read after every thread that could take it is done (the
-/// dispatch group has been waited on and the walking thread has drained the queue), which
-/// orders the writes before the read.
-final class OpenedChunk: @unchecked Sendable {
-    // Safe to share: one thread at a time owns a chunk (handed over through `ChunkQueue`, whose lock orders the writes before the reads; see above).
+/// Not `Sendable`: one thread at a time owns a chunk. It is filled by the walking thread, then
+/// opened by whichever thread takes it from its ``ChunkQueue`` (which moves it as a `Handoff`,
+/// its lock ordering the writes before the reads); the results are read after every thread that
+/// could take it is done (the dispatch group has been waited on and the walking thread has
+/// drained the queue).
+final class OpenedChunk {
     private(set) var rowids = [Int64]()
     /// Per row: where its blind id starts in `bytes`, then where its box starts; the box ends
     /// where the next row's id starts (or at the end).
@@ -115,13 +115,16 @@ final class OpenedChunk: @unchecked Sendable {
 /// Chunks of rows waiting to be opened, shared by the walking thread and at most `maxWorkers`
 /// workers. The walk reads on one core while the workers open chunks on the others; once the
 /// walk is over, the walking thread opens what is left alongside them instead of waiting.
-final class ChunkQueue: @unchecked Sendable {
-    // Safe to share: every mutable field is only touched under `lock`.
-    private let lock = Lock()
-    private var chunks = [OpenedChunk]()
-    private var taken = 0
-    private var workers = 0
-    private var cancelled = false
+final class ChunkQueue: Sendable {
+    private struct State {
+        /// Every chunk pushed, each handed from the walking thread to the one that takes it.
+        var chunks = [Handoff<OpenedChunk>]()
+        var taken = 0
+        var workers = 0
+        var cancelled = false
+    }
+
+    private let state = Locked(State())
     private let maxWorkers: Int
 
     init(maxWorkers: Int) { self.maxWorkers = maxWorkers }
@@ -129,10 +132,12 @@ final class ChunkQueue: @unchecked Sendable {
     /// Queues a chunk; true when a new worker should be started for it (fewer than
     /// `maxWorkers` are running).
     func push(_ chunk: OpenedChunk) -> Bool {
-        lock.withLock {
-            chunks.append(chunk)
-            guard workers < maxWorkers else { return false }
-            workers += 1
+        let handed = Handoff(chunk)
+        let maxWorkers = maxWorkers
+        return state.withLock { state in
+            state.chunks.append(handed)
+            guard state.workers < maxWorkers else { return false }
+            state.workers += 1
             return true
         }
     }
@@ -140,46 +145,45 @@ final class ChunkQueue: @unchecked Sendable {
     /// The oldest chunk no thread has taken yet; nil when there is none, and then a worker
     /// asking (`worker` true) stops counting as running.
     func take(worker: Bool) -> OpenedChunk? {
-        lock.withLock {
-            guard taken < chunks.count, !cancelled else {
-                if worker { workers -= 1 }
+        state.withLock { (state) -> Handoff<OpenedChunk>? in
+            guard state.taken < state.chunks.count, !state.cancelled else {
+                if worker { state.workers -= 1 }
                 return nil
             }
-            defer { taken += 1 }
-            return chunks[taken]
-        }
+            defer { state.taken += 1 }
+            return state.chunks[state.taken]
+        }?.value
     }
 
     /// Stops handing out chunks (the walk failed; its remaining rows are not wanted).
-    func cancel() { lock.withLock { cancelled = true } }
+    func cancel() { state.withLock { $0.cancelled = true } }
 
     /// Every chunk in the order pushed (read after all takers are done).
-    var all: [OpenedChunk] { lock.withLock { chunks } }
+    var all: [OpenedChunk] { state.withLock { $0.chunks }.map(\.value) }
 }
 
 /// Chunks kept between searches. A search reads its rows into a few chunk buffers and frees
 /// them when it returns; allocated afresh each time, those buffers come back as new pages from
 /// the system (glibc trims freed heap tops), and touching them costs a page fault per 4 KiB —
 /// more than the rows themselves. Reused, they stay mapped.
-final class ChunkPool: @unchecked Sendable {
-    // Safe to share: the pooled chunks are only touched under `lock`.
+final class ChunkPool: Sendable {
     static let shared = ChunkPool()
     /// Chunks kept at most: usually about 50 KiB each (128 rows of a few hundred bytes), never
     /// more than ``OpenedChunk/pooledBytesLimit``.
     static let limit = 32
 
-    private let lock = Lock()
-    private var free = [OpenedChunk]()
+    /// The pooled chunks, each handed to the next search that takes it.
+    private let free = Locked([Handoff<OpenedChunk>]())
 
     /// An empty chunk, reused when one is free.
     func get() -> OpenedChunk {
-        lock.withLock { free.popLast() } ?? OpenedChunk(capacity: pipelineChunk)
+        free.withLock { $0.popLast() }?.value ?? OpenedChunk(capacity: pipelineChunk)
     }
 
     /// Takes back chunks whose results have been read.
     func recycle(_ chunks: [OpenedChunk]) {
-        let reusable = chunks.filter { $0.reset() }
-        lock.withLock {
+        let reusable = chunks.filter { $0.reset() }.map(Handoff.init)
+        free.withLock { free in
             for chunk in reusable where free.count < Self.limit { free.append(chunk) }
         }
     }

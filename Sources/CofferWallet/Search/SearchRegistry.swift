@@ -9,8 +9,7 @@ import Foundation
 /// searches stay open: opening one more reclaims the least recently used, and any search idle
 /// longer than `idleTimeout` is reclaimed on the next call. A search holds no SQLite statement
 /// or transaction between pages (keyset paging), so reclaiming frees only memory.
-final class SearchRegistry: @unchecked Sendable {
-    // Safe to share: `entries` and the handle counter are only touched under `lock`.
+final class SearchRegistry: Sendable {
     struct Entry {
         let search: CompiledSearch
         let options: SearchOptions
@@ -21,9 +20,17 @@ final class SearchRegistry: @unchecked Sendable {
         var busy = false
     }
 
-    private let lock = Lock()
-    private var entries = [Int: Entry]()
-    private var nextHandle = 1
+    private struct State {
+        var entries = [Int: Entry]()
+        var nextHandle = 1
+        /// Set when the wallet closed: no search opens any more.
+        var closed = false
+    }
+
+    private let state = Locked(State())
+    /// Test hook: awaited by ``Wallet/openSearch(type:query:options:)`` just before it registers
+    /// the search, so a test can close the wallet in that window.
+    let beforeOpen = Locked<(@Sendable () async -> Void)?>(nil)
     private let capacity: Int
     private let idleTimeout: Duration
     private let clock = ContinuousClock()
@@ -34,63 +41,76 @@ final class SearchRegistry: @unchecked Sendable {
     }
 
     var openCount: Int {
-        return lock.withLock { () -> Int in
-            return entries.count
-        }
+        state.withLock { $0.entries.count }
     }
 
-    func open(_ search: CompiledSearch, options: SearchOptions, totalCount: Int?) -> Int {
-        return lock.withLock { () -> Int in
-            let now = clock.now
-            sweep(now: now)
-            while entries.count >= capacity {
+    /// Registers a search under a new handle.
+    /// - Throws: ``WalletError/closed`` once the wallet closed (``close()``): deciding that and
+    ///   registering are one locked step, so no handle outlives the wallet.
+    func open(_ search: CompiledSearch, options: SearchOptions, totalCount: Int?) throws(WalletError) -> Int {
+        let (now, capacity, idleTimeout) = (clock.now, capacity, idleTimeout)
+        return try state.withLock { (state) throws(WalletError) -> Int in
+            if state.closed { throw .closed }
+            Self.sweep(&state, now: now, idleTimeout: idleTimeout)
+            while state.entries.count >= capacity {
                 // Reclaim the least recently used idle search: the caller has most likely abandoned it.
-                guard let oldest = entries.filter({ !$0.value.busy }).min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key else { break }
-                entries[oldest] = nil
+                guard let oldest = state.entries.filter({ !$0.value.busy }).min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key
+                else { break }
+                state.entries[oldest] = nil
             }
-            let handle = nextHandle
-            nextHandle += 1
-            entries[handle] = Entry(search: search, options: options, cursor: SearchCursor(), totalCount: totalCount, lastUsed: now)
+            let handle = state.nextHandle
+            state.nextHandle += 1
+            state.entries[handle] = Entry(search: search, options: options, cursor: SearchCursor(), totalCount: totalCount, lastUsed: now)
             return handle
         }
     }
 
     /// Takes a search out for one page; a second concurrent call on the same handle is refused.
     func checkOut(_ handle: Int) throws -> Entry {
-        return try lock.withLock { () throws -> Entry in
-            sweep(now: clock.now)
-            guard var entry = entries[handle] else { throw WalletError.invalidHandle(handle) }
+        let (now, idleTimeout) = (clock.now, idleTimeout)
+        return try state.withLock { (state) throws -> Entry in
+            Self.sweep(&state, now: now, idleTimeout: idleTimeout)
+            guard var entry = state.entries[handle] else { throw WalletError.invalidHandle(handle) }
             if entry.busy { throw WalletError.invalidInput("search handle \(handle) is already fetching a page in another call") }
             entry.busy = true
-            entries[handle] = entry
+            state.entries[handle] = entry
             return entry
         }
     }
 
     /// Puts a search back with its new position (or unchanged, after a failure).
     func checkIn(_ handle: Int, _ entry: Entry) {
-        lock.withLock { () -> Void in
-            guard entries[handle] != nil else { return } // closed meanwhile
-            var e = entry
-            e.busy = false
-            e.lastUsed = clock.now
-            entries[handle] = e
+        var e = entry
+        e.busy = false
+        e.lastUsed = clock.now
+        state.withLock { (state) -> Void in
+            guard state.entries[handle] != nil else { return } // closed meanwhile
+            state.entries[handle] = e
         }
     }
 
     func close(_ handle: Int) throws {
-        try lock.withLock { () throws -> Void in
-            guard entries.removeValue(forKey: handle) != nil else { throw WalletError.invalidHandle(handle) }
+        try state.withLock { (state) throws -> Void in
+            guard state.entries.removeValue(forKey: handle) != nil else { throw WalletError.invalidHandle(handle) }
         }
     }
 
+    /// Ends every open search (a key rotation: searches compiled under the old keys go).
     func closeAll() {
-        lock.withLock { entries.removeAll() }
+        state.withLock { $0.entries.removeAll() }
     }
 
-    private func sweep(now: ContinuousClock.Instant) {
-        for (handle, entry) in entries where !entry.busy && now - entry.lastUsed > idleTimeout {
-            entries[handle] = nil
+    /// Ends every open search and opens none from now on (the wallet closed).
+    func close() {
+        state.withLock { state in
+            state.closed = true
+            state.entries.removeAll()
+        }
+    }
+
+    private static func sweep(_ state: inout State, now: ContinuousClock.Instant, idleTimeout: Duration) {
+        for (handle, entry) in state.entries where !entry.busy && now - entry.lastUsed > idleTimeout {
+            state.entries[handle] = nil
         }
     }
 }

@@ -141,7 +141,7 @@ enum DigestFunction {
 
     /// Registers both functions on `db`'s connection, keyed by `keys` (retained until SQLite
     /// drops the functions, when the connection closes or they are registered again).
-    /// - Throws: ``WalletError/storage(_:)`` when SQLite refuses one.
+    /// - Throws: ``WalletError/storage(_:cause:)`` when SQLite refuses one.
     static func register(on db: Database, keys: WalletKeys) throws {
         guard let connection = db.sqliteConnection else { throw WalletError.storage("the wallet's connection is closed") }
         let box = Unmanaged.passRetained(Context(keys: keys)).toOpaque()

@@ -44,46 +44,49 @@ enum OpenedKey: Sendable {
 /// the wallet and all at once when the wallet closes, so their secrets are wiped then (nothing
 /// else holds the pairs beyond a single call). At most `capacity` keys are kept; past that the
 /// cache is emptied and refilled on use.
-final class HeldKeyCache: @unchecked Sendable {
-    // Guarded by `lock`.
-    private let lock = Lock()
-    private var opened = [String: OpenedKey]()
-    /// Verkeys removed through this wallet: a read that raced the removal cannot cache them again
-    /// (verkeys are random, so a removed one never comes back in this wallet).
-    private var retired = Set<String>()
-    private var closed = false
+final class HeldKeyCache: Sendable {
+    private struct State {
+        var opened = [String: OpenedKey]()
+        /// Verkeys removed through this wallet: a read that raced the removal cannot cache them
+        /// again (verkeys are random, so a removed one never comes back in this wallet).
+        var retired = Set<String>()
+        var closed = false
+    }
+
+    private let state = Locked(State())
     let capacity: Int
 
     init(capacity: Int = 256) { self.capacity = capacity }
 
     /// The opened key for `verkey`, if cached.
-    func get(_ verkey: String) -> OpenedKey? { lock.withLock { opened[verkey] } }
+    func get(_ verkey: String) -> OpenedKey? { state.withLock { $0.opened[verkey] } }
 
     /// Keeps `key` for `verkey` (not after the wallet closed, nor for a removed key).
     func put(_ verkey: String, _ key: OpenedKey) {
-        lock.withLock {
-            guard !closed, !retired.contains(verkey) else { return }
-            if opened.count >= capacity, opened[verkey] == nil { opened.removeAll() }
-            opened[verkey] = key
+        let capacity = capacity
+        state.withLock { state in
+            guard !state.closed, !state.retired.contains(verkey) else { return }
+            if state.opened.count >= capacity, state.opened[verkey] == nil { state.opened.removeAll() }
+            state.opened[verkey] = key
         }
     }
 
     /// Forgets `verkey`'s opened key; with `retire`, never caches it again (the key was removed).
     func remove(_ verkey: String, retire: Bool = false) {
-        lock.withLock {
-            opened.removeValue(forKey: verkey)
-            if retire { retired.insert(verkey) }
+        state.withLock { state in
+            state.opened.removeValue(forKey: verkey)
+            if retire { state.retired.insert(verkey) }
         }
     }
 
     /// Forgets every opened key and keeps none from now on (the wallet closed).
     func close() {
-        lock.withLock {
-            opened.removeAll()
-            closed = true
+        state.withLock { state in
+            state.opened.removeAll()
+            state.closed = true
         }
     }
 
     /// How many keys are cached (for tests).
-    var count: Int { lock.withLock { opened.count } }
+    var count: Int { state.withLock { $0.opened.count } }
 }

@@ -7,93 +7,52 @@ import Foundation
 /// rotation wait until no call holds them, keep new ones out while it works, and then swap the
 /// keys. Every call that touches rows with keys enters once (never nested) and leaves when its
 /// SQLite work is done, so a call never mixes keys with rows of the other generation.
-final class KeyGate: @unchecked Sendable {
-    // All guarded by `lock`.
-    private let lock = Lock()
-    private var keys: WalletKeys
-    private var active = 0
-    private var closed = false
-    private var walletClosed = false
-    private var waiting = [CheckedContinuation<Void, Never>]()
-    private var drained: CheckedContinuation<Void, Never>?
+///
+/// The calls enter the package's ``AsyncGate`` shared, a rotation exclusive; the keys change
+/// only while a rotation holds it, so the keys a call reads after entering stay current until it
+/// leaves.
+final class KeyGate: Sendable {
+    private struct State {
+        var keys: WalletKeys
+        var walletClosed = false
+    }
 
-    init(_ keys: WalletKeys) { self.keys = keys }
+    private let gate = AsyncGate()
+    private let state: Locked<State>
+
+    init(_ keys: WalletKeys) { state = Locked(State(keys: keys)) }
 
     /// The keys now (to compile a query; the search checks they are still current when it runs).
-    var current: WalletKeys { lock.withLock { keys } }
+    var current: WalletKeys { state.withLock { $0.keys } }
 
     /// The keys, entering the gate; nil while a rotation holds it closed.
     func tryEnter() -> WalletKeys? {
-        lock.withLock {
-            if closed { return nil }
-            active += 1
-            return keys
-        }
+        guard gate.tryEnterShared() else { return nil }
+        return current
     }
 
     /// The keys, entering the gate (waiting while a rotation holds it closed).
     func enter() async -> WalletKeys {
-        while true {
-            if let keys = tryEnter() { return keys }
-            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                let now = lock.withLock { () -> Bool in
-                    if !closed { return true }
-                    waiting.append(c)
-                    return false
-                }
-                if now { c.resume() }
-            }
-        }
+        await gate.enterShared()
+        return current
     }
 
     /// Leaves the gate entered by ``enter()`` or ``tryEnter()``.
-    func leave() {
-        let resume = lock.withLock { () -> CheckedContinuation<Void, Never>? in
-            active -= 1
-            guard active == 0, let d = drained else { return nil }
-            drained = nil
-            return d
-        }
-        resume?.resume()
-    }
+    func leave() { gate.leaveShared() }
 
     /// Closes the gate for a rotation: waits for another rotation to finish, keeps new calls
     /// out, and returns once no call holds the keys.
-    func close() async {
-        while true {
-            let won = lock.withLock { () -> Bool in
-                if closed { return false }
-                closed = true
-                return true
-            }
-            if won { break }
-            _ = await enter()
-            leave()
-        }
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let now = lock.withLock { () -> Bool in
-                if active == 0 { return true }
-                drained = c
-                return false
-            }
-            if now { c.resume() }
-        }
-    }
+    func close() async { await gate.enterExclusive() }
 
     /// Whether the wallet was closed (``markClosed()``): calls then throw `WalletError.closed`.
-    var isWalletClosed: Bool { lock.withLock { walletClosed } }
+    var isWalletClosed: Bool { state.withLock { $0.walletClosed } }
 
     /// Records that the wallet closed.
-    func markClosed() { lock.withLock { walletClosed = true } }
+    func markClosed() { state.withLock { $0.walletClosed = true } }
 
     /// Opens the gate again, with `newKeys` from now on when given.
     func open(with newKeys: WalletKeys?) {
-        let resume = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
-            if let newKeys { keys = newKeys }
-            closed = false
-            defer { waiting.removeAll() }
-            return waiting
-        }
-        for c in resume { c.resume() }
+        if let newKeys { state.withLock { $0.keys = newKeys } }
+        gate.leaveExclusive()
     }
 }

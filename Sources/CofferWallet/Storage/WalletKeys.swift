@@ -18,8 +18,7 @@ enum BlindLength {
 
 /// Keys derived from the wallet master key (HKDF-SHA256, one label each), plus caches of the
 /// blind indexes that repeat (types, tag names, short tag values).
-final class WalletKeys: @unchecked Sendable {
-    // Safe to share: the derived keys are immutable after init and their hash objects are themselves safe to share; the blind caches lock themselves.
+final class WalletKeys: Sendable {
     private let typeHash: KeyedHash
     private let idHash: KeyedHash
     private let tagNameHash: KeyedHash
