@@ -91,7 +91,7 @@ struct AppBench: AsyncParsableCommand {
         let direct = try await Self.directDatabase(in: folder)
         defer { try? direct.close() }
         let (_, tDirectPutAll) = try await Clock.time {
-            try direct.write { db in for var a in batch { try a.insert(db) } }
+            try direct.write { db in for a in batch { var row = AssetRow(a); try row.insert(db) } }
         }
         let r = try await alternatingReads(app, direct: direct, probe: probe, windows: windows)
         var asyncFound = 0
@@ -158,7 +158,7 @@ struct AppBench: AsyncParsableCommand {
             tDirectLookup += try await Clock.time {
                 for id in slice {
                     if try direct.read({ db in
-                        try Asset.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE remoteId = ?"), arguments: [id])
+                        try AssetRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE remoteId = ?"), arguments: [id])
                     }) != nil {
                         directFound += 1
                     }
@@ -171,7 +171,7 @@ struct AppBench: AsyncParsableCommand {
             tDirectBetween += try await Clock.time {
                 for (a, b) in windowSlice {
                     directRows += try direct.read { db in
-                        try Asset.fetchAll(
+                        try AssetRow.fetchAll(
                             db.cachedStatement(
                                 sql: "SELECT * FROM assets WHERE fileCreatedAt >= ? AND fileCreatedAt <= ? ORDER BY fileCreatedAt"),
                             arguments: [a, b]

@@ -92,8 +92,9 @@ public final class Settings: @unchecked Sendable {
     private let hub: SettingsHub
     private let logger = Logger(label: "coffer.settings")
 
-    /// The schema step that creates the settings table; register it in the app's migrator.
-    public static func registerMigrations(_ migrator: inout DatabaseMigrator) {
+    /// The schema step that creates the settings table; the app database registers it in its
+    /// migrator (package-internal: apps get their settings from `AppDatabase` or the container).
+    package static func registerMigrations(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("settings-v1") { db in
             try db.execute(
                 sql: """
@@ -109,7 +110,7 @@ public final class Settings: @unchecked Sendable {
     /// Settings over `database`, whose migrations (``registerMigrations(_:)``) have run. Every
     /// value is read into memory now.
     /// Blocks the calling thread while it reads the settings table once.
-    public init(database: any DatabaseWriter) throws {
+    package init(database: any DatabaseWriter) throws {
         self.database = database
         let hub = SettingsHub.shared(for: database.path)
         self.hub = hub
