@@ -77,7 +77,7 @@ struct SettingsCache: Sendable {
 public final class Settings: @unchecked Sendable {
     // `observers` is guarded by `lock`; the cache by its own mutex (reads are the hot path);
     // `database` is itself thread-safe; `watcher` and `lastDataVersion` are guarded by the hub's write lock.
-    private let database: any DatabaseWriter
+    let database: any DatabaseWriter
     private let lock = Lock()
     @usableFromInline let cache: Locked<SettingsCache>
     private var watcher: DatabaseQueue?
@@ -89,7 +89,11 @@ public final class Settings: @unchecked Sendable {
     private var finishers: [UUID: @Sendable () -> Void] = [:]
     /// Set by ``close()`` (guarded by `lock`): writes throw ``SettingsError/closed`` after it.
     private var isClosed = false
-    private let hub: SettingsHub
+    let hub: SettingsHub
+    /// How long ``set(_:_:)`` waits before committing (``deferredWriteDelay``; tests lengthen it).
+    package let deferredDelay = Locked<UInt64>(Settings.deferredWriteDelay)
+    /// Whether ``close()`` ran.
+    var isClosedNow: Bool { lock.withLock { isClosed } }
     private let logger = Logger(label: "coffer.settings")
 
     /// The schema step that creates the settings table; the app database registers it in its
@@ -131,7 +135,8 @@ public final class Settings: @unchecked Sendable {
         do {
             try hub.withWriteLock { () throws in
                 if let watcher { lastDataVersion = try watcher.read { try Int64.fetchOne($0, sql: "PRAGMA data_version") ?? -1 } }
-                let values = try Self.readAll(database)
+                // Values another instance set and has not committed yet are what memory holds.
+                let values = hub.pending.overlay(try Self.readAll(database))
                 cache.withLock { $0.values = values }
                 hub.register(self)
             }
@@ -219,7 +224,9 @@ public final class Settings: @unchecked Sendable {
             guard let version = try? watcher.read({ try Int64.fetchOne($0, sql: "PRAGMA data_version") ?? -1 }),
                 version != lastDataVersion
             else { return }
-            guard let fresh = try? Self.readAll(database) else { return }
+            guard let read = try? Self.readAll(database) else { return }
+            // Values set and not committed yet stay as set.
+            let fresh = hub.pending.overlay(read)
             lastDataVersion = version
             let old = cache.withLock { state -> [String: StoredSetting] in
                 defer { state.values = fresh }
@@ -238,6 +245,8 @@ public final class Settings: @unchecked Sendable {
     /// throwing ``SettingsError/closed``. Reads keep serving memory afterwards (they never touch
     /// the disk); writes throw ``SettingsError/closed``.
     public func close() {
+        // What ``set(_:_:)`` left pending reaches the disk first.
+        do { try hub.flushPending() } catch { logger.error("\(error)") }
         hub.withWriteLock { () -> Void in
             // A closed connection must not be read again (SQLite would be handed a closed handle).
             try? watcher?.close()
@@ -347,6 +356,8 @@ public final class Settings: @unchecked Sendable {
         // Commit and update every instance's memory under one lock per file: two concurrent
         // writes to one key reach memory in the order they reached the disk.
         try hub.withWriteLock { () throws(SettingsError) in
+            // This write replaces a value of `name` set earlier and not committed yet.
+            hub.pending.drop(name)
             try commit(name, stored)
             hub.broadcast(name, stored)
         }
@@ -354,20 +365,38 @@ public final class Settings: @unchecked Sendable {
 
     private func commit(_ name: String, _ stored: StoredSetting?) throws(SettingsError) {
         do {
-            try database.write { db in
-                if let stored {
-                    try db.cachedStatement(
-                        sql: """
-                            INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES (?, ?, ?, ?)
-                            ON CONFLICT(name) DO UPDATE SET kind = excluded.kind, value = excluded.value, updated_at = excluded.updated_at
-                            """
-                    ).execute(arguments: [name, stored.kind, stored.value, Int64(Date().timeIntervalSince1970 * 1000)])
-                } else {
-                    try db.cachedStatement(sql: "DELETE FROM coffer_settings WHERE name = ?").execute(arguments: [name])
-                }
-            }
+            try database.write { db in try Self.commit(db, name, stored) }
         } catch {
             throw .storage("writing \"\(name)\" failed: \(error)")
+        }
+    }
+
+    /// Writes (or, for nil, deletes) one setting in `db`'s transaction.
+    static func commit(_ db: Database, _ name: String, _ stored: StoredSetting?) throws {
+        if let stored {
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(name) DO UPDATE SET kind = excluded.kind, value = excluded.value, updated_at = excluded.updated_at
+                    """
+            ).execute(arguments: [name, stored.kind, stored.value, Int64(Date().timeIntervalSince1970 * 1000)])
+        } else {
+            try db.cachedStatement(sql: "DELETE FROM coffer_settings WHERE name = ?").execute(arguments: [name])
+        }
+    }
+
+    /// Puts the stored values of `names` back in memory (after a deferred commit of them failed),
+    /// except those set again since; change streams give what changed.
+    func reload(names: Set<String>) {
+        guard let read = try? Self.readAll(database) else { return }
+        for name in names {
+            hub.pending.unlessPending(name) {
+                let old = cache.withLock { cache -> StoredSetting? in
+                    defer { if let value = read[name] { cache.values[name] = value } else { cache.values.removeValue(forKey: name) } }
+                    return cache.values[name]
+                }
+                if old != read[name] { notify(name, read[name]) }
+            }
         }
     }
 
@@ -380,7 +409,7 @@ public final class Settings: @unchecked Sendable {
         notify(name, stored)
     }
 
-    private func notify(_ name: String, _ stored: StoredSetting?) {
+    func notify(_ name: String, _ stored: StoredSetting?) {
         let callbacks: [@Sendable (StoredSetting?) -> Void] = lock.withLock { Array((observers[name] ?? [:]).values) }
         for callback in callbacks { callback(stored) }
     }
@@ -475,9 +504,17 @@ final class SettingsHub: @unchecked Sendable {
         _ = lock.withLock { members.removeValue(forKey: ObjectIdentifier(settings)) }
     }
 
+    /// The file's deferred writes (``Settings/set(_:_:)``).
+    let pending = PendingSettings()
+
+    /// Every live instance on the file.
+    func instances() -> [Settings] { lock.withLock { members.values.compactMap(\.settings) } }
+
+    /// Gives a committed durable write to every instance, unless a newer value of `name` was set
+    /// (``Settings/set(_:_:)``) since the write began: memory already holds that one.
     func broadcast(_ name: String, _ stored: StoredSetting?) {
-        let targets = lock.withLock { members.values.compactMap(\.settings) }
-        for target in targets { target.apply(name, stored) }
+        let targets = instances()
+        pending.unlessPending(name) { for target in targets { target.apply(name, stored) } }
     }
 }
 
