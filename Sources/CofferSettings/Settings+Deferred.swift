@@ -133,9 +133,10 @@ extension Settings {
 
     /// ``flushBlocking()`` off the caller's executor: when it returns, every value set before the
     /// call is on disk.
-    /// - Throws: as ``flushBlocking()``.
+    /// - Throws: `CancellationError` when the task was cancelled before the call (the values stay
+    ///   pending and commit within ``deferredWriteDelay``), else as ``flushBlocking()``.
     public func flush() async throws {
-        try await offCaller { () throws(SettingsError) in try self.flushBlocking() }
+        try await offCallerUnlessCancelled { try self.flushBlocking() }
     }
 
     /// Sets the window of ``set(_:_:)`` for this instance, in nanoseconds (tests use a long one).
