@@ -139,6 +139,11 @@ extension Settings {
         try await offCallerUnlessCancelled { try self.flushBlocking() }
     }
 
+    /// ``set(_:_:)`` of a raw value under `name` (for tools that do not know the key's type).
+    package func setRaw(_ name: String, kind: String, value: DatabaseValue) throws(SettingsError) {
+        try deferredWrite(name, StoredSetting(kind: kind, value: value))
+    }
+
     /// Sets the window of ``set(_:_:)`` for this instance, in nanoseconds (tests use a long one).
     package func setDeferredWriteDelay(_ nanoseconds: UInt64) { deferredDelay.withLock { $0 = nanoseconds } }
 
