@@ -91,7 +91,12 @@ struct AppBench: AsyncParsableCommand {
         let direct = try await Self.directDatabase(in: folder)
         defer { try? direct.close() }
         let (_, tDirectPutAll) = try await Clock.time {
-            try direct.write { db in for a in batch { var row = AssetRow(a); try row.insert(db) } }
+            try direct.write { db in
+                for a in batch {
+                    var row = AssetRow(a)
+                    try row.insert(db)
+                }
+            }
         }
         let r = try await alternatingReads(app, direct: direct, probe: probe, windows: windows)
         var asyncFound = 0

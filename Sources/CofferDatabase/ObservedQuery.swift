@@ -81,5 +81,10 @@ private final class QueryFollower: @unchecked Sendable {
     private let lock = Lock()
     private var task: Task<Void, Never>?
     func start(_ task: Task<Void, Never>) { lock.withLock { self.task = task } }
-    func cancel() { lock.withLock { () -> Task<Void, Never>? in defer { task = nil }; return task }?.cancel() }
+    func cancel() {
+        lock.withLock { () -> Task<Void, Never>? in
+            defer { task = nil }
+            return task
+        }?.cancel()
+    }
 }

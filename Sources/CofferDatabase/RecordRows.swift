@@ -19,7 +19,8 @@ package struct AssetRow: FetchableRecord, MutablePersistableRecord, Sendable {
     /// Reads a row of `SELECT *` (or any select naming the columns).
     package init(row: Row) throws {
         guard let type = Asset.MediaType(rawValue: row["type"]) else {
-            throw DatabaseStoreError.storage("assets row \(row["id"] as Int64? ?? -1) has an unknown type \(row["type"] as String? ?? "NULL")")
+            throw DatabaseStoreError.storage(
+                "assets row \(row["id"] as Int64? ?? -1) has an unknown type \(row["type"] as String? ?? "NULL")")
         }
         asset = Asset(
             id: row["id"], remoteId: row["remoteId"], localId: row["localId"], ownerId: row["ownerId"], checksum: row["checksum"],

@@ -57,7 +57,6 @@ public struct Asset: Codable, Sendable, Hashable {
     /// Bytes of the local file, when there is one (schema v2).
     public var fileSize: Int64?
 
-
     /// An asset.
     public init(
         id: Int64? = nil, remoteId: String?, localId: String?, ownerId: String, checksum: String, fileName: String,
@@ -106,7 +105,6 @@ public struct Album: Codable, Sendable, Hashable {
     /// Shared with other users.
     public var shared: Bool
 
-
     /// An album.
     public init(
         id: Int64? = nil, remoteId: String?, name: String, createdAt: Date, modifiedAt: Date? = nil,
@@ -136,7 +134,6 @@ public struct BackupAlbum: Codable, Sendable, Hashable {
     public var selection: Selection
     /// Last backup time.
     public var lastBackup: Date
-
 
     /// A backup album.
     public init(id: String, name: String, selection: Selection, lastBackup: Date) {

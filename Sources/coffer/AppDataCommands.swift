@@ -186,7 +186,7 @@ struct SettingsCommand: AsyncParsableCommand {
             try await storeOptions.withAppDatabase { app in
                 if deferred {
                     try app.settings.setRaw(name, kind: kind, value: stored)
-                    TestPause.at("settings-set-pending")  // debug builds only: lets tests kill before the close flushes
+                    TestPause.at("settings-set-pending") // debug builds only: lets tests kill before the close flushes
                 } else {
                     try app.settings.putRaw(name, kind: kind, value: stored)
                 }

@@ -164,7 +164,7 @@ struct DetachedModelTests {
         try await app.context.assets.put(
             Asset(remoteId: "r1", localId: nil, ownerId: "o", checksum: "c1", fileName: "f", fileCreatedAt: Date()))
         try await eventually("the result after a put") { await model.value == 1 }
-        model.attach(app.context)  // the same context: nothing restarts
+        model.attach(app.context) // the same context: nothing restarts
         #expect(model.value == 1)
     }
 }
