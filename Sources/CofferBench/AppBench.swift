@@ -57,6 +57,13 @@ struct AppBench: AsyncParsableCommand {
         let (_, tPut) = try await Clock.time { for i in 0..<writes { try app.settings.putBlocking(key, i) } }
         // The async form (a worker-thread hop around the same commit), as a main-actor caller uses it.
         let (_, tPutAsync) = try await Clock.time { for i in 0..<writes { try await app.settings.put(key, i) } }
+        // Settings.set (what a view's slider uses): memory now, the disk coalesced by a worker
+        // thread; then one flush makes them durable. Counted: the commits the sets cost.
+        let commitsBefore = app.settings.deferredCommits
+        let sets = writes * 50
+        let (_, tSet) = try await Clock.time { for i in 0..<sets { try app.settings.set(key, i) } }
+        let (_, tFlush) = try await Clock.time { try await app.settings.flush() }
+        let setCommits = app.settings.deferredCommits - commitsBefore
         let (_, tDefaultsSet) = await Clock.time { for i in 0..<writes { defaults.set(i, forKey: "tilesPerRow") } }
         let (_, tDefaultsSync) = await Clock.time {
             for i in 0..<writes {
@@ -70,6 +77,8 @@ struct AppBench: AsyncParsableCommand {
             ("settings_put_durable_per_sec", Double(writes) / tPut), ("userdefaults_set_per_sec", Double(writes) / tDefaultsSet),
             ("userdefaults_set_synchronize_per_sec", Double(writes) / tDefaultsSync),
             ("settings_put_durable_async_per_sec", Double(writes) / tPutAsync),
+            ("settings_set_deferred_per_sec", Double(sets) / tSet), ("settings_set_deferred_sets", Double(sets)),
+            ("settings_set_deferred_commits", Double(setCommits)), ("settings_flush_ms", tFlush * 1000),
         ]
     }
 
