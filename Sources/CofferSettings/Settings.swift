@@ -1,6 +1,7 @@
-// The typed settings store: reads from memory, writes to SQLite first (durable when `put`
-// returns), then to memory; every instance on one file sees the others' writes, in this process
-// at once and in other processes at its next read after a short interval.
+// The typed settings store: reads from memory; `put` writes to SQLite first (durable when it
+// returns), then to memory; `set` (Settings+Deferred.swift) writes memory first and SQLite within a
+// short window, coalesced; every instance on one file sees the others' writes, in this process at
+// once and in other processes at its next read after a short interval.
 
 import CofferSync
 import Foundation
