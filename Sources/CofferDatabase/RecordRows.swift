@@ -3,6 +3,7 @@
 // these; the public values carry no GRDB conformance, so no app code can `insert(db)` an `Asset`.
 // The mapping copies fields (no Codable round trip), so it costs less than the Codable records
 // it replaced (docs/benchmarks.md, collections).
+
 import Foundation
 import GRDB
 

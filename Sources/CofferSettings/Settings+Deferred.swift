@@ -3,6 +3,7 @@
 // set during a short window in one transaction. A slider's many ticks become a few commits, and
 // the caller (the main actor) never waits for an fsync. `flush()` commits what is pending now;
 // `close()` flushes. What a crash can lose: the values set in the last window, never more.
+
 import CofferSync
 import Dispatch
 import Foundation

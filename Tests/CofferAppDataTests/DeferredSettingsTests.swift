@@ -1,6 +1,7 @@
 // Settings.set: memory at once, the disk later in one coalesced commit, flush() and close() make
 // it durable, and nothing of it is lost to a re-read or a durable put. The disk is read through a
 // connection of its own (what another process sees).
+
 import CofferTestSupport
 import Foundation
 import GRDB

@@ -2,6 +2,7 @@
 // before it closes: the worker thread committed the value within the window, so the kill loses
 // nothing set before the window. Proved from outside: the value is read from the file by this
 // process while the child is still paused before its close, then the child is killed with SIGKILL.
+
 import CofferTestSupport
 import Foundation
 import GRDB

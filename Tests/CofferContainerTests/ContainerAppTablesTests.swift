@@ -1,5 +1,6 @@
 // An app's own table through the container: `CofferContainer.open(…, appMigrations:)` creates it
 // in the app database, beside Coffer's collections (the docs/container.md example).
+
 import Coffer
 import Foundation
 import GRDB
