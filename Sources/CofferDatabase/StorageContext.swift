@@ -603,9 +603,13 @@ struct SyncClient: SyncClientType {
         try write(pool) { db in for a in assets { try IOSDeviceAssetRow(a).save(db) } }
     }
 
-    func iosAssetBlocking(_ id: String) throws -> IOSDeviceAsset? { try read(pool) { db in try IOSDeviceAssetRow.fetchOne(db, key: id)?.value } }
+    func iosAssetBlocking(_ id: String) throws -> IOSDeviceAsset? {
+        try read(pool) { db in try IOSDeviceAssetRow.fetchOne(db, key: id)?.value }
+    }
 
-    func androidAssetBlocking(_ id: String) throws -> AndroidDeviceAsset? { try read(pool) { db in try AndroidDeviceAssetRow.fetchOne(db, key: id)?.value } }
+    func androidAssetBlocking(_ id: String) throws -> AndroidDeviceAsset? {
+        try read(pool) { db in try AndroidDeviceAssetRow.fetchOne(db, key: id)?.value }
+    }
 
     func allBackupAlbumsBlocking() throws -> [BackupAlbum] { try read(pool) { db in try BackupAlbumRow.fetchAll(db).map(\.value) } }
 
@@ -613,9 +617,13 @@ struct SyncClient: SyncClientType {
 
     func deleteETagsBlocking(_ userIds: [String]) throws -> Int { try write(pool) { db in try ETagRow.deleteAll(db, keys: userIds) } }
 
-    func deleteDuplicatedBlocking(_ ids: [String]) throws -> Int { try write(pool) { db in try DuplicatedAssetRow.deleteAll(db, keys: ids) } }
+    func deleteDuplicatedBlocking(_ ids: [String]) throws -> Int {
+        try write(pool) { db in try DuplicatedAssetRow.deleteAll(db, keys: ids) }
+    }
 
-    func deleteAndroidAssetsBlocking(_ ids: [String]) throws -> Int { try write(pool) { db in try AndroidDeviceAssetRow.deleteAll(db, keys: ids) } }
+    func deleteAndroidAssetsBlocking(_ ids: [String]) throws -> Int {
+        try write(pool) { db in try AndroidDeviceAssetRow.deleteAll(db, keys: ids) }
+    }
 
     func deleteIOSAssetsBlocking(_ ids: [String]) throws -> Int { try write(pool) { db in try IOSDeviceAssetRow.deleteAll(db, keys: ids) } }
 }

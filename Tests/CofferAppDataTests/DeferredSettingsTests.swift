@@ -76,7 +76,7 @@ struct DeferredSettingsTests {
         defer { try? app.close() }
         app.settings.setDeferredWriteDelay(noTimer)
         try app.settings.set(Self.key, 3)
-        try app.settings.put(Self.key, 5)
+        try app.settings.putBlocking(Self.key, 5)
         try app.settings.flushBlocking()
         #expect(app.settings.get(Self.key) == 5)
         #expect(try storedOnDisk(folder, Self.key.name) == 5)
@@ -94,7 +94,7 @@ struct DeferredSettingsTests {
             try db.execute(sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('loopVideo', 'bool', 0, 0)")
         }
         try outside.close()
-        app.settings.refresh()
+        app.settings.refreshBlocking()
         #expect(app.settings.get(SettingsCatalog.loopVideo) == false)
         #expect(app.settings.get(Self.key) == 6)
     }
@@ -105,7 +105,7 @@ struct DeferredSettingsTests {
         let app = try openApp(folder)
         defer { try? app.close() }
         app.settings.setDeferredWriteDelay(noTimer)
-        try app.settings.put(Self.key, 2)
+        try app.settings.putBlocking(Self.key, 2)
         try app.pool.write { db in
             try db.execute(
                 sql: """
@@ -158,7 +158,7 @@ struct DetachedModelTests {
         guard #available(macOS 14.0, iOS 17.0, *) else { return }
         let app = try openApp()
         defer { try? app.close() }
-        let model = ObservedQuery { context in try context.assets.count() }
+        let model = ObservedQuery { context in try context.assets.countBlocking() }
         #expect(model.value == nil)
         model.attach(app.context)
         try await eventually("the first result") { await model.value == 0 }
