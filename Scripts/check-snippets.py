@@ -16,6 +16,13 @@ when the line just before its opening fence is the marker
 
 Keep those few: each is code no reader can check. The script prints the skipped blocks.
 
+It then checks that GRDB stays out of the public API (docs/app-data.md, "GRDB and the public
+API"): the public symbol graph of every product module (`swift-symbolgraph-extract`) may name a
+GRDB type only in the escape hatches listed in GRDB_ESCAPE_HATCHES, and no public type may conform
+to a GRDB protocol; and each snippet of MUST_NOT_COMPILE (an app that imports both Coffer and GRDB
+and tries `asset.insert(db)`, `Settings(database:)`, …) must be rejected by the compiler with its
+expected message.
+
 It reuses the flags and modules of the last `swift build --build-tests` (.build/debug.yaml), as
 Scripts/typecheck-apple.py does, so run that first. One compiler run checks every block.
 """
@@ -95,6 +102,97 @@ def compiler_args(args):
     return kept
 
 
+# The public declarations that take GRDB's `Database` on purpose: an app's own tables and data
+# steps, written by an app that depends on GRDB itself (docs/app-data.md).
+GRDB_ESCAPE_HATCHES = {
+    "CofferDatabase": {
+        "AppMigration/migrate", "AppMigration/init(_:migrate:)", "DataMigration/run", "DataMigration/init(version:name:run:)",
+        "AppDatabase/read(_:)", "AppDatabase/write(_:)", "StorageContext/observe(_:)",
+    },
+}
+SURFACE_MODULES = ["Coffer", "CofferWallet", "CofferCrypto", "CofferDeniable", "CofferStateMachines", "CofferSettings",
+                   "CofferDatabase", "CofferMediaCache", "CofferSecureStorage", "CofferSync", "CofferFileModes"]
+GRDB_PREFIXES = ("s:4GRDB", "s:10GRDBSQLite", "c:@S@sqlite3")
+
+# Code an app could write with `import Coffer` and `import GRDB` that must not compile: the public
+# records and settings carry no GRDB conformance or GRDB-typed entry point. (snippet, expected
+# compiler message)
+MUST_NOT_COMPILE = [
+    ("func f(_ db: Database, _ a: Asset) throws { try a.insert(db) }", "has no member 'insert'"),
+    ("func f(_ db: Database) throws -> [Album] { try Album.fetchAll(db) }", "has no member 'fetchAll'"),
+    ("func f<T: PersistableRecord>(_: T.Type) {}\nfunc g() { f(BackupAlbum.self) }", "conform to 'PersistableRecord'"),
+    ("func f<T: FetchableRecord>(_: T.Type) {}\nfunc g() { f(ETag.self) }", "conform to 'FetchableRecord'"),
+    ("func f<T: MutablePersistableRecord>(_: T.Type) {}\nfunc g() { f(Brand.self) }", "conform to 'MutablePersistableRecord'"),
+    ("func f(_ pool: DatabasePool) throws -> Settings { try Settings(database: pool) }", "inaccessible due to 'package'"),
+    ("func f() { var m = DatabaseMigrator(); Settings.registerMigrations(&m) }", "inaccessible due to 'package'"),
+    ("let codec = SettingCodec<Int>(kind: \"int\", encode: { $0.databaseValue }, decode: { _ in nil })",
+     "inaccessible due to 'package'"),
+    ("func f() -> DatabaseValue? { SettingsCatalog.entry(named: \"tilesPerRow\")?.defaultValue }",
+     "inaccessible due to 'package'"),
+]
+
+
+def search_flags(flags):
+    """The module search flags of `flags` (what swift-symbolgraph-extract needs to load a module)."""
+    kept, i = [], 0
+    while i < len(flags):
+        if flags[i] in ("-I", "-Xcc", "-module-cache-path", "-sdk", "-resource-dir", "-target") and i + 1 < len(flags):
+            kept += [flags[i], flags[i + 1]]
+            i += 2
+            continue
+        if flags[i].startswith("-I"):
+            kept.append(flags[i])
+        i += 1
+    return kept
+
+
+def public_grdb_uses(swiftc, flags, work):
+    """Every public declaration naming a GRDB type, and every conformance of a public type to a
+    GRDB protocol, outside GRDB_ESCAPE_HATCHES."""
+    extract = os.path.join(os.path.dirname(swiftc), "swift-symbolgraph-extract")
+    found = []
+    for module in SURFACE_MODULES:
+        out = os.path.join(work, "symbols", module)
+        os.makedirs(out, exist_ok=True)
+        command = [extract, "-module-name", module, "-output-dir", out, "-minimum-access-level", "public",
+                   "-skip-synthesized-members", *search_flags(flags)]
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"check-snippets: cannot extract the symbol graph of {module}:\n{done.stdout}")
+        allowed = GRDB_ESCAPE_HATCHES.get(module, set())
+        for name in sorted(os.listdir(out)):
+            graph = json.load(open(os.path.join(out, name), encoding="utf-8"))
+            symbols = {s["identifier"]["precise"]: s for s in graph.get("symbols", [])}
+            for symbol in graph.get("symbols", []):
+                path = "/".join(symbol["pathComponents"])
+                fragments = symbol.get("declarationFragments", [])
+                if path not in allowed and any(f.get("preciseIdentifier", "").startswith(GRDB_PREFIXES) for f in fragments):
+                    found.append(f"{module}: {path}: {''.join(f['spelling'] for f in fragments)}")
+            for relation in graph.get("relationships", []):
+                if relation.get("target", "").startswith(GRDB_PREFIXES):
+                    source = symbols.get(relation["source"])
+                    where = "/".join(source["pathComponents"]) if source else relation["source"]
+                    found.append(f"{module}: {where} {relation['kind']} {relation.get('targetFallback', relation['target'])}")
+    return found
+
+
+def compiles_wrongly(swiftc, flags, work):
+    """The MUST_NOT_COMPILE snippets the compiler accepted, or rejected for another reason."""
+    wrong = []
+    for number, (code, expected) in enumerate(MUST_NOT_COMPILE, 1):
+        name = os.path.join(work, f"must_not_compile{number}.swift")
+        with open(name, "w", encoding="utf-8") as f:
+            f.write("import Coffer\nimport Foundation\nimport GRDB\n\n" + code + "\n")
+        command = [swiftc, "-typecheck", "-parse-as-library", "-module-name", "CofferMustNotCompile", *flags,
+                   "-suppress-warnings", name]
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+        if done.returncode == 0:
+            wrong.append(f"compiled, but must not: {code!r}")
+        elif expected not in done.stdout:
+            wrong.append(f"rejected without {expected!r}: {code!r}\n{done.stdout}")
+    return wrong
+
+
 def main():
     swiftc, flags = build_flags()
     work = tempfile.mkdtemp(prefix="coffer-snippets-")
@@ -129,6 +227,18 @@ def main():
         print(f"check-snippets: FAILED: {count} Swift blocks, errors above (file and line in the document)", file=sys.stderr)
         return 1
     print(f"check-snippets: {count} Swift blocks type-check ({len(skipped)} fragments skipped)")
+
+    leaks = public_grdb_uses(swiftc, flags, work)
+    for leak in leaks:
+        print(f"check-snippets: GRDB in the public API: {leak}")
+    wrong = compiles_wrongly(swiftc, flags, work)
+    for line in wrong:
+        print(f"check-snippets: {line}")
+    if leaks or wrong:
+        print("check-snippets: FAILED: GRDB reaches the public API (see above and docs/app-data.md)", file=sys.stderr)
+        return 1
+    print(f"check-snippets: no GRDB in the public API outside {sum(map(len, GRDB_ESCAPE_HATCHES.values()))} escape hatches; "
+          f"{len(MUST_NOT_COMPILE)} app uses of GRDB through Coffer's types are rejected")
     return 0
 
 

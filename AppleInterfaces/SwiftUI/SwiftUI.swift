@@ -64,3 +64,73 @@ public struct Binding<Value>: DynamicProperty {
         fatalError("interface only")
     }
 }
+
+/// https://developer.apple.com/documentation/swiftui/environmentkey — `protocol EnvironmentKey`
+/// with `associatedtype Value` and `static var defaultValue: Self.Value { get }`.
+@available(iOS 13.0, macOS 10.15, tvOS 13.0, watchOS 6.0, *)
+public protocol EnvironmentKey {
+    /// https://developer.apple.com/documentation/swiftui/environmentkey/value
+    associatedtype Value
+    /// https://developer.apple.com/documentation/swiftui/environmentkey/defaultvalue
+    static var defaultValue: Self.Value { get }
+}
+
+/// https://developer.apple.com/documentation/swiftui/environmentvalues — `struct EnvironmentValues`.
+@available(iOS 13.0, macOS 10.15, tvOS 13.0, watchOS 6.0, *)
+public struct EnvironmentValues {
+    /// https://developer.apple.com/documentation/swiftui/environmentvalues/init() — `init()`
+    public init() { fatalError("interface only") }
+    /// https://developer.apple.com/documentation/swiftui/environmentvalues/subscript(_:) —
+    /// `subscript<K>(key: K.Type) -> K.Value where K : EnvironmentKey { get set }`
+    public subscript<K>(key: K.Type) -> K.Value where K: EnvironmentKey {
+        get { fatalError("interface only") }
+        set { fatalError("interface only") }
+    }
+}
+
+/// https://developer.apple.com/documentation/swiftui/environment —
+/// `@frozen @propertyWrapper struct Environment<Value>`, conforming to `DynamicProperty`.
+@available(iOS 13.0, macOS 10.15, tvOS 13.0, watchOS 6.0, *)
+@frozen @propertyWrapper
+public struct Environment<Value>: DynamicProperty {
+    /// https://developer.apple.com/documentation/swiftui/environment/init(_:)-8slkf —
+    /// `init(_ keyPath: KeyPath<EnvironmentValues, Value>)`
+    public init(_ keyPath: KeyPath<EnvironmentValues, Value>) { fatalError("interface only") }
+    /// https://developer.apple.com/documentation/swiftui/environment/wrappedvalue — `var wrappedValue: Value { get }`
+    public var wrappedValue: Value { fatalError("interface only") }
+}
+
+/// https://developer.apple.com/documentation/swiftui/view — `@MainActor @preconcurrency protocol View`
+/// with `associatedtype Body : View` and `var body: Self.Body { get }` (its `@ViewBuilder`
+/// attribute is not modelled: Coffer writes no `body`).
+@available(iOS 13.0, macOS 10.15, tvOS 13.0, watchOS 6.0, *)
+@MainActor @preconcurrency
+public protocol View {
+    /// https://developer.apple.com/documentation/swiftui/view/body-swift.associatedtype
+    associatedtype Body: View
+    /// https://developer.apple.com/documentation/swiftui/view/body-swift.property
+    var body: Self.Body { get }
+}
+
+/// `Never` is a `View` (the `Body` of primitive views), as SwiftUI declares.
+@available(iOS 13.0, macOS 10.15, tvOS 13.0, watchOS 6.0, *)
+extension Never: View {
+    public typealias Body = Never
+    public var body: Never { fatalError("interface only") }
+}
+
+/// What the stand-in `environment(_:_:)` returns (SwiftUI's is an opaque `some View`).
+@available(iOS 13.0, macOS 10.15, tvOS 13.0, watchOS 6.0, *)
+public struct _StandInModifiedView: View {
+    nonisolated init() {}
+    public var body: Never { fatalError("interface only") }
+}
+
+@available(iOS 13.0, macOS 10.15, tvOS 13.0, watchOS 6.0, *)
+extension View {
+    /// https://developer.apple.com/documentation/swiftui/view/environment(_:_:) —
+    /// `nonisolated func environment<V>(_ keyPath: WritableKeyPath<EnvironmentValues, V>, _ value: V) -> some View`
+    nonisolated public func environment<V>(_ keyPath: WritableKeyPath<EnvironmentValues, V>, _ value: V) -> some View {
+        _StandInModifiedView()
+    }
+}

@@ -171,16 +171,19 @@ public final class CofferContainer: Sendable {
     ///     store's own, ``CofferLocations/keychainService``.
     ///   - cacheByteLimits: the media cache's memory and disk byte limits; by default
     ///     `MediaCacheLimits.default` (its entry limits always follow the cache-size settings).
+    ///   - appMigrations: the app's own tables in the app database (`AppMigration`), applied in
+    ///     order after Coffer's schema steps; none by default.
     ///   - dataMigrations: the app database's data ladder; by default `AppDatabase.dataMigrations`.
     ///
     /// Blocks the calling thread while the database opens and migrates: from async code, `await`
-    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)-6hox7``.
+    /// ``open(_:secureStorage:keychainService:cacheByteLimits:appMigrations:dataMigrations:)``.
     public static func openBlocking(
         _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
         keychainService: String? = nil, cacheByteLimits: (memory: Int, disk: Int)? = nil,
-        dataMigrations: [DataMigration] = AppDatabase.dataMigrations
+        appMigrations: [AppMigration] = [], dataMigrations: [DataMigration] = AppDatabase.dataMigrations
     ) throws -> CofferContainer {
-        let database = try AppDatabase.openBlocking(at: locations.appDatabase, dataMigrations: dataMigrations)
+        let database = try AppDatabase.openBlocking(
+            at: locations.appDatabase, appMigrations: appMigrations, dataMigrations: dataMigrations)
         let secure =
             secureStorage
             ?? PlatformSecureStorage.make(folder: locations.secureFolder, service: keychainService ?? locations.keychainService)
@@ -215,18 +218,18 @@ public final class CofferContainer: Sendable {
         return container
     }
 
-    /// ``openBlocking(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)`` off the
+    /// ``openBlocking(_:secureStorage:keychainService:cacheByteLimits:appMigrations:dataMigrations:)`` off the
     /// caller's executor: opening and migrating run on a worker thread, so an app can open its
     /// container from the main actor (e.g. in a SwiftUI `.task`) without blocking it.
     public static func open(
         _ locations: CofferLocations = .platformDefault(), secureStorage: (any SecureStorage)? = nil,
         keychainService: String? = nil, cacheByteLimits: (memory: Int, disk: Int)? = nil,
-        dataMigrations: [DataMigration] = AppDatabase.dataMigrations
+        appMigrations: [AppMigration] = [], dataMigrations: [DataMigration] = AppDatabase.dataMigrations
     ) async throws -> CofferContainer {
         try await offCaller {
             try openBlocking(
                 locations, secureStorage: secureStorage, keychainService: keychainService,
-                cacheByteLimits: cacheByteLimits, dataMigrations: dataMigrations)
+                cacheByteLimits: cacheByteLimits, appMigrations: appMigrations, dataMigrations: dataMigrations)
         }
     }
 
@@ -411,7 +414,7 @@ public final class CofferContainer: Sendable {
     /// leaves it empty) — and every secure item (the Keychain items of `keychainService`, by
     /// default this store's own ``CofferLocations/keychainService``, on Apple platforms; the
     /// sealed-file folder elsewhere). Other stores' items are untouched. The next
-    /// ``open(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)-6hox7`` is a fresh install.
+    /// ``open(_:secureStorage:keychainService:cacheByteLimits:appMigrations:dataMigrations:)`` is a fresh install.
     /// Close any container or wallet of these locations first. Blocks the calling thread: from
     /// async code, `await` ``reset(_:secureStorage:keychainService:)-eq3g``.
     /// - Throws: ``ContainerError/storage(_:cause:)`` naming every item that could not be removed (the

@@ -55,7 +55,7 @@ public final class CofferSDK: Sendable {
     /// - Parameters:
     ///   - locations: the store's folders; by default the platform's.
     ///   - secureStorage: where the wallet's key is kept; by default the platform's secure storage
-    ///     (as ``CofferContainer/openBlocking(_:secureStorage:keychainService:cacheByteLimits:dataMigrations:)``).
+    ///     (as ``CofferContainer/openBlocking(_:secureStorage:keychainService:cacheByteLimits:appMigrations:dataMigrations:)``).
     ///   - keychainService: the Keychain service of the default secure store.
     ///   - walletConfiguration: the wallet's settings.
     /// - Throws: the container's open errors; `SecureStorageError.keyLost(_:)` when the wallet

@@ -57,6 +57,13 @@ struct AppBench: AsyncParsableCommand {
         let (_, tPut) = try await Clock.time { for i in 0..<writes { try app.settings.putBlocking(key, i) } }
         // The async form (a worker-thread hop around the same commit), as a main-actor caller uses it.
         let (_, tPutAsync) = try await Clock.time { for i in 0..<writes { try await app.settings.put(key, i) } }
+        // Settings.set (what a view's slider uses): memory now, the disk coalesced by a worker
+        // thread; then one flush makes them durable. Counted: the commits the sets cost.
+        let commitsBefore = app.settings.deferredCommits
+        let sets = writes * 50
+        let (_, tSet) = try await Clock.time { for i in 0..<sets { try app.settings.set(key, i) } }
+        let (_, tFlush) = try await Clock.time { try await app.settings.flush() }
+        let setCommits = app.settings.deferredCommits - commitsBefore
         let (_, tDefaultsSet) = await Clock.time { for i in 0..<writes { defaults.set(i, forKey: "tilesPerRow") } }
         let (_, tDefaultsSync) = await Clock.time {
             for i in 0..<writes {
@@ -70,6 +77,8 @@ struct AppBench: AsyncParsableCommand {
             ("settings_put_durable_per_sec", Double(writes) / tPut), ("userdefaults_set_per_sec", Double(writes) / tDefaultsSet),
             ("userdefaults_set_synchronize_per_sec", Double(writes) / tDefaultsSync),
             ("settings_put_durable_async_per_sec", Double(writes) / tPutAsync),
+            ("settings_set_deferred_per_sec", Double(sets) / tSet), ("settings_set_deferred_sets", Double(sets)),
+            ("settings_set_deferred_commits", Double(setCommits)), ("settings_flush_ms", tFlush * 1000),
         ]
     }
 
@@ -91,7 +100,12 @@ struct AppBench: AsyncParsableCommand {
         let direct = try await Self.directDatabase(in: folder)
         defer { try? direct.close() }
         let (_, tDirectPutAll) = try await Clock.time {
-            try direct.write { db in for var a in batch { try a.insert(db) } }
+            try direct.write { db in
+                for a in batch {
+                    var row = AssetRow(a)
+                    try row.insert(db)
+                }
+            }
         }
         let r = try await alternatingReads(app, direct: direct, probe: probe, windows: windows)
         var asyncFound = 0
@@ -158,7 +172,7 @@ struct AppBench: AsyncParsableCommand {
             tDirectLookup += try await Clock.time {
                 for id in slice {
                     if try direct.read({ db in
-                        try Asset.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE remoteId = ?"), arguments: [id])
+                        try AssetRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE remoteId = ?"), arguments: [id])
                     }) != nil {
                         directFound += 1
                     }
@@ -171,7 +185,7 @@ struct AppBench: AsyncParsableCommand {
             tDirectBetween += try await Clock.time {
                 for (a, b) in windowSlice {
                     directRows += try direct.read { db in
-                        try Asset.fetchAll(
+                        try AssetRow.fetchAll(
                             db.cachedStatement(
                                 sql: "SELECT * FROM assets WHERE fileCreatedAt >= ? AND fileCreatedAt <= ? ORDER BY fileCreatedAt"),
                             arguments: [a, b]

@@ -1,8 +1,8 @@
-// The entities of seeds 003 and 004 as GRDB records. Tables and columns are named here once;
+// The entities of seeds 003 and 004 as plain values: nothing of GRDB is in their public surface
+// (no record conformance, no `insert(db)`). Their rows, tables and columns are in RecordRows.swift;
 // migrations use plain SQL strings, never these types, so old steps never change.
 
 import Foundation
-import GRDB
 
 /// The one normalisation of owner (server user) ids, used by every write, query, cleanup and
 /// migration 2: ASCII letters lower-cased, everything else kept — exactly SQLite's `lower()`, so
@@ -18,7 +18,7 @@ public enum OwnerId {
 }
 
 /// A photo or video known locally, remotely, or both (seed 004 "Assets").
-public struct Asset: Codable, Sendable, Hashable, FetchableRecord, MutablePersistableRecord {
+public struct Asset: Codable, Sendable, Hashable {
     /// Photo or video.
     public enum MediaType: String, Codable, Sendable, Hashable { case image, video, other }
 
@@ -57,9 +57,6 @@ public struct Asset: Codable, Sendable, Hashable, FetchableRecord, MutablePersis
     /// Bytes of the local file, when there is one (schema v2).
     public var fileSize: Int64?
 
-    /// The table.
-    public static let databaseTableName = "assets"
-
     /// An asset.
     public init(
         id: Int64? = nil, remoteId: String?, localId: String?, ownerId: String, checksum: String, fileName: String,
@@ -85,13 +82,10 @@ public struct Asset: Codable, Sendable, Hashable, FetchableRecord, MutablePersis
         self.isTrashed = isTrashed
         self.fileSize = fileSize
     }
-
-    /// Keeps the row id SQLite assigned.
-    public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
 }
 
 /// An album (seed 004 "Albums"), linked to assets and users.
-public struct Album: Codable, Sendable, Hashable, FetchableRecord, MutablePersistableRecord {
+public struct Album: Codable, Sendable, Hashable {
     /// Auto-increment primary key.
     public var id: Int64?
     /// Server id (indexed).
@@ -111,9 +105,6 @@ public struct Album: Codable, Sendable, Hashable, FetchableRecord, MutablePersis
     /// Shared with other users.
     public var shared: Bool
 
-    /// The table.
-    public static let databaseTableName = "albums"
-
     /// An album.
     public init(
         id: Int64? = nil, remoteId: String?, name: String, createdAt: Date, modifiedAt: Date? = nil,
@@ -129,13 +120,10 @@ public struct Album: Codable, Sendable, Hashable, FetchableRecord, MutablePersis
         self.ownerId = ownerId
         self.shared = shared
     }
-
-    /// Keeps the row id SQLite assigned.
-    public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
 }
 
 /// A device album selected (or excluded) for backup (seed 004 "BackupAlbum").
-public struct BackupAlbum: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+public struct BackupAlbum: Codable, Sendable, Hashable {
     /// Whether the album's assets are backed up.
     public enum Selection: String, Codable, Sendable, Hashable { case include, exclude, none }
     /// Device album id (primary key).
@@ -147,9 +135,6 @@ public struct BackupAlbum: Codable, Sendable, Hashable, FetchableRecord, Persist
     /// Last backup time.
     public var lastBackup: Date
 
-    /// The table.
-    public static let databaseTableName = "backup_albums"
-
     /// A backup album.
     public init(id: String, name: String, selection: Selection, lastBackup: Date) {
         self.id = id
@@ -160,25 +145,21 @@ public struct BackupAlbum: Codable, Sendable, Hashable, FetchableRecord, Persist
 }
 
 /// A device asset already uploaded (seed 004 "DuplicatedAsset").
-public struct DuplicatedAsset: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+public struct DuplicatedAsset: Codable, Sendable, Hashable {
     /// Device asset id.
     public var id: String
-    /// The table.
-    public static let databaseTableName = "duplicated_assets"
     /// A duplicated asset.
     public init(id: String) { self.id = id }
 }
 
 /// Sync ETag per user (seed 004 "ETag").
-public struct ETag: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+public struct ETag: Codable, Sendable, Hashable {
     /// User id.
     public var id: String
     /// Number of assets at the last sync.
     public var assetCount: Int
     /// Last sync time.
     public var time: Date
-    /// The table.
-    public static let databaseTableName = "etags"
     /// An ETag.
     public init(id: String, assetCount: Int, time: Date) {
         self.id = id
@@ -188,13 +169,11 @@ public struct ETag: Codable, Sendable, Hashable, FetchableRecord, PersistableRec
 }
 
 /// An Android device asset's content hash.
-public struct AndroidDeviceAsset: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+public struct AndroidDeviceAsset: Codable, Sendable, Hashable {
     /// Asset id.
     public var id: String
     /// Content hash.
     public var hash: Data
-    /// The table.
-    public static let databaseTableName = "android_device_assets"
     /// An Android device asset.
     public init(id: String, hash: Data) {
         self.id = id
@@ -203,15 +182,13 @@ public struct AndroidDeviceAsset: Codable, Sendable, Hashable, FetchableRecord, 
 }
 
 /// An iOS device asset's content hash and modification time.
-public struct IOSDeviceAsset: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+public struct IOSDeviceAsset: Codable, Sendable, Hashable {
     /// Asset id.
     public var id: String
     /// Content hash.
     public var hash: Data
     /// Modification time.
     public var modifiedTime: Date
-    /// The table.
-    public static let databaseTableName = "ios_device_assets"
     /// An iOS device asset.
     public init(id: String, hash: Data, modifiedTime: Date) {
         self.id = id
@@ -221,7 +198,7 @@ public struct IOSDeviceAsset: Codable, Sendable, Hashable, FetchableRecord, Pers
 }
 
 /// Seed 003's example entity: a brand, kept per language namespace.
-public struct Brand: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord, BrandEntityType {
+public struct Brand: Codable, Sendable, Hashable, BrandEntityType {
     /// Primary key.
     public var brandId: String
     /// Image URL.
@@ -232,8 +209,6 @@ public struct Brand: Codable, Sendable, Hashable, FetchableRecord, PersistableRe
     public var name: String
     /// The namespace (language) it was saved for.
     public var language: String
-    /// The table.
-    public static let databaseTableName = "brands"
     /// A brand.
     public init(brandId: String, image: String, keywords: String, name: String, language: String = "") {
         self.brandId = brandId

@@ -253,7 +253,10 @@ public final class StorageContext: ClientType, BrandClientType, Sendable {
     /// result now and after every committed change to the tables it read (unchanged results are
     /// skipped).
     ///
-    ///     for try await n in app.context.observe({ db in try Asset.fetchCount(db) }) { … }
+    /// A GRDB escape hatch, like ``AppMigration``: an app that calls it depends on GRDB itself
+    /// (its own `Package.swift` entry and `import GRDB`); the app's own tables are its usual use.
+    ///
+    ///     for try await n in app.context.observe({ db in try Int.fetchOne(db, sql: "SELECT count(*) FROM notes") ?? 0 }) { … }
     public func observe<Value: Equatable & Sendable>(_ query: @escaping @Sendable (Database) throws -> Value)
         -> QueryObservation<Value>
     {
@@ -306,26 +309,26 @@ struct BrandClient: BrandClientType {
     let pool: DatabasePool
 
     func saveBlocking(_ entity: Brand) throws {
-        try write(pool) { db in try entity.insert(db) }
+        try write(pool) { db in try BrandRow(entity).insert(db) }
     }
 
     func saveBlocking(_ entity: Brand, for nameSpace: String) throws {
         var brand = entity
         brand.language = nameSpace
-        try write(pool) { db in try brand.save(db) }
+        try write(pool) { db in try BrandRow(brand).save(db) }
     }
 
     func getBrandByLanguageBlocking(_ language: String) throws -> [Brand]? {
-        let found = try read(pool) { db in try Brand.filter(Column("language") == language).fetchAll(db) }
+        let found = try read(pool) { db in try BrandRow.filter(Column("language") == language).fetchAll(db).map(\.value) }
         return found.isEmpty ? nil : found
     }
 
     func clearBrandByBlocking(_ language: String) throws {
-        _ = try write(pool) { db in try Brand.filter(Column("language") == language).deleteAll(db) }
+        _ = try write(pool) { db in try BrandRow.filter(Column("language") == language).deleteAll(db) }
     }
 
     func deleteBlocking(_ id: String) throws -> Int {
-        try write(pool) { db in try Brand.filter(Column("brandId") == id).deleteAll(db) }
+        try write(pool) { db in try BrandRow.filter(Column("brandId") == id).deleteAll(db) }
     }
 }
 
@@ -338,28 +341,33 @@ struct AssetClient: AssetClientType {
     // more than the indexed read itself.
 
     func findByRemoteIdBlocking(_ remoteId: String) throws -> Asset? {
-        try read(pool) { db in try Asset.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE remoteId = ?"), arguments: [remoteId])
+        try read(pool) { db in
+            try AssetRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE remoteId = ?"), arguments: [remoteId])?.asset
         }
     }
 
     func findByLocalIdBlocking(_ localId: String) throws -> Asset? {
-        try read(pool) { db in try Asset.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE localId = ?"), arguments: [localId]) }
+        try read(pool) { db in
+            try AssetRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM assets WHERE localId = ?"), arguments: [localId])?.asset
+        }
     }
 
     func allForOwnerBlocking(_ ownerId: String) throws -> [Asset] {
         try read(pool) { db in
-            try Asset.fetchAll(
+            try AssetRow.fetchAll(
                 db.cachedStatement(sql: "SELECT * FROM assets WHERE ownerId = ? ORDER BY fileCreatedAt DESC"),
-                arguments: [OwnerId.normalized(ownerId)])
+                arguments: [OwnerId.normalized(ownerId)]
+            ).map(\.asset)
         }
     }
 
     func createdBetweenBlocking(_ start: Date, _ end: Date) throws -> [Asset] {
         guard start <= end else { throw DatabaseStoreError.invalidInput("createdBetween: start \(start) is after end \(end)") }
         return try read(pool) { db in
-            try Asset.fetchAll(
+            try AssetRow.fetchAll(
                 db.cachedStatement(sql: "SELECT * FROM assets WHERE fileCreatedAt >= ? AND fileCreatedAt <= ? ORDER BY fileCreatedAt"),
-                arguments: [start, end])
+                arguments: [start, end]
+            ).map(\.asset)
         }
     }
 
@@ -407,32 +415,32 @@ struct AssetClient: AssetClientType {
     ) throws -> Asset {
         var asset = given
         asset.ownerId = OwnerId.normalized(given.ownerId)
-        var a = asset
+        var a = AssetRow(asset)
         // Most puts are new assets: try the insert first (one statement); a unique-key clash
         // rolls back only that statement, and the existing row is then found and updated.
         if asset.id == nil {
             do {
                 try a.insert(db)
-                return a
+                return a.asset
             } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
-                a.id = nil
+                a.asset.id = nil
             }
         }
         if let match = try existing(db, asset) {
             if onConflict == .refuse, changesIdentity(match, asset) {
                 throw DatabaseStoreError.uniqueViolation(key: match.key, table: "assets")
             }
-            a.id = match.id
+            a.asset.id = match.id
             // An id the incoming row does not carry is not a request to erase the stored one.
-            a.remoteId = asset.remoteId ?? match.remoteId
-            a.localId = asset.localId ?? match.localId
+            a.asset.remoteId = asset.remoteId ?? match.remoteId
+            a.asset.localId = asset.localId ?? match.localId
             try a.update(db)
-            replaced?(Set([match.remoteId, match.localId, a.remoteId, a.localId].compactMap { $0 }))
+            replaced?(Set([match.remoteId, match.localId, a.asset.remoteId, a.asset.localId].compactMap { $0 }))
         } else {
-            a.id = nil
+            a.asset.id = nil
             try a.insert(db)
         }
-        return a
+        return a.asset
     }
 
     func putBlocking(_ asset: Asset, onConflict: AssetIdentityConflict) throws -> Asset {
@@ -452,9 +460,9 @@ struct AssetClient: AssetClientType {
     func deleteAllByRemoteIdBlocking(_ remoteIds: [String]) throws -> Int {
         var changes = MediaChanges()
         let deleted = try write(pool) { db in
-            let gone = try Asset.filter(remoteIds.contains(Column("remoteId"))).fetchAll(db)
+            let gone = try AssetRow.filter(remoteIds.contains(Column("remoteId"))).fetchAll(db).map(\.asset)
             changes.assetIds = Set(gone.flatMap { [$0.remoteId, $0.localId].compactMap { $0 } })
-            return try Asset.filter(remoteIds.contains(Column("remoteId"))).deleteAll(db)
+            return try AssetRow.filter(remoteIds.contains(Column("remoteId"))).deleteAll(db)
         }
         hooks.notify(changes)
         return deleted
@@ -479,13 +487,13 @@ struct AssetClient: AssetClientType {
         return cleared
     }
 
-    func countBlocking() throws -> Int { try read(pool) { db in try Asset.fetchCount(db) } }
+    func countBlocking() throws -> Int { try read(pool) { db in try AssetRow.fetchCount(db) } }
 
     func observeOwner(_ ownerId: String) -> QueryObservation<[Asset]> {
         let ownerId = OwnerId.normalized(ownerId)
         return QueryObservation(registry: observations) { [pool] in
             ValueObservation.tracking { db in
-                try Asset.filter(Column("ownerId") == ownerId).order(Column("fileCreatedAt").desc).fetchAll(db)
+                try AssetRow.filter(Column("ownerId") == ownerId).order(Column("fileCreatedAt").desc).fetchAll(db).map(\.asset)
             }
             .removeDuplicates()
             .values(in: pool)
@@ -501,24 +509,24 @@ struct AlbumClient: AlbumClientType {
         var changes = MediaChanges()
         defer { hooks.notify(changes) }
         return try write(pool) { db in
-            var a = album
-            a.ownerId = OwnerId.normalized(album.ownerId)
+            var a = AlbumRow(album)
+            a.album.ownerId = OwnerId.normalized(album.ownerId)
             if let remoteId = album.remoteId,
                 let id = try Int64.fetchOne(db, sql: "SELECT id FROM albums WHERE remoteId = ?", arguments: [remoteId])
             {
-                a.id = id
+                a.album.id = id
                 try a.update(db)
                 changes.albumIds = [remoteId]
             } else {
-                a.id = nil
+                a.album.id = nil
                 try a.insert(db)
             }
-            return a
+            return a.album
         }
     }
 
     func findByRemoteIdBlocking(_ remoteId: String) throws -> Album? {
-        try read(pool) { db in try Album.filter(Column("remoteId") == remoteId).fetchOne(db) }
+        try read(pool) { db in try AlbumRow.filter(Column("remoteId") == remoteId).fetchOne(db)?.album }
     }
 
     func linkBlocking(albumId: Int64, assetIds: [Int64]) throws {
@@ -544,21 +552,22 @@ struct AlbumClient: AlbumClientType {
 
     func assetsBlocking(albumId: Int64) throws -> [Asset] {
         try read(pool) { db in
-            try Asset.fetchAll(
+            try AssetRow.fetchAll(
                 db, sql: "SELECT a.* FROM assets a JOIN album_assets x ON x.assetId = a.id WHERE x.albumId = ? ORDER BY a.fileCreatedAt",
-                arguments: [albumId])
+                arguments: [albumId]
+            ).map(\.asset)
         }
     }
 
     func allForOwnerBlocking(_ ownerId: String) throws -> [Album] {
-        try read(pool) { db in try Album.filter(Column("ownerId") == OwnerId.normalized(ownerId)).fetchAll(db) }
+        try read(pool) { db in try AlbumRow.filter(Column("ownerId") == OwnerId.normalized(ownerId)).fetchAll(db).map(\.album) }
     }
 
     func deleteAllByRemoteIdBlocking(_ remoteIds: [String]) throws -> Int {
         var changes = MediaChanges()
         defer { hooks.notify(changes) }
         return try write(pool) { db in
-            let deleted = try Album.filter(remoteIds.contains(Column("remoteId"))).deleteAll(db)
+            let deleted = try AlbumRow.filter(remoteIds.contains(Column("remoteId"))).deleteAll(db)
             if deleted > 0 { changes.albumIds = Set(remoteIds) }
             return deleted
         }
@@ -568,49 +577,53 @@ struct AlbumClient: AlbumClientType {
 struct SyncClient: SyncClientType {
     let pool: DatabasePool
 
-    func putBackupAlbumBlocking(_ album: BackupAlbum) throws { try write(pool) { db in try album.save(db) } }
+    func putBackupAlbumBlocking(_ album: BackupAlbum) throws { try write(pool) { db in try BackupAlbumRow(album).save(db) } }
 
     func backupAlbumsBlocking(_ selection: BackupAlbum.Selection) throws -> [BackupAlbum] {
-        try read(pool) { db in try BackupAlbum.filter(Column("selection") == selection.rawValue).fetchAll(db) }
+        try read(pool) { db in try BackupAlbumRow.filter(Column("selection") == selection.rawValue).fetchAll(db).map(\.value) }
     }
 
     func putDuplicatedBlocking(_ ids: [String]) throws {
-        try write(pool) { db in for id in ids { try DuplicatedAsset(id: id).save(db) } }
+        try write(pool) { db in for id in ids { try DuplicatedAssetRow(DuplicatedAsset(id: id)).save(db) } }
     }
 
     func isDuplicatedBlocking(_ id: String) throws -> Bool {
-        try read(pool) { db in try DuplicatedAsset.exists(db, key: id) }
+        try read(pool) { db in try DuplicatedAssetRow.exists(db, key: id) }
     }
 
-    func putETagBlocking(_ etag: ETag) throws { try write(pool) { db in try etag.save(db) } }
+    func putETagBlocking(_ etag: ETag) throws { try write(pool) { db in try ETagRow(etag).save(db) } }
 
-    func etagBlocking(_ userId: String) throws -> ETag? { try read(pool) { db in try ETag.fetchOne(db, key: userId) } }
+    func etagBlocking(_ userId: String) throws -> ETag? { try read(pool) { db in try ETagRow.fetchOne(db, key: userId)?.value } }
 
     func putAndroidAssetsBlocking(_ assets: [AndroidDeviceAsset]) throws {
-        try write(pool) { db in for a in assets { try a.save(db) } }
+        try write(pool) { db in for a in assets { try AndroidDeviceAssetRow(a).save(db) } }
     }
 
     func putIOSAssetsBlocking(_ assets: [IOSDeviceAsset]) throws {
-        try write(pool) { db in for a in assets { try a.save(db) } }
+        try write(pool) { db in for a in assets { try IOSDeviceAssetRow(a).save(db) } }
     }
 
-    func iosAssetBlocking(_ id: String) throws -> IOSDeviceAsset? { try read(pool) { db in try IOSDeviceAsset.fetchOne(db, key: id) } }
+    func iosAssetBlocking(_ id: String) throws -> IOSDeviceAsset? {
+        try read(pool) { db in try IOSDeviceAssetRow.fetchOne(db, key: id)?.value }
+    }
 
     func androidAssetBlocking(_ id: String) throws -> AndroidDeviceAsset? {
-        try read(pool) { db in try AndroidDeviceAsset.fetchOne(db, key: id) }
+        try read(pool) { db in try AndroidDeviceAssetRow.fetchOne(db, key: id)?.value }
     }
 
-    func allBackupAlbumsBlocking() throws -> [BackupAlbum] { try read(pool) { db in try BackupAlbum.fetchAll(db) } }
+    func allBackupAlbumsBlocking() throws -> [BackupAlbum] { try read(pool) { db in try BackupAlbumRow.fetchAll(db).map(\.value) } }
 
-    func deleteBackupAlbumsBlocking(_ ids: [String]) throws -> Int { try write(pool) { db in try BackupAlbum.deleteAll(db, keys: ids) } }
+    func deleteBackupAlbumsBlocking(_ ids: [String]) throws -> Int { try write(pool) { db in try BackupAlbumRow.deleteAll(db, keys: ids) } }
 
-    func deleteETagsBlocking(_ userIds: [String]) throws -> Int { try write(pool) { db in try ETag.deleteAll(db, keys: userIds) } }
+    func deleteETagsBlocking(_ userIds: [String]) throws -> Int { try write(pool) { db in try ETagRow.deleteAll(db, keys: userIds) } }
 
-    func deleteDuplicatedBlocking(_ ids: [String]) throws -> Int { try write(pool) { db in try DuplicatedAsset.deleteAll(db, keys: ids) } }
+    func deleteDuplicatedBlocking(_ ids: [String]) throws -> Int {
+        try write(pool) { db in try DuplicatedAssetRow.deleteAll(db, keys: ids) }
+    }
 
     func deleteAndroidAssetsBlocking(_ ids: [String]) throws -> Int {
-        try write(pool) { db in try AndroidDeviceAsset.deleteAll(db, keys: ids) }
+        try write(pool) { db in try AndroidDeviceAssetRow.deleteAll(db, keys: ids) }
     }
 
-    func deleteIOSAssetsBlocking(_ ids: [String]) throws -> Int { try write(pool) { db in try IOSDeviceAsset.deleteAll(db, keys: ids) } }
+    func deleteIOSAssetsBlocking(_ ids: [String]) throws -> Int { try write(pool) { db in try IOSDeviceAssetRow.deleteAll(db, keys: ids) } }
 }

@@ -172,8 +172,8 @@ public struct CatalogEntry: Sendable {
     public let name: String
     /// The stored kind (`int`, `bool`, `string`, `double`, `date`, `data`, `enum`, `json`).
     public let kind: String
-    /// The default in its stored form (NULL for a nil default).
-    public let defaultValue: DatabaseValue
+    /// The default in its stored form (NULL for a nil default); for Coffer's tools.
+    package let defaultValue: DatabaseValue
     /// The raw values an enum key accepts, nil for other kinds.
     public let allowedValues: [String]?
     /// Why only Coffer writes this key, nil when tools may set it.
@@ -196,7 +196,7 @@ public struct CatalogEntry: Sendable {
 
     /// Whether `value`, stored under kind `kind`, reads back as this key's type (and is an
     /// allowed enum value, at or above the minimum).
-    public func accepts(kind: String, _ value: DatabaseValue) -> Bool {
+    package func accepts(kind: String, _ value: DatabaseValue) -> Bool {
         guard kind == self.kind, decodes(value) else { return false }
         if let allowedValues, let text = String.fromDatabaseValue(value), !allowedValues.contains(text) { return false }
         if let minimum, let number = Int.fromDatabaseValue(value), number < minimum { return false }

@@ -1,6 +1,7 @@
-// The typed settings store: reads from memory, writes to SQLite first (durable when `put`
-// returns), then to memory; every instance on one file sees the others' writes, in this process
-// at once and in other processes at its next read after a short interval.
+// The typed settings store: reads from memory; `put` writes to SQLite first (durable when it
+// returns), then to memory; `set` (Settings+Deferred.swift) writes memory first and SQLite within a
+// short window, coalesced; every instance on one file sees the others' writes, in this process at
+// once and in other processes at its next read after a short interval.
 
 import CofferSync
 import Foundation
@@ -79,7 +80,7 @@ struct SettingsCache: Sendable {
 /// when it moved, the table is read again and ``changes(_:)`` yields what changed), or at once by
 /// ``refresh()``.
 public final class Settings: Sendable {
-    private let database: any DatabaseWriter
+    let database: any DatabaseWriter
     /// The values in memory, behind their own lock (reads are the hot path).
     @usableFromInline let cache: Locked<SettingsCache>
     /// The connection that notices other processes' writes. Taken only while holding the hub's
@@ -89,7 +90,11 @@ public final class Settings: Sendable {
     public static let crossProcessCheckInterval: UInt64 = 100_000_000
     /// The change streams and whether the settings closed.
     private let observation = Locked(Observation())
-    private let hub: SettingsHub
+    let hub: SettingsHub
+    /// How long ``set(_:_:)`` waits before committing (``deferredWriteDelay``; tests lengthen it).
+    package let deferredDelay = Locked<UInt64>(Settings.deferredWriteDelay)
+    /// Whether ``close()`` ran.
+    var isClosedNow: Bool { observation.withLock { $0.isClosed } }
     private let logger = Logger(label: "coffer.settings")
 
     private struct Watch {
@@ -107,8 +112,9 @@ public final class Settings: Sendable {
         var isClosed = false
     }
 
-    /// The schema step that creates the settings table; register it in the app's migrator.
-    public static func registerMigrations(_ migrator: inout DatabaseMigrator) {
+    /// The schema step that creates the settings table; the app database registers it in its
+    /// migrator (package-internal: apps get their settings from `AppDatabase` or the container).
+    package static func registerMigrations(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("settings-v1") { db in
             try db.execute(
                 sql: """
@@ -124,7 +130,7 @@ public final class Settings: Sendable {
     /// Settings over `database`, whose migrations (``registerMigrations(_:)``) have run. Every
     /// value is read into memory now.
     /// Blocks the calling thread while it reads the settings table once.
-    public init(database: any DatabaseWriter) throws {
+    package init(database: any DatabaseWriter) throws {
         self.database = database
         let hub = SettingsHub.shared(for: database.path)
         self.hub = hub
@@ -148,7 +154,8 @@ public final class Settings: Sendable {
                     let version = try watcher.read { try Int64.fetchOne($0, sql: "PRAGMA data_version") ?? -1 }
                     watch.withLock { $0.lastDataVersion = version }
                 }
-                let values = try Self.readAll(database)
+                // Values another instance set and has not committed yet are what memory holds.
+                let values = hub.pending.overlay(try Self.readAll(database))
                 cache.withLock { $0.values = values }
                 hub.register(self)
             }
@@ -238,9 +245,10 @@ public final class Settings: Sendable {
                 guard let version = try? watcher.read({ try Int64.fetchOne($0, sql: "PRAGMA data_version") ?? -1 }),
                     version != watch.lastDataVersion
                 else { return nil }
-                guard let fresh = try? Self.readAll(database) else { return nil }
+                guard let read = try? Self.readAll(database) else { return nil }
                 watch.lastDataVersion = version
-                return fresh
+                // Values set and not committed yet stay as set.
+                return hub.pending.overlay(read)
             }
             guard let fresh = changed else { return }
             let old = cache.withLock { state -> [String: StoredSetting] in
@@ -260,6 +268,8 @@ public final class Settings: Sendable {
     /// throwing ``SettingsError/closed``. Reads keep serving memory afterwards (they never touch
     /// the disk); writes throw ``SettingsError/closed``.
     public func close() {
+        // What ``set(_:_:)`` left pending reaches the disk first.
+        do { try hub.flushPending() } catch { logger.error("\(error)") }
         hub.withWriteLock { () -> Void in
             // A closed connection must not be read again (SQLite would be handed a closed handle).
             watch.withLock { watch in
@@ -371,6 +381,8 @@ public final class Settings: Sendable {
         // Commit and update every instance's memory under one lock per file: two concurrent
         // writes to one key reach memory in the order they reached the disk.
         try hub.withWriteLock { () throws(SettingsError) in
+            // This write replaces a value of `name` set earlier and not committed yet.
+            hub.pending.drop(name)
             try commit(name, stored)
             hub.broadcast(name, stored)
         }
@@ -378,20 +390,38 @@ public final class Settings: Sendable {
 
     private func commit(_ name: String, _ stored: StoredSetting?) throws(SettingsError) {
         do {
-            try database.write { db in
-                if let stored {
-                    try db.cachedStatement(
-                        sql: """
-                            INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES (?, ?, ?, ?)
-                            ON CONFLICT(name) DO UPDATE SET kind = excluded.kind, value = excluded.value, updated_at = excluded.updated_at
-                            """
-                    ).execute(arguments: [name, stored.kind, stored.value, Int64(Date().timeIntervalSince1970 * 1000)])
-                } else {
-                    try db.cachedStatement(sql: "DELETE FROM coffer_settings WHERE name = ?").execute(arguments: [name])
-                }
-            }
+            try database.write { db in try Self.commit(db, name, stored) }
         } catch {
             throw .storage("writing \"\(name)\" failed: \(error)", cause: StorageCause(error))
+        }
+    }
+
+    /// Writes (or, for nil, deletes) one setting in `db`'s transaction.
+    static func commit(_ db: Database, _ name: String, _ stored: StoredSetting?) throws {
+        if let stored {
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(name) DO UPDATE SET kind = excluded.kind, value = excluded.value, updated_at = excluded.updated_at
+                    """
+            ).execute(arguments: [name, stored.kind, stored.value, Int64(Date().timeIntervalSince1970 * 1000)])
+        } else {
+            try db.cachedStatement(sql: "DELETE FROM coffer_settings WHERE name = ?").execute(arguments: [name])
+        }
+    }
+
+    /// Puts the stored values of `names` back in memory (after a deferred commit of them failed),
+    /// except those set again since; change streams give what changed.
+    func reload(names: Set<String>) {
+        guard let read = try? Self.readAll(database) else { return }
+        for name in names {
+            hub.pending.unlessPending(name) {
+                let old = cache.withLock { cache -> StoredSetting? in
+                    defer { if let value = read[name] { cache.values[name] = value } else { cache.values.removeValue(forKey: name) } }
+                    return cache.values[name]
+                }
+                if old != read[name] { notify(name, read[name]) }
+            }
         }
     }
 
@@ -404,7 +434,7 @@ public final class Settings: Sendable {
         notify(name, stored)
     }
 
-    private func notify(_ name: String, _ stored: StoredSetting?) {
+    func notify(_ name: String, _ stored: StoredSetting?) {
         let callbacks: [@Sendable (StoredSetting?) -> Void] = observation.withLock { Array(($0.observers[name] ?? [:]).values) }
         for callback in callbacks { callback(stored) }
     }
@@ -500,9 +530,17 @@ final class SettingsHub: Sendable {
         _ = members.withLock { $0.removeValue(forKey: ObjectIdentifier(settings)) }
     }
 
+    /// The file's deferred writes (``Settings/set(_:_:)``).
+    let pending = PendingSettings()
+
+    /// Every live instance on the file.
+    func instances() -> [Settings] { members.withLock { $0.values.compactMap(\.settings) } }
+
+    /// Gives a committed durable write to every instance, unless a newer value of `name` was set
+    /// (``Settings/set(_:_:)``) since the write began: memory already holds that one.
     func broadcast(_ name: String, _ stored: StoredSetting?) {
-        let targets = members.withLock { $0.values.compactMap(\.settings) }
-        for target in targets { target.apply(name, stored) }
+        let targets = instances()
+        pending.unlessPending(name) { for target in targets { target.apply(name, stored) } }
     }
 }
 

@@ -3,7 +3,8 @@
 import Foundation
 import GRDB
 
-/// How a setting's value is stored: a kind tag and one SQLite value.
+/// How a setting's value is stored: a kind tag and one SQLite value. Apps use the codecs this
+/// type offers (``int``, ``string``, …) or the `StoreKey` initializers that choose one.
 public struct SettingCodec<Value: Sendable>: Sendable {
     /// The kind written beside the value (`int`, `bool`, `string`, `double`, `date`, `data`,
     /// `enum`, `json`); a stored kind that differs from the key's is a type mismatch.
@@ -11,8 +12,9 @@ public struct SettingCodec<Value: Sendable>: Sendable {
     let encode: @Sendable (Value) throws -> DatabaseValue
     @usableFromInline let decode: @Sendable (DatabaseValue) -> Value?
 
-    /// A codec from its kind and two conversions.
-    public init(
+    /// A codec from its kind and two conversions of SQLite values (package-internal: apps pick
+    /// one of the codecs below, or a `codable:` key, and never see GRDB's `DatabaseValue`).
+    package init(
         kind: String, encode: @escaping @Sendable (Value) throws -> DatabaseValue,
         decode: @escaping @Sendable (DatabaseValue) -> Value?
     ) {

@@ -3,6 +3,7 @@
 import ArgumentParser
 import Coffer
 import CofferCLISupport
+import CofferSync
 import Foundation
 import GRDB
 
@@ -161,6 +162,11 @@ struct SettingsCommand: AsyncParsableCommand {
                 "The value's kind for a name outside the catalogue: int, bool, string, double, date, enum or json (a catalogue key's kind cannot be changed).",
                 valueName: "kind"))
         var kind: String?
+        @Flag(
+            help:
+                "Set it as an app's view does (Settings.set): in memory at once, committed by a worker thread within 250 ms (the command's own close commits it at the latest)."
+        )
+        var deferred = false
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
@@ -176,7 +182,15 @@ struct SettingsCommand: AsyncParsableCommand {
             }
             let stored = try AppDataCLI.parse(value, kind: kind, name: name)
             if let entry, !entry.accepts(kind: kind, stored) { throw SettingsCLIError.refused(AppDataCLI.rejection(entry, value)) }
-            try await storeOptions.withAppDatabase { try $0.settings.putRaw(name, kind: kind, value: stored) }
+            let deferred = self.deferred
+            try await storeOptions.withAppDatabase { app in
+                if deferred {
+                    try app.settings.setRaw(name, kind: kind, value: stored)
+                    TestPause.at("settings-set-pending") // debug builds only: lets tests kill before the close flushes
+                } else {
+                    try app.settings.putRaw(name, kind: kind, value: stored)
+                }
+            }
             print(
                 JSONValue.object([
                     ("set", .object([("name", .string(name)), ("kind", .string(kind)), ("value", AppDataCLI.json(stored, kind: kind))]))

@@ -66,7 +66,7 @@ struct SeedCompletenessTests {
     @Test("any read of the database can be observed")
     func observeRead() async throws {
         let app = try openApp()
-        var updates = app.context.observe { db in try ETag.fetchCount(db) }.makeAsyncIterator()
+        var updates = app.context.observe { db in try ETagRow.fetchCount(db) }.makeAsyncIterator()
         #expect(try await updates.next() == 0)
         try await app.context.sync.putETag(ETag(id: "u", assetCount: 1, time: Date()))
         #expect(try await updates.next() == 1)
