@@ -127,7 +127,7 @@ extension Settings {
     /// Commits every value ``set(_:_:)`` left pending (on this file, by any instance in this
     /// process) in one transaction; when it returns they are on disk. Blocks the calling thread
     /// for the commit: from the main actor, `await` ``flush()``.
-    /// - Throws: ``SettingsError/storage(_:)`` when this or an earlier deferred commit failed
+    /// - Throws: ``SettingsError/storage(_:cause:)`` when this or an earlier deferred commit failed
     ///   (the values it held are back to the stored ones in memory).
     public func flushBlocking() throws(SettingsError) {
         try hub.flushPending()

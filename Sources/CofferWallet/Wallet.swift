@@ -223,7 +223,7 @@ public final class Wallet: Sendable {
     /// and its catalogue row go in one transaction; every other profile stays exactly as it was.
     /// Needs no key: whoever can write the file can delete rows anyway. An open ``Wallet`` on the
     /// removed profile fails its next call (its search's next page too) with a
-    /// ``WalletError/storage(_:)`` that says the profile was removed.
+    /// ``WalletError/storage(_:cause:)`` that says the profile was removed.
     /// - Throws: ``WalletError/walletMissing(path:)`` when there is no such profile,
     ///   ``WalletError/invalidInput(_:)`` for the `default` profile (it holds the store's
     ///   migration record; delete the file to remove a store).
