@@ -7,21 +7,9 @@
 // caller's thread and writes whatever the task.
 
 import Coffer
+import CofferTestSupport
 import Foundation
 import Testing
-
-/// Runs `body` in a task cancelled before it starts; the error it threw, nil when none.
-private func inCancelledTask(_ body: @escaping @Sendable () async throws -> Void) async -> (any Error)? {
-    await Task { () async -> (any Error)? in
-        withUnsafeCurrentTask { $0?.cancel() }
-        do {
-            try await body()
-            return nil
-        } catch {
-            return error
-        }
-    }.value
-}
 
 private let tiles = SettingsCatalog.tilesPerRow
 
