@@ -115,6 +115,11 @@ final class OpenedChunk {
 /// Chunks of rows waiting to be opened, shared by the walking thread and at most `maxWorkers`
 /// workers. The walk reads on one core while the workers open chunks on the others; once the
 /// walk is over, the walking thread opens what is left alongside them instead of waiting.
+///
+/// The walking thread then waits only for chunks a worker has taken and is still opening
+/// (``inFlight``), never for a worker that has not been scheduled yet: on a loaded machine a
+/// started worker may wait milliseconds for a core, longer than a whole search of a thousand
+/// rows. Such a late worker finds nothing left to take and ends without touching a chunk.
 final class ChunkQueue: Sendable {
     private struct State {
         /// Every chunk pushed, each handed from the walking thread to the one that takes it.
@@ -126,6 +131,9 @@ final class ChunkQueue: Sendable {
 
     private let state = Locked(State())
     private let maxWorkers: Int
+    /// Entered when a worker takes a chunk (under the state's lock), left when it has opened
+    /// it: waiting on it waits for the chunks being opened, not for workers yet to start.
+    let inFlight = DispatchGroup()
 
     init(maxWorkers: Int) { self.maxWorkers = maxWorkers }
 
@@ -143,17 +151,28 @@ final class ChunkQueue: Sendable {
     }
 
     /// The oldest chunk no thread has taken yet; nil when there is none, and then a worker
-    /// asking (`worker` true) stops counting as running.
+    /// asking (`worker` true) stops counting as running. A worker must call ``opened()`` once
+    /// it has opened the chunk it was given.
     func take(worker: Bool) -> OpenedChunk? {
-        state.withLock { (state) -> Handoff<OpenedChunk>? in
+        let inFlight = inFlight
+        return state.withLock { (state) -> Handoff<OpenedChunk>? in
             guard state.taken < state.chunks.count, !state.cancelled else {
                 if worker { state.workers -= 1 }
                 return nil
             }
+            // Entered before the lock is released: once the walking thread finds nothing
+            // left to take, every chunk a worker holds is counted.
+            if worker { inFlight.enter() }
             defer { state.taken += 1 }
             return state.chunks[state.taken]
         }?.value
     }
+
+    /// A worker has opened the chunk it took.
+    func opened() { inFlight.leave() }
+
+    /// Waits until every chunk taken by a worker has been opened.
+    func waitForTaken() { inFlight.wait() }
 
     /// Stops handing out chunks (the walk failed; its remaining rows are not wanted).
     func cancel() { state.withLock { $0.cancelled = true } }
@@ -312,11 +331,11 @@ extension CompiledSearch {
         let queue = ChunkQueue(maxWorkers: ProcessInfo.processInfo.activeProcessorCount - 1)
         // Workers match `$regex` in memory too: they poll the same cancellation flag.
         let cancellation = MatchCancellation.current
-        let group = DispatchGroup()
-        // On a failed step, workers stop taking chunks and are waited for before this returns.
+        // On a failed step, workers stop taking chunks, and the chunks they hold are waited
+        // for before this returns; so are they once the walk is done (see ``ChunkQueue``).
         defer {
             queue.cancel()
-            group.wait()
+            queue.waitForTaken()
         }
         var chunk = ChunkPool.shared.get()
         // SQLite's own stepping: the row's blobs are copied once, straight into the chunk,
@@ -336,10 +355,11 @@ extension CompiledSearch {
                 expiry: sqlite3_column_type(stmt, 3) == SQLITE_NULL ? nil : sqlite3_column_int64(stmt, 3))
             if chunk.count == pipelineChunk {
                 if queue.push(chunk) {
-                    DispatchQueue.global().async(group: group) {
+                    DispatchQueue.global().async {
                         let work = {
                             while let next = queue.take(worker: true) {
                                 next.open(type: type, typeBlind: typeBlind, keys: keys, root: root, mustHold: mustHold, shape: shape)
+                                queue.opened()
                             }
                         }
                         if let cancellation { cancellation.during(work) } else { work() }
@@ -353,7 +373,7 @@ extension CompiledSearch {
         while let pending = queue.take(worker: false) {
             pending.open(type: type, typeBlind: typeBlind, keys: keys, root: root, mustHold: mustHold, shape: shape)
         }
-        group.wait()
+        queue.waitForTaken()
         return queue.all
     }
 
