@@ -39,8 +39,14 @@ struct JoinPlanTests {
 
     @Test("equalities that fail for many sampled rows keep their index joins")
     func uncorrelatedKeepsJoins() async throws {
+        // a=1 on 200 records, b=1 on 100 others: b=1 (the rarer) drives, and a=1 never holds there.
         let wallet = try await Self.wallet(first: 0, second: 200)
+        try await wallet.transaction { txn in
+            for i in 0..<100 { try txn.add(type: "t", id: "three-\(i)", value: "v", tags: ["a": "2", "b": "1"]) }
+        }
+        #expect(try await Self.driver(wallet, #"{"a": "1", "b": "1"}"#) == 1)
         #expect(try await Self.joinsDropped(wallet, #"{"a": "1", "b": "1"}"#) == false)
+        #expect(try await wallet.fetchAll(type: "t", matching: WalletQuery(json: #"{"a": "1", "b": "1"}"#)).isEmpty)
     }
 
     @Test("with joins dropped, rows past the sample that fail the equality are left out")
@@ -93,6 +99,54 @@ struct JoinPlanTests {
         let found = try await wallet.fetchAll(type: "t", matching: query).count
         #expect(try await wallet.count(type: "t", matching: query) == found)
         #expect(found == 100)
+    }
+
+    /// Which tag-driven plan the first page of a walk for `query` took.
+    static func driver(_ wallet: Wallet, _ query: String, descending: Bool = false) async throws -> Int? {
+        let search = try QueryCompiler.compile(type: "t", query: WalletQuery(json: query), keys: wallet.keys)
+        let keys = wallet.keys
+        return try await wallet.pool.read { db in
+            var cursor = SearchCursor()
+            _ = try search.page(db, keys: keys, cursor: &cursor, limit: 10, options: RecordOptions(), descending: descending)
+            return cursor.driver
+        }
+    }
+
+    /// 300 records tagged common=1, every 20th also rare=1 (15 of them).
+    static func rareWallet() async throws -> Wallet {
+        let (wallet, _) = try await TestWallets.make()
+        try await wallet.transaction { txn in
+            for i in 0..<300 {
+                let tags: WalletTags = i % 20 == 0 ? ["common": "1", "rare": "1"] : ["common": "1"]
+                try txn.add(type: "t", id: "r\(i)", value: "v", tags: tags)
+            }
+        }
+        return wallet
+    }
+
+    @Test("the rarer of two equalities drives the walk, whichever the query names first")
+    func rarerEqualityDrives() async throws {
+        let wallet = try await Self.rareWallet()
+        #expect(try await Self.driver(wallet, #"{"common": "1", "rare": "1"}"#) == 1)
+        #expect(try await Self.driver(wallet, #"{"rare": "1", "common": "1"}"#) == 0)
+        #expect(try await Self.driver(wallet, #"{"common": "1", "rare": "1"}"#, descending: true) == 1)
+    }
+
+    @Test("a value no record holds drives the walk, which then reads nothing")
+    func emptyEqualityDrives() async throws {
+        let wallet = try await Self.rareWallet()
+        #expect(try await Self.driver(wallet, #"{"common": "1", "rare": "none"}"#) == 1)
+        #expect(try await wallet.fetchAll(type: "t", matching: WalletQuery(json: #"{"common": "1", "rare": "none"}"#)).isEmpty)
+    }
+
+    @Test("driven by the rarer equality, the walk returns the records in insertion order")
+    func rarerDriverKeepsOrder() async throws {
+        let wallet = try await Self.rareWallet()
+        let expected = stride(from: 0, to: 300, by: 20).map { "r\($0)" }
+        let query = try WalletQuery(json: #"{"common": "1", "rare": "1"}"#)
+        #expect(try await wallet.fetchAll(type: "t", matching: query).map(\.id) == expected)
+        #expect(try await wallet.fetchAll(type: "t", matching: query, newestFirst: true).map(\.id) == expected.reversed())
+        #expect(try await wallet.count(type: "t", matching: query) == expected.count)
     }
 
     @Test("with joins dropped, a row the driver's index entry misattributes reads as corrupted")

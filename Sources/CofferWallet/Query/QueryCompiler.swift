@@ -65,6 +65,10 @@ struct CompiledSearch: Sendable {
     let exact: Bool
     /// Plans in order of preference; the last one (type driver) always applies.
     let plans: [Plan]
+    /// How many of the first plans are the same query driven by different tag equalities (one
+    /// per top-level equality, at most ``QueryCompiler/maxDriverChoices``): the walk takes the
+    /// rarest of them (see `CompiledSearch.rarestDriver`). 0 or 1: nothing to choose.
+    var driverChoices = 0
 }
 
 enum QueryCompiler {
@@ -74,6 +78,9 @@ enum QueryCompiler {
     /// `$in` operands and `$exist` names above which the list is bound as one JSON array
     /// (`json_each`) instead of one SQL parameter each.
     static let boundListThreshold = 16
+    /// Top-level tag equalities considered as the walk's driver (each costs a 64-entry index
+    /// sample per walk); further ones are only joined.
+    static let maxDriverChoices = 4
 
     static func compile(type: String, query: WalletQuery, keys: WalletKeys, allowReserved: Bool = false) throws(WalletError)
         -> CompiledSearch
@@ -86,8 +93,10 @@ enum QueryCompiler {
         if case .and(let items) = root { conjuncts = items } else { conjuncts = [root] }
         var plans = [CompiledSearch.Plan]()
 
-        // A positive, exactly indexable equality at the top level drives the walk.
-        if let at = conjuncts.firstIndex(where: { context.equalityDriver($0) != nil }) {
+        // A positive, exactly indexable equality at the top level drives the walk: one plan per
+        // such equality (the first few), the others joined; the walk picks the rarest.
+        let equalities = conjuncts.indices.filter { context.equalityDriver(conjuncts[$0]) != nil }
+        for at in equalities.prefix(maxDriverChoices) {
             let (name, value) = context.equalityDriver(conjuncts[at])!
             var rest = [WQLNode]()
             var joins = [String]()
@@ -138,7 +147,9 @@ enum QueryCompiler {
         let full = typeContext.sql(root, positive: true)
         plans.append(.init(driver: .type, predicate: full, requiresSingleValued: nil))
         // Inexact leaves widen the SQL the same way in every plan; the full tree decides.
-        return CompiledSearch(type: type, typeBlind: tb, keys: keys, root: root, exact: typeContext.exact, plans: plans)
+        return CompiledSearch(
+            type: type, typeBlind: tb, keys: keys, root: root, exact: typeContext.exact, plans: plans,
+            driverChoices: min(equalities.count, maxDriverChoices))
     }
 
     struct Context {

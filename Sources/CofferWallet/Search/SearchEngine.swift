@@ -224,6 +224,10 @@ struct SearchCursor: Sendable {
     /// index joins; decided on its first page (nil until then), and set back to false for
     /// the rest of the walk when the rows read stop bearing the decision out.
     var joinsDropped: Bool?
+    /// Which of the search's tag-driven plans this walk takes (see
+    /// ``CompiledSearch/rarestDriver(_:after:descending:)``); decided on its first page, kept
+    /// for the rest of the walk so the join decision above stays about one driver.
+    var driver: Int?
 }
 
 /// Rows of the driver sampled to decide whether its further equalities are worth index joins.
@@ -402,7 +406,11 @@ extension CompiledSearch {
         }
         let nowMs = unixMillis(now)
         let expiry = try Self.expiryActive(db, tables: keys.tables)
-        let joined = try plan(db, allowRange: allowRange)
+        var joined = try plan(db, allowRange: allowRange)
+        if driverChoices > 1 {
+            if cursor.driver == nil { cursor.driver = try rarestDriver(db, after: cursor.after, descending: descending) }
+            joined = plans[cursor.driver ?? 0]
+        }
         var plan = joined
         if !joined.joins.sql.isEmpty {
             if cursor.joinsDropped == nil {
@@ -478,6 +486,49 @@ extension CompiledSearch {
         return kept * 8 >= total * 7
     }
 
+    /// Which of the first ``driverChoices`` plans (the query driven by each of its tag
+    /// equalities) has the fewest index entries ahead of the walk: the one whose next
+    /// `joinSample` entries run out first, or else reach furthest in record order (entries are
+    /// in record order, so a rarer value's sample spans more records). Reads at most
+    /// `joinSample` index entries per candidate, however large the wallet; ties keep the query's
+    /// order. Every candidate returns the same records in the same order, so the choice only
+    /// decides how many rows the walk reads and opens.
+    func rarestDriver(_ db: Database, after: Int64?, descending: Bool) throws -> Int {
+        var parts = [String]()
+        var arguments = [DatabaseValue]()
+        for (i, plan) in plans.prefix(driverChoices).enumerated() {
+            guard case .tag(let name, let value) = plan.driver else { continue }
+            var sample = "SELECT d.item FROM \(keys.tables.tags) d WHERE d.name = ? AND d.value = ?"
+            arguments += [BlindColumn.value(name).databaseValue, value]
+            if let after {
+                sample += " AND d.item \(descending ? "<" : ">") ?"
+                arguments.append(after.databaseValue)
+            }
+            sample += " ORDER BY d.item \(descending ? "DESC" : "ASC") LIMIT \(joinSample)"
+            parts.append("SELECT \(i), COUNT(*), \(descending ? "MIN" : "MAX")(item) FROM (\(sample))")
+        }
+        guard parts.count > 1 else { return 0 }
+        // Few shapes (2 to `maxDriverChoices` candidates, with or without a cursor, either
+        // direction): cached on the connection, not prepared per walk.
+        let statement = try db.cachedStatement(sql: parts.joined(separator: " UNION ALL "))
+        statement.setExactArguments(arguments)
+        var best = 0
+        var bestKey: (full: Bool, size: Int64)?
+        for row in try Row.fetchAll(statement) {
+            let i: Int = row[0]
+            let count: Int = row[1]
+            let last: Int64 = row[2] ?? 0
+            // Fewer than a sample left: the count itself (smaller is rarer). A full sample: how
+            // far it reached (further is rarer), as a negative size so smaller is rarer again.
+            let reach = descending ? (after ?? Int64.max) - last : last - (after ?? 0)
+            let key = count < joinSample ? (full: false, size: Int64(count)) : (full: true, size: -reach)
+            if let b = bestKey, !(key.full == b.full ? key.size < b.size : !key.full) { continue }
+            best = i
+            bestKey = key
+        }
+        return best
+    }
+
     /// Refuses to run with keys other than those it was compiled with.
     func checkKeys(_ keys: WalletKeys) throws(WalletError) {
         guard keys === self.keys else {
@@ -491,7 +542,8 @@ extension CompiledSearch {
         if case .none = root { return 0 }
         let nowMs = unixMillis(now)
         let expiry = try Self.expiryActive(db, tables: keys.tables)
-        let plan = try plan(db, allowRange: true)
+        var plan = try plan(db, allowRange: true)
+        if driverChoices > 1 { plan = plans[try rarestDriver(db, after: nil, descending: false)] }
         if exact {
             // Without expiry and with nothing left to check, the index alone answers.
             var indexOnly = !expiry && plan.predicate.sql == "1"
