@@ -85,7 +85,9 @@ struct TwoTagSearchTests {
         try await wallet.transaction { txn in
             for r in rows { try txn.add(type: "t", id: r.id, value: "value of \(r.id)", tags: r.tags, expiresAt: r.expiry) }
             // Another type with the same tags: a search never returns it.
-            for r in records.prefix(20) { try txn.add(type: "other", id: r.id, value: "v", tags: WalletTags(r.tags.mapValues { .list($0) })) }
+            for r in records.prefix(20) {
+                try txn.add(type: "other", id: r.id, value: "v", tags: WalletTags(r.tags.mapValues { .list($0) }))
+            }
         }
         return wallet
     }
