@@ -102,21 +102,24 @@ struct ProfileOptions: ParsableArguments {
     var name: String { profile ?? "default" }
 }
 
-/// What a wallet command takes: the store, the profile and the wallet's key.
+/// What a wallet command takes: the store, where its wallet lives, the profile and the wallet's key.
 struct WalletOptions: ParsableArguments {
     @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var urlOptions: WalletURLOptions
     @OptionGroup var profileOptions: ProfileOptions
     @OptionGroup(title: "Wallet key (one of)") var key: WalletKeyOptions
 
-    var walletURL: URL { storeOptions.walletURL }
+    /// Where the wallet lives (`--wallet-url`, `$COFFER_WALLET_URL` or the store's file).
+    func location() throws -> WalletLocation { try urlOptions.location(defaultFile: storeOptions.walletURL) }
     /// The profile the command works on.
     var profile: String { profileOptions.name }
 
     func walletKey() throws -> WalletKey { try key.walletKey() }
 
-    /// Opens the store's wallet, runs `body` with it and closes it, whether `body` succeeded or threw.
+    /// Opens the wallet, runs `body` with it and closes it, whether `body` succeeded or threw.
     func withWallet<T>(_ body: (Wallet) async throws -> T) async throws -> T {
-        let wallet = try await Wallet.open(at: walletURL, key: walletKey(), profile: profile)
+        let location = try location()
+        let wallet = try await location.open(key: walletKey(), profile: profile)
         defer { try? wallet.close() }
         TestPause.at("wallet-opened") // debug builds only: lets tests widen the open-to-write window
         return try await body(wallet)
@@ -265,6 +268,8 @@ struct CofferCommand: AsyncParsableCommand {
     @OptionGroup(visibility: .hidden) var walletKey: WalletKeyOptions
     /// `coffer --profile NAME wallet …` (see ``ProfileOptions``).
     @OptionGroup(visibility: .hidden) var profileOptions: ProfileOptions
+    /// `coffer --wallet-url URL wallet …` (see ``WalletURLOptions``).
+    @OptionGroup(visibility: .hidden) var urlOptions: WalletURLOptions
 
     /// Errors are printed as `error: …`, as every other failure of the command line.
     static var _errorPrefix: String { "error: " }

@@ -2,6 +2,7 @@
 
 import ArgumentParser
 import Coffer
+import CofferBench
 import CofferCLISupport
 import CofferSync
 import Foundation
@@ -32,8 +33,7 @@ struct WalletCommand: AsyncParsableCommand {
         @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            let wallet = try await Wallet.create(
-                at: walletOptions.walletURL, key: walletOptions.walletKey(), profile: walletOptions.profile)
+            let wallet = try await walletOptions.location().create(key: walletOptions.walletKey(), profile: walletOptions.profile)
             try wallet.close()
             var members: [(String, JSONValue)] = [("created", .string(wallet.path))]
             if let profile = walletOptions.profileOptions.profile { members.append(("profile", .string(profile))) }
@@ -45,10 +45,11 @@ struct WalletCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List the store's wallet profiles (no key needed); prints [\"default\", …].")
         @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var urlOptions: WalletURLOptions
         @OptionGroup var profileOptions: ProfileOptions
 
         func run() async throws {
-            let names = try await Wallet.profiles(at: storeOptions.walletURL)
+            let names = try await urlOptions.location(defaultFile: storeOptions.walletURL).profiles()
             print(JSONValue.array(names.map { .string($0) }).jsonText)
         }
     }
@@ -62,11 +63,13 @@ struct WalletCommand: AsyncParsableCommand {
         @Argument(help: "The profile to remove.") var name: String
         @Flag(help: "Confirm: nothing is removed without it.") var yes = false
         @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var urlOptions: WalletURLOptions
         @OptionGroup var profileOptions: ProfileOptions
 
         func run() async throws {
+            let location = try urlOptions.location(defaultFile: storeOptions.walletURL)
             guard yes else { throw WalletError.invalidInput("remove-profile removes every record of \(name): confirm with --yes") }
-            try await Wallet.removeProfile(name, at: storeOptions.walletURL)
+            try await location.removeProfile(name)
             print(JSONValue.object([("removed", .string(name))]).jsonText)
         }
     }
@@ -357,15 +360,16 @@ struct WalletCommand: AsyncParsableCommand {
                     "import-backup makes a new store from the backup (its default profile); --profile is not taken here yet (import the backup into a new store, or export and re-import the records)"
                 )
             }
+            let target = try walletOptions.location().file(for: "import-backup")
             let passphrase = try CLIKeys.passphrase(fromEnvironment: backupPassphraseEnv, option: "--backup-passphrase-env")
             let bar = Progress(label: "import", total: 0)
             let wallet = try await Wallet.importBackup(
                 from: URL(fileURLWithPath: file), passphrase: passphrase,
-                into: walletOptions.walletURL, key: walletOptions.walletKey()
+                into: target, key: walletOptions.walletKey()
             ) { bar.update($0.done, of: $0.total) }
             bar.finish()
             try wallet.close()
-            print(JSONValue.object([("imported", .string(walletOptions.walletURL.path))]).jsonText)
+            print(JSONValue.object([("imported", .string(target.path))]).jsonText)
         }
     }
 
