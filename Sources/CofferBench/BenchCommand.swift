@@ -39,27 +39,61 @@ struct WalletBench: AsyncParsableCommand {
     var scanRepeats: Int = 1
     @Flag(help: "Print one JSON object instead of a table.") var json = false
     @Flag(name: .customLong("skip-baseline"), help: "Do not run the plain-SQLite baseline.") var skipBaseline = false
+    /// `--wallet-url postgres://…`: run on a PostgreSQL database (a build with the PostgreSQL trait;
+    /// default: SQLite files in --dir). `$COFFER_WALLET_URL` is not read here.
+    @OptionGroup var urlOptions: WalletURLOptions
+    @Option(
+        name: .customLong("concurrent-profiles"),
+        help: ArgumentHelp(
+            "Also run the concurrent workload: this many tasks at once, each on its own profile of one store, 4 fetches to 1 update; reports throughput and p99 latency.",
+            valueName: "p"))
+    var concurrentProfiles: Int?
+    @Option(name: .customLong("concurrent-ops"), help: ArgumentHelp("Operations per task in the concurrent workload.", valueName: "n"))
+    var concurrentOps: Int = 500
+    @Flag(name: .customLong("only-concurrent"), help: "Run only the concurrent workload (needs --concurrent-profiles).")
+    var onlyConcurrent = false
 
     func validate() throws {
         guard n >= 10 else { throw ValidationError("--n must be at least 10") }
         guard fetchCap >= 1, txnCap >= 1, valueSize >= 64, kdfRepeats >= 1, scanRepeats >= 1 else {
             throw ValidationError("--fetch-cap, --txn-cap and --kdf-repeats must be at least 1, --value-size at least 64")
         }
+        if let concurrentProfiles, !(1...256).contains(concurrentProfiles) {
+            throw ValidationError("--concurrent-profiles must be 1 to 256, got \(concurrentProfiles)")
+        }
+        guard concurrentOps >= 5 else { throw ValidationError("--concurrent-ops must be at least 5, got \(concurrentOps)") }
+        if onlyConcurrent, concurrentProfiles == nil { throw ValidationError("--only-concurrent needs --concurrent-profiles P") }
     }
 
     func run() async throws {
         let folder =
             dir.map { URL(fileURLWithPath: $0, isDirectory: true) }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bench-\(UUID().uuidString)", isDirectory: true)
+        // Where the stores go, checked before anything is made: a PostgreSQL URL needs the backend.
+        if let walletURL = urlOptions.walletURL {
+            switch try WalletLocation.parse(walletURL, source: "--wallet-url") {
+            case .postgres(let url): throw WalletLocation.backendNotBuilt(url)
+            case .file: throw WalletError.invalidInput("bench wallet --wallet-url takes a postgres:// URL; SQLite stores go in --dir")
+            }
+        }
         try? FileManager.default.removeItem(at: folder)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { if dir == nil { try? FileManager.default.removeItem(at: folder) } }
 
         let workload = BenchWorkload(n: n, valueSize: valueSize, fetchCap: fetchCap, txnCap: txnCap)
-        let wallet = try await WalletWorkloadRunner(workload: workload, folder: folder, kdfRepeats: kdfRepeats, scanRepeats: scanRepeats)
-            .run()
+        var wallet = [(String, BenchValue)]()
+        if !onlyConcurrent {
+            wallet = try await WalletWorkloadRunner(workload: workload, folder: folder, kdfRepeats: kdfRepeats, scanRepeats: scanRepeats)
+                .run()
+        }
+        if let concurrentProfiles {
+            wallet += try await ConcurrentProfilesRunner(
+                workload: workload, profiles: concurrentProfiles, opsPerTask: concurrentOps,
+                location: .file(folder.appendingPathComponent("concurrent.sqlite"))
+            ).run()
+        }
         var baseline: [String: BenchValue]?
-        if !skipBaseline {
+        if !skipBaseline, !onlyConcurrent {
             baseline = try await PlainSQLiteRunner(workload: workload, folder: folder.appendingPathComponent("plain")).run()
         }
         let report = BenchReport(workload: workload, results: wallet, baseline: baseline)

@@ -1,0 +1,90 @@
+// `coffer bench wallet --concurrent-profiles P`: P tasks at once, each on its own profile of one
+// store, mixing reads and writes; throughput and latency percentiles. askar_bench.py runs the
+// same workload (--concurrent-profiles) with one Askar profile session per task.
+
+import Coffer
+import CofferCLISupport
+import CofferDevelopment
+import Foundation
+
+struct ConcurrentProfilesRunner {
+    let workload: BenchWorkload
+    /// Profiles, one task each.
+    let profiles: Int
+    /// Operations each task runs: every fifth replaces a record's value (one transaction), the
+    /// others fetch a record by id; both pick a random record of the task's own profile.
+    let opsPerTask: Int
+    let location: WalletLocation
+
+    /// The profile name of task `t`.
+    static func profileName(_ t: Int) -> String { "p\(t)" }
+
+    /// What one task measured.
+    struct TaskResult: Sendable {
+        var reads = [Double]()
+        var writes = [Double]()
+    }
+
+    func run() async throws -> [(String, BenchValue)] {
+        let w = workload
+        let cat = BenchWorkload.category
+        // Each profile gets an equal share of the N records, in one transaction.
+        let share = max(1, w.n / profiles)
+        StandardError.write("coffer: concurrent: \(profiles) profiles × \(share) records, \(opsPerTask) ops per task …\n")
+        var wallets = [Wallet]()
+        for t in 0..<profiles {
+            let wallet = try await location.create(key: .raw(WalletKey.generateRawKey()), profile: Self.profileName(t))
+            try await wallet.transaction { txn in
+                for i in 0..<share { try txn.add(type: cat, id: w.names[i], value: w.values[i], tags: w.tags[i]) }
+            }
+            wallets.append(wallet)
+        }
+        defer { for wallet in wallets { try? wallet.close() } }
+
+        let ops = opsPerTask
+        let (results, seconds) = try await Clock.time {
+            try await withThrowingTaskGroup(of: TaskResult.self) { group in
+                for (t, wallet) in wallets.enumerated() {
+                    group.addTask {
+                        var rng = SplitMix64(seed: UInt64(t + 1))
+                        var result = TaskResult()
+                        result.reads.reserveCapacity(ops)
+                        for j in 0..<ops {
+                            let i = Int(rng.next() % UInt64(share))
+                            let start = Clock.now()
+                            if j % 5 == 0 {
+                                try await wallet.update(type: cat, id: w.names[i], value: j % 10 == 0 ? w.newValues[i] : w.values[i])
+                                result.writes.append(Clock.now() - start)
+                            } else {
+                                guard let record = try await wallet.fetch(type: cat, id: w.names[i]), record.value != nil else {
+                                    throw WalletError.notFound(type: cat, id: w.names[i])
+                                }
+                                result.reads.append(Clock.now() - start)
+                            }
+                        }
+                        return result
+                    }
+                }
+                var all = [TaskResult]()
+                for try await result in group { all.append(result) }
+                return all
+            }
+        }
+        let reads = results.flatMap(\.reads)
+        let writes = results.flatMap(\.writes)
+        let both = reads + writes
+        let us = { (xs: [Double], p: Double) in xs.isEmpty ? 0 : (percentile(xs, p) * 1e7).rounded() / 10 }
+        return [
+            (
+                "concurrent_profiles_mixed",
+                .rate(
+                    ops: both.count, seconds: seconds,
+                    extra: [
+                        ("profiles", Double(profiles)), ("records_per_profile", Double(share)), ("reads", Double(reads.count)),
+                        ("writes", Double(writes.count)), ("p50_us", us(both, 50)), ("p99_us", us(both, 99)),
+                        ("read_p99_us", us(reads, 99)), ("write_p99_us", us(writes, 99)),
+                    ])
+            )
+        ]
+    }
+}
