@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
 # Runs Aries Askar (PyPI aries-askar in a venv) and Coffer on the same workload and N in one run,
 # then prints a ratio per metric. Usage: Benchmarks/compare-askar.sh [N] [--json]
+#                                       Benchmarks/compare-askar.sh --postgres [N] [--json]
+#   --postgres    both on PostgreSQL: a private cluster (initdb in a temporary folder, a free
+#                 loopback port; see postgres.sh) runs Askar's PostgreSQL backend and Coffer's
+#                 (coffer bench wallet --wallet-url), then the concurrent workload (16 tasks on 16
+#                 profiles, 4 fetches to 1 replace) on both; the cluster is stopped at the end.
+#                 A coffer built without the PostgreSQL trait cannot run its side: the script says
+#                 so and prints Askar's numbers alone. COMPARE_PROFILES / COMPARE_OPS set the
+#                 concurrent workload's tasks (16) and operations per task (500).
 #   COMPARE_RUNS  paired runs (Askar then Coffer, each on fresh files; default 3). Each side's
 #                 number is the median of its runs and the ratio is taken between medians; the
 #                 range of the per-run ratios is printed beside it. This machine's numbers move
@@ -12,6 +20,10 @@
 #                 a capped walk covers its first, cheapest pages, which flatters Askar, not Coffer.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+if [ "${1:-}" = "--postgres" ]; then
+    shift
+    exec "$root/Benchmarks/compare-askar-postgres.sh" "$@"
+fi
 n="${1:-10000}"
 bench="${ASKAR_BENCH:-$root/Benchmarks/askar_bench.py}"
 venv="${ASKAR_VENV:-$root/.build-askar-venv}"

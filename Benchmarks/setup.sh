@@ -7,5 +7,8 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import aries_askar' 2
     "$venv/bin/pip" install --quiet aries-askar
 fi
 
-echo "building coffer (release) ..." >&2
-(cd "$root" && swift build -c release --product coffer >&2)
+# COFFER_SKIP_BUILD=1: use the release coffer already built (e.g. built under a shared build lock).
+if [ -z "${COFFER_SKIP_BUILD:-}" ]; then
+    echo "building coffer (release) ..." >&2
+    (cd "$root" && swift build -c release --product coffer >&2)
+fi

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# compare-askar.sh --postgres [N] [--json]: Askar 0.5.0's PostgreSQL backend and Coffer's on one
+# private local PostgreSQL cluster, the same workload and N, then the concurrent workload (16 tasks
+# on 16 profiles) on both. Environment: COMPARE_RUNS (default 3; medians), COMPARE_PROFILES (16),
+# COMPARE_OPS (500 per task), ASKAR_BENCH, ASKAR_VENV, POSTGRES_BIN (see postgres.sh).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+n="${1:-2000}"
+bench="${ASKAR_BENCH:-$root/Benchmarks/askar_bench.py}"
+venv="${ASKAR_VENV:-$root/.build-askar-venv}"
+runs="${COMPARE_RUNS:-3}"
+profiles="${COMPARE_PROFILES:-16}"
+ops="${COMPARE_OPS:-500}"
+out="$(mktemp -d)"
+# shellcheck source=postgres.sh
+. "$root/Benchmarks/postgres.sh"
+trap 'postgres_stop; rm -rf "$out"' EXIT
+
+# shellcheck source=setup.sh
+. "$root/Benchmarks/setup.sh"
+version="$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("aries-askar"))')"
+if [ "$version" != "0.5.0" ]; then
+    echo "note: the venv has aries-askar $version; the published comparison used 0.5.0 (pip install aries-askar==0.5.0)" >&2
+fi
+postgres_start
+coffer="$root/.build/release/coffer"
+
+# Whether this coffer has the backend: a build without it refuses a postgres:// URL with exit 2
+# before doing anything (nobody needs to listen at the URL for that answer).
+coffer_side=1
+if ! probe="$("$coffer" bench wallet --n 10 --json --wallet-url "postgres://probe@127.0.0.1:1/probe" 2>&1 >/dev/null)" \
+    && printf '%s' "$probe" | grep -q "built without the PostgreSQL trait"; then
+    coffer_side=0
+    echo "note: $coffer was built without the PostgreSQL trait (swift build -c release --traits PostgreSQL --product coffer);" \
+        "printing Askar's numbers alone" >&2
+fi
+
+for i in $(seq 1 "$runs"); do
+    echo "run $i of $runs: Askar on PostgreSQL, N=$n ..." >&2
+    "$venv/bin/python" "$bench" --n "$n" --fetch-cap 10000 --dir "$out/askar" --postgres-url "$POSTGRES_URL_BASE" \
+        --concurrent-profiles "$profiles" --concurrent-ops "$ops" > "$out/askar-$i.json"
+    if [ "$coffer_side" = 1 ]; then
+        echo "run $i of $runs: Coffer on PostgreSQL, N=$n ..." >&2
+        "$coffer" bench wallet --n "$n" --txn-cap "$n" --json --skip-baseline --dir "$out/coffer" \
+            --wallet-url "$POSTGRES_URL_BASE/coffer_bench_$i" \
+            --concurrent-profiles "$profiles" --concurrent-ops "$ops" > "$out/coffer-$i.json"
+    fi
+done
+
+python3 - "$out" "$runs" "$coffer_side" "${2:-}" <<'PY'
+import json, os, statistics, sys
+out, runs, coffer_side, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+askars = [json.load(open(f"{out}/askar-{i}.json")) for i in range(1, runs + 1)]
+coffers = [json.load(open(f"{out}/coffer-{i}.json")) for i in range(1, runs + 1)] if coffer_side else []
+pairs = {"paged_scan_offset_limit_100": "paged_scan_handle_100"}
+
+def rate(entry, prefer=None):
+    if not isinstance(entry, dict):
+        return None, None
+    for key in ((prefer,) if prefer else ()) + ("rows_per_sec", "pages_per_sec", "ops_per_sec"):
+        if entry.get(key) is not None:
+            return key, entry[key]
+    return None, None
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+rows = []
+for name, a in askars[0]["results"].items():
+    if name.startswith("baseline_") or name == "open" or not isinstance(a, dict):
+        continue
+    unit, _ = rate(a)
+    av = median([rate(r["results"].get(name), unit)[1] for r in askars])
+    cv = median([rate(r["results"].get(pairs.get(name, name)), unit)[1] for r in coffers]) if coffers else None
+    rows.append((name, unit, av, cv, cv / av if av and cv else None))
+    if name == "concurrent_profiles_mixed":
+        for extra in ("p50_us", "p99_us", "read_p99_us", "write_p99_us"):
+            av = median([r["results"][name].get(extra) for r in askars])
+            cv = median([r["results"].get(name, {}).get(extra) for r in coffers]) if coffers else None
+            rows.append((name + "." + extra, "us", av, cv, av / cv if av and cv else None))
+
+if mode == "--json":
+    print(json.dumps({"backend": "postgres", "runs": runs, "n": askars[0]["params"]["n"],
+                      "askar_version": askars[0].get("askar_version"), "coffer_ran": coffer_side,
+                      "metrics": {r[0]: {"unit": r[1], "askar": r[2], "coffer": r[3], "coffer_vs_askar": r[4]} for r in rows}},
+                     indent=1))
+    sys.exit(0)
+print("PostgreSQL, medians of %d runs, N=%s, askar %s%s" % (runs, askars[0]["params"]["n"], askars[0].get("askar_version"),
+      "" if coffer_side else " (coffer: not built with the PostgreSQL trait)"))
+fmt = "{:<44} {:>10} {:>14} {:>14} {:>9}"
+print(fmt.format("metric", "unit", "askar", "coffer", "x askar"))
+f = lambda v: "-" if v is None else ("%.0f" % v if v >= 100 else "%.2f" % v)
+for name, unit, av, cv, ratio in rows:
+    print(fmt.format(name, unit, f(av), f(cv), "-" if ratio is None else "%.1f" % ratio))
+print("(latency rows: x askar = askar/coffer, above 1 means coffer is faster)")
+PY
