@@ -151,7 +151,9 @@ struct PostgresURLTests {
 
     @Test("pool settings out of range or not numbers are refused, naming the setting")
     func badPoolSettings() {
-        #expect(Self.message("postgres://a:b@h/db?max_connections=0")?.contains("max_connections must be a whole number from 1 to 1000") == true)
+        #expect(
+            Self.message("postgres://a:b@h/db?max_connections=0")?.contains("max_connections must be a whole number from 1 to 1000") == true
+        )
         #expect(Self.message("postgres://a:b@h/db?max_connections=ten")?.contains("got \"ten\"") == true)
         #expect(Self.message("postgres://a:b@h/db?connect_timeout=-1")?.contains("connect_timeout must be") == true)
         #expect(Self.message("postgres://a:b@h/db?idle_timeout=1.5")?.contains("idle_timeout must be") == true)
@@ -203,19 +205,19 @@ struct PostgresURLTests {
     func errorsNeverShowThePassword() {
         let s = Self.secret
         let broken = [
-            "postgres://app:\(s)@h:abc/db",  // bad port
-            "postgres://app:\(s)@bad host/db",  // bad host
-            "postgres://app:\(s)@/db",  // no host
-            "postgres://app:\(s)@h",  // no database
-            "postgres://app:\(s)@h/db?sslmode=\(s)x",  // a bad value is named… but this one is not the password
-            "postgres://app:\(s)/x@h/db",  // unencoded / in the password
-            "postgres://app:\(s)?x@h/db",  // unencoded ? in the password
-            "postgres://app:\(s)#x@h/db",  // unencoded # in the password
-            "postgres://app:\(s)%4@h/db",  // bad percent in the password
-            "postgres://app:\(s)%FF@h/db",  // not UTF-8 once decoded
-            "postgres://app:\(s)",  // no @ at all: user app, host?
-            "postgres://:\(s)@h/db",  // no user
-            "postgres://app:\(s)@[::1/db",  // unclosed bracket
+            "postgres://app:\(s)@h:abc/db", // bad port
+            "postgres://app:\(s)@bad host/db", // bad host
+            "postgres://app:\(s)@/db", // no host
+            "postgres://app:\(s)@h", // no database
+            "postgres://app:\(s)@h/db?sslmode=\(s)x", // a bad value is named… but this one is not the password
+            "postgres://app:\(s)/x@h/db", // unencoded / in the password
+            "postgres://app:\(s)?x@h/db", // unencoded ? in the password
+            "postgres://app:\(s)#x@h/db", // unencoded # in the password
+            "postgres://app:\(s)%4@h/db", // bad percent in the password
+            "postgres://app:\(s)%FF@h/db", // not UTF-8 once decoded
+            "postgres://app:\(s)", // no @ at all: user app, host?
+            "postgres://:\(s)@h/db", // no user
+            "postgres://app:\(s)@[::1/db", // unclosed bracket
             "postgres://app:\(s)@h/db?max_connections=0",
             "postgres://app:\(s)@h/db/x",
             "postgres://app:\(s)@h1,h2/db",

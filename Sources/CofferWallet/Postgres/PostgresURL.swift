@@ -224,7 +224,8 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
         static func integer(_ value: String, name: String, range: ClosedRange<Int>, unit: String = "") throws -> Int {
             guard value.allSatisfy(\.isASCII), let n = Int(value), range.contains(n) else {
                 throw PostgresURL.error(
-                    "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)\(unit), got \(PostgresURL.quote(value))")
+                    "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)\(unit), got \(PostgresURL.quote(value))"
+                )
             }
             return n
         }

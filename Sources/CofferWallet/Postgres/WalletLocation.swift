@@ -17,9 +17,9 @@ package enum WalletLocation: Sendable, Equatable, CustomStringConvertible {
     /// Whether this build has the PostgreSQL backend (the package trait `PostgreSQL`).
     package static var postgresBuiltIn: Bool {
         #if PostgreSQL
-            return true
+        return true
         #else
-            return false
+        return false
         #endif
     }
 
@@ -52,7 +52,8 @@ package enum WalletLocation: Sendable, Equatable, CustomStringConvertible {
         if text.lowercased().hasPrefix("sqlite://") {
             let path = String(text.dropFirst("sqlite://".count))
             guard !path.isEmpty, !path.hasSuffix("/") else {
-                throw WalletError.invalidInput("\(source): sqlite:// needs the wallet file's path, e.g. sqlite:///var/lib/app/wallet.sqlite")
+                throw WalletError.invalidInput(
+                    "\(source): sqlite:// needs the wallet file's path, e.g. sqlite:///var/lib/app/wallet.sqlite")
             }
             return .file(URL(fileURLWithPath: path))
         }
