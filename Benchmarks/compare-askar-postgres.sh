@@ -41,6 +41,7 @@ for i in $(seq 1 "$runs"); do
         --concurrent-profiles "$profiles" --concurrent-ops "$ops" > "$out/askar-$i.json"
     if [ "$coffer_side" = 1 ]; then
         echo "run $i of $runs: Coffer on PostgreSQL, N=$n ..." >&2
+        postgres_create_database "coffer_bench_$i"
         "$coffer" bench wallet --n "$n" --txn-cap "$n" --json --skip-baseline --dir "$out/coffer" \
             --wallet-url "$POSTGRES_URL_BASE/coffer_bench_$i" \
             --concurrent-profiles "$profiles" --concurrent-ops "$ops" > "$out/coffer-$i.json"

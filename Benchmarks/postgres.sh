@@ -2,6 +2,7 @@
 #   postgres_start   initdb in a new temporary folder, a server on a free loopback port (no Unix
 #                    socket), a database user with a random password; sets POSTGRES_URL_BASE
 #                    (postgres://USER:PASS@127.0.0.1:PORT) and POSTGRES_DIR.
+#   postgres_create_database NAME   a database on it, owned by that user.
 #   postgres_stop    stops the server (fast shutdown) and removes the folder; safe to call twice.
 # PostgreSQL's binaries come from $POSTGRES_BIN (default: the newest /usr/lib/postgresql/*/bin;
 # Debian package postgresql). The server refuses to run as root: when this script runs as root,
@@ -54,8 +55,15 @@ postgres_start() {
         return 6
     }
     POSTGRES_URL_BASE="postgres://bench:$password@127.0.0.1:$port"
+    POSTGRES_PASSWORD="$password"
     POSTGRES_PORT="$port"
     echo "PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port (data in $POSTGRES_DIR)" >&2
+}
+
+# Creates database $1 on the cluster (the benchmark user owns it).
+postgres_create_database() {
+    PGPASSWORD="$POSTGRES_PASSWORD" "$POSTGRES_BINDIR/psql" -q -h 127.0.0.1 -p "$POSTGRES_PORT" -U bench -d postgres -v ON_ERROR_STOP=1 \
+        -c "CREATE DATABASE \"$1\"" >/dev/null
 }
 
 postgres_stop() {
