@@ -80,7 +80,8 @@ package enum PostgresTestServer {
     /// `/usr/lib/postgresql/N/bin`, or the `PATH`.
     private static func binFolder() -> String? {
         func usable(_ folder: String) -> Bool {
-            FileManager.default.isExecutableFile(atPath: folder + "/initdb") && FileManager.default.isExecutableFile(atPath: folder + "/pg_ctl")
+            FileManager.default.isExecutableFile(atPath: folder + "/initdb")
+                && FileManager.default.isExecutableFile(atPath: folder + "/pg_ctl")
         }
         if let given = ProcessInfo.processInfo.environment["COFFER_PG_BIN"], usable(given) { return given }
         let debian = "/usr/lib/postgresql"
@@ -104,7 +105,8 @@ package enum PostgresTestServer {
         let command = (serverAccount.map { ["/usr/sbin/runuser", "-u", $0, "--"] } ?? []) + ["\(bin)/\(tool)"] + arguments
         let result = try runProcess(URL(fileURLWithPath: "/bin/bash"), ["-c", closingDescriptors, "bash"] + command, within: bound)
         guard result.status == 0 else {
-            throw Unavailable(description: "\(tool) \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.stderr)\(result.stdout)")
+            throw Unavailable(
+                description: "\(tool) \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.stderr)\(result.stdout)")
         }
         return result
     }
@@ -123,7 +125,9 @@ package enum PostgresTestServer {
             // The server's own account owns the cluster's folder (owner-only, as PostgreSQL requires).
             guard let entry = getpwnam(account) else {
                 throw Unavailable(
-                    description: "running as root, the test server needs the unprivileged user `\(account)` (the Debian package `postgresql` creates it)")
+                    description:
+                        "running as root, the test server needs the unprivileged user `\(account)` (the Debian package `postgresql` creates it)"
+                )
             }
             _ = chown(folder, entry.pointee.pw_uid, entry.pointee.pw_gid)
         }
@@ -176,7 +180,9 @@ package enum PostgresTestServer {
             "-p \(endpoint.port)", "-k \(endpoint.socketFolder)", "-c listen_addresses=127.0.0.1", "-c fsync=off",
             "-c full_page_writes=off", "-c max_connections=200", "-c shared_buffers=64MB",
         ].joined(separator: " ")
-        try run(endpoint.binFolder, "pg_ctl", ["-D", endpoint.dataFolder, "-o", options, "-l", folder + "/server.log", "-w", "-t", "60", "start"])
+        try run(
+            endpoint.binFolder, "pg_ctl",
+            ["-D", endpoint.dataFolder, "-o", options, "-l", folder + "/server.log", "-w", "-t", "60", "start"])
     }
 
     /// A detached shell that stops the cluster once this process is gone, however it ended.
@@ -208,9 +214,9 @@ package enum PostgresTestServer {
     /// A loopback TCP port nothing listens on right now.
     private static func freeLoopbackPort() -> Int {
         #if canImport(Glibc)
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
-            let fd = socket(AF_INET, SOCK_STREAM, 0)
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
         #endif
         defer { close(fd) }
         var address = sockaddr_in()
@@ -228,7 +234,8 @@ package enum PostgresTestServer {
         let endpoint = try endpoint()
         let name = "\(label.lowercased().filter { $0.isLetter || $0.isNumber }.prefix(20))_\(UUID().uuidString.prefix(8).lowercased())"
         try runProcess(
-            URL(fileURLWithPath: endpoint.binFolder + "/createdb"), ["-h", endpoint.socketFolder, "-p", "\(endpoint.port)", "-U", endpoint.user, name],
+            URL(fileURLWithPath: endpoint.binFolder + "/createdb"),
+            ["-h", endpoint.socketFolder, "-p", "\(endpoint.port)", "-U", endpoint.user, name],
             within: .seconds(60)
         ).checked("createdb \(name)")
         return name
