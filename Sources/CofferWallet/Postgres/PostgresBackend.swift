@@ -546,6 +546,15 @@ struct PostgresStore: Sendable {
         }
     }
 
+    /// Refreshes the planner's statistics of the wallet's tables (after an import: until
+    /// autovacuum gets to them, a table that grew from nothing is planned as if it held one row,
+    /// and tag-driven searches then walk the type's records once per candidate).
+    func analyze() async throws {
+        try await withConnection { connection in
+            try await connection.query("ANALYZE coffer_items, coffer_tags", logger: Self.logger)
+        }
+    }
+
     /// The row of a record (live or expired), or nil.
     func locate(profile: Int64, type: Int64, idBlind: Data) async throws -> PostgresItemRow? {
         try await withConnection { connection in
@@ -628,12 +637,15 @@ struct PostgresStore: Sendable {
                 let p = binds.count
                 try binds.append(name)
                 let n = binds.count
+                // The prefixes let the lookup index answer (it holds the first bytes of each value).
+                try binds.append(values.map { ByteBuffer(bytes: $0.prefix(indexedPrefix)) })
+                let prefixes = binds.count
                 try binds.append(values.map { ByteBuffer(bytes: $0) })
                 let v = binds.count
                 sql += """
-                     AND EXISTS (SELECT 1 FROM coffer_tags g WHERE g.item = i.id AND g.profile = $\(p) AND g.name = $\(n)
-                        AND substring(g.value from 1 for \(indexedPrefix)) = ANY (SELECT substring(x from 1 for \(indexedPrefix)) FROM unnest($\(v)::bytea[]) AS x)
-                        AND g.value = ANY ($\(v)::bytea[]))
+                     AND EXISTS (SELECT 1 FROM coffer_tags g WHERE g.profile = $\(p) AND g.name = $\(n)
+                        AND substring(g.value from 1 for \(indexedPrefix)) = ANY ($\(prefixes)::bytea[])
+                        AND g.value = ANY ($\(v)::bytea[]) AND g.item = i.id)
                     """
             case .number(let name, let op, let value):
                 try binds.append(profile)
@@ -643,12 +655,44 @@ struct PostgresStore: Sendable {
                 try binds.append(value)
                 let v = binds.count
                 sql += """
-                     AND EXISTS (SELECT 1 FROM coffer_tags g WHERE g.item = i.id AND g.profile = $\(p) AND g.name = $\(n)
-                        AND g.num IS NOT NULL AND g.num \(op) $\(v))
+                     AND EXISTS (SELECT 1 FROM coffer_tags g WHERE g.profile = $\(p) AND g.name = $\(n)
+                        AND g.num IS NOT NULL AND g.num \(op) $\(v) AND g.item = i.id)
                     """
             }
         }
         return sql
+    }
+
+    /// The FROM and WHERE of a search after `$1` profile, `$2` type, `$3` row id and `$4` now:
+    /// driven by the index entries of the first single-valued equality when there is one (they
+    /// come in record order, so a page reads only its own rows), else by the type's records.
+    static func searchSource(_ conditions: [PostgresTagCondition], profile: Int64, binds: inout PostgresBindings) throws -> (
+        from: String, order: String
+    ) {
+        var rest = conditions
+        if let at = conditions.firstIndex(where: { if case .valueIn(_, let values) = $0 { values.count == 1 } else { false } }),
+            case .valueIn(let name, let values) = conditions[at]
+        {
+            rest.remove(at: at)
+            try binds.append(name)
+            let n = binds.count
+            try binds.append(values[0].prefix(indexedPrefix))
+            let prefix = binds.count
+            try binds.append(values[0])
+            let v = binds.count
+            let filter = try conditionSQL(rest, profile: profile, binds: &binds)
+            return (
+                """
+                coffer_tags d JOIN coffer_items i ON i.id = d.item
+                WHERE d.profile = $1 AND d.name = $\(n) AND substring(d.value from 1 for \(indexedPrefix)) = $\(prefix) AND d.value = $\(v)
+                AND d.item > $3 AND i.profile = $1 AND i.type = $2 AND (i.expiry IS NULL OR i.expiry > $4)\(filter)
+                """, "d.item"
+            )
+        }
+        let filter = try conditionSQL(rest, profile: profile, binds: &binds)
+        return (
+            "coffer_items i WHERE i.profile = $1 AND i.type = $2 AND i.id > $3 AND (i.expiry IS NULL OR i.expiry > $4)\(filter)", "i.id"
+        )
     }
 
     /// Up to `limit` live records of `type` after row `after` in row order, that satisfy
@@ -661,13 +705,12 @@ struct PostgresStore: Sendable {
         try binds.append(type)
         try binds.append(after)
         try binds.append(now)
+        let source = try Self.searchSource(conditions, profile: profile, binds: &binds)
         try binds.append(Int64(limit))
-        let filter = try Self.conditionSQL(conditions, profile: profile, binds: &binds)
         let query = PostgresQuery(
             unsafeSQL: """
-                SELECT i.id, i.name, i.value, i.expiry, i.version FROM coffer_items i
-                WHERE i.profile = $1 AND i.type = $2 AND i.id > $3 AND (i.expiry IS NULL OR i.expiry > $4)\(filter)
-                ORDER BY i.id LIMIT $5
+                SELECT i.id, i.name, i.value, i.expiry, i.version FROM \(source.from)
+                ORDER BY \(source.order) LIMIT $\(binds.count)
                 """, binds: binds)
         return try await withConnection { connection in
             var out = [PostgresItemRow]()
@@ -685,13 +728,10 @@ struct PostgresStore: Sendable {
         var binds = PostgresBindings()
         try binds.append(profile)
         try binds.append(type)
+        try binds.append(Int64(0))
         try binds.append(now)
-        let filter = try Self.conditionSQL(conditions, profile: profile, binds: &binds)
-        let query = PostgresQuery(
-            unsafeSQL: """
-                SELECT count(*) FROM coffer_items i
-                WHERE i.profile = $1 AND i.type = $2 AND (i.expiry IS NULL OR i.expiry > $3)\(filter)
-                """, binds: binds)
+        let source = try Self.searchSource(conditions, profile: profile, binds: &binds)
+        let query = PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(source.from)", binds: binds)
         return try await withConnection { connection in
             for try await count in try await connection.query(query, logger: Self.logger).decode(Int64.self) { return Int(count) }
             return 0

@@ -33,6 +33,8 @@ public final class PostgresWallet: Sendable {
     /// Most times a read-modify-write (tags, update) is retried when other writers changed
     /// the record between its read and its write.
     static let rewriteAttempts = 100
+    /// Imports of at least this many records refresh the planner's statistics when they end.
+    static let analyzeAfter = 1000
 
     private init(profile: String, store: PostgresStore, number: Int64, keys: WalletKeys) {
         self.profile = profile
@@ -220,6 +222,7 @@ public final class PostgresWallet: Sendable {
                 }
                 start += chunk.count
             }
+            if records.count >= Self.analyzeAfter { try await store.analyze() }
         }
     }
 
