@@ -18,6 +18,12 @@ let package = Package(
         .library(name: "CofferSecureStorage", targets: ["CofferSecureStorage"]),
         .executable(name: "coffer", targets: ["coffer"]),
     ],
+    // `PostgreSQL`: the wallet's PostgreSQL backend (docs/server.md). Off by default, so an app
+    // that does not ask for it resolves and builds no NIO or PostgreSQL package; a server enables
+    // it with `.package(url: …, from: …, traits: ["PostgreSQL"])`, or `swift build --traits PostgreSQL`.
+    traits: [
+        .trait(name: "PostgreSQL", description: "The wallet's PostgreSQL backend, on postgres-nio's PostgresClient.")
+    ],
     // Semantic-version ranges, so an app that already depends on these packages resolves with
     // Coffer. The lower bounds are the versions Coffer is built and tested with (swift-crypto
     // with both 3.12.3 and 4.5.2); see the README.
@@ -28,6 +34,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         // `swift package generate-documentation` (Scripts/docs.sh); a command plugin, linked into nothing.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // The PostgreSQL backend's driver; linked only with the `PostgreSQL` trait.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .systemLibrary(
@@ -64,6 +72,7 @@ let package = Package(
                 // SQLite's C API, for the one loop that steps search rows without GRDB's Row.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
             ]
         ),
         .target(

@@ -1,0 +1,741 @@
+// The wallet's PostgreSQL backend, built only with the package trait `PostgreSQL`: the tables, the
+// migrations, the shared client and its pool, and the statements, on opaque bytes. Crypto stays
+// above it (PostgresWallet seals and blinds): the server sees blind indexes, sealed boxes, the
+// cleartext of `~` tags and expiry times, exactly what an SQLite wallet file holds.
+
+#if PostgreSQL
+import CofferSync
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Where a PostgreSQL wallet lives and how its pool behaves.
+public struct PostgresSettings: Sendable, Hashable {
+    /// How the connection uses TLS (libpq's `sslmode` names).
+    public enum TLSMode: String, Sendable, Hashable {
+        /// No TLS.
+        case disable
+        /// TLS when the server offers it, else plain.
+        case prefer
+        /// TLS or no connection (the server's certificate is verified against the system's roots).
+        case require
+    }
+
+    /// The server's host name or address.
+    public var host: String
+    /// Its port.
+    public var port: Int
+    /// The role to log in as.
+    public var user: String
+    /// Its password (nil: none, as with trust authentication).
+    public var password: String?
+    /// The database holding the wallet's tables.
+    public var database: String
+    /// TLS (`sslmode`).
+    public var tls: TLSMode
+    /// Most connections the process's shared client opens to this server (all profiles share them).
+    public var maxConnections: Int
+    /// How long opening one connection may take.
+    public var connectTimeout: Duration
+    /// How long an idle connection stays open.
+    public var idleTimeout: Duration
+    /// How long a call waits for a free connection before it fails with a clear error.
+    public var leaseTimeout: Duration
+    /// How often an idle connection is checked with a keep-alive query (nil: never).
+    public var keepAlive: Duration?
+
+    /// Settings with the pool's defaults unless given.
+    public init(
+        host: String, port: Int = 5432, user: String, password: String? = nil, database: String, tls: TLSMode = .prefer,
+        maxConnections: Int = 20, connectTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60),
+        leaseTimeout: Duration = .seconds(30), keepAlive: Duration? = .seconds(30)
+    ) {
+        self.host = host
+        self.port = port
+        self.user = user
+        self.password = password
+        self.database = database
+        self.tls = tls
+        self.maxConnections = maxConnections
+        self.connectTimeout = connectTimeout
+        self.idleTimeout = idleTimeout
+        self.leaseTimeout = leaseTimeout
+        self.keepAlive = keepAlive
+    }
+
+    /// `host:port/database`, for messages (never the password).
+    var label: String { "postgres://\(user)@\(host):\(port)/\(database)" }
+
+    var clientConfiguration: PostgresClient.Configuration {
+        let tlsConfiguration: PostgresClient.Configuration.TLS
+        switch tls {
+        case .disable: tlsConfiguration = .disable
+        case .prefer: tlsConfiguration = .prefer(.makeClientConfiguration())
+        case .require: tlsConfiguration = .require(.makeClientConfiguration())
+        }
+        var configuration = PostgresClient.Configuration(
+            host: host, port: port, username: user, password: password, database: database, tls: tlsConfiguration)
+        configuration.options.maximumConnections = maxConnections
+        configuration.options.connectTimeout = connectTimeout
+        configuration.options.connectionIdleTimeout = idleTimeout
+        configuration.options.keepAliveBehavior = keepAlive.map { .init(frequency: $0) }
+        return configuration
+    }
+}
+
+/// One `PostgresClient` per server and settings in this process, shared by every wallet and
+/// profile opened on it; its run loop runs while at least one of them is open.
+final class PostgresClients: Sendable {
+    static let shared = PostgresClients()
+
+    final class Entry: Sendable {
+        let client: PostgresClient
+        let runner: Task<Void, Never>
+        init(client: PostgresClient, runner: Task<Void, Never>) {
+            self.client = client
+            self.runner = runner
+        }
+    }
+
+    private struct State {
+        var entries: [PostgresSettings: (entry: Entry, users: Int)] = [:]
+    }
+    private let state = Locked(State())
+
+    /// The shared client for `settings` (started on first use); pair with ``release(_:)``.
+    func acquire(_ settings: PostgresSettings) -> PostgresClient {
+        state.withLock { state in
+            if let found = state.entries[settings] {
+                state.entries[settings] = (found.entry, found.users + 1)
+                return found.entry.client
+            }
+            var logger = Logger(label: "coffer.wallet.postgres")
+            logger.logLevel = .critical
+            let client = PostgresClient(configuration: settings.clientConfiguration, backgroundLogger: logger)
+            let runner = Task { await client.run() }
+            state.entries[settings] = (Entry(client: client, runner: runner), 1)
+            return client
+        }
+    }
+
+    /// Gives back a client from ``acquire(_:)``; the last user's release ends its run loop
+    /// (which closes its connections).
+    func release(_ settings: PostgresSettings) {
+        let ended: Entry? = state.withLock { state in
+            guard let found = state.entries[settings] else { return nil }
+            if found.users > 1 {
+                state.entries[settings] = (found.entry, found.users - 1)
+                return nil
+            }
+            state.entries[settings] = nil
+            return found.entry
+        }
+        ended?.runner.cancel()
+    }
+}
+
+/// A row of `coffer_items` as the wallet reads it.
+struct PostgresItemRow: Sendable {
+    let rowid: Int64
+    let idBlind: Data
+    let sealed: Data
+    let expiry: Int64?
+    let version: Int64
+}
+
+/// One tag row to write: the name's blind integer, the value (blind bytes, or the UTF-8 of a
+/// `~` tag's value), and for `~` tags written as a number that number.
+struct PostgresTagRow: Sendable, Hashable {
+    let name: Int64
+    let value: Data
+    let number: Double?
+}
+
+/// What one search asks the server for: conditions on the record's tag rows, each a
+/// superset-or-exact filter (the wallet checks every candidate in memory anyway).
+enum PostgresTagCondition: Sendable {
+    /// Some tag row with this name has one of these values.
+    case valueIn(name: Int64, values: [Data])
+    /// Some tag row with this name has a number that compares so.
+    case number(name: Int64, op: String, value: Double)
+}
+
+/// The backend: statements against one database through the shared client, for one profile
+/// at a time (every statement names its profile's number).
+struct PostgresStore: Sendable {
+    let settings: PostgresSettings
+    let client: PostgresClient
+
+    /// The newest schema format this code reads and writes.
+    static let format = 1
+    /// The advisory lock key migrations and profile changes hold (`pg_advisory_xact_lock`).
+    static let migrationLock: Int64 = 0x436F_6666_6572_0001
+    /// Bytes of a tag value the lookup index holds (PostgreSQL's B-tree entries are limited to
+    /// about 2.7 kB; `~` tag values may be 64 KiB). Equalities compare the prefix through the
+    /// index, then the whole value.
+    static let indexedPrefix = 200
+    /// Serialization failures and deadlocks are retried this many times.
+    static let retries = 5
+
+    static let logger: Logger = {
+        var logger = Logger(label: "coffer.wallet.postgres")
+        logger.logLevel = .critical
+        return logger
+    }()
+
+    // MARK: Connections and errors
+
+    /// Runs `body` on a pooled connection, waiting at most the lease timeout for one; maps
+    /// the driver's errors to ``WalletError`` and retries serialization failures.
+    func withConnection<R: Sendable>(_ body: @Sendable @escaping (PostgresConnection) async throws -> R) async throws -> R {
+        var attempt = 0
+        while true {
+            do {
+                return try await leased(body)
+            } catch let error as PSQLError where Self.isRetryable(error) && attempt < Self.retries {
+                attempt += 1
+                try await Task.sleep(for: .milliseconds(5 << attempt))
+            } catch let error as WalletError {
+                throw error
+            } catch {
+                throw Self.map(error, settings: settings)
+            }
+        }
+    }
+
+    /// Runs `body` inside one transaction (retried whole after a serialization failure or deadlock).
+    func transaction<R: Sendable>(_ body: @Sendable @escaping (PostgresConnection) async throws -> R) async throws -> R {
+        try await withConnection { connection in
+            try await connection.query("BEGIN", logger: Self.logger)
+            do {
+                let result = try await body(connection)
+                try await connection.query("COMMIT", logger: Self.logger)
+                return result
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: Self.logger)
+                throw error
+            }
+        }
+    }
+
+    private func leased<R: Sendable>(_ body: @Sendable @escaping (PostgresConnection) async throws -> R) async throws -> R {
+        let client = self.client
+        let bound = settings.leaseTimeout
+        let settings = self.settings
+        // The lease waits in the pool's queue; a call that finds no free connection in time
+        // fails with a clear error instead of waiting forever (and its request leaves the queue).
+        let leasedAt = Locked<Bool>(false)
+        return try await withThrowingTaskGroup(of: R?.self) { group in
+            group.addTask {
+                try await client.withConnection { connection in
+                    leasedAt.withLock { $0 = true }
+                    return try await body(connection)
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: bound)
+                return nil
+            }
+            while let next = try await group.next() {
+                if let value = next {
+                    group.cancelAll()
+                    return value
+                }
+                if !leasedAt.withLock({ $0 }) {
+                    group.cancelAll()
+                    throw WalletError.storage(
+                        "no PostgreSQL connection to \(settings.label) became free within \(bound) (the pool has \(settings.maxConnections)); nothing was written: retry later, or raise max_connections",
+                        cause: StorageCause(posix: .ETIMEDOUT))
+                }
+            }
+            throw WalletError.storage("the PostgreSQL call to \(settings.label) was cancelled", cause: StorageCause(posix: .ECANCELED))
+        }
+    }
+
+    static func sqlState(_ error: PSQLError) -> String? { error.serverInfo?[.sqlState] }
+
+    static func isRetryable(_ error: PSQLError) -> Bool {
+        guard let state = sqlState(error) else { return false }
+        return state == "40001" || state == "40P01"
+    }
+
+    /// The driver's error as a ``WalletError`` that says what failed and what to do.
+    static func map(_ error: Error, settings: PostgresSettings) -> WalletError {
+        if let error = error as? WalletError { return error }
+        if let error = error as? PostgresTransactionError {
+            if let inner = error.closureError ?? error.commitError ?? error.beginError { return map(inner, settings: settings) }
+        }
+        guard let error = error as? PSQLError else {
+            if error is CancellationError {
+                return .storage("the PostgreSQL call to \(settings.label) was cancelled", cause: StorageCause(posix: .ECANCELED))
+            }
+            return .storage("PostgreSQL at \(settings.label): \(String(describing: error))")
+        }
+        if let state = sqlState(error) {
+            let message = error.serverInfo?[.message] ?? "error"
+            switch state {
+            case "23505":
+                return .storage("PostgreSQL at \(settings.label) refused a duplicate row (\(message))", cause: StorageCause(posix: .EEXIST))
+            case "40001", "40P01":
+                return .storage(
+                    "PostgreSQL at \(settings.label) kept failing the transaction on conflicts with others (\(state)); nothing was written: retry",
+                    cause: StorageCause(posix: .EAGAIN))
+            case "57P01", "57P02", "57P03", "08000", "08003", "08006", "08001", "08004":
+                return unavailable(settings, "\(message) (\(state))")
+            case "53100":
+                return .storage("PostgreSQL at \(settings.label) has no disk space left (\(message))", cause: StorageCause(posix: .ENOSPC))
+            case "42501":
+                return .storage(
+                    "PostgreSQL at \(settings.label) refused the role the permission (\(message)); grant it on the wallet's tables",
+                    cause: StorageCause(posix: .EACCES))
+            case "28P01", "28000":
+                return .storage(
+                    "PostgreSQL at \(settings.label) refused the login (\(message)); check the user and password in the URL",
+                    cause: StorageCause(posix: .EACCES))
+            case "3D000":
+                return .storage(
+                    "PostgreSQL at \(settings.label) has no such database (\(message)); create it first (createdb)",
+                    cause: StorageCause(posix: .ENOENT))
+            default:
+                return .storage("PostgreSQL at \(settings.label) failed: \(message) (SQLSTATE \(state))")
+            }
+        }
+        switch error.code {
+        case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection, .poolClosed:
+            return unavailable(settings, "\(error.code)")
+        default:
+            return .storage("PostgreSQL at \(settings.label) failed: \(error.code)")
+        }
+    }
+
+    static func unavailable(_ settings: PostgresSettings, _ detail: String) -> WalletError {
+        .storage(
+            "PostgreSQL at \(settings.label) is unavailable (\(detail)); nothing was written: check the server is running and reachable, then retry",
+            cause: StorageCause(posix: .ECONNREFUSED))
+    }
+
+    // MARK: Schema
+
+    /// Creates the tables when the database has none, under the migration lock (processes
+    /// starting together make them once); refuses a database of a newer format.
+    func migrate() async throws {
+        try await transaction { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: Self.logger)
+            try await connection.query(
+                "CREATE TABLE IF NOT EXISTS coffer_schema(id integer PRIMARY KEY CHECK (id = 1), format integer NOT NULL)",
+                logger: Self.logger)
+            var stored: Int?
+            for try await format in try await connection.query("SELECT format FROM coffer_schema WHERE id = 1", logger: Self.logger)
+                .decode(Int.self)
+            {
+                stored = format
+            }
+            if let stored, stored > Self.format {
+                throw WalletError.invalidInput(
+                    "the PostgreSQL wallet at \(settings.label) has format \(stored), written by a newer Coffer; this one reads up to \(Self.format)"
+                )
+            }
+            if stored == Self.format { return }
+            for statement in Self.schema {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: Self.logger)
+            }
+            try await connection.query(
+                "INSERT INTO coffer_schema(id, format) VALUES (1, \(Self.format)) ON CONFLICT (id) DO UPDATE SET format = EXCLUDED.format",
+                logger: Self.logger)
+        }
+    }
+
+    /// Format 1. Every profile's rows are in the same tables, keyed by the profile's number.
+    static let schema = [
+        """
+        CREATE TABLE IF NOT EXISTS coffer_profiles(
+            number bigint PRIMARY KEY,
+            name text NOT NULL UNIQUE,
+            kdf bytea NOT NULL,
+            keys bytea NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS coffer_items(
+            id bigserial PRIMARY KEY,
+            profile bigint NOT NULL,
+            type bigint NOT NULL,
+            name bytea NOT NULL,
+            value bytea NOT NULL,
+            expiry bigint,
+            version bigint NOT NULL DEFAULT 0
+        )
+        """,
+        "CREATE UNIQUE INDEX IF NOT EXISTS coffer_items_name ON coffer_items(profile, type, name)",
+        "CREATE INDEX IF NOT EXISTS coffer_items_type ON coffer_items(profile, type, id)",
+        """
+        CREATE TABLE IF NOT EXISTS coffer_tags(
+            item bigint NOT NULL,
+            profile bigint NOT NULL,
+            name bigint NOT NULL,
+            value bytea NOT NULL,
+            num double precision
+        )
+        """,
+        "CREATE INDEX IF NOT EXISTS coffer_tags_item ON coffer_tags(item)",
+        "CREATE INDEX IF NOT EXISTS coffer_tags_lookup ON coffer_tags(profile, name, substring(value from 1 for \(indexedPrefix)), item)",
+        "CREATE INDEX IF NOT EXISTS coffer_tags_number ON coffer_tags(profile, name, num, item) WHERE num IS NOT NULL",
+    ]
+
+    // MARK: Profiles
+
+    struct ProfileRow: Sendable {
+        let number: Int64
+        let kdf: Data
+        let keys: Data
+    }
+
+    func profile(named name: String) async throws -> ProfileRow? {
+        try await withConnection { connection in
+            let rows = try await connection.query(
+                "SELECT number, kdf, keys FROM coffer_profiles WHERE name = \(name)", logger: Self.logger)
+            for try await (number, kdf, keys) in rows.decode((Int64, Data, Data).self) {
+                return ProfileRow(number: number, kdf: kdf, keys: keys)
+            }
+            return nil
+        }
+    }
+
+    func profileNames() async throws -> [String] {
+        try await withConnection { connection in
+            var names = [String]()
+            let rows = try await connection.query(
+                "SELECT name FROM coffer_profiles ORDER BY name <> 'default', name", logger: Self.logger)
+            for try await name in rows.decode(String.self) { names.append(name) }
+            return names
+        }
+    }
+
+    /// Adds profile `name` under the next number (the default profile is number 0); nil
+    /// when it exists. `seal` gives its sealed key for the number it gets.
+    func addProfile(name: String, kdf: Data, seal: @Sendable @escaping (Int64) throws -> Data) async throws -> Int64? {
+        try await transaction { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: Self.logger)
+            for try await _ in try await connection.query("SELECT 1 FROM coffer_profiles WHERE name = \(name)", logger: Self.logger)
+                .decode(Int.self)
+            {
+                return nil
+            }
+            var number: Int64 = 0
+            if name != ProfileCatalogue.defaultName {
+                for try await next in try await connection.query(
+                    "SELECT COALESCE(MAX(number), 0) + 1 FROM coffer_profiles", logger: Self.logger
+                ).decode(Int64.self) {
+                    number = next
+                }
+            }
+            let keys = try seal(number)
+            try await connection.query(
+                "INSERT INTO coffer_profiles(number, name, kdf, keys) VALUES (\(number), \(name), \(kdf), \(keys))", logger: Self.logger)
+            return number
+        }
+    }
+
+    /// Removes profile `name`, its records and their tags, in one transaction; false when
+    /// there is no such profile.
+    func removeProfile(name: String) async throws -> Bool {
+        try await transaction { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: Self.logger)
+            var number: Int64?
+            for try await n in try await connection.query(
+                "DELETE FROM coffer_profiles WHERE name = \(name) RETURNING number", logger: Self.logger
+            ).decode(Int64.self) {
+                number = n
+            }
+            guard let number else { return false }
+            try await connection.query("DELETE FROM coffer_tags WHERE profile = \(number)", logger: Self.logger)
+            try await connection.query("DELETE FROM coffer_items WHERE profile = \(number)", logger: Self.logger)
+            return true
+        }
+    }
+
+    /// Whether profile `number` is still in the catalogue under `name` (a removed profile's
+    /// open wallets write nothing more).
+    func profileExists(number: Int64, name: String) async throws -> Bool {
+        try await withConnection { connection in
+            for try await _ in try await connection.query(
+                "SELECT 1 FROM coffer_profiles WHERE number = \(number) AND name = \(name)", logger: Self.logger
+            ).decode(Int.self) {
+                return true
+            }
+            return false
+        }
+    }
+
+    // MARK: Records
+
+    /// Binds a record's tag rows as four parallel arrays (`unnest` makes them rows).
+    static func tagArrays(_ tags: [PostgresTagRow]) -> (names: [Int64], values: [ByteBuffer], numbered: [Bool], numbers: [Double]) {
+        (
+            tags.map(\.name), tags.map { ByteBuffer(bytes: $0.value) }, tags.map { $0.number != nil },
+            tags.map { $0.number ?? 0 }
+        )
+    }
+
+    /// Inserts a record and its tag rows in one statement (one round trip); nil when a record
+    /// of this type and id blind exists (live or expired: the caller decides).
+    func insert(profile: Int64, type: Int64, idBlind: Data, sealed: Data, expiry: Int64?, tags: [PostgresTagRow]) async throws
+        -> Int64?
+    {
+        let (names, values, numbered, numbers) = Self.tagArrays(tags)
+        return try await withConnection { connection in
+            let rows = try await connection.query(
+                """
+                WITH item AS (
+                    INSERT INTO coffer_items(profile, type, name, value, expiry) VALUES (\(profile), \(type), \(idBlind), \(sealed), \(expiry))
+                    ON CONFLICT (profile, type, name) DO NOTHING RETURNING id
+                ), tagged AS (
+                    INSERT INTO coffer_tags(item, profile, name, value, num)
+                    SELECT item.id, \(profile), t.n, t.v, CASE WHEN t.h THEN t.x END
+                    FROM item, unnest(\(names)::bigint[], \(values)::bytea[], \(numbered)::boolean[], \(numbers)::double precision[]) AS t(n, v, h, x)
+                )
+                SELECT id FROM item
+                """, logger: Self.logger)
+            for try await id in rows.decode(Int64.self) { return id }
+            return nil
+        }
+    }
+
+    /// Inserts many records and their tags in one statement (multi-row `unnest`): a batch of
+    /// an import. Returns how many were inserted (records already there are skipped).
+    func insertMany(profile: Int64, records: [(type: Int64, idBlind: Data, sealed: Data, expiry: Int64?, tags: [PostgresTagRow])])
+        async throws -> Int
+    {
+        guard !records.isEmpty else { return 0 }
+        let types = records.map(\.type)
+        let ids = records.map { ByteBuffer(bytes: $0.idBlind) }
+        let boxes = records.map { ByteBuffer(bytes: $0.sealed) }
+        let expiring = records.map { $0.expiry != nil }
+        let expiries = records.map { $0.expiry ?? 0 }
+        var ordinals = [Int64]()
+        var tagRows = [PostgresTagRow]()
+        for (i, record) in records.enumerated() {
+            for tag in record.tags {
+                ordinals.append(Int64(i + 1))
+                tagRows.append(tag)
+            }
+        }
+        let (names, values, numbered, numbers) = Self.tagArrays(tagRows)
+        let tagOrdinals = ordinals
+        return try await withConnection { connection in
+            let rows = try await connection.query(
+                """
+                WITH input AS (
+                    SELECT * FROM unnest(\(types)::bigint[], \(ids)::bytea[], \(boxes)::bytea[], \(expiring)::boolean[], \(expiries)::bigint[])
+                        WITH ORDINALITY AS r(type, name, value, e, expiry, ord)
+                ), item AS (
+                    INSERT INTO coffer_items(profile, type, name, value, expiry)
+                    SELECT \(profile), type, name, value, CASE WHEN e THEN expiry END FROM input ORDER BY ord
+                    ON CONFLICT (profile, type, name) DO NOTHING RETURNING id, type, name
+                ), tagged AS (
+                    INSERT INTO coffer_tags(item, profile, name, value, num)
+                    SELECT item.id, \(profile), t.n, t.v, CASE WHEN t.h THEN t.x END
+                    FROM unnest(\(tagOrdinals)::bigint[], \(names)::bigint[], \(values)::bytea[], \(numbered)::boolean[], \(numbers)::double precision[]) AS t(o, n, v, h, x)
+                    JOIN input ON input.ord = t.o
+                    JOIN item ON item.type = input.type AND item.name = input.name
+                )
+                SELECT count(*) FROM item
+                """, logger: Self.logger)
+            for try await count in rows.decode(Int64.self) { return Int(count) }
+            return 0
+        }
+    }
+
+    /// Refreshes the planner's statistics of the wallet's tables (after an import: until
+    /// autovacuum gets to them, a table that grew from nothing is planned as if it held one row,
+    /// and tag-driven searches then walk the type's records once per candidate).
+    func analyze() async throws {
+        try await withConnection { connection in
+            try await connection.query("ANALYZE coffer_items, coffer_tags", logger: Self.logger)
+        }
+    }
+
+    /// The row of a record (live or expired), or nil.
+    func locate(profile: Int64, type: Int64, idBlind: Data) async throws -> PostgresItemRow? {
+        try await withConnection { connection in
+            let rows = try await connection.query(
+                "SELECT id, value, expiry, version FROM coffer_items WHERE profile = \(profile) AND type = \(type) AND name = \(idBlind)",
+                logger: Self.logger)
+            for try await (id, value, expiry, version) in rows.decode((Int64, Data, Int64?, Int64).self) {
+                return PostgresItemRow(rowid: id, idBlind: idBlind, sealed: value, expiry: expiry, version: version)
+            }
+            return nil
+        }
+    }
+
+    /// Replaces a record's box (and, when `tags` is given, its tag rows) in one statement,
+    /// only if the row is still at `version`: false when another writer changed it first
+    /// (the caller reads again and retries).
+    func rewrite(profile: Int64, row: PostgresItemRow, sealed: Data, tags: [PostgresTagRow]?) async throws -> Bool {
+        let replaceTags = tags != nil
+        let (names, values, numbered, numbers) = Self.tagArrays(tags ?? [])
+        return try await withConnection { connection in
+            let rows = try await connection.query(
+                """
+                WITH item AS (
+                    UPDATE coffer_items SET value = \(sealed), version = version + 1
+                    WHERE id = \(row.rowid) AND profile = \(profile) AND version = \(row.version) RETURNING id
+                ), dropped AS (
+                    DELETE FROM coffer_tags WHERE \(replaceTags) AND item IN (SELECT id FROM item)
+                ), tagged AS (
+                    INSERT INTO coffer_tags(item, profile, name, value, num)
+                    SELECT item.id, \(profile), t.n, t.v, CASE WHEN t.h THEN t.x END
+                    FROM item, unnest(\(names)::bigint[], \(values)::bytea[], \(numbered)::boolean[], \(numbers)::double precision[]) AS t(n, v, h, x)
+                )
+                SELECT count(*) FROM item
+                """, logger: Self.logger)
+            for try await count in rows.decode(Int64.self) { return count == 1 }
+            return false
+        }
+    }
+
+    /// Deletes a live record and its tag rows in one statement; whether a row went.
+    func delete(profile: Int64, type: Int64, idBlind: Data, liveAt now: Int64) async throws -> Bool {
+        try await deleteRows(
+            profile: profile, type: type, idBlind: idBlind, now: now, condition: "(expiry IS NULL OR expiry > $4)")
+    }
+
+    /// Deletes an expired record of this type and id (so a new one may take its place);
+    /// whether there was one.
+    func deleteExpired(profile: Int64, type: Int64, idBlind: Data, now: Int64) async throws -> Bool {
+        try await deleteRows(profile: profile, type: type, idBlind: idBlind, now: now, condition: "expiry <= $4")
+    }
+
+    private func deleteRows(profile: Int64, type: Int64, idBlind: Data, now: Int64, condition: String) async throws -> Bool {
+        var binds = PostgresBindings()
+        try binds.append(profile)
+        try binds.append(type)
+        try binds.append(idBlind)
+        try binds.append(now)
+        let query = PostgresQuery(
+            unsafeSQL: """
+                WITH item AS (
+                    DELETE FROM coffer_items WHERE profile = $1 AND type = $2 AND name = $3 AND \(condition) RETURNING id
+                ), dropped AS (
+                    DELETE FROM coffer_tags WHERE item IN (SELECT id FROM item)
+                )
+                SELECT count(*) FROM item
+                """, binds: binds)
+        return try await withConnection { connection in
+            for try await count in try await connection.query(query, logger: Self.logger).decode(Int64.self) { return count > 0 }
+            return false
+        }
+    }
+
+    /// The SQL of `conditions` on candidate `i`, with its bindings appended.
+    static func conditionSQL(_ conditions: [PostgresTagCondition], profile: Int64, binds: inout PostgresBindings) throws -> String {
+        var sql = ""
+        for condition in conditions {
+            switch condition {
+            case .valueIn(let name, let values):
+                try binds.append(profile)
+                let p = binds.count
+                try binds.append(name)
+                let n = binds.count
+                // The prefixes let the lookup index answer (it holds the first bytes of each value).
+                try binds.append(values.map { ByteBuffer(bytes: $0.prefix(indexedPrefix)) })
+                let prefixes = binds.count
+                try binds.append(values.map { ByteBuffer(bytes: $0) })
+                let v = binds.count
+                sql += """
+                     AND EXISTS (SELECT 1 FROM coffer_tags g WHERE g.profile = $\(p) AND g.name = $\(n)
+                        AND substring(g.value from 1 for \(indexedPrefix)) = ANY ($\(prefixes)::bytea[])
+                        AND g.value = ANY ($\(v)::bytea[]) AND g.item = i.id)
+                    """
+            case .number(let name, let op, let value):
+                try binds.append(profile)
+                let p = binds.count
+                try binds.append(name)
+                let n = binds.count
+                try binds.append(value)
+                let v = binds.count
+                sql += """
+                     AND EXISTS (SELECT 1 FROM coffer_tags g WHERE g.profile = $\(p) AND g.name = $\(n)
+                        AND g.num IS NOT NULL AND g.num \(op) $\(v) AND g.item = i.id)
+                    """
+            }
+        }
+        return sql
+    }
+
+    /// The FROM and WHERE of a search after `$1` profile, `$2` type, `$3` row id and `$4` now:
+    /// driven by the index entries of the first single-valued equality when there is one (they
+    /// come in record order, so a page reads only its own rows), else by the type's records.
+    static func searchSource(_ conditions: [PostgresTagCondition], profile: Int64, binds: inout PostgresBindings) throws -> (
+        from: String, order: String
+    ) {
+        var rest = conditions
+        if let at = conditions.firstIndex(where: { if case .valueIn(_, let values) = $0 { values.count == 1 } else { false } }),
+            case .valueIn(let name, let values) = conditions[at]
+        {
+            rest.remove(at: at)
+            try binds.append(name)
+            let n = binds.count
+            try binds.append(values[0].prefix(indexedPrefix))
+            let prefix = binds.count
+            try binds.append(values[0])
+            let v = binds.count
+            let filter = try conditionSQL(rest, profile: profile, binds: &binds)
+            return (
+                """
+                coffer_tags d JOIN coffer_items i ON i.id = d.item
+                WHERE d.profile = $1 AND d.name = $\(n) AND substring(d.value from 1 for \(indexedPrefix)) = $\(prefix) AND d.value = $\(v)
+                AND d.item > $3 AND i.profile = $1 AND i.type = $2 AND (i.expiry IS NULL OR i.expiry > $4)\(filter)
+                """, "d.item"
+            )
+        }
+        let filter = try conditionSQL(rest, profile: profile, binds: &binds)
+        return (
+            "coffer_items i WHERE i.profile = $1 AND i.type = $2 AND i.id > $3 AND (i.expiry IS NULL OR i.expiry > $4)\(filter)", "i.id"
+        )
+    }
+
+    /// Up to `limit` live records of `type` after row `after` in row order, that satisfy
+    /// `conditions` (keyset paging: the next page starts after the last row id returned).
+    func page(profile: Int64, type: Int64, conditions: [PostgresTagCondition], after: Int64, now: Int64, limit: Int) async throws
+        -> [PostgresItemRow]
+    {
+        var binds = PostgresBindings()
+        try binds.append(profile)
+        try binds.append(type)
+        try binds.append(after)
+        try binds.append(now)
+        let source = try Self.searchSource(conditions, profile: profile, binds: &binds)
+        try binds.append(Int64(limit))
+        let query = PostgresQuery(
+            unsafeSQL: """
+                SELECT i.id, i.name, i.value, i.expiry, i.version FROM \(source.from)
+                ORDER BY \(source.order) LIMIT $\(binds.count)
+                """, binds: binds)
+        return try await withConnection { connection in
+            var out = [PostgresItemRow]()
+            for try await (id, name, value, expiry, version) in try await connection.query(query, logger: Self.logger).decode(
+                (Int64, Data, Data, Int64?, Int64).self)
+            {
+                out.append(PostgresItemRow(rowid: id, idBlind: name, sealed: value, expiry: expiry, version: version))
+            }
+            return out
+        }
+    }
+
+    /// How many live records of `type` satisfy `conditions` (exact only when the conditions are).
+    func count(profile: Int64, type: Int64, conditions: [PostgresTagCondition], now: Int64) async throws -> Int {
+        var binds = PostgresBindings()
+        try binds.append(profile)
+        try binds.append(type)
+        try binds.append(Int64(0))
+        try binds.append(now)
+        let source = try Self.searchSource(conditions, profile: profile, binds: &binds)
+        let query = PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(source.from)", binds: binds)
+        return try await withConnection { connection in
+            for try await count in try await connection.query(query, logger: Self.logger).decode(Int64.self) { return Int(count) }
+            return 0
+        }
+    }
+}
+#endif

@@ -1,0 +1,458 @@
+// A wallet profile on PostgreSQL (package trait `PostgreSQL`): the same keys, blind indexes and
+// sealed boxes as a wallet file, the rows in a PostgreSQL database through the shared client.
+
+#if PostgreSQL
+import CofferCrypto
+import CofferSync
+import Foundation
+import PostgresNIO
+
+/// One page of a ``PostgresWallet`` search.
+public struct PostgresSearchPage: Sendable {
+    /// The matching records, in insertion order.
+    public let records: [WalletRecord]
+    /// Where the next page starts: a token sealed under the profile's key (any process or
+    /// replica holding the key continues from it; the server learns nothing from it). Nil
+    /// when the search is done.
+    public let next: String?
+}
+
+/// A wallet profile stored in PostgreSQL: records with type, id, value and tags, searched
+/// with WQL, sealed and blinded in this process exactly as in a wallet file. Profiles share
+/// one database and this process's pool of connections to it; each has its own key.
+/// Every method is safe to call from many tasks at once.
+public final class PostgresWallet: Sendable {
+    /// The profile this wallet is.
+    public let profile: String
+    let store: PostgresStore
+    let number: Int64
+    let keys: WalletKeys
+    private let positionKey: SecretKey
+    private let state = Locked(false)
+
+    /// Most times a read-modify-write (tags, update) is retried when other writers changed
+    /// the record between its read and its write.
+    static let rewriteAttempts = 100
+    /// Imports of at least this many records refresh the planner's statistics when they end.
+    static let analyzeAfter = 1000
+
+    private init(profile: String, store: PostgresStore, number: Int64, keys: WalletKeys) {
+        self.profile = profile
+        self.store = store
+        self.number = number
+        self.keys = keys
+        positionKey = KeyDerivation.hkdf(from: keys.master, info: "coffer.wallet.postgres.v1.search-position")
+    }
+
+    deinit {
+        if !state.withLock({ $0 }) { PostgresClients.shared.release(store.settings) }
+    }
+
+    /// Ends this wallet's use of the shared client (the last user's close stops its
+    /// connections). Later calls throw ``WalletError/closed``.
+    public func close() {
+        let wasClosed = state.withLock { closed in
+            defer { closed = true }
+            return closed
+        }
+        if !wasClosed { PostgresClients.shared.release(store.settings) }
+    }
+
+    private func checkOpen() throws(WalletError) {
+        if state.withLock({ $0 }) { throw .closed }
+    }
+
+    /// The wallet's label in messages: the server and database, and the profile.
+    var label: String { ProfileCatalogue.label(path: store.settings.label, profile: profile) }
+
+    // MARK: Creating and opening
+
+    /// Runs `body` with a store on the shared client for `settings`, releasing the client
+    /// when `body` throws.
+    private static func withStore<R>(_ settings: PostgresSettings, _ body: (PostgresStore) async throws -> R) async throws -> R {
+        let store = PostgresStore(settings: settings, client: PostgresClients.shared.acquire(settings))
+        do { return try await body(store) } catch {
+            PostgresClients.shared.release(settings)
+            throw PostgresStore.map(error, settings: settings)
+        }
+    }
+
+    /// Creates profile `profile` (the tables too, when the database has none) under `key`.
+    /// - Throws: ``WalletError/walletExists(path:)`` when the database has that profile.
+    public static func create(
+        settings: PostgresSettings, profile: String = "default", key: WalletKey, configuration: Wallet.Configuration = .init()
+    ) async throws -> PostgresWallet {
+        try ProfileCatalogue.validate(profile)
+        let (storeKey, kdf) = try Wallet.makeStoreKey(key, parameters: configuration.passphraseParameters)
+        let master = SecretKey.random()
+        return try await withStore(settings) { store in
+            try await store.migrate()
+            guard
+                let number = try await store.addProfile(
+                    name: profile, kdf: Data(kdf.jsonText.utf8),
+                    seal: { number in
+                        try Wallet.sealMaster(master, storeKey: storeKey, tables: ProfileTables(name: profile, number: number))
+                    })
+            else { throw WalletError.walletExists(path: ProfileCatalogue.label(path: settings.label, profile: profile)) }
+            let keys = WalletKeys(master: master, tables: ProfileTables(name: profile, number: number))
+            return PostgresWallet(profile: profile, store: store, number: number, keys: keys)
+        }
+    }
+
+    /// Opens profile `profile` under `key`.
+    /// - Throws: ``WalletError/walletMissing(path:)`` when there is no such profile,
+    ///   ``WalletError/wrongKey(_:)`` when `key` does not open it.
+    public static func open(settings: PostgresSettings, profile: String = "default", key: WalletKey) async throws -> PostgresWallet {
+        try ProfileCatalogue.validate(profile)
+        if case .raw(let data) = key, data.count != 32 {
+            throw WalletError.invalidInput("a raw key must be 32 bytes, got \(data.count)")
+        }
+        return try await withStore(settings) { store in
+            try await store.migrate()
+            guard let row = try await store.profile(named: profile) else {
+                throw WalletError.walletMissing(path: ProfileCatalogue.label(path: settings.label, profile: profile))
+            }
+            let kdf = try KDFRecord(json: String(decoding: row.kdf, as: UTF8.self))
+            let storeKey = try Wallet.deriveStoreKey(key, kdf: kdf)
+            let tables = ProfileTables(name: profile, number: row.number)
+            let (master, format4) = try Wallet.openMaster(row.keys, storeKey: storeKey, kdf: kdf, tables: tables)
+            guard format4 else { throw WalletError.corrupted("the profile's key is not sealed as this backend seals it") }
+            return PostgresWallet(profile: profile, store: store, number: row.number, keys: WalletKeys(master: master, tables: tables))
+        }
+    }
+
+    /// The database's profiles: `default` first, then the others by name.
+    public static func profiles(settings: PostgresSettings) async throws -> [String] {
+        try await withStore(settings) { store in
+            try await store.migrate()
+            let names = try await store.profileNames()
+            PostgresClients.shared.release(settings)
+            return names
+        }
+    }
+
+    /// Removes profile `profile` with all its records, in one transaction (no key needed:
+    /// whoever may write the database can delete rows anyway).
+    /// - Throws: ``WalletError/walletMissing(path:)`` when there is no such profile.
+    public static func removeProfile(_ profile: String, settings: PostgresSettings) async throws {
+        try ProfileCatalogue.validate(profile)
+        try await withStore(settings) { store in
+            try await store.migrate()
+            guard try await store.removeProfile(name: profile) else {
+                throw WalletError.walletMissing(path: ProfileCatalogue.label(path: settings.label, profile: profile))
+            }
+            PostgresClients.shared.release(settings)
+        }
+    }
+
+    // MARK: Records
+
+    private func run<R>(_ body: () async throws -> R) async throws -> R {
+        try checkOpen()
+        do { return try await body() } catch { throw PostgresStore.map(error, settings: store.settings) }
+    }
+
+    /// The tag rows of `tags`: blind values, or the UTF-8 of `~` values (with their number).
+    func tagRows(typeBlind: Data, tags: WalletTags) -> [PostgresTagRow] {
+        var rows = Set<PostgresTagRow>()
+        var ordered = [PostgresTagRow]()
+        for (key, value) in tags.entries {
+            let name = key.string
+            let nb = BlindColumn.value(keys.tagNameBlind(typeBlind: typeBlind, name: name))
+            let plaintext = WalletTags.isPlaintext(name)
+            for v in value.values {
+                let row =
+                    plaintext
+                    ? PostgresTagRow(name: nb, value: Data(v.utf8), number: NumericTag.parse(v))
+                    : PostgresTagRow(name: nb, value: keys.tagValueBlind(typeBlind: typeBlind, name: name, value: v), number: nil)
+                if rows.insert(row).inserted { ordered.append(row) }
+            }
+        }
+        return ordered
+    }
+
+    /// Adds a record.
+    /// - Throws: ``WalletError/duplicate(type:id:)`` when a live record of this type and id exists.
+    public func add(type: String, id: String, value: String, tags: WalletTags = [:], expiresAt: Date? = nil) async throws {
+        try await run {
+            try Validate.type(type)
+            try Validate.id(id)
+            try Validate.value(value)
+            try tags.validate()
+            let tb = keys.typeBlind(type)
+            let ib = keys.idBlind(typeBlind: tb, id: id)
+            let expiry = expiresAt.map(unixMillis)
+            let sealed = RecordCodec.seal(
+                .init(type: type, id: id, value: value, tags: tags), typeBlind: tb, idBlind: ib, expiry: expiry, keys: keys)
+            let rows = tagRows(typeBlind: tb, tags: tags)
+            let t = BlindColumn.value(tb)
+            if try await store.insert(profile: number, type: t, idBlind: ib, sealed: sealed, expiry: expiry, tags: rows) != nil {
+                return
+            }
+            // A record of this type and id is there: an expired one gives way, a live one is a duplicate.
+            guard try await store.deleteExpired(profile: number, type: t, idBlind: ib, now: unixMillis(Date())),
+                try await store.insert(profile: number, type: t, idBlind: ib, sealed: sealed, expiry: expiry, tags: rows) != nil
+            else { throw WalletError.duplicate(type: type, id: id) }
+        }
+    }
+
+    /// Adds many records in one statement per `batchSize` records (an import); a record whose
+    /// type and id exist is refused before anything of its batch is written.
+    public func addAll(_ records: [(type: String, id: String, value: String, tags: WalletTags)], batchSize: Int = 500) async throws {
+        try await run {
+            var start = 0
+            while start < records.count {
+                let chunk = records[start..<min(records.count, start + batchSize)]
+                var rows = [(type: Int64, idBlind: Data, sealed: Data, expiry: Int64?, tags: [PostgresTagRow])]()
+                for r in chunk {
+                    try Validate.type(r.type)
+                    try Validate.id(r.id)
+                    try Validate.value(r.value)
+                    try r.tags.validate()
+                    let tb = keys.typeBlind(r.type)
+                    let ib = keys.idBlind(typeBlind: tb, id: r.id)
+                    let sealed = RecordCodec.seal(
+                        .init(type: r.type, id: r.id, value: r.value, tags: r.tags), typeBlind: tb, idBlind: ib, expiry: nil, keys: keys)
+                    rows.append((BlindColumn.value(tb), ib, sealed, nil, tagRows(typeBlind: tb, tags: r.tags)))
+                }
+                let inserted = try await store.insertMany(profile: number, records: rows)
+                if inserted != rows.count {
+                    throw WalletError.storage(
+                        "\(rows.count - inserted) of a batch of \(rows.count) records were already in \(label); the others were written")
+                }
+                start += chunk.count
+            }
+            if records.count >= Self.analyzeAfter { try await store.analyze() }
+        }
+    }
+
+    /// The live record of `type` and `id`, or nil.
+    public func get(type: String, id: String, options: RecordOptions = .init()) async throws -> WalletRecord? {
+        try await run {
+            try Validate.type(type)
+            try Validate.id(id)
+            let tb = keys.typeBlind(type)
+            let ib = keys.idBlind(typeBlind: tb, id: id)
+            guard let row = try await store.locate(profile: number, type: BlindColumn.value(tb), idBlind: ib),
+                row.expiry.map({ $0 > unixMillis(Date()) }) ?? true
+            else { return nil }
+            let contents = try RecordCodec.open(
+                row.sealed, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: keys, expectedType: type,
+                value: options.retrieveValue ? .text : .skipped)
+            guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+            return RecordStore.record(contents, type: type, options: options)
+        }
+    }
+
+    /// Reads the live record, changes its contents with `change`, and writes it back only if
+    /// no other writer changed it meanwhile (else reads again): one round trip per write.
+    private func rewrite(type: String, id: String, replacingTags: Bool, _ change: (inout RecordCodec.Contents) -> Void) async throws {
+        try Validate.type(type)
+        try Validate.id(id)
+        let tb = keys.typeBlind(type)
+        let ib = keys.idBlind(typeBlind: tb, id: id)
+        let t = BlindColumn.value(tb)
+        for _ in 0..<Self.rewriteAttempts {
+            guard let row = try await store.locate(profile: number, type: t, idBlind: ib),
+                row.expiry.map({ $0 > unixMillis(Date()) }) ?? true
+            else { throw WalletError.notFound(type: type, id: id) }
+            var contents = try RecordCodec.open(row.sealed, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: keys, expectedType: type)
+            guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+            change(&contents)
+            contents.type = type
+            let sealed = RecordCodec.seal(contents, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: keys)
+            let tags = replacingTags ? tagRows(typeBlind: tb, tags: contents.tags) : nil
+            if try await store.rewrite(profile: number, row: row, sealed: sealed, tags: tags) { return }
+        }
+        throw WalletError.storage(
+            "the record of type \(WalletError.quote(type)) with id \(WalletError.quote(id)) kept changing under \(Self.rewriteAttempts) attempts to write it; nothing was written: retry"
+        )
+    }
+
+    /// Replaces the value of a live record (its tags stay).
+    public func update(type: String, id: String, value: String) async throws {
+        try await run {
+            try Validate.value(value)
+            try await rewrite(type: type, id: id, replacingTags: false) { $0.value = value }
+        }
+    }
+
+    /// Replaces the value and the tags of a live record.
+    public func replace(type: String, id: String, value: String, tags: WalletTags) async throws {
+        try await run {
+            try Validate.value(value)
+            try tags.validate()
+            try await rewrite(type: type, id: id, replacingTags: true) {
+                $0.value = value
+                $0.tags = tags
+            }
+        }
+    }
+
+    /// Adds or replaces these tags of a live record.
+    public func addTags(type: String, id: String, tags: WalletTags) async throws {
+        try await run {
+            try tags.validate()
+            try await rewrite(type: type, id: id, replacingTags: true) { contents in
+                for (name, value) in tags.entries { contents.tags.entries[name] = value }
+            }
+        }
+    }
+
+    /// Makes these the tags of a live record.
+    public func updateTags(type: String, id: String, tags: WalletTags) async throws {
+        try await run {
+            try tags.validate()
+            try await rewrite(type: type, id: id, replacingTags: true) { $0.tags = tags }
+        }
+    }
+
+    /// Removes these tags of a live record.
+    public func deleteTags(type: String, id: String, names: [String]) async throws {
+        try await run {
+            try Validate.tagNames(names)
+            try await rewrite(type: type, id: id, replacingTags: true) { contents in
+                for name in names { contents.tags.entries[ByteString(name)] = nil }
+            }
+        }
+    }
+
+    /// Deletes a live record.
+    /// - Throws: ``WalletError/notFound(type:id:)`` when there is none.
+    public func delete(type: String, id: String) async throws {
+        try await run {
+            try Validate.type(type)
+            try Validate.id(id)
+            let tb = keys.typeBlind(type)
+            guard
+                try await store.delete(
+                    profile: number, type: BlindColumn.value(tb), idBlind: keys.idBlind(typeBlind: tb, id: id), liveAt: unixMillis(Date()))
+            else { throw WalletError.notFound(type: type, id: id) }
+        }
+    }
+
+    // MARK: Search
+
+    /// What the server can filter of `query` (a superset of its matches), and whether that
+    /// filter is exact. `$regex`, `$like`, `$neq`, `$not`, `$or`, string ranges and numbers on
+    /// encrypted tags stay in memory (Coffer's own matcher): no pattern ever reaches the server.
+    func conditions(type: String, query: WalletQuery) -> (conditions: [PostgresTagCondition], exact: Bool) {
+        let tb = keys.typeBlind(type)
+        let conjuncts: [WQLNode]
+        switch query.root {
+        case .all: return ([], true)
+        case .and(let items): conjuncts = items
+        default: conjuncts = [query.root]
+        }
+        var out = [PostgresTagCondition]()
+        var exact = true
+        for c in conjuncts {
+            switch c {
+            case .compare(let tag, .eq, .string(let s)):
+                out.append(.valueIn(name: nameBlind(tb, tag), values: [valueBytes(tb, tag, s)]))
+            case .isIn(let tag, let set) where set.allSatisfy({ if case .string = $0 { true } else { false } }):
+                let values = set.map { operand -> Data in
+                    guard case .string(let s) = operand else { return Data() }
+                    return valueBytes(tb, tag, s)
+                }
+                out.append(.valueIn(name: nameBlind(tb, tag), values: values))
+            case .compare(let tag, let op, .number(let x, _)) where WalletTags.isPlaintext(tag) && op != .neq:
+                let symbol: String
+                switch op {
+                case .eq: symbol = "="
+                case .gt: symbol = ">"
+                case .gte: symbol = ">="
+                case .lt: symbol = "<"
+                case .lte: symbol = "<="
+                case .neq: symbol = "<>"
+                }
+                out.append(.number(name: nameBlind(tb, tag), op: symbol, value: x))
+            default:
+                exact = false
+            }
+        }
+        return (out, exact)
+    }
+
+    private func nameBlind(_ tb: Data, _ tag: String) -> Int64 { BlindColumn.value(keys.tagNameBlind(typeBlind: tb, name: tag)) }
+
+    private func valueBytes(_ tb: Data, _ tag: String, _ value: String) -> Data {
+        WalletTags.isPlaintext(tag) ? Data(value.utf8) : keys.tagValueBlind(typeBlind: tb, name: tag, value: value)
+    }
+
+    /// The row id a position token names, after checking it was sealed for this profile and type.
+    private func position(_ token: String?, typeBlind: Data) throws -> Int64 {
+        guard let token else { return 0 }
+        guard let sealed = Data(base64Encoded: token),
+            let plain = try? AEAD.xchacha20Poly1305.open(sealed, key: positionKey, associatedData: typeBlind), plain.count == 8
+        else { throw WalletError.invalidInput("the search position is not one this profile's searches of this type gave") }
+        return BlindColumn.value(plain)
+    }
+
+    private func token(_ rowid: Int64, typeBlind: Data) throws -> String {
+        try AEAD.xchacha20Poly1305.seal(BlindColumn.blind(rowid), key: positionKey, associatedData: typeBlind).base64EncodedString()
+    }
+
+    /// Up to `limit` records of `type` matching `query`, after `position` (a previous page's
+    /// ``PostgresSearchPage/next``). Pages follow row order (keyset paging): records written
+    /// while a search runs never make it repeat or skip one that stayed.
+    public func search(
+        type: String, query: WalletQuery = .all, options: RecordOptions = .init(), limit: Int = 100, after position: String? = nil
+    ) async throws -> PostgresSearchPage {
+        try await run {
+            try Validate.type(type)
+            guard limit > 0 else { throw WalletError.invalidInput("a search page must hold at least 1 record, got \(limit)") }
+            let tb = keys.typeBlind(type)
+            let t = BlindColumn.value(tb)
+            let (conditions, exact) = self.conditions(type: type, query: query)
+            var after = try self.position(position, typeBlind: tb)
+            var records = [WalletRecord]()
+            let batch = exact ? limit : max(limit, 256)
+            while records.count < limit {
+                let rows = try await store.page(
+                    profile: number, type: t, conditions: conditions, after: after, now: unixMillis(Date()), limit: batch)
+                for row in rows {
+                    let contents = try RecordCodec.open(
+                        row.sealed, typeBlind: tb, idBlind: row.idBlind, expiry: row.expiry, keys: keys, expectedType: type,
+                        value: options.retrieveValue ? .text : .skipped)
+                    after = row.rowid
+                    if query.matches(contents.tags) {
+                        records.append(RecordStore.record(contents, type: type, options: options))
+                        if records.count == limit { break }
+                    }
+                }
+                if rows.count < batch && (records.count < limit || rows.last?.rowid == after) {
+                    return PostgresSearchPage(records: records, next: nil)
+                }
+            }
+            return PostgresSearchPage(records: records, next: try token(after, typeBlind: tb))
+        }
+    }
+
+    /// How many live records of `type` match `query`: counted by the server when it can
+    /// filter the query exactly, else by opening the candidates.
+    public func count(type: String, matching query: WalletQuery = .all) async throws -> Int {
+        try await run {
+            try Validate.type(type)
+            let tb = keys.typeBlind(type)
+            let t = BlindColumn.value(tb)
+            let (conditions, exact) = self.conditions(type: type, query: query)
+            let now = unixMillis(Date())
+            if exact { return try await store.count(profile: number, type: t, conditions: conditions, now: now) }
+            var total = 0
+            var after: Int64 = 0
+            while true {
+                let rows = try await store.page(profile: number, type: t, conditions: conditions, after: after, now: now, limit: 1000)
+                for row in rows {
+                    let contents = try RecordCodec.open(
+                        row.sealed, typeBlind: tb, idBlind: row.idBlind, expiry: row.expiry, keys: keys, expectedType: type,
+                        value: .skipped)
+                    if query.matches(contents.tags) { total += 1 }
+                }
+                guard let last = rows.last, rows.count == 1000 else { return total }
+                after = last.rowid
+            }
+        }
+    }
+}
+#endif

@@ -1,0 +1,336 @@
+// The wallet on PostgreSQL (package trait `PostgreSQL`), against a private server the tests start
+// themselves (CofferTestSupport's PostgresTestServer). Without PostgreSQL's binaries the suite is
+// skipped, and says which Debian package brings them. The tests run one at a time: one of them
+// stops and restarts the server.
+
+#if PostgreSQL
+import CofferCrypto
+import CofferSync
+import CofferTestSupport
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import CofferWallet
+
+enum PostgresTesting {
+    static var available: Bool { PostgresTestServer.unavailableReason == nil }
+
+    /// Settings for a database of its own.
+    static func settings(_ label: String = "t", maxConnections: Int = 8, leaseTimeout: Duration = .seconds(30)) throws
+        -> PostgresSettings
+    {
+        let endpoint = try PostgresTestServer.endpoint()
+        return PostgresSettings(
+            host: endpoint.host, port: endpoint.port, user: endpoint.user, database: try PostgresTestServer.makeDatabase(label),
+            tls: .disable, maxConnections: maxConnections, connectTimeout: .seconds(5), leaseTimeout: leaseTimeout)
+    }
+
+    static let key = WalletKey.raw(Data((0..<32).map { UInt8($0) }))
+    static let otherKey = WalletKey.raw(Data((0..<32).map { UInt8(255 - $0) }))
+
+    /// Every record of `type` matching `query`, page by page.
+    static func all(_ wallet: PostgresWallet, type: String, query: WalletQuery = .all, pageSize: Int = 100) async throws -> [String] {
+        var ids = [String]()
+        var position: String?
+        repeat {
+            let page = try await wallet.search(type: type, query: query, limit: pageSize, after: position)
+            ids += page.records.map(\.id)
+            position = page.next
+        } while position != nil
+        return ids
+    }
+}
+
+/// The WQL case file's records, loaded once into one PostgreSQL database.
+actor PostgresWQLFixture {
+    static let shared = PostgresWQLFixture()
+    private var wallet: PostgresWallet?
+
+    func loaded() async throws -> PostgresWallet {
+        if let wallet { return wallet }
+        let made = try await PostgresWallet.create(settings: try PostgresTesting.settings("wql"), key: PostgresTesting.key)
+        for r in WQLCase.records { try await made.add(type: r.type, id: r.id, value: r.value, tags: r.tags) }
+        wallet = made
+        return made
+    }
+}
+
+@Suite(
+    "Wallet on PostgreSQL", .serialized,
+    .enabled(if: PostgresTesting.available, "PostgreSQL's binaries are not installed (Debian package `postgresql`): skipped"))
+struct PostgresWalletTests {
+    @Test("WQL cases give coffer_expect on PostgreSQL (search and count)", arguments: WQLCase.all.filter { $0.expected != nil })
+    func wqlCase(_ c: WQLCase) async throws {
+        let wallet = try await PostgresWQLFixture.shared.loaded()
+        let query = try WalletQuery(json: c.query)
+        #expect(try await PostgresTesting.all(wallet, type: WQLCase.category, query: query, pageSize: 3).sorted() == c.expected)
+        #expect(try await wallet.count(type: WQLCase.category, matching: query) == c.expected!.count)
+    }
+
+    @Test("records: add, get, update, tags, delete, duplicate, not found")
+    func crud() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("crud"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.add(type: "cred", id: "a", value: "one", tags: ["schema": "s1", "~year": "2019"])
+        var record = try #require(try await wallet.get(type: "cred", id: "a"))
+        #expect(record.value == "one")
+        #expect(record.tags == ["schema": "s1", "~year": "2019"])
+        await #expect(throws: WalletError.duplicate(type: "cred", id: "a")) {
+            try await wallet.add(type: "cred", id: "a", value: "again")
+        }
+        try await wallet.update(type: "cred", id: "a", value: "two")
+        try await wallet.addTags(type: "cred", id: "a", tags: ["status": "ok"])
+        record = try #require(try await wallet.get(type: "cred", id: "a"))
+        #expect(record.value == "two")
+        #expect(record.tags == ["schema": "s1", "~year": "2019", "status": "ok"])
+        #expect(try await wallet.count(type: "cred", matching: WalletQuery(json: #"{"status": "ok"}"#)) == 1)
+        try await wallet.deleteTags(type: "cred", id: "a", names: ["status"])
+        #expect(try await wallet.count(type: "cred", matching: WalletQuery(json: #"{"status": "ok"}"#)) == 0)
+        try await wallet.updateTags(type: "cred", id: "a", tags: ["~year": "2020"])
+        #expect(try await wallet.count(type: "cred", matching: WalletQuery(json: #"{"~year": {"$gt": 2019}}"#)) == 1)
+        try await wallet.delete(type: "cred", id: "a")
+        #expect(try await wallet.get(type: "cred", id: "a") == nil)
+        await #expect(throws: WalletError.notFound(type: "cred", id: "a")) { try await wallet.delete(type: "cred", id: "a") }
+        await #expect(throws: WalletError.notFound(type: "cred", id: "a")) {
+            try await wallet.update(type: "cred", id: "a", value: "x")
+        }
+    }
+
+    @Test("an expired record is gone and gives way to a new one")
+    func expiry() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("expiry"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.add(type: "t", id: "e", value: "old", expiresAt: Date(timeIntervalSinceNow: -1))
+        #expect(try await wallet.get(type: "t", id: "e") == nil)
+        #expect(try await wallet.count(type: "t") == 0)
+        try await wallet.add(type: "t", id: "e", value: "new")
+        #expect(try await wallet.get(type: "t", id: "e")?.value == "new")
+    }
+
+    @Test("nothing readable reaches the server: no type, id, value or encrypted tag in any row")
+    func nothingInClear() async throws {
+        let settings = try PostgresTesting.settings("clear")
+        let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.add(type: "secret-type", id: "secret-id", value: "secret-value", tags: ["secret-tag": "secret-tagvalue"])
+        let dump = try await wallet.store.withConnection { connection in
+            var text = ""
+            for try await row in try await connection.query(
+                "SELECT encode(type::text::bytea, 'escape'), encode(name, 'escape'), encode(value, 'escape') FROM coffer_items",
+                logger: PostgresStore.logger
+            ).decode((String, String, String).self) {
+                text += row.0 + row.1 + row.2
+            }
+            for try await row in try await connection.query(
+                "SELECT encode(value, 'escape') FROM coffer_tags", logger: PostgresStore.logger
+            ).decode(String.self) {
+                text += row
+            }
+            return text
+        }
+        #expect(!dump.isEmpty)
+        #expect(!dump.contains("secret"))
+    }
+
+    @Test("paging under concurrent writes: every record that stayed comes exactly once")
+    func pagingUnderWrites() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("paging"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.addAll((0..<300).map { (type: "p", id: "r\($0)", value: "v", tags: ["~n": .string("\($0 % 3)")]) })
+        let query = try WalletQuery(json: #"{"~n": {"$in": ["0", "1"]}}"#)
+        var seen = [String]()
+        var position: String?
+        var written = 0
+        repeat {
+            let page = try await wallet.search(type: "p", query: query, limit: 7, after: position)
+            seen += page.records.map(\.id)
+            position = page.next
+            // Between pages: new records, and records the walk has not reached yet removed.
+            try await wallet.add(type: "p", id: "new\(written)", value: "v", tags: ["~n": "0"])
+            if written < 50 { try await wallet.delete(type: "p", id: "r\(299 - written * 3)") }
+            written += 1
+        } while position != nil
+        let removed = Set((0..<50).map { "r\(299 - $0 * 3)" })
+        let stayed = (0..<300).filter { $0 % 3 != 2 }.map { "r\($0)" }.filter { !removed.contains($0) }
+        #expect(Set(seen).count == seen.count, "a record came twice")
+        #expect(Set(stayed).isSubset(of: Set(seen)), "a record that stayed was skipped")
+    }
+
+    @Test("many tasks: concurrent adds and tag changes of one record lose nothing")
+    func manyTasks() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("tasks"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.add(type: "m", id: "shared", value: "v")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<16 {
+                group.addTask {
+                    for i in 0..<20 { try await wallet.add(type: "m", id: "t\(task)-\(i)", value: "v", tags: ["task": .string("\(task)")]) }
+                    try await wallet.addTags(type: "m", id: "shared", tags: ["k\(task)": .string("\(task)")])
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await wallet.count(type: "m") == 16 * 20 + 1)
+        #expect(try await wallet.count(type: "m", matching: WalletQuery(json: #"{"task": "7"}"#)) == 20)
+        let shared = try #require(try await wallet.get(type: "m", id: "shared"))
+        #expect(shared.tags?.count == 16, "a concurrent tag change was lost")
+    }
+
+    @Test("the wrong key opens nothing; a missing profile is missing")
+    func wrongKey() async throws {
+        let settings = try PostgresTesting.settings("key")
+        let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
+        wallet.close()
+        await #expect {
+            try await PostgresWallet.open(settings: settings, key: PostgresTesting.otherKey)
+        } throws: { error in
+            if case WalletError.wrongKey = error { return true } else { return false }
+        }
+        await #expect {
+            try await PostgresWallet.open(settings: settings, key: .passphrase("not the key"))
+        } throws: { error in
+            if case WalletError.wrongKey = error { return true } else { return false }
+        }
+        await #expect {
+            try await PostgresWallet.open(settings: settings, profile: "nobody", key: PostgresTesting.key)
+        } throws: { error in
+            if case WalletError.walletMissing = error { return true } else { return false }
+        }
+        let reopened = try await PostgresWallet.open(settings: settings, key: PostgresTesting.key)
+        reopened.close()
+    }
+
+    @Test("profiles: own keys, isolated records, removal takes only its own")
+    func profiles() async throws {
+        let settings = try PostgresTesting.settings("profiles")
+        var configuration = Wallet.Configuration()
+        configuration.passphraseParameters = .minimum
+        let alice = try await PostgresWallet.create(settings: settings, profile: "alice", key: PostgresTesting.key)
+        let bob = try await PostgresWallet.create(
+            settings: settings, profile: "bob", key: .passphrase("bob's passphrase"), configuration: configuration)
+        defer {
+            alice.close()
+            bob.close()
+        }
+        try await alice.add(type: "c", id: "same", value: "alice's", tags: ["who": "a"])
+        try await bob.add(type: "c", id: "same", value: "bob's", tags: ["who": "b"])
+        try await bob.add(type: "c", id: "bob-only", value: "b")
+        #expect(try await alice.get(type: "c", id: "same")?.value == "alice's")
+        #expect(try await bob.get(type: "c", id: "same")?.value == "bob's")
+        #expect(try await alice.get(type: "c", id: "bob-only") == nil)
+        #expect(try await alice.count(type: "c") == 1)
+        #expect(try await bob.count(type: "c") == 2)
+        #expect(try await PostgresWallet.profiles(settings: settings) == ["alice", "bob"])
+        // Alice's key opens no other profile.
+        await #expect {
+            try await PostgresWallet.open(settings: settings, profile: "bob", key: PostgresTesting.key)
+        } throws: { error in
+            if case WalletError.wrongKey = error { return true } else { return false }
+        }
+        await #expect(throws: WalletError.duplicate(type: "c", id: "same")) {
+            try await alice.add(type: "c", id: "same", value: "again")
+        }
+        try await PostgresWallet.removeProfile("bob", settings: settings)
+        #expect(try await PostgresWallet.profiles(settings: settings) == ["alice"])
+        #expect(try await alice.get(type: "c", id: "same")?.value == "alice's")
+        let rows = try await alice.store.withConnection { connection in
+            for try await n in try await connection.query("SELECT count(*) FROM coffer_items", logger: PostgresStore.logger).decode(
+                Int64.self)
+            {
+                return n
+            }
+            return -1
+        }
+        #expect(rows == 1)
+    }
+
+    @Test("a database of a newer format is refused")
+    func newerFormat() async throws {
+        let settings = try PostgresTesting.settings("format")
+        let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.store.withConnection { connection in
+            try await connection.query("UPDATE coffer_schema SET format = 99", logger: PostgresStore.logger)
+        }
+        await #expect {
+            try await PostgresWallet.open(settings: settings, key: PostgresTesting.key)
+        } throws: { error in
+            "\(error)".contains("format 99")
+        }
+    }
+
+    @Test("pool exhausted: a clear timeout, nothing lost, and the next call works")
+    func poolExhausted() async throws {
+        let settings = try PostgresTesting.settings("pool", maxConnections: 2, leaseTimeout: .milliseconds(300))
+        let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.add(type: "x", id: "before", value: "v")
+        // Both connections held until the test lets go.
+        let released = Locked(false)
+        defer { released.withLock { $0 = true } }
+        let holding = Locked(0)
+        let holders = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<2 {
+                    group.addTask {
+                        try await wallet.store.withConnection { _ in
+                            holding.withLock { $0 += 1 }
+                            try await eventually("the test lets the connection go") { released.withLock { $0 } }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        try await eventually("both connections are held") { holding.withLock { $0 } == 2 }
+        await #expect {
+            try await wallet.add(type: "x", id: "during", value: "v")
+        } throws: { error in
+            guard case WalletError.storage(let message, let cause) = error else { return false }
+            return message.contains("no PostgreSQL connection") && cause?.posix == .ETIMEDOUT
+        }
+        released.withLock { $0 = true }
+        try await holders.value
+        try await wallet.add(type: "x", id: "after", value: "v")
+        #expect(try await PostgresTesting.all(wallet, type: "x").sorted() == ["after", "before"])
+    }
+
+    @Test("server restarted mid-run: a clear error while it is down, then the same wallet works again")
+    func serverRestart() async throws {
+        let settings = try PostgresTesting.settings("restart", leaseTimeout: .seconds(10))
+        let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.add(type: "r", id: "before", value: "v")
+        try PostgresTestServer.stop()
+        do {
+            try await wallet.add(type: "r", id: "during", value: "v")
+            Issue.record("a write succeeded with the server down")
+        } catch let error as WalletError {
+            guard case .storage(let message, _) = error else {
+                Issue.record("expected a storage error, got \(error)")
+                try PostgresTestServer.restart()
+                return
+            }
+            #expect(message.contains("PostgreSQL"))
+        }
+        try PostgresTestServer.restart()
+        let lastError = Locked<String?>(nil)
+        do {
+            try await eventually("the wallet works again after the restart", within: .seconds(60)) {
+                do {
+                    try await wallet.add(type: "r", id: "after", value: "v")
+                    return true
+                } catch {
+                    lastError.withLock { $0 = "\(error)" }
+                    return false
+                }
+            }
+        } catch {
+            Issue.record("\(error); the last call's error: \(lastError.withLock { $0 } ?? "none")")
+            return
+        }
+        #expect(try await PostgresTesting.all(wallet, type: "r").sorted() == ["after", "before"])
+    }
+}
+#endif
