@@ -10,10 +10,6 @@ struct WalletKeyCommand: AsyncParsableCommand {
         abstract: "Create and use keys held in the wallet; only public keys are ever printed.",
         subcommands: [Create.self, List.self, Sign.self, Verify.self, Seal.self, Open.self])
 
-    /// `coffer wallet key --profile NAME create …`: the store, profile and key options are taken
-    /// between `key` and its subcommand too, as everywhere else in `coffer wallet`.
-    @OptionGroup(visibility: .hidden) var walletOptions: WalletOptions
-
     static func bytes(_ base64: String, _ what: String) throws -> Data {
         guard let data = Data(base64Encoded: base64) else { throw WalletError.invalidInput("\(what) is not valid base64") }
         return data
@@ -71,9 +67,6 @@ struct WalletKeyCommand: AsyncParsableCommand {
         @Argument(help: "The signed message, base64.") var message: String
         @Argument(help: "The signature, base64.") var signature: String
 
-        /// Accepted as on every wallet command; this one opens no wallet, so no profile is read.
-        @OptionGroup(visibility: .hidden) var profileOptions: ProfileOptions
-
         func run() async throws {
             let valid = try Wallet.verify(
                 signature: WalletKeyCommand.bytes(signature, "SIGNATURE"),
@@ -89,9 +82,6 @@ struct WalletKeyCommand: AsyncParsableCommand {
         @Argument(help: "The recipient's public key (Base58).") var recipient: String
         @Argument(help: "The message to seal, base64.") var message: String
         @Option(help: "The recipient key's kind: x25519 or ed25519.") var kind = "x25519"
-
-        /// Accepted as on every wallet command; this one opens no wallet, so no profile is read.
-        @OptionGroup(visibility: .hidden) var profileOptions: ProfileOptions
 
         func run() async throws {
             let box = try Wallet.sealedBox(
