@@ -198,6 +198,32 @@ struct ProfileCommandsCLITests {
         #expect(try Self.run(["wallet", "get", "t", "a", "--profile", "carol"], store: store).stdout.contains("\"main\""))
     }
 
+    @Test("kill -9 inside import-backup into a new profile, its tables made but not committed: no such profile, the others' rows unchanged; the rerun restores")
+    func killMidRestoreIntoProfile() throws {
+        let store = try ProfileCLITests.store()
+        for i in 0..<30 { #expect(try CLI.wallet(["add", "t", "m\(i)", "main"], store: store).status == 0) }
+        let backup = TemporaryFolders.make("coffer-profile-backup").appendingPathComponent("main.backup")
+        #expect(
+            try Self.run(["wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"], store: store)
+                .status == 0)
+        let rowsBefore = try ProfileCLITests.defaultRows(store)
+        let child = try ManyProcessesTests.start(
+            ["--raw-key-env", "K", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP", "--profile", "carol"],
+            store: store, env: Self.env.merging(["COFFER_TEST_PAUSE_AT": "restore-profile-building", "COFFER_TEST_PAUSE_MS": "60000"]) { $1 })
+        #expect(ProfileCLITests.reachedPause(child, "restore-profile-building"), "the restore never made the profile's tables")
+        #expect(child.process.isRunning, "the restore ended before the kill")
+        kill(child.process.processIdentifier, SIGKILL)
+        child.process.waitUntilExit()
+        #expect(child.process.terminationReason == .uncaughtSignal)
+        #expect(Self.json(try CLI.run(["wallet", "profiles"], store: store).stdout) as? [String] == ["default", "bob"])
+        #expect(try ProfileCLITests.defaultRows(store) == rowsBefore)
+        #expect(try CLI.wallet(["check"], store: store).status == 0)
+        #expect(try ProfileCLITests.bob(["check"], store: store).status == 0)
+        let rerun = try Self.run(["wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP", "--profile", "carol"], store: store)
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        #expect(try Self.run(["wallet", "count", "t", "--profile", "carol"], store: store).stdout == #"{"count":30}"# + "\n")
+    }
+
     @Test("import-indy --profile NAME imports into that profile only")
     func importIndyIntoProfile() throws {
         let dir = ForeignStores.folder()
