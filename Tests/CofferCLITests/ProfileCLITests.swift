@@ -47,12 +47,15 @@ struct ProfileCLITests {
         #expect(defaultWithBobs.status == 4, "\(defaultWithBobs.stderr)")
         // A third profile: neither bob's key nor the default's opens it; its own does.
         let carolKey = Data(repeating: 8, count: 32).base64EncodedString()
-        #expect(try CLI.run(["wallet", "create", "--profile", "carol", "--raw-key-env", "K"], store: store, env: ["K": carolKey]).status == 0)
+        #expect(
+            try CLI.run(["wallet", "create", "--profile", "carol", "--raw-key-env", "K"], store: store, env: ["K": carolKey]).status == 0)
         for key in [Self.bobKey, CLI.key] {
             let r = try CLI.run(["wallet", "count", "t", "--profile", "carol", "--raw-key-env", "K"], store: store, env: ["K": key])
             #expect(r.status == 4, "\(r.stderr)")
         }
-        #expect(try CLI.run(["wallet", "count", "t", "--profile", "carol", "--raw-key-env", "K"], store: store, env: ["K": carolKey]).status == 0)
+        #expect(
+            try CLI.run(["wallet", "count", "t", "--profile", "carol", "--raw-key-env", "K"], store: store, env: ["K": carolKey]).status
+                == 0)
     }
 
     @Test("--profile works before and after the subcommand name, and records stay in their profile")
@@ -112,7 +115,9 @@ struct ProfileCLITests {
         // None crossed: each profile holds exactly its own writers' records.
         let bobIds = try Self.json(try Self.bob(["search", "t", "{}"], store: store).stdout) as? [String: Any]
         let mainIds = try Self.json(try CLI.wallet(["search", "t", "{}"], store: store).stdout) as? [String: Any]
-        func ids(_ page: [String: Any]?) -> [String] { ((page?["records"] as? [[String: Any]]) ?? []).compactMap { $0["id"] as? String }.sorted() }
+        func ids(_ page: [String: Any]?) -> [String] {
+            ((page?["records"] as? [[String: Any]]) ?? []).compactMap { $0["id"] as? String }.sorted()
+        }
         #expect(ids(bobIds) == stride(from: 1, to: 16, by: 2).map { "r\($0)" }.sorted())
         #expect(ids(mainIds) == stride(from: 0, to: 16, by: 2).map { "r\($0)" }.sorted())
         #expect(try Self.json(try CLI.wallet(["count", "t", #"{"p": "bob"}"#], store: store).stdout) as? [String: Int] == ["count": 0])

@@ -122,7 +122,8 @@ struct ProfileCommandsCLITests {
             #expect(r.status == 0 && r.stdout.contains("true"), "\(argv) \(r.stderr)")
         }
         let xkey = try #require(
-            (Self.json(try ProfileCLITests.bob(["key", "create", "--kind", "x25519"], store: store).stdout) as? [String: String])?["verkey"])
+            (Self.json(try ProfileCLITests.bob(["key", "create", "--kind", "x25519"], store: store).stdout) as? [String: String])?["verkey"]
+        )
         for argv in Self.placements(["key", "seal"], [xkey, "aGk="], profile: "bob") {
             let r = try Self.run(argv, store: store)
             #expect(r.status == 0, "\(argv) \(r.stderr)")
@@ -161,9 +162,11 @@ struct ProfileCommandsCLITests {
         #expect(try Self.run(["wallet", "compact", "--profile", "bob"], store: store, keyVar: "BOB_KEY").status == 0)
         #expect(Self.json(try CLI.wallet(["count", "t"], store: store).stdout) as? [String: Int] == ["count": 0])
         // rekey of bob: the new key opens bob only; the default wallet keeps its key.
-        let rekeyed = try Self.run(["--profile", "bob", "wallet", "rekey", "--new-raw-key-env", "NEW_KEY"], store: store, keyVar: "BOB_KEY")
+        let rekeyed = try Self.run(
+            ["--profile", "bob", "wallet", "rekey", "--new-raw-key-env", "NEW_KEY"], store: store, keyVar: "BOB_KEY")
         #expect(rekeyed.status == 0, "\(rekeyed.stderr)")
-        #expect(try Self.run(["wallet", "count", "t", "--profile", "bob"], store: store, keyVar: "NEW_KEY").stdout == #"{"count":1}"# + "\n")
+        #expect(
+            try Self.run(["wallet", "count", "t", "--profile", "bob"], store: store, keyVar: "NEW_KEY").stdout == #"{"count":1}"# + "\n")
         #expect(try Self.run(["wallet", "count", "t"], store: store, keyVar: "NEW_KEY").status == 4)
         #expect(try CLI.wallet(["check"], store: store).status == 0)
     }
@@ -186,19 +189,23 @@ struct ProfileCommandsCLITests {
         #expect(
             try Self.run(["wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"], store: store)
                 .status == 0)
-        let exists = try Self.run(["wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP", "--profile", "bob"], store: store)
+        let exists = try Self.run(
+            ["wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP", "--profile", "bob"], store: store)
         #expect(exists.status == 3, "\(exists.stderr)")
         let wrong = try CLI.run(
             ["--raw-key-env", "K", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "WRONG", "--profile", "carol"],
             store: store, env: ["K": CLI.key, "WRONG": "not it"])
         #expect(wrong.status == 4, "\(wrong.stderr)")
         #expect(Self.json(try CLI.run(["wallet", "profiles"], store: store).stdout) as? [String] == ["default", "bob"])
-        let into = try Self.run(["wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP", "--profile", "carol"], store: store)
+        let into = try Self.run(
+            ["wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP", "--profile", "carol"], store: store)
         #expect(into.status == 0, "\(into.stderr)")
         #expect(try Self.run(["wallet", "get", "t", "a", "--profile", "carol"], store: store).stdout.contains("\"main\""))
     }
 
-    @Test("kill -9 inside import-backup into a new profile, its tables made but not committed: no such profile, the others' rows unchanged; the rerun restores")
+    @Test(
+        "kill -9 inside import-backup into a new profile, its tables made but not committed: no such profile, the others' rows unchanged; the rerun restores"
+    )
     func killMidRestoreIntoProfile() throws {
         let store = try ProfileCLITests.store()
         for i in 0..<30 { #expect(try CLI.wallet(["add", "t", "m\(i)", "main"], store: store).status == 0) }
@@ -209,7 +216,8 @@ struct ProfileCommandsCLITests {
         let rowsBefore = try ProfileCLITests.defaultRows(store)
         let child = try ManyProcessesTests.start(
             ["--raw-key-env", "K", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP", "--profile", "carol"],
-            store: store, env: Self.env.merging(["COFFER_TEST_PAUSE_AT": "restore-profile-building", "COFFER_TEST_PAUSE_MS": "60000"]) { $1 })
+            store: store,
+            env: Self.env.merging(["COFFER_TEST_PAUSE_AT": "restore-profile-building", "COFFER_TEST_PAUSE_MS": "60000"]) { $1 })
         #expect(ProfileCLITests.reachedPause(child, "restore-profile-building"), "the restore never made the profile's tables")
         #expect(child.process.isRunning, "the restore ended before the kill")
         kill(child.process.processIdentifier, SIGKILL)
@@ -219,7 +227,8 @@ struct ProfileCommandsCLITests {
         #expect(try ProfileCLITests.defaultRows(store) == rowsBefore)
         #expect(try CLI.wallet(["check"], store: store).status == 0)
         #expect(try ProfileCLITests.bob(["check"], store: store).status == 0)
-        let rerun = try Self.run(["wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP", "--profile", "carol"], store: store)
+        let rerun = try Self.run(
+            ["wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP", "--profile", "carol"], store: store)
         #expect(rerun.status == 0, "\(rerun.stderr)")
         #expect(try Self.run(["wallet", "count", "t", "--profile", "carol"], store: store).stdout == #"{"count":30}"# + "\n")
     }
@@ -231,7 +240,10 @@ struct ProfileCommandsCLITests {
         let manifest = try ForeignStores.json(dir.appendingPathComponent("w.json"))
         let store = try ProfileCLITests.store()
         let r = try CLI.run(
-            ["wallet", "import-indy", dir.appendingPathComponent("w.db").path, "--source-key-env", "S", "--profile", "bob", "--raw-key-env", "K"],
+            [
+                "wallet", "import-indy", dir.appendingPathComponent("w.db").path, "--source-key-env", "S", "--profile", "bob",
+                "--raw-key-env", "K",
+            ],
             store: store, env: ["K": Self.bobKey, "S": manifest["key"] as! String])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(ForeignStores.output(r)["imported"] as? Int == 20)
@@ -263,7 +275,9 @@ struct ProfileCommandsCLITests {
         // --profile second: the Coffer profile second must exist (exit 1, named, until it is made).
         let missing = try importAskar(["--profile", "second"], into: "second")
         #expect(missing.status == 1 && missing.stderr.contains("(profile \"second\")"), "\(missing.stderr)")
-        #expect(try CLI.run(["--raw-key-env", "K", "wallet", "create", "--profile", "second"], store: store, env: ["K": Self.bobKey]).status == 0)
+        #expect(
+            try CLI.run(["--raw-key-env", "K", "wallet", "create", "--profile", "second"], store: store, env: ["K": Self.bobKey]).status
+                == 0)
         let mapped = try importAskar(["--profile", "second"], into: "second")
         #expect(mapped.status == 0, "\(mapped.stderr)")
         #expect(ForeignStores.output(mapped)["imported"] as? Int == records.count)
@@ -273,7 +287,9 @@ struct ProfileCommandsCLITests {
         #expect(inSecond.stdout.contains("second-rec-"), "\(inSecond.stdout.prefix(200)) \(inSecond.stderr)")
         #expect(Self.json(try CLI.wallet(["count", "credential"], store: store).stdout) as? [String: Int] == ["count": 0])
         // --source-profile second into the Coffer profile other.
-        #expect(try CLI.run(["--raw-key-env", "K", "wallet", "create", "--profile", "other"], store: store, env: ["K": Self.bobKey]).status == 0)
+        #expect(
+            try CLI.run(["--raw-key-env", "K", "wallet", "create", "--profile", "other"], store: store, env: ["K": Self.bobKey]).status == 0
+        )
         let overridden = try importAskar(["--profile", "other", "--source-profile", "second"], into: "other")
         #expect(overridden.status == 0, "\(overridden.stderr)")
         #expect(ForeignStores.output(overridden)["profile"] as? String == "second")

@@ -42,7 +42,9 @@ struct ProfileOperationTests {
         let (url, main, bob) = try await ProfileTests.store()
         for i in 0..<3 { try await main.add(type: "t", id: "m\(i)", value: "main \(i)", tags: ["k": "1"]) }
         try await bob.transaction { tx in
-            for i in 0..<20 { try tx.add(type: "t", id: "b\(i)", value: "bob \(i)", tags: ["k": .string("\(i % 3)"), "~n": .string("\(i)")]) }
+            for i in 0..<20 {
+                try tx.add(type: "t", id: "b\(i)", value: "bob \(i)", tags: ["k": .string("\(i % 3)"), "~n": .string("\(i)")])
+            }
         }
         return (url, main, bob)
     }
@@ -89,7 +91,9 @@ struct ProfileOperationTests {
         try reopened.close()
     }
 
-    @Test("restoring into a profile is all or nothing: a wrong passphrase, a truncated backup or an existing profile leave the store as it was")
+    @Test(
+        "restoring into a profile is all or nothing: a wrong passphrase, a truncated backup or an existing profile leave the store as it was"
+    )
     func restoreIntoProfileAllOrNothing() async throws {
         let (url, main, bob) = try await Self.filledStore()
         let backup = TestWallets.folder().appendingPathComponent("bob.backup")
@@ -247,7 +251,8 @@ struct ProfileOperationTests {
         }
     }
 
-    @Test("a search on one profile pages through its own records while another is removed; the removed one's search ends with a clear error")
+    @Test(
+        "a search on one profile pages through its own records while another is removed; the removed one's search ends with a clear error")
     func removalUnderSearchesOnBoth() async throws {
         let (url, main, bob) = try await ProfileTests.store()
         defer {

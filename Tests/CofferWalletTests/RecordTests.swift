@@ -175,7 +175,9 @@ struct RecordTests {
         #expect(try await w.pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM \(w.keys.tables.tags)") } == 5)
     }
 
-    @Test("a record with more tag rows than one insert statement writes keeps every row, and a repeated list value once", arguments: TestProfile.allCases)
+    @Test(
+        "a record with more tag rows than one insert statement writes keeps every row, and a repeated list value once",
+        arguments: TestProfile.allCases)
     func manyTagRows(_ profile: TestProfile) async throws {
         let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
