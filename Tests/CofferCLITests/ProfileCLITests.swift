@@ -146,7 +146,10 @@ struct ProfileCLITests {
     )
     func killMidImport() throws {
         let store = try Self.store()
-        for i in 0..<20 { #expect(try CLI.wallet(["add", "t", "keep\(i)", "main", "--tags", #"{"k": "1"}"#], store: store).status == 0) }
+        let keep = (0..<20).map { #"{"type": "t", "id": "keep\#($0)", "value": "main", "tags": {"k": "1"}}"# }.joined(separator: "\n")
+        let keepFile = TemporaryFolders.make("coffer-profile-keep").appendingPathComponent("keep.jsonl")
+        try Data(keep.utf8).write(to: keepFile)
+        #expect(try CLI.wallet(["import", keepFile.path], store: store).status == 0)
         #expect(try Self.bob(["add", "t", "before", "bob"], store: store).status == 0)
         let mainBefore = try CLI.wallet(["search", "t", "{}"], store: store).stdout
         let rowsBefore = try Self.defaultRows(store)
