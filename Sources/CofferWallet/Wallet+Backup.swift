@@ -232,21 +232,9 @@ extension Wallet {
         configuration: Configuration = Configuration(),
         progress: (@Sendable (BackupProgress) -> Void)? = nil
     ) async throws -> Wallet {
-        let handle: FileHandle
-        do { handle = try FileHandle(forReadingFrom: backupURL) } catch {
-            // An input file that cannot be opened is bad input, as for every other input file.
-            throw WalletError.invalidInput("cannot read the backup \(backupURL.path): \(error.localizedDescription)")
-        }
-        defer { try? handle.close() }
-        let reader = BackupReader(handle: handle)
-        let handedReader = Handoff(reader)
-        let handoff = Handoff(try reader.open(passphrase: passphrase))
-        let stream = handoff.value
-        guard let first = try reader.next(stream), !first.final,
-            case .object(let head)? = try? JSONValue.parse(String(decoding: first.message, as: UTF8.self)),
-            head.first(where: { $0.0 == "format" })?.1 == .number("1"),
-            case .number(let countText)? = head.first(where: { $0.0 == "records" })?.1, let total = Int(countText), total >= 0
-        else { throw WalletError.corrupted("the backup's first message is not a Coffer backup header") }
+        let backup = try openBackup(backupURL, passphrase: passphrase)
+        defer { try? backup.handle.close() }
+        let total = backup.total
 
         // Built beside the target under a fixed temporary name and moved into place only once its
         // last commit is on disk: a restore killed at any moment leaves no wallet at the target
@@ -269,41 +257,8 @@ extension Wallet {
                         try Self.beginBulk(db, cacheKiB: Self.importCacheKiB)
                         defer { Self.endBulk(db, cacheKiB: Schema.writerCacheKiB) }
                         try db.inTransaction {
-                            let store = RecordStore(db: db, keys: keys, allowReserved: true)
-                            var done = 0
-                            var sawFinal = false
-                            progress?(BackupProgress(done: 0, total: total))
-                            let reader = handedReader.value
-                            while var chunk = try reader.next(handoff.value) {
-                                defer { chunk.message.resetBytes(in: 0..<chunk.message.count) }
-                                if chunk.final {
-                                    guard chunk.message.isEmpty else {
-                                        throw WalletError.corrupted("the backup's final message is not empty")
-                                    }
-                                    sawFinal = true
-                                    break
-                                }
-                                guard case .array(let items)? = try? JSONValue.parse(String(decoding: chunk.message, as: UTF8.self)) else {
-                                    throw WalletError.corrupted("a backup message is not a list of records")
-                                }
-                                for item in items {
-                                    let r = try Self.backupRecord(item)
-                                    done += 1
-                                    guard done <= total else {
-                                        throw WalletError.corrupted("the backup holds more records than its header says (\(total))")
-                                    }
-                                    try store.add(
-                                        type: r.type, id: r.id, value: r.value, tags: r.tags,
-                                        expiresAt: r.expiry.map { Date(timeIntervalSince1970: Double($0) / 1000) })
-                                }
-                                progress?(BackupProgress(done: done, total: total))
-                            }
-                            guard sawFinal, try reader.atEnd() else {
-                                throw WalletError.corrupted("the backup is truncated or has bytes after its end")
-                            }
-                            guard done == total else {
-                                throw WalletError.corrupted("the backup holds \(done) records; its header says \(total)")
-                            }
+                            try Self.restoreRecords(
+                                of: backup, into: RecordStore(db: db, keys: keys, allowReserved: true), progress: progress)
                             return .commit
                         }
                     }
@@ -321,6 +276,72 @@ extension Wallet {
         }
         lock.release()
         return try await Wallet.open(at: walletURL, key: key, configuration: configuration)
+    }
+
+    /// A backup opened for reading: its file, its reader and decrypting stream (handed to the
+    /// write closure that reads them), and the number of records its header announces.
+    struct OpenedBackup: Sendable {
+        let handle: FileHandle
+        let reader: Handoff<BackupReader>
+        let stream: Handoff<SecretStreamReader>
+        let total: Int
+    }
+
+    /// Opens the backup at `backupURL`, derives its key from `passphrase` and reads its header
+    /// message. A wrong passphrase is found here, before anything is written.
+    static func openBackup(_ backupURL: URL, passphrase: String) throws -> OpenedBackup {
+        let handle: FileHandle
+        do { handle = try FileHandle(forReadingFrom: backupURL) } catch {
+            // An input file that cannot be opened is bad input, as for every other input file.
+            throw WalletError.invalidInput("cannot read the backup \(backupURL.path): \(error.localizedDescription)")
+        }
+        do {
+            let reader = BackupReader(handle: handle)
+            let stream = try reader.open(passphrase: passphrase)
+            guard let first = try reader.next(stream), !first.final,
+                case .object(let head)? = try? JSONValue.parse(String(decoding: first.message, as: UTF8.self)),
+                head.first(where: { $0.0 == "format" })?.1 == .number("1"),
+                case .number(let countText)? = head.first(where: { $0.0 == "records" })?.1, let total = Int(countText), total >= 0
+            else { throw WalletError.corrupted("the backup's first message is not a Coffer backup header") }
+            return OpenedBackup(handle: handle, reader: Handoff(reader), stream: Handoff(stream), total: total)
+        } catch {
+            try? handle.close()
+            throw error
+        }
+    }
+
+    /// Adds every record of `backup` through `store` (inside the caller's transaction), checking
+    /// the stream's end and the header's count; wipes each decrypted message after use.
+    static func restoreRecords(
+        of backup: OpenedBackup, into store: RecordStore, progress: (@Sendable (BackupProgress) -> Void)?
+    ) throws {
+        let total = backup.total
+        let reader = backup.reader.value
+        var done = 0
+        var sawFinal = false
+        progress?(BackupProgress(done: 0, total: total))
+        while var chunk = try reader.next(backup.stream.value) {
+            defer { chunk.message.resetBytes(in: 0..<chunk.message.count) }
+            if chunk.final {
+                guard chunk.message.isEmpty else { throw WalletError.corrupted("the backup's final message is not empty") }
+                sawFinal = true
+                break
+            }
+            guard case .array(let items)? = try? JSONValue.parse(String(decoding: chunk.message, as: UTF8.self)) else {
+                throw WalletError.corrupted("a backup message is not a list of records")
+            }
+            for item in items {
+                let r = try Self.backupRecord(item)
+                done += 1
+                guard done <= total else { throw WalletError.corrupted("the backup holds more records than its header says (\(total))") }
+                try store.add(
+                    type: r.type, id: r.id, value: r.value, tags: r.tags,
+                    expiresAt: r.expiry.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+            }
+            progress?(BackupProgress(done: done, total: total))
+        }
+        guard sawFinal, try reader.atEnd() else { throw WalletError.corrupted("the backup is truncated or has bytes after its end") }
+        guard done == total else { throw WalletError.corrupted("the backup holds \(done) records; its header says \(total)") }
     }
 
     /// The lock one create or restore of the wallet at `walletURL` holds, in any process:

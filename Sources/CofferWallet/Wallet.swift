@@ -54,6 +54,7 @@ extension WalletKey: CustomDebugStringConvertible, CustomReflectable {
 /// - ``open(at:key:profile:configuration:)``
 /// - ``profiles(at:)``
 /// - ``removeProfile(_:at:)``
+/// - ``importBackup(from:passphrase:into:key:profile:configuration:progress:)``
 ///
 /// ### Records
 ///
@@ -162,26 +163,7 @@ public final class Wallet: Sendable {
         let master = SecretKey.random()
         do {
             let keys: WalletKeys = try await opened.pool.write { db in
-                if try ProfileCatalogue.resolve(db, name: profile) != nil {
-                    throw WalletError.walletExists(path: ProfileCatalogue.label(path: path, profile: profile))
-                }
-                let tables = try ProfileCatalogue.add(db, name: profile)
-                let keys = WalletKeys(master: master, tables: tables)
-                try DigestFunction.register(on: db, keys: keys)
-                try db.execute(sql: tables.creationSQL)
-                let zero = [UInt8](repeating: 0, count: DigestState.accumulatorCount)
-                try db.execute(
-                    sql: "INSERT INTO \(tables.digest)(id, value) VALUES (1, ?)",
-                    arguments: [DigestState.seal(zero, counter: 0, keys: keys)])
-                try db.execute(
-                    sql: "INSERT INTO \(tables.meta)(name, value) VALUES ('format', ?), ('kdf', ?), ('keys', ?)",
-                    arguments: [
-                        Data(String(Schema.format).utf8), Data(kdf.jsonText.utf8),
-                        try sealMaster(master, storeKey: storeKey, tables: tables),
-                    ])
-                try recordKeyCheck(db, keys)
-                try FileIntegrity.write(db, keys: keys)
-                return keys
+                try makeProfile(db, name: profile, path: path, master: master, storeKey: storeKey, kdf: kdf)
             }
             // The writer's digest function must hash under this profile's keys.
             try registerKeyedFunctions(opened.pool, keys: keys)

@@ -346,7 +346,9 @@ struct WalletCommand: AsyncParsableCommand {
     struct ImportBackup: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "import-backup",
-            abstract: "Create the store's wallet from a backup FILE (all or nothing; progress on stderr); prints {\"imported\": PATH}.")
+            abstract:
+                "Create the store's wallet from a backup FILE (with --profile NAME, that new profile, and the store when there is none; all or nothing; progress on stderr); prints {\"imported\": PATH} (and \"profile\": NAME with --profile)."
+        )
         @Argument(help: ArgumentHelp("The backup file to read.", valueName: "file")) var file: String
         @Option(
             name: .customLong("backup-passphrase-env"),
@@ -355,21 +357,18 @@ struct WalletCommand: AsyncParsableCommand {
         @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            guard walletOptions.profile == "default" else {
-                throw WalletError.invalidInput(
-                    "import-backup makes a new store from the backup (its default profile); --profile is not taken here yet (import the backup into a new store, or export and re-import the records)"
-                )
-            }
             let target = try walletOptions.location().file(for: "import-backup")
             let passphrase = try CLIKeys.passphrase(fromEnvironment: backupPassphraseEnv, option: "--backup-passphrase-env")
             let bar = Progress(label: "import", total: 0)
             let wallet = try await Wallet.importBackup(
                 from: URL(fileURLWithPath: file), passphrase: passphrase,
-                into: target, key: walletOptions.walletKey()
+                into: target, key: walletOptions.walletKey(), profile: walletOptions.profile
             ) { bar.update($0.done, of: $0.total) }
             bar.finish()
             try wallet.close()
-            print(JSONValue.object([("imported", .string(target.path))]).jsonText)
+            var members: [(String, JSONValue)] = [("imported", .string(target.path))]
+            if let profile = walletOptions.profileOptions.profile { members.append(("profile", .string(profile))) }
+            print(JSONValue.object(members).jsonText)
         }
     }
 

@@ -91,15 +91,17 @@ extension WalletCommand {
         static let configuration = CommandConfiguration(
             commandName: "import-askar",
             abstract:
-                "Import one profile of an Aries Askar store, all or nothing; prints {\"imported\": N, \"source\": \"askar\", \"profile\": NAME, \"types\": {TYPE: N}}.",
+                "Import one profile of an Aries Askar store, all or nothing; prints {\"imported\": N, \"source\": \"askar\", \"profile\": NAME, \"types\": {TYPE: N}} (NAME: the Askar profile read).",
             discussion:
-                "The store's key method (raw, Argon2i, none) is read from the store. Expired records are not imported; the others keep their expiry. The source is opened read-only and left byte-identical. Exit 4: wrong source key; 3: a (type, id) the wallet already has; 5: a damaged source row; 2: not an Askar store, or a record Coffer cannot hold."
+                "The store's key method (raw, Argon2i, none) is read from the store. Expired records are not imported; the others keep their expiry. --profile NAME reads the Askar profile NAME into the Coffer profile NAME (which must exist: wallet create --profile NAME); --source-profile NAME reads another Askar profile. The source is opened read-only and left byte-identical. Exit 4: wrong source key; 3: a (type, id) the wallet already has; 5: a damaged source row; 2: not an Askar store, or a record Coffer cannot hold."
         )
         @Argument(help: ArgumentHelp("The Askar store's SQLite file.", valueName: "source")) var source: String
         @OptionGroup(title: "Source key (one of)") var sourceKey: SourceKeyOptions
         @Option(
             name: .customLong("source-profile"),
-            help: ArgumentHelp("The Askar profile to import (default: the Askar store's default profile).", valueName: "name"))
+            help: ArgumentHelp(
+                "The Askar profile to import when it differs from --profile (default: the --profile name, else the Askar store's default profile).",
+                valueName: "name"))
         var sourceProfile: String?
         @Flag(
             name: .customLong("skip-keys"),
@@ -109,6 +111,9 @@ extension WalletCommand {
 
         func run() async throws {
             let key = try sourceKey.key()
+            // `--profile NAME` (issue 34's contract) names the Askar profile, imported into the
+            // Coffer profile of the same name; `--source-profile` names the source alone.
+            let sourceProfile = sourceProfile ?? walletOptions.profileOptions.profile
             let summary = try await walletOptions.withWallet { wallet in
                 let progress = Progress(label: "import-askar", total: 0)
                 defer { progress.finish() }

@@ -3,6 +3,7 @@
 
 import CofferTestSupport
 import Foundation
+import GRDB
 import Testing
 
 @Suite("Wallet profiles from the command line")
@@ -44,6 +45,17 @@ struct ProfileCLITests {
         let defaultWithBobs = try CLI.run(
             ["wallet", "count", "t", "{}", "--raw-key-env", "K"], store: store, env: ["K": Self.bobKey])
         #expect(defaultWithBobs.status == 4, "\(defaultWithBobs.stderr)")
+        // A third profile: neither bob's key nor the default's opens it; its own does.
+        let carolKey = Data(repeating: 8, count: 32).base64EncodedString()
+        #expect(
+            try CLI.run(["wallet", "create", "--profile", "carol", "--raw-key-env", "K"], store: store, env: ["K": carolKey]).status == 0)
+        for key in [Self.bobKey, CLI.key] {
+            let r = try CLI.run(["wallet", "count", "t", "--profile", "carol", "--raw-key-env", "K"], store: store, env: ["K": key])
+            #expect(r.status == 4, "\(r.stderr)")
+        }
+        #expect(
+            try CLI.run(["wallet", "count", "t", "--profile", "carol", "--raw-key-env", "K"], store: store, env: ["K": carolKey]).status
+                == 0)
     }
 
     @Test("--profile works before and after the subcommand name, and records stay in their profile")
@@ -100,15 +112,47 @@ struct ProfileCLITests {
         #expect(try Self.json(bob.stdout) as? [String: Int] == ["count": 8], "\(bob.stdout) \(bob.stderr)")
         let main = try CLI.wallet(["count", "t", "{}"], store: store)
         #expect(try Self.json(main.stdout) as? [String: Int] == ["count": 8], "\(main.stdout) \(main.stderr)")
+        // None crossed: each profile holds exactly its own writers' records.
+        let bobIds = try Self.json(try Self.bob(["search", "t", "{}"], store: store).stdout) as? [String: Any]
+        let mainIds = try Self.json(try CLI.wallet(["search", "t", "{}"], store: store).stdout) as? [String: Any]
+        func ids(_ page: [String: Any]?) -> [String] {
+            ((page?["records"] as? [[String: Any]]) ?? []).compactMap { $0["id"] as? String }.sorted()
+        }
+        #expect(ids(bobIds) == stride(from: 1, to: 16, by: 2).map { "r\($0)" }.sorted())
+        #expect(ids(mainIds) == stride(from: 0, to: 16, by: 2).map { "r\($0)" }.sorted())
+        #expect(try Self.json(try CLI.wallet(["count", "t", #"{"p": "bob"}"#], store: store).stdout) as? [String: Int] == ["count": 0])
         #expect(try Self.bob(["check"], store: store).status == 0)
         #expect(try CLI.wallet(["check"], store: store).status == 0)
     }
 
-    @Test("kill -9 inside an import into one profile: that profile keeps its last commit, the other is untouched")
+    /// Every row of the default profile's tables (records, tags, digest, keys), as stored.
+    static func defaultRows(_ store: URL) throws -> [[DatabaseValue]] {
+        let queue = try DatabaseQueue(path: store.appendingPathComponent("wallet.sqlite").path)
+        defer { try? queue.close() }
+        return try queue.read { db in
+            var out = [[DatabaseValue]]()
+            for table in ["items", "tags", "tag_multi", "coffer_digest", "coffer_meta"] {
+                // Sorted by their text, so the order does not depend on how SQLite walks the table.
+                out += try Row.fetchAll(db, sql: "SELECT * FROM \(table)").map { row in
+                    [table.databaseValue] + (0..<row.count).map { row[$0] as DatabaseValue }
+                }.sorted { "\($0)" < "\($1)" }
+            }
+            return out
+        }
+    }
+
+    @Test(
+        "kill -9 inside an import into one profile: that profile keeps its last commit, the other is unchanged row for row, the rerun imports all"
+    )
     func killMidImport() throws {
         let store = try Self.store()
-        #expect(try CLI.wallet(["add", "t", "keep", "main"], store: store).status == 0)
+        let keep = (0..<20).map { #"{"type": "t", "id": "keep\#($0)", "value": "main", "tags": {"k": "1"}}"# }.joined(separator: "\n")
+        let keepFile = TemporaryFolders.make("coffer-profile-keep").appendingPathComponent("keep.jsonl")
+        try Data(keep.utf8).write(to: keepFile)
+        #expect(try CLI.wallet(["import", keepFile.path], store: store).status == 0)
         #expect(try Self.bob(["add", "t", "before", "bob"], store: store).status == 0)
+        let mainBefore = try CLI.wallet(["search", "t", "{}"], store: store).stdout
+        let rowsBefore = try Self.defaultRows(store)
         let lines = (0..<3_000).map { #"{"type": "t", "id": "i\#($0)", "value": "v"}"# }.joined(separator: "\n")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-profile-import-\(UUID().uuidString).jsonl")
         try Data(lines.utf8).write(to: file)
@@ -123,10 +167,14 @@ struct ProfileCLITests {
         #expect(child.process.terminationReason == .uncaughtSignal)
         let bob = try Self.bob(["count", "t", "{}"], store: store)
         #expect(try Self.json(bob.stdout) as? [String: Int] == ["count": 1], "\(bob.stdout) \(bob.stderr)")
-        let main = try CLI.wallet(["count", "t", "{}"], store: store)
-        #expect(try Self.json(main.stdout) as? [String: Int] == ["count": 1], "\(main.stdout) \(main.stderr)")
+        #expect(try CLI.wallet(["search", "t", "{}"], store: store).stdout == mainBefore)
+        #expect(try Self.defaultRows(store) == rowsBefore, "the default profile's rows changed")
         #expect(try Self.bob(["check"], store: store).status == 0)
         #expect(try CLI.wallet(["check"], store: store).status == 0)
+        let rerun = try Self.bob(["import", file.path], store: store)
+        #expect(try Self.json(rerun.stdout) as? [String: Int] == ["imported": 3_000], "\(rerun.stdout) \(rerun.stderr)")
+        #expect(try Self.json(try Self.bob(["count", "t", "{}"], store: store).stdout) as? [String: Int] == ["count": 3_001])
+        #expect(try Self.defaultRows(store) == rowsBefore)
     }
 
     @Test("kill -9 inside remove-profile, its tables dropped but not committed: the profile and its records are all still there")

@@ -8,18 +8,18 @@ import Testing
 
 @Suite("Records")
 struct RecordTests {
-    @Test("add then get returns value and tags, not the type, by default")
-    func addGet() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("add then get returns value and tags, not the type, by default", arguments: TestProfile.allCases)
+    func addGet(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.add(type: "cred", id: "1", value: "v", tags: ["a": "1", "~b": ["x", "y"]])
         let r = try await w.get(type: "cred", id: "1")
         #expect(r == WalletRecord(id: "1", type: nil, value: "v", tags: ["a": "1", "~b": ["x", "y"]]))
     }
 
-    @Test("get options choose the fields")
-    func getOptions() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("get options choose the fields", arguments: TestProfile.allCases)
+    func getOptions(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.add(type: "cred", id: "1", value: "v", tags: ["a": "1"])
         let r = try await w.get(
@@ -33,27 +33,27 @@ struct RecordTests {
         #expect(throws: WalletError.self) { try RecordOptions(json: #"{"retrieveType": 1}"#) }
     }
 
-    @Test("a duplicate (type, id) is refused and the first record kept")
-    func duplicate() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("a duplicate (type, id) is refused and the first record kept", arguments: TestProfile.allCases)
+    func duplicate(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.add(type: "cred", id: "1", value: "first")
         await #expect(throws: WalletError.duplicate(type: "cred", id: "1")) { try await w.add(type: "cred", id: "1", value: "second") }
         #expect(try await w.get(type: "cred", id: "1").value == "first")
     }
 
-    @Test("the same id in another type is a different record")
-    func sameIdOtherType() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("the same id in another type is a different record", arguments: TestProfile.allCases)
+    func sameIdOtherType(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.add(type: "a", id: "1", value: "x")
         try await w.add(type: "b", id: "1", value: "y")
         #expect(try await w.get(type: "b", id: "1").value == "y")
     }
 
-    @Test("empty values and tag values are allowed")
-    func empties() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("empty values and tag values are allowed", arguments: TestProfile.allCases)
+    func empties(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.add(type: "t", id: "i", value: "", tags: ["a": "", "~b": "", "~": "x"])
         let r = try await w.get(type: "t", id: "i")
@@ -61,9 +61,9 @@ struct RecordTests {
         #expect(r.tags == ["a": "", "~b": "", "~": "x"])
     }
 
-    @Test("empty types and ids are refused with an error naming them, on every call")
-    func emptyNamesRefused() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("empty types and ids are refused with an error naming them, on every call", arguments: TestProfile.allCases)
+    func emptyNamesRefused(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         await #expect(throws: WalletError.invalidInput("record type must not be empty")) { try await w.add(type: "", id: "i", value: "v") }
         await #expect(throws: WalletError.invalidInput("record id must not be empty")) { try await w.add(type: "t", id: "", value: "v") }
@@ -71,9 +71,9 @@ struct RecordTests {
         await #expect(throws: WalletError.invalidInput("record id must not be empty")) { _ = try await w.fetch(type: "t", id: "") }
     }
 
-    @Test("an empty tag list stores no tag")
-    func emptyList() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("an empty tag list stores no tag", arguments: TestProfile.allCases)
+    func emptyList(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.add(type: "t", id: "1", value: "v", tags: WalletTags(json: #"{"a": []}"#))
         #expect(try await w.get(type: "t", id: "1").tags == WalletTags())
@@ -89,9 +89,9 @@ struct RecordTests {
         #expect(throws: WalletError.self) { try WalletTags(json: json) }
     }
 
-    @Test("update replaces the value and keeps the tags")
-    func updateKeepsTags() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("update replaces the value and keeps the tags", arguments: TestProfile.allCases)
+    func updateKeepsTags(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.add(type: "t", id: "1", value: "v1", tags: ["a": "1"])
         try await w.update(type: "t", id: "1", value: "v2")
@@ -99,18 +99,18 @@ struct RecordTests {
         #expect(try await w.count(type: "t", matching: WalletQuery(json: #"{"a": "1"}"#)) == 1)
     }
 
-    @Test("replace without tags clears the tags (Askar's replace)")
-    func replaceClearsTags() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("replace without tags clears the tags (Askar's replace)", arguments: TestProfile.allCases)
+    func replaceClearsTags(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.add(type: "t", id: "1", value: "v1", tags: ["a": "1"])
         try await w.replace(type: "t", id: "1", value: "v2", tags: [:])
         #expect(try await w.get(type: "t", id: "1") == WalletRecord(id: "1", value: "v2", tags: [:]))
     }
 
-    @Test("update, replace, delete and tag calls on a missing record are not found")
-    func missing() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("update, replace, delete and tag calls on a missing record are not found", arguments: TestProfile.allCases)
+    func missing(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         let nf = WalletError.notFound(type: "t", id: "nope")
         await #expect(throws: nf) { try await w.update(type: "t", id: "nope", value: "v") }
@@ -122,16 +122,16 @@ struct RecordTests {
         await #expect(throws: nf) { try await w.deleteTags(type: "t", id: "nope", names: ["a"]) }
     }
 
-    @Test("fetch of a missing record returns nil")
-    func fetchMissing() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("fetch of a missing record returns nil", arguments: TestProfile.allCases)
+    func fetchMissing(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         #expect(try await w.fetch(type: "t", id: "nope") == nil)
     }
 
-    @Test("delete removes the record and its tags")
-    func delete() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("delete removes the record and its tags", arguments: TestProfile.allCases)
+    func delete(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.add(type: "t", id: "1", value: "v", tags: ["a": "1", "~b": "2"])
         try await w.delete(type: "t", id: "1")
@@ -141,9 +141,9 @@ struct RecordTests {
         #expect(try await w.get(type: "t", id: "1").tags == [:])
     }
 
-    @Test("add-tags merges, overwriting the given names")
-    func addTags() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("add-tags merges, overwriting the given names", arguments: TestProfile.allCases)
+    func addTags(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.add(type: "t", id: "1", value: "v", tags: ["a": "1", "b": "2"])
         try await w.addTags(type: "t", id: "1", tags: ["b": "3", "~c": "4"])
@@ -152,9 +152,9 @@ struct RecordTests {
         #expect(try await w.count(type: "t", matching: WalletQuery(json: #"{"b": "3"}"#)) == 1)
     }
 
-    @Test("update-tags replaces the whole set")
-    func updateTags() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("update-tags replaces the whole set", arguments: TestProfile.allCases)
+    func updateTags(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.add(type: "t", id: "1", value: "v", tags: ["a": "1", "b": "2"])
         try await w.updateTags(type: "t", id: "1", tags: ["c": "3"])
@@ -162,9 +162,9 @@ struct RecordTests {
         #expect(try await w.count(type: "t", matching: WalletQuery(json: #"{"$exist": "a"}"#)) == 0)
     }
 
-    @Test("replacing tags that partly overlap leaves exactly the new index rows")
-    func replaceOverlappingTags() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("replacing tags that partly overlap leaves exactly the new index rows", arguments: TestProfile.allCases)
+    func replaceOverlappingTags(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.add(type: "t", id: "1", value: "v", tags: ["keep": "k", "change": "old", "drop": "d", "~list": ["1", "2"]])
         try await w.replace(type: "t", id: "1", value: "v2", tags: ["keep": "k", "change": "new", "add": "a", "~list": ["2", "3"]])
@@ -172,12 +172,14 @@ struct RecordTests {
         let misses = [#"{"change": "old"}"#, #"{"drop": "d"}"#, #"{"~list": "1"}"#, #"{"$exist": "drop"}"#]
         for query in hits { #expect(try await w.count(type: "t", matching: WalletQuery(json: query)) == 1, "\(query)") }
         for query in misses { #expect(try await w.count(type: "t", matching: WalletQuery(json: query)) == 0, "\(query)") }
-        #expect(try await w.pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM tags") } == 5)
+        #expect(try await w.pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM \(w.keys.tables.tags)") } == 5)
     }
 
-    @Test("a record with more tag rows than one insert statement writes keeps every row, and a repeated list value once")
-    func manyTagRows() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test(
+        "a record with more tag rows than one insert statement writes keeps every row, and a repeated list value once",
+        arguments: TestProfile.allCases)
+    func manyTagRows(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         var tags = WalletTags()
         for i in 0..<19 { tags["t\(i)"] = .string("v\(i)") }
@@ -188,14 +190,14 @@ struct RecordTests {
         }
         #expect(try await w.count(type: "t", matching: WalletQuery(json: #"{"~list": "b"}"#)) == 1)
         // 19 single tags plus the list's two distinct values.
-        #expect(try await w.pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM tags") } == 21)
+        #expect(try await w.pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM \(w.keys.tables.tags)") } == 21)
         try await w.delete(type: "t", id: "1")
-        #expect(try await w.pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM tags") } == 0)
+        #expect(try await w.pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM \(w.keys.tables.tags)") } == 0)
     }
 
-    @Test("delete-tags removes the named tags only")
-    func deleteTags() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("delete-tags removes the named tags only", arguments: TestProfile.allCases)
+    func deleteTags(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.add(type: "t", id: "1", value: "v", tags: ["a": "1", "b": "2", "~c": "3"])
         try await w.deleteTags(type: "t", id: "1", names: ["a", "~c", "absent"])
@@ -203,19 +205,19 @@ struct RecordTests {
         #expect(try await w.count(type: "t", matching: WalletQuery(json: #"{"~c": "3"}"#)) == 0)
     }
 
-    @Test("a failed call changes nothing: bad tags on add-tags leave the record as it was")
-    func failedCallChangesNothing() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("a failed call changes nothing: bad tags on add-tags leave the record as it was", arguments: TestProfile.allCases)
+    func failedCallChangesNothing(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.add(type: "t", id: "1", value: "v", tags: ["a": "1"])
         await #expect(throws: WalletError.self) { try await w.addTags(type: "t", id: "1", tags: ["": "x"]) }
         #expect(try await w.get(type: "t", id: "1").tags == ["a": "1"])
     }
 
-    @Test("a transaction that throws leaves nothing")
-    func rollback() async throws {
+    @Test("a transaction that throws leaves nothing", arguments: TestProfile.allCases)
+    func rollback(_ profile: TestProfile) async throws {
         struct Stop: Error {}
-        let (w, _) = try await TestWallets.make()
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         await #expect(throws: Stop.self) {
             try await w.transaction { txn in
@@ -227,9 +229,9 @@ struct RecordTests {
         #expect(try await w.count(type: "t") == 0)
     }
 
-    @Test("a duplicate inside a transaction rolls back the whole transaction")
-    func transactionDuplicate() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("a duplicate inside a transaction rolls back the whole transaction", arguments: TestProfile.allCases)
+    func transactionDuplicate(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         await #expect(throws: WalletError.duplicate(type: "t", id: "1")) {
             try await w.transaction { txn in
@@ -240,18 +242,18 @@ struct RecordTests {
         #expect(try await w.count(type: "t") == 0)
     }
 
-    @Test("removeAll with a tag filter removes only the matches")
-    func removeAll() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("removeAll with a tag filter removes only the matches", arguments: TestProfile.allCases)
+    func removeAll(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         for i in 0..<5 { try await w.add(type: "t", id: "o\(i)", value: "v", tags: ["k": i < 2 ? "x" : "y"]) }
         #expect(try await w.removeAll(type: "t", matching: WalletQuery(json: #"{"k": "x"}"#)) == 2)
         #expect(try await w.count(type: "t") == 3)
     }
 
-    @Test("fetchAll orders by insertion, ascending or newest first, with limit and offset")
-    func fetchAllOrder() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("fetchAll orders by insertion, ascending or newest first, with limit and offset", arguments: TestProfile.allCases)
+    func fetchAllOrder(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         for i in 0..<5 { try await w.add(type: "t", id: "o\(i)", value: "v") }
         #expect(try await w.fetchAll(type: "t", limit: 2).map(\.id) == ["o0", "o1"])
@@ -259,9 +261,9 @@ struct RecordTests {
         #expect(try await w.fetchAll(type: "t", offset: 1, limit: 3).map(\.id) == ["o1", "o2", "o3"])
     }
 
-    @Test("an expired record reads as absent and is not counted")
-    func expiry() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("an expired record reads as absent and is not counted", arguments: TestProfile.allCases)
+    func expiry(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.add(type: "t", id: "gone", value: "v", tags: ["a": "1"], expiresAt: Date(timeIntervalSinceNow: -1))
         try await w.add(type: "t", id: "kept", value: "v", tags: ["a": "1"], expiresAt: Date(timeIntervalSinceNow: 3600))
@@ -272,9 +274,9 @@ struct RecordTests {
         #expect(try await w.get(type: "t", id: "gone").value == "new")
     }
 
-    @Test("oversized fields are refused with a message naming the field")
-    func limits() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("oversized fields are refused with a message naming the field", arguments: TestProfile.allCases)
+    func limits(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         do {
             try await w.add(type: String(repeating: "t", count: WalletLimits.maxTypeBytes + 1), id: "1", value: "v")
@@ -287,9 +289,9 @@ struct RecordTests {
 
 @Suite("Records after errors")
 struct RecordsAfterErrorsTests {
-    @Test("a duplicate does not disturb later adds on the same connection")
-    func addAfterDuplicate() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("a duplicate does not disturb later adds on the same connection", arguments: TestProfile.allCases)
+    func addAfterDuplicate(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.add(type: "t", id: "1", value: "v", tags: ["a": "1"])
         for _ in 0..<3 {
@@ -306,21 +308,21 @@ struct ByteExactTests {
     static let composed = "caf\u{E9}" // é as one code point
     static let decomposed = "cafe\u{301}" // e + combining acute: equal as Swift strings, other bytes
 
-    @Test("two spellings of one accented id are two records, found after reopening")
-    func ids() async throws {
-        let (w, url) = try await TestWallets.make()
+    @Test("two spellings of one accented id are two records, found after reopening", arguments: TestProfile.allCases)
+    func ids(_ profile: TestProfile) async throws {
+        let (w, url) = try await TestWallets.make(profile)
         try await w.add(type: "t", id: Self.composed, value: "one")
         try await w.add(type: "t", id: Self.decomposed, value: "two")
         try w.close()
-        let r = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
+        let r = try await Wallet.open(at: url, key: profile.key, profile: profile.rawValue)
         defer { try? r.close() }
         #expect(try await r.get(type: "t", id: Self.composed).value == "one")
         #expect(try await r.get(type: "t", id: Self.decomposed).value == "two")
     }
 
-    @Test("two spellings of one accented type are two types")
-    func types() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("two spellings of one accented type are two types", arguments: TestProfile.allCases)
+    func types(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.add(type: Self.composed, id: "1", value: "one")
         try await w.add(type: Self.decomposed, id: "1", value: "two")
@@ -328,9 +330,9 @@ struct ByteExactTests {
         #expect(try await w.get(type: Self.decomposed, id: "1").value == "two")
     }
 
-    @Test("two spellings of one tag name are two tags, and queries tell them apart")
-    func tagNames() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("two spellings of one tag name are two tags, and queries tell them apart", arguments: TestProfile.allCases)
+    func tagNames(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         let tags = try WalletTags(json: "{\"\(Self.composed)\": \"a\", \"\(Self.decomposed)\": \"b\"}")
         #expect(tags.count == 2)
@@ -353,9 +355,9 @@ struct AskarRecordCaseTests {
 
     /// Each record case of askar-cases.json, run against a fresh wallet; a case without a
     /// behaviour here fails, so new cases in the file are noticed.
-    @Test("record case behaves as in Askar (or as WQL.md and the issue choose)", arguments: names)
-    func recordCase(_ name: String) async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("record case behaves as in Askar (or as WQL.md and the issue choose)", arguments: TestProfile.allCases, names)
+    func recordCase(_ profile: TestProfile, _ name: String) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         func tagsOK(_ json: String, _ expected: WalletTags) async throws {
             try await w.add(type: "c", id: "n", value: "v", tags: WalletTags(json: json))
@@ -447,9 +449,9 @@ struct AskarRecordCaseTests {
 
 @Suite("Transactions")
 struct TransactionTests {
-    @Test("a failed call caught inside a transaction leaves the rest to commit")
-    func caughtFailure() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("a failed call caught inside a transaction leaves the rest to commit", arguments: TestProfile.allCases)
+    func caughtFailure(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await w.transaction { txn in
             try txn.add(type: "t", id: "1", value: "v", tags: ["a": "1"])

@@ -6,8 +6,12 @@ import Testing
 
 @Suite("Search and concurrency")
 struct SearchTests {
-    static func filled(_ n: Int, configuration: Wallet.Configuration = TestWallets.fastConfiguration) async throws -> Wallet {
-        let (w, _) = try await TestWallets.make(configuration: configuration)
+    /// A wallet on `profile` of a two-profile store (the other profile holding decoys of type
+    /// `t`), with `n` records of type `t`.
+    static func filled(
+        _ profile: TestProfile, _ n: Int, configuration: Wallet.Configuration = TestWallets.fastConfiguration
+    ) async throws -> Wallet {
+        let (w, _) = try await TestWallets.make(profile, configuration: configuration)
         try await w.transaction { txn in
             for i in 0..<n {
                 try txn.add(
@@ -18,9 +22,9 @@ struct SearchTests {
         return w
     }
 
-    @Test("pages follow the seed's shape and options")
-    func pageShape() async throws {
-        let w = try await Self.filled(3)
+    @Test("pages follow the seed's shape and options", arguments: TestProfile.allCases)
+    func pageShape(_ profile: TestProfile) async throws {
+        let w = try await Self.filled(profile, 3)
         defer { try? w.close() }
         let h = try await w.openSearch(
             type: "t", queryJSON: #"{"parity": "even"}"#,
@@ -30,34 +34,34 @@ struct SearchTests {
             page.json == #"{"totalCount":2,"records":[{"id":"r00000","type":"t","value":"v0"},{"id":"r00002","type":"t","value":"v2"}]}"#)
     }
 
-    @Test("retrieveRecords false gives only the count")
-    func countOnly() async throws {
-        let w = try await Self.filled(5)
+    @Test("retrieveRecords false gives only the count", arguments: TestProfile.allCases)
+    func countOnly(_ profile: TestProfile) async throws {
+        let w = try await Self.filled(profile, 5)
         defer { try? w.close() }
         let h = try await w.openSearch(type: "t", queryJSON: "{}", optionsJSON: #"{"retrieveRecords": false, "retrieveTotalCount": true}"#)
         #expect(try await w.searchNext(h, count: 10).json == #"{"totalCount":5}"#)
     }
 
-    @Test("an exhausted search returns an empty page")
-    func exhausted() async throws {
-        let w = try await Self.filled(2)
+    @Test("an exhausted search returns an empty page", arguments: TestProfile.allCases)
+    func exhausted(_ profile: TestProfile) async throws {
+        let w = try await Self.filled(profile, 2)
         defer { try? w.close() }
         let h = try await w.openSearch(type: "t", query: .all)
         #expect(try await w.searchNext(h, count: 5).records?.count == 2)
         #expect(try await w.searchNext(h, count: 5).records == [])
     }
 
-    @Test("an unknown handle is an error")
-    func unknownHandle() async throws {
-        let w = try await Self.filled(1)
+    @Test("an unknown handle is an error", arguments: TestProfile.allCases)
+    func unknownHandle(_ profile: TestProfile) async throws {
+        let w = try await Self.filled(profile, 1)
         defer { try? w.close() }
         await #expect(throws: WalletError.invalidHandle(999)) { try await w.searchNext(999, count: 1) }
         await #expect(throws: WalletError.invalidHandle(999)) { try await w.closeSearch(999) }
     }
 
-    @Test("a closed handle is an error and is never reused")
-    func closedHandle() async throws {
-        let w = try await Self.filled(1)
+    @Test("a closed handle is an error and is never reused", arguments: TestProfile.allCases)
+    func closedHandle(_ profile: TestProfile) async throws {
+        let w = try await Self.filled(profile, 1)
         defer { try? w.close() }
         let h = try await w.openSearch(type: "t", query: .all)
         try await w.closeSearch(h)
@@ -66,19 +70,19 @@ struct SearchTests {
         #expect(h2 != h)
     }
 
-    @Test("a count below 1 is invalid input")
-    func badCount() async throws {
-        let w = try await Self.filled(1)
+    @Test("a count below 1 is invalid input", arguments: TestProfile.allCases)
+    func badCount(_ profile: TestProfile) async throws {
+        let w = try await Self.filled(profile, 1)
         defer { try? w.close() }
         let h = try await w.openSearch(type: "t", query: .all)
         await #expect(throws: WalletError.self) { try await w.searchNext(h, count: 0) }
     }
 
-    @Test("open searches are bounded: the least recently used is reclaimed")
-    func bounded() async throws {
+    @Test("open searches are bounded: the least recently used is reclaimed", arguments: TestProfile.allCases)
+    func bounded(_ profile: TestProfile) async throws {
         var config = TestWallets.fastConfiguration
         config.maxOpenSearches = 3
-        let w = try await Self.filled(4, configuration: config)
+        let w = try await Self.filled(profile, 4, configuration: config)
         defer { try? w.close() }
         let first = try await w.openSearch(type: "t", query: .all)
         for _ in 0..<3 { _ = try await w.openSearch(type: "t", query: .all) }
@@ -86,11 +90,11 @@ struct SearchTests {
         await #expect(throws: WalletError.invalidHandle(first)) { try await w.searchNext(first, count: 1) }
     }
 
-    @Test("an abandoned search is reclaimed after its idle timeout")
-    func idleReclaim() async throws {
+    @Test("an abandoned search is reclaimed after its idle timeout", arguments: TestProfile.allCases)
+    func idleReclaim(_ profile: TestProfile) async throws {
         var config = TestWallets.fastConfiguration
         config.searchIdleTimeout = .milliseconds(50)
-        let w = try await Self.filled(2, configuration: config)
+        let w = try await Self.filled(profile, 2, configuration: config)
         defer { try? w.close() }
         let h = try await w.openSearch(type: "t", query: .all)
         try await Task.sleep(for: .milliseconds(150))
@@ -99,9 +103,9 @@ struct SearchTests {
         #expect(w.openSearchCount == 1)
     }
 
-    @Test("a paged walk sees every record exactly once while others are added and removed")
-    func pagingUnderChanges() async throws {
-        let w = try await Self.filled(400)
+    @Test("a paged walk sees every record exactly once while others are added and removed", arguments: TestProfile.allCases)
+    func pagingUnderChanges(_ profile: TestProfile) async throws {
+        let w = try await Self.filled(profile, 400)
         defer { try? w.close() }
         let h = try await w.openSearch(type: "t", queryJSON: "{}")
         var seen = [String]()
@@ -125,9 +129,9 @@ struct SearchTests {
         #expect(Set(survivors).isSubset(of: Set(seen)), "a record present throughout was skipped")
     }
 
-    @Test("paging with a tag-driven query under inserts and deletes repeats and skips nothing")
-    func tagDrivenPaging() async throws {
-        let w = try await Self.filled(300)
+    @Test("paging with a tag-driven query under inserts and deletes repeats and skips nothing", arguments: TestProfile.allCases)
+    func tagDrivenPaging(_ profile: TestProfile) async throws {
+        let w = try await Self.filled(profile, 300)
         defer { try? w.close() }
         let h = try await w.openSearch(type: "t", queryJSON: #"{"parity": "even"}"#)
         var seen = [String]()
@@ -143,9 +147,9 @@ struct SearchTests {
         #expect(Set((0..<150).map { String(format: "r%05d", $0 * 2) }).isSubset(of: Set(seen)))
     }
 
-    @Test("the AsyncSequence walks every match in insertion order")
-    func asyncSequence() async throws {
-        let w = try await Self.filled(1000)
+    @Test("the AsyncSequence walks every match in insertion order", arguments: TestProfile.allCases)
+    func asyncSequence(_ profile: TestProfile) async throws {
+        let w = try await Self.filled(profile, 1000)
         defer { try? w.close() }
         var ids = [String]()
         for try await record in try w.records(type: "t", matching: WalletQuery(json: #"{"parity": "odd"}"#), pageSize: 7) {
@@ -154,9 +158,9 @@ struct SearchTests {
         #expect(ids == (0..<500).map { String(format: "r%05d", $0 * 2 + 1) })
     }
 
-    @Test("concurrent writers lose nothing")
-    func concurrentWriters() async throws {
-        let (w, _) = try await TestWallets.make()
+    @Test("concurrent writers lose nothing", arguments: TestProfile.allCases)
+    func concurrentWriters(_ profile: TestProfile) async throws {
+        let (w, _) = try await TestWallets.make(profile)
         defer { try? w.close() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for task in 0..<8 {
@@ -172,9 +176,9 @@ struct SearchTests {
         }
     }
 
-    @Test("concurrent readers and writers see consistent records")
-    func concurrentReadWrite() async throws {
-        let w = try await Self.filled(100)
+    @Test("concurrent readers and writers see consistent records", arguments: TestProfile.allCases)
+    func concurrentReadWrite(_ profile: TestProfile) async throws {
+        let w = try await Self.filled(profile, 100)
         defer { try? w.close() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -192,11 +196,11 @@ struct SearchTests {
         }
     }
 
-    @Test("a write returns after commit: a reopened wallet sees it")
-    func durableAfterReturn() async throws {
-        let (w, url) = try await TestWallets.make()
+    @Test("a write returns after commit: a reopened wallet sees it", arguments: TestProfile.allCases)
+    func durableAfterReturn(_ profile: TestProfile) async throws {
+        let (w, url) = try await TestWallets.make(profile)
         try await w.add(type: "t", id: "1", value: "v")
-        let other = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
+        let other = try await Wallet.open(at: url, key: profile.key, profile: profile.rawValue)
         #expect(try await other.get(type: "t", id: "1").value == "v")
         try other.close()
         try w.close()
@@ -205,9 +209,9 @@ struct SearchTests {
 
 @Suite("Paging while another task writes")
 struct ConcurrentPagingTests {
-    @Test("a walk concurrent with inserts and deletes of other records repeats and skips nothing")
-    func walkDuringWrites() async throws {
-        let w = try await SearchTests.filled(600)
+    @Test("a walk concurrent with inserts and deletes of other records repeats and skips nothing", arguments: TestProfile.allCases)
+    func walkDuringWrites(_ profile: TestProfile) async throws {
+        let w = try await SearchTests.filled(profile, 600)
         defer { try? w.close() }
         // The writer only touches records outside the walk's set ("churn-…"), so every
         // original record must be seen exactly once however the two tasks interleave.

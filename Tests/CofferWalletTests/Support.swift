@@ -27,6 +27,35 @@ enum TestWallets {
         return (try await Wallet.create(at: url, key: key, configuration: configuration), url)
     }
 
+    /// A wallet in a store that holds two profiles, `default` and `second`, each under its own
+    /// key: the wallet returned is `profile`'s, and the other profile holds decoys — records of
+    /// the types and ids the suites use, tagged as they tag — so a read, count, search or write
+    /// that crossed profiles would find them (or collide with them).
+    static func make(_ profile: TestProfile, configuration: Wallet.Configuration = fastConfiguration) async throws -> (Wallet, URL) {
+        let url = folder().appendingPathComponent("wallet.sqlite")
+        let main = try await Wallet.create(at: url, key: .raw(rawKey), configuration: configuration)
+        let second = try await Wallet.create(
+            at: url, key: .raw(TestProfile.secondKey), profile: TestProfile.second.rawValue, configuration: configuration)
+        let (wallet, other) = profile == .default ? (main, second) : (second, main)
+        defer { try? other.close() }
+        try await addDecoys(to: other)
+        return (wallet, url)
+    }
+
+    /// Records in the other profile that a crossing would find (see ``make(_:configuration:)``).
+    static func addDecoys(to wallet: Wallet) async throws {
+        let types = ["cred", "t", "c", "d", "a", "b", "x", WQLCase.category]
+        let ids = ["1", "2", "i", "n", "o0", "o1", "o2", "o3", "o4", "decoy"]
+        try await wallet.transaction { tx in
+            for type in Set(types) {
+                for id in ids {
+                    try tx.add(type: type, id: id, value: "decoy", tags: ["a": "1", "k": "x", "~b": "x", "enctag": "x", "~plain": "x"])
+                }
+            }
+            for r in WQLCase.records { try tx.add(type: r.type, id: r.id, value: r.value, tags: r.tags) }
+        }
+    }
+
     /// A connection to a wallet file as an attacker without the key has one: the triggers that
     /// keep the records' version digest call keyed functions only the wallet registers, so here
     /// they leave the digest as it was (the attacker cannot compute it).
@@ -47,6 +76,20 @@ enum TestWallets {
         }
         return all
     }
+}
+
+/// Which profile of a two-profile store a suite runs on (``TestWallets/make(_:configuration:)``).
+enum TestProfile: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case `default`
+    case second
+
+    /// The `second` profile's own key (the default profile's is ``TestWallets/rawKey``).
+    static let secondKey = Data((0..<32).map { UInt8(255 - $0) })
+
+    /// The key `profile` opens with.
+    var key: WalletKey { .raw(self == .default ? TestWallets.rawKey : Self.secondKey) }
+
+    var testDescription: String { "profile \(rawValue)" }
 }
 
 /// The query cases of `Fixtures/askar-cases.json`, with Askar's and Coffer's expected results.

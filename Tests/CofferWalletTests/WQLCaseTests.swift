@@ -1,4 +1,5 @@
-// WQL exactly as design/WQL.md: every case of askar-cases.json gives its coffer_expect.
+// WQL exactly as design/WQL.md: every case of askar-cases.json gives its coffer_expect, in each
+// profile of a store that holds two (the other profile holding the same records as decoys).
 
 import CofferWallet
 import Foundation
@@ -6,8 +7,8 @@ import Testing
 
 @Suite("WQL case file")
 struct WQLCaseTests {
-    static func loadedWallet() async throws -> Wallet {
-        let (wallet, _) = try await TestWallets.make()
+    static func loadedWallet(_ profile: TestProfile) async throws -> Wallet {
+        let (wallet, _) = try await TestWallets.make(profile)
         for r in WQLCase.records {
             try await wallet.add(type: r.type, id: r.id, value: r.value, tags: r.tags)
         }
@@ -19,9 +20,9 @@ struct WQLCaseTests {
         #expect(WQLCase.records.count >= 10)
     }
 
-    @Test("search returns coffer_expect", arguments: WQLCase.all)
-    func searchMatchesExpectation(_ c: WQLCase) async throws {
-        let wallet = try await Self.loadedWallet()
+    @Test("search returns coffer_expect", arguments: TestProfile.allCases, WQLCase.all)
+    func searchMatchesExpectation(_ profile: TestProfile, _ c: WQLCase) async throws {
+        let wallet = try await Self.loadedWallet(profile)
         defer { try? wallet.close() }
         guard let expected = c.expected else {
             do {
@@ -43,9 +44,9 @@ struct WQLCaseTests {
         #expect(page.totalCount == expected.count)
     }
 
-    @Test("count agrees with search", arguments: WQLCase.all.filter { $0.expected != nil })
-    func countMatches(_ c: WQLCase) async throws {
-        let wallet = try await Self.loadedWallet()
+    @Test("count agrees with search", arguments: TestProfile.allCases, WQLCase.all.filter { $0.expected != nil })
+    func countMatches(_ profile: TestProfile, _ c: WQLCase) async throws {
+        let wallet = try await Self.loadedWallet(profile)
         defer { try? wallet.close() }
         #expect(try await wallet.count(type: WQLCase.category, matching: WalletQuery(json: c.query)) == c.expected!.count)
     }
