@@ -104,7 +104,9 @@ struct SealingPipelineTests {
             }
             return caught
         }
-        var expected: [WalletError] = [.duplicate(type: "t", id: "r\(Self.count - 5)"), .duplicate(type: "t", id: "r\(Self.startAfter + 1)")]
+        var expected: [WalletError] = [
+            .duplicate(type: "t", id: "r\(Self.count - 5)"), .duplicate(type: "t", id: "r\(Self.startAfter + 1)"),
+        ]
         if typeHadRecords { expected.append(.duplicate(type: "t", id: "stored")) }
         #expect(caught == expected)
         #expect(try await w.count(type: "t") == Self.count + (typeHadRecords ? 1 : 0))
@@ -160,7 +162,8 @@ struct SealingPipelineTests {
             try await group.waitForAll()
         }
         #expect(try await w.count(type: "t") == 9 * Self.count)
-        #expect(try await w.count(type: "t", matching: WalletQuery(json: #"{"e": "v0"}"#)) == 9 * (0..<Self.count).filter { $0 % 7 == 0 }.count)
+        #expect(
+            try await w.count(type: "t", matching: WalletQuery(json: #"{"e": "v0"}"#)) == 9 * (0..<Self.count).filter { $0 % 7 == 0 }.count)
         #expect(try await w.checkIntegrity().isClean)
         try w.close()
         let reopened = try await Wallet.open(at: url, key: .raw(Data(repeating: 9, count: 32)))
