@@ -114,6 +114,29 @@ struct SealingPipelineTests {
         #expect(try await w.count(type: "t", matching: WalletQuery(json: #"{"x": "y"}"#)) == 0)
     }
 
+    @Test("past the records it remembers of a new type, a batch checks the file: a duplicate of a written record is still refused")
+    func rememberedRecordsAreBounded() async throws {
+        let (w, _) = try await TestWallets.make()
+        defer { try? w.close() }
+        let keys = w.keys
+        let caught = try await w.pool.write { db -> [WalletError] in
+            let pipeline = SealingPipeline(store: RecordStore(db: db, keys: keys), addedLimit: 40)
+            defer { pipeline.abandon() }
+            var caught = [WalletError]()
+            for i in 0..<Self.count { try pipeline.add(type: "t", id: "r\(i)", value: "v", tags: [:], expiresAt: nil) }
+            for id in ["r5", "r\(Self.count - 1)"] {
+                do { try pipeline.add(type: "t", id: id, value: "again", tags: [:], expiresAt: nil) } catch let error as WalletError {
+                    caught.append(error)
+                }
+            }
+            try pipeline.finish()
+            return caught
+        }
+        #expect(caught == [.duplicate(type: "t", id: "r5"), .duplicate(type: "t", id: "r\(Self.count - 1)")])
+        #expect(try await w.count(type: "t") == Self.count)
+        #expect(try await w.get(type: "t", id: "r5").value == "v")
+    }
+
     @Test("reads, replaces and deletes in a batch see the adds made before them")
     func laterCallsSeeEarlierAdds() async throws {
         let (w, _) = try await TestWallets.make()

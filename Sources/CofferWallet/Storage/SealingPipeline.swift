@@ -222,8 +222,9 @@ final class SealingPipeline {
         }
     }
 
-    init(store: RecordStore, workers: Int = ProcessInfo.processInfo.activeProcessorCount - 1) {
+    init(store: RecordStore, workers: Int = ProcessInfo.processInfo.activeProcessorCount - 1, addedLimit: Int = 1 << 16) {
         self.store = store
+        self.addedLimit = addedLimit
         self.queue = SealingQueue(keys: store.keys, maxWorkers: workers)
     }
 
@@ -256,8 +257,19 @@ final class SealingPipeline {
             pending.insert(key)
             try enqueue(.add(type: type, id: id, value: value, tags: tags, expiry: expiresAt.map(unixMillis), typeBlind: tb, idBlind: ib))
         }
-        if fresh { added.insert(key) }
+        if fresh {
+            added.insert(key)
+            // Memory stays bounded in a transaction of any size: past this many, the types are
+            // checked against the file instead (what is not written yet is in `pending`).
+            if added.count >= addedLimit {
+                for type in freshTypes.keys { freshTypes[type] = false }
+                added.removeAll()
+            }
+        }
     }
+
+    /// Records of fresh types remembered at most (see ``added``).
+    private let addedLimit: Int
 
     /// ``WalletTransaction/replace(type:id:value:tags:)``: the record is located now (so a
     /// missing one throws `notFound` from this call), opened and sealed ahead, written in order.
@@ -429,7 +441,8 @@ final class SealingBatch {
 /// Batches waiting to be sealed, shared by the writer and at most `maxWorkers` workers.
 final class SealingQueue: Sendable {
     private struct State {
-        var batches = [Handoff<SealingBatch>]()
+        /// Every batch pushed, by index; nil once a thread has taken it.
+        var batches = [Handoff<SealingBatch>?]()
         /// Index of the next batch to hand out.
         var taken = 0
         /// Whether each batch is sealed, by index.
@@ -478,7 +491,10 @@ final class SealingQueue: Sendable {
                 if worker { state.workers -= 1 }
                 return nil
             }
-            defer { state.taken += 1 }
+            defer {
+                state.batches[state.taken] = nil
+                state.taken += 1
+            }
             return state.batches[state.taken]
         }?.value
     }
