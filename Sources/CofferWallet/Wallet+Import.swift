@@ -47,14 +47,20 @@ extension Wallet {
                 try db.inTransaction {
                     try Self.checkKeys(db, keys)
                     let store = RecordStore(db: db, keys: keys)
+                    // Records are sealed on the other cores while the writer inserts (see
+                    // `SealingPipeline`); each line's own errors still come from its own add.
+                    let pipeline = SealingPipeline(store: store)
+                    defer { pipeline.abandon() }
                     while let (number, text) = try lines.next() {
                         let record = try Self.importLine(text, number: number)
                         do {
-                            try store.add(
+                            try pipeline.add(
                                 type: record.type, id: record.id, value: record.value, tags: record.tags,
                                 expiresAt: record.expiry.map { Date(timeIntervalSince1970: Double($0) / 1000) })
                         } catch let error as WalletError {
-                            throw Self.atLine(number, error)
+                            // A write of an earlier line that failed after its add returned is
+                            // not this line's.
+                            throw pipeline.hasFailed ? error : Self.atLine(number, error)
                         }
                         count += 1
                         if count % 1_000 == 0 {
@@ -63,6 +69,7 @@ extension Wallet {
                             if count == 1_000 { TestPause.at("wallet-import-writing") }
                         }
                     }
+                    try pipeline.finish()
                     return .commit
                 }
                 progress?(ImportProgress(records: count, bytesRead: lines.bytesRead, totalBytes: totalBytes))

@@ -15,7 +15,15 @@ extension Wallet {
     /// - Throws: ``WalletError/duplicate(type:id:)`` when (type, id) exists,
     ///   ``WalletError/invalidInput(_:)`` for bad tags or oversized fields.
     public func add(type: String, id: String, value: String, tags: WalletTags = [:], expiresAt: Date? = nil) async throws {
-        try await write { try $0.store.add(type: type, id: id, value: value, tags: tags, expiresAt: expiresAt) }
+        // Sealed on the calling task; the writer only inserts (see `SealingPipeline`).
+        try await gated { keys in
+            let sealed = try RecordStore.prepareAdd(
+                keys: keys, type: type, id: id, value: value, tags: tags, expiresAt: expiresAt, allowReserved: false)
+            try await pool.write { db in
+                try Self.checkKeys(db, keys)
+                try RecordStore(db: db, keys: keys).insert(sealed)
+            }
+        }
     }
 
     /// Replaces a record's value; its tags are kept.
@@ -141,7 +149,15 @@ extension Wallet {
         try await gated { keys in
             try await pool.write { db in
                 try Self.checkKeys(db, keys)
-                return try body(WalletTransaction(store: RecordStore(db: db, keys: keys)))
+                let transaction = WalletTransaction(store: RecordStore(db: db, keys: keys))
+                let result: T
+                do { result = try body(transaction) } catch {
+                    transaction.pipeline?.abandon()
+                    throw error
+                }
+                // What the body added or replaced and is not written yet (see `SealingPipeline`).
+                try transaction.pipeline?.finish()
+                return result
             }
         }
     }
@@ -231,22 +247,34 @@ extension Wallet {
 /// Reads inside one ``Wallet/session(_:)``. Valid only inside the closure.
 public final class WalletReader {
     let store: RecordStore
+    /// The transaction this reader belongs to, if any: its sealed-ahead writes are written
+    /// before each read, so the reader sees them.
+    private weak var transaction: WalletTransaction?
 
-    init(store: RecordStore) { self.store = store }
+    init(store: RecordStore, transaction: WalletTransaction? = nil) {
+        self.store = store
+        self.transaction = transaction
+    }
+
+    /// Writes the transaction's pending writes first (see `SealingPipeline`).
+    private func settle() throws { try transaction?.settle() }
 
     /// Reads a record, or `nil`.
     public func fetch(type: String, id: String, options: RecordOptions = RecordOptions()) throws -> WalletRecord? {
-        try store.get(type: type, id: id, options: options)
+        try settle()
+        return try store.get(type: type, id: id, options: options)
     }
 
     /// Reads a record or throws ``WalletError/notFound(type:id:)``.
     public func get(type: String, id: String, options: RecordOptions = RecordOptions()) throws -> WalletRecord {
+        try settle()
         guard let r = try store.get(type: type, id: id, options: options) else { throw WalletError.notFound(type: type, id: id) }
         return r
     }
 
     /// Counts matching records.
     public func count(type: String, matching query: WalletQuery = .all) throws -> Int {
+        try settle()
         try Validate.type(type)
         return try QueryCompiler.compile(type: type, query: query, keys: store.keys, allowReserved: store.allowReserved).count(
             store.db, keys: store.keys)
@@ -257,6 +285,7 @@ public final class WalletReader {
     public func search(type: String, matching query: WalletQuery, options: SearchOptions = SearchOptions(), count: Int? = nil) throws
         -> SearchPage
     {
+        try settle()
         try Validate.type(type)
         if let count, count < 1 { throw WalletError.invalidInput("count must be at least 1, got \(count)") }
         let search = try QueryCompiler.compile(type: type, query: query, keys: store.keys, allowReserved: store.allowReserved)
@@ -276,6 +305,7 @@ public final class WalletReader {
         type: String, matching query: WalletQuery = .all, options: RecordOptions = RecordOptions(),
         offset: Int = 0, limit: Int? = nil, newestFirst: Bool = false
     ) throws -> [WalletRecord] {
+        try settle()
         try Validate.type(type)
         if let limit, limit < 0 { throw WalletError.invalidInput("limit must not be negative, got \(limit)") }
         guard offset >= 0 else { throw WalletError.invalidInput("offset must not be negative, got \(offset)") }
@@ -297,17 +327,40 @@ public final class WalletReader {
 /// Writes inside one ``Wallet/transaction(_:)``: all commit together or not at all. Each call
 /// is atomic on its own too, so one the closure catches leaves nothing half done.
 /// Valid only inside the closure.
+///
+/// In a large transaction, adds and replaces are sealed on other cores ahead of the writer and
+/// written in the order made. Each call still throws its own argument, `duplicate` and
+/// `notFound` errors; a failure found only once the call has returned (a replaced record whose
+/// stored box no longer opens, a storage error) is thrown from the next call or the closure's
+/// end, and then nothing of the transaction commits.
 public final class WalletTransaction {
     let store: RecordStore
+    /// Seals the body's adds and replaces on the other cores once the body has made enough of
+    /// them to be worth it (see `SealingPipeline`); nil until the first.
+    private(set) var pipeline: SealingPipeline?
 
     init(store: RecordStore) { self.store = store }
 
     /// A reader over this transaction's state (sees its own uncommitted writes).
-    public var reader: WalletReader { WalletReader(store: store) }
+    public var reader: WalletReader { WalletReader(store: store, transaction: self) }
+
+    /// Writes every add and replace sealed ahead, in order, before a call that reads or writes
+    /// otherwise (see `SealingPipeline`).
+    func settle() throws { try pipeline?.drain() }
+
+    /// The pipeline (made at the first add or replace), when there is another core to seal on.
+    private func sealingAhead() -> SealingPipeline? {
+        if let pipeline { return pipeline }
+        guard SealingPipeline.isUseful else { return nil }
+        let started = SealingPipeline(store: store)
+        pipeline = started
+        return started
+    }
 
     /// Every record call undoes its own partial work when it fails (see `RecordStore`); only
     /// `removeAll`, which deletes many records, needs a savepoint.
     private func savepoint<T>(_ body: () throws -> T) throws -> T {
+        try settle()
         var result: T?
         try store.db.inSavepoint {
             result = try body()
@@ -318,36 +371,49 @@ public final class WalletTransaction {
 
     /// Adds a record; see ``Wallet/add(type:id:value:tags:expiresAt:)``.
     public func add(type: String, id: String, value: String, tags: WalletTags = [:], expiresAt: Date? = nil) throws {
-        try store.add(type: type, id: id, value: value, tags: tags, expiresAt: expiresAt)
+        if let pipeline = sealingAhead() {
+            try pipeline.add(type: type, id: id, value: value, tags: tags, expiresAt: expiresAt)
+        } else {
+            try store.add(type: type, id: id, value: value, tags: tags, expiresAt: expiresAt)
+        }
     }
 
     /// Replaces a record's value, keeping its tags.
     public func update(type: String, id: String, value: String) throws {
+        try settle()
         try store.update(type: type, id: id, value: value)
     }
 
     /// Replaces value and the whole tag set.
     public func replace(type: String, id: String, value: String, tags: WalletTags) throws {
-        try store.replace(type: type, id: id, value: value, tags: tags)
+        if let pipeline = sealingAhead() {
+            try pipeline.replace(type: type, id: id, value: value, tags: tags)
+        } else {
+            try store.replace(type: type, id: id, value: value, tags: tags)
+        }
     }
 
     /// Deletes a record.
     public func delete(type: String, id: String) throws {
+        try settle()
         try store.delete(type: type, id: id)
     }
 
     /// Merges tags into a record.
     public func addTags(type: String, id: String, tags: WalletTags) throws {
+        try settle()
         try store.addTags(type: type, id: id, tags: tags)
     }
 
     /// Replaces a record's tag set.
     public func updateTags(type: String, id: String, tags: WalletTags) throws {
+        try settle()
         try store.updateTags(type: type, id: id, tags: tags)
     }
 
     /// Deletes named tags from a record.
     public func deleteTags(type: String, id: String, names: [String]) throws {
+        try settle()
         try store.deleteTags(type: type, id: id, names: names)
     }
 

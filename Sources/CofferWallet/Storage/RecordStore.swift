@@ -112,7 +112,11 @@ struct RecordStore {
 
     func locate(type: String, id: String) throws -> Located? {
         let tb = keys.typeBlind(type)
-        let ib = keys.idBlind(typeBlind: tb, id: id)
+        return try locate(type: type, id: id, typeBlind: tb, idBlind: keys.idBlind(typeBlind: tb, id: id))
+    }
+
+    /// ``locate(type:id:)`` with the blind type and id already computed.
+    func locate(type: String, id: String, typeBlind tb: Data, idBlind ib: Data) throws -> Located? {
         let select = try statement(.locate)
         select.bind(1, BlindColumn.value(tb))
         select.bind(2, ib)
@@ -145,22 +149,23 @@ struct RecordStore {
     /// Adds a record; with `secret`, its value is that secret's base64 text, written from the
     /// key's storage into the wiped plaintext buffer (`value` is then ignored).
     func add(type: String, id: String, value: String, tags: WalletTags, expiresAt: Date?, secret: SecretKey? = nil) throws {
-        try Validate.type(type, allowReserved: allowReserved)
-        try Validate.id(id)
-        try Validate.value(value)
-        try tags.validate()
-        let tb = keys.typeBlind(type)
-        let ib = keys.idBlind(typeBlind: tb, id: id)
-        let expiry = expiresAt.map(unixMillis)
-        let sealed = RecordCodec.seal(
-            .init(type: type, id: id, value: value, tags: tags, secretValue: secret),
-            typeBlind: tb, idBlind: ib, expiry: expiry, keys: keys)
+        try insert(
+            Self.prepareAdd(
+                keys: keys, type: type, id: id, value: value, tags: tags, expiresAt: expiresAt, allowReserved: allowReserved,
+                secret: secret))
+    }
+
+    /// Writes a record ``prepareAdd(keys:type:id:value:tags:expiresAt:allowReserved:secret:)``
+    /// sealed: its item row, then its tag rows.
+    /// - Throws: ``WalletError/duplicate(type:id:)`` when a live record has its type and id (an
+    ///   expired one gives way).
+    func insert(_ record: SealedRecord) throws {
         let insert = try statement(.insertItem)
         func bindRow() {
-            insert.bind(1, BlindColumn.value(tb))
-            insert.bind(2, ib)
-            insert.bind(3, sealed)
-            insert.bind(4, expiry)
+            insert.bind(1, BlindColumn.value(record.typeBlind))
+            insert.bind(2, record.idBlind)
+            insert.bind(3, record.sealed)
+            insert.bind(4, record.expiry)
         }
         bindRow()
         do {
@@ -168,15 +173,20 @@ struct RecordStore {
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             // The unique (type, id) index answers "does it exist" without a lookup first; an
             // expired record gives way, a live one is a duplicate.
-            guard let existing = try locate(type: type, id: id), existing.expired else {
-                throw WalletError.duplicate(type: type, id: id)
+            guard let existing = try locate(type: record.type, id: record.id), existing.expired else {
+                throw WalletError.duplicate(type: record.type, id: record.id)
             }
             try removeRow(existing.rowid)
             bindRow()
             try insert.execute()
         }
         let rowid = db.lastInsertedRowID
-        try undoingOnFailure({ try insertTags(item: rowid, typeBlind: tb, tags: tags) }, undo: { try removeRow(rowid) })
+        try undoingOnFailure(
+            {
+                guard !record.tagRows.isEmpty else { return }
+                try insertTagRows(item: rowid, record.tagRows[...])
+                try markMultiValued(record.multiValued)
+            }, undo: { try removeRow(rowid) })
     }
 
     func update(type: String, id: String, value: String) throws {
@@ -195,10 +205,7 @@ struct RecordStore {
         try Validate.value(value)
         try tags.validate()
         let found = try live(type: type, id: id)
-        var contents = try open(found, value: .skipped)
-        contents.value = value
-        contents.tags = tags
-        try rewriteWithTags(found, contents)
+        try rewrite(Self.prepareReplace(keys: keys, found, value: value, tags: tags))
     }
 
     func delete(type: String, id: String) throws {
@@ -368,22 +375,32 @@ struct RecordStore {
 
     /// Rewrites a record's box and tag rows together; on failure the old box and rows return.
     private func rewriteWithTags(_ found: Located, _ contents: RecordCodec.Contents) throws {
-        try rewrite(found, contents)
+        try rewrite(Self.prepareRewrite(keys: keys, found, contents))
+    }
+
+    /// Writes a record's new box and makes its tag rows those the rewrite was sealed with; on
+    /// failure the old box and rows return.
+    func rewrite(_ sealed: SealedRewrite) throws {
+        let found = sealed.found
+        try writeBox(found, sealed.sealed)
         try undoingOnFailure(
-            { try replaceTags(found, contents.tags) },
+            { try replaceTags(found, sealed.tagRows, multi: sealed.multiValued) },
             undo: {
                 try db.cachedStatement(sql: "UPDATE \(keys.tables.items) SET value = ? WHERE id = ?").execute(arguments: [
                     found.sealed, found.rowid,
                 ])
                 let old = try open(found, value: .skipped)
-                try replaceTags(found, old.tags)
+                let (rows, multi) = Self.sealedTagRows(keys: keys, typeBlind: found.typeBlind, tags: old.tags)
+                try replaceTags(found, rows, multi: multi)
             })
     }
 
     private func rewrite(_ found: Located, _ contents: RecordCodec.Contents) throws {
-        var contents = contents
-        contents.type = found.type
-        let sealed = RecordCodec.seal(contents, typeBlind: found.typeBlind, idBlind: found.idBlind, expiry: found.expiry, keys: keys)
+        try writeBox(found, Self.sealBox(keys: keys, found, contents))
+    }
+
+    /// Replaces a record's box by `sealed` (its tag rows stay).
+    private func writeBox(_ found: Located, _ sealed: Data) throws {
         let update = try statement(.updateValue)
         update.bind(1, sealed)
         update.bind(2, found.rowid)
@@ -392,8 +409,8 @@ struct RecordStore {
 
     /// Makes the record's tag rows those of `tags`, touching only the rows that differ: a
     /// replace that keeps a tag (the common case) writes no index entry for it.
-    private func replaceTags(_ found: Located, _ tags: WalletTags) throws {
-        let (rows, multi) = tagRows(typeBlind: found.typeBlind, tags: tags)
+    private func replaceTags(_ found: Located, _ sealedRows: [SealedTagRow], multi: [Int64]) throws {
+        let rows = sealedRows.map(TagRow.init)
         var present = [TagRow]()
         let existing = try statement(.tagsOfItem)
         existing.bind(1, found.rowid)
@@ -401,15 +418,15 @@ struct RecordStore {
         // A record holds a handful of tags: comparing arrays beats hashing them. Sets take over
         // for large tag sets.
         let stale: [TagRow]
-        let missing: [TagRow]
+        let missing: [SealedTagRow]
         if rows.count + present.count <= 32 {
             stale = present.filter { !rows.contains($0) }
-            missing = rows.filter { !present.contains($0) }
+            missing = rows.indices.filter { !present.contains(rows[$0]) }.map { sealedRows[$0] }
         } else {
             let wanted = Set(rows)
             let had = Set(present)
             stale = present.filter { !wanted.contains($0) }
-            missing = rows.filter { !had.contains($0) }
+            missing = rows.indices.filter { !had.contains(rows[$0]) }.map { sealedRows[$0] }
         }
         if !stale.isEmpty {
             let delete = try statement(.deleteTagRow)
@@ -435,14 +452,14 @@ struct RecordStore {
 
     func insertTags(item: Int64, typeBlind: Data, tags: WalletTags) throws {
         guard !tags.isEmpty else { return }
-        let (rows, multi) = tagRows(typeBlind: typeBlind, tags: tags)
+        let (rows, multi) = Self.sealedTagRows(keys: keys, typeBlind: typeBlind, tags: tags)
         try insertTagRows(item: item, rows[...])
         try markMultiValued(multi)
     }
 
     /// Inserts tag rows of one item, up to ``tagRowsPerInsert`` per statement (a row already
     /// there, as a list's repeated value, is skipped).
-    private func insertTagRows(item: Int64, _ rows: ArraySlice<TagRow>) throws {
+    private func insertTagRows(item: Int64, _ rows: ArraySlice<SealedTagRow>) throws {
         var rest = rows
         while !rest.isEmpty {
             let chunk = rest.prefix(Self.tagRowsPerInsert)
@@ -473,29 +490,11 @@ struct RecordStore {
         let value: DatabaseValue
     }
 
-    /// The index rows of `tags`, and the names of plaintext tags that hold more than one value
-    /// (a range over those is not exact; see `tag_multi`).
+    /// The index rows of `tags` as the check compares them with the file's (see
+    /// ``sealedTagRows(keys:typeBlind:tags:)``).
     func tagRows(typeBlind: Data, tags: WalletTags) -> (rows: [TagRow], multiValued: [Int64]) {
-        var rows = [TagRow]()
-        var multi = [Int64]()
-        for (key, value) in tags.entries {
-            let name = key.string
-            let nb = BlindColumn.value(keys.tagNameBlind(typeBlind: typeBlind, name: name))
-            let plaintext = WalletTags.isPlaintext(name)
-            func row(_ v: String) -> TagRow {
-                TagRow(
-                    name: nb,
-                    value: plaintext ? v.databaseValue : keys.tagValueBlind(typeBlind: typeBlind, name: name, value: v).databaseValue)
-            }
-            switch value {
-            case .string(let v):
-                rows.append(row(v))
-            case .list(let list):
-                if plaintext, list.count > 1, Set(list).count > 1 { multi.append(nb) }
-                for v in list { rows.append(row(v)) }
-            }
-        }
-        return (rows, multi)
+        let (rows, multi) = Self.sealedTagRows(keys: keys, typeBlind: typeBlind, tags: tags)
+        return (rows.map(TagRow.init), multi)
     }
 
     /// Records that these plaintext tag names hold several values in some record (never undone).
