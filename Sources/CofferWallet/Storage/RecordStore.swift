@@ -1,4 +1,5 @@
-// Record operations on one open SQLite connection: the single place that writes items and tags.
+// Record operations inside one transaction: validation, blinding and sealing above the storage
+// seam; every row it reads or writes goes through the backend's transaction (`SQLiteRows`).
 
 import CofferCrypto
 import Foundation
@@ -42,9 +43,10 @@ enum Validate {
 /// Milliseconds since 1970 for the expiry column.
 func unixMillis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
 
-/// Record reads and writes against one connection, inside the caller's transaction.
+/// Record reads and writes inside the caller's transaction.
 struct RecordStore {
-    let db: Database
+    /// The profile's rows in this transaction (the storage seam; see ``WalletStorageTransaction``).
+    let rows: SQLiteRows
     let keys: WalletKeys
     let now: Int64
     /// Whether reserved (secret) types may be touched: only the wallet's own secrets code says yes.
@@ -55,46 +57,13 @@ struct RecordStore {
     final class Memo {
         /// Whether any credential signature exists; nil until asked.
         var hasSignatures: Bool?
-        /// The write path's statements, prepared on first use (indexed by `HotSQL`).
-        var statements = [DirectStatement?](repeating: nil, count: HotSQL.allCases.count)
-        /// Multi-row tag inserts, by row count (1…`tagRowsPerInsert`).
-        var tagInserts = [DirectStatement?](repeating: nil, count: RecordStore.tagRowsPerInsert + 1)
     }
 
-    /// Most tag rows one INSERT writes: one statement per record's tags instead of one per tag
-    /// saves SQLite's per-statement work, which is most of the cost of a small row.
-    static let tagRowsPerInsert = 8
-
-    /// The statements every record call runs, stepped without GRDB's typed arguments (see
-    /// ``DirectStatement``).
-    enum HotSQL: Int, CaseIterable {
-        case locate, insertItem, updateValue, selectLive, deleteItem, deleteTagsOfItem, tagsOfItem, deleteTagRow
-
-        func sql(_ tables: ProfileTables) -> String {
-            switch self {
-            case .locate: return "SELECT id, value, expiry FROM \(tables.items) WHERE type = ? AND name = ?"
-            case .insertItem: return "INSERT INTO \(tables.items)(type, name, value, expiry) VALUES (?, ?, ?, ?)"
-            case .updateValue: return "UPDATE \(tables.items) SET value = ? WHERE id = ?"
-            case .selectLive:
-                return "SELECT id, value, expiry FROM \(tables.items) WHERE type = ? AND name = ? AND (expiry IS NULL OR expiry > ?)"
-            case .deleteItem: return "DELETE FROM \(tables.items) WHERE id = ?"
-            case .deleteTagsOfItem: return "DELETE FROM \(tables.tags) WHERE item = ?"
-            case .tagsOfItem: return "SELECT name, value FROM \(tables.tags) WHERE item = ?"
-            case .deleteTagRow: return "DELETE FROM \(tables.tags) WHERE item = ? AND name = ? AND value = ?"
-            }
-        }
-    }
-
-    /// The prepared statement for `sql`, kept for the rest of this store's transaction.
-    private func statement(_ sql: HotSQL) throws -> DirectStatement {
-        if let prepared = memo.statements[sql.rawValue] { return prepared }
-        let prepared = try DirectStatement(db, sql: sql.sql(keys.tables))
-        memo.statements[sql.rawValue] = prepared
-        return prepared
-    }
+    /// The transaction's connection (searches walk it directly; see ``SearchEngine``).
+    var db: Database { rows.db }
 
     init(db: Database, keys: WalletKeys, now: Date = Date(), allowReserved: Bool = false) {
-        self.db = db
+        self.rows = SQLiteRows(db: db, tables: keys.tables)
         self.keys = keys
         self.now = unixMillis(now)
         self.allowReserved = allowReserved
@@ -113,16 +82,10 @@ struct RecordStore {
     func locate(type: String, id: String) throws -> Located? {
         let tb = keys.typeBlind(type)
         let ib = keys.idBlind(typeBlind: tb, id: id)
-        let select = try statement(.locate)
-        select.bind(1, BlindColumn.value(tb))
-        select.bind(2, ib)
-        let now = self.now
-        return try select.fetchOne { row in
-            let expiry = row.optionalInt64(2)
-            return Located(
-                type: type, rowid: row.int64(0), typeBlind: tb, idBlind: ib, sealed: row.data(1), expiry: expiry,
-                expired: expiry.map { $0 <= now } ?? false)
-        }
+        guard let item = try rows.locate(type: BlindColumn.value(tb), name: ib) else { return nil }
+        return Located(
+            type: type, rowid: item.rowid, typeBlind: tb, idBlind: ib, sealed: item.sealed, expiry: item.expiry,
+            expired: item.expiry.map { $0 <= now } ?? false)
     }
 
     func live(type: String, id: String) throws -> Located {
@@ -155,27 +118,20 @@ struct RecordStore {
         let sealed = RecordCodec.seal(
             .init(type: type, id: id, value: value, tags: tags, secretValue: secret),
             typeBlind: tb, idBlind: ib, expiry: expiry, keys: keys)
-        let insert = try statement(.insertItem)
-        func bindRow() {
-            insert.bind(1, BlindColumn.value(tb))
-            insert.bind(2, ib)
-            insert.bind(3, sealed)
-            insert.bind(4, expiry)
-        }
-        bindRow()
-        do {
-            try insert.execute()
-        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+        var rowid: Int64
+        switch try rows.insertItem(type: BlindColumn.value(tb), name: ib, sealed: sealed, expiry: expiry) {
+        case .inserted(let inserted): rowid = inserted
+        case .duplicate:
             // The unique (type, id) index answers "does it exist" without a lookup first; an
             // expired record gives way, a live one is a duplicate.
             guard let existing = try locate(type: type, id: id), existing.expired else {
                 throw WalletError.duplicate(type: type, id: id)
             }
             try removeRow(existing.rowid)
-            bindRow()
-            try insert.execute()
+            guard case .inserted(let inserted) = try rows.insertItem(type: BlindColumn.value(tb), name: ib, sealed: sealed, expiry: expiry)
+            else { throw WalletError.duplicate(type: type, id: id) }
+            rowid = inserted
         }
-        let rowid = db.lastInsertedRowID
         try undoingOnFailure({ try insertTags(item: rowid, typeBlind: tb, tags: tags) }, undo: { try removeRow(rowid) })
     }
 
@@ -208,15 +164,9 @@ struct RecordStore {
         // takes it out first, and it is put back if the credential's own delete fails.
         if type == SecretTypes.credential, try hasSignatures() {
             let tb = keys.typeBlind(SecretTypes.credentialSignature)
-            let statement = try db.cachedStatement(
-                sql: "DELETE FROM \(keys.tables.items) WHERE type = ? AND name = ? RETURNING id, value, expiry")
-            let signature = try Row.fetchOne(statement, arguments: [BlindColumn.value(tb), keys.idBlind(typeBlind: tb, id: id)])
+            let signature = try rows.takeItem(type: BlindColumn.value(tb), name: keys.idBlind(typeBlind: tb, id: id))
             do { try deleteRecord(type: type, id: id) } catch {
-                if let signature {
-                    try? db.execute(
-                        sql: "INSERT INTO \(keys.tables.items)(id, type, name, value, expiry) VALUES (?, ?, ?, ?, ?)",
-                        arguments: [signature[0], BlindColumn.value(tb), keys.idBlind(typeBlind: tb, id: id), signature[1], signature[2]])
-                }
+                if let signature { try? rows.restoreItem(signature) }
                 throw error
             }
             return
@@ -228,8 +178,7 @@ struct RecordStore {
     /// only the secrets code, in transactions of its own, adds them).
     private func hasSignatures() throws -> Bool {
         if let known = memo.hasSignatures { return known }
-        let statement = try db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM \(keys.tables.items) WHERE type = ?)")
-        let found = try Bool.fetchOne(statement, arguments: [BlindColumn.value(keys.typeBlind(SecretTypes.credentialSignature))]) ?? false
+        let found = try rows.containsType(BlindColumn.value(keys.typeBlind(SecretTypes.credentialSignature)))
         memo.hasSignatures = found
         return found
     }
@@ -239,35 +188,13 @@ struct RecordStore {
         let ib = keys.idBlind(typeBlind: tb, id: id)
         // Read what an undo would need, then delete by row id. (`DELETE … RETURNING` does it in
         // one statement, but SQLite buffers returned rows in a temporary table: slower.)
-        let select = try statement(.selectLive)
-        select.bind(1, BlindColumn.value(tb))
-        select.bind(2, ib)
-        select.bind(3, now)
-        guard
-            let found = try select.fetchOne({ row in
-                Located(
-                    type: type, rowid: row.int64(0), typeBlind: tb, idBlind: ib, sealed: row.data(1), expiry: row.optionalInt64(2),
-                    expired: false)
-            })
-        else {
+        guard let found = try rows.locateLive(type: BlindColumn.value(tb), name: ib, now: now) else {
             throw WalletError.notFound(type: type, id: id)
         }
-        let deleteItem = try statement(.deleteItem)
-        deleteItem.bind(1, found.rowid)
-        try deleteItem.execute()
+        try rows.deleteItem(rowid: found.rowid)
         // Index rows of a missing item never match (every walk joins items), but put the item
         // back if they cannot be removed, so the call changes nothing.
-        try undoingOnFailure(
-            {
-                let deleteTags = try statement(.deleteTagsOfItem)
-                deleteTags.bind(1, found.rowid)
-                try deleteTags.execute()
-            },
-            undo: {
-                try db.execute(
-                    sql: "INSERT INTO \(keys.tables.items)(id, type, name, value, expiry) VALUES (?, ?, ?, ?, ?)",
-                    arguments: [found.rowid, BlindColumn.value(found.typeBlind), found.idBlind, found.sealed, found.expiry])
-            })
+        try undoingOnFailure({ try rows.deleteTags(item: found.rowid) }, undo: { try rows.restoreItem(found) })
     }
 
     func addTags(type: String, id: String, tags: WalletTags) throws {
@@ -372,9 +299,7 @@ struct RecordStore {
         try undoingOnFailure(
             { try replaceTags(found, contents.tags) },
             undo: {
-                try db.cachedStatement(sql: "UPDATE \(keys.tables.items) SET value = ? WHERE id = ?").execute(arguments: [
-                    found.sealed, found.rowid,
-                ])
+                try rows.updateSealed(rowid: found.rowid, sealed: found.sealed)
                 let old = try open(found, value: .skipped)
                 try replaceTags(found, old.tags)
             })
@@ -384,94 +309,47 @@ struct RecordStore {
         var contents = contents
         contents.type = found.type
         let sealed = RecordCodec.seal(contents, typeBlind: found.typeBlind, idBlind: found.idBlind, expiry: found.expiry, keys: keys)
-        let update = try statement(.updateValue)
-        update.bind(1, sealed)
-        update.bind(2, found.rowid)
-        try update.execute()
+        try rows.updateSealed(rowid: found.rowid, sealed: sealed)
     }
 
     /// Makes the record's tag rows those of `tags`, touching only the rows that differ: a
     /// replace that keeps a tag (the common case) writes no index entry for it.
     private func replaceTags(_ found: Located, _ tags: WalletTags) throws {
-        let (rows, multi) = tagRows(typeBlind: found.typeBlind, tags: tags)
-        var present = [TagRow]()
-        let existing = try statement(.tagsOfItem)
-        existing.bind(1, found.rowid)
-        try existing.forEach { row in present.append(TagRow(name: row.int64(0), value: row.value(1))) }
+        let (wanted, multi) = tagRows(typeBlind: found.typeBlind, tags: tags)
+        let present = try rows.tags(item: found.rowid)
         // A record holds a handful of tags: comparing arrays beats hashing them. Sets take over
         // for large tag sets.
         let stale: [TagRow]
         let missing: [TagRow]
-        if rows.count + present.count <= 32 {
-            stale = present.filter { !rows.contains($0) }
-            missing = rows.filter { !present.contains($0) }
-        } else {
-            let wanted = Set(rows)
-            let had = Set(present)
+        if wanted.count + present.count <= 32 {
             stale = present.filter { !wanted.contains($0) }
-            missing = rows.filter { !had.contains($0) }
+            missing = wanted.filter { !present.contains($0) }
+        } else {
+            let wantedSet = Set(wanted)
+            let had = Set(present)
+            stale = present.filter { !wantedSet.contains($0) }
+            missing = wanted.filter { !had.contains($0) }
         }
-        if !stale.isEmpty {
-            let delete = try statement(.deleteTagRow)
-            for row in stale {
-                delete.bind(1, found.rowid)
-                delete.bind(2, row.name)
-                delete.bind(3, row.value)
-                try delete.execute()
-            }
-        }
-        try insertTagRows(item: found.rowid, missing[...])
-        try markMultiValued(multi)
+        for row in stale { try rows.deleteTag(item: found.rowid, row) }
+        try rows.insertTags(item: found.rowid, missing[...])
+        try rows.markMultiValued(names: multi)
     }
 
     func removeRow(_ rowid: Int64) throws {
-        let deleteTags = try statement(.deleteTagsOfItem)
-        deleteTags.bind(1, rowid)
-        try deleteTags.execute()
-        let deleteItem = try statement(.deleteItem)
-        deleteItem.bind(1, rowid)
-        try deleteItem.execute()
+        try rows.deleteTags(item: rowid)
+        try rows.deleteItem(rowid: rowid)
     }
 
     func insertTags(item: Int64, typeBlind: Data, tags: WalletTags) throws {
         guard !tags.isEmpty else { return }
-        let (rows, multi) = tagRows(typeBlind: typeBlind, tags: tags)
-        try insertTagRows(item: item, rows[...])
-        try markMultiValued(multi)
-    }
-
-    /// Inserts tag rows of one item, up to ``tagRowsPerInsert`` per statement (a row already
-    /// there, as a list's repeated value, is skipped).
-    private func insertTagRows(item: Int64, _ rows: ArraySlice<TagRow>) throws {
-        var rest = rows
-        while !rest.isEmpty {
-            let chunk = rest.prefix(Self.tagRowsPerInsert)
-            rest = rest.dropFirst(chunk.count)
-            let insert: DirectStatement
-            if let prepared = memo.tagInserts[chunk.count] {
-                insert = prepared
-            } else {
-                let values = Array(repeating: "(?, ?, ?)", count: chunk.count).joined(separator: ", ")
-                insert = try DirectStatement(db, sql: "INSERT OR IGNORE INTO \(keys.tables.tags)(item, name, value) VALUES \(values)")
-                memo.tagInserts[chunk.count] = insert
-            }
-            var parameter: Int32 = 1
-            for row in chunk {
-                insert.bind(parameter, item)
-                insert.bind(parameter + 1, row.name)
-                insert.bind(parameter + 2, row.value)
-                parameter += 3
-            }
-            try insert.execute()
-        }
+        let (wanted, multi) = tagRows(typeBlind: typeBlind, tags: tags)
+        try rows.insertTags(item: item, wanted[...])
+        try rows.markMultiValued(names: multi)
     }
 
     /// One row of the tag index: the name's blind index (as stored, see ``BlindColumn``) and the
     /// value (plaintext for `~` tags, else its blind index).
-    struct TagRow: Hashable {
-        let name: Int64
-        let value: DatabaseValue
-    }
+    typealias TagRow = StoredTag
 
     /// The index rows of `tags`, and the names of plaintext tags that hold more than one value
     /// (a range over those is not exact; see `tag_multi`).
@@ -485,7 +363,7 @@ struct RecordStore {
             func row(_ v: String) -> TagRow {
                 TagRow(
                     name: nb,
-                    value: plaintext ? v.databaseValue : keys.tagValueBlind(typeBlind: typeBlind, name: name, value: v).databaseValue)
+                    value: plaintext ? .plaintext(v) : .blind(keys.tagValueBlind(typeBlind: typeBlind, name: name, value: v)))
             }
             switch value {
             case .string(let v):
@@ -496,12 +374,5 @@ struct RecordStore {
             }
         }
         return (rows, multi)
-    }
-
-    /// Records that these plaintext tag names hold several values in some record (never undone).
-    private func markMultiValued(_ names: [Int64]) throws {
-        guard !names.isEmpty else { return }
-        let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO \(keys.tables.tagMulti)(name) VALUES (?)")
-        for name in names { try statement.execute(arguments: [name]) }
     }
 }
