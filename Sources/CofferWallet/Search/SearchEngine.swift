@@ -302,6 +302,23 @@ extension CompiledSearch {
         return (sql, args, itemColumn)
     }
 
+    /// The statement of one keyset page: `rowid, name, sealed, expiry` of the plan's candidates
+    /// after `after` (a row id), in row-id order, at most `limit`.
+    func pageSQL(_ plan: Plan, after: Int64?, limit: Int, descending: Bool, now: Int64, expiry: Bool) -> (
+        sql: String, arguments: [DatabaseValue]
+    ) {
+        let from = source(plan, joinItems: true, now: now, expiry: expiry)
+        var sql = "SELECT i.id, i.name, i.value, i.expiry " + from.sql
+        var args = from.arguments
+        if let after {
+            sql += " AND \(from.itemColumn) \(descending ? "<" : ">") ?"
+            args.append(after.databaseValue)
+        }
+        sql += " ORDER BY \(from.itemColumn) \(descending ? "DESC" : "ASC") LIMIT ?"
+        args.append(limit.databaseValue)
+        return (sql, args)
+    }
+
     /// The next `limit` candidates after `after`, opened, as the chunks they were read in (walk
     /// order); the caller reads their results and hands them back with ``ChunkPool/recycle(_:)``.
     /// Handing over the chunks, instead of copying every candidate into one array, keeps that
@@ -314,15 +331,7 @@ extension CompiledSearch {
         _ db: Database, keys: WalletKeys, plan: Plan, after: Int64?, limit: Int, descending: Bool,
         now: Int64, expiry: Bool, mustHold: WQLNode? = nil, shape: RecordShape?
     ) throws -> [OpenedChunk] {
-        let from = source(plan, joinItems: true, now: now, expiry: expiry)
-        var sql = "SELECT i.id, i.name, i.value, i.expiry " + from.sql
-        var args = from.arguments
-        if let after {
-            sql += " AND \(from.itemColumn) \(descending ? "<" : ">") ?"
-            args.append(after.databaseValue)
-        }
-        sql += " ORDER BY \(from.itemColumn) \(descending ? "DESC" : "ASC") LIMIT ?"
-        args.append(limit.databaseValue)
+        let (sql, args) = pageSQL(plan, after: after, limit: limit, descending: descending, now: now, expiry: expiry)
         // Prepared per call: query shapes vary (each $in length is one), and a cache per
         // connection would grow with every shape ever seen.
         let statement = try db.makeStatement(sql: sql)
@@ -469,7 +478,19 @@ extension CompiledSearch {
     /// are set together (schema and issuer of a credential) are the common case. An empty
     /// sample (nothing left to walk) answers true; the walk ends on its first read either way.
     func joinsMostlyHold(_ db: Database, _ plan: Plan, after: Int64?, descending: Bool) throws -> Bool {
-        guard case .tag(let name, let value) = plan.driver else { return false }
+        guard let (sql, arguments) = sampleSQL(plan, after: after, descending: descending) else { return false }
+        let statement = try db.makeStatement(sql: sql)
+        statement.setExactArguments(arguments)
+        let row = try Row.fetchOne(statement)
+        let total: Int = row?[0] ?? 0
+        let kept: Int = row?[1] ?? 0
+        return kept * 8 >= total * 7
+    }
+
+    /// The statement of ``joinsMostlyHold(_:_:after:descending:)``: how many of the next
+    /// `joinSample` entries of a tag driver there are, and how many of them satisfy the joins.
+    func sampleSQL(_ plan: Plan, after: Int64?, descending: Bool) -> (sql: String, arguments: [DatabaseValue])? {
+        guard case .tag(let name, let value) = plan.driver else { return nil }
         var sample = "SELECT d.item FROM \(keys.tables.tags) d WHERE d.name = ? AND d.value = ?"
         var sampleArgs: [DatabaseValue] = [BlindColumn.value(name).databaseValue, value]
         if let after {
@@ -478,12 +499,7 @@ extension CompiledSearch {
         }
         sample += " ORDER BY d.item \(descending ? "DESC" : "ASC") LIMIT \(joinSample)"
         let sql = "SELECT (SELECT COUNT(*) FROM (\(sample)) d), (SELECT COUNT(*) FROM (\(sample)) d \(plan.joins.sql))"
-        let statement = try db.makeStatement(sql: sql)
-        statement.setExactArguments(sampleArgs + sampleArgs + plan.joins.arguments)
-        let row = try Row.fetchOne(statement)
-        let total: Int = row?[0] ?? 0
-        let kept: Int = row?[1] ?? 0
-        return kept * 8 >= total * 7
+        return (sql, sampleArgs + sampleArgs + plan.joins.arguments)
     }
 
     /// Which of the first ``driverChoices`` plans (the query driven by each of its tag
@@ -536,6 +552,15 @@ extension CompiledSearch {
         }
     }
 
+    /// The statement that counts an exact plan's matches: without expiry and with nothing left
+    /// to check, the index alone answers.
+    func countSQL(_ plan: Plan, now: Int64, expiry: Bool) -> (sql: String, arguments: [DatabaseValue]) {
+        var indexOnly = !expiry && plan.predicate.sql == "1"
+        if case .type = plan.driver { indexOnly = false }
+        let from = source(plan, joinItems: !indexOnly, now: now, expiry: expiry)
+        return ("SELECT COUNT(*) " + from.sql, from.arguments)
+    }
+
     /// How many records match.
     func count(_ db: Database, keys: WalletKeys, now: Date = Date()) throws -> Int {
         try checkKeys(keys)
@@ -546,11 +571,7 @@ extension CompiledSearch {
         if driverChoices > 1 { plan = plans[try rarestDriver(db, after: nil, descending: false)] }
         if exact {
             // Without expiry and with nothing left to check, the index alone answers.
-            var indexOnly = !expiry && plan.predicate.sql == "1"
-            if case .type = plan.driver { indexOnly = false }
-            let from = source(plan, joinItems: !indexOnly, now: nowMs, expiry: expiry)
-            let sql = "SELECT COUNT(*) " + from.sql
-            let args = from.arguments
+            let (sql, args) = countSQL(plan, now: nowMs, expiry: expiry)
             let statement = try db.makeStatement(sql: sql)
             statement.setExactArguments(args)
             return try Int.fetchOne(statement) ?? 0
