@@ -262,7 +262,7 @@ extension CompiledSearch {
         var sql: String
         var args: [DatabaseValue]
         let itemColumn: String
-        let items = joinItems ? " CROSS JOIN \(keys.tables.items) i ON i.id = d.item" : ""
+        let items = joinItems ? " \(dialect.innerJoin) \(keys.tables.items) i ON i.id = d.item" : ""
         switch plan.driver {
         case .type:
             sql = "FROM \(keys.tables.items) i WHERE i.type = ?"
@@ -276,7 +276,7 @@ extension CompiledSearch {
             // The range comes in value order: SQLite collects its record ids (index only) and
             // visits them in id order, instead of sorting whole joined rows.
             sql =
-                "FROM \(keys.tables.items) i NOT INDEXED WHERE i.id IN (SELECT d.item FROM \(keys.tables.tags) d WHERE d.name = ? AND \(conditions.sql))"
+                "FROM \(keys.tables.items) i\(dialect.notIndexed) WHERE i.id IN (SELECT d.item FROM \(keys.tables.tags) d WHERE d.name = ? AND \(conditions.sql))"
             args = [BlindColumn.value(name).databaseValue] + conditions.arguments
             itemColumn = "i.id"
         case .range(let name, let conditions):
@@ -294,7 +294,7 @@ extension CompiledSearch {
                 sql += " AND (i.expiry IS NULL OR i.expiry > ?)"
                 args.append(now.databaseValue)
             }
-            if plan.predicate.sql != "1" {
+            if !plan.predicate.isTrue {
                 sql += " AND (\(plan.predicate.sql))"
                 args += plan.predicate.arguments
             }
@@ -555,7 +555,7 @@ extension CompiledSearch {
     /// The statement that counts an exact plan's matches: without expiry and with nothing left
     /// to check, the index alone answers.
     func countSQL(_ plan: Plan, now: Int64, expiry: Bool) -> (sql: String, arguments: [DatabaseValue]) {
-        var indexOnly = !expiry && plan.predicate.sql == "1"
+        var indexOnly = !expiry && plan.predicate.isTrue
         if case .type = plan.driver { indexOnly = false }
         let from = source(plan, joinItems: !indexOnly, now: now, expiry: expiry)
         return ("SELECT COUNT(*) " + from.sql, from.arguments)
