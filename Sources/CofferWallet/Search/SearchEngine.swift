@@ -6,7 +6,6 @@ import CofferSync
 import Dispatch
 import Foundation
 import GRDB
-import GRDBSQLite
 
 /// A row of a search, opened: its record (built with the search's options, or nil when the
 /// caller only counts), and whether its decrypted tags satisfy the query.
@@ -332,10 +331,6 @@ extension CompiledSearch {
         now: Int64, expiry: Bool, mustHold: WQLNode? = nil, shape: RecordShape?
     ) throws -> [OpenedChunk] {
         let (sql, args) = pageSQL(plan, after: after, limit: limit, descending: descending, now: now, expiry: expiry)
-        // Prepared per call: query shapes vary (each $in length is one), and a cache per
-        // connection would grow with every shape ever seen.
-        let statement = try db.makeStatement(sql: sql)
-        statement.setExactArguments(args)
         let typeBlind = self.typeBlind
         let type = self.type
         let root: WQLNode?
@@ -351,21 +346,9 @@ extension CompiledSearch {
             queue.waitForTaken()
         }
         var chunk = ChunkPool.shared.get()
-        // SQLite's own stepping: the row's blobs are copied once, straight into the chunk,
-        // instead of into a `Data` each through GRDB's `Row`.
-        let stmt = statement.sqliteStatement
-        defer { sqlite3_reset(stmt) }
-        while true {
-            let code = sqlite3_step(stmt)
-            if code == SQLITE_DONE { break }
-            guard code == SQLITE_ROW else {
-                throw DatabaseError(
-                    resultCode: ResultCode(rawValue: code),
-                    message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
-            }
-            chunk.append(
-                rowid: sqlite3_column_int64(stmt, 0), idBlind: Self.blob(stmt, 1), sealed: Self.blob(stmt, 2),
-                expiry: sqlite3_column_type(stmt, 3) == SQLITE_NULL ? nil : sqlite3_column_int64(stmt, 3))
+        // The row's blobs are copied once, straight into the chunk (see ``SQLiteRows/walk``).
+        try SQLiteRows.walk(db, sql: sql, arguments: args) { rowid, idBlind, sealed, expiry in
+            chunk.append(rowid: rowid, idBlind: idBlind, sealed: sealed, expiry: expiry)
             if chunk.count == pipelineChunk {
                 if queue.push(chunk) {
                     DispatchQueue.global().async {
@@ -388,15 +371,6 @@ extension CompiledSearch {
         }
         queue.waitForTaken()
         return queue.all
-    }
-
-    /// The bytes of a blob column of the current row, lent until the statement moves on.
-    private static func blob(_ stmt: SQLiteStatement, _ column: Int32) -> UnsafeRawBufferPointer {
-        // The pointer first, then the size of what it points to (SQLite's documented order).
-        let base = sqlite3_column_blob(stmt, column)
-        let count = Int(sqlite3_column_bytes(stmt, column))
-        guard count > 0, let base else { return UnsafeRawBufferPointer(start: nil, count: 0) }
-        return UnsafeRawBufferPointer(start: base, count: count)
     }
 
     /// The next `limit` matching records after `cursor`.

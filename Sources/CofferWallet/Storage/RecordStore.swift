@@ -3,7 +3,6 @@
 
 import CofferCrypto
 import Foundation
-import GRDB
 
 /// Checks every argument before anything is written.
 enum Validate {
@@ -59,11 +58,8 @@ struct RecordStore {
         var hasSignatures: Bool?
     }
 
-    /// The transaction's connection (searches walk it directly; see ``SearchEngine``).
-    var db: Database { rows.db }
-
-    init(db: Database, keys: WalletKeys, now: Date = Date(), allowReserved: Bool = false) {
-        self.rows = SQLiteRows(db: db, tables: keys.tables)
+    init(rows: SQLiteRows, keys: WalletKeys, now: Date = Date(), allowReserved: Bool = false) {
+        self.rows = rows
         self.keys = keys
         self.now = unixMillis(now)
         self.allowReserved = allowReserved

@@ -6,6 +6,7 @@ import CofferSync
 import Dispatch
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// One SQLite transaction's access to one profile's rows, on the connection's own thread.
 ///
@@ -213,6 +214,42 @@ struct SQLiteRows: WalletStorageTransaction {
         prepared.setExactArguments(statement.arguments.map(\.databaseValue))
         guard let row = try Row.fetchOne(prepared) else { return [] }
         return (0..<row.count).map { row[$0] ?? 0 }
+    }
+
+    /// Steps a page statement (`rowid, name, sealed, expiry`, as ``CompiledSearch/pageSQL`` writes
+    /// it) and hands each row to `row` with its blobs lent in place, valid only during that call:
+    /// the search engine copies them once, straight into the chunk another core opens, instead of
+    /// into a `Data` each through GRDB's `Row`. Prepared per call: query shapes vary (each `$in`
+    /// length is one), and a cache per connection would grow with every shape ever seen.
+    static func walk(
+        _ db: Database, sql: String, arguments: [DatabaseValue],
+        _ row: (_ rowid: Int64, _ name: UnsafeRawBufferPointer, _ sealed: UnsafeRawBufferPointer, _ expiry: Int64?) throws -> Void
+    ) throws {
+        let statement = try db.makeStatement(sql: sql)
+        statement.setExactArguments(arguments)
+        let stmt = statement.sqliteStatement
+        defer { sqlite3_reset(stmt) }
+        while true {
+            let code = sqlite3_step(stmt)
+            if code == SQLITE_DONE { break }
+            guard code == SQLITE_ROW else {
+                throw DatabaseError(
+                    resultCode: ResultCode(rawValue: code),
+                    message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
+            }
+            try row(
+                sqlite3_column_int64(stmt, 0), blob(stmt, 1), blob(stmt, 2),
+                sqlite3_column_type(stmt, 3) == SQLITE_NULL ? nil : sqlite3_column_int64(stmt, 3))
+        }
+    }
+
+    /// The bytes of a blob column of the current row, lent until the statement moves on.
+    private static func blob(_ stmt: SQLiteStatement, _ column: Int32) -> UnsafeRawBufferPointer {
+        // The pointer first, then the size of what it points to (SQLite's documented order).
+        let base = sqlite3_column_blob(stmt, column)
+        let count = Int(sqlite3_column_bytes(stmt, column))
+        guard count > 0, let base else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: base, count: count)
     }
 
     // MARK: Metadata and digest
@@ -458,6 +495,84 @@ final class ConnectionMailbox<Context>: Sendable {
             case .job(let job): job(context)
             case .finish: return
             }
+        }
+    }
+}
+
+// MARK: - Values between the seam and GRDB
+
+extension StorageValue {
+    /// The value as GRDB binds it.
+    var databaseValue: DatabaseValue {
+        switch self {
+        case .null: return .null
+        case .integer(let v): return v.databaseValue
+        case .real(let v): return v.databaseValue
+        case .text(let v): return v.databaseValue
+        case .blob(let v): return v.databaseValue
+        }
+    }
+
+    /// A GRDB value as a backend-neutral one.
+    init(_ value: DatabaseValue) {
+        switch value.storage {
+        case .null: self = .null
+        case .int64(let v): self = .integer(v)
+        case .double(let v): self = .real(v)
+        case .string(let v): self = .text(v)
+        case .blob(let v): self = .blob(v)
+        }
+    }
+}
+
+extension StoredTagValue {
+    /// The value as the SQLite tag index stores it: a blob, or text for a plaintext tag.
+    var databaseValue: DatabaseValue {
+        switch self {
+        case .blind(let data): return data.databaseValue
+        case .plaintext(let text): return text.databaseValue
+        }
+    }
+
+    /// A value read back from the SQLite tag index (text: plaintext; anything else: a blind).
+    init(_ value: DatabaseValue) {
+        switch value.storage {
+        case .string(let text): self = .plaintext(text)
+        case .blob(let data): self = .blind(data)
+        default: self = .blind(Data())
+        }
+    }
+}
+
+extension RecordStore {
+    /// A store over `db`'s transaction, on the tables of the profile `keys` belong to.
+    init(db: Database, keys: WalletKeys, now: Date = Date(), allowReserved: Bool = false) {
+        self.init(rows: SQLiteRows(db: db, tables: keys.tables), keys: keys, now: now, allowReserved: allowReserved)
+    }
+
+    /// The transaction's connection (the search engine walks it; see ``SQLiteRows/walk``).
+    var db: Database { rows.db }
+}
+
+extension Wallet {
+    /// One write transaction on the wallet's writer whose `async` body is served a
+    /// ``WalletTransaction`` on the writer's thread (see ``ConnectionMailbox``).
+    func servedWrite<T: Sendable>(
+        keys: WalletKeys, _ body: @escaping @Sendable (ConnectionMailbox<WalletTransaction>) async throws -> T
+    ) async throws -> T {
+        try await pool.write { db in
+            try Self.checkKeys(db, keys)
+            return try ConnectionMailbox.serve(WalletTransaction(store: RecordStore(db: db, keys: keys)), body)
+        }
+    }
+
+    /// One read transaction on a reader connection whose `async` body is served a
+    /// ``WalletReader`` on that connection's thread.
+    func servedRead<T: Sendable>(
+        keys: WalletKeys, _ body: @escaping @Sendable (ConnectionMailbox<WalletReader>) async throws -> T
+    ) async throws -> T {
+        try await pool.read { db in
+            try Self.readWithKeys(db, keys) { try ConnectionMailbox.serve(WalletReader(store: RecordStore(db: db, keys: keys)), body) }
         }
     }
 }

@@ -5,7 +5,6 @@
 // index cannot answer, key rotation, backups. Below it: rows of opaque bytes.
 
 import Foundation
-import GRDB
 
 // MARK: - Dialect
 
@@ -275,47 +274,4 @@ protocol WalletStorage: Sendable {
 
     /// Ends every connection; later calls throw ``WalletError/closed``.
     func close() throws
-}
-
-extension StorageValue {
-    /// The value as GRDB binds it.
-    var databaseValue: DatabaseValue {
-        switch self {
-        case .null: return .null
-        case .integer(let v): return v.databaseValue
-        case .real(let v): return v.databaseValue
-        case .text(let v): return v.databaseValue
-        case .blob(let v): return v.databaseValue
-        }
-    }
-
-    /// A GRDB value as a backend-neutral one.
-    init(_ value: DatabaseValue) {
-        switch value.storage {
-        case .null: self = .null
-        case .int64(let v): self = .integer(v)
-        case .double(let v): self = .real(v)
-        case .string(let v): self = .text(v)
-        case .blob(let v): self = .blob(v)
-        }
-    }
-}
-
-extension StoredTagValue {
-    /// The value as the SQLite tag index stores it: a blob, or text for a plaintext tag.
-    var databaseValue: DatabaseValue {
-        switch self {
-        case .blind(let data): return data.databaseValue
-        case .plaintext(let text): return text.databaseValue
-        }
-    }
-
-    /// A value read back from the SQLite tag index (text: plaintext; anything else: a blind).
-    init(_ value: DatabaseValue) {
-        switch value.storage {
-        case .string(let text): self = .plaintext(text)
-        case .blob(let data): self = .blind(data)
-        default: self = .blind(Data())
-        }
-    }
 }
