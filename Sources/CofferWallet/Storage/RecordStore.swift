@@ -114,7 +114,7 @@ struct RecordStore {
         let sealed = RecordCodec.seal(
             .init(type: type, id: id, value: value, tags: tags, secretValue: secret),
             typeBlind: tb, idBlind: ib, expiry: expiry, keys: keys)
-        var rowid: Int64
+        let rowid: Int64
         switch try rows.insertItem(type: BlindColumn.value(tb), name: ib, sealed: sealed, expiry: expiry) {
         case .inserted(let inserted): rowid = inserted
         case .duplicate:
