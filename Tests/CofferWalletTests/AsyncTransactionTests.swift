@@ -116,7 +116,8 @@ struct SQLiteStorageSeamTests {
             guard case .inserted(let rowid) = try await tx.insertItem(type: 42, name: name, sealed: Data([1, 2, 3]), expiry: nil) else {
                 throw WalletError.storage("not inserted")
             }
-            try await tx.insertTags(item: rowid, [StoredTag(name: 5, value: .plaintext("x")), StoredTag(name: 6, value: .blind(Data([9])))])
+            try await tx.insertTags(
+                item: rowid, [StoredTag(name: 5, value: .plaintext("x")), StoredTag(name: 6, value: .blind(Data([9])))])
             #expect(try await tx.insertItem(type: 42, name: name, sealed: Data(), expiry: nil) == .duplicate)
             return rowid
         }
@@ -139,7 +140,8 @@ struct SQLiteStorageSeamTests {
                 throw AsyncTransactionTests.Planned()
             }
         }
-        let (item, probe) = try await storage.read(.default) { tx in (try await tx.locate(type: 42, name: name), try await tx.meta("probe")) }
+        let (item, probe) = try await storage.read(.default) { tx in (try await tx.locate(type: 42, name: name), try await tx.meta("probe"))
+        }
         #expect(item == nil && probe == nil)
     }
 

@@ -76,9 +76,10 @@ struct SQLDialectTests {
     static let golden: [String: String] = {
         let url = Bundle.module.url(forResource: "wql-sqlite-statements", withExtension: "json", subdirectory: "Fixtures")!
         guard case .object(let members) = try! JSONValue.parse(String(contentsOf: url, encoding: .utf8)) else { return [:] }
-        return Dictionary(members.compactMap { name, value in
-            if case .string(let text) = value { return (name, text) } else { return nil }
-        }, uniquingKeysWith: { first, _ in first })
+        return Dictionary(
+            members.compactMap { name, value in
+                if case .string(let text) = value { return (name, text) } else { return nil }
+            }, uniquingKeysWith: { first, _ in first })
     }()
 
     @Test("the golden file covers every query") func goldenCoversQueries() {

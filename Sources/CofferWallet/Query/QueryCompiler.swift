@@ -107,7 +107,8 @@ enum QueryCompiler {
                 if let (n, v) = context.equalityDriver(c) {
                     let alias = "e\(joins.count)"
                     joins.append(
-                        "\(dialect.innerJoin) \(keys.tables.tags) \(alias) ON \(alias).item = d.item AND \(alias).name = ? AND \(alias).value = ?")
+                        "\(dialect.innerJoin) \(keys.tables.tags) \(alias) ON \(alias).item = d.item AND \(alias).name = ? AND \(alias).value = ?"
+                    )
                     joinArguments += [BlindColumn.value(n).databaseValue, v]
                 } else {
                     rest.append(c)
