@@ -159,7 +159,7 @@ extension Wallet {
                             report.add("extraTagRow", type: type, id: contents.id, "a tag row's name is not a blind index")
                             return
                         }
-                        found[RecordStore.TagRow(name: name, value: tag.value(1)), default: 0] += 1
+                        found[RecordStore.TagRow(name: name, value: StoredTagValue(tag.value(1))), default: 0] += 1
                     }
                     for r in expected.keys where found[r] == nil {
                         report.add(

@@ -133,6 +133,7 @@ extension Wallet {
     /// A task cancelled before the call gets `CancellationError` and nothing runs.
     func gated<T>(_ body: (WalletKeys) async throws -> T) async throws -> T {
         if gate.isWalletClosed { throw WalletError.closed }
+        try refuseInsideAsyncTransaction()
         try Task.checkCancellation()
         let keys = await gate.enter()
         defer { gate.leave() }
@@ -244,7 +245,7 @@ extension Wallet {
     }
 }
 
-/// Reads inside one ``Wallet/session(_:)``. Valid only inside the closure.
+/// Reads inside one `Wallet.session(_:)` whose body is synchronous. Valid only inside the closure.
 public final class WalletReader {
     let store: RecordStore
     /// The transaction this reader belongs to, if any: its sealed-ahead writes are written
@@ -324,7 +325,7 @@ public final class WalletReader {
     }
 }
 
-/// Writes inside one ``Wallet/transaction(_:)``: all commit together or not at all. Each call
+/// Writes inside one `Wallet.transaction(_:)` whose body is synchronous: all commit together or not at all. Each call
 /// is atomic on its own too, so one the closure catches leaves nothing half done.
 /// Valid only inside the closure.
 ///

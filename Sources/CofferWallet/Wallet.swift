@@ -198,7 +198,7 @@ public final class Wallet: Sendable {
         try checkIsWallet(path: path)
         let opened = try openPool(path: path)
         defer { closePool(opened) }
-        do { return try await opened.pool.read { db in try ProfileCatalogue.names(db) } } catch { throw mapError(error) }
+        do { return try await SQLiteWalletStorage(pool: opened.pool, path: path).profileNames() } catch { throw mapError(error) }
     }
 
     /// Removes profile `profile` from the store at `url`: its tables (records, tags, digest, keys)
@@ -222,14 +222,8 @@ public final class Wallet: Sendable {
         let opened = try openPool(path: path)
         defer { closePool(opened) }
         do {
-            try await opened.pool.write { db in
-                guard let tables = try ProfileCatalogue.resolve(db, name: profile) else {
-                    throw WalletError.walletMissing(path: ProfileCatalogue.label(path: path, profile: profile))
-                }
-                for table in tables.allTables where try db.tableExists(table) { try db.execute(sql: "DROP TABLE \(table)") }
-                // Debug builds only: lets a test kill the process with the tables dropped, uncommitted.
-                TestPause.at("wallet-remove-profile-dropped")
-                try db.execute(sql: "DELETE FROM coffer_profiles WHERE name = ?", arguments: [profile])
+            guard try await SQLiteWalletStorage(pool: opened.pool, path: path).removeProfile(profile) else {
+                throw WalletError.walletMissing(path: ProfileCatalogue.label(path: path, profile: profile))
             }
         } catch { throw mapError(error) }
     }

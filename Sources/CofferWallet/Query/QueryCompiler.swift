@@ -69,6 +69,8 @@ struct CompiledSearch: Sendable {
     /// per top-level equality, at most ``QueryCompiler/maxDriverChoices``): the walk takes the
     /// rarest of them (see `CompiledSearch.rarestDriver`). 0 or 1: nothing to choose.
     var driverChoices = 0
+    /// The SQL dialect of every fragment in it.
+    var dialect: SQLDialect = .sqlite
 }
 
 enum QueryCompiler {
@@ -82,12 +84,12 @@ enum QueryCompiler {
     /// sample per walk); further ones are only joined.
     static let maxDriverChoices = 4
 
-    static func compile(type: String, query: WalletQuery, keys: WalletKeys, allowReserved: Bool = false) throws(WalletError)
-        -> CompiledSearch
-    {
+    static func compile(
+        type: String, query: WalletQuery, keys: WalletKeys, allowReserved: Bool = false, dialect: SQLDialect = .sqlite
+    ) throws(WalletError) -> CompiledSearch {
         try Validate.type(type, allowReserved: allowReserved)
         let tb = keys.typeBlind(type)
-        var context = Context(typeBlind: tb, keys: keys)
+        var context = Context(typeBlind: tb, keys: keys, dialect: dialect)
         let root = query.root
         let conjuncts: [WQLNode]
         if case .and(let items) = root { conjuncts = items } else { conjuncts = [root] }
@@ -105,7 +107,8 @@ enum QueryCompiler {
                 if let (n, v) = context.equalityDriver(c) {
                     let alias = "e\(joins.count)"
                     joins.append(
-                        "CROSS JOIN \(keys.tables.tags) \(alias) ON \(alias).item = d.item AND \(alias).name = ? AND \(alias).value = ?")
+                        "\(dialect.innerJoin) \(keys.tables.tags) \(alias) ON \(alias).item = d.item AND \(alias).name = ? AND \(alias).value = ?"
+                    )
                     joinArguments += [BlindColumn.value(n).databaseValue, v]
                 } else {
                     rest.append(c)
@@ -124,7 +127,7 @@ enum QueryCompiler {
             var rest = [WQLNode]()
             for c in conjuncts {
                 if Context.rangeTag(c) == tag, case .compare(_, let op, .string(let s)) = c {
-                    conditions.append(SQLFragment(sql: "d.value \(Context.symbol(op)) ?", arguments: [s.databaseValue]))
+                    conditions.append(SQLFragment(sql: "d.value \(Context.symbol(op)) ?", arguments: [dialect.plaintext(s)]))
                 } else {
                     rest.append(c)
                 }
@@ -142,19 +145,20 @@ enum QueryCompiler {
         if root.conditionCount > maxSQLConditions {
             return CompiledSearch(
                 type: type, typeBlind: tb, keys: keys, root: root, exact: false,
-                plans: [.init(driver: .type, predicate: .yes, requiresSingleValued: nil)])
+                plans: [.init(driver: .type, predicate: dialect.yes, requiresSingleValued: nil)], dialect: dialect)
         }
         let full = typeContext.sql(root, positive: true)
         plans.append(.init(driver: .type, predicate: full, requiresSingleValued: nil))
         // Inexact leaves widen the SQL the same way in every plan; the full tree decides.
         return CompiledSearch(
             type: type, typeBlind: tb, keys: keys, root: root, exact: typeContext.exact, plans: plans,
-            driverChoices: min(equalities.count, maxDriverChoices))
+            driverChoices: min(equalities.count, maxDriverChoices), dialect: dialect)
     }
 
     struct Context {
         let typeBlind: Data
         let keys: WalletKeys
+        let dialect: SQLDialect
         var exact = true
 
         func nameBlind(_ name: String) -> Data { keys.tagNameBlind(typeBlind: typeBlind, name: name) }
@@ -182,7 +186,7 @@ enum QueryCompiler {
             guard case .compare(let tag, .eq, .string(let s)) = node else { return nil }
             let value: DatabaseValue =
                 WalletTags.isPlaintext(tag)
-                ? s.databaseValue
+                ? dialect.plaintext(s)
                 : keys.tagValueBlind(typeBlind: typeBlind, name: tag, value: s).databaseValue
             return (nameBlind(tag), value)
         }
@@ -190,8 +194,8 @@ enum QueryCompiler {
         /// SQL true for the records of `node` (positive polarity: a superset; negative: a subset).
         mutating func sql(_ node: WQLNode, positive: Bool) -> SQLFragment {
             switch node {
-            case .all: return .yes
-            case .none: return .no
+            case .all: return dialect.yes
+            case .none: return dialect.no
             case .and(let children): return join(children.map { sql($0, positive: positive) }, "AND")
             case .or(let children): return join(children.map { sql($0, positive: positive) }, "OR")
             case .not(let child):
@@ -204,7 +208,7 @@ enum QueryCompiler {
                 let list = "[" + unique.map { String(BlindColumn.value(nameBlind($0))) }.joined(separator: ",") + "]"
                 return SQLFragment(
                     sql:
-                        "(SELECT COUNT(DISTINCT t.name) FROM \(keys.tables.tags) t WHERE t.item = i.id AND t.name IN (SELECT value FROM json_each(?))) = ?",
+                        "(SELECT COUNT(DISTINCT t.name) FROM \(keys.tables.tags) t WHERE t.item = i.id AND t.name IN \(dialect.boundList(.integer))) = ?",
                     arguments: [list.databaseValue, unique.count.databaseValue])
             case .compare(let tag, let op, let operand):
                 if let cond = condition(tag: tag, op: op, operand: operand) { return exists(tag, condition: cond) }
@@ -221,14 +225,14 @@ enum QueryCompiler {
                 return exists(tag, condition: join(parts, "OR"))
             case .like(let tag, let pattern):
                 guard WalletTags.isPlaintext(tag) else { return inexact(tag, positive: positive) }
-                return exists(tag, condition: Self.like(pattern))
+                return exists(tag, condition: Self.like(pattern, dialect: dialect))
             case .regex(let tag, let pattern):
                 // Both as blobs: GRDB hands a SQL function its text arguments cut at U+0000.
                 guard WalletTags.isPlaintext(tag) else { return inexact(tag, positive: positive) }
                 return exists(
                     tag,
                     condition: SQLFragment(
-                        sql: "coffer_regexp(?, CAST(t.value AS BLOB))", arguments: [Data(pattern.utf8).databaseValue]))
+                        sql: "coffer_regexp(?, \(dialect.bytes("t.value")))", arguments: [Data(pattern.utf8).databaseValue]))
             }
         }
 
@@ -238,12 +242,13 @@ enum QueryCompiler {
             if WalletTags.isPlaintext(tag) {
                 switch operand {
                 case .string(let s):
-                    return SQLFragment(sql: "t.value \(symbol) ?", arguments: [s.databaseValue])
+                    return SQLFragment(sql: "t.value \(symbol) ?", arguments: [dialect.plaintext(s)])
                 case .number(let x, _):
+                    let number = dialect.number
                     if op == .neq {
-                        return SQLFragment(sql: "(\(Self.number) IS NULL OR \(Self.number) <> ?)", arguments: [x.databaseValue])
+                        return SQLFragment(sql: "(\(number) IS NULL OR \(number) <> ?)", arguments: [x.databaseValue])
                     }
-                    return SQLFragment(sql: "\(Self.number) \(symbol) ?", arguments: [x.databaseValue])
+                    return SQLFragment(sql: "\(number) \(symbol) ?", arguments: [x.databaseValue])
                 }
             }
             // Encrypted: blind indexes answer string equality and inequality only.
@@ -273,7 +278,7 @@ enum QueryCompiler {
                     let hex = strings.map { "\"" + Data($0.utf8).hexUppercase + "\"" }
                     parts.append(
                         SQLFragment(
-                            sql: "hex(t.value) IN (SELECT value FROM json_each(?))",
+                            sql: "\(dialect.hex("t.value")) IN \(dialect.boundList(.hex))",
                             arguments: [("[" + hex.joined(separator: ",") + "]").databaseValue]))
                 } else if WalletTags.isPlaintext(tag) {
                     // `+t.value`: filter the record's own tag rows (found by its primary key) instead
@@ -281,37 +286,37 @@ enum QueryCompiler {
                     // every record (5,000 values × N records: seconds per query).
                     parts.append(
                         SQLFragment(
-                            sql: "+t.value IN (SELECT value FROM json_each(?))",
+                            sql: "\(dialect.unindexed("t.value")) IN \(dialect.boundList(.tagValue))",
                             arguments: [JSONValue.array(strings.map { .string($0) }).jsonText.databaseValue]))
                 } else {
                     // Blind indexes are blobs, which JSON cannot carry: compare their hex.
                     let hex = strings.map { "\"" + keys.tagValueBlind(typeBlind: typeBlind, name: tag, value: $0).hexUppercase + "\"" }
                     parts.append(
                         SQLFragment(
-                            sql: "hex(t.value) IN (SELECT value FROM json_each(?))",
+                            sql: "\(dialect.hex("t.value")) IN \(dialect.boundList(.hex))",
                             arguments: [("[" + hex.joined(separator: ",") + "]").databaseValue]))
                 }
             }
             if !numbers.isEmpty {
                 parts.append(
                     SQLFragment(
-                        sql: "\(Self.number) IN (SELECT value FROM json_each(?))",
+                        sql: "\(dialect.number) IN \(dialect.boundList(.number))",
                         arguments: [("[" + numbers.joined(separator: ",") + "]").databaseValue]))
             }
             return join(parts, "OR")
         }
 
-        /// A plaintext tag value as a number (NULL when it is not written as one), read whole: as
-        /// text, GRDB would hand `coffer_num` the value cut at its first U+0000 (`"5\u{0}9"` read
-        /// as 5).
-        static let number = "coffer_num(CAST(t.value AS BLOB))"
+        // A plaintext tag value as a number is `dialect.number`, read whole: as text, GRDB would
+        // hand `coffer_num` the value cut at its first U+0000 (`"5\u{0}9"` read as 5).
 
         /// `$like` on a plaintext tag value. SQLite's `LIKE` stops at U+0000 in the value and in
         /// the pattern (`"a\u{0}b" LIKE "a"` holds), so a value or pattern holding one is decided
         /// by `coffer_like` (``LikePattern``, the in-memory rule) on its bytes; every other value
         /// by SQLite's `LIKE`.
-        static func like(_ pattern: String) -> SQLFragment {
+        /// PostgreSQL's values are `bytea`, whose `LIKE` has other rules (case): `coffer_like` always.
+        static func like(_ pattern: String, dialect: SQLDialect = .sqlite) -> SQLFragment {
             let bytes = Data(pattern.utf8).databaseValue
+            if dialect == .postgres { return SQLFragment(sql: "coffer_like(?, t.value)", arguments: [bytes]) }
             if pattern.utf8.contains(0) {
                 return SQLFragment(sql: "coffer_like(?, CAST(t.value AS BLOB))", arguments: [bytes])
             }
@@ -339,7 +344,7 @@ enum QueryCompiler {
         /// Joins `parts` with AND or OR as a balanced tree, so SQLite's expression depth grows
         /// with the logarithm of the count (a flat chain of 1,000 hits its depth limit).
         func join(_ parts: [SQLFragment], _ op: String) -> SQLFragment {
-            if parts.isEmpty { return op == "AND" ? .yes : .no }
+            if parts.isEmpty { return op == "AND" ? dialect.yes : dialect.no }
             if parts.count == 1 { return parts[0] }
             if parts.count <= 8 {
                 return SQLFragment(

@@ -6,7 +6,6 @@ import CofferSync
 import Dispatch
 import Foundation
 import GRDB
-import GRDBSQLite
 
 /// A row of a search, opened: its record (built with the search's options, or nil when the
 /// caller only counts), and whether its decrypted tags satisfy the query.
@@ -262,7 +261,7 @@ extension CompiledSearch {
         var sql: String
         var args: [DatabaseValue]
         let itemColumn: String
-        let items = joinItems ? " CROSS JOIN \(keys.tables.items) i ON i.id = d.item" : ""
+        let items = joinItems ? " \(dialect.innerJoin) \(keys.tables.items) i ON i.id = d.item" : ""
         switch plan.driver {
         case .type:
             sql = "FROM \(keys.tables.items) i WHERE i.type = ?"
@@ -276,7 +275,7 @@ extension CompiledSearch {
             // The range comes in value order: SQLite collects its record ids (index only) and
             // visits them in id order, instead of sorting whole joined rows.
             sql =
-                "FROM \(keys.tables.items) i NOT INDEXED WHERE i.id IN (SELECT d.item FROM \(keys.tables.tags) d WHERE d.name = ? AND \(conditions.sql))"
+                "FROM \(keys.tables.items) i\(dialect.notIndexed) WHERE i.id IN (SELECT d.item FROM \(keys.tables.tags) d WHERE d.name = ? AND \(conditions.sql))"
             args = [BlindColumn.value(name).databaseValue] + conditions.arguments
             itemColumn = "i.id"
         case .range(let name, let conditions):
@@ -294,12 +293,29 @@ extension CompiledSearch {
                 sql += " AND (i.expiry IS NULL OR i.expiry > ?)"
                 args.append(now.databaseValue)
             }
-            if plan.predicate.sql != "1" {
+            if !plan.predicate.isTrue {
                 sql += " AND (\(plan.predicate.sql))"
                 args += plan.predicate.arguments
             }
         }
         return (sql, args, itemColumn)
+    }
+
+    /// The statement of one keyset page: `rowid, name, sealed, expiry` of the plan's candidates
+    /// after `after` (a row id), in row-id order, at most `limit`.
+    func pageSQL(_ plan: Plan, after: Int64?, limit: Int, descending: Bool, now: Int64, expiry: Bool) -> (
+        sql: String, arguments: [DatabaseValue]
+    ) {
+        let from = source(plan, joinItems: true, now: now, expiry: expiry)
+        var sql = "SELECT i.id, i.name, i.value, i.expiry " + from.sql
+        var args = from.arguments
+        if let after {
+            sql += " AND \(from.itemColumn) \(descending ? "<" : ">") ?"
+            args.append(after.databaseValue)
+        }
+        sql += " ORDER BY \(from.itemColumn) \(descending ? "DESC" : "ASC") LIMIT ?"
+        args.append(limit.databaseValue)
+        return (sql, args)
     }
 
     /// The next `limit` candidates after `after`, opened, as the chunks they were read in (walk
@@ -314,19 +330,7 @@ extension CompiledSearch {
         _ db: Database, keys: WalletKeys, plan: Plan, after: Int64?, limit: Int, descending: Bool,
         now: Int64, expiry: Bool, mustHold: WQLNode? = nil, shape: RecordShape?
     ) throws -> [OpenedChunk] {
-        let from = source(plan, joinItems: true, now: now, expiry: expiry)
-        var sql = "SELECT i.id, i.name, i.value, i.expiry " + from.sql
-        var args = from.arguments
-        if let after {
-            sql += " AND \(from.itemColumn) \(descending ? "<" : ">") ?"
-            args.append(after.databaseValue)
-        }
-        sql += " ORDER BY \(from.itemColumn) \(descending ? "DESC" : "ASC") LIMIT ?"
-        args.append(limit.databaseValue)
-        // Prepared per call: query shapes vary (each $in length is one), and a cache per
-        // connection would grow with every shape ever seen.
-        let statement = try db.makeStatement(sql: sql)
-        statement.setExactArguments(args)
+        let (sql, args) = pageSQL(plan, after: after, limit: limit, descending: descending, now: now, expiry: expiry)
         let typeBlind = self.typeBlind
         let type = self.type
         let root: WQLNode?
@@ -342,21 +346,9 @@ extension CompiledSearch {
             queue.waitForTaken()
         }
         var chunk = ChunkPool.shared.get()
-        // SQLite's own stepping: the row's blobs are copied once, straight into the chunk,
-        // instead of into a `Data` each through GRDB's `Row`.
-        let stmt = statement.sqliteStatement
-        defer { sqlite3_reset(stmt) }
-        while true {
-            let code = sqlite3_step(stmt)
-            if code == SQLITE_DONE { break }
-            guard code == SQLITE_ROW else {
-                throw DatabaseError(
-                    resultCode: ResultCode(rawValue: code),
-                    message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
-            }
-            chunk.append(
-                rowid: sqlite3_column_int64(stmt, 0), idBlind: Self.blob(stmt, 1), sealed: Self.blob(stmt, 2),
-                expiry: sqlite3_column_type(stmt, 3) == SQLITE_NULL ? nil : sqlite3_column_int64(stmt, 3))
+        // The row's blobs are copied once, straight into the chunk (see ``SQLiteRows/walk``).
+        try SQLiteRows.walk(db, sql: sql, arguments: args) { rowid, idBlind, sealed, expiry in
+            chunk.append(rowid: rowid, idBlind: idBlind, sealed: sealed, expiry: expiry)
             if chunk.count == pipelineChunk {
                 if queue.push(chunk) {
                     DispatchQueue.global().async {
@@ -379,15 +371,6 @@ extension CompiledSearch {
         }
         queue.waitForTaken()
         return queue.all
-    }
-
-    /// The bytes of a blob column of the current row, lent until the statement moves on.
-    private static func blob(_ stmt: SQLiteStatement, _ column: Int32) -> UnsafeRawBufferPointer {
-        // The pointer first, then the size of what it points to (SQLite's documented order).
-        let base = sqlite3_column_blob(stmt, column)
-        let count = Int(sqlite3_column_bytes(stmt, column))
-        guard count > 0, let base else { return UnsafeRawBufferPointer(start: nil, count: 0) }
-        return UnsafeRawBufferPointer(start: base, count: count)
     }
 
     /// The next `limit` matching records after `cursor`.
@@ -469,7 +452,19 @@ extension CompiledSearch {
     /// are set together (schema and issuer of a credential) are the common case. An empty
     /// sample (nothing left to walk) answers true; the walk ends on its first read either way.
     func joinsMostlyHold(_ db: Database, _ plan: Plan, after: Int64?, descending: Bool) throws -> Bool {
-        guard case .tag(let name, let value) = plan.driver else { return false }
+        guard let (sql, arguments) = sampleSQL(plan, after: after, descending: descending) else { return false }
+        let statement = try db.makeStatement(sql: sql)
+        statement.setExactArguments(arguments)
+        let row = try Row.fetchOne(statement)
+        let total: Int = row?[0] ?? 0
+        let kept: Int = row?[1] ?? 0
+        return kept * 8 >= total * 7
+    }
+
+    /// The statement of ``joinsMostlyHold(_:_:after:descending:)``: how many of the next
+    /// `joinSample` entries of a tag driver there are, and how many of them satisfy the joins.
+    func sampleSQL(_ plan: Plan, after: Int64?, descending: Bool) -> (sql: String, arguments: [DatabaseValue])? {
+        guard case .tag(let name, let value) = plan.driver else { return nil }
         var sample = "SELECT d.item FROM \(keys.tables.tags) d WHERE d.name = ? AND d.value = ?"
         var sampleArgs: [DatabaseValue] = [BlindColumn.value(name).databaseValue, value]
         if let after {
@@ -478,12 +473,7 @@ extension CompiledSearch {
         }
         sample += " ORDER BY d.item \(descending ? "DESC" : "ASC") LIMIT \(joinSample)"
         let sql = "SELECT (SELECT COUNT(*) FROM (\(sample)) d), (SELECT COUNT(*) FROM (\(sample)) d \(plan.joins.sql))"
-        let statement = try db.makeStatement(sql: sql)
-        statement.setExactArguments(sampleArgs + sampleArgs + plan.joins.arguments)
-        let row = try Row.fetchOne(statement)
-        let total: Int = row?[0] ?? 0
-        let kept: Int = row?[1] ?? 0
-        return kept * 8 >= total * 7
+        return (sql, sampleArgs + sampleArgs + plan.joins.arguments)
     }
 
     /// Which of the first ``driverChoices`` plans (the query driven by each of its tag
@@ -536,6 +526,15 @@ extension CompiledSearch {
         }
     }
 
+    /// The statement that counts an exact plan's matches: without expiry and with nothing left
+    /// to check, the index alone answers.
+    func countSQL(_ plan: Plan, now: Int64, expiry: Bool) -> (sql: String, arguments: [DatabaseValue]) {
+        var indexOnly = !expiry && plan.predicate.isTrue
+        if case .type = plan.driver { indexOnly = false }
+        let from = source(plan, joinItems: !indexOnly, now: now, expiry: expiry)
+        return ("SELECT COUNT(*) " + from.sql, from.arguments)
+    }
+
     /// How many records match.
     func count(_ db: Database, keys: WalletKeys, now: Date = Date()) throws -> Int {
         try checkKeys(keys)
@@ -546,11 +545,7 @@ extension CompiledSearch {
         if driverChoices > 1 { plan = plans[try rarestDriver(db, after: nil, descending: false)] }
         if exact {
             // Without expiry and with nothing left to check, the index alone answers.
-            var indexOnly = !expiry && plan.predicate.sql == "1"
-            if case .type = plan.driver { indexOnly = false }
-            let from = source(plan, joinItems: !indexOnly, now: nowMs, expiry: expiry)
-            let sql = "SELECT COUNT(*) " + from.sql
-            let args = from.arguments
+            let (sql, args) = countSQL(plan, now: nowMs, expiry: expiry)
             let statement = try db.makeStatement(sql: sql)
             statement.setExactArguments(args)
             return try Int.fetchOne(statement) ?? 0

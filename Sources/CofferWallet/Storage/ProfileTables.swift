@@ -4,6 +4,7 @@
 // cleartext catalogue, `coffer_profiles(name, number)`, maps names to numbers; it exists once a
 // second profile was created (a file without it holds only its default profile).
 
+import CofferSync
 import Foundation
 import GRDB
 
@@ -158,5 +159,16 @@ enum ProfileCatalogue {
         let number = (try Int64.fetchOne(db, sql: "SELECT MAX(number) FROM coffer_profiles") ?? 0) + 1
         try db.execute(sql: "INSERT INTO coffer_profiles(name, number) VALUES (?, ?)", arguments: [name, number])
         return ProfileTables(name: name, number: number)
+    }
+
+    /// Drops profile `name`'s tables and its catalogue row (inside the caller's transaction);
+    /// false when the file has no such profile.
+    static func remove(_ db: Database, name: String) throws -> Bool {
+        guard let tables = try resolve(db, name: name) else { return false }
+        for table in tables.allTables where try db.tableExists(table) { try db.execute(sql: "DROP TABLE \(table)") }
+        // Debug builds only: lets a test kill the process with the tables dropped, uncommitted.
+        TestPause.at("wallet-remove-profile-dropped")
+        try db.execute(sql: "DELETE FROM coffer_profiles WHERE name = ?", arguments: [name])
+        return true
     }
 }

@@ -1,8 +1,8 @@
-// Record operations on one open SQLite connection: the single place that writes items and tags.
+// Record operations inside one transaction: validation, blinding and sealing above the storage
+// seam; every row it reads or writes goes through the backend's transaction (`SQLiteRows`).
 
 import CofferCrypto
 import Foundation
-import GRDB
 
 /// Checks every argument before anything is written.
 enum Validate {
@@ -42,9 +42,10 @@ enum Validate {
 /// Milliseconds since 1970 for the expiry column.
 func unixMillis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
 
-/// Record reads and writes against one connection, inside the caller's transaction.
+/// Record reads and writes inside the caller's transaction.
 struct RecordStore {
-    let db: Database
+    /// The profile's rows in this transaction (the storage seam; see ``WalletStorageTransaction``).
+    let rows: SQLiteRows
     let keys: WalletKeys
     let now: Int64
     /// Whether reserved (secret) types may be touched: only the wallet's own secrets code says yes.
@@ -55,46 +56,10 @@ struct RecordStore {
     final class Memo {
         /// Whether any credential signature exists; nil until asked.
         var hasSignatures: Bool?
-        /// The write path's statements, prepared on first use (indexed by `HotSQL`).
-        var statements = [DirectStatement?](repeating: nil, count: HotSQL.allCases.count)
-        /// Multi-row tag inserts, by row count (1…`tagRowsPerInsert`).
-        var tagInserts = [DirectStatement?](repeating: nil, count: RecordStore.tagRowsPerInsert + 1)
     }
 
-    /// Most tag rows one INSERT writes: one statement per record's tags instead of one per tag
-    /// saves SQLite's per-statement work, which is most of the cost of a small row.
-    static let tagRowsPerInsert = 8
-
-    /// The statements every record call runs, stepped without GRDB's typed arguments (see
-    /// ``DirectStatement``).
-    enum HotSQL: Int, CaseIterable {
-        case locate, insertItem, updateValue, selectLive, deleteItem, deleteTagsOfItem, tagsOfItem, deleteTagRow
-
-        func sql(_ tables: ProfileTables) -> String {
-            switch self {
-            case .locate: return "SELECT id, value, expiry FROM \(tables.items) WHERE type = ? AND name = ?"
-            case .insertItem: return "INSERT INTO \(tables.items)(type, name, value, expiry) VALUES (?, ?, ?, ?)"
-            case .updateValue: return "UPDATE \(tables.items) SET value = ? WHERE id = ?"
-            case .selectLive:
-                return "SELECT id, value, expiry FROM \(tables.items) WHERE type = ? AND name = ? AND (expiry IS NULL OR expiry > ?)"
-            case .deleteItem: return "DELETE FROM \(tables.items) WHERE id = ?"
-            case .deleteTagsOfItem: return "DELETE FROM \(tables.tags) WHERE item = ?"
-            case .tagsOfItem: return "SELECT name, value FROM \(tables.tags) WHERE item = ?"
-            case .deleteTagRow: return "DELETE FROM \(tables.tags) WHERE item = ? AND name = ? AND value = ?"
-            }
-        }
-    }
-
-    /// The prepared statement for `sql`, kept for the rest of this store's transaction.
-    private func statement(_ sql: HotSQL) throws -> DirectStatement {
-        if let prepared = memo.statements[sql.rawValue] { return prepared }
-        let prepared = try DirectStatement(db, sql: sql.sql(keys.tables))
-        memo.statements[sql.rawValue] = prepared
-        return prepared
-    }
-
-    init(db: Database, keys: WalletKeys, now: Date = Date(), allowReserved: Bool = false) {
-        self.db = db
+    init(rows: SQLiteRows, keys: WalletKeys, now: Date = Date(), allowReserved: Bool = false) {
+        self.rows = rows
         self.keys = keys
         self.now = unixMillis(now)
         self.allowReserved = allowReserved
@@ -117,16 +82,10 @@ struct RecordStore {
 
     /// ``locate(type:id:)`` with the blind type and id already computed.
     func locate(type: String, id: String, typeBlind tb: Data, idBlind ib: Data) throws -> Located? {
-        let select = try statement(.locate)
-        select.bind(1, BlindColumn.value(tb))
-        select.bind(2, ib)
-        let now = self.now
-        return try select.fetchOne { row in
-            let expiry = row.optionalInt64(2)
-            return Located(
-                type: type, rowid: row.int64(0), typeBlind: tb, idBlind: ib, sealed: row.data(1), expiry: expiry,
-                expired: expiry.map { $0 <= now } ?? false)
-        }
+        guard let item = try rows.locate(type: BlindColumn.value(tb), name: ib) else { return nil }
+        return Located(
+            type: type, rowid: item.rowid, typeBlind: tb, idBlind: ib, sealed: item.sealed, expiry: item.expiry,
+            expired: item.expiry.map { $0 <= now } ?? false)
     }
 
     func live(type: String, id: String) throws -> Located {
@@ -160,32 +119,28 @@ struct RecordStore {
     /// - Throws: ``WalletError/duplicate(type:id:)`` when a live record has its type and id (an
     ///   expired one gives way).
     func insert(_ record: SealedRecord) throws {
-        let insert = try statement(.insertItem)
-        func bindRow() {
-            insert.bind(1, BlindColumn.value(record.typeBlind))
-            insert.bind(2, record.idBlind)
-            insert.bind(3, record.sealed)
-            insert.bind(4, record.expiry)
-        }
-        bindRow()
-        do {
-            try insert.execute()
-        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+        let type = BlindColumn.value(record.typeBlind)
+        let rowid: Int64
+        switch try rows.insertItem(type: type, name: record.idBlind, sealed: record.sealed, expiry: record.expiry) {
+        case .inserted(let inserted): rowid = inserted
+        case .duplicate:
             // The unique (type, id) index answers "does it exist" without a lookup first; an
             // expired record gives way, a live one is a duplicate.
             guard let existing = try locate(type: record.type, id: record.id), existing.expired else {
                 throw WalletError.duplicate(type: record.type, id: record.id)
             }
             try removeRow(existing.rowid)
-            bindRow()
-            try insert.execute()
+            guard
+                case .inserted(let inserted) = try rows.insertItem(
+                    type: type, name: record.idBlind, sealed: record.sealed, expiry: record.expiry)
+            else { throw WalletError.duplicate(type: record.type, id: record.id) }
+            rowid = inserted
         }
-        let rowid = db.lastInsertedRowID
         try undoingOnFailure(
             {
                 guard !record.tagRows.isEmpty else { return }
-                try insertTagRows(item: rowid, record.tagRows[...])
-                try markMultiValued(record.multiValued)
+                try rows.insertTags(item: rowid, record.tagRows[...])
+                try rows.markMultiValued(names: record.multiValued)
             }, undo: { try removeRow(rowid) })
     }
 
@@ -215,15 +170,9 @@ struct RecordStore {
         // takes it out first, and it is put back if the credential's own delete fails.
         if type == SecretTypes.credential, try hasSignatures() {
             let tb = keys.typeBlind(SecretTypes.credentialSignature)
-            let statement = try db.cachedStatement(
-                sql: "DELETE FROM \(keys.tables.items) WHERE type = ? AND name = ? RETURNING id, value, expiry")
-            let signature = try Row.fetchOne(statement, arguments: [BlindColumn.value(tb), keys.idBlind(typeBlind: tb, id: id)])
+            let signature = try rows.takeItem(type: BlindColumn.value(tb), name: keys.idBlind(typeBlind: tb, id: id))
             do { try deleteRecord(type: type, id: id) } catch {
-                if let signature {
-                    try? db.execute(
-                        sql: "INSERT INTO \(keys.tables.items)(id, type, name, value, expiry) VALUES (?, ?, ?, ?, ?)",
-                        arguments: [signature[0], BlindColumn.value(tb), keys.idBlind(typeBlind: tb, id: id), signature[1], signature[2]])
-                }
+                if let signature { try? rows.restoreItem(signature) }
                 throw error
             }
             return
@@ -235,8 +184,7 @@ struct RecordStore {
     /// only the secrets code, in transactions of its own, adds them).
     private func hasSignatures() throws -> Bool {
         if let known = memo.hasSignatures { return known }
-        let statement = try db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM \(keys.tables.items) WHERE type = ?)")
-        let found = try Bool.fetchOne(statement, arguments: [BlindColumn.value(keys.typeBlind(SecretTypes.credentialSignature))]) ?? false
+        let found = try rows.containsType(BlindColumn.value(keys.typeBlind(SecretTypes.credentialSignature)))
         memo.hasSignatures = found
         return found
     }
@@ -246,35 +194,13 @@ struct RecordStore {
         let ib = keys.idBlind(typeBlind: tb, id: id)
         // Read what an undo would need, then delete by row id. (`DELETE … RETURNING` does it in
         // one statement, but SQLite buffers returned rows in a temporary table: slower.)
-        let select = try statement(.selectLive)
-        select.bind(1, BlindColumn.value(tb))
-        select.bind(2, ib)
-        select.bind(3, now)
-        guard
-            let found = try select.fetchOne({ row in
-                Located(
-                    type: type, rowid: row.int64(0), typeBlind: tb, idBlind: ib, sealed: row.data(1), expiry: row.optionalInt64(2),
-                    expired: false)
-            })
-        else {
+        guard let found = try rows.locateLive(type: BlindColumn.value(tb), name: ib, now: now) else {
             throw WalletError.notFound(type: type, id: id)
         }
-        let deleteItem = try statement(.deleteItem)
-        deleteItem.bind(1, found.rowid)
-        try deleteItem.execute()
+        try rows.deleteItem(rowid: found.rowid)
         // Index rows of a missing item never match (every walk joins items), but put the item
         // back if they cannot be removed, so the call changes nothing.
-        try undoingOnFailure(
-            {
-                let deleteTags = try statement(.deleteTagsOfItem)
-                deleteTags.bind(1, found.rowid)
-                try deleteTags.execute()
-            },
-            undo: {
-                try db.execute(
-                    sql: "INSERT INTO \(keys.tables.items)(id, type, name, value, expiry) VALUES (?, ?, ?, ?, ?)",
-                    arguments: [found.rowid, BlindColumn.value(found.typeBlind), found.idBlind, found.sealed, found.expiry])
-            })
+        try undoingOnFailure({ try rows.deleteTags(item: found.rowid) }, undo: { try rows.restoreItem(found) })
     }
 
     func addTags(type: String, id: String, tags: WalletTags) throws {
@@ -386,9 +312,7 @@ struct RecordStore {
         try undoingOnFailure(
             { try replaceTags(found, sealed.tagRows, multi: sealed.multiValued) },
             undo: {
-                try db.cachedStatement(sql: "UPDATE \(keys.tables.items) SET value = ? WHERE id = ?").execute(arguments: [
-                    found.sealed, found.rowid,
-                ])
+                try rows.updateSealed(rowid: found.rowid, sealed: found.sealed)
                 let old = try open(found, value: .skipped)
                 let (rows, multi) = Self.sealedTagRows(keys: keys, typeBlind: found.typeBlind, tags: old.tags)
                 try replaceTags(found, rows, multi: multi)
@@ -401,106 +325,50 @@ struct RecordStore {
 
     /// Replaces a record's box by `sealed` (its tag rows stay).
     private func writeBox(_ found: Located, _ sealed: Data) throws {
-        let update = try statement(.updateValue)
-        update.bind(1, sealed)
-        update.bind(2, found.rowid)
-        try update.execute()
+        try rows.updateSealed(rowid: found.rowid, sealed: sealed)
     }
 
     /// Makes the record's tag rows those of `tags`, touching only the rows that differ: a
     /// replace that keeps a tag (the common case) writes no index entry for it.
-    private func replaceTags(_ found: Located, _ sealedRows: [SealedTagRow], multi: [Int64]) throws {
-        let rows = sealedRows.map(TagRow.init)
-        var present = [TagRow]()
-        let existing = try statement(.tagsOfItem)
-        existing.bind(1, found.rowid)
-        try existing.forEach { row in present.append(TagRow(name: row.int64(0), value: row.value(1))) }
+    private func replaceTags(_ found: Located, _ wanted: [TagRow], multi: [Int64]) throws {
+        let present = try rows.tags(item: found.rowid)
         // A record holds a handful of tags: comparing arrays beats hashing them. Sets take over
         // for large tag sets.
         let stale: [TagRow]
-        let missing: [SealedTagRow]
-        if rows.count + present.count <= 32 {
-            stale = present.filter { !rows.contains($0) }
-            missing = rows.indices.filter { !present.contains(rows[$0]) }.map { sealedRows[$0] }
-        } else {
-            let wanted = Set(rows)
-            let had = Set(present)
+        let missing: [TagRow]
+        if wanted.count + present.count <= 32 {
             stale = present.filter { !wanted.contains($0) }
-            missing = rows.indices.filter { !had.contains(rows[$0]) }.map { sealedRows[$0] }
+            missing = wanted.filter { !present.contains($0) }
+        } else {
+            let wantedSet = Set(wanted)
+            let had = Set(present)
+            stale = present.filter { !wantedSet.contains($0) }
+            missing = wanted.filter { !had.contains($0) }
         }
-        if !stale.isEmpty {
-            let delete = try statement(.deleteTagRow)
-            for row in stale {
-                delete.bind(1, found.rowid)
-                delete.bind(2, row.name)
-                delete.bind(3, row.value)
-                try delete.execute()
-            }
-        }
-        try insertTagRows(item: found.rowid, missing[...])
-        try markMultiValued(multi)
+        for row in stale { try rows.deleteTag(item: found.rowid, row) }
+        try rows.insertTags(item: found.rowid, missing[...])
+        try rows.markMultiValued(names: multi)
     }
 
     func removeRow(_ rowid: Int64) throws {
-        let deleteTags = try statement(.deleteTagsOfItem)
-        deleteTags.bind(1, rowid)
-        try deleteTags.execute()
-        let deleteItem = try statement(.deleteItem)
-        deleteItem.bind(1, rowid)
-        try deleteItem.execute()
+        try rows.deleteTags(item: rowid)
+        try rows.deleteItem(rowid: rowid)
     }
 
     func insertTags(item: Int64, typeBlind: Data, tags: WalletTags) throws {
         guard !tags.isEmpty else { return }
-        let (rows, multi) = Self.sealedTagRows(keys: keys, typeBlind: typeBlind, tags: tags)
-        try insertTagRows(item: item, rows[...])
-        try markMultiValued(multi)
-    }
-
-    /// Inserts tag rows of one item, up to ``tagRowsPerInsert`` per statement (a row already
-    /// there, as a list's repeated value, is skipped).
-    private func insertTagRows(item: Int64, _ rows: ArraySlice<SealedTagRow>) throws {
-        var rest = rows
-        while !rest.isEmpty {
-            let chunk = rest.prefix(Self.tagRowsPerInsert)
-            rest = rest.dropFirst(chunk.count)
-            let insert: DirectStatement
-            if let prepared = memo.tagInserts[chunk.count] {
-                insert = prepared
-            } else {
-                let values = Array(repeating: "(?, ?, ?)", count: chunk.count).joined(separator: ", ")
-                insert = try DirectStatement(db, sql: "INSERT OR IGNORE INTO \(keys.tables.tags)(item, name, value) VALUES \(values)")
-                memo.tagInserts[chunk.count] = insert
-            }
-            var parameter: Int32 = 1
-            for row in chunk {
-                insert.bind(parameter, item)
-                insert.bind(parameter + 1, row.name)
-                insert.bind(parameter + 2, row.value)
-                parameter += 3
-            }
-            try insert.execute()
-        }
+        let (wanted, multi) = Self.sealedTagRows(keys: keys, typeBlind: typeBlind, tags: tags)
+        try rows.insertTags(item: item, wanted[...])
+        try rows.markMultiValued(names: multi)
     }
 
     /// One row of the tag index: the name's blind index (as stored, see ``BlindColumn``) and the
     /// value (plaintext for `~` tags, else its blind index).
-    struct TagRow: Hashable {
-        let name: Int64
-        let value: DatabaseValue
-    }
+    typealias TagRow = StoredTag
 
     /// The index rows of `tags` as the check compares them with the file's (see
     /// ``sealedTagRows(keys:typeBlind:tags:)``).
     func tagRows(typeBlind: Data, tags: WalletTags) -> (rows: [TagRow], multiValued: [Int64]) {
-        let (rows, multi) = Self.sealedTagRows(keys: keys, typeBlind: typeBlind, tags: tags)
-        return (rows.map(TagRow.init), multi)
-    }
-
-    /// Records that these plaintext tag names hold several values in some record (never undone).
-    private func markMultiValued(_ names: [Int64]) throws {
-        guard !names.isEmpty else { return }
-        let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO \(keys.tables.tagMulti)(name) VALUES (?)")
-        for name in names { try statement.execute(arguments: [name]) }
+        Self.sealedTagRows(keys: keys, typeBlind: typeBlind, tags: tags)
     }
 }

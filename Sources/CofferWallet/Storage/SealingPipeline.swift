@@ -9,21 +9,9 @@ import GRDB
 
 // MARK: - Prepared rows (no database types)
 
-/// The value of one tag-index row as stored: a plaintext tag's text, or an encrypted tag's
-/// blind index.
-enum TagIndexValue: Hashable, Sendable {
-    /// A `~` tag's value, stored readable.
-    case text(String)
-    /// The blind index of an encrypted tag's value.
-    case blob(Data)
-}
-
-/// One tag-index row of a record, ready to insert: the name's blind index (as stored, see
-/// ``BlindColumn``) and the value.
-struct SealedTagRow: Hashable, Sendable {
-    let name: Int64
-    let value: TagIndexValue
-}
+/// One tag-index row of a record, ready to insert: the seam's ``StoredTag`` (the name's blind
+/// index as stored, see ``BlindColumn``, and the value: a `~` tag's text, else its blind index).
+typealias SealedTagRow = StoredTag
 
 /// A record ready to insert: its blind type and id, its sealed box, its tag-index rows. Holds no
 /// plaintext but the type and id (kept for the error a duplicate reports).
@@ -114,7 +102,8 @@ extension RecordStore {
             let nb = BlindColumn.value(keys.tagNameBlind(typeBlind: typeBlind, name: name))
             let plaintext = WalletTags.isPlaintext(name)
             func row(_ v: String) -> SealedTagRow {
-                SealedTagRow(name: nb, value: plaintext ? .text(v) : .blob(keys.tagValueBlind(typeBlind: typeBlind, name: name, value: v)))
+                SealedTagRow(
+                    name: nb, value: plaintext ? .plaintext(v) : .blind(keys.tagValueBlind(typeBlind: typeBlind, name: name, value: v)))
             }
             switch value {
             case .string(let v):
@@ -125,26 +114,6 @@ extension RecordStore {
             }
         }
         return (rows, multi)
-    }
-}
-
-extension RecordStore.TagRow {
-    /// The row as the database reads it back.
-    init(_ row: SealedTagRow) {
-        switch row.value {
-        case .text(let text): self.init(name: row.name, value: text.databaseValue)
-        case .blob(let blob): self.init(name: row.name, value: blob.databaseValue)
-        }
-    }
-}
-
-extension DirectStatement {
-    /// Binds a tag row's value: text for a plaintext tag, a blob for a blind index.
-    func bind(_ index: Int32, _ value: TagIndexValue) {
-        switch value {
-        case .text(let text): bind(index, text: text)
-        case .blob(let blob): bind(index, blob)
-        }
     }
 }
 
@@ -336,7 +305,7 @@ final class SealingPipeline {
         if let anyOfType {
             statement = anyOfType
         } else {
-            statement = try DirectStatement(store.db, sql: "SELECT 1 FROM \(store.keys.tables.items) WHERE type = ? LIMIT 1")
+            statement = try DirectStatement(store.rows.db, sql: "SELECT 1 FROM \(store.keys.tables.items) WHERE type = ? LIMIT 1")
             anyOfType = statement
         }
         statement.bind(1, typeBlind)
@@ -351,7 +320,7 @@ final class SealingPipeline {
         if let exists {
             statement = exists
         } else {
-            statement = try DirectStatement(store.db, sql: "SELECT 1 FROM \(store.keys.tables.items) WHERE type = ? AND name = ?")
+            statement = try DirectStatement(store.rows.db, sql: "SELECT 1 FROM \(store.keys.tables.items) WHERE type = ? AND name = ?")
             exists = statement
         }
         statement.bind(1, BlindColumn.value(typeBlind))
