@@ -17,8 +17,11 @@ public struct PostgresSettings: Sendable, Hashable {
         case disable
         /// TLS when the server offers it, else plain.
         case prefer
-        /// TLS or no connection (the server's certificate is verified against the system's roots).
+        /// TLS or no connection, without checking the server's certificate (libpq's `require`).
         case require
+        /// TLS or no connection, and the server's certificate must chain to one of the system's
+        /// trusted roots and name the host (libpq's `verify-full`).
+        case verifyFull
     }
 
     /// The server's host name or address.
@@ -44,10 +47,12 @@ public struct PostgresSettings: Sendable, Hashable {
     /// How often an idle connection is checked with a keep-alive query (nil: never).
     public var keepAlive: Duration?
 
-    /// Settings with the pool's defaults unless given.
+    /// Settings with the pool's defaults unless given. The pool's default size is the URL's
+    /// (``PostgresURL/defaultMaxConnections``), so a wallet opened from settings and one opened
+    /// from a URL naming no `max_connections` share one pool of the same size.
     public init(
         host: String, port: Int = 5432, user: String, password: String? = nil, database: String, tls: TLSMode = .prefer,
-        maxConnections: Int = 20, connectTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60),
+        maxConnections: Int = PostgresURL.defaultMaxConnections, connectTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60),
         leaseTimeout: Duration = .seconds(30), keepAlive: Duration? = .seconds(30)
     ) {
         self.host = host
@@ -63,6 +68,22 @@ public struct PostgresSettings: Sendable, Hashable {
         self.keepAlive = keepAlive
     }
 
+    /// The settings a ``PostgresURL`` names: its server, user, password, database, `sslmode`,
+    /// `max_connections`, `connect_timeout` and `idle_timeout`; the lease timeout and keep-alive,
+    /// which a URL does not carry, keep their defaults.
+    public init(url: PostgresURL) {
+        let tls: TLSMode
+        switch url.tlsMode {
+        case .disable: tls = .disable
+        case .prefer: tls = .prefer
+        case .require: tls = .require
+        case .verifyFull: tls = .verifyFull
+        }
+        self.init(
+            host: url.host, port: url.port, user: url.user, password: url.password, database: url.database, tls: tls,
+            maxConnections: url.maxConnections, connectTimeout: .seconds(url.connectTimeout), idleTimeout: .seconds(url.idleTimeout))
+    }
+
     /// `host:port/database`, for messages (never the password).
     var label: String { "postgres://\(user)@\(host):\(port)/\(database)" }
 
@@ -71,7 +92,11 @@ public struct PostgresSettings: Sendable, Hashable {
         switch tls {
         case .disable: tlsConfiguration = .disable
         case .prefer: tlsConfiguration = .prefer(.makeClientConfiguration())
-        case .require: tlsConfiguration = .require(.makeClientConfiguration())
+        case .require:
+            var unverified = TLSConfiguration.makeClientConfiguration()
+            unverified.certificateVerification = .none
+            tlsConfiguration = .require(unverified)
+        case .verifyFull: tlsConfiguration = .require(.makeClientConfiguration())
         }
         var configuration = PostgresClient.Configuration(
             host: host, port: port, username: user, password: password, database: database, tls: tlsConfiguration)
