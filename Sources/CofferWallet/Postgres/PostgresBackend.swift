@@ -52,7 +52,8 @@ public struct PostgresSettings: Sendable, Hashable {
     /// from a URL naming no `max_connections` share one pool of the same size.
     public init(
         host: String, port: Int = 5432, user: String, password: String? = nil, database: String, tls: TLSMode = .prefer,
-        maxConnections: Int = PostgresURL.defaultMaxConnections, connectTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60),
+        maxConnections: Int = PostgresURL.defaultMaxConnections, connectTimeout: Duration = .seconds(10),
+        idleTimeout: Duration = .seconds(60),
         leaseTimeout: Duration = .seconds(30), keepAlive: Duration? = .seconds(30)
     ) {
         self.host = host
