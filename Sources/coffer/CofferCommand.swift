@@ -129,7 +129,9 @@ struct WalletOptions: ParsableArguments {
     /// `--wallet-url` names a database (a build with the PostgreSQL trait), on PostgreSQL.
     func withRecords<T>(_ body: (any RecordCommands) async throws -> T) async throws -> T {
         #if PostgreSQL
-        if let wallet = try await location().openPostgres(key: walletKey(), profile: profile) {
+        // The location first: the key is read once (reading a --raw-key warns).
+        let location = try location()
+        if case .postgres = location, let wallet = try await location.openPostgres(key: walletKey(), profile: profile) {
             defer { wallet.close() }
             return try await body(wallet)
         }
