@@ -24,6 +24,8 @@ if [ "$version" != "0.5.0" ]; then
 fi
 postgres_start
 coffer="$root/.build/release/coffer"
+# The pool askar_bench.py gives Askar: as many connections as concurrent tasks, at least 10.
+pool=$(( profiles > 10 ? profiles : 10 ))
 
 # Whether this coffer has the backend: a build without it refuses a postgres:// URL with exit 2
 # before doing anything (nobody needs to listen at the URL for that answer).
@@ -43,7 +45,7 @@ for i in $(seq 1 "$runs"); do
         echo "run $i of $runs: Coffer on PostgreSQL, N=$n ..." >&2
         postgres_create_database "coffer_bench_$i"
         "$coffer" bench wallet --n "$n" --txn-cap "$n" --json --skip-baseline --dir "$out/coffer" \
-            --wallet-url "$POSTGRES_URL_BASE/coffer_bench_$i" \
+            --wallet-url "$POSTGRES_URL_BASE/coffer_bench_$i?max_connections=$pool" \
             --concurrent-profiles "$profiles" --concurrent-ops "$ops" > "$out/coffer-$i.json"
     fi
 done

@@ -70,12 +70,21 @@ struct WalletBench: AsyncParsableCommand {
             dir.map { URL(fileURLWithPath: $0, isDirectory: true) }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bench-\(UUID().uuidString)", isDirectory: true)
         // Where the stores go, checked before anything is made: a PostgreSQL URL needs the backend.
+        var postgres: PostgresURL?
         if let walletURL = urlOptions.walletURL {
             switch try WalletLocation.parse(walletURL, source: "--wallet-url") {
-            case .postgres(let url): throw WalletLocation.backendNotBuilt(url)
+            case .postgres(let url):
+                guard WalletLocation.postgresBuiltIn else { throw WalletLocation.backendNotBuilt(url) }
+                postgres = url
             case .file: throw WalletError.invalidInput("bench wallet --wallet-url takes a postgres:// URL; SQLite stores go in --dir")
             }
         }
+        #if PostgreSQL
+        if let postgres {
+            try await runOnPostgres(PostgresSettings(url: postgres))
+            return
+        }
+        #endif
         try? FileManager.default.removeItem(at: folder)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { if dir == nil { try? FileManager.default.removeItem(at: folder) } }
@@ -99,4 +108,19 @@ struct WalletBench: AsyncParsableCommand {
         let report = BenchReport(workload: workload, results: wallet, baseline: baseline)
         print(json ? report.json : report.table)
     }
+
+    #if PostgreSQL
+    /// The wallet workload and the concurrent one on PostgreSQL (no plain-SQLite baseline there).
+    private func runOnPostgres(_ settings: PostgresSettings) async throws {
+        let workload = BenchWorkload(n: n, valueSize: valueSize, fetchCap: fetchCap, txnCap: txnCap)
+        let runner = PostgresWorkloadRunner(workload: workload, settings: settings, scanRepeats: scanRepeats)
+        var wallet = [(String, BenchValue)]()
+        if !onlyConcurrent { wallet = try await runner.run() }
+        if let concurrentProfiles {
+            wallet += try await runner.concurrent(profiles: concurrentProfiles, opsPerTask: concurrentOps).run()
+        }
+        let report = BenchReport(workload: workload, results: wallet, baseline: nil)
+        print(json ? report.json : report.table)
+    }
+    #endif
 }

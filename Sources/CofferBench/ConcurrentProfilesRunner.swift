@@ -7,6 +7,23 @@ import CofferCLISupport
 import CofferDevelopment
 import Foundation
 
+/// The two operations the concurrent workload runs, so one runner drives a wallet on SQLite
+/// (``Wallet``) and one on PostgreSQL (`PostgresWallet`, in a build with the trait).
+protocol ConcurrentBenchWallet: Sendable {
+    /// Replaces the value of record `id` of `type`, in one transaction.
+    func benchUpdate(type: String, id: String, value: String) async throws
+    /// Whether record `id` of `type` exists and its value was read.
+    func benchFetch(type: String, id: String) async throws -> Bool
+    /// Closes the wallet (errors ignored: the run is over).
+    func benchClose()
+}
+
+extension Wallet: ConcurrentBenchWallet {
+    func benchUpdate(type: String, id: String, value: String) async throws { try await update(type: type, id: id, value: value) }
+    func benchFetch(type: String, id: String) async throws -> Bool { try await fetch(type: type, id: id)?.value != nil }
+    func benchClose() { try? close() }
+}
+
 struct ConcurrentProfilesRunner {
     let workload: BenchWorkload
     /// Profiles, one task each.
@@ -14,7 +31,31 @@ struct ConcurrentProfilesRunner {
     /// Operations each task runs: every fifth replaces a record's value (one transaction), the
     /// others fetch a record by id; both pick a random record of the task's own profile.
     let opsPerTask: Int
-    let location: WalletLocation
+    /// Creates profile `name` and adds the first `count` workload records to it in one call.
+    let makeProfile: @Sendable (_ name: String, _ count: Int) async throws -> any ConcurrentBenchWallet
+
+    /// The runner on SQLite: profiles of one store at `location`, each filled in one transaction.
+    init(workload: BenchWorkload, profiles: Int, opsPerTask: Int, location: WalletLocation) {
+        self.init(workload: workload, profiles: profiles, opsPerTask: opsPerTask) { name, count in
+            let wallet = try await location.create(key: .raw(WalletKey.generateRawKey()), profile: name)
+            try await wallet.transaction { txn in
+                for i in 0..<count {
+                    try txn.add(type: BenchWorkload.category, id: workload.names[i], value: workload.values[i], tags: workload.tags[i])
+                }
+            }
+            return wallet
+        }
+    }
+
+    init(
+        workload: BenchWorkload, profiles: Int, opsPerTask: Int,
+        makeProfile: @escaping @Sendable (_ name: String, _ count: Int) async throws -> any ConcurrentBenchWallet
+    ) {
+        self.workload = workload
+        self.profiles = profiles
+        self.opsPerTask = opsPerTask
+        self.makeProfile = makeProfile
+    }
 
     /// The profile name of task `t`.
     static func profileName(_ t: Int) -> String { "p\(t)" }
@@ -31,15 +72,9 @@ struct ConcurrentProfilesRunner {
         // Each profile gets an equal share of the N records, in one transaction.
         let share = max(1, w.n / profiles)
         StandardError.write("coffer: concurrent: \(profiles) profiles × \(share) records, \(opsPerTask) ops per task …\n")
-        var wallets = [Wallet]()
-        for t in 0..<profiles {
-            let wallet = try await location.create(key: .raw(WalletKey.generateRawKey()), profile: Self.profileName(t))
-            try await wallet.transaction { txn in
-                for i in 0..<share { try txn.add(type: cat, id: w.names[i], value: w.values[i], tags: w.tags[i]) }
-            }
-            wallets.append(wallet)
-        }
-        defer { for wallet in wallets { try? wallet.close() } }
+        var wallets = [any ConcurrentBenchWallet]()
+        defer { for wallet in wallets { wallet.benchClose() } }
+        for t in 0..<profiles { wallets.append(try await makeProfile(Self.profileName(t), share)) }
 
         let ops = opsPerTask
         let (results, seconds) = try await Clock.time {
@@ -53,10 +88,11 @@ struct ConcurrentProfilesRunner {
                             let i = Int(rng.next() % UInt64(share))
                             let start = Clock.now()
                             if j % 5 == 0 {
-                                try await wallet.update(type: cat, id: w.names[i], value: j % 10 == 0 ? w.newValues[i] : w.values[i])
+                                try await wallet.benchUpdate(
+                                    type: cat, id: w.names[i], value: j % 10 == 0 ? w.newValues[i] : w.values[i])
                                 result.writes.append(Clock.now() - start)
                             } else {
-                                guard let record = try await wallet.fetch(type: cat, id: w.names[i]), record.value != nil else {
+                                guard try await wallet.benchFetch(type: cat, id: w.names[i]) else {
                                     throw WalletError.notFound(type: cat, id: w.names[i])
                                 }
                                 result.reads.append(Clock.now() - start)

@@ -124,7 +124,59 @@ struct WalletOptions: ParsableArguments {
         TestPause.at("wallet-opened") // debug builds only: lets tests widen the open-to-write window
         return try await body(wallet)
     }
+
+    /// For a command both backends serve: `body` with the profile, on SQLite or, when
+    /// `--wallet-url` names a database (a build with the PostgreSQL trait), on PostgreSQL.
+    func withRecords<T>(_ body: (any RecordCommands) async throws -> T) async throws -> T {
+        #if PostgreSQL
+        // The location first: the key is read once (reading a --raw-key warns).
+        let location = try location()
+        if case .postgres = location, let wallet = try await location.openPostgres(key: walletKey(), profile: profile) {
+            defer { wallet.close() }
+            return try await body(wallet)
+        }
+        #endif
+        return try await withWallet(body)
+    }
 }
+
+/// The record commands the PostgreSQL backend serves as well as SQLite (`wallet add`, `get`,
+/// `update`, `delete`, `count`), over either wallet.
+protocol RecordCommands {
+    func addRecord(type: String, id: String, value: String, tags: WalletTags) async throws
+    /// The record, or ``WalletError/notFound(type:id:)``.
+    func getRecord(type: String, id: String, options: RecordOptions) async throws -> WalletRecord
+    func updateRecord(type: String, id: String, value: String) async throws
+    func deleteRecord(type: String, id: String) async throws
+    func countRecords(type: String, matching query: WalletQuery) async throws -> Int
+}
+
+extension Wallet: RecordCommands {
+    func addRecord(type: String, id: String, value: String, tags: WalletTags) async throws {
+        try await add(type: type, id: id, value: value, tags: tags)
+    }
+    func getRecord(type: String, id: String, options: RecordOptions) async throws -> WalletRecord {
+        try await get(type: type, id: id, options: options)
+    }
+    func updateRecord(type: String, id: String, value: String) async throws { try await update(type: type, id: id, value: value) }
+    func deleteRecord(type: String, id: String) async throws { try await delete(type: type, id: id) }
+    func countRecords(type: String, matching query: WalletQuery) async throws -> Int { try await count(type: type, matching: query) }
+}
+
+#if PostgreSQL
+extension PostgresWallet: RecordCommands {
+    func addRecord(type: String, id: String, value: String, tags: WalletTags) async throws {
+        try await add(type: type, id: id, value: value, tags: tags)
+    }
+    func getRecord(type: String, id: String, options: RecordOptions) async throws -> WalletRecord {
+        guard let record = try await get(type: type, id: id, options: options) else { throw WalletError.notFound(type: type, id: id) }
+        return record
+    }
+    func updateRecord(type: String, id: String, value: String) async throws { try await update(type: type, id: id, value: value) }
+    func deleteRecord(type: String, id: String) async throws { try await delete(type: type, id: id) }
+    func countRecords(type: String, matching query: WalletQuery) async throws -> Int { try await count(type: type, matching: query) }
+}
+#endif
 
 enum CLIKeys {
     /// The one key given by exactly one of the four ways (`rawOption` names the argument form;

@@ -33,9 +33,8 @@ struct WalletCommand: AsyncParsableCommand {
         @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            let wallet = try await walletOptions.location().create(key: walletOptions.walletKey(), profile: walletOptions.profile)
-            try wallet.close()
-            var members: [(String, JSONValue)] = [("created", .string(wallet.path))]
+            let created = try await walletOptions.location().createProfile(key: walletOptions.walletKey(), profile: walletOptions.profile)
+            var members: [(String, JSONValue)] = [("created", .string(created))]
             if let profile = walletOptions.profileOptions.profile { members.append(("profile", .string(profile))) }
             print(JSONValue.object(members).jsonText)
         }
@@ -105,7 +104,7 @@ struct WalletCommand: AsyncParsableCommand {
                 tags != nil || tagsFile != nil
                 ? try CLIInput.one(argument: tags, file: tagsFile, argumentName: "--tags", fileOption: "--tags-file") : nil
             let parsed = try tagsText.map { try WalletTags(json: $0) } ?? WalletTags()
-            try await walletOptions.withWallet { try await $0.add(type: type, id: id, value: value, tags: parsed) }
+            try await walletOptions.withRecords { try await $0.addRecord(type: type, id: id, value: value, tags: parsed) }
             print(JSONValue.object([("added", WalletCommand.record(type, id))]).jsonText)
         }
     }
@@ -120,7 +119,7 @@ struct WalletCommand: AsyncParsableCommand {
 
         func run() async throws {
             let opts = try options.map { try RecordOptions(json: $0) } ?? RecordOptions()
-            print(try await walletOptions.withWallet { try await $0.get(type: type, id: id, options: opts) }.json)
+            print(try await walletOptions.withRecords { try await $0.getRecord(type: type, id: id, options: opts) }.json)
         }
     }
 
@@ -145,7 +144,7 @@ struct WalletCommand: AsyncParsableCommand {
 
         func run() async throws {
             let value = try CLIInput.one(argument: value, file: valueFile, argumentName: "a value", fileOption: "--value-file")
-            try await walletOptions.withWallet { try await $0.update(type: type, id: id, value: value) }
+            try await walletOptions.withRecords { try await $0.updateRecord(type: type, id: id, value: value) }
             print(JSONValue.object([("updated", WalletCommand.record(type, id))]).jsonText)
         }
     }
@@ -157,7 +156,7 @@ struct WalletCommand: AsyncParsableCommand {
         @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            try await walletOptions.withWallet { try await $0.delete(type: type, id: id) }
+            try await walletOptions.withRecords { try await $0.deleteRecord(type: type, id: id) }
             print(JSONValue.object([("deleted", WalletCommand.record(type, id))]).jsonText)
         }
     }
@@ -386,7 +385,7 @@ struct WalletCommand: AsyncParsableCommand {
 
         func run() async throws {
             let q = try query.parsed(default: "{}")
-            let n = try await walletOptions.withWallet { try await $0.count(type: type, matching: q) }
+            let n = try await walletOptions.withRecords { try await $0.countRecords(type: type, matching: q) }
             print(JSONValue.object([("count", .number(String(n)))]).jsonText)
         }
     }

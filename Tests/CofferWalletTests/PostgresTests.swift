@@ -334,3 +334,55 @@ struct PostgresWalletTests {
     }
 }
 #endif
+
+#if PostgreSQL
+/// `PostgresSettings(url:)`: what a `--wallet-url` names reaches the client's settings.
+@Suite("PostgreSQL settings from a URL")
+struct PostgresSettingsFromURLTests {
+    @Test("every URL setting maps onto the client's settings")
+    func mapsEverySetting() throws {
+        let url = try PostgresURL(
+            "postgres://app:s%40cret@db.example:6543/wallets?sslmode=verify-full&max_connections=7&connect_timeout=3&idle_timeout=9")
+        let settings = PostgresSettings(url: url)
+        #expect(settings.host == "db.example")
+        #expect(settings.port == 6543)
+        #expect(settings.user == "app")
+        #expect(settings.password == "s@cret")
+        #expect(settings.database == "wallets")
+        #expect(settings.tls == .verifyFull)
+        #expect(settings.maxConnections == 7)
+        #expect(settings.connectTimeout == .seconds(3))
+        #expect(settings.idleTimeout == .seconds(9))
+    }
+
+    @Test("each sslmode keeps its libpq meaning", arguments: PostgresURL.TLSMode.allCases)
+    func tlsModes(_ mode: PostgresURL.TLSMode) throws {
+        let settings = PostgresSettings(url: try PostgresURL("postgres://app@h/db?sslmode=\(mode.rawValue)"))
+        #expect(settings.tls.rawValue == (mode == .verifyFull ? "verifyFull" : mode.rawValue))
+    }
+
+    @Test("a URL naming no pool settings and settings naming none agree on the defaults")
+    func defaultsAgree() throws {
+        let fromURL = PostgresSettings(url: try PostgresURL("postgres://app@h/db"))
+        let direct = PostgresSettings(host: "h", user: "app", database: "db")
+        #expect(fromURL == direct)
+        #expect(direct.maxConnections == PostgresURL.defaultMaxConnections)
+    }
+}
+
+/// In the serialized suite: it needs the server, which another test of the suite restarts.
+extension PostgresWalletTests {
+    @Test("a wallet opened from a URL reads what one opened from settings wrote")
+    func opensFromURL() async throws {
+        let settings = try PostgresTesting.settings("fromurl")
+        let endpoint = try PostgresTestServer.endpoint()
+        let writer = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
+        try await writer.add(type: "cred", id: "a", value: "one")
+        writer.close()
+        let url = try PostgresURL(endpoint.url(database: settings.database) + "?sslmode=disable")
+        let reader = try await PostgresWallet.open(settings: PostgresSettings(url: url), key: PostgresTesting.key)
+        defer { reader.close() }
+        #expect(try await reader.get(type: "cred", id: "a")?.value == "one")
+    }
+}
+#endif

@@ -17,8 +17,11 @@ public struct PostgresSettings: Sendable, Hashable {
         case disable
         /// TLS when the server offers it, else plain.
         case prefer
-        /// TLS or no connection (the server's certificate is verified against the system's roots).
+        /// TLS or no connection, without checking the server's certificate (libpq's `require`).
         case require
+        /// TLS or no connection, and the server's certificate must chain to one of the system's
+        /// trusted roots and name the host (libpq's `verify-full`).
+        case verifyFull
     }
 
     /// The server's host name or address.
@@ -44,10 +47,13 @@ public struct PostgresSettings: Sendable, Hashable {
     /// How often an idle connection is checked with a keep-alive query (nil: never).
     public var keepAlive: Duration?
 
-    /// Settings with the pool's defaults unless given.
+    /// Settings with the pool's defaults unless given. The pool's default size is the URL's
+    /// (``PostgresURL/defaultMaxConnections``), so a wallet opened from settings and one opened
+    /// from a URL naming no `max_connections` share one pool of the same size.
     public init(
         host: String, port: Int = 5432, user: String, password: String? = nil, database: String, tls: TLSMode = .prefer,
-        maxConnections: Int = 20, connectTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60),
+        maxConnections: Int = PostgresURL.defaultMaxConnections, connectTimeout: Duration = .seconds(10),
+        idleTimeout: Duration = .seconds(60),
         leaseTimeout: Duration = .seconds(30), keepAlive: Duration? = .seconds(30)
     ) {
         self.host = host
@@ -63,6 +69,22 @@ public struct PostgresSettings: Sendable, Hashable {
         self.keepAlive = keepAlive
     }
 
+    /// The settings a ``PostgresURL`` names: its server, user, password, database, `sslmode`,
+    /// `max_connections`, `connect_timeout` and `idle_timeout`; the lease timeout and keep-alive,
+    /// which a URL does not carry, keep their defaults.
+    public init(url: PostgresURL) {
+        let tls: TLSMode
+        switch url.tlsMode {
+        case .disable: tls = .disable
+        case .prefer: tls = .prefer
+        case .require: tls = .require
+        case .verifyFull: tls = .verifyFull
+        }
+        self.init(
+            host: url.host, port: url.port, user: url.user, password: url.password, database: url.database, tls: tls,
+            maxConnections: url.maxConnections, connectTimeout: .seconds(url.connectTimeout), idleTimeout: .seconds(url.idleTimeout))
+    }
+
     /// `host:port/database`, for messages (never the password).
     var label: String { "postgres://\(user)@\(host):\(port)/\(database)" }
 
@@ -71,7 +93,11 @@ public struct PostgresSettings: Sendable, Hashable {
         switch tls {
         case .disable: tlsConfiguration = .disable
         case .prefer: tlsConfiguration = .prefer(.makeClientConfiguration())
-        case .require: tlsConfiguration = .require(.makeClientConfiguration())
+        case .require:
+            var unverified = TLSConfiguration.makeClientConfiguration()
+            unverified.certificateVerification = .none
+            tlsConfiguration = .require(unverified)
+        case .verifyFull: tlsConfiguration = .require(.makeClientConfiguration())
         }
         var configuration = PostgresClient.Configuration(
             host: host, port: port, username: user, password: password, database: database, tls: tlsConfiguration)
@@ -570,7 +596,9 @@ struct PostgresStore: Sendable {
 
     /// Replaces a record's box (and, when `tags` is given, its tag rows) in one statement,
     /// only if the row is still at `version`: false when another writer changed it first
-    /// (the caller reads again and retries).
+    /// (the caller reads again and retries). The tag rows go by the row's known id, not
+    /// `IN (SELECT … FROM item)`, which made updates about 4× slower than Askar's (measured at
+    /// N=200; a semi-join over a data-modifying CTE the planner cannot size).
     func rewrite(profile: Int64, row: PostgresItemRow, sealed: Data, tags: [PostgresTagRow]?) async throws -> Bool {
         let replaceTags = tags != nil
         let (names, values, numbered, numbers) = Self.tagArrays(tags ?? [])
@@ -581,7 +609,7 @@ struct PostgresStore: Sendable {
                     UPDATE coffer_items SET value = \(sealed), version = version + 1
                     WHERE id = \(row.rowid) AND profile = \(profile) AND version = \(row.version) RETURNING id
                 ), dropped AS (
-                    DELETE FROM coffer_tags WHERE \(replaceTags) AND item IN (SELECT id FROM item)
+                    DELETE FROM coffer_tags WHERE \(replaceTags) AND item = \(row.rowid) AND EXISTS (SELECT 1 FROM item)
                 ), tagged AS (
                     INSERT INTO coffer_tags(item, profile, name, value, num)
                     SELECT item.id, \(profile), t.n, t.v, CASE WHEN t.h THEN t.x END
@@ -594,7 +622,9 @@ struct PostgresStore: Sendable {
         }
     }
 
-    /// Deletes a live record and its tag rows in one statement; whether a row went.
+    /// Deletes a live record and its tag rows in one statement; whether a row went. The tag
+    /// rows go by `= ANY(ARRAY(…))`, which the tag index serves (an `IN (SELECT …)` over the
+    /// deleted rows made deletes about 5× slower).
     func delete(profile: Int64, type: Int64, idBlind: Data, liveAt now: Int64) async throws -> Bool {
         try await deleteRows(
             profile: profile, type: type, idBlind: idBlind, now: now, condition: "(expiry IS NULL OR expiry > $4)")
@@ -617,7 +647,7 @@ struct PostgresStore: Sendable {
                 WITH item AS (
                     DELETE FROM coffer_items WHERE profile = $1 AND type = $2 AND name = $3 AND \(condition) RETURNING id
                 ), dropped AS (
-                    DELETE FROM coffer_tags WHERE item IN (SELECT id FROM item)
+                    DELETE FROM coffer_tags WHERE item = ANY(ARRAY(SELECT id FROM item))
                 )
                 SELECT count(*) FROM item
                 """, binds: binds)

@@ -28,7 +28,10 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
 
     /// The port PostgreSQL listens on unless the URL names another.
     public static let defaultPort = 5432
-    /// The pool's size unless the URL sets `max_connections`.
+    /// The pool's size unless the URL sets `max_connections` (also ``PostgresSettings``'s
+    /// default). Ten, as Askar's PostgreSQL backend: a server's default `max_connections` is 100,
+    /// so ten per process leaves room for several processes or replicas on one stock server;
+    /// raise it where one process serves many concurrent tenants.
     public static let defaultMaxConnections = 10
     /// How long a connection attempt may take unless the URL sets `connect_timeout` (seconds).
     public static let defaultConnectTimeout = 10

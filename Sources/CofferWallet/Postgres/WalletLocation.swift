@@ -72,21 +72,47 @@ package enum WalletLocation: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    // MARK: - Opening: the PostgreSQL backend replaces the `.postgres` branches below.
+    // MARK: - Opening. On PostgreSQL, what `PostgresWallet` serves goes to it; what needs a
+    // `Wallet` (until the wallet runs on a storage seam) is refused with ``postgresUnsupported(_:_:)``.
 
     /// Opens profile `profile` with `key`.
+    /// - Throws: on PostgreSQL, ``WalletError/invalidInput(_:)``: a `Wallet` cannot live there yet.
     package func open(key: WalletKey, profile: String, configuration: Wallet.Configuration = .init()) async throws -> Wallet {
         switch self {
         case .file(let url): return try await Wallet.open(at: url, key: key, profile: profile, configuration: configuration)
-        case .postgres(let url): throw Self.backendNotBuilt(url)
+        case .postgres(let url): throw Self.postgresUnsupported(url, "this command")
         }
     }
 
     /// Creates profile `profile` (and the store when there is none) under `key`.
+    /// - Throws: on PostgreSQL, ``WalletError/invalidInput(_:)`` (see ``createProfile(key:profile:configuration:)``).
     package func create(key: WalletKey, profile: String, configuration: Wallet.Configuration = .init()) async throws -> Wallet {
         switch self {
         case .file(let url): return try await Wallet.create(at: url, key: key, profile: profile, configuration: configuration)
-        case .postgres(let url): throw Self.backendNotBuilt(url)
+        case .postgres(let url): throw Self.postgresUnsupported(url, "this command")
+        }
+    }
+
+    /// Creates profile `profile` (and the store or tables when there are none) under `key`, and
+    /// closes it; returns where it was made (a file's path, or the database's URL without its
+    /// password).
+    package func createProfile(key: WalletKey, profile: String, configuration: Wallet.Configuration = .init()) async throws
+        -> String
+    {
+        switch self {
+        case .file:
+            let wallet = try await create(key: key, profile: profile, configuration: configuration)
+            try wallet.close()
+            return wallet.path
+        case .postgres(let url):
+            #if PostgreSQL
+            let wallet = try await PostgresWallet.create(
+                settings: PostgresSettings(url: url), profile: profile, key: key, configuration: configuration)
+            wallet.close()
+            return url.description
+            #else
+            throw Self.backendNotBuilt(url)
+            #endif
         }
     }
 
@@ -94,7 +120,12 @@ package enum WalletLocation: Sendable, Equatable, CustomStringConvertible {
     package func profiles() async throws -> [String] {
         switch self {
         case .file(let url): return try await Wallet.profiles(at: url)
-        case .postgres(let url): throw Self.backendNotBuilt(url)
+        case .postgres(let url):
+            #if PostgreSQL
+            return try await PostgresWallet.profiles(settings: PostgresSettings(url: url))
+            #else
+            throw Self.backendNotBuilt(url)
+            #endif
         }
     }
 
@@ -102,8 +133,30 @@ package enum WalletLocation: Sendable, Equatable, CustomStringConvertible {
     package func removeProfile(_ profile: String) async throws {
         switch self {
         case .file(let url): try await Wallet.removeProfile(profile, at: url)
-        case .postgres(let url): throw Self.backendNotBuilt(url)
+        case .postgres(let url):
+            #if PostgreSQL
+            try await PostgresWallet.removeProfile(profile, settings: PostgresSettings(url: url))
+            #else
+            throw Self.backendNotBuilt(url)
+            #endif
         }
+    }
+
+    #if PostgreSQL
+    /// Opens profile `profile` of a PostgreSQL location with `key`; nil for a file (open it as a ``Wallet``).
+    package func openPostgres(key: WalletKey, profile: String) async throws -> PostgresWallet? {
+        guard case .postgres(let url) = self else { return nil }
+        return try await PostgresWallet.open(settings: PostgresSettings(url: url), profile: profile, key: key)
+    }
+    #endif
+
+    /// The error for a command the PostgreSQL backend cannot run yet (`what` names it); in a
+    /// build without the backend, ``backendNotBuilt(_:)``.
+    package static func postgresUnsupported(_ url: PostgresURL, _ what: String) -> WalletError {
+        guard postgresBuiltIn else { return backendNotBuilt(url) }
+        return .invalidInput(
+            "the PostgreSQL backend does not support \(what) yet (\(url)): it serves wallet create, profiles, remove-profile, add, get, update, delete and count; use a SQLite wallet for the rest"
+        )
     }
 
     /// The SQLite file, for what only a file can do (`what` names it, e.g. "import-backup").
