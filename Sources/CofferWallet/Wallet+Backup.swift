@@ -234,7 +234,6 @@ extension Wallet {
     ) async throws -> Wallet {
         let backup = try openBackup(backupURL, passphrase: passphrase)
         defer { try? backup.handle.close() }
-        let total = backup.total
 
         // Built beside the target under a fixed temporary name and moved into place only once its
         // last commit is on disk: a restore killed at any moment leaves no wallet at the target

@@ -15,7 +15,7 @@ struct KeyLockTests {
         try FileManager.default.createDirectory(at: folder.appendingPathComponent(".key-lock"), withIntermediateDirectories: true)
         let store = EncryptedFileSecureStorage(folder: folder)
         do {
-            try store.save(Data("s3cret".utf8), for: "token", accessibility: .afterFirstUnlock)
+            try store.saveBlocking(Data("s3cret".utf8), for: "token", accessibility: .afterFirstUnlock)
             Issue.record("save went on without the key lock")
         } catch {
             guard case .storage(let message, let cause) = error else {

@@ -576,7 +576,7 @@ struct PostgresStore: Sendable {
     /// autovacuum gets to them, a table that grew from nothing is planned as if it held one row,
     /// and tag-driven searches then walk the type's records once per candidate).
     func analyze() async throws {
-        try await withConnection { connection in
+        _ = try await withConnection { connection in
             try await connection.query("ANALYZE coffer_items, coffer_tags", logger: Self.logger)
         }
     }
@@ -638,10 +638,10 @@ struct PostgresStore: Sendable {
 
     private func deleteRows(profile: Int64, type: Int64, idBlind: Data, now: Int64, condition: String) async throws -> Bool {
         var binds = PostgresBindings()
-        try binds.append(profile)
-        try binds.append(type)
+        binds.append(profile)
+        binds.append(type)
         try binds.append(idBlind)
-        try binds.append(now)
+        binds.append(now)
         let query = PostgresQuery(
             unsafeSQL: """
                 WITH item AS (
@@ -663,14 +663,14 @@ struct PostgresStore: Sendable {
         for condition in conditions {
             switch condition {
             case .valueIn(let name, let values):
-                try binds.append(profile)
+                binds.append(profile)
                 let p = binds.count
-                try binds.append(name)
+                binds.append(name)
                 let n = binds.count
                 // The prefixes let the lookup index answer (it holds the first bytes of each value).
-                try binds.append(values.map { ByteBuffer(bytes: $0.prefix(indexedPrefix)) })
+                binds.append(values.map { ByteBuffer(bytes: $0.prefix(indexedPrefix)) })
                 let prefixes = binds.count
-                try binds.append(values.map { ByteBuffer(bytes: $0) })
+                binds.append(values.map { ByteBuffer(bytes: $0) })
                 let v = binds.count
                 sql += """
                      AND EXISTS (SELECT 1 FROM coffer_tags g WHERE g.profile = $\(p) AND g.name = $\(n)
@@ -678,11 +678,11 @@ struct PostgresStore: Sendable {
                         AND g.value = ANY ($\(v)::bytea[]) AND g.item = i.id)
                     """
             case .number(let name, let op, let value):
-                try binds.append(profile)
+                binds.append(profile)
                 let p = binds.count
-                try binds.append(name)
+                binds.append(name)
                 let n = binds.count
-                try binds.append(value)
+                binds.append(value)
                 let v = binds.count
                 sql += """
                      AND EXISTS (SELECT 1 FROM coffer_tags g WHERE g.profile = $\(p) AND g.name = $\(n)
@@ -704,7 +704,7 @@ struct PostgresStore: Sendable {
             case .valueIn(let name, let values) = conditions[at]
         {
             rest.remove(at: at)
-            try binds.append(name)
+            binds.append(name)
             let n = binds.count
             try binds.append(values[0].prefix(indexedPrefix))
             let prefix = binds.count
@@ -731,12 +731,12 @@ struct PostgresStore: Sendable {
         -> [PostgresItemRow]
     {
         var binds = PostgresBindings()
-        try binds.append(profile)
-        try binds.append(type)
-        try binds.append(after)
-        try binds.append(now)
+        binds.append(profile)
+        binds.append(type)
+        binds.append(after)
+        binds.append(now)
         let source = try Self.searchSource(conditions, profile: profile, binds: &binds)
-        try binds.append(Int64(limit))
+        binds.append(Int64(limit))
         let query = PostgresQuery(
             unsafeSQL: """
                 SELECT i.id, i.name, i.value, i.expiry, i.version FROM \(source.from)
@@ -756,10 +756,10 @@ struct PostgresStore: Sendable {
     /// How many live records of `type` satisfy `conditions` (exact only when the conditions are).
     func count(profile: Int64, type: Int64, conditions: [PostgresTagCondition], now: Int64) async throws -> Int {
         var binds = PostgresBindings()
-        try binds.append(profile)
-        try binds.append(type)
-        try binds.append(Int64(0))
-        try binds.append(now)
+        binds.append(profile)
+        binds.append(type)
+        binds.append(Int64(0))
+        binds.append(now)
         let source = try Self.searchSource(conditions, profile: profile, binds: &binds)
         let query = PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(source.from)", binds: binds)
         return try await withConnection { connection in
