@@ -211,13 +211,17 @@ package enum PostgresTestServer {
         }
     }
 
+    /// A socket type as `socket(2)` takes it: Darwin spells `SOCK_STREAM` as an `Int32`, Glibc as
+    /// an enum (`__socket_type`) whose raw value is the number; one overload fits each, whatever
+    /// `canImport` says in the Apple type-check.
+    private static func socketType(_ type: Int32) -> Int32 { type }
+    private static func socketType<T: RawRepresentable>(_ type: T) -> Int32 where T.RawValue: BinaryInteger {
+        Int32(type.rawValue)
+    }
+
     /// A loopback TCP port nothing listens on right now.
     private static func freeLoopbackPort() -> Int {
-        #if canImport(Glibc)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
-        #endif
+        let fd = socket(AF_INET, socketType(SOCK_STREAM), 0)
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
