@@ -137,6 +137,20 @@ struct SealingPipelineTests {
         #expect(try await w.get(type: "t", id: "r5").value == "v")
     }
 
+    @Test("a replace of a record the batch added and has not written yet finds it (nothing is read in between)")
+    func replaceOfPendingAdd() async throws {
+        let (w, _) = try await TestWallets.make()
+        defer { try? w.close() }
+        let last = "r\(Self.count - 1)"
+        try await w.transaction { txn in
+            for i in 0..<Self.count { try txn.add(type: "t", id: "r\(i)", value: "v\(i)") }
+            // The add of `last` is still queued: the replace must write it first, then find it.
+            try txn.replace(type: "t", id: last, value: "replaced", tags: ["k": "1"])
+        }
+        #expect(try await w.get(type: "t", id: last).value == "replaced")
+        #expect(try await w.count(type: "t", matching: WalletQuery(json: #"{"k": "1"}"#)) == 1)
+    }
+
     @Test("reads, replaces and deletes in a batch see the adds made before them")
     func laterCallsSeeEarlierAdds() async throws {
         let (w, _) = try await TestWallets.make()

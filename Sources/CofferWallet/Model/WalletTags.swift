@@ -134,10 +134,19 @@ public struct WalletTags: Sendable, Hashable, ExpressibleByDictionaryLiteral, Se
                 throw .invalidInput(
                     "tag name \(WalletError.quote(String(name.prefix(32))))… is longer than \(WalletLimits.maxTagNameBytes) bytes")
             }
-            for v in value.values where v.utf8.count > WalletLimits.maxTagValueBytes {
-                throw .invalidInput("tag \(WalletError.quote(name)) has a value longer than \(WalletLimits.maxTagValueBytes) bytes")
+            // Matched on the case: `values` would allocate an array for every single value, and
+            // every add and replace checks its tags on the writer.
+            switch value {
+            case .string(let v):
+                if v.utf8.count > WalletLimits.maxTagValueBytes { throw Self.valueTooLong(name) }
+            case .list(let list):
+                for v in list where v.utf8.count > WalletLimits.maxTagValueBytes { throw Self.valueTooLong(name) }
             }
         }
+    }
+
+    private static func valueTooLong(_ name: String) -> WalletError {
+        .invalidInput("tag \(WalletError.quote(name)) has a value longer than \(WalletLimits.maxTagValueBytes) bytes")
     }
 
     /// The value of tag `name` (matched byte for byte), if present.

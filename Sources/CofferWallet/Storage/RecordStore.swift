@@ -50,13 +50,6 @@ struct RecordStore {
     let now: Int64
     /// Whether reserved (secret) types may be touched: only the wallet's own secrets code says yes.
     let allowReserved: Bool
-    /// Facts learnt once per transaction (a store lives for one transaction).
-    let memo = Memo()
-
-    final class Memo {
-        /// Whether any credential signature exists; nil until asked.
-        var hasSignatures: Bool?
-    }
 
     init(rows: SQLiteRows, keys: WalletKeys, now: Date = Date(), allowReserved: Bool = false) {
         self.rows = rows
@@ -183,9 +176,10 @@ struct RecordStore {
     /// Whether the wallet holds any credential signature (asked once per transaction: within one,
     /// only the secrets code, in transactions of its own, adds them).
     private func hasSignatures() throws -> Bool {
-        if let known = memo.hasSignatures { return known }
+        // Learnt once per transaction, kept in the backend's memo (one allocation per store).
+        if let known = rows.memo.hasSignatures { return known }
         let found = try rows.containsType(BlindColumn.value(keys.typeBlind(SecretTypes.credentialSignature)))
-        memo.hasSignatures = found
+        rows.memo.hasSignatures = found
         return found
     }
 

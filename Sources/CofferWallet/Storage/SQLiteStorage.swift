@@ -17,14 +17,20 @@ import GRDBSQLite
 struct SQLiteRows: WalletStorageTransaction {
     let db: Database
     let tables: ProfileTables
-    /// Statements prepared in this transaction (a value lives for one transaction).
+    /// Statements prepared in this transaction, and facts the record store learnt in it (a
+    /// value lives for one transaction). The only per-transaction allocation of the SQLite path:
+    /// a point read makes one (the record store keeps its facts here rather than in a memo of
+    /// its own), and its tables are allocated only when a statement is first kept.
     let memo = Memo()
 
     final class Memo {
-        /// The write path's statements, prepared on first use (indexed by `HotSQL`).
-        var statements = [DirectStatement?](repeating: nil, count: HotSQL.allCases.count)
-        /// Multi-row tag inserts, by row count (1…`tagRowsPerInsert`).
-        var tagInserts = [DirectStatement?](repeating: nil, count: SQLiteRows.tagRowsPerInsert + 1)
+        /// The write path's statements, prepared on first use (indexed by `HotSQL`; empty until
+        /// the first).
+        var statements = [DirectStatement?]()
+        /// Multi-row tag inserts, by row count (1…`tagRowsPerInsert`; empty until the first).
+        var tagInserts = [DirectStatement?]()
+        /// Whether any credential signature exists; nil until the record store asks.
+        var hasSignatures: Bool?
     }
 
     init(db: Database, tables: ProfileTables) {
@@ -58,7 +64,11 @@ struct SQLiteRows: WalletStorageTransaction {
 
     /// The prepared statement for `sql`, kept for the rest of this transaction.
     private func statement(_ sql: HotSQL) throws -> DirectStatement {
-        if let prepared = memo.statements[sql.rawValue] { return prepared }
+        if memo.statements.isEmpty {
+            memo.statements = [DirectStatement?](repeating: nil, count: HotSQL.allCases.count)
+        } else if let prepared = memo.statements[sql.rawValue] {
+            return prepared
+        }
         let prepared = try DirectStatement(db, sql: sql.sql(tables))
         memo.statements[sql.rawValue] = prepared
         return prepared
@@ -156,6 +166,7 @@ struct SQLiteRows: WalletStorageTransaction {
             let chunk = rest.prefix(Self.tagRowsPerInsert)
             rest = rest.dropFirst(chunk.count)
             let insert: DirectStatement
+            if memo.tagInserts.isEmpty { memo.tagInserts = [DirectStatement?](repeating: nil, count: Self.tagRowsPerInsert + 1) }
             if let prepared = memo.tagInserts[chunk.count] {
                 insert = prepared
             } else {

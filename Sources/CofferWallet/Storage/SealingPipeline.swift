@@ -135,7 +135,9 @@ extension RecordStore {
 final class SealingPipeline {
     /// One write the body asked for, as the worker gets it.
     enum Job {
-        case add(type: String, id: String, value: String, tags: WalletTags, expiry: Int64?, typeBlind: Data, idBlind: Data)
+        /// The blind id is nil when the writer did not need it (a record of a fresh type): the
+        /// worker computes it.
+        case add(type: String, id: String, value: String, tags: WalletTags, expiry: Int64?, typeBlind: Data, idBlind: Data?)
         case replace(RecordStore.Located, value: String, tags: WalletTags)
     }
 
@@ -160,8 +162,8 @@ final class SealingPipeline {
     private var filling = SealingBatch()
     /// Batches pushed and not yet written, oldest first.
     private var pushed = [SealingBatch]()
-    /// The blind (type, id) of every job not yet written: a later call on the same record
-    /// first writes them.
+    /// The (type, id) of every job not yet written: a later call on the same record first
+    /// writes them.
     private var pending = Set<PendingKey>()
     /// Per blind type: whether it had no record when this transaction first added one of it.
     /// Then a record of that type exists only if this transaction added it, and ``added``
@@ -179,15 +181,18 @@ final class SealingPipeline {
     /// `SELECT 1 FROM items WHERE type = ? LIMIT 1`, prepared on first use.
     private var anyOfType: DirectStatement?
 
-    /// A job's record: its stored blind type and the first 8 bytes of its blind id. Two
-    /// records sharing both (unlikely) only make a call write what is pending first.
+    /// A job's record: a 64-bit hash of its type and id (this process's seeded `Hasher`), so
+    /// the writer needs no blind index to tell whether a call touches a record of the body's.
+    /// Two records sharing a hash (unlikely) only make a call write what is pending first, or
+    /// take the synchronous way: a false "may exist" is never a wrong answer.
     struct PendingKey: Hashable {
-        let type: Int64
-        let id: Int64
+        let hash: Int
 
-        init(typeBlind: Data, idBlind: Data) {
-            type = BlindColumn.value(typeBlind)
-            id = idBlind.count >= 8 ? BlindColumn.value(idBlind.prefix(8)) : Int64(idBlind.count)
+        init(type: String, id: String) {
+            var hasher = Hasher()
+            hasher.combine(type)
+            hasher.combine(id)
+            hash = hasher.finalize()
         }
     }
 
@@ -213,18 +218,29 @@ final class SealingPipeline {
         try Validate.value(value)
         try tags.validate()
         let keys = store.keys
-        let tb = keys.typeBlind(type)
-        let ib = keys.idBlind(typeBlind: tb, id: id)
-        let key = PendingKey(typeBlind: tb, idBlind: ib)
-        let fresh = try isFresh(typeBlind: key.type)
-        let mayExist = try fresh ? added.contains(key) : pending.contains(key) || isStored(typeBlind: tb, idBlind: ib)
+        let tb = typeBlind(type)
+        let key = PendingKey(type: type, id: id)
+        let fresh = try isFresh(typeBlind: BlindColumn.value(tb))
+        // A record of a fresh type exists only if this body added it: the writer computes no
+        // blind id for it (the worker does). Otherwise the blind id is looked up in the file.
+        var ib: Data?
+        let mayExist: Bool
+        if fresh {
+            mayExist = added.contains(key)
+        } else {
+            let blind = keys.idBlind(typeBlind: tb, id: id)
+            ib = blind
+            mayExist = try pending.contains(key) || isStored(typeBlind: tb, idBlind: blind)
+        }
         writes += 1
         if mayExist || writes <= Self.startAfter {
             try drain()
             try store.add(type: type, id: id, value: value, tags: tags, expiresAt: expiresAt)
         } else {
             pending.insert(key)
-            try enqueue(.add(type: type, id: id, value: value, tags: tags, expiry: expiresAt.map(unixMillis), typeBlind: tb, idBlind: ib))
+            try enqueue(
+                .add(type: type, id: id, value: value, tags: tags, expiry: expiresAt.map(unixMillis), typeBlind: tb, idBlind: ib),
+                key: key)
         }
         if fresh {
             added.insert(key)
@@ -235,6 +251,17 @@ final class SealingPipeline {
                 added.removeAll()
             }
         }
+    }
+
+    /// The blind of the type the last call named (a body usually writes one type: its blind
+    /// is then not looked up in the keys' shared cache, under its lock, for every call).
+    private var lastType: (type: String, blind: Data)?
+
+    private func typeBlind(_ type: String) -> Data {
+        if let lastType, lastType.type == type { return lastType.blind }
+        let blind = store.keys.typeBlind(type)
+        lastType = (type, blind)
+        return blind
     }
 
     /// Records of fresh types remembered at most (see ``added``).
@@ -248,21 +275,20 @@ final class SealingPipeline {
         try Validate.id(id)
         try Validate.value(value)
         try tags.validate()
-        let keys = store.keys
-        let tb = keys.typeBlind(type)
-        let ib = keys.idBlind(typeBlind: tb, id: id)
-        let key = PendingKey(typeBlind: tb, idBlind: ib)
         writes += 1
         if writes <= Self.startAfter {
             try store.replace(type: type, id: id, value: value, tags: tags)
             return
         }
+        let key = PendingKey(type: type, id: id)
         if pending.contains(key) { try drain() }
+        let tb = typeBlind(type)
+        let ib = store.keys.idBlind(typeBlind: tb, id: id)
         guard let found = try store.locate(type: type, id: id, typeBlind: tb, idBlind: ib), !found.expired else {
             throw WalletError.notFound(type: type, id: id)
         }
         pending.insert(key)
-        try enqueue(.replace(found, value: value, tags: tags))
+        try enqueue(.replace(found, value: value, tags: tags), key: key)
     }
 
     /// Writes everything sealed or still to seal, in order (the writer seals what no worker has
@@ -331,9 +357,10 @@ final class SealingPipeline {
     /// Jobs handed to the batches so far (read by tests).
     private(set) var sealedAhead = 0
 
-    private func enqueue(_ job: Job) throws {
+    private func enqueue(_ job: Job, key: PendingKey) throws {
         sealedAhead += 1
         filling.jobs.append(job)
+        filling.keys.append(key)
         guard filling.jobs.count >= Self.batchSize else { return }
         push()
         // Write what is ready; past the bound, wait for (or seal) the oldest.
@@ -357,16 +384,13 @@ final class SealingPipeline {
             if !queue.sealNextHere() { queue.waitForAWorker() }
         }
         defer { batch.clear() }
-        for result in batch.results {
+        for (index, result) in batch.results.enumerated() {
             do {
                 switch try result.get() {
-                case .add(let record):
-                    try store.insert(record)
-                    pending.remove(PendingKey(typeBlind: record.typeBlind, idBlind: record.idBlind))
-                case .rewrite(let rewrite):
-                    try store.rewrite(rewrite)
-                    pending.remove(PendingKey(typeBlind: rewrite.found.typeBlind, idBlind: rewrite.found.idBlind))
+                case .add(let record): try store.insert(record)
+                case .rewrite(let rewrite): try store.rewrite(rewrite)
                 }
+                pending.remove(batch.keys[index])
             } catch {
                 failure = error
                 throw error
@@ -381,11 +405,16 @@ final class SealingPipeline {
 /// queue says it is done.
 final class SealingBatch {
     var jobs = [SealingPipeline.Job]()
+    /// Each job's record, in the jobs' order (the writer's own; workers do not read it).
+    var keys = [SealingPipeline.PendingKey]()
     private(set) var results = [Result<SealingPipeline.Sealed, Error>]()
     /// Its place in the queue (set when pushed).
     var index = 0
 
-    init() { jobs.reserveCapacity(SealingPipeline.batchSize) }
+    init() {
+        jobs.reserveCapacity(SealingPipeline.batchSize)
+        keys.reserveCapacity(SealingPipeline.batchSize)
+    }
 
     /// Drops the results once written (a large transaction does not keep every sealed box).
     func clear() { results = [] }
@@ -397,7 +426,8 @@ final class SealingBatch {
                 case .add(let type, let id, let value, let tags, let expiry, let tb, let ib):
                     return .add(
                         RecordStore.seal(
-                            keys: keys, type: type, id: id, value: value, tags: tags, expiry: expiry, typeBlind: tb, idBlind: ib))
+                            keys: keys, type: type, id: id, value: value, tags: tags, expiry: expiry, typeBlind: tb,
+                            idBlind: ib ?? keys.idBlind(typeBlind: tb, id: id)))
                 case .replace(let found, let value, let tags):
                     return .rewrite(try RecordStore.prepareReplace(keys: keys, found, value: value, tags: tags))
                 }
