@@ -1,6 +1,6 @@
 // `coffer bench wallet --wallet-url postgres://…` (a build with the package trait `PostgreSQL`): the
 // Askar workload against PostgresWallet, under the same metric names and JSON shape as on SQLite.
-// A metric PostgresWallet cannot run yet (multi-record transactions, rekey, import, compaction,
+// A metric PostgresWallet cannot run yet (multi-record transactions, rekey, compaction,
 // passphrase opens) is left out, and stderr says which.
 
 #if PostgreSQL
@@ -23,7 +23,7 @@ struct PostgresWorkloadRunner {
     static let omitted = [
         "update_batched_one_txn, remove_batched_one_txn": "PostgresWallet has no multi-record transaction yet",
         "rekey, open (raw key and Argon2id)": "PostgresWallet has no rekey yet; opens are measured on SQLite",
-        "import_jsonl_one_txn, remove_all_90pct, compact_s": "no JSON-lines import, bulk removal or compaction on PostgreSQL yet",
+        "remove_all_90pct, compact_s": "no bulk removal or compaction on PostgreSQL yet",
         "stream_walk_all, count_*_by_opening, big $in queries, regex": "not ported to the PostgreSQL runner yet",
         "db_bytes_*, disk_bytes_*": "the server's files are not the wallet's alone",
     ]
@@ -64,6 +64,22 @@ struct PostgresWorkloadRunner {
         let batch = (0..<w.n).map { (type: cat, id: w.names[$0], value: w.values[$0], tags: w.tags[$0]) }
         let (_, tB) = try await Clock.time { try await b.addAll(batch) }
         out.append(("insert_batched_one_txn", .rate(ops: w.n, seconds: tB)))
+
+        // The bulk import's path: the same records streamed with COPY into a staging table, then
+        // one INSERT … SELECT, in one transaction.
+        StandardError.write("coffer: insert with COPY (importAll) …\n")
+        let c = try await PostgresWallet.create(settings: settings, profile: "copied", key: key)
+        defer { c.close() }
+        let (_, tC) = try await Clock.time { try await c.importAll(batch) }
+        out.append(("insert_copy_one_txn", .rate(ops: w.n, seconds: tC)))
+        StandardError.write("coffer: import jsonl …\n")
+        let jsonl = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-bench-\(UUID().uuidString).jsonl")
+        defer { try? FileManager.default.removeItem(at: jsonl) }
+        try w.writeJSONLines(to: jsonl)
+        let j = try await PostgresWallet.create(settings: settings, profile: "imported", key: key)
+        defer { j.close() }
+        let (imported, tJ) = try await Clock.time { try await j.importRecords(fromJSONLines: jsonl) }
+        out.append(("import_jsonl_one_txn", .rate(ops: imported, seconds: tJ)))
 
         StandardError.write("coffer: fetch …\n")
         let order = w.fetchOrder

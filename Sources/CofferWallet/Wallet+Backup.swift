@@ -314,6 +314,19 @@ extension Wallet {
     static func restoreRecords(
         of backup: OpenedBackup, into store: RecordStore, progress: (@Sendable (BackupProgress) -> Void)?
     ) throws {
+        try forEachBackupRecord(of: backup, progress: progress) { r in
+            try store.add(
+                type: r.type, id: r.id, value: r.value, tags: r.tags,
+                expiresAt: r.expiry.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+        }
+    }
+
+    /// Calls `body` with every record of `backup` in order, checking the stream's end and the
+    /// header's count; wipes each decrypted message after use.
+    static func forEachBackupRecord(
+        of backup: OpenedBackup, progress: (@Sendable (BackupProgress) -> Void)?,
+        _ body: ((type: String, id: String, value: String, tags: WalletTags, expiry: Int64?)) throws -> Void
+    ) throws {
         let total = backup.total
         let reader = backup.reader.value
         var done = 0
@@ -333,9 +346,7 @@ extension Wallet {
                 let r = try Self.backupRecord(item)
                 done += 1
                 guard done <= total else { throw WalletError.corrupted("the backup holds more records than its header says (\(total))") }
-                try store.add(
-                    type: r.type, id: r.id, value: r.value, tags: r.tags,
-                    expiresAt: r.expiry.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+                try body(r)
             }
             progress?(BackupProgress(done: done, total: total))
         }

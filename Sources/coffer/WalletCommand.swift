@@ -278,7 +278,7 @@ struct WalletCommand: AsyncParsableCommand {
         @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            let total = try await walletOptions.withWallet { wallet in
+            let total = try await walletOptions.withImports { wallet in
                 let progress = Progress(label: "import", total: 0)
                 defer { progress.finish() }
                 // Streamed: the record total is estimated from the bytes read until the end.
@@ -356,6 +356,9 @@ struct WalletCommand: AsyncParsableCommand {
         @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
+            #if PostgreSQL
+            if try await importIntoPostgres() { return }
+            #endif
             let target = try walletOptions.location().file(for: "import-backup")
             let passphrase = try CLIKeys.passphrase(fromEnvironment: backupPassphraseEnv, option: "--backup-passphrase-env")
             let bar = Progress(label: "import", total: 0)

@@ -58,7 +58,7 @@ public final class PostgresWallet: Sendable {
         if !wasClosed { PostgresClients.shared.release(store.settings) }
     }
 
-    private func checkOpen() throws(WalletError) {
+    func checkOpen() throws(WalletError) {
         if state.withLock({ $0 }) { throw .closed }
     }
 
@@ -153,7 +153,10 @@ public final class PostgresWallet: Sendable {
     }
 
     /// The tag rows of `tags`: blind values, or the UTF-8 of `~` values (with their number).
-    func tagRows(typeBlind: Data, tags: WalletTags) -> [PostgresTagRow] {
+    func tagRows(typeBlind: Data, tags: WalletTags) -> [PostgresTagRow] { Self.tagRows(keys: keys, typeBlind: typeBlind, tags: tags) }
+
+    /// The tag rows of `tags` under `keys` (an import seals on a thread of its own).
+    static func tagRows(keys: WalletKeys, typeBlind: Data, tags: WalletTags) -> [PostgresTagRow] {
         var rows = Set<PostgresTagRow>()
         var ordered = [PostgresTagRow]()
         for (key, value) in tags.entries {
