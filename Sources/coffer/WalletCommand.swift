@@ -170,15 +170,15 @@ struct WalletCommand: AsyncParsableCommand {
         static var abstract: String { get }
         /// The key of the printed object, e.g. "tagsAdded".
         static var printedKey: String { get }
-        static func apply(_ tags: WalletTags, to wallet: Wallet, type: String, id: String) async throws
+        static func apply(_ tags: WalletTags, to wallet: any RecordCommands, type: String, id: String) async throws
     }
 
     enum MergeTags: TagsOperation {
         static let commandName = "add-tags"
         static let abstract = "Merge tags into a record; prints {\"tagsAdded\": {\"type\", \"id\"}}."
         static let printedKey = "tagsAdded"
-        static func apply(_ tags: WalletTags, to wallet: Wallet, type: String, id: String) async throws {
-            try await wallet.addTags(type: type, id: id, tags: tags)
+        static func apply(_ tags: WalletTags, to wallet: any RecordCommands, type: String, id: String) async throws {
+            try await wallet.addRecordTags(type: type, id: id, tags: tags)
         }
     }
 
@@ -186,8 +186,8 @@ struct WalletCommand: AsyncParsableCommand {
         static let commandName = "update-tags"
         static let abstract = "Replace a record's tags; prints {\"tagsUpdated\": {\"type\", \"id\"}}."
         static let printedKey = "tagsUpdated"
-        static func apply(_ tags: WalletTags, to wallet: Wallet, type: String, id: String) async throws {
-            try await wallet.updateTags(type: type, id: id, tags: tags)
+        static func apply(_ tags: WalletTags, to wallet: any RecordCommands, type: String, id: String) async throws {
+            try await wallet.updateRecordTags(type: type, id: id, tags: tags)
         }
     }
 
@@ -203,7 +203,7 @@ struct WalletCommand: AsyncParsableCommand {
 
         func run() async throws {
             let tags = try WalletTags(json: json)
-            try await walletOptions.withWallet { try await Operation.apply(tags, to: $0, type: type, id: id) }
+            try await walletOptions.withRecords { try await Operation.apply(tags, to: $0, type: type, id: id) }
             print(JSONValue.object([(Operation.printedKey, WalletCommand.record(type, id))]).jsonText)
         }
     }
@@ -218,7 +218,7 @@ struct WalletCommand: AsyncParsableCommand {
 
         func run() async throws {
             let names = try parseNames(json)
-            try await walletOptions.withWallet { try await $0.deleteTags(type: type, id: id, names: names) }
+            try await walletOptions.withRecords { try await $0.deleteRecordTags(type: type, id: id, names: names) }
             print(JSONValue.object([("tagsDeleted", WalletCommand.record(type, id))]).jsonText)
         }
 
@@ -258,13 +258,7 @@ struct WalletCommand: AsyncParsableCommand {
             let opts = try options.map { try SearchOptions(json: $0) } ?? SearchOptions()
             // Count and records come from one read transaction, so they agree, and nothing is
             // printed unless the whole search succeeded.
-            let type = self.type
-            let count = self.count
-            let page = try await walletOptions.withWallet { wallet in
-                try await wallet.session { reader in
-                    try reader.search(type: type, matching: q, options: opts, count: count)
-                }
-            }
+            let page = try await walletOptions.withRecords { try await $0.searchPage(type: type, matching: q, options: opts, count: count) }
             print(page.json)
         }
     }
@@ -330,13 +324,12 @@ struct WalletCommand: AsyncParsableCommand {
             let passphrase = try CLIKeys.passphrase(fromEnvironment: backupPassphraseEnv, option: "--backup-passphrase-env")
             // The key first: its derivation's memory is given back before the wallet opens.
             let key = try BackupKey.derive(passphrase: passphrase, parameters: backupKDF == "interactive" ? BackupKey.floor : .moderate)
-            let n = try await walletOptions.withWallet { wallet in
+            let n = try await walletOptions.withRecords { wallet in
                 let bar = Progress(label: "export", total: 0)
                 defer { bar.finish() }
-                return try await wallet.exportBackup(
-                    to: URL(fileURLWithPath: file), key: key,
-                    firstFormatTypes: firstFormatTypes
-                ) { bar.update($0.done, of: $0.total) }
+                return try await wallet.exportRecords(to: URL(fileURLWithPath: file), key: key, firstFormatTypes: firstFormatTypes) {
+                    bar.update($0.done, of: $0.total)
+                }
             }
             print(JSONValue.object([("exported", .number(String(n))), ("file", .string(file))]).jsonText)
         }
@@ -408,7 +401,7 @@ struct WalletCommand: AsyncParsableCommand {
 
         func run() async throws {
             let q = try query.parsed(default: "{}")
-            let n = try await walletOptions.withWallet { try await $0.removeAll(type: type, matching: q) }
+            let n = try await walletOptions.withRecords { try await $0.removeAllRecords(type: type, matching: q) }
             print(JSONValue.object([("removed", .number(String(n)))]).jsonText)
         }
     }
@@ -420,10 +413,10 @@ struct WalletCommand: AsyncParsableCommand {
         @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            let report = try await walletOptions.withWallet { wallet in
+            let report = try await walletOptions.withRecords { wallet in
                 let bar = Progress(label: "check", total: 0)
                 defer { bar.finish() }
-                return try await wallet.checkIntegrity { bar.update($0.done, of: $0.total) }
+                return try await wallet.checkRecords { bar.update($0.done, of: $0.total) }
             }
             print(report.json)
             if !report.isClean {
@@ -440,7 +433,7 @@ struct WalletCommand: AsyncParsableCommand {
         @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            let (before, after) = try await walletOptions.withWallet { try await $0.compact() }
+            let (before, after) = try await walletOptions.withRecords { try await $0.compactStorage() }
             print(JSONValue.object([("bytesBefore", .number(String(before))), ("bytesAfter", .number(String(after)))]).jsonText)
         }
     }
@@ -478,15 +471,19 @@ struct WalletCommand: AsyncParsableCommand {
                 passphraseEnv: newPassphraseEnv, passphraseOption: "--new-passphrase-env",
                 missing:
                     "give the new key: --new-raw-key-env VAR, --new-raw-key-file FILE, --new-raw-key BASE64 or --new-passphrase-env VAR")
-            let printed = try await walletOptions.withWallet { wallet in
+            // On PostgreSQL the place printed is the URL without its password, as `create` prints it.
+            let location = try walletOptions.location()
+            let printed = try await walletOptions.withRecords { wallet in
+                let place: String
+                if case .postgres(let url) = location { place = url.description } else { place = wallet.displayPath }
                 if rotate {
                     let bar = Progress(label: "rotate", total: 0)
                     defer { bar.finish() }
-                    try await wallet.rekey(to: newKey, rotatingKey: true) { bar.update($0.done, of: $0.total) }
-                    return JSONValue.object([("rekeyed", .string(wallet.path)), ("rotated", .bool(true))])
+                    try await wallet.rekeyRecords(to: newKey, rotatingKey: true) { bar.update($0.done, of: $0.total) }
+                    return JSONValue.object([("rekeyed", .string(place)), ("rotated", .bool(true))])
                 }
-                try await wallet.rekey(to: newKey)
-                return JSONValue.object([("rekeyed", .string(wallet.path))])
+                try await wallet.rekeyRecords(to: newKey, rotatingKey: false) { _ in }
+                return JSONValue.object([("rekeyed", .string(place))])
             }
             print(printed.jsonText)
         }

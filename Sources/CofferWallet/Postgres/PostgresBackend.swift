@@ -191,6 +191,9 @@ enum PostgresTagCondition: Sendable {
 struct PostgresStore: Sendable {
     let settings: PostgresSettings
     let client: PostgresClient
+    /// Inside a wallet transaction (PostgresWallet+Transaction.swift): the one connection
+    /// every statement runs on, in that transaction; nil: each call leases its own.
+    var pinned: PostgresConnection? = nil
 
     /// The newest schema format this code reads and writes.
     static let format = 1
@@ -214,6 +217,7 @@ struct PostgresStore: Sendable {
     /// Runs `body` on a pooled connection, waiting at most the lease timeout for one; maps
     /// the driver's errors to ``WalletError`` and retries serialization failures.
     func withConnection<R: Sendable>(_ body: @Sendable @escaping (PostgresConnection) async throws -> R) async throws -> R {
+        if let pinned { return try await body(pinned) }  // the transaction's own: no lease, no retry
         var attempt = 0
         while true {
             do {
@@ -231,7 +235,8 @@ struct PostgresStore: Sendable {
 
     /// Runs `body` inside one transaction (retried whole after a serialization failure or deadlock).
     func transaction<R: Sendable>(_ body: @Sendable @escaping (PostgresConnection) async throws -> R) async throws -> R {
-        try await withConnection { connection in
+        if let pinned { return try await body(pinned) }  // inside a wallet transaction: part of it
+        return try await withConnection { connection in
             try await connection.query("BEGIN", logger: Self.logger)
             do {
                 let result = try await body(connection)

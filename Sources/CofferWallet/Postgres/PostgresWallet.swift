@@ -29,6 +29,8 @@ public final class PostgresWallet: Sendable {
     let keys: WalletKeys
     private let positionKey: SecretKey
     private let state = Locked(false)
+    /// Whether this wallet holds a use of the shared client (a transaction's view does not).
+    private let ownsClient: Bool
 
     /// Most times a read-modify-write (tags, update) is retried when other writers changed
     /// the record between its read and its write.
@@ -36,16 +38,17 @@ public final class PostgresWallet: Sendable {
     /// Imports of at least this many records refresh the planner's statistics when they end.
     static let analyzeAfter = 1000
 
-    private init(profile: String, store: PostgresStore, number: Int64, keys: WalletKeys) {
+    init(profile: String, store: PostgresStore, number: Int64, keys: WalletKeys, ownsClient: Bool = true) {
         self.profile = profile
         self.store = store
         self.number = number
         self.keys = keys
+        self.ownsClient = ownsClient
         positionKey = KeyDerivation.hkdf(from: keys.master, info: "coffer.wallet.postgres.v1.search-position")
     }
 
     deinit {
-        if !state.withLock({ $0 }) { PostgresClients.shared.release(store.settings) }
+        if ownsClient, !state.withLock({ $0 }) { PostgresClients.shared.release(store.settings) }
     }
 
     /// Ends this wallet's use of the shared client (the last user's close stops its
@@ -55,7 +58,7 @@ public final class PostgresWallet: Sendable {
             defer { closed = true }
             return closed
         }
-        if !wasClosed { PostgresClients.shared.release(store.settings) }
+        if !wasClosed, ownsClient { PostgresClients.shared.release(store.settings) }
     }
 
     func checkOpen() throws(WalletError) {

@@ -1,0 +1,439 @@
+// What a PostgreSQL profile offers beyond single records, as the command line uses it on SQLite:
+// one-snapshot search pages, removing every match, checking, compacting, re-protecting under a
+// new key (and rotating the profile's own key), and exporting a backup in the SQLite wallet's
+// backup format.
+
+#if PostgreSQL
+import CofferCrypto
+import CofferSync
+import Foundation
+import PostgresNIO
+
+extension PostgresWallet {
+    /// Rows read at a time by a whole-profile walk (check, rotation, export).
+    static let walkBatch = 500
+
+    // MARK: Search pages and removal
+
+    /// One search page in the SQLite wallet's shape (``SearchPage``): the total count (when
+    /// asked for) and up to `count` records (every match when nil), read in one read-only
+    /// transaction so they agree.
+    /// - Throws: ``WalletError/invalidInput(_:)`` for a `count` below 1.
+    public func search(type: String, matching query: WalletQuery, options: SearchOptions = SearchOptions(), count: Int? = nil)
+        async throws -> SearchPage
+    {
+        try Validate.type(type)
+        if let count, count < 1 { throw WalletError.invalidInput("count must be at least 1, got \(count)") }
+        return try await transaction(readOnly: true) { tx in
+            var page = SearchPage()
+            if options.retrieveTotalCount { page.totalCount = try await tx.count(type: type, matching: query) }
+            if options.retrieveRecords {
+                let want = count ?? Int.max
+                var records = [WalletRecord]()
+                var next: String?
+                repeat {
+                    let part = try await tx.search(
+                        type: type, query: query, options: options.recordOptions, limit: min(1000, want - records.count), after: next)
+                    records += part.records
+                    next = part.next
+                } while next != nil && records.count < want
+                page.records = records
+            }
+            return page
+        }
+    }
+
+    /// Removes every live record of `type` matching `query`, in one transaction; returns how
+    /// many went.
+    @discardableResult
+    public func removeAll(type: String, matching query: WalletQuery = .all) async throws -> Int {
+        try Validate.type(type)
+        return try await transaction { tx in try await tx.removeMatching(type: type, query: query) }
+    }
+
+    private func removeMatching(type: String, query: WalletQuery) async throws -> Int {
+        try await call {
+            let tb = keys.typeBlind(type)
+            let t = BlindColumn.value(tb)
+            let (conditions, _) = self.conditions(type: type, query: query)
+            let now = unixMillis(Date())
+            var ids = [Int64]()
+            var after: Int64 = 0
+            while true {
+                let rows = try await store.page(profile: number, type: t, conditions: conditions, after: after, now: now, limit: 1000)
+                for row in rows {
+                    let contents = try RecordCodec.open(
+                        row.sealed, typeBlind: tb, idBlind: row.idBlind, expiry: row.expiry, keys: keys, expectedType: type,
+                        value: .skipped)
+                    if query.matches(contents.tags) { ids.append(row.rowid) }
+                    after = row.rowid
+                }
+                if rows.count < 1000 { break }
+            }
+            guard !ids.isEmpty else { return 0 }
+            let profile = number
+            let gone = ids
+            return try await store.withConnection { connection in
+                try await connection.query(
+                    "DELETE FROM coffer_tags WHERE profile = \(profile) AND item = ANY(\(gone)::bigint[])", logger: PostgresStore.logger)
+                var removed = 0
+                for try await n in try await connection.query(
+                    "WITH d AS (DELETE FROM coffer_items WHERE profile = \(profile) AND id = ANY(\(gone)::bigint[]) RETURNING 1) SELECT count(*) FROM d",
+                    logger: PostgresStore.logger
+                ).decode(Int64.self) {
+                    removed = Int(n)
+                }
+                return removed
+            }
+        }
+    }
+
+    // MARK: Walking every row of the profile
+
+    /// A row of the profile as a whole-profile walk reads it.
+    struct WalkRow: Sendable {
+        let rowid: Int64
+        let type: Int64
+        let idBlind: Data
+        let sealed: Data
+        let expiry: Int64?
+    }
+
+    /// Up to ``walkBatch`` rows of the profile after row `after` (live or expired), in row order.
+    func walk(after: Int64) async throws -> [WalkRow] {
+        let profile = number
+        let limit = Self.walkBatch
+        return try await store.withConnection { connection in
+            var out = [WalkRow]()
+            for try await (id, type, name, value, expiry) in try await connection.query(
+                "SELECT id, type, name, value, expiry FROM coffer_items WHERE profile = \(profile) AND id > \(after) ORDER BY id LIMIT \(limit)",
+                logger: PostgresStore.logger
+            ).decode((Int64, Int64, Data, Data, Int64?).self) {
+                out.append(WalkRow(rowid: id, type: type, idBlind: name, sealed: value, expiry: expiry))
+            }
+            return out
+        }
+    }
+
+    /// One number a statement returns (a count or a size).
+    func scalar(_ query: PostgresQuery) async throws -> Int {
+        try await store.withConnection { connection in
+            for try await n in try await connection.query(query, logger: PostgresStore.logger).decode(Int64.self) { return Int(n) }
+            return 0
+        }
+    }
+
+    // MARK: Check
+
+    /// Checks the profile: every record (live or expired) opens under the profile's key, is
+    /// stored under the blind type and id of the type and id sealed in it, and its tag rows
+    /// are exactly the ones its sealed tags give (missing and extra rows, both ways); tag rows
+    /// of the profile that belong to none of its records are found too. It reads one state of
+    /// the database (a read-only REPEATABLE READ transaction) and changes nothing.
+    ///
+    /// There is no record-version digest on PostgreSQL (the key never reaches the server, so
+    /// no trigger can keep one): a record rolled back to an older sealed version of itself, or
+    /// deleted with its tag rows, is not found. See docs/wallet-threat-model.md.
+    /// - Parameter progress: called with records checked so far and the total.
+    /// - Returns: the report in the SQLite check's shape.
+    public func checkIntegrity(progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws -> IntegrityReport {
+        try await transaction(readOnly: true) { tx in try await tx.checkRows(progress: progress) }
+    }
+
+    private func checkRows(progress: (@Sendable (BackupProgress) -> Void)?) async throws -> IntegrityReport {
+        try await call {
+            let profile = number
+            var report = IntegrityReport()
+            report.records = try await scalar("SELECT count(*) FROM coffer_items WHERE profile = \(profile)")
+            report.tagRows = try await scalar("SELECT count(*) FROM coffer_tags WHERE profile = \(profile)")
+            let orphans = try await scalar(
+                "SELECT count(*) FROM coffer_tags t WHERE t.profile = \(profile) AND NOT EXISTS (SELECT 1 FROM coffer_items i WHERE i.id = t.item AND i.profile = \(profile))"
+            )
+            if orphans > 0 {
+                report.add("orphanTagRow", type: nil, id: nil, "\(orphans) tag row\(orphans == 1 ? "" : "s") of the profile belong to none of its records")
+            }
+            var after: Int64 = 0
+            var done = 0
+            while true {
+                let rows = try await walk(after: after)
+                guard let last = rows.last else { break }
+                let stored = try await tagRowsOf(rows.map(\.rowid))
+                for row in rows {
+                    check(row, stored: stored[row.rowid] ?? [], into: &report)
+                }
+                done += rows.count
+                after = last.rowid
+                progress?(BackupProgress(done: done, total: report.records))
+            }
+            progress?(BackupProgress(done: done, total: report.records))
+            return report
+        }
+    }
+
+    private func check(_ row: WalkRow, stored: [PostgresTagRow], into report: inout IntegrityReport) {
+        let typeBlind = BlindColumn.blind(row.type)
+        let contents: RecordCodec.Contents
+        do {
+            contents = try RecordCodec.open(row.sealed, typeBlind: typeBlind, idBlind: row.idBlind, expiry: row.expiry, keys: keys, value: .skipped)
+        } catch {
+            report.add("record", type: nil, id: nil, "the record in row \(row.rowid) does not open under the profile's key: \(error.description)")
+            return
+        }
+        guard let type = contents.type else {
+            report.add("record", type: nil, id: contents.id, "the record in row \(row.rowid) does not hold its type")
+            return
+        }
+        let tb = keys.typeBlind(type)
+        guard tb == typeBlind, keys.idBlind(typeBlind: tb, id: contents.id) == row.idBlind else {
+            report.add("record", type: type, id: contents.id, "the record is stored under another type or id than the one sealed in it")
+            return
+        }
+        let expected = Set(tagRows(typeBlind: tb, tags: contents.tags))
+        let found = Set(stored)
+        let missing = expected.subtracting(found).count
+        let extra = found.subtracting(expected).count + (stored.count - found.count)
+        if missing > 0 {
+            report.add("missingTagRow", type: type, id: contents.id, "\(missing) of the record's tags \(missing == 1 ? "has" : "have") no row in the tag index")
+        }
+        if extra > 0 {
+            report.add("extraTagRow", type: type, id: contents.id, "\(extra) tag row\(extra == 1 ? "" : "s") of the record match none of its sealed tags")
+        }
+    }
+
+    /// The tag rows of records `items`, by record.
+    private func tagRowsOf(_ items: [Int64]) async throws -> [Int64: [PostgresTagRow]] {
+        let profile = number
+        return try await store.withConnection { connection in
+            var out = [Int64: [PostgresTagRow]]()
+            for try await (item, name, value, num) in try await connection.query(
+                "SELECT item, name, value, num FROM coffer_tags WHERE profile = \(profile) AND item = ANY(\(items)::bigint[])",
+                logger: PostgresStore.logger
+            ).decode((Int64, Int64, Data, Double?).self) {
+                out[item, default: []].append(PostgresTagRow(name: name, value: value, number: num))
+            }
+            return out
+        }
+    }
+
+    // MARK: Compact
+
+    /// Runs `VACUUM (ANALYZE)` on the wallet's tables: the space of deleted and updated rows
+    /// becomes reusable and the planner's statistics are refreshed. The tables hold every
+    /// profile of the database, so this is for the whole database's wallet, not one profile.
+    /// PostgreSQL gives space back to the file system only from the tables' ends (VACUUM FULL,
+    /// which locks the tables, is left to the operator).
+    /// - Returns: the tables' bytes (with their indexes) before and after.
+    @discardableResult
+    public func compact() async throws -> (bytesBefore: Int, bytesAfter: Int) {
+        try await call {
+            let size: PostgresQuery =
+                "SELECT (pg_total_relation_size('coffer_items') + pg_total_relation_size('coffer_tags'))::bigint"
+            let before = try await scalar(size)
+            _ = try await store.withConnection { connection in
+                try await connection.query("VACUUM (ANALYZE) coffer_items, coffer_tags", logger: PostgresStore.logger)
+            }
+            return (bytesBefore: before, bytesAfter: try await scalar(size))
+        }
+    }
+
+    // MARK: Rekey and rotation
+
+    /// Protects the profile with `newKey` from now on: a new salt and store key seal the
+    /// profile's own key (its records stay as they are, so the cost does not depend on their
+    /// number). With `rotatingKey`, the profile's own key is replaced too, and every record of
+    /// it (live or expired) is re-sealed and its blind indexes recomputed — in ONE transaction:
+    /// a failure, a lost connection or a killed process leaves the profile as it was, under
+    /// the old key. Other profiles are not touched.
+    ///
+    /// Processes that opened the profile before a rotation still hold its old key: stop them,
+    /// rotate, and open it again with the new key.
+    /// - Parameters:
+    ///   - newKey: the raw key or passphrase that opens the profile from now on.
+    ///   - rotatingKey: whether to replace the profile's own key and re-seal every record.
+    ///   - configuration: the passphrase's Argon2id costs.
+    ///   - progress: called with records re-sealed so far and the total (rotation only).
+    public func rekey(
+        to newKey: WalletKey, rotatingKey: Bool = false, configuration: Wallet.Configuration = .init(),
+        progress: (@Sendable (BackupProgress) -> Void)? = nil
+    ) async throws {
+        let (storeKey, kdf) = try Wallet.makeStoreKey(newKey, parameters: configuration.passphraseParameters)
+        let kdfData = Data(kdf.jsonText.utf8)
+        let newKeys = rotatingKey ? WalletKeys(master: SecretKey.random(), tables: keys.tables) : keys
+        let sealed = try Wallet.sealMaster(newKeys.master, storeKey: storeKey, tables: keys.tables)
+        try await transaction { tx in
+            try await tx.call {
+                try await tx.lockProfile()
+                if rotatingKey { try await tx.reseal(to: newKeys, progress: progress) }
+                let profile = tx.number
+                _ = try await tx.store.withConnection { connection in
+                    try await connection.query(
+                        "UPDATE coffer_profiles SET kdf = \(kdfData), keys = \(sealed) WHERE number = \(profile)", logger: PostgresStore.logger)
+                }
+            }
+        }
+    }
+
+    /// Locks the profile's catalogue row for the transaction (a second rekey waits), and
+    /// checks the profile is still there.
+    private func lockProfile() async throws {
+        let profile = number
+        let name = self.profile
+        let found = try await store.withConnection { connection in
+            for try await _ in try await connection.query(
+                "SELECT 1 FROM coffer_profiles WHERE number = \(profile) AND name = \(name) FOR UPDATE", logger: PostgresStore.logger
+            ).decode(Int.self) {
+                return true
+            }
+            return false
+        }
+        guard found else { throw WalletError.walletMissing(path: label) }
+    }
+
+    /// Re-seals every row of the profile under `new` (inside the caller's transaction).
+    private func reseal(to new: WalletKeys, progress: (@Sendable (BackupProgress) -> Void)?) async throws {
+        let profile = number
+        let sealer = PostgresWallet(profile: self.profile, store: store, number: number, keys: new, ownsClient: false)
+        defer { sealer.close() }
+        let total = try await scalar("SELECT count(*) FROM coffer_items WHERE profile = \(profile)")
+        var after: Int64 = 0
+        var done = 0
+        while true {
+            let rows = try await walk(after: after)
+            guard let last = rows.last else { break }
+            var ids = [Int64]()
+            var types = [Int64]()
+            var names = [ByteBuffer]()
+            var boxes = [ByteBuffer]()
+            var tagItems = [Int64]()
+            var tags = [PostgresTagRow]()
+            for row in rows {
+                let contents = try RecordCodec.open(
+                    row.sealed, typeBlind: BlindColumn.blind(row.type), idBlind: row.idBlind, expiry: row.expiry, keys: keys)
+                guard let type = contents.type else {
+                    throw WalletError.corrupted("the record in row \(row.rowid) of \(label) does not hold its type; nothing was changed")
+                }
+                let tb = new.typeBlind(type)
+                let ib = new.idBlind(typeBlind: tb, id: contents.id)
+                ids.append(row.rowid)
+                types.append(BlindColumn.value(tb))
+                names.append(ByteBuffer(bytes: ib))
+                boxes.append(ByteBuffer(bytes: RecordCodec.seal(contents, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: new)))
+                for tag in sealer.tagRows(typeBlind: tb, tags: contents.tags) {
+                    tagItems.append(row.rowid)
+                    tags.append(tag)
+                }
+            }
+            let (tagNames, tagValues, numbered, numbers) = PostgresStore.tagArrays(tags)
+            let batch = (ids, types, names, boxes, tagItems)
+            _ = try await store.withConnection { connection in
+                let (ids, types, names, boxes, tagItems) = batch
+                try await connection.query(
+                    """
+                    UPDATE coffer_items i SET type = r.type, name = r.name, value = r.value, version = i.version + 1
+                    FROM unnest(\(ids)::bigint[], \(types)::bigint[], \(names)::bytea[], \(boxes)::bytea[]) AS r(id, type, name, value)
+                    WHERE i.id = r.id AND i.profile = \(profile)
+                    """, logger: PostgresStore.logger)
+                try await connection.query(
+                    "DELETE FROM coffer_tags WHERE profile = \(profile) AND item = ANY(\(ids)::bigint[])", logger: PostgresStore.logger)
+                try await connection.query(
+                    """
+                    INSERT INTO coffer_tags(item, profile, name, value, num)
+                    SELECT t.i, \(profile), t.n, t.v, CASE WHEN t.h THEN t.x END
+                    FROM unnest(\(tagItems)::bigint[], \(tagNames)::bigint[], \(tagValues)::bytea[], \(numbered)::boolean[], \(numbers)::double precision[]) AS t(i, n, v, h, x)
+                    """, logger: PostgresStore.logger)
+            }
+            done += rows.count
+            after = last.rowid
+            progress?(BackupProgress(done: done, total: total))
+            TestPause.at("postgres-rotate-batch")  // debug builds only: lets tests kill a rotation midway
+        }
+        // Tag rows of the profile that belonged to no record would stay blinded under the old key.
+        _ = try await store.withConnection { connection in
+            try await connection.query(
+                "DELETE FROM coffer_tags t WHERE t.profile = \(profile) AND NOT EXISTS (SELECT 1 FROM coffer_items i WHERE i.id = t.item AND i.profile = \(profile))",
+                logger: PostgresStore.logger)
+        }
+    }
+
+    // MARK: Export
+
+    /// Writes every record of the profile (live or expired) into `url` as a backup in the SQLite
+    /// wallet's format (``Wallet/exportBackup(to:key:firstFormatTypes:progress:)``: `coffer
+    /// wallet import-backup` restores it into a wallet file), encrypted under `backupKey`;
+    /// returns the number of records written. It reads one state of the database (a read-only
+    /// transaction) a batch at a time, and builds the file under a hidden name beside `url`
+    /// that is renamed into place once complete: a failed or killed export leaves nothing at `url`.
+    @discardableResult
+    public func exportBackup(to url: URL, key backupKey: BackupKey, progress: (@Sendable (BackupProgress) -> Void)? = nil)
+        async throws -> Int
+    {
+        try checkOpen()
+        let writer = Handoff(try SecretStreamWriter(key: backupKey.key))
+        var head = Data(BackupFormat.magic)
+        head.append(BackupFormat.version)
+        Wallet.appendU32(UInt32(backupKey.parameters.opsLimit), to: &head)
+        Wallet.appendU32(UInt32(backupKey.parameters.memLimit / 1024), to: &head)
+        head.append(backupKey.salt)
+        head.append(writer.value.header)
+        let file: DurableFileWriter
+        do { file = try DurableFileWriter(target: url) } catch {
+            throw WalletError.storage("cannot write the backup to \(url.path): \(error.message)", cause: StorageCause(error))
+        }
+        let handedFile = Handoff(file)
+        let start = head
+        do {
+            let total = try await transaction(readOnly: true) { tx in
+                try await tx.call {
+                    try await tx.writeBackup(start: start, writer: writer.value, file: handedFile.value, progress: progress)
+                }
+            }
+            try file.commit()
+            return total
+        } catch {
+            file.abandon()
+            if let e = error as? FileOperationError {
+                throw WalletError.storage("cannot write the backup to \(url.path): \(e.message)", cause: StorageCause(e))
+            }
+            throw error
+        }
+    }
+
+    private func writeBackup(
+        start: Data, writer: SecretStreamWriter, file: DurableFileWriter, progress: (@Sendable (BackupProgress) -> Void)?
+    ) async throws -> Int {
+        let profile = number
+        try file.write(start)
+        let total = try await scalar("SELECT count(*) FROM coffer_items WHERE profile = \(profile)")
+        try Wallet.writeMessage(
+            writer.push(Data(JSONValue.object([("format", .number("1")), ("records", .number(String(total)))]).jsonText.utf8)), to: file)
+        var batch = BackupBatch()
+        var done = 0
+        func flush() throws {
+            guard batch.count > 0 else { return }
+            try Wallet.writeMessage(batch.seal(writer), to: file)
+            done += batch.count
+            batch.reset()
+            progress?(BackupProgress(done: done, total: total))
+        }
+        var after: Int64 = 0
+        while true {
+            let rows = try await walk(after: after)
+            guard let last = rows.last else { break }
+            for row in rows {
+                let contents = try RecordCodec.open(
+                    row.sealed, typeBlind: BlindColumn.blind(row.type), idBlind: row.idBlind, expiry: row.expiry, keys: keys)
+                guard let type = contents.type else {
+                    throw WalletError.corrupted("the record in row \(row.rowid) of \(label) does not hold its type")
+                }
+                batch.append(type: type, contents: contents, expiry: row.expiry)
+                if batch.count == BackupFormat.batch || batch.byteCount >= BackupFormat.batchBytes { try flush() }
+            }
+            after = last.rowid
+        }
+        try flush()
+        try Wallet.writeMessage(writer.push(Data(), final: true), to: file)
+        progress?(BackupProgress(done: done, total: total))
+        return done
+    }
+}
+#endif

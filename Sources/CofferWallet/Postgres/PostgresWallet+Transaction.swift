@@ -1,0 +1,60 @@
+// `PostgresWallet.transaction`: many calls on one connection in one PostgreSQL transaction, all
+// committed together or none, as `Wallet.transaction` is on SQLite.
+
+#if PostgreSQL
+import CofferSync
+import Foundation
+import PostgresNIO
+
+extension PostgresWallet {
+    /// Runs `body` with a view of this profile whose every call runs on one pooled connection,
+    /// inside one PostgreSQL transaction at isolation level REPEATABLE READ: everything it reads
+    /// is one state of the database, and everything it writes is committed together when `body`
+    /// returns, or rolled back when it throws (or the process dies, or the connection drops).
+    /// The view is valid only inside `body`; do not close it.
+    ///
+    /// A write that conflicts with another transaction's (SQLSTATE 40001 or 40P01) fails the
+    /// call with ``WalletError/storage(_:cause:)`` and nothing of `body` is kept: run it again.
+    /// - Parameters:
+    ///   - readOnly: a read-only transaction (searches, exports, checks): the server refuses any write.
+    ///   - body: the work; its calls go through the view it is given.
+    /// - Returns: what `body` returned.
+    public func transaction<R: Sendable>(
+        readOnly: Bool = false, _ body: @Sendable @escaping (PostgresWallet) async throws -> R
+    ) async throws -> R {
+        try checkOpen()
+        let settings = store.settings
+        let base = store
+        let profile = self.profile
+        let number = self.number
+        let keys = self.keys
+        do {
+            return try await store.withConnection { connection in
+                let begin = "BEGIN ISOLATION LEVEL REPEATABLE READ" + (readOnly ? " READ ONLY" : "")
+                try await connection.query(PostgresQuery(unsafeSQL: begin), logger: PostgresStore.logger)
+                do {
+                    var pinned = base
+                    pinned.pinned = connection
+                    let view = PostgresWallet(profile: profile, store: pinned, number: number, keys: keys, ownsClient: false)
+                    let result = try await body(view)
+                    view.close()
+                    try await connection.query("COMMIT", logger: PostgresStore.logger)
+                    return result
+                } catch {
+                    _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
+                    throw error
+                }
+            }
+        } catch {
+            throw PostgresStore.map(error, settings: settings)
+        }
+    }
+
+    /// Runs `body` as a call of this wallet: refused once closed, the driver's errors mapped to
+    /// ``WalletError``.
+    func call<R>(_ body: () async throws -> R) async throws -> R {
+        try checkOpen()
+        do { return try await body() } catch { throw PostgresStore.map(error, settings: store.settings) }
+    }
+}
+#endif
