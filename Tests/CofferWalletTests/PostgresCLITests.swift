@@ -84,7 +84,7 @@ extension PostgresWalletTests {
         let url = endpoint.url(database: try PostgresTestServer.makeDatabase("cliunsupported")) + "?sslmode=disable"
         let store = TemporaryFolders.path("coffer-pg-cli")
         #expect(try PostgresCLI.run(["wallet", "create", "--raw-key-env", "K"], url: url, store: store).status == 0)
-        let r = try PostgresCLI.run(["wallet", "search", "cred", "{}", "--raw-key-env", "K"], url: url, store: store)
+        let r = try PostgresCLI.run(["wallet", "key", "list", "--raw-key-env", "K"], url: url, store: store)
         #expect(r.status == 2, "\(r.stderr)")
         #expect(r.stderr.contains("the PostgreSQL backend does not support"), "\(r.stderr)")
     }
