@@ -30,14 +30,16 @@ private struct TwoBackends {
 
     /// `coffer ARGS` against the database; the URL after everything, or before the subcommand name.
     func postgres(_ args: [String], urlFirst: Bool = false, extra: [String: String] = [:]) throws -> ProcessResult {
-        let full = urlFirst ? ["--wallet-url", url, "--store", store.path] + args : ["--store", store.path] + args + ["--wallet-url", url]
+        let full =
+            urlFirst ? ["--wallet-url", url, "--store", store.path] + args : ["--store", store.path] + args + ["--wallet-url", url]
         return try runProcess(PostgresCLI.binary, full, environment: Self.environment.merging(extra) { $1 }, within: .seconds(120))
     }
 
     /// `coffer ARGS` against the SQLite store (no URL anywhere, none in the environment).
     func sqlite(_ args: [String]) throws -> ProcessResult {
         try runProcess(
-            PostgresCLI.binary, ["--store", sqliteStore.path] + args, environment: Self.environment.merging(["COFFER_WALLET_URL": ""]) { $1 },
+            PostgresCLI.binary, ["--store", sqliteStore.path] + args,
+            environment: Self.environment.merging(["COFFER_WALLET_URL": ""]) { $1 },
             within: .seconds(120))
     }
 }
@@ -60,7 +62,10 @@ extension PostgresWalletTests {
             ["wallet", "search", "cred", "{}"],
             ["wallet", "search", "cred", #"{"schema":"s1"}"#, "--options", #"{"retrieveTotalCount":true,"retrieveType":true}"#],
             ["wallet", "search", "cred", "{}", "--count", "2", "--options", #"{"retrieveTotalCount":true}"#],
-            ["wallet", "search", "cred", #"{"$or":[{"schema":"s3"},{"extra":"x"}]}"#, "--options", #"{"retrieveRecords":false,"retrieveTotalCount":true}"#],
+            [
+                "wallet", "search", "cred", #"{"$or":[{"schema":"s3"},{"extra":"x"}]}"#, "--options",
+                #"{"retrieveRecords":false,"retrieveTotalCount":true}"#,
+            ],
             ["wallet", "search", "cred", #"{"~m":{"$gte":"1"}}"#, "--options", #"{"retrieveValue":false}"#],
             ["wallet", "add-tags", "cred", "missing", #"{"a":"b"}"#],
             ["wallet", "delete-tags", "cred", "a", #"{"not":"an array"}"#],
@@ -84,7 +89,9 @@ extension PostgresWalletTests {
         let k = ["--raw-key-env", "K"]
         #expect(try both.postgres(["wallet", "create"] + k, urlFirst: true).status == 0)
         #expect(try both.postgres(["wallet", "create", "--profile", "bob"] + k).status == 0)
-        #expect(try both.postgres(["--profile", "bob", "wallet", "add", "cred", "x", "bob's", "--tags", #"{"t":"1"}"#] + k, urlFirst: true).status == 0)
+        #expect(
+            try both.postgres(["--profile", "bob", "wallet", "add", "cred", "x", "bob's", "--tags", #"{"t":"1"}"#] + k, urlFirst: true)
+                .status == 0)
         #expect(try both.postgres(["wallet", "add", "cred", "y", "default's", "--tags", #"{"t":"1"}"#] + k, urlFirst: true).status == 0)
         let tagged = try both.postgres(["wallet", "add-tags", "--profile", "bob", "cred", "x", #"{"u":"2"}"#] + k, urlFirst: true)
         #expect(tagged.stdout.contains("tagsAdded"), "\(tagged.stderr)")
@@ -95,7 +102,10 @@ extension PostgresWalletTests {
         #expect(((PostgresCLI.json(defaults.stdout) as? [String: Any])?["records"] as? [Any])?.count == 1, "\(defaults.stdout)")
         let removed = try both.postgres(["wallet", "remove-all", "cred"] + k, urlFirst: true)
         #expect(PostgresCLI.json(removed.stdout) as? [String: Int] == ["removed": 1], "\(removed.stdout) \(removed.stderr)")
-        #expect(PostgresCLI.json(try both.postgres(["wallet", "count", "cred", "--profile", "bob"] + k).stdout) as? [String: Int] == ["count": 1])
+        #expect(
+            PostgresCLI.json(try both.postgres(["wallet", "count", "cred", "--profile", "bob"] + k).stdout) as? [String: Int] == [
+                "count": 1
+            ])
         // A rekey of the default profile leaves bob's key as it was.
         let rekeyed = try both.postgres(["wallet", "rekey", "--rotate", "--new-raw-key-env", "O"] + k, urlFirst: true)
         #expect(rekeyed.status == 0, "\(rekeyed.stderr)")
@@ -108,10 +118,15 @@ extension PostgresWalletTests {
         let both = try TwoBackends("clirekey")
         #expect(try both.postgres(["wallet", "create", "--raw-key-env", "K"]).status == 0)
         for i in 0..<20 {
-            #expect(try both.postgres(["wallet", "add", "cred", "r\(i)", "v\(i)", "--tags", #"{"n":"\#(i % 3)","~k":"\#(i)"}"#, "--raw-key-env", "K"]).status == 0)
+            #expect(
+                try both.postgres([
+                    "wallet", "add", "cred", "r\(i)", "v\(i)", "--tags", #"{"n":"\#(i % 3)","~k":"\#(i)"}"#, "--raw-key-env", "K",
+                ]).status == 0)
         }
         let plain = try both.postgres(["wallet", "rekey", "--raw-key-env", "K", "--new-raw-key-env", "O"])
-        #expect(PostgresCLI.json(plain.stdout) as? [String: String] == ["rekeyed": try PostgresURL(both.url).description], "\(plain.stdout) \(plain.stderr)")
+        #expect(
+            PostgresCLI.json(plain.stdout) as? [String: String] == ["rekeyed": try PostgresURL(both.url).description],
+            "\(plain.stdout) \(plain.stderr)")
         #expect(try both.postgres(["wallet", "count", "cred", "--raw-key-env", "K"]).status == 4)
         let before = try both.postgres(["wallet", "search", "cred", #"{"n":"1"}"#, "--raw-key-env", "O"])
         #expect(before.status == 0)
@@ -145,7 +160,9 @@ extension PostgresWalletTests {
         #expect(keys(clean.stdout) == keys(liteCheck.stdout), "\(clean.stdout) vs \(liteCheck.stdout)")
 
         let wallet = try await PostgresWallet.open(settings: PostgresSettings(url: try PostgresURL(both.url)), key: PostgresTesting.key)
-        _ = try await wallet.store.withConnection { connection in try await connection.query("DELETE FROM coffer_tags", logger: PostgresStore.logger) }
+        _ = try await wallet.store.withConnection { connection in
+            try await connection.query("DELETE FROM coffer_tags", logger: PostgresStore.logger)
+        }
         wallet.close()
         let damaged = try both.postgres(["wallet", "check"] + k)
         #expect(damaged.status == 5, "\(damaged.stdout) \(damaged.stderr)")
@@ -171,7 +188,10 @@ extension PostgresWalletTests {
         let k = ["--raw-key-env", "K"]
         #expect(try both.postgres(["wallet", "create", "--profile", "bob"] + k).status == 0)
         for i in 0..<30 {
-            #expect(try both.postgres(["wallet", "add", "cred", "r\(i)", "v\(i)", "--tags", #"{"n":"\#(i % 4)","~k":"\#(i)"}"#, "--profile", "bob"] + k).status == 0)
+            #expect(
+                try both.postgres(
+                    ["wallet", "add", "cred", "r\(i)", "v\(i)", "--tags", #"{"n":"\#(i % 4)","~k":"\#(i)"}"#, "--profile", "bob"] + k
+                ).status == 0)
         }
         let backup = both.store.appendingPathComponent("pg.cfb")
         try FileManager.default.createDirectory(at: both.store, withIntermediateDirectories: true)
@@ -195,7 +215,9 @@ extension PostgresWalletTests {
         let both = try TwoBackends("clirotatekill")
         let settings = PostgresSettings(url: try PostgresURL(both.url))
         let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
-        let records = (0..<1_200).map { i in (type: "cred", id: "r\(i)", value: "v\(i)", tags: ["n": .string("\(i % 5)"), "~k": .string("\(i)")] as WalletTags) }
+        let records = (0..<1_200).map { i in
+            (type: "cred", id: "r\(i)", value: "v\(i)", tags: ["n": .string("\(i % 5)"), "~k": .string("\(i)")] as WalletTags)
+        }
         try await wallet.addAll(records)
         let expected = try await wallet.count(type: "cred", matching: try WalletQuery(json: #"{"n":"3"}"#))
         wallet.close()
@@ -206,7 +228,8 @@ extension PostgresWalletTests {
         let process = Process()
         process.executableURL = PostgresCLI.binary
         process.arguments = [
-            "--store", both.store.path, "wallet", "rekey", "--rotate", "--raw-key-env", "K", "--new-raw-key-env", "O", "--wallet-url", both.url,
+            "--store", both.store.path, "wallet", "rekey", "--rotate", "--raw-key-env", "K", "--new-raw-key-env", "O", "--wallet-url",
+            both.url,
         ]
         process.environment = ProcessInfo.processInfo.environment.merging(TwoBackends.environment) { $1 }.merging([
             "COFFER_TEST_PAUSE_AT": "postgres-rotate-batch", "COFFER_TEST_PAUSE_MS": "60000",
@@ -219,7 +242,10 @@ extension PostgresWalletTests {
         let landed = process.isRunning && paused()
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
-        #expect(landed, "the kill did not land while the rotation was paused after its first batch: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+        #expect(
+            landed,
+            "the kill did not land while the rotation was paused after its first batch: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")"
+        )
         #expect(process.terminationReason == .uncaughtSignal)
         let written = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
         #expect(written.contains("rotate: 500/1200"), "the first batch was not re-sealed before the kill: \(written)")

@@ -217,7 +217,7 @@ struct PostgresStore: Sendable {
     /// Runs `body` on a pooled connection, waiting at most the lease timeout for one; maps
     /// the driver's errors to ``WalletError`` and retries serialization failures.
     func withConnection<R: Sendable>(_ body: @Sendable @escaping (PostgresConnection) async throws -> R) async throws -> R {
-        if let pinned { return try await body(pinned) }  // the transaction's own: no lease, no retry
+        if let pinned { return try await body(pinned) } // the transaction's own: no lease, no retry
         var attempt = 0
         while true {
             do {
@@ -235,7 +235,7 @@ struct PostgresStore: Sendable {
 
     /// Runs `body` inside one transaction (retried whole after a serialization failure or deadlock).
     func transaction<R: Sendable>(_ body: @Sendable @escaping (PostgresConnection) async throws -> R) async throws -> R {
-        if let pinned { return try await body(pinned) }  // inside a wallet transaction: part of it
+        if let pinned { return try await body(pinned) } // inside a wallet transaction: part of it
         return try await withConnection { connection in
             try await connection.query("BEGIN", logger: Self.logger)
             do {

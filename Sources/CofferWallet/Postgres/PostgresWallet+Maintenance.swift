@@ -150,7 +150,9 @@ extension PostgresWallet {
                 "SELECT count(*) FROM coffer_tags t WHERE t.profile = \(profile) AND NOT EXISTS (SELECT 1 FROM coffer_items i WHERE i.id = t.item AND i.profile = \(profile))"
             )
             if orphans > 0 {
-                report.add("orphanTagRow", type: nil, id: nil, "\(orphans) tag row\(orphans == 1 ? "" : "s") of the profile belong to none of its records")
+                report.add(
+                    "orphanTagRow", type: nil, id: nil,
+                    "\(orphans) tag row\(orphans == 1 ? "" : "s") of the profile belong to none of its records")
             }
             var after: Int64 = 0
             var done = 0
@@ -174,9 +176,11 @@ extension PostgresWallet {
         let typeBlind = BlindColumn.blind(row.type)
         let contents: RecordCodec.Contents
         do {
-            contents = try RecordCodec.open(row.sealed, typeBlind: typeBlind, idBlind: row.idBlind, expiry: row.expiry, keys: keys, value: .skipped)
+            contents = try RecordCodec.open(
+                row.sealed, typeBlind: typeBlind, idBlind: row.idBlind, expiry: row.expiry, keys: keys, value: .skipped)
         } catch {
-            report.add("record", type: nil, id: nil, "the record in row \(row.rowid) does not open under the profile's key: \(error.description)")
+            report.add(
+                "record", type: nil, id: nil, "the record in row \(row.rowid) does not open under the profile's key: \(error.description)")
             return
         }
         guard let type = contents.type else {
@@ -193,10 +197,14 @@ extension PostgresWallet {
         let missing = expected.subtracting(found).count
         let extra = found.subtracting(expected).count + (stored.count - found.count)
         if missing > 0 {
-            report.add("missingTagRow", type: type, id: contents.id, "\(missing) of the record's tags \(missing == 1 ? "has" : "have") no row in the tag index")
+            report.add(
+                "missingTagRow", type: type, id: contents.id,
+                "\(missing) of the record's tags \(missing == 1 ? "has" : "have") no row in the tag index")
         }
         if extra > 0 {
-            report.add("extraTagRow", type: type, id: contents.id, "\(extra) tag row\(extra == 1 ? "" : "s") of the record match none of its sealed tags")
+            report.add(
+                "extraTagRow", type: type, id: contents.id,
+                "\(extra) tag row\(extra == 1 ? "" : "s") of the record match none of its sealed tags")
         }
     }
 
@@ -267,7 +275,8 @@ extension PostgresWallet {
                 let profile = tx.number
                 _ = try await tx.store.withConnection { connection in
                     try await connection.query(
-                        "UPDATE coffer_profiles SET kdf = \(kdfData), keys = \(sealed) WHERE number = \(profile)", logger: PostgresStore.logger)
+                        "UPDATE coffer_profiles SET kdf = \(kdfData), keys = \(sealed) WHERE number = \(profile)",
+                        logger: PostgresStore.logger)
                 }
             }
         }
@@ -345,7 +354,7 @@ extension PostgresWallet {
             done += rows.count
             after = last.rowid
             progress?(BackupProgress(done: done, total: total))
-            TestPause.at("postgres-rotate-batch")  // debug builds only: lets tests kill a rotation midway
+            TestPause.at("postgres-rotate-batch") // debug builds only: lets tests kill a rotation midway
         }
         // Tag rows of the profile that belonged to no record would stay blinded under the old key.
         _ = try await store.withConnection { connection in
