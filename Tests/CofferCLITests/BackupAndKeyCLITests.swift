@@ -65,7 +65,8 @@ struct BackupCLITests {
         #expect(cheaper.status == 0)
         #expect(try costs(floor) == (2, 64 * 1024))
         let refused = store.appendingPathComponent("refused.backup")
-        let r = try await CLI.run(base + [refused.path, "--backup-passphrase-env", "BP", "--backup-kdf", "minimum"], store: store, env: env)
+        let r = try await CLI.run(
+            base + [refused.path, "--backup-passphrase-env", "BP", "--backup-kdf", "minimum"], store: store, env: env)
         #expect(r.status == 2)
         #expect(r.stderr.contains("--backup-kdf must be moderate or interactive"))
         #expect(!FileManager.default.fileExists(atPath: refused.path))
@@ -203,7 +204,8 @@ struct KeyCLITests {
         let store = try await CLI.newStore()
         let verkey = try await create(store)
         let message = Data("hello".utf8).base64EncodedString()
-        let signature = try #require(try printedObject(await CLI.wallet(["key", "sign", verkey, message], store: store))["signature"] as? String)
+        let signature = try #require(
+            try printedObject(await CLI.wallet(["key", "sign", verkey, message], store: store))["signature"] as? String)
         let r = try await CLI.wallet(["key", "verify", verkey, message, signature], store: store)
         #expect(r.status == 0)
         #expect(r.stdout == #"{"valid":true}"# + "\n")
@@ -264,7 +266,8 @@ struct KeyCLITests {
         let store = try await CLI.newStore()
         let verkey = try await create(store, kind: "x25519")
         let box = try #require(
-            try printedObject(await CLI.wallet(["key", "seal", verkey, Data("m".utf8).base64EncodedString()], store: store))["box"] as? String)
+            try printedObject(await CLI.wallet(["key", "seal", verkey, Data("m".utf8).base64EncodedString()], store: store))["box"]
+                as? String)
         var bytes = try #require(Data(base64Encoded: box))
         bytes[bytes.count - 1] ^= 1
         let r = try await CLI.wallet(["key", "open", verkey, bytes.base64EncodedString()], store: store)

@@ -174,7 +174,9 @@ struct CLITests {
         #expect(try await CLI.wallet(["update", "cred", "c1", "v2"], store: store).status == 0)
         #expect(try await CLI.wallet(["add-tags", "cred", "c1", #"{"c":"3"}"#], store: store).status == 0)
         #expect(try await CLI.wallet(["delete-tags", "cred", "c1", #"["a"]"#], store: store).status == 0)
-        #expect(try await CLI.wallet(["get", "cred", "c1"], store: store).stdout == #"{"id":"c1","value":"v2","tags":{"b":"2","c":"3"}}"# + "\n")
+        #expect(
+            try await CLI.wallet(["get", "cred", "c1"], store: store).stdout == #"{"id":"c1","value":"v2","tags":{"b":"2","c":"3"}}"# + "\n"
+        )
         #expect(try await CLI.wallet(["update-tags", "cred", "c1", #"{"z":"9"}"#], store: store).status == 0)
         #expect(try await CLI.wallet(["get", "cred", "c1"], store: store).stdout == #"{"id":"c1","value":"v2","tags":{"z":"9"}}"# + "\n")
         #expect(try await CLI.wallet(["delete", "cred", "c1"], store: store).status == 0)
@@ -226,7 +228,8 @@ struct CLITests {
         #expect(try await CLI.wallet(["add", "cred", "c1", "v"], store: store).status == 0)
         let env = ["NEWPASS": "a new passphrase"]
         #expect(
-            try await CLI.run(["--raw-key", CLI.key, "wallet", "rekey", "--new-passphrase-env", "NEWPASS"], store: store, env: env).status == 0)
+            try await CLI.run(["--raw-key", CLI.key, "wallet", "rekey", "--new-passphrase-env", "NEWPASS"], store: store, env: env).status
+                == 0)
         #expect(try await CLI.wallet(["get", "cred", "c1"], store: store).status == 4)
         #expect(try await CLI.run(["--passphrase-env", "NEWPASS", "wallet", "get", "cred", "c1"], store: store, env: env).status == 0)
     }

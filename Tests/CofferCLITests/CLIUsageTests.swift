@@ -127,8 +127,10 @@ struct CLIUsageTests {
         #expect(try await CLI.run(["--passphrase-env", "P", "db", "stats"], store: store, env: env).status == 0)
         #expect(try await CLI.run(["settings", "list", "--raw-key-env", "K"], store: store, env: env).status == 0)
         let wallet = try await CLI.newStore()
-        #expect(try await CLI.run(["wallet", "count", "t", "--raw-key-env", "K"], store: wallet, env: env).stdout == #"{"count":0}"# + "\n")
-        #expect(try await CLI.run(["--raw-key-env", "K", "wallet", "count", "t"], store: wallet, env: env).stdout == #"{"count":0}"# + "\n")
+        #expect(
+            try await CLI.run(["wallet", "count", "t", "--raw-key-env", "K"], store: wallet, env: env).stdout == #"{"count":0}"# + "\n")
+        #expect(
+            try await CLI.run(["--raw-key-env", "K", "wallet", "count", "t"], store: wallet, env: env).stdout == #"{"count":0}"# + "\n")
     }
 
     @Test("a mistyped subcommand names the closest one, at any level, exit 2")
@@ -206,7 +208,8 @@ struct MutationOutputTests {
             #expect(r.stdout == printed + "\n", "\(args)")
         }
         #expect(
-            try await CLI.wallet(["add", "cred", "c2", "--value-file", "-"], store: store, stdin: Data("x".utf8)).stdout.contains(#""added""#))
+            try await CLI.wallet(["add", "cred", "c2", "--value-file", "-"], store: store, stdin: Data("x".utf8)).stdout.contains(
+                #""added""#))
     }
 
     @Test("settings, secure items, the cache and reset")
@@ -218,11 +221,13 @@ struct MutationOutputTests {
         #expect(
             try await CLI.run(["settings", "set", "autoBackup", "true"], store: store).stdout
                 == #"{"set":{"name":"autoBackup","kind":"bool","value":true}}"# + "\n")
-        #expect(try await CLI.run(["settings", "delete", "tilesPerRow"], store: store).stdout == #"{"deleted":{"name":"tilesPerRow"}}"# + "\n")
+        #expect(
+            try await CLI.run(["settings", "delete", "tilesPerRow"], store: store).stdout == #"{"deleted":{"name":"tilesPerRow"}}"# + "\n")
         let secure = try await CLI.run(["secure", "set", "accessToken", "--value-env", "T"], store: store, env: ["T": "tok-secret"])
         #expect(secure.stdout == #"{"set":{"name":"accessToken","accessibility":"afterFirstUnlock"}}"# + "\n")
         #expect(!secure.stdout.contains("tok-secret"))
-        #expect(try await CLI.run(["secure", "delete", "accessToken"], store: store).stdout == #"{"deleted":{"name":"accessToken"}}"# + "\n")
+        #expect(
+            try await CLI.run(["secure", "delete", "accessToken"], store: store).stdout == #"{"deleted":{"name":"accessToken"}}"# + "\n")
         let image = store.appendingPathComponent("image.bin")
         try Data(repeating: 7, count: 100).write(to: image)
         #expect(

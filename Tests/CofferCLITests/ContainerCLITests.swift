@@ -54,7 +54,8 @@ struct ContainerCLITests {
     @Test("the secure folder shows no item value")
     func secureOnDisk() async throws {
         let store = emptyStore()
-        _ = try await CLI.run(["secure", "set", "accessToken", "--value-env", "TOKEN"], store: store, env: ["TOKEN": "visible-token-marker"])
+        _ = try await CLI.run(
+            ["secure", "set", "accessToken", "--value-env", "TOKEN"], store: store, env: ["TOKEN": "visible-token-marker"])
         var raw = Data()
         for case let url as URL in FileManager.default.enumerator(at: store, includingPropertiesForKeys: nil)! {
             raw.append((try? Data(contentsOf: url)) ?? Data())

@@ -39,7 +39,9 @@ struct ControlCharacterCLITests {
     @Test("a $regex holding U+0000 on a clean wallet: search and count both answer 0, exit 0")
     func nulInRegex() async throws {
         let store = try await CLI.newStore()
-        for i in 1...3 { #expect(try await CLI.wallet(["add", "t", "r\(i)", "v", "--tags", #"{"~seq":"1\#(i)"}"#], store: store).status == 0) }
+        for i in 1...3 {
+            #expect(try await CLI.wallet(["add", "t", "r\(i)", "v", "--tags", #"{"~seq":"1\#(i)"}"#], store: store).status == 0)
+        }
         let (count, search) = try await Self.countAndSearch(#"{"~seq":{"$regex":"^1\u0000"}}"#, store: store)
         #expect(count.status == 0 && count.stdout == #"{"count":0}"# + "\n", "\(count.stdout) \(count.stderr)")
         #expect(search.status == 0 && Self.records(search) == 0, "\(search.stdout) \(search.stderr)")

@@ -77,7 +77,8 @@ struct CoverDropWalkthroughTests {
         let handover = try await CLI.run(
             ["--passphrase-env", "P", "deniable", "reply", "--from", "alice", "--handover-to", "bob"], store: store, env: env)
         #expect(handover.status == 0, "\(handover.stderr)")
-        let fromBob = try await CLI.run(["--passphrase-env", "P", "deniable", "reply", "--from", "bob", "bob here"], store: store, env: env)
+        let fromBob = try await CLI.run(
+            ["--passphrase-env", "P", "deniable", "reply", "--from", "bob", "bob here"], store: store, env: env)
         #expect(fromBob.status == 0, "\(fromBob.stderr)")
         let unlocked = try await CLI.run(["--passphrase-env", "P", "deniable", "unlock"], store: store, env: env)
         let mailbox = try #require(parsedObject(unlocked.stdout)?["mailbox"] as? [[String: Any]], "\(unlocked.stdout)")

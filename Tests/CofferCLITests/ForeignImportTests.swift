@@ -303,7 +303,8 @@ struct IndyImportTests {
             try ForeignStores.expectUnchanged(source, before)
             // The other derivation is a wrong key (exit 4), and nothing more is imported.
             let other = kdf == "raw" ? "argon2i-int" : kdf == "argon2i-mod" ? "argon2i-int" : "argon2i-mod"
-            let wrong = try await ForeignStores.importIndy(source, key: manifest["key"] as! String, kdf: other, store: try await CLI.newStore())
+            let wrong = try await ForeignStores.importIndy(
+                source, key: manifest["key"] as! String, kdf: other, store: try await CLI.newStore())
             #expect(wrong.status == 4, "\(kdf) as \(other): \(wrong.stderr)")
         }
     }
@@ -316,7 +317,8 @@ struct IndyImportTests {
         let r = try await ForeignStores.importIndy(fixture, key: "GfwU1DC7gEZNs3w41tjBiZYj7BNToDoFEqKY6wZXqs1A", kdf: "raw", store: store)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"imported":0,"source":"indy","types":{}}"#)
-        let wrong = try await ForeignStores.importIndy(fixture, key: "5mgssUU4QBEdvCAaXkczkwmu9VtNyJ6W3NMb4QkzLEmd", kdf: "raw", store: store)
+        let wrong = try await ForeignStores.importIndy(
+            fixture, key: "5mgssUU4QBEdvCAaXkczkwmu9VtNyJ6W3NMb4QkzLEmd", kdf: "raw", store: store)
         #expect(wrong.status == 4, "\(wrong.stderr)")
         try ForeignStores.expectUnchanged(fixture, before)
     }

@@ -74,7 +74,9 @@ struct ManyProcessesRaceTests {
     @Test("3 restores into one empty store at once, 3 rounds: one wins, the others say the wallet exists, and the wallet is whole")
     func concurrentRestores() async throws {
         let source = try await CLI.newStore()
-        for i in 0..<40 { #expect(try await CLI.wallet(["add", "t", "r\(i)", "v\(i)", "--tags", #"{"n":"\#(i)"}"#], store: source).status == 0) }
+        for i in 0..<40 {
+            #expect(try await CLI.wallet(["add", "t", "r\(i)", "v\(i)", "--tags", #"{"n":"\#(i)"}"#], store: source).status == 0)
+        }
         let backup = source.appendingPathComponent("backup.cfb")
         let export = try await CLI.run(
             [

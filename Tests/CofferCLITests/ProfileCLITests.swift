@@ -43,13 +43,15 @@ struct ProfileCLITests {
         // A third profile: neither bob's key nor the default's opens it; its own does.
         let carolKey = Data(repeating: 8, count: 32).base64EncodedString()
         #expect(
-            try await CLI.run(["wallet", "create", "--profile", "carol", "--raw-key-env", "K"], store: store, env: ["K": carolKey]).status == 0)
+            try await CLI.run(["wallet", "create", "--profile", "carol", "--raw-key-env", "K"], store: store, env: ["K": carolKey]).status
+                == 0)
         for key in [Self.bobKey, CLI.key] {
             let r = try await CLI.run(["wallet", "count", "t", "--profile", "carol", "--raw-key-env", "K"], store: store, env: ["K": key])
             #expect(r.status == 4, "\(r.stderr)")
         }
         #expect(
-            try await CLI.run(["wallet", "count", "t", "--profile", "carol", "--raw-key-env", "K"], store: store, env: ["K": carolKey]).status
+            try await CLI.run(["wallet", "count", "t", "--profile", "carol", "--raw-key-env", "K"], store: store, env: ["K": carolKey])
+                .status
                 == 0)
     }
 
@@ -113,7 +115,8 @@ struct ProfileCLITests {
         }
         #expect(ids(bobIds) == stride(from: 1, to: 16, by: 2).map { "r\($0)" }.sorted())
         #expect(ids(mainIds) == stride(from: 0, to: 16, by: 2).map { "r\($0)" }.sorted())
-        #expect(try Self.json(try await CLI.wallet(["count", "t", #"{"p": "bob"}"#], store: store).stdout) as? [String: Int] == ["count": 0])
+        #expect(
+            try Self.json(try await CLI.wallet(["count", "t", #"{"p": "bob"}"#], store: store).stdout) as? [String: Int] == ["count": 0])
         #expect(try await Self.bob(["check"], store: store).status == 0)
         #expect(try await CLI.wallet(["check"], store: store).status == 0)
     }

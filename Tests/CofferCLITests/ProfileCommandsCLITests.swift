@@ -122,7 +122,8 @@ struct ProfileCommandsCLITests {
             #expect(r.status == 0 && r.stdout.contains("true"), "\(argv) \(r.stderr)")
         }
         let xkey = try #require(
-            (Self.json(try await ProfileCLITests.bob(["key", "create", "--kind", "x25519"], store: store).stdout) as? [String: String])?["verkey"]
+            (Self.json(try await ProfileCLITests.bob(["key", "create", "--kind", "x25519"], store: store).stdout) as? [String: String])?[
+                "verkey"]
         )
         for argv in Self.placements(["key", "seal"], [xkey, "aGk="], profile: "bob") {
             let r = try await Self.run(argv, store: store)

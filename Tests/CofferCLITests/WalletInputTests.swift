@@ -26,7 +26,9 @@ struct WalletInputTests {
     @Test("a query of about 1 MB from --query-file and from standard input searches like a small one")
     func queryFile() async throws {
         let store = try await CLI.newStore()
-        for i in 0..<20 { #expect(try await CLI.wallet(["add", "t", "r\(i)", "v", "--tags", #"{"e":"v\#(i)"}"#], store: store).status == 0) }
+        for i in 0..<20 {
+            #expect(try await CLI.wallet(["add", "t", "r\(i)", "v", "--tags", #"{"e":"v\#(i)"}"#], store: store).status == 0)
+        }
         let values = (0..<100_000).map { "\"v\($0 * 4)\"" }.joined(separator: ",")
         let query = Data((#"{"e":{"$in":["# + values + "]}}").utf8)
         #expect(query.count > 900_000)
@@ -48,7 +50,8 @@ struct WalletInputTests {
         let value = String(repeating: "é\n", count: 100_000)
         let valueFile = try temporaryFile(Data(value.utf8))
         let tagsFile = try temporaryFile(Data(#"{"a":"1","~b":"2"}"#.utf8))
-        #expect(try await CLI.wallet(["add", "t", "a", "--value-file", valueFile.path, "--tags-file", tagsFile.path], store: store).status == 0)
+        #expect(
+            try await CLI.wallet(["add", "t", "a", "--value-file", valueFile.path, "--tags-file", tagsFile.path], store: store).status == 0)
         #expect(try await CLI.wallet(["add", "t", "b", "--value-file", "-"], store: store, stdin: Data("from stdin".utf8)).status == 0)
         #expect(try await CLI.wallet(["update", "t", "b", "--value-file", "-"], store: store, stdin: Data("updated".utf8)).status == 0)
         let a = try await CLI.wallet(["get", "t", "a"], store: store)
@@ -167,7 +170,9 @@ struct WalletInputTests {
     @Test("wallet count and remove-all take a query (or none, or --query-file) and print their JSON")
     func countAndRemoveAll() async throws {
         let store = try await CLI.newStore()
-        for i in 0..<10 { #expect(try await CLI.wallet(["add", "t", "r\(i)", "v", "--tags", #"{"p":"\#(i % 2)"}"#], store: store).status == 0) }
+        for i in 0..<10 {
+            #expect(try await CLI.wallet(["add", "t", "r\(i)", "v", "--tags", #"{"p":"\#(i % 2)"}"#], store: store).status == 0)
+        }
         #expect(try await CLI.wallet(["count", "t"], store: store).stdout == #"{"count":10}"# + "\n")
         #expect(try await CLI.wallet(["count", "t", #"{"p":"1"}"#], store: store).stdout == #"{"count":5}"# + "\n")
         let query = try temporaryFile(Data(#"{"p":"0"}"#.utf8))

@@ -24,7 +24,8 @@ struct WalletURLCLITests {
     }
 
     static func count(_ store: URL, env: [String: String] = [:], _ extra: [String] = []) async throws -> Int? {
-        let r = try await CLI.run(["wallet", "count", "t"] + extra + ["--raw-key-env", "K"], store: store, env: keyEnv.merging(env) { $1 })
+        let r = try await CLI.run(
+            ["wallet", "count", "t"] + extra + ["--raw-key-env", "K"], store: store, env: keyEnv.merging(env) { $1 })
         return (try? json(r.stdout) as? [String: Int])?["count"]
     }
 
@@ -53,7 +54,8 @@ struct WalletURLCLITests {
         let env = ["COFFER_WALLET_URL": url]
         let create = try await CLI.run(["wallet", "create", "--raw-key-env", "K"], store: store, env: Self.keyEnv.merging(env) { $1 })
         #expect(create.status == 0, "\(create.stderr)")
-        let add = try await CLI.run(["wallet", "add", "t", "a", "v", "--raw-key-env", "K"], store: store, env: Self.keyEnv.merging(env) { $1 })
+        let add = try await CLI.run(
+            ["wallet", "add", "t", "a", "v", "--raw-key-env", "K"], store: store, env: Self.keyEnv.merging(env) { $1 })
         #expect(add.status == 0, "\(add.stderr)")
         #expect(try await Self.count(store, env: env) == 1)
         let storeFile = "sqlite://\(store.appendingPathComponent("wallet.sqlite").path)"

@@ -515,7 +515,8 @@ private enum Spawner {
             #endif
             if let currentDirectory {
                 guard let changeDirectory, changeDirectory(UnsafeMutableRawPointer(actions), currentDirectory) == 0 else {
-                    throw SpawnFailed(description: "\(path): cannot be started in \(currentDirectory) (no posix_spawn_file_actions_addchdir_np)")
+                    throw SpawnFailed(
+                        description: "\(path): cannot be started in \(currentDirectory) (no posix_spawn_file_actions_addchdir_np)")
                 }
             }
             var noSignals = sigset_t()
@@ -538,7 +539,8 @@ private enum Spawner {
                 close(output[0])
                 close(errors[0])
                 close(input[1])
-                throw SpawnFailed(description: "\(path) \(arguments.joined(separator: " ")): not started (\(String(cString: strerror(failure))))")
+                throw SpawnFailed(
+                    description: "\(path) \(arguments.joined(separator: " ")): not started (\(String(cString: strerror(failure))))")
             }
             return (pid, output[0], errors[0], input[1])
         }
