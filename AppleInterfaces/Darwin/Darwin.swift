@@ -94,3 +94,13 @@ extension stat {
 /// `__rusage_who` enum). `ru_maxrss` is in bytes on Darwin, kilobytes on Linux (not visible in
 /// a type).
 public var RUSAGE_SELF: Int32 { fatalError("interface only") }
+
+// MARK: - spawn.h
+
+/// posix_spawnattr_setflags(3), Apple's manual page
+/// (https://keith.github.io/xcode-man-pages/posix_spawnattr_setflags.3.html): "POSIX_SPAWN_CLOEXEC_DEFAULT
+/// (Apple Extension): If this bit is set, then only file descriptors explicitly described by the
+/// file actions will be inherited by the new process; all others will be closed as if they had
+/// the close-on-exec flag set". `#define POSIX_SPAWN_CLOEXEC_DEFAULT 0x4000` in <spawn.h>, so an
+/// `Int32`, passed to `posix_spawnattr_setflags(_:_: Int16)` after a conversion (as on Linux).
+public var POSIX_SPAWN_CLOEXEC_DEFAULT: Int32 { fatalError("interface only") }

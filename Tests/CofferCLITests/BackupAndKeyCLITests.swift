@@ -6,12 +6,12 @@ import Foundation
 import Testing
 
 /// A store with `count` records of type `t` (ids r0…), made through the CLI.
-func storeWithRecords(_ count: Int) throws -> URL {
-    let store = try CLI.newStore()
+func storeWithRecords(_ count: Int) async throws -> URL {
+    let store = try await CLI.newStore()
     let file = store.appendingPathComponent("in.jsonl")
     try (0..<count).map { #"{"type":"t","id":"r\#($0)","value":"v\#($0)","tags":{"n":"\#($0 % 2)"}}"# }.joined(separator: "\n")
         .write(to: file, atomically: true, encoding: .utf8)
-    let r = try CLI.wallet(["import", file.path], store: store)
+    let r = try await CLI.wallet(["import", file.path], store: store)
     precondition(r.status == 0, "import failed: \(r.stderr)")
     return store
 }
@@ -19,8 +19,8 @@ func storeWithRecords(_ count: Int) throws -> URL {
 /// `args` on the store's wallet with the backup passphrase in environment variable BP.
 /// An export costs the backup key's floor (INTERACTIVE), not the default MODERATE: these tests
 /// make many backups.
-func backupCommand(_ args: [String], store: URL, passphrase: String = "backup pass") throws -> CLIResult {
-    try CLI.run(
+func backupCommand(_ args: [String], store: URL, passphrase: String = "backup pass") async throws -> CLIResult {
+    try await CLI.run(
         ["--raw-key-env", "COFFER_TEST_KEY", "wallet"] + args + (args.first == "export" ? ["--backup-kdf", "interactive"] : []),
         store: store,
         env: ["COFFER_TEST_KEY": CLI.key, "BP": passphrase])
@@ -38,18 +38,18 @@ func newStoreFolder() -> URL {
 @Suite("coffer wallet export and import-backup")
 struct BackupCLITests {
     @Test("export prints how many items it wrote and the file")
-    func exportPrints() throws {
-        let store = try storeWithRecords(40)
+    func exportPrints() async throws {
+        let store = try await storeWithRecords(40)
         let file = store.appendingPathComponent("wallet.backup")
-        let r = try backupCommand(["export", file.path, "--backup-passphrase-env", "BP"], store: store)
+        let r = try await backupCommand(["export", file.path, "--backup-passphrase-env", "BP"], store: store)
         #expect(r.status == 0)
         #expect(try printedObject(r)["exported"] as? Int == 40)
         #expect(try printedObject(r)["file"] as? String == file.path)
     }
 
     @Test("export costs the backup key MODERATE unless --backup-kdf says interactive; another cost exits 2 and writes nothing")
-    func exportCosts() throws {
-        let store = try storeWithRecords(2)
+    func exportCosts() async throws {
+        let store = try await storeWithRecords(2)
         func costs(_ file: URL) throws -> (ops: UInt32, memKiB: UInt32) {
             let header = Array(try Data(contentsOf: file).prefix(17))
             return (header[9..<13].reduce(0) { $0 << 8 | UInt32($1) }, header[13..<17].reduce(0) { $0 << 8 | UInt32($1) })
@@ -57,82 +57,83 @@ struct BackupCLITests {
         let env = ["COFFER_TEST_KEY": CLI.key, "BP": "backup pass"]
         let base = ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "export"]
         let byDefault = store.appendingPathComponent("default.backup")
-        #expect(try CLI.run(base + [byDefault.path, "--backup-passphrase-env", "BP"], store: store, env: env).status == 0)
+        #expect(try await CLI.run(base + [byDefault.path, "--backup-passphrase-env", "BP"], store: store, env: env).status == 0)
         #expect(try costs(byDefault) == (3, 256 * 1024))
         let floor = store.appendingPathComponent("floor.backup")
-        let cheaper = try CLI.run(
+        let cheaper = try await CLI.run(
             base + [floor.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"], store: store, env: env)
         #expect(cheaper.status == 0)
         #expect(try costs(floor) == (2, 64 * 1024))
         let refused = store.appendingPathComponent("refused.backup")
-        let r = try CLI.run(base + [refused.path, "--backup-passphrase-env", "BP", "--backup-kdf", "minimum"], store: store, env: env)
+        let r = try await CLI.run(
+            base + [refused.path, "--backup-passphrase-env", "BP", "--backup-kdf", "minimum"], store: store, env: env)
         #expect(r.status == 2)
         #expect(r.stderr.contains("--backup-kdf must be moderate or interactive"))
         #expect(!FileManager.default.fileExists(atPath: refused.path))
     }
 
     @Test("export shows its progress on stderr, ending at every item written")
-    func exportProgress() throws {
-        let store = try storeWithRecords(40)
-        let r = try backupCommand(["export", store.appendingPathComponent("b").path, "--backup-passphrase-env", "BP"], store: store)
+    func exportProgress() async throws {
+        let store = try await storeWithRecords(40)
+        let r = try await backupCommand(["export", store.appendingPathComponent("b").path, "--backup-passphrase-env", "BP"], store: store)
         #expect(r.stderr.contains("export"))
         #expect(r.stderr.contains("40/40"))
     }
 
     @Test("import-backup makes the new store's wallet with every record and prints its path")
-    func importRestores() throws {
-        let store = try storeWithRecords(40)
+    func importRestores() async throws {
+        let store = try await storeWithRecords(40)
         let file = store.appendingPathComponent("wallet.backup")
-        #expect(try backupCommand(["export", file.path, "--backup-passphrase-env", "BP"], store: store).status == 0)
+        #expect(try await backupCommand(["export", file.path, "--backup-passphrase-env", "BP"], store: store).status == 0)
         let target = newStoreFolder()
-        let r = try backupCommand(["import-backup", file.path, "--backup-passphrase-env", "BP"], store: target)
+        let r = try await backupCommand(["import-backup", file.path, "--backup-passphrase-env", "BP"], store: target)
         #expect(r.status == 0)
         #expect(try printedObject(r)["imported"] as? String == target.appendingPathComponent("wallet.sqlite").path)
-        let count = try CLI.wallet(["count", "t", #"{"n": "1"}"#], store: target)
+        let count = try await CLI.wallet(["count", "t", #"{"n": "1"}"#], store: target)
         #expect(count.stdout == #"{"count":20}"# + "\n")
     }
 
     @Test("import-backup shows its progress on stderr, ending at every item restored")
-    func importProgress() throws {
-        let store = try storeWithRecords(40)
+    func importProgress() async throws {
+        let store = try await storeWithRecords(40)
         let file = store.appendingPathComponent("wallet.backup")
-        _ = try backupCommand(["export", file.path, "--backup-passphrase-env", "BP"], store: store)
-        let r = try backupCommand(["import-backup", file.path, "--backup-passphrase-env", "BP"], store: newStoreFolder())
+        _ = try await backupCommand(["export", file.path, "--backup-passphrase-env", "BP"], store: store)
+        let r = try await backupCommand(["import-backup", file.path, "--backup-passphrase-env", "BP"], store: newStoreFolder())
         #expect(r.stderr.contains("import"))
         #expect(r.stderr.contains("40/40"))
     }
 
     @Test("a held key comes back with the backup and still signs as the same verkey")
-    func keySurvivesBackup() throws {
-        let store = try storeWithRecords(1)
-        let verkey = try #require(try printedObject(CLI.wallet(["key", "create"], store: store))["verkey"] as? String)
+    func keySurvivesBackup() async throws {
+        let store = try await storeWithRecords(1)
+        let verkey = try #require(try printedObject(await CLI.wallet(["key", "create"], store: store))["verkey"] as? String)
         let file = store.appendingPathComponent("wallet.backup")
-        _ = try backupCommand(["export", file.path, "--backup-passphrase-env", "BP"], store: store)
+        _ = try await backupCommand(["export", file.path, "--backup-passphrase-env", "BP"], store: store)
         let target = newStoreFolder()
-        _ = try backupCommand(["import-backup", file.path, "--backup-passphrase-env", "BP"], store: target)
+        _ = try await backupCommand(["import-backup", file.path, "--backup-passphrase-env", "BP"], store: target)
         let message = Data("after restore".utf8).base64EncodedString()
         let signature = try #require(
-            try printedObject(CLI.wallet(["key", "sign", verkey, message], store: target))["signature"] as? String)
-        #expect(try CLI.wallet(["key", "verify", verkey, message, signature], store: target).status == 0)
+            try printedObject(await CLI.wallet(["key", "sign", verkey, message], store: target))["signature"] as? String)
+        #expect(try await CLI.wallet(["key", "verify", verkey, message, signature], store: target).status == 0)
     }
 
     @Test("export without the passphrase variable set exits 2 and writes no file")
-    func exportNeedsPassphrase() throws {
-        let store = try storeWithRecords(3)
+    func exportNeedsPassphrase() async throws {
+        let store = try await storeWithRecords(3)
         let file = store.appendingPathComponent("wallet.backup")
-        let r = try backupCommand(["export", file.path, "--backup-passphrase-env", "NOT_SET_ANYWHERE"], store: store)
+        let r = try await backupCommand(["export", file.path, "--backup-passphrase-env", "NOT_SET_ANYWHERE"], store: store)
         #expect(r.status == 2)
         #expect(r.stderr.contains("NOT_SET_ANYWHERE"))
         #expect(FileManager.default.fileExists(atPath: file.path) == false)
     }
 
     @Test("import-backup with the wrong passphrase exits 4 and creates no wallet")
-    func importWrongPassphrase() throws {
-        let store = try storeWithRecords(3)
+    func importWrongPassphrase() async throws {
+        let store = try await storeWithRecords(3)
         let file = store.appendingPathComponent("wallet.backup")
-        _ = try backupCommand(["export", file.path, "--backup-passphrase-env", "BP"], store: store)
+        _ = try await backupCommand(["export", file.path, "--backup-passphrase-env", "BP"], store: store)
         let target = newStoreFolder()
-        let r = try backupCommand(
+        let r = try await backupCommand(
             ["import-backup", file.path, "--backup-passphrase-env", "BP"], store: target, passphrase: "not the passphrase")
         #expect(r.status == 4)
         #expect(r.stderr.hasPrefix("error: wrong key"))
@@ -140,24 +141,24 @@ struct BackupCLITests {
     }
 
     @Test("import-backup of a damaged file exits 5 (corrupted) and creates no wallet")
-    func importDamaged() throws {
-        let store = try storeWithRecords(30)
+    func importDamaged() async throws {
+        let store = try await storeWithRecords(30)
         let file = store.appendingPathComponent("wallet.backup")
-        _ = try backupCommand(["export", file.path, "--backup-passphrase-env", "BP"], store: store)
+        _ = try await backupCommand(["export", file.path, "--backup-passphrase-env", "BP"], store: store)
         var bytes = try Data(contentsOf: file)
         bytes[bytes.count - 20] ^= 0x55
         try bytes.write(to: file)
         let target = newStoreFolder()
-        let r = try backupCommand(["import-backup", file.path, "--backup-passphrase-env", "BP"], store: target)
+        let r = try await backupCommand(["import-backup", file.path, "--backup-passphrase-env", "BP"], store: target)
         #expect(r.status == 5)
         #expect(r.stderr.contains("error: corrupted"))
         #expect(FileManager.default.fileExists(atPath: target.appendingPathComponent("wallet.sqlite").path) == false)
     }
 
     @Test("import-backup of a file that does not exist exits non-zero naming it")
-    func importMissingFile() throws {
+    func importMissingFile() async throws {
         let missing = newStoreFolder().appendingPathComponent("no.backup")
-        let r = try backupCommand(["import-backup", missing.path, "--backup-passphrase-env", "BP"], store: newStoreFolder())
+        let r = try await backupCommand(["import-backup", missing.path, "--backup-passphrase-env", "BP"], store: newStoreFolder())
         #expect(r.status != 0)
         #expect(r.stderr.contains("no.backup"))
     }
@@ -165,16 +166,16 @@ struct BackupCLITests {
 
 @Suite("coffer wallet key")
 struct KeyCLITests {
-    func create(_ store: URL, kind: String = "ed25519") throws -> String {
-        let r = try CLI.wallet(["key", "create", "--kind", kind], store: store)
+    func create(_ store: URL, kind: String = "ed25519") async throws -> String {
+        let r = try await CLI.wallet(["key", "create", "--kind", kind], store: store)
         precondition(r.status == 0, "key create failed: \(r.stderr)")
         return try #require(try printedObject(r)["verkey"] as? String)
     }
 
     @Test("key create prints only the Base58 public key")
-    func createPrintsVerkey() throws {
-        let store = try CLI.newStore()
-        let r = try CLI.wallet(["key", "create"], store: store)
+    func createPrintsVerkey() async throws {
+        let store = try await CLI.newStore()
+        let r = try await CLI.wallet(["key", "create"], store: store)
         #expect(r.status == 0)
         let object = try printedObject(r)
         #expect(Array(object.keys) == ["verkey"])
@@ -182,92 +183,94 @@ struct KeyCLITests {
     }
 
     @Test("key list gives each held key's verkey and kind, and nothing else")
-    func listKeys() throws {
-        let store = try CLI.newStore()
-        let a = try create(store)
-        let b = try create(store, kind: "x25519")
-        let r = try CLI.wallet(["key", "list"], store: store)
+    func listKeys() async throws {
+        let store = try await CLI.newStore()
+        let a = try await create(store)
+        let b = try await create(store, kind: "x25519")
+        let r = try await CLI.wallet(["key", "list"], store: store)
         let listed = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: String]])
         #expect(Set(listed) == [["verkey": a, "kind": "ed25519"], ["verkey": b, "kind": "x25519"]])
     }
 
     @Test("key create with an unknown kind exits 2 naming the allowed kinds")
-    func unknownKind() throws {
-        let r = try CLI.wallet(["key", "create", "--kind", "rsa"], store: try CLI.newStore())
+    func unknownKind() async throws {
+        let r = try await CLI.wallet(["key", "create", "--kind", "rsa"], store: try await CLI.newStore())
         #expect(r.status == 2)
         #expect(r.stderr.contains("ed25519 or x25519"))
     }
 
     @Test("key sign's signature verifies with key verify: {\"valid\":true}, exit 0")
-    func signVerify() throws {
-        let store = try CLI.newStore()
-        let verkey = try create(store)
+    func signVerify() async throws {
+        let store = try await CLI.newStore()
+        let verkey = try await create(store)
         let message = Data("hello".utf8).base64EncodedString()
-        let signature = try #require(try printedObject(CLI.wallet(["key", "sign", verkey, message], store: store))["signature"] as? String)
-        let r = try CLI.wallet(["key", "verify", verkey, message, signature], store: store)
+        let signature = try #require(
+            try printedObject(await CLI.wallet(["key", "sign", verkey, message], store: store))["signature"] as? String)
+        let r = try await CLI.wallet(["key", "verify", verkey, message, signature], store: store)
         #expect(r.status == 0)
         #expect(r.stdout == #"{"valid":true}"# + "\n")
     }
 
     @Test("key verify of another message prints {\"valid\":false} and exits 2")
-    func verifyFails() throws {
-        let store = try CLI.newStore()
-        let verkey = try create(store)
+    func verifyFails() async throws {
+        let store = try await CLI.newStore()
+        let verkey = try await create(store)
         let signature = try #require(
-            try printedObject(CLI.wallet(["key", "sign", verkey, Data("a".utf8).base64EncodedString()], store: store))["signature"]
+            try printedObject(await CLI.wallet(["key", "sign", verkey, Data("a".utf8).base64EncodedString()], store: store))["signature"]
                 as? String)
-        let r = try CLI.wallet(["key", "verify", verkey, Data("b".utf8).base64EncodedString(), signature], store: store)
+        let r = try await CLI.wallet(["key", "verify", verkey, Data("b".utf8).base64EncodedString(), signature], store: store)
         #expect(r.status == 2)
         #expect(r.stdout == #"{"valid":false}"# + "\n")
     }
 
     @Test("key sign with a key the wallet does not hold exits 1")
-    func signUnknownKey() throws {
-        let store = try CLI.newStore()
-        let other = try create(try CLI.newStore())
-        let r = try CLI.wallet(["key", "sign", other, Data("m".utf8).base64EncodedString()], store: store)
+    func signUnknownKey() async throws {
+        let store = try await CLI.newStore()
+        let other = try await create(try await CLI.newStore())
+        let r = try await CLI.wallet(["key", "sign", other, Data("m".utf8).base64EncodedString()], store: store)
         #expect(r.status == 1)
         #expect(r.stderr.contains(other))
     }
 
     @Test("key sign with an x25519 key exits 2 saying it cannot sign")
-    func signWithX25519() throws {
-        let store = try CLI.newStore()
-        let verkey = try create(store, kind: "x25519")
-        let r = try CLI.wallet(["key", "sign", verkey, Data("m".utf8).base64EncodedString()], store: store)
+    func signWithX25519() async throws {
+        let store = try await CLI.newStore()
+        let verkey = try await create(store, kind: "x25519")
+        let r = try await CLI.wallet(["key", "sign", verkey, Data("m".utf8).base64EncodedString()], store: store)
         #expect(r.status == 2)
         #expect(r.stderr.contains("cannot sign"))
     }
 
     @Test("key sign with a message that is not base64 exits 2 naming MESSAGE")
-    func signBadMessage() throws {
-        let store = try CLI.newStore()
-        let r = try CLI.wallet(["key", "sign", try create(store), "not base64!"], store: store)
+    func signBadMessage() async throws {
+        let store = try await CLI.newStore()
+        let r = try await CLI.wallet(["key", "sign", try await create(store), "not base64!"], store: store)
         #expect(r.status == 2)
         #expect(r.stderr.contains("MESSAGE"))
     }
 
     @Test("key seal to an x25519 key and key open with it give back the message", arguments: ["x25519", "ed25519"])
-    func sealOpen(kind: String) throws {
-        let store = try CLI.newStore()
-        let verkey = try create(store, kind: kind)
+    func sealOpen(kind: String) async throws {
+        let store = try await CLI.newStore()
+        let verkey = try await create(store, kind: kind)
         let message = Data("sealed for you".utf8).base64EncodedString()
         let box = try #require(
-            try printedObject(CLI.wallet(["key", "seal", verkey, message, "--kind", kind], store: store))["box"] as? String)
-        let r = try CLI.wallet(["key", "open", verkey, box], store: store)
+            try printedObject(await CLI.wallet(["key", "seal", verkey, message, "--kind", kind], store: store))["box"] as? String)
+        let r = try await CLI.wallet(["key", "open", verkey, box], store: store)
         #expect(r.status == 0)
         #expect(try printedObject(r)["message"] as? String == message)
     }
 
     @Test("key open of an altered box exits 2")
-    func openAltered() throws {
-        let store = try CLI.newStore()
-        let verkey = try create(store, kind: "x25519")
+    func openAltered() async throws {
+        let store = try await CLI.newStore()
+        let verkey = try await create(store, kind: "x25519")
         let box = try #require(
-            try printedObject(CLI.wallet(["key", "seal", verkey, Data("m".utf8).base64EncodedString()], store: store))["box"] as? String)
+            try printedObject(await CLI.wallet(["key", "seal", verkey, Data("m".utf8).base64EncodedString()], store: store))["box"]
+                as? String)
         var bytes = try #require(Data(base64Encoded: box))
         bytes[bytes.count - 1] ^= 1
-        let r = try CLI.wallet(["key", "open", verkey, bytes.base64EncodedString()], store: store)
+        let r = try await CLI.wallet(["key", "open", verkey, bytes.base64EncodedString()], store: store)
         #expect(r.status == 2)
         #expect(r.stderr.contains("does not open"))
     }

@@ -9,9 +9,9 @@ import Testing
 /// The commands of `coffer`, read from the parser's own description of the tree.
 enum CommandTree {
     /// Every leaf command as its path after `coffer` (`["wallet", "add"]`), without the parser's `help`.
-    static func leaves() throws -> [[String]] {
+    static func leaves() async throws -> [[String]] {
         let store = TemporaryFolders.path("coffer-tree")
-        let r = try CLI.run(["--experimental-dump-help"], store: store)
+        let r = try await CLI.run(["--experimental-dump-help"], store: store)
         #expect(r.status == 0, "\(r.stderr)")
         let root = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         var out = [[String]]()
@@ -52,28 +52,28 @@ struct CLIUsageTests {
     let store = TemporaryFolders.path("coffer-usage")
 
     @Test("a missing argument prints the failing subcommand's usage and the parser's hint, exit 2")
-    func missingArgument() throws {
-        let add = try CLI.wallet(["add", "cred", "c2"], store: try CLI.newStore())
+    func missingArgument() async throws {
+        let add = try await CLI.wallet(["add", "cred", "c2"], store: try await CLI.newStore())
         #expect(add.status == 2)
         #expect(add.stderr.hasPrefix("error: "), "\(add.stderr)")
         #expect(add.stderr.contains("wallet add <type> <id> <value>"), "\(add.stderr)")
         #expect(add.stderr.contains("See 'coffer wallet add --help' for more information."), "\(add.stderr)")
-        let get = try CLI.wallet(["get", "cred"], store: store)
+        let get = try await CLI.wallet(["get", "cred"], store: store)
         #expect(get.status == 2)
         #expect(get.stderr.contains("error: Missing expected argument '<id>'"), "\(get.stderr)")
         #expect(get.stderr.contains("Usage: coffer wallet get <type> <id>"), "\(get.stderr)")
         #expect(get.stderr.contains("See 'coffer wallet get --help'"), "\(get.stderr)")
-        let set = try CLI.run(["settings", "set", "tilesPerRow"], store: store)
+        let set = try await CLI.run(["settings", "set", "tilesPerRow"], store: store)
         #expect(set.status == 2)
         #expect(set.stderr.contains("Usage: coffer settings set <name> <value>"), "\(set.stderr)")
     }
 
     @Test("every positional argument of every command is described in its help")
-    func positionalHelp() throws {
-        let leaves = try CommandTree.leaves()
+    func positionalHelp() async throws {
+        let leaves = try await CommandTree.leaves()
         #expect(leaves.count > 40)
         for path in leaves {
-            let r = try CLI.run(path + ["--help"], store: store)
+            let r = try await CLI.run(path + ["--help"], store: store)
             #expect(r.status == 0, "\(path): \(r.stderr)")
             for entry in CommandTree.entries(r.stdout) where entry.section == "ARGUMENTS" {
                 let description = entry.text.split(separator: " ").dropFirst()
@@ -95,10 +95,10 @@ struct CLIUsageTests {
     static let storeless: Set<String> = ["wallet key verify", "wallet key seal", "deniable check-vectors"]
 
     @Test("each command's help shows only the store and key options it uses; the vault's passphrase is the vault's")
-    func optionsPerCommand() throws {
-        for path in try CommandTree.leaves() {
+    func optionsPerCommand() async throws {
+        for path in try await CommandTree.leaves() {
             let name = path.joined(separator: " ")
-            let help = try CLI.run(path + ["--help"], store: store).stdout
+            let help = try await CLI.run(path + ["--help"], store: store).stdout
             let options = CommandTree.entries(help).filter { $0.section != "ARGUMENTS" }.map(\.text)
             func entry(_ option: String) -> String? { options.first { $0.hasPrefix(option + " ") } }
             let keyed = Self.keyed.contains(name)
@@ -121,56 +121,58 @@ struct CLIUsageTests {
     }
 
     @Test("global options before the subcommand keep working where they were accepted")
-    func globalOptions() throws {
+    func globalOptions() async throws {
         let env = ["K": CLI.key, "P": "a passphrase"]
-        #expect(try CLI.run(["--raw-key-env", "K", "settings", "list"], store: store, env: env).status == 0)
-        #expect(try CLI.run(["--passphrase-env", "P", "db", "stats"], store: store, env: env).status == 0)
-        #expect(try CLI.run(["settings", "list", "--raw-key-env", "K"], store: store, env: env).status == 0)
-        let wallet = try CLI.newStore()
-        #expect(try CLI.run(["wallet", "count", "t", "--raw-key-env", "K"], store: wallet, env: env).stdout == #"{"count":0}"# + "\n")
-        #expect(try CLI.run(["--raw-key-env", "K", "wallet", "count", "t"], store: wallet, env: env).stdout == #"{"count":0}"# + "\n")
+        #expect(try await CLI.run(["--raw-key-env", "K", "settings", "list"], store: store, env: env).status == 0)
+        #expect(try await CLI.run(["--passphrase-env", "P", "db", "stats"], store: store, env: env).status == 0)
+        #expect(try await CLI.run(["settings", "list", "--raw-key-env", "K"], store: store, env: env).status == 0)
+        let wallet = try await CLI.newStore()
+        #expect(
+            try await CLI.run(["wallet", "count", "t", "--raw-key-env", "K"], store: wallet, env: env).stdout == #"{"count":0}"# + "\n")
+        #expect(
+            try await CLI.run(["--raw-key-env", "K", "wallet", "count", "t"], store: wallet, env: env).stdout == #"{"count":0}"# + "\n")
     }
 
     @Test("a mistyped subcommand names the closest one, at any level, exit 2")
-    func didYouMean() throws {
-        let top = try CLI.run(["walet", "create"], store: store)
+    func didYouMean() async throws {
+        let top = try await CLI.run(["walet", "create"], store: store)
         #expect(top.status == 2)
         #expect(top.stderr.hasPrefix("error: 'walet' is not a subcommand of 'coffer'; did you mean 'wallet'?"), "\(top.stderr)")
         #expect(top.stderr.contains("See 'coffer --help'"), "\(top.stderr)")
-        let below = try CLI.wallet(["crate"], store: store)
+        let below = try await CLI.wallet(["crate"], store: store)
         #expect(below.status == 2)
         #expect(below.stderr.contains("did you mean 'create'?"), "\(below.stderr)")
         #expect(below.stderr.contains("Usage: coffer wallet "), "\(below.stderr)")
-        let deeper = try CLI.wallet(["key", "lsit"], store: store)
+        let deeper = try await CLI.wallet(["key", "lsit"], store: store)
         #expect(deeper.stderr.contains("'lsit' is not a subcommand of 'coffer wallet key'; did you mean 'list'?"), "\(deeper.stderr)")
-        let far = try CLI.run(["settings", "frobnicate"], store: store)
+        let far = try await CLI.run(["settings", "frobnicate"], store: store)
         #expect(far.status == 2)
         #expect(far.stderr.contains("its subcommands are get, set, delete, list"), "\(far.stderr)")
     }
 
     @Test("numeric options out of range say their range, exit 2")
-    func numericRanges() throws {
-        let wallet = try CLI.newStore()
+    func numericRanges() async throws {
+        let wallet = try await CLI.newStore()
         for value in ["-1", "0"] {
-            let r = try CLI.wallet(["search", "t", "{}", "--count", value], store: wallet)
+            let r = try await CLI.wallet(["search", "t", "{}", "--count", value], store: wallet)
             #expect(r.status == 2)
             #expect(r.stderr.hasPrefix("error: --count must be at least 1, got \(value)\n"), "\(r.stderr)")
         }
-        let cleanup = try CLI.run(["cleanup", "--dry-run", "--cutoff-days", "-3"], store: store)
+        let cleanup = try await CLI.run(["cleanup", "--dry-run", "--cutoff-days", "-3"], store: store)
         #expect(cleanup.status == 2)
         #expect(cleanup.stderr.hasPrefix("error: --cutoff-days must be at least 0, got -3\n"), "\(cleanup.stderr)")
-        let notANumber = try CLI.run(["db", "put-asset", "r", "o", "c", "--created-at", "nan"], store: store)
+        let notANumber = try await CLI.run(["db", "put-asset", "r", "o", "c", "--created-at", "nan"], store: store)
         #expect(notANumber.status == 2)
         #expect(notANumber.stderr.contains("--created-at must be a finite number"), "\(notANumber.stderr)")
-        let before1970 = try CLI.run(["db", "put-asset", "r", "o", "c", "--created-at", "-86400"], store: store)
+        let before1970 = try await CLI.run(["db", "put-asset", "r", "o", "c", "--created-at", "-86400"], store: store)
         #expect(before1970.status == 0, "\(before1970.stderr)")
-        #expect(try CLI.wallet(["search", "t", "{}", "--count", "1"], store: wallet).status == 0)
+        #expect(try await CLI.wallet(["search", "t", "{}", "--count", "1"], store: wallet).status == 0)
     }
 
     @Test("help states each option's values and range once")
-    func noDuplicateValues() throws {
-        for path in try CommandTree.leaves() {
-            let help = try CLI.run(path + ["--help"], store: store).stdout
+    func noDuplicateValues() async throws {
+        for path in try await CommandTree.leaves() {
+            let help = try await CLI.run(path + ["--help"], store: store).stdout
             for entry in CommandTree.entries(help) {
                 guard let range = entry.text.range(of: "(values: ") else { continue }
                 let list = entry.text[range.upperBound...].prefix { $0 != ")" && $0 != ";" }
@@ -179,19 +181,19 @@ struct CLIUsageTests {
                 #expect(!values.allSatisfy { rest.contains($0) }, "coffer \(path.joined(separator: " ")): \(entry.text)")
             }
         }
-        func flat(_ args: [String]) throws -> String {
-            try CLI.run(args, store: store).stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        func flat(_ args: [String]) async throws -> String {
+            try await CLI.run(args, store: store).stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
         }
-        #expect(try flat(["wallet", "search", "--help"]).contains("--count <n> Records in the page, 1 or more"))
-        #expect(try flat(["cleanup", "--help"]).contains("this many days ago, 0 or more"))
+        #expect(try await flat(["wallet", "search", "--help"]).contains("--count <n> Records in the page, 1 or more"))
+        #expect(try await flat(["cleanup", "--help"]).contains("this many days ago, 0 or more"))
     }
 }
 
 @Suite("coffer: every mutating command prints one JSON object")
 struct MutationOutputTests {
     @Test("wallet record and tag commands")
-    func walletCommands() throws {
-        let store = try CLI.newStore()
+    func walletCommands() async throws {
+        let store = try await CLI.newStore()
         let cases: [([String], String)] = [
             (["add", "cred", "c1", "v"], #"{"added":{"type":"cred","id":"c1"}}"#),
             (["update", "cred", "c1", "v2"], #"{"updated":{"type":"cred","id":"c1"}}"#),
@@ -201,55 +203,58 @@ struct MutationOutputTests {
             (["delete", "cred", "c1"], #"{"deleted":{"type":"cred","id":"c1"}}"#),
         ]
         for (args, printed) in cases {
-            let r = try CLI.wallet(args, store: store)
+            let r = try await CLI.wallet(args, store: store)
             #expect(r.status == 0, "\(args): \(r.stderr)")
             #expect(r.stdout == printed + "\n", "\(args)")
         }
         #expect(
-            try CLI.wallet(["add", "cred", "c2", "--value-file", "-"], store: store, stdin: Data("x".utf8)).stdout.contains(#""added""#))
+            try await CLI.wallet(["add", "cred", "c2", "--value-file", "-"], store: store, stdin: Data("x".utf8)).stdout.contains(
+                #""added""#))
     }
 
     @Test("settings, secure items, the cache and reset")
-    func appCommands() throws {
+    func appCommands() async throws {
         let store = TemporaryFolders.path("coffer-mutations")
         #expect(
-            try CLI.run(["settings", "set", "tilesPerRow", "6"], store: store).stdout
+            try await CLI.run(["settings", "set", "tilesPerRow", "6"], store: store).stdout
                 == #"{"set":{"name":"tilesPerRow","kind":"int","value":6}}"# + "\n")
         #expect(
-            try CLI.run(["settings", "set", "autoBackup", "true"], store: store).stdout
+            try await CLI.run(["settings", "set", "autoBackup", "true"], store: store).stdout
                 == #"{"set":{"name":"autoBackup","kind":"bool","value":true}}"# + "\n")
-        #expect(try CLI.run(["settings", "delete", "tilesPerRow"], store: store).stdout == #"{"deleted":{"name":"tilesPerRow"}}"# + "\n")
-        let secure = try CLI.run(["secure", "set", "accessToken", "--value-env", "T"], store: store, env: ["T": "tok-secret"])
+        #expect(
+            try await CLI.run(["settings", "delete", "tilesPerRow"], store: store).stdout == #"{"deleted":{"name":"tilesPerRow"}}"# + "\n")
+        let secure = try await CLI.run(["secure", "set", "accessToken", "--value-env", "T"], store: store, env: ["T": "tok-secret"])
         #expect(secure.stdout == #"{"set":{"name":"accessToken","accessibility":"afterFirstUnlock"}}"# + "\n")
         #expect(!secure.stdout.contains("tok-secret"))
-        #expect(try CLI.run(["secure", "delete", "accessToken"], store: store).stdout == #"{"deleted":{"name":"accessToken"}}"# + "\n")
+        #expect(
+            try await CLI.run(["secure", "delete", "accessToken"], store: store).stdout == #"{"deleted":{"name":"accessToken"}}"# + "\n")
         let image = store.appendingPathComponent("image.bin")
         try Data(repeating: 7, count: 100).write(to: image)
         #expect(
-            try CLI.run(["cache", "put", "thumbnail", "a1", image.path], store: store).stdout
+            try await CLI.run(["cache", "put", "thumbnail", "a1", image.path], store: store).stdout
                 == #"{"stored":{"kind":"thumbnail","id":"a1","bytes":100}}"# + "\n")
-        let reset = try CLI.run(["reset", "--yes"], store: store)
+        let reset = try await CLI.run(["reset", "--yes"], store: store)
         #expect(reset.status == 0, "\(reset.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(reset.stdout.utf8)) as? [String: [String: String]])
         #expect(object["reset"]?["data"] == store.path)
     }
 
     @Test("settings errors say what is wrong with the setting, on the same exit codes")
-    func settingsErrors() throws {
+    func settingsErrors() async throws {
         let store = TemporaryFolders.path("coffer-settings-errors")
-        let missing = try CLI.run(["settings", "get", "noSuchSetting"], store: store)
+        let missing = try await CLI.run(["settings", "get", "noSuchSetting"], store: store)
         #expect(missing.status == 1)
         #expect(missing.stderr.hasPrefix(#"error: not found: setting "noSuchSetting" is not set"#), "\(missing.stderr)")
         #expect(!missing.stderr.contains("record"), "\(missing.stderr)")
-        let refused = try CLI.run(["settings", "set", "noSuchSetting", "1"], store: store)
+        let refused = try await CLI.run(["settings", "set", "noSuchSetting", "1"], store: store)
         #expect(refused.status == 2)
         #expect(refused.stderr.hasPrefix("error: invalid input: noSuchSetting is not in the catalogue: give --kind"), "\(refused.stderr)")
     }
 
     @Test("the demo prints its data as JSON, never as Swift dictionaries")
-    func demoJSON() throws {
+    func demoJSON() async throws {
         let store = TemporaryFolders.path("coffer-demo-json")
-        let r = try CLI.run(["demo"], store: store)
+        let r = try await CLI.run(["demo"], store: store)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.range(of: #"\["[^"]*": "#, options: .regularExpression) == nil, "a Swift dictionary in:\n\(r.stdout)")
         for marker in ["matching credentials: ", "→ presentation using "] {

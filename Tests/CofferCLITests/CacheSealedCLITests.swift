@@ -8,11 +8,11 @@ import Testing
 @Suite("coffer cache: sealed, ttl, counters")
 struct CacheSealedCLITests {
     @Test("a marker stored with cache put is not found under the store; get still returns it")
-    func noMarkerOnDisk() throws {
+    func noMarkerOnDisk() async throws {
         let store = emptyStore()
         let image = store.deletingLastPathComponent().appendingPathComponent("img-\(UUID().uuidString)")
         try Data("CLI-PLAINTEXT-MARKER".utf8).write(to: image)
-        #expect(try CLI.run(["cache", "put", "thumbnail", "asset-marker-1", image.path, "--ttl", "3600"], store: store).status == 0)
+        #expect(try await CLI.run(["cache", "put", "thumbnail", "asset-marker-1", image.path, "--ttl", "3600"], store: store).status == 0)
         var raw = Data()
         var names: [String] = []
         for case let url as URL in FileManager.default.enumerator(at: store, includingPropertiesForKeys: nil)! {
@@ -22,18 +22,18 @@ struct CacheSealedCLITests {
         #expect(raw.range(of: Data("CLI-PLAINTEXT-MARKER".utf8)) == nil)
         #expect(raw.range(of: Data("asset-marker-1".utf8)) == nil)
         #expect(!names.contains { $0.contains("asset-marker") })
-        #expect(try CLI.run(["cache", "get", "thumbnail", "asset-marker-1"], store: store).stdout == "CLI-PLAINTEXT-MARKER")
+        #expect(try await CLI.run(["cache", "get", "thumbnail", "asset-marker-1"], store: store).stdout == "CLI-PLAINTEXT-MARKER")
     }
 
     @Test("cache stats shows the hits and misses of earlier processes, per kind")
-    func statsCounters() throws {
+    func statsCounters() async throws {
         let store = emptyStore()
         let image = store.deletingLastPathComponent().appendingPathComponent("img-\(UUID().uuidString)")
         try Data(repeating: 0x42, count: 100).write(to: image)
-        #expect(try CLI.run(["cache", "put", "preview", "p1", image.path], store: store).status == 0)
-        #expect(try CLI.run(["cache", "get", "preview", "p1"], store: store).status == 0)
-        #expect(try CLI.run(["cache", "get", "preview", "nope"], store: store).status == 1)
-        let stats = try jsonObject(try CLI.run(["cache", "stats"], store: store).stdout)
+        #expect(try await CLI.run(["cache", "put", "preview", "p1", image.path], store: store).status == 0)
+        #expect(try await CLI.run(["cache", "get", "preview", "p1"], store: store).status == 0)
+        #expect(try await CLI.run(["cache", "get", "preview", "nope"], store: store).status == 1)
+        let stats = try jsonObject(try await CLI.run(["cache", "stats"], store: store).stdout)
         let previews = try #require((stats["kinds"] as? [String: Any])?["preview"] as? [String: Any])
         #expect(previews["hits"] as? Int == 1)
         #expect(previews["misses"] as? Int == 1)
@@ -42,11 +42,11 @@ struct CacheSealedCLITests {
     }
 
     @Test("cache put --ttl that is not a positive number is an input error")
-    func badTTL() throws {
+    func badTTL() async throws {
         let store = emptyStore()
         let image = store.deletingLastPathComponent().appendingPathComponent("img-\(UUID().uuidString)")
         try Data([1]).write(to: image)
-        #expect(try CLI.run(["cache", "put", "thumbnail", "a", image.path, "--ttl", "0"], store: store).status == 2)
+        #expect(try await CLI.run(["cache", "put", "thumbnail", "a", image.path, "--ttl", "0"], store: store).status == 2)
     }
 
     @Test("an entry put with --ttl expires: get misses and stats counts the expiration")
@@ -54,29 +54,29 @@ struct CacheSealedCLITests {
         let store = emptyStore()
         let image = store.deletingLastPathComponent().appendingPathComponent("img-\(UUID().uuidString)")
         try Data(repeating: 7, count: 64).write(to: image)
-        #expect(try CLI.run(["cache", "put", "thumbnail", "t1", image.path, "--ttl", "1"], store: store).status == 0)
-        try await eventually("the entry expired") { try CLI.run(["cache", "get", "thumbnail", "t1"], store: store).status == 1 }
-        let stats = try jsonObject(try CLI.run(["cache", "stats"], store: store).stdout)
+        #expect(try await CLI.run(["cache", "put", "thumbnail", "t1", image.path, "--ttl", "1"], store: store).status == 0)
+        try await eventually("the entry expired") { try await CLI.run(["cache", "get", "thumbnail", "t1"], store: store).status == 1 }
+        let stats = try jsonObject(try await CLI.run(["cache", "stats"], store: store).stdout)
         let thumbnails = try #require((stats["kinds"] as? [String: Any])?["thumbnail"] as? [String: Any])
         #expect(thumbnails["expirations"] as? Int == 1)
         #expect(thumbnails["entries"] as? Int == 0)
     }
 
     @Test("after reset a copy of the cache folder taken before it cannot be read")
-    func resetShreds() throws {
+    func resetShreds() async throws {
         let store = emptyStore()
         let image = store.deletingLastPathComponent().appendingPathComponent("img-\(UUID().uuidString)")
         try Data("SHRED-MARKER".utf8).write(to: image)
-        #expect(try CLI.run(["cache", "put", "thumbnail", "a1", image.path], store: store).status == 0)
+        #expect(try await CLI.run(["cache", "put", "thumbnail", "a1", image.path], store: store).status == 0)
         let media = store.appendingPathComponent("caches/media", isDirectory: true)
         let copy = store.deletingLastPathComponent().appendingPathComponent("media-copy-\(UUID().uuidString)")
         try FileManager.default.copyItem(at: media, to: copy)
-        #expect(try CLI.run(["reset", "--yes"], store: store).status == 0)
+        #expect(try await CLI.run(["reset", "--yes"], store: store).status == 0)
         // The key's sealed-file store (the Keychain on Apple platforms) is gone with the reset.
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("media-cache-key").path))
         // The copy put back where the cache was: its key is gone, so the entry is a miss.
         try FileManager.default.createDirectory(at: media.deletingLastPathComponent(), withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: copy, to: media)
-        #expect(try CLI.run(["cache", "get", "thumbnail", "a1"], store: store).status == 1)
+        #expect(try await CLI.run(["cache", "get", "thumbnail", "a1"], store: store).status == 1)
     }
 }

@@ -17,44 +17,45 @@ func jsonObject(_ text: String) throws -> [String: Any] {
 @Suite("coffer cache, cleanup, reset, secure")
 struct ContainerCLITests {
     @Test("cache put, stats, get and clear")
-    func cache() throws {
+    func cache() async throws {
         let store = emptyStore()
         let image = store.deletingLastPathComponent().appendingPathComponent("img-\(UUID().uuidString)")
         try Data(repeating: 0x41, count: 3_000).write(to: image)
-        #expect(try CLI.run(["cache", "put", "thumbnail", "a1", image.path], store: store).status == 0)
-        let stats = try jsonObject(try CLI.run(["cache", "stats"], store: store).stdout)
+        #expect(try await CLI.run(["cache", "put", "thumbnail", "a1", image.path], store: store).status == 0)
+        let stats = try jsonObject(try await CLI.run(["cache", "stats"], store: store).stdout)
         let thumbs = try #require((stats["kinds"] as? [String: Any])?["thumbnail"] as? [String: Any])
         #expect(thumbs["entries"] as? Int == 1)
         #expect(thumbs["limit"] as? Int == 10_000)
-        #expect(try CLI.run(["cache", "get", "thumbnail", "a1"], store: store).stdout == String(repeating: "A", count: 3_000))
-        let cleared = try jsonObject(try CLI.run(["cache", "clear", "--kind", "thumbnail"], store: store).stdout)
+        #expect(try await CLI.run(["cache", "get", "thumbnail", "a1"], store: store).stdout == String(repeating: "A", count: 3_000))
+        let cleared = try jsonObject(try await CLI.run(["cache", "clear", "--kind", "thumbnail"], store: store).stdout)
         #expect(cleared["cleared"] as? String == "thumbnail")
         #expect((cleared["bytes"] as? Int ?? 0) > 3_000)
-        #expect(try CLI.run(["cache", "get", "thumbnail", "a1"], store: store).status == 1)
+        #expect(try await CLI.run(["cache", "get", "thumbnail", "a1"], store: store).status == 1)
     }
 
     @Test("cache clear with an unknown kind is an input error")
-    func badKind() throws {
-        #expect(try CLI.run(["cache", "clear", "--kind", "posters"], store: emptyStore()).status == 2)
+    func badKind() async throws {
+        #expect(try await CLI.run(["cache", "clear", "--kind", "posters"], store: emptyStore()).status == 2)
     }
 
     @Test("secure set, get, list and delete; a missing item exits 1")
-    func secure() throws {
+    func secure() async throws {
         let store = emptyStore()
-        let set = try CLI.run(["secure", "set", "accessToken", "--value-env", "TOKEN"], store: store, env: ["TOKEN": "tok-42"])
+        let set = try await CLI.run(["secure", "set", "accessToken", "--value-env", "TOKEN"], store: store, env: ["TOKEN": "tok-42"])
         #expect(set.status == 0)
-        #expect(try CLI.run(["secure", "get", "accessToken"], store: store).stdout == "tok-42")
-        #expect(try CLI.run(["secure", "list"], store: store).stdout == "[\"accessToken\"]\n")
-        #expect(try CLI.run(["secure", "delete", "accessToken"], store: store).status == 0)
-        let missing = try CLI.run(["secure", "get", "accessToken"], store: store)
+        #expect(try await CLI.run(["secure", "get", "accessToken"], store: store).stdout == "tok-42")
+        #expect(try await CLI.run(["secure", "list"], store: store).stdout == "[\"accessToken\"]\n")
+        #expect(try await CLI.run(["secure", "delete", "accessToken"], store: store).status == 0)
+        let missing = try await CLI.run(["secure", "get", "accessToken"], store: store)
         #expect(missing.status == 1)
         #expect(missing.stderr.hasPrefix("error: "))
     }
 
     @Test("the secure folder shows no item value")
-    func secureOnDisk() throws {
+    func secureOnDisk() async throws {
         let store = emptyStore()
-        _ = try CLI.run(["secure", "set", "accessToken", "--value-env", "TOKEN"], store: store, env: ["TOKEN": "visible-token-marker"])
+        _ = try await CLI.run(
+            ["secure", "set", "accessToken", "--value-env", "TOKEN"], store: store, env: ["TOKEN": "visible-token-marker"])
         var raw = Data()
         for case let url as URL in FileManager.default.enumerator(at: store, includingPropertiesForKeys: nil)! {
             raw.append((try? Data(contentsOf: url)) ?? Data())
@@ -63,7 +64,7 @@ struct ContainerCLITests {
     }
 
     @Test("cleanup --dry-run lists candidates with bytes; a real run needs --media-dir")
-    func cleanup() throws {
+    func cleanup() async throws {
         let store = emptyStore()
         let app = try AppDatabase.openBlocking(at: store.appendingPathComponent("app.sqlite"))
         try app.context.assets.putBlocking(
@@ -71,17 +72,17 @@ struct ContainerCLITests {
                 remoteId: "r1", localId: "l1.jpg", ownerId: "u", checksum: "c1", fileName: "IMG_1.jpg",
                 fileCreatedAt: Date().addingTimeInterval(-40 * 86_400), fileSize: 1_234))
         try app.close()
-        let dry = try CLI.run(["cleanup", "--dry-run", "--cutoff-days", "30"], store: store)
+        let dry = try await CLI.run(["cleanup", "--dry-run", "--cutoff-days", "30"], store: store)
         #expect(dry.status == 0)
         let result = try jsonObject(dry.stdout)
         #expect(result["count"] as? Int == 1)
         #expect(result["bytes"] as? Int == 1_234)
-        #expect(try CLI.run(["cleanup", "--cutoff-days", "30"], store: store).status == 2)
-        #expect(try CLI.run(["cleanup", "--dry-run"], store: store).status == 2) // no cutoff chosen in the settings
+        #expect(try await CLI.run(["cleanup", "--cutoff-days", "30"], store: store).status == 2)
+        #expect(try await CLI.run(["cleanup", "--dry-run"], store: store).status == 2) // no cutoff chosen in the settings
     }
 
     @Test("cleanup deletes the files in --media-dir and forgets only those local copies")
-    func cleanupReal() throws {
+    func cleanupReal() async throws {
         let store = emptyStore()
         let media = store.appendingPathComponent("media")
         try FileManager.default.createDirectory(at: media, withIntermediateDirectories: true)
@@ -94,7 +95,7 @@ struct ContainerCLITests {
                     fileCreatedAt: Date().addingTimeInterval(-40 * 86_400), fileSize: 10))
         }
         try app.close()
-        let run = try CLI.run(["cleanup", "--cutoff-days", "30", "--media-dir", media.path], store: store)
+        let run = try await CLI.run(["cleanup", "--cutoff-days", "30", "--media-dir", media.path], store: store)
         #expect(run.status == 0)
         let result = try jsonObject(run.stdout)
         #expect(result["count"] as? Int == 1)
@@ -106,16 +107,16 @@ struct ContainerCLITests {
     }
 
     @Test("reset needs --yes; with it the store is a fresh install")
-    func reset() throws {
+    func reset() async throws {
         let store = emptyStore()
-        _ = try CLI.run(["settings", "set", "themeMode", "dark"], store: store)
-        _ = try CLI.run(["secure", "set", "accessToken", "--value-env", "T"], store: store, env: ["T": "x"])
-        let refused = try CLI.run(["reset"], store: store)
+        _ = try await CLI.run(["settings", "set", "themeMode", "dark"], store: store)
+        _ = try await CLI.run(["secure", "set", "accessToken", "--value-env", "T"], store: store, env: ["T": "x"])
+        let refused = try await CLI.run(["reset"], store: store)
         #expect(refused.status == 2)
-        #expect(try CLI.run(["secure", "get", "accessToken"], store: store).status == 0)
-        #expect(try CLI.run(["reset", "--yes"], store: store).status == 0)
-        #expect(try CLI.run(["secure", "get", "accessToken"], store: store).status == 1)
-        let theme = try jsonObject(try CLI.run(["settings", "get", "themeMode"], store: store).stdout)
+        #expect(try await CLI.run(["secure", "get", "accessToken"], store: store).status == 0)
+        #expect(try await CLI.run(["reset", "--yes"], store: store).status == 0)
+        #expect(try await CLI.run(["secure", "get", "accessToken"], store: store).status == 1)
+        let theme = try jsonObject(try await CLI.run(["settings", "get", "themeMode"], store: store).stdout)
         #expect(theme["set"] as? Bool == false)
     }
 }

@@ -13,17 +13,11 @@ struct DeferredSettingsKillTests {
     @Test("the window's commit reaches the disk without flush or close; a kill -9 after it loses nothing")
     func killedAfterWindow() async throws {
         let store = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-set-kill-\(UUID().uuidString)")
-        #expect(try CLI.run(["settings", "set", "tilesPerRow", "3"], store: store).status == 0)
-        let process = Process()
-        process.executableURL = CLI.binary
-        process.arguments = ["--store", store.path, "settings", "set", "tilesPerRow", "7", "--deferred"]
-        process.environment = ProcessInfo.processInfo.environment.merging([
-            "COFFER_TEST_PAUSE_AT": "settings-set-pending", "COFFER_TEST_PAUSE_MS": "600000",
-        ]) { $1 }
-        process.standardOutput = Pipe.closedOnExec()
-        process.standardError = Pipe.closedOnExec()
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        #expect(try await CLI.run(["settings", "set", "tilesPerRow", "3"], store: store).status == 0)
+        let child = try CLI.start(
+            ["settings", "set", "tilesPerRow", "7", "--deferred"], store: store,
+            env: ["COFFER_TEST_PAUSE_AT": "settings-set-pending", "COFFER_TEST_PAUSE_MS": "600000"])
+        defer { child.kill() }
         let file = store.appendingPathComponent("app.sqlite").path
         let stored = { @Sendable () throws -> Int? in
             var config = Configuration()
@@ -33,14 +27,12 @@ struct DeferredSettingsKillTests {
             defer { try? queue.close() }
             return try queue.read { db in try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'tilesPerRow'") }
         }
-        try await eventually("the deferred commit, seen from outside") { try stored() == 7 || !process.isRunning }
+        try await eventually("the deferred commit, seen from outside") { try stored() == 7 || !child.isRunning }
         // The child is still paused before its close: the commit was the worker thread's.
-        #expect(process.isRunning, "the child ended before the value was seen: the commit may have been its close")
+        #expect(child.isRunning, "the child ended before the value was seen: the commit may have been its close")
         #expect(try stored() == 7)
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        #expect(process.terminationReason == .uncaughtSignal)
-        let read = try CLI.run(["settings", "get", "tilesPerRow"], store: store)
+        #expect(try await child.killAndWait().wasSignalled)
+        let read = try await CLI.run(["settings", "get", "tilesPerRow"], store: store)
         #expect(read.status == 0 && read.stdout.contains("7"), "\(read.stdout) \(read.stderr)")
     }
 }

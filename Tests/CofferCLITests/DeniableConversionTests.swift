@@ -171,42 +171,40 @@ struct DeniableConversionTests {
     }
 
     @Test("killed after the queue converted and before the vault did: the next start finishes and the passphrase still opens the mailbox")
-    func killedBetweenQueueAndVault() throws {
-        try Self.killedConversion(at: "deniable-queue-converted") { folder in
+    func killedBetweenQueueAndVault() async throws {
+        try await Self.killedConversion(at: "deniable-queue-converted") { folder in
             FormatTwoStore.magic(folder.appendingPathComponent("sending-queue")) == "CFQUEUE3"
                 && FormatTwoStore.magic(folder.appendingPathComponent("vault")) == "CFVAULT2"
         }
     }
 
     @Test("killed after the vault converted and before the former key was removed: the next start finishes it")
-    func killedBeforeKeyRemoved() throws {
-        try Self.killedConversion(at: "deniable-vault-converted") { folder in
+    func killedBeforeKeyRemoved() async throws {
+        try await Self.killedConversion(at: "deniable-vault-converted") { folder in
             FormatTwoStore.magic(folder.appendingPathComponent("vault")) == "CFVAULT3"
                 && FileManager.default.fileExists(atPath: folder.appendingPathComponent("secure-element.key").path)
         }
     }
 
-    static func killedConversion(at point: String, midway: (URL) -> Bool) throws {
+    static func killedConversion(at point: String, midway: (URL) -> Bool) async throws {
         let passphrase = Passphrase.generate(wordCount: 5)
         let store = try cliStore(passphrase: passphrase)
         let folder = store.appendingPathComponent("deniable")
-        let child = try ManyProcessesTests.start(
+        let child = try CLI.start(
             ["deniable", "start"], store: store, env: ["COFFER_TEST_PAUSE_AT": point, "COFFER_TEST_PAUSE_MS": "600000"])
-        ManyProcessesRaceTests.waitFor("test-pause: \(point)", in: [child])
+        try await [child].waitForStderr(containingOrEnded: "test-pause: \(point)")
         // The kill lands mid-conversion: the child is paused there, and the files show it.
-        #expect(ManyProcessesRaceTests.stderr(child).contains("test-pause: \(point)"), "the pause was not reached")
-        #expect(child.process.isRunning)
+        #expect(child.stderrSoFar.contains("test-pause: \(point)"), "the pause was not reached")
+        #expect(child.isRunning)
         #expect(midway(folder), "the files are not half converted")
-        kill(child.process.processIdentifier, SIGKILL)
-        child.process.waitUntilExit()
-        #expect(child.process.terminationReason == .uncaughtSignal)
+        #expect(try await child.killAndWait().wasSignalled)
 
-        let start = try CLI.run(["deniable", "start"], store: store)
+        let start = try await CLI.run(["deniable", "start"], store: store)
         #expect(start.status == 0, "\(start.stderr)")
         #expect(FormatTwoStore.magic(folder.appendingPathComponent("vault")) == "CFVAULT3")
         #expect(FormatTwoStore.magic(folder.appendingPathComponent("sending-queue")) == "CFQUEUE3")
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("secure-element.key").path))
-        let unlock = try CLI.run(["--passphrase-env", "P", "deniable", "unlock"], store: store, env: ["P": passphrase])
+        let unlock = try await CLI.run(["--passphrase-env", "P", "deniable", "unlock"], store: store, env: ["P": passphrase])
         #expect(unlock.status == 0, "\(unlock.stderr)")
         #expect(unlock.stdout.contains("before the upgrade"))
     }
@@ -215,20 +213,20 @@ struct DeniableConversionTests {
 @Suite("Deniable format-2 stores with a key file others can read")
 struct DeniableConversionRefusalTests {
     @Test("a format-2 store whose former key file others can read is refused, not replaced, until its mode is fixed")
-    func wideFormerKeyRefused() throws {
+    func wideFormerKeyRefused() async throws {
         let passphrase = Passphrase.generate(wordCount: 5)
         let store = try DeniableConversionTests.cliStore(passphrase: passphrase)
         let folder = store.appendingPathComponent("deniable")
         let keyFile = folder.appendingPathComponent("secure-element.key")
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: keyFile.path)
         let vaultBefore = try Data(contentsOf: folder.appendingPathComponent("vault"))
-        let refused = try CLI.run(["deniable", "start"], store: store)
+        let refused = try await CLI.run(["deniable", "start"], store: store)
         #expect(refused.status == 6, "\(refused.stderr)")
         #expect(refused.stderr.contains("0600"), "\(refused.stderr)")
         #expect(try Data(contentsOf: folder.appendingPathComponent("vault")) == vaultBefore)
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile.path)
-        #expect(try CLI.run(["deniable", "start"], store: store).status == 0)
-        let unlock = try CLI.run(["--passphrase-env", "P", "deniable", "unlock"], store: store, env: ["P": passphrase])
+        #expect(try await CLI.run(["deniable", "start"], store: store).status == 0)
+        let unlock = try await CLI.run(["--passphrase-env", "P", "deniable", "unlock"], store: store, env: ["P": passphrase])
         #expect(unlock.stdout.contains("before the upgrade"), "\(unlock.stderr)")
     }
 }

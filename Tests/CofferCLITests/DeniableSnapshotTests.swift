@@ -255,49 +255,49 @@ struct DeniableSnapshotTests {
     }
 
     @Test("through the CLI: start, init, send, dequeue, background and status change both stores the same way and log nothing at info")
-    func cliSchedule() throws {
+    func cliSchedule() async throws {
         let root = TemporaryFolders.path("coffer-deniable-cli-snapshot")
         let service = root.appendingPathComponent("service").path
         let user = root.appendingPathComponent("user")
         let plain = root.appendingPathComponent("plain")
         // Logs at .info and above go to stderr: a user's commands must log nothing a non-user's do not.
-        func run(_ store: URL, _ args: [String], env: [String: String] = [:]) throws -> CLIResult {
-            let r = try CLI.run(
+        func run(_ store: URL, _ args: [String], env: [String: String] = [:]) async throws -> CLIResult {
+            let r = try await CLI.run(
                 ["deniable"] + args + ["--dev-service", service], store: store, env: env.merging(["COFFER_LOG_LEVEL": "info"]) { a, _ in a }
             )
             #expect(r.status == 0, "\(args): \(r.stderr)")
             #expect(r.stderr.isEmpty, "\(args) logged: \(r.stderr)")
             return r
         }
-        for store in [user, plain] { _ = try run(store, ["start"]) }
+        for store in [user, plain] { _ = try await run(store, ["start"]) }
         func snap() throws -> (user: DeniableSnapshot, plain: DeniableSnapshot) {
             (try DeniableSnapshot(user.appendingPathComponent("deniable")), try DeniableSnapshot(plain.appendingPathComponent("deniable")))
         }
         let before = try snap()
 
-        let initialized = try run(user, ["init"])
+        let initialized = try await run(user, ["init"])
         let passphrase =
             (try JSONSerialization.jsonObject(with: Data(initialized.stdout.utf8)) as? [String: Any])?["passphrase"] as? String ?? ""
-        let sent = try CLI.run(
+        let sent = try await CLI.run(
             ["--passphrase-env", "P", "deniable", "send", "--to", "alice", "hello", "--dev-service", service],
             store: user, env: ["P": passphrase, "COFFER_LOG_LEVEL": "info"])
         #expect(sent.status == 0 && sent.stderr.isEmpty, "send: \(sent.stderr)")
-        _ = try run(plain, ["start"])
+        _ = try await run(plain, ["start"])
         for store in [user, plain] {
-            _ = try run(store, ["dequeue"])
-            _ = try run(store, ["background"])
-            _ = try run(store, ["status"])
+            _ = try await run(store, ["dequeue"])
+            _ = try await run(store, ["background"])
+            _ = try await run(store, ["status"])
         }
         let after = try snap()
         expectIndistinguishable(before: before, after: after)
     }
 
     @Test("init succeeds on a store whose vault was truncated, and on one whose secure-element or storage key was deleted")
-    func initRepairs() throws {
+    func initRepairs() async throws {
         for damage in ["truncate vault", "delete key", "delete storage key", "garbage queue", "garbage dead drops"] {
             let store = TemporaryFolders.path("coffer-deniable-repair")
             let folder = store.appendingPathComponent("deniable")
-            #expect(try CLI.run(["deniable", "init"], store: store).status == 0)
+            #expect(try await CLI.run(["deniable", "init"], store: store).status == 0)
             switch damage {
             case "truncate vault":
                 try Data(try Data(contentsOf: folder.appendingPathComponent("vault")).prefix(100)).write(
@@ -307,25 +307,25 @@ struct DeniableSnapshotTests {
             case "garbage queue": try Data(repeating: 7, count: 500).write(to: folder.appendingPathComponent("sending-queue"))
             default: try Data(repeating: 7, count: 5000).write(to: folder.appendingPathComponent("dead-drops.sqlite"))
             }
-            let status = try CLI.run(["deniable", "status"], store: store)
+            let status = try await CLI.run(["deniable", "status"], store: store)
             #expect(status.status == 0, "\(damage): \(status.stderr)")
             #expect(status.stdout.contains(#""replaced":["#) && !status.stdout.contains(#""replaced":[]"#), "\(damage): \(status.stdout)")
-            let r = try CLI.run(["deniable", "init"], store: store)
+            let r = try await CLI.run(["deniable", "init"], store: store)
             #expect(r.status == 0, "\(damage): \(r.stderr)")
             let passphrase = (try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])?["passphrase"] as? String ?? ""
-            #expect(try CLI.run(["--passphrase-env", "P", "deniable", "unlock"], store: store, env: ["P": passphrase]).status == 0)
+            #expect(try await CLI.run(["--passphrase-env", "P", "deniable", "unlock"], store: store, env: ["P": passphrase]).status == 0)
         }
     }
 
     @Test("every deniable file is 0600 and the folder 0700, also when the folder or a file was wider")
-    func modes() throws {
+    func modes() async throws {
         let store = TemporaryFolders.path("coffer-deniable-modes")
         let folder = store.appendingPathComponent("deniable")
-        #expect(try CLI.run(["deniable", "start"], store: store).status == 0)
+        #expect(try await CLI.run(["deniable", "start"], store: store).status == 0)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
         try FileManager.default.setAttributes(
             [.posixPermissions: 0o644], ofItemAtPath: folder.appendingPathComponent("dead-drops.sqlite").path)
-        #expect(try CLI.run(["deniable", "start"], store: store).status == 0)
+        #expect(try await CLI.run(["deniable", "start"], store: store).status == 0)
         let snapshot = try DeniableSnapshot(folder)
         #expect(snapshot.folderMode == 0o700)
         // The lock file every read-modify-write holds is made at every start, used or not: the same empty file everywhere.

@@ -18,8 +18,8 @@ enum ForeignStores {
     /// Runs foreign.sh with `arguments`: true when it made the stores, false (a recorded failure)
     /// when it failed. When PyPI cannot be reached the test is cancelled, which Swift Testing
     /// reports as skipped with the script's reason (not as a pass).
-    static func make(_ arguments: [String]) throws -> Bool {
-        let r = try runProcess(
+    static func make(_ arguments: [String]) async throws -> Bool {
+        let r = try await runProcess(
             URL(fileURLWithPath: "/usr/bin/env"), ["bash", root.appendingPathComponent("Tests/Interop/foreign.sh").path] + arguments,
             within: .seconds(900)) // a first run installs from PyPI (venv.sh gives pip up to 600 s)
         try skipWhenOffline(r)
@@ -91,14 +91,14 @@ enum ForeignStores {
         return try db.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM items WHERE \(condition)")! }
     }
 
-    static func importAskar(_ source: URL, key: String, store: URL, extra: [String] = []) throws -> CLIResult {
-        try CLI.run(
+    static func importAskar(_ source: URL, key: String, store: URL, extra: [String] = []) async throws -> CLIResult {
+        try await CLI.run(
             ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-askar", source.path, "--source-key-env", "SOURCE_KEY"] + extra,
             store: store, env: ["COFFER_TEST_KEY": CLI.key, "SOURCE_KEY": key])
     }
 
-    static func importIndy(_ source: URL, key: String, kdf: String, store: URL) throws -> CLIResult {
-        try CLI.run(
+    static func importIndy(_ source: URL, key: String, kdf: String, store: URL) async throws -> CLIResult {
+        try await CLI.run(
             [
                 "--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-indy", source.path, "--source-key-env", "SOURCE_KEY",
                 "--source-kdf", kdf,
@@ -108,11 +108,11 @@ enum ForeignStores {
     /// `coffer wallet import-indy` (raw source key) run under a python3 parent that has it as its
     /// only child and reports its peak resident set (`getrusage(RUSAGE_CHILDREN)`): the importing
     /// process's own peak memory, whatever else runs in the test process.
-    static func peakResidentImport(_ source: URL, key: String, store: URL) throws -> (result: CLIResult, peakBytes: Int) {
+    static func peakResidentImport(_ source: URL, key: String, store: URL) async throws -> (result: CLIResult, peakBytes: Int) {
         let report =
             "import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
             + "print('peak-rss-kib', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(code)"
-        let r = try runProcess(
+        let r = try await runProcess(
             URL(fileURLWithPath: "/usr/bin/env"),
             [
                 "python3", "-c", report, CLI.binary.path, "--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet",
@@ -140,16 +140,16 @@ struct AskarImportTests {
     )
     func everyRecordAsAskarReadsIt() async throws {
         let dir = ForeignStores.folder()
-        guard try ForeignStores.make(["askar", dir.path]) else { return }
+        guard try await ForeignStores.make(["askar", dir.path]) else { return }
         let manifest = try ForeignStores.json(dir.appendingPathComponent("askar.json"))
         for entry in manifest["stores"] as! [[String: Any]] {
             let source = dir.appendingPathComponent(entry["file"] as! String)
             let before = try Data(contentsOf: source)
-            let store = try CLI.newStore()
+            let store = try await CLI.newStore()
             var extra = [String]()
             if let profile = entry["profile"] as? String { extra += ["--source-profile", profile] }
             if entry["keyEntries"] != nil { extra.append("--skip-keys") }
-            let r = try ForeignStores.importAskar(source, key: entry["key"] as! String, store: store, extra: extra)
+            let r = try await ForeignStores.importAskar(source, key: entry["key"] as! String, store: store, extra: extra)
             #expect(r.status == 0, "\(r.stderr)")
             let records = entry["records"] as! [[String: Any]]
             let out = ForeignStores.output(r)
@@ -182,10 +182,10 @@ struct AskarImportTests {
     )
     func searchesAnswerAlike() async throws {
         let dir = ForeignStores.folder()
-        guard try ForeignStores.make(["askar", dir.path]) else { return }
+        guard try await ForeignStores.make(["askar", dir.path]) else { return }
         let entry = (try ForeignStores.json(dir.appendingPathComponent("askar.json"))["stores"] as! [[String: Any]])[0]
-        let store = try CLI.newStore()
-        let r = try ForeignStores.importAskar(dir.appendingPathComponent("askar-raw.db"), key: entry["key"] as! String, store: store)
+        let store = try await CLI.newStore()
+        let r = try await ForeignStores.importAskar(dir.appendingPathComponent("askar-raw.db"), key: entry["key"] as! String, store: store)
         #expect(r.status == 0, "\(r.stderr)")
         let imported = try await ForeignStores.open(store)
         defer { try? imported.close() }
@@ -217,15 +217,15 @@ struct AskarImportTests {
     @Test("a key held by Askar's key manager is refused by name and nothing is imported; --skip-keys imports the rest")
     func keyEntriesNamed() async throws {
         let dir = ForeignStores.folder()
-        guard try ForeignStores.make(["askar", dir.path]) else { return }
+        guard try await ForeignStores.make(["askar", dir.path]) else { return }
         let entry = (try ForeignStores.json(dir.appendingPathComponent("askar.json"))["stores"] as! [[String: Any]])[2]
-        let store = try CLI.newStore()
+        let store = try await CLI.newStore()
         let source = dir.appendingPathComponent("askar-argon2i.db")
-        let r = try ForeignStores.importAskar(source, key: entry["key"] as! String, store: store)
+        let r = try await ForeignStores.importAskar(source, key: entry["key"] as! String, store: store)
         #expect(r.status == 2)
         #expect(r.stderr.contains("\"a-signing-key\"") && r.stderr.contains("--skip-keys"), "\(r.stderr)")
         #expect(try ForeignStores.itemRows(store) == 0)
-        let ok = try ForeignStores.importAskar(source, key: entry["key"] as! String, store: store, extra: ["--skip-keys"])
+        let ok = try await ForeignStores.importAskar(source, key: entry["key"] as! String, store: store, extra: ["--skip-keys"])
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(ForeignStores.output(ok)["imported"] as? Int == (entry["records"] as! [Any]).count)
     }
@@ -233,25 +233,25 @@ struct AskarImportTests {
     @Test("wrong key 4, duplicate 3 (named), damaged row 5 (named), not an Askar store 2: nothing imported, source untouched")
     func errorsImportNothing() async throws {
         let dir = ForeignStores.folder()
-        guard try ForeignStores.make(["askar", dir.path]) else { return }
+        guard try await ForeignStores.make(["askar", dir.path]) else { return }
         let entry = (try ForeignStores.json(dir.appendingPathComponent("askar.json"))["stores"] as! [[String: Any]])[0]
         let key = entry["key"] as! String
         let source = dir.appendingPathComponent("askar-raw.db")
         let before = try Data(contentsOf: source)
-        let store = try CLI.newStore()
-        #expect(try CLI.wallet(["add", "connection", "default-rec-4-é✓", "mine"], store: store).status == 0)
+        let store = try await CLI.newStore()
+        #expect(try await CLI.wallet(["add", "connection", "default-rec-4-é✓", "mine"], store: store).status == 0)
 
         // Wrong key: a valid raw key of another store.
-        let wrong = try ForeignStores.importAskar(source, key: "5mgssUU4QBEdvCAaXkczkwmu9VtNyJ6W3NMb4QkzLEmd", store: store)
+        let wrong = try await ForeignStores.importAskar(source, key: "5mgssUU4QBEdvCAaXkczkwmu9VtNyJ6W3NMb4QkzLEmd", store: store)
         #expect(wrong.status == 4, "\(wrong.stderr)")
-        let passphrase = try ForeignStores.importAskar(source, key: "a passphrase, not a raw key", store: store)
+        let passphrase = try await ForeignStores.importAskar(source, key: "a passphrase, not a raw key", store: store)
         #expect(passphrase.status == 4, "\(passphrase.stderr)")
         // A (type, id) the wallet has: named, nothing imported, the existing record kept.
-        let dup = try ForeignStores.importAskar(source, key: key, store: store)
+        let dup = try await ForeignStores.importAskar(source, key: key, store: store)
         #expect(dup.status == 3, "\(dup.stderr)")
         #expect(dup.stderr.contains("\"connection\"") && dup.stderr.contains("\"default-rec-4-é✓\""), "\(dup.stderr)")
         #expect(try ForeignStores.itemRows(store) == 1)
-        #expect(try CLI.wallet(["get", "connection", "default-rec-4-é✓"], store: store).stdout.contains("mine"))
+        #expect(try await CLI.wallet(["get", "connection", "default-rec-4-é✓"], store: store).stdout.contains("mine"))
         try ForeignStores.expectUnchanged(source, before)
 
         // A damaged row (one byte of a value flipped, from outside, in a copy): exit 5 naming it.
@@ -265,8 +265,8 @@ struct AskarImportTests {
             return id
         }
         try db.close()
-        let fresh = try CLI.newStore()
-        let bad = try ForeignStores.importAskar(damaged, key: key, store: fresh)
+        let fresh = try await CLI.newStore()
+        let bad = try await ForeignStores.importAskar(damaged, key: key, store: fresh)
         #expect(bad.status == 5, "\(bad.stderr)")
         #expect(bad.stderr.contains("items row \(row)"), "\(bad.stderr)")
         #expect(try ForeignStores.itemRows(fresh) == 0)
@@ -276,7 +276,7 @@ struct AskarImportTests {
         let text = dir.appendingPathComponent("notes.txt")
         try Data("hello".utf8).write(to: text)
         for other in [fixture, store.appendingPathComponent("wallet.sqlite"), text] {
-            let r = try ForeignStores.importAskar(other, key: key, store: fresh)
+            let r = try await ForeignStores.importAskar(other, key: key, store: fresh)
             #expect(r.status == 2, "\(other.lastPathComponent): \(r.stderr)")
         }
     }
@@ -288,12 +288,12 @@ struct IndyImportTests {
     func generatedWallets() async throws {
         let dir = ForeignStores.folder()
         for kdf in ["raw", "argon2i-mod", "argon2i-int"] {
-            guard try ForeignStores.make(["indy", dir.path, kdf, kdf, "200"]) else { return }
+            guard try await ForeignStores.make(["indy", dir.path, kdf, kdf, "200"]) else { return }
             let manifest = try ForeignStores.json(dir.appendingPathComponent("\(kdf).json"))
             let source = dir.appendingPathComponent("\(kdf).db")
             let before = try Data(contentsOf: source)
-            let store = try CLI.newStore()
-            let r = try ForeignStores.importIndy(source, key: manifest["key"] as! String, kdf: kdf, store: store)
+            let store = try await CLI.newStore()
+            let r = try await ForeignStores.importIndy(source, key: manifest["key"] as! String, kdf: kdf, store: store)
             #expect(r.status == 0, "\(kdf): \(r.stderr)")
             let out = ForeignStores.output(r)
             #expect(out["imported"] as? Int == 200)
@@ -303,56 +303,58 @@ struct IndyImportTests {
             try ForeignStores.expectUnchanged(source, before)
             // The other derivation is a wrong key (exit 4), and nothing more is imported.
             let other = kdf == "raw" ? "argon2i-int" : kdf == "argon2i-mod" ? "argon2i-int" : "argon2i-mod"
-            let wrong = try ForeignStores.importIndy(source, key: manifest["key"] as! String, kdf: other, store: try CLI.newStore())
+            let wrong = try await ForeignStores.importIndy(
+                source, key: manifest["key"] as! String, kdf: other, store: try await CLI.newStore())
             #expect(wrong.status == 4, "\(kdf) as \(other): \(wrong.stderr)")
         }
     }
 
     @Test("Askar's upstream libindy fixture opens with its raw key and imports its (no) records; another key is exit 4")
-    func upstreamFixture() throws {
+    func upstreamFixture() async throws {
         let fixture = try ForeignStores.fixture()
         let before = try Data(contentsOf: fixture)
-        let store = try CLI.newStore()
-        let r = try ForeignStores.importIndy(fixture, key: "GfwU1DC7gEZNs3w41tjBiZYj7BNToDoFEqKY6wZXqs1A", kdf: "raw", store: store)
+        let store = try await CLI.newStore()
+        let r = try await ForeignStores.importIndy(fixture, key: "GfwU1DC7gEZNs3w41tjBiZYj7BNToDoFEqKY6wZXqs1A", kdf: "raw", store: store)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"imported":0,"source":"indy","types":{}}"#)
-        let wrong = try ForeignStores.importIndy(fixture, key: "5mgssUU4QBEdvCAaXkczkwmu9VtNyJ6W3NMb4QkzLEmd", kdf: "raw", store: store)
+        let wrong = try await ForeignStores.importIndy(
+            fixture, key: "5mgssUU4QBEdvCAaXkczkwmu9VtNyJ6W3NMb4QkzLEmd", kdf: "raw", store: store)
         #expect(wrong.status == 4, "\(wrong.stderr)")
         try ForeignStores.expectUnchanged(fixture, before)
     }
 
     @Test("the source key file is refused when group or others may read it, and read when it is owner-only")
-    func keyFileMode() throws {
+    func keyFileMode() async throws {
         let fixture = try ForeignStores.fixture()
         let dir = ForeignStores.folder()
         let keyFile = dir.appendingPathComponent("source.key")
         try Data("GfwU1DC7gEZNs3w41tjBiZYj7BNToDoFEqKY6wZXqs1A\n".utf8).write(to: keyFile)
-        let store = try CLI.newStore()
-        func run() throws -> CLIResult {
-            try CLI.run(
+        let store = try await CLI.newStore()
+        func run() async throws -> CLIResult {
+            try await CLI.run(
                 ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-indy", fixture.path, "--source-key-file", keyFile.path],
                 store: store, env: ["COFFER_TEST_KEY": CLI.key])
         }
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: keyFile.path)
-        let refused = try run()
+        let refused = try await run()
         #expect(refused.status == 2)
         #expect(refused.stderr.contains("chmod 600"), "\(refused.stderr)")
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile.path)
-        let ok = try run()
+        let ok = try await run()
         #expect(ok.status == 0, "\(ok.stderr)")
     }
 
     @Test("a damaged libindy row is exit 5 naming it, and the target keeps what it had")
     func damagedRow() async throws {
         let dir = ForeignStores.folder()
-        guard try ForeignStores.make(["indy", dir.path, "w", "raw", "50"]) else { return }
+        guard try await ForeignStores.make(["indy", dir.path, "w", "raw", "50"]) else { return }
         let manifest = try ForeignStores.json(dir.appendingPathComponent("w.json"))
         let source = dir.appendingPathComponent("w.db")
         let db = try DatabaseQueue(path: source.path)
         try await db.write { try $0.execute(sql: "UPDATE items SET key = substr(key, 1, 30) || x'ff' || substr(key, 32) WHERE id = 33") }
         try db.close()
-        let store = try CLI.newStore()
-        let r = try ForeignStores.importIndy(source, key: manifest["key"] as! String, kdf: "raw", store: store)
+        let store = try await CLI.newStore()
+        let r = try await ForeignStores.importIndy(source, key: manifest["key"] as! String, kdf: "raw", store: store)
         #expect(r.status == 5, "\(r.stderr)")
         #expect(r.stderr.contains("items row 33"), "\(r.stderr)")
         #expect(try ForeignStores.itemRows(store) == 0)
@@ -361,7 +363,7 @@ struct IndyImportTests {
     @Test("U+0000 in an id and in a plaintext tag value kept as TEXT: imported byte for byte, not cut at the NUL")
     func nulBytesKept() async throws {
         let dir = ForeignStores.folder()
-        guard try ForeignStores.make(["indy", dir.path, "w", "raw", "4"]) else { return }
+        guard try await ForeignStores.make(["indy", dir.path, "w", "raw", "4"]) else { return }
         let manifest = try ForeignStores.json(dir.appendingPathComponent("w.json"))
         let source = dir.appendingPathComponent("w.db")
         // The generator's record 1 has U+0000 in its id and its ~z tag; libindy keeps plaintext
@@ -371,8 +373,8 @@ struct IndyImportTests {
         let kinds = try await db.read { try String.fetchAll($0, sql: "SELECT typeof(value) FROM tags_plaintext WHERE item_id = 2") }
         #expect(kinds == ["text", "text"])
         try db.close()
-        let store = try CLI.newStore()
-        let r = try ForeignStores.importIndy(source, key: manifest["key"] as! String, kdf: "raw", store: store)
+        let store = try await CLI.newStore()
+        let r = try await ForeignStores.importIndy(source, key: manifest["key"] as! String, kdf: "raw", store: store)
         #expect(r.status == 0, "\(r.stderr)")
         let wallet = try await ForeignStores.open(store)
         defer { try? wallet.close() }
@@ -384,17 +386,17 @@ struct IndyImportTests {
     @Test("a value longer than Coffer's limit is refused by row (exit 2) without reading it into memory")
     func overLongValueNotRead() async throws {
         let dir = ForeignStores.folder()
-        guard try ForeignStores.make(["indy", dir.path, "w", "raw", "8"]) else { return }
+        guard try await ForeignStores.make(["indy", dir.path, "w", "raw", "8"]) else { return }
         let key = try ForeignStores.json(dir.appendingPathComponent("w.json"))["key"] as! String
         let source = dir.appendingPathComponent("w.db")
         // The baseline: the same import of the same wallet before its value grows.
-        let small = try ForeignStores.peakResidentImport(source, key: key, store: try CLI.newStore())
+        let small = try await ForeignStores.peakResidentImport(source, key: key, store: try await CLI.newStore())
         #expect(small.result.status == 0, "\(small.result.stderr)")
         let big = 64 << 20
         let db = try DatabaseQueue(path: source.path)
         try await db.write { try $0.execute(sql: "UPDATE items SET value = zeroblob(?) WHERE id = 1", arguments: [big]) }
         try db.close()
-        let refused = try ForeignStores.peakResidentImport(source, key: key, store: try CLI.newStore())
+        let refused = try await ForeignStores.peakResidentImport(source, key: key, store: try await CLI.newStore())
         #expect(refused.result.status == 2, "\(refused.result.stderr)")
         #expect(
             refused.result.stderr.contains("items row 1:") && refused.result.stderr.contains("value is longer"), "\(refused.result.stderr)")
@@ -409,7 +411,7 @@ struct IndyImportTests {
     @Test("importing a WAL-mode source that had no -wal or -shm leaves its folder's files as they were")
     func walCompanionsRemoved() async throws {
         let dir = ForeignStores.folder()
-        guard try ForeignStores.make(["indy", dir.path, "w", "raw", "20"]) else { return }
+        guard try await ForeignStores.make(["indy", dir.path, "w", "raw", "20"]) else { return }
         let key = try ForeignStores.json(dir.appendingPathComponent("w.json"))["key"] as! String
         let source = dir.appendingPathComponent("w.db")
         let setup = try DatabaseQueue(path: source.path)
@@ -419,12 +421,12 @@ struct IndyImportTests {
         let before = try files()
         #expect(before == ["w.db", "w.json"])
         let content = try Data(contentsOf: source)
-        let r = try ForeignStores.importIndy(source, key: key, kdf: "raw", store: try CLI.newStore())
+        let r = try await ForeignStores.importIndy(source, key: key, kdf: "raw", store: try await CLI.newStore())
         #expect(r.status == 0, "\(r.stderr)")
         #expect(try files() == before)
         // A failed import (wrong key) cleans up too.
-        let wrong = try ForeignStores.importIndy(
-            source, key: "GfwU1DC7gEZNs3w41tjBiZYj7BNToDoFEqKY6wZXqs1A", kdf: "raw", store: try CLI.newStore())
+        let wrong = try await ForeignStores.importIndy(
+            source, key: "GfwU1DC7gEZNs3w41tjBiZYj7BNToDoFEqKY6wZXqs1A", kdf: "raw", store: try await CLI.newStore())
         #expect(wrong.status == 4, "\(wrong.stderr)")
         #expect(try files() == before)
         try ForeignStores.expectUnchanged(source, content)
@@ -433,7 +435,7 @@ struct IndyImportTests {
         _ = try await reader.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM items") }
         let withCompanions = try files()
         #expect(withCompanions.contains("w.db-shm"))
-        #expect(try ForeignStores.importIndy(source, key: key, kdf: "raw", store: try CLI.newStore()).status == 0)
+        #expect(try await ForeignStores.importIndy(source, key: key, kdf: "raw", store: try await CLI.newStore()).status == 0)
         #expect(try files() == withCompanions)
         try reader.close()
     }
@@ -445,45 +447,33 @@ struct ForeignImportInterruptTests {
     func killedMidImport() async throws {
         let dir = ForeignStores.folder()
         let n = 100_000
-        guard try ForeignStores.make(["indy", dir.path, "big", "raw", String(n)]) else { return }
+        guard try await ForeignStores.make(["indy", dir.path, "big", "raw", String(n)]) else { return }
         let key = try ForeignStores.json(dir.appendingPathComponent("big.json"))["key"] as! String
         let source = dir.appendingPathComponent("big.db")
-        let store = try CLI.newStore()
-        #expect(try CLI.wallet(["add", "mine", "kept", "before the import"], store: store).status == 0)
+        let store = try await CLI.newStore()
+        #expect(try await CLI.wallet(["add", "mine", "kept", "before the import"], store: store).status == 0)
         var landed = false
         for _ in 0..<3 where !landed {
-            let process = Process()
-            process.executableURL = CLI.binary
-            process.arguments = [
-                "--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-indy", source.path, "--source-key-env",
-                "SOURCE_KEY",
-            ]
-            process.environment = ProcessInfo.processInfo.environment.merging(["COFFER_TEST_KEY": CLI.key, "SOURCE_KEY": key]) { $1 }
-            let err = Pipe.closedOnExec()
-            process.standardError = err
-            process.standardOutput = Pipe.closedOnExec()
-            try process.run()
+            let child = try CLI.start(
+                ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-indy", source.path, "--source-key-env", "SOURCE_KEY"], store: store,
+                env: ["COFFER_TEST_KEY": CLI.key, "SOURCE_KEY": key])
             // The progress line (reported inside the import's transaction, before its commit)
             // proves the kill lands mid-import.
-            var text = ""
-            var midway = false
-            while !midway {
-                let chunk = err.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                text += String(decoding: chunk, as: UTF8.self)
-                for line in text.split(separator: "\n") where line.hasPrefix("import-indy: ") {
+            let midway = { @Sendable (stderr: Data) -> Bool in
+                String(decoding: stderr, as: UTF8.self).split(separator: "\n").contains { line in
+                    guard line.hasPrefix("import-indy: ") else { return false }
                     let done = Int(line.dropFirst("import-indy: ".count).split(separator: "/")[0]) ?? 0
-                    if done > 0, done < n { midway = true }
+                    return done > 0 && done < n
                 }
             }
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            landed = midway && process.terminationReason == .uncaughtSignal
+            let seen = try await child.waitUntil("progress midway") { $0.termination != nil || midway($0.stderr) }
+            let result = try await child.killAndWait()
+            landed = midway(seen.stderr) && result.wasSignalled
         }
         #expect(landed, "no kill landed while the import was running")
         #expect(try ForeignStores.itemRows(store) == 1)
-        #expect(try CLI.wallet(["get", "mine", "kept"], store: store).stdout.contains("before the import"))
-        let rerun = try ForeignStores.importIndy(source, key: key, kdf: "raw", store: store)
+        #expect(try await CLI.wallet(["get", "mine", "kept"], store: store).stdout.contains("before the import"))
+        let rerun = try await ForeignStores.importIndy(source, key: key, kdf: "raw", store: store)
         #expect(rerun.status == 0, "\(rerun.stderr)")
         #expect(ForeignStores.output(rerun)["imported"] as? Int == n)
         #expect(try ForeignStores.itemRows(store) == n + 1)
@@ -493,7 +483,7 @@ struct ForeignImportInterruptTests {
     func consistentSnapshot() async throws {
         let dir = ForeignStores.folder()
         let n = 20_000
-        guard try ForeignStores.make(["indy", dir.path, "w", "raw", String(n)]) else { return }
+        guard try await ForeignStores.make(["indy", dir.path, "w", "raw", String(n)]) else { return }
         let key = try ForeignStores.json(dir.appendingPathComponent("w.json"))["key"] as! String
         let source = dir.appendingPathComponent("w.db")
         // WAL, as Askar keeps its stores: a writer may commit while the import reads.
@@ -540,7 +530,7 @@ struct ForeignImportInterruptTests {
     @Test("cancelling the importing task stops it with CancellationError and imports nothing")
     func cancelled() async throws {
         let dir = ForeignStores.folder()
-        guard try ForeignStores.make(["indy", dir.path, "w", "raw", "30000"]) else { return }
+        guard try await ForeignStores.make(["indy", dir.path, "w", "raw", "30000"]) else { return }
         let key = try ForeignStores.json(dir.appendingPathComponent("w.json"))["key"] as! String
         let wallet = try await Wallet.create(at: dir.appendingPathComponent("target.sqlite"), key: .raw(Data(repeating: 4, count: 32)))
         defer { try? wallet.close() }

@@ -11,30 +11,28 @@ import Testing
 struct RestoreKillTests {
     /// Runs `coffer arguments`, waits until `marker` (a temporary file the command writes) exists,
     /// sleeps a random moment up to `maxDelay` µs, and kills it with SIGKILL. `landed` tells
-    /// whether the kill hit the process while it was still running with the marker present.
-    static func killWhile(_ marker: URL, maxDelay: useconds_t, env: [String: String], _ arguments: [String]) throws -> (
-        landed: Bool, process: Process
+    /// whether the kill hit the process while it was still running with the marker present. The
+    /// tight polling runs on a thread of its own, off the cooperative pool.
+    static func killWhile(_ marker: URL, maxDelay: useconds_t, env: [String: String], _ arguments: [String]) async throws -> (
+        landed: Bool, result: ProcessResult
     ) {
-        let process = Process()
-        process.executableURL = CLI.binary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(env) { _, new in new }
-        process.standardOutput = Pipe.closedOnExec()
-        process.standardError = Pipe.closedOnExec()
-        try process.run()
-        var sawMarker = false
-        for _ in 0..<20_000 where process.isRunning {
-            if FileManager.default.fileExists(atPath: marker.path) {
-                sawMarker = true
-                break
+        let child = try startCoffer(arguments, environment: env)
+        let stillRunning = try await onOwnThread { () -> Bool in
+            var sawMarker = false
+            for _ in 0..<20_000 where child.isRunning {
+                if FileManager.default.fileExists(atPath: marker.path) {
+                    sawMarker = true
+                    break
+                }
+                usleep(200)
             }
-            usleep(200)
+            if sawMarker { usleep(useconds_t.random(in: 0...maxDelay)) }
+            let stillRunning = child.isRunning && FileManager.default.fileExists(atPath: marker.path)
+            child.kill()
+            return stillRunning
         }
-        if sawMarker { usleep(useconds_t.random(in: 0...maxDelay)) }
-        let stillRunning = process.isRunning && FileManager.default.fileExists(atPath: marker.path)
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        return (stillRunning && process.terminationReason == .uncaughtSignal, process)
+        let result = try await child.wait()
+        return (stillRunning && result.wasSignalled, result)
     }
 
     @Test("killed mid-restore: no wallet at the target, and running the restore again succeeds with every record")
@@ -62,7 +60,7 @@ struct RestoreKillTests {
         var killedMidRestore = 0
         for attempt in 0..<5 {
             // Kill at a random moment while the new wallet is being written under its temporary name.
-            let (landed, process) = try Self.killWhile(
+            let (landed, result) = try await Self.killWhile(
                 temporary, maxDelay: attempt == 0 ? 1_000 : 200_000, env: env,
                 [
                     "--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-backup",
@@ -70,34 +68,34 @@ struct RestoreKillTests {
                 ])
             if landed { killedMidRestore += 1 }
             #expect(
-                !FileManager.default.fileExists(atPath: target.path) || process.terminationReason == .exit,
+                !FileManager.default.fileExists(atPath: target.path) || !result.wasSignalled,
                 "attempt \(attempt): a killed restore left a wallet at the target")
             if FileManager.default.fileExists(atPath: target.path) { try FileManager.default.removeItem(at: target) }
         }
         #expect(killedMidRestore > 0, "no kill landed while the temporary wallet was being written")
-        let restored = try CLI.run(
+        let restored = try await CLI.run(
             ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"],
             store: store, env: env)
         #expect(restored.status == 0, "\(restored.stderr)")
         #expect(!FileManager.default.fileExists(atPath: temporary.path))
-        let check = try CLI.wallet(["check"], store: store)
+        let check = try await CLI.wallet(["check"], store: store)
         #expect(check.status == 0 && check.stdout.hasPrefix(#"{"records":\#(n),"#), "\(check.stdout)")
     }
 
     @Test("a restore killed with its temporary wallet made: the next open of the store removes the leftover, and the rerun succeeds")
     func killedRestoreSweptAtOpen() async throws {
-        let store = try CLI.newStore()
-        #expect(try CLI.wallet(["add", "t", "1", "v"], store: store).status == 0)
+        let store = try await CLI.newStore()
+        #expect(try await CLI.wallet(["add", "t", "1", "v"], store: store).status == 0)
         let env = ["K": CLI.key, "BP": "backup pass"]
         let backup = store.appendingPathComponent("b.cfb")
-        let exported = try CLI.run(
+        let exported = try await CLI.run(
             ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"],
             store: store, env: env)
         #expect(exported.status == 0, "\(exported.stderr)")
         try FileManager.default.removeItem(at: store.appendingPathComponent("wallet.sqlite"))
         let temporary = store.appendingPathComponent(".wallet.sqlite.restoring")
         // Held just after it made its temporary wallet (and holding the creation lock), then killed.
-        let (landed, _) = try Self.killWhile(
+        let (landed, _) = try await Self.killWhile(
             temporary, maxDelay: 0, env: env.merging(["COFFER_TEST_PAUSE_AT": "restore-building", "COFFER_TEST_PAUSE_MS": "60000"]) { $1 },
             [
                 "--store", store.path, "--raw-key-env", "K", "wallet", "import-backup", backup.path,
@@ -106,62 +104,60 @@ struct RestoreKillTests {
         #expect(landed, "the kill did not land while the restore's temporary wallet existed")
         #expect(FileManager.default.fileExists(atPath: temporary.path))
         // Any open of the wallet (here one that finds no wallet) removes what the killed restore left.
-        let opened = try CLI.wallet(["get", "t", "1"], store: store)
+        let opened = try await CLI.wallet(["get", "t", "1"], store: store)
         #expect(opened.status != 0)
         let left = try FileManager.default.contentsOfDirectory(atPath: store.path).filter { $0.hasPrefix(".wallet.sqlite") }
         #expect(left.isEmpty, "left: \(left)")
-        let restored = try CLI.run(
+        let restored = try await CLI.run(
             ["--raw-key-env", "K", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"], store: store, env: env)
         #expect(restored.status == 0, "\(restored.stderr)")
-        #expect(try CLI.wallet(["get", "t", "1"], store: store).status == 0)
+        #expect(try await CLI.wallet(["get", "t", "1"], store: store).status == 0)
     }
 
     @Test("an open while a restore is running leaves the restore's temporary wallet alone, and the restore succeeds")
     func openLeavesLiveRestore() async throws {
-        let store = try CLI.newStore()
-        #expect(try CLI.wallet(["add", "t", "1", "v"], store: store).status == 0)
+        let store = try await CLI.newStore()
+        #expect(try await CLI.wallet(["add", "t", "1", "v"], store: store).status == 0)
         let env = ["K": CLI.key, "BP": "backup pass"]
         let backup = store.appendingPathComponent("b.cfb")
         #expect(
-            try CLI.run(
+            try await CLI.run(
                 ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"],
                 store: store, env: env
             ).status == 0)
         try FileManager.default.removeItem(at: store.appendingPathComponent("wallet.sqlite"))
         let temporary = store.appendingPathComponent(".wallet.sqlite.restoring")
-        let process = Process()
-        process.executableURL = CLI.binary
-        process.arguments = [
-            "--store", store.path, "--raw-key-env", "K", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP",
-        ]
-        process.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }.merging([
-            "COFFER_TEST_PAUSE_AT": "restore-building", "COFFER_TEST_PAUSE_MS": "3000",
-        ]) { $1 }
-        process.standardOutput = Pipe.closedOnExec()
-        process.standardError = Pipe.closedOnExec()
-        try process.run()
-        for _ in 0..<20_000 where process.isRunning && !FileManager.default.fileExists(atPath: temporary.path) { usleep(500) }
-        #expect(process.isRunning && FileManager.default.fileExists(atPath: temporary.path))
-        _ = try CLI.wallet(["get", "t", "1"], store: store)
-        #expect(FileManager.default.fileExists(atPath: temporary.path), "an open removed a live restore's temporary wallet")
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        #expect(try CLI.wallet(["get", "t", "1"], store: store).status == 0)
+        let child = try CLI.start(
+            ["--raw-key-env", "K", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"], store: store,
+            env: env.merging(["COFFER_TEST_PAUSE_AT": "restore-building", "COFFER_TEST_PAUSE_MS": "3000"]) { $1 })
+        // Acted on from a thread of its own: the pause lasts 3 s, which an awaiting task resumed
+        // by a busy cooperative pool can miss.
+        let (heldWithTemporary, keptByOpen) = try await onOwnThread { () throws -> (Bool, Bool) in
+            try [child].waitForStderrBlocking(containingOrEnded: "test-pause: restore-building")
+            let held = child.isRunning && FileManager.default.fileExists(atPath: temporary.path)
+            _ = try runProcessBlocking(
+                cofferBinary, ["--store", store.path, "--raw-key-env", "K", "wallet", "get", "t", "1"], environment: ["K": CLI.key])
+            return (held, FileManager.default.fileExists(atPath: temporary.path))
+        }
+        #expect(heldWithTemporary)
+        #expect(keptByOpen, "an open removed a live restore's temporary wallet")
+        #expect(try await child.wait().status == 0)
+        #expect(try await CLI.wallet(["get", "t", "1"], store: store).status == 0)
     }
 
     @Test("a restore onto an existing wallet is refused and touches neither file")
     func existingTargetRefused() async throws {
-        let store = try CLI.newStore()
-        #expect(try CLI.wallet(["add", "t", "1", "v"], store: store).status == 0)
+        let store = try await CLI.newStore()
+        #expect(try await CLI.wallet(["add", "t", "1", "v"], store: store).status == 0)
         let backup = store.appendingPathComponent("b.cfb")
         #expect(
-            try CLI.run(
+            try await CLI.run(
                 ["--raw-key-env", "K", "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"],
                 store: store,
                 env: ["K": CLI.key, "BP": "p"]
             ).status == 0)
         let before = try Data(contentsOf: store.appendingPathComponent("wallet.sqlite"))
-        let r = try CLI.run(
+        let r = try await CLI.run(
             ["--raw-key-env", "K", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"], store: store,
             env: ["K": CLI.key, "BP": "p"])
         #expect(r.status == 3)
@@ -189,7 +185,7 @@ struct RestoreKillTests {
         let env = ["BP": "backup pass", "COFFER_TEST_KEY": CLI.key]
         var killedMidExport = 0
         for attempt in 0..<5 {
-            let (landed, process) = try Self.killWhile(
+            let (landed, result) = try await Self.killWhile(
                 partial, maxDelay: attempt == 0 ? 1_000 : 100_000, env: env,
                 [
                     "--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet", "export",
@@ -199,10 +195,10 @@ struct RestoreKillTests {
                 killedMidExport += 1
                 #expect(try Data(contentsOf: backup) == older, "attempt \(attempt): a killed export changed the file at the target")
             }
-            if process.terminationReason == .exit { try older.write(to: backup) }
+            if !result.wasSignalled { try older.write(to: backup) }
         }
         #expect(killedMidExport > 0, "no kill landed while the partial file was being written")
-        let exported = try CLI.run(
+        let exported = try await CLI.run(
             [
                 "--raw-key-env", "COFFER_TEST_KEY", "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf",
                 "interactive",
@@ -211,10 +207,10 @@ struct RestoreKillTests {
         #expect(exported.status == 0, "\(exported.stderr)")
         #expect(!FileManager.default.fileExists(atPath: partial.path))
         let restoredStore = TemporaryFolders.path("coffer-export-kill")
-        let restored = try CLI.run(
+        let restored = try await CLI.run(
             ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"],
             store: restoredStore, env: env)
         #expect(restored.status == 0, "\(restored.stderr)")
-        #expect(try CLI.wallet(["count", "t"], store: restoredStore).stdout.contains(#"{"count":60000}"#))
+        #expect(try await CLI.wallet(["count", "t"], store: restoredStore).stdout.contains(#"{"count":60000}"#))
     }
 }

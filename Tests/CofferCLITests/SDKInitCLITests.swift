@@ -12,7 +12,6 @@ import Testing
 
 @Suite("coffer sdk init: one wallet, one key, whatever runs or dies")
 struct SDKInitCLITests {
-    typealias Child = ManyProcessesTests.Child
     static let keyItem = "coffer.sdk.wallet-key"
 
     static func secure(_ store: URL) -> EncryptedFileSecureStorage {
@@ -33,28 +32,21 @@ struct SDKInitCLITests {
     /// to 10 minutes: the test kills the child, and between the pause and the kill the test
     /// awaits, which in the parallel suite can take a minute before a cooperative thread is free
     /// (a 60 s pause ran out there and let the child finish before the kill).
-    static func pausedInit(_ store: URL, at point: String) throws -> Child {
-        let child = try ManyProcessesTests.start(
-            ["sdk", "init"], store: store, env: ["COFFER_TEST_PAUSE_AT": point, "COFFER_TEST_PAUSE_MS": "600000"])
-        ManyProcessesRaceTests.waitFor("test-pause: \(point)", in: [child])
+    static func pausedInit(_ store: URL, at point: String) async throws -> ChildProcess {
+        let child = try CLI.start(["sdk", "init"], store: store, env: ["COFFER_TEST_PAUSE_AT": point, "COFFER_TEST_PAUSE_MS": "600000"])
+        try await [child].waitForStderr(containingOrEnded: "test-pause: \(point)")
         return child
     }
 
-    static func killed(_ child: Child) -> Bool {
-        kill(child.process.processIdentifier, SIGKILL)
-        child.process.waitUntilExit()
-        return child.process.terminationReason == .uncaughtSignal
-    }
-
     @Test("sdk init prints the wallet, created, the agent's verkey and the master secret; a second run opens it; the key is never printed")
-    func initTwice() throws {
+    func initTwice() async throws {
         let store = Self.newFolder()
-        let first = try CLI.run(["sdk", "init"], store: store)
+        let first = try await CLI.run(["sdk", "init"], store: store)
         #expect(first.status == 0, "\(first.stderr)")
         let a = try Self.output(first.stdout)
         #expect(a["created"] as? Bool == true && a["masterSecret"] as? Bool == true)
         #expect(a["wallet"] as? String == store.appendingPathComponent("wallet.sqlite").path)
-        let second = try CLI.run(["sdk", "init"], store: store)
+        let second = try await CLI.run(["sdk", "init"], store: store)
         let b = try Self.output(second.stdout)
         #expect(b["created"] as? Bool == false && b["agentVerkey"] as? String == a["agentVerkey"] as? String)
         let key = try #require(try Self.secure(store).loadBlocking(Self.keyItem))
@@ -62,43 +54,49 @@ struct SDKInitCLITests {
             #expect(!text.contains(key.base64EncodedString()) && !text.contains(key.map { String(format: "%02x", $0) }.joined()))
         }
         // The secure commands refuse the key's item: never printed, replaced or removed by hand.
-        let get = try CLI.run(["secure", "get", Self.keyItem, "--base64"], store: store)
+        let get = try await CLI.run(["secure", "get", Self.keyItem, "--base64"], store: store)
         #expect(get.status == 2 && get.stdout.isEmpty && get.stderr.contains("never print"))
-        #expect(try CLI.run(["secure", "delete", Self.keyItem], store: store).status == 2)
+        #expect(try await CLI.run(["secure", "delete", Self.keyItem], store: store).status == 2)
         #expect(try Self.secure(store).loadBlocking(Self.keyItem) == key)
     }
 
     @Test("coffer reset removes the wallet and its key: the next sdk init makes new ones")
-    func resetThenInit() throws {
+    func resetThenInit() async throws {
         let store = Self.newFolder()
-        let first = try Self.output(try CLI.run(["sdk", "init"], store: store).stdout)
-        #expect(try CLI.run(["reset", "--yes"], store: store).status == 0)
+        let first = try Self.output(try await CLI.run(["sdk", "init"], store: store).stdout)
+        #expect(try await CLI.run(["reset", "--yes"], store: store).status == 0)
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("wallet.sqlite").path))
         #expect(try Self.secure(store).loadBlocking(Self.keyItem) == nil)
-        let again = try Self.output(try CLI.run(["sdk", "init"], store: store).stdout)
+        let again = try Self.output(try await CLI.run(["sdk", "init"], store: store).stdout)
         #expect(again["created"] as? Bool == true && again["agentVerkey"] as? String != first["agentVerkey"] as? String)
     }
 
     @Test(
         "a reset from another process while sdk init is between its key and its wallet waits for it: the next sdk init gets a usable wallet"
     )
-    func resetDuringInit() throws {
+    func resetDuringInit() async throws {
         let store = Self.newFolder()
         // Paused for 3 s after saving the key; the reset starts while it is paused there.
-        let child = try ManyProcessesTests.start(
+        let child = try CLI.start(
             ["sdk", "init"], store: store, env: ["COFFER_TEST_PAUSE_AT": "sdk-key-saved", "COFFER_TEST_PAUSE_MS": "3000"])
-        ManyProcessesRaceTests.waitFor("test-pause: sdk-key-saved", in: [child])
-        #expect(ManyProcessesRaceTests.stderr(child).contains("test-pause: sdk-key-saved"), "the pause was not reached")
-        #expect(child.process.isRunning, "sdk init finished before the reset started")
-        let reset = try CLI.run(["reset", "--yes"], store: store)
+        // Acted on from a thread of its own: the pause lasts 3 s, which an awaiting task resumed
+        // by a busy cooperative pool can miss.
+        let (paused, running, reset) = try await onOwnThread { () throws -> (Bool, Bool, ProcessResult) in
+            try [child].waitForStderrBlocking(containingOrEnded: "test-pause: sdk-key-saved")
+            let paused = child.stderrSoFar.contains("test-pause: sdk-key-saved")
+            let running = child.isRunning
+            return (paused, running, try runProcessBlocking(cofferBinary, ["--store", store.path, "reset", "--yes"]))
+        }
+        #expect(paused, "the pause was not reached")
+        #expect(running, "sdk init finished before the reset started")
         #expect(reset.status == 0, "\(reset.stderr)")
-        child.process.waitUntilExit()
-        #expect(child.process.terminationStatus == 0, "\(ManyProcessesRaceTests.stderr(child))")
+        let result = try await child.wait()
+        #expect(result.status == 0, "\(result.stderr)")
         // The reset ran after that init finished: nothing of it is left, and the next init makes a usable wallet.
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("wallet.sqlite").path))
-        let again = try CLI.run(["sdk", "init"], store: store)
+        let again = try await CLI.run(["sdk", "init"], store: store)
         #expect(again.status == 0, "\(again.stderr)")
-        let third = try CLI.run(["sdk", "init"], store: store)
+        let third = try await CLI.run(["sdk", "init"], store: store)
         #expect(third.status == 0, "\(third.stderr)")
         #expect(try Self.output(third.stdout)["created"] as? Bool == false)
     }
@@ -106,13 +104,13 @@ struct SDKInitCLITests {
     @Test("killed after saving the key and before making the wallet: the next run makes the wallet with that key")
     func killedBetweenKeyAndWallet() async throws {
         let store = Self.newFolder()
-        let child = try Self.pausedInit(store, at: "sdk-key-saved")
+        let child = try await Self.pausedInit(store, at: "sdk-key-saved")
         // The kill lands mid-operation: the child is paused there, the key is saved, no wallet yet.
-        #expect(child.process.isRunning)
+        #expect(child.isRunning)
         let key = try #require(try await Self.secure(store).load(Self.keyItem), "the key was not saved before the pause")
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("wallet.sqlite").path))
-        #expect(Self.killed(child))
-        let next = try CLI.run(["sdk", "init"], store: store)
+        #expect(try await child.killAndWait().wasSignalled)
+        let next = try await CLI.run(["sdk", "init"], store: store)
         #expect(next.status == 0, "\(next.stderr)")
         #expect(try Self.output(next.stdout)["created"] as? Bool == true)
         #expect(try await Self.secure(store).load(Self.keyItem) == key)
@@ -123,12 +121,12 @@ struct SDKInitCLITests {
     @Test("killed while building the provisioned wallet: no wallet is left half-made, and the next run makes it")
     func killedWhileBuilding() async throws {
         let store = Self.newFolder()
-        let child = try Self.pausedInit(store, at: "provisioned-building")
-        #expect(child.process.isRunning)
+        let child = try await Self.pausedInit(store, at: "provisioned-building")
+        #expect(child.isRunning)
         #expect(FileManager.default.fileExists(atPath: store.appendingPathComponent(".wallet.sqlite.restoring").path))
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("wallet.sqlite").path))
-        #expect(Self.killed(child))
-        let next = try CLI.run(["sdk", "init"], store: store)
+        #expect(try await child.killAndWait().wasSignalled)
+        let next = try await CLI.run(["sdk", "init"], store: store)
         #expect(next.status == 0, "\(next.stderr)")
         #expect(try Self.output(next.stdout)["created"] as? Bool == true)
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent(".wallet.sqlite.restoring").path))
@@ -142,16 +140,16 @@ struct SDKInitCLITests {
         let store = Self.newFolder()
         let gate = Self.newFolder().appendingPathExtension("go")
         let children = try (0..<3).map { _ in
-            try ManyProcessesTests.start(
+            try CLI.start(
                 ["sdk", "init"], store: store, env: ["COFFER_TEST_PAUSE_AT": "sdk-starting", "COFFER_TEST_PAUSE_FILE": gate.path])
         }
-        ManyProcessesRaceTests.waitFor("test-pause: sdk-starting", in: children)
+        try await children.waitForStderr(containingOrEnded: "test-pause: sdk-starting")
         // All three have opened the store and wait at the SDK's lock together.
-        #expect(children.allSatisfy { $0.process.isRunning && ManyProcessesRaceTests.stderr($0).contains("test-pause") })
+        #expect(children.allSatisfy { $0.isRunning && $0.stderrSoFar.contains("test-pause") })
         _ = FileManager.default.createFile(atPath: gate.path, contents: nil)
-        for child in children { child.process.waitUntilExit() }
-        #expect(children.allSatisfy { $0.process.terminationStatus == 0 }, "\(children.map(ManyProcessesRaceTests.stderr))")
-        let outputs = try children.map { try Self.output(ManyProcessesRaceTests.stdout($0)) }
+        let results = try await children.wait()
+        #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderr))")
+        let outputs = try results.map { try Self.output($0.stdout) }
         #expect(outputs.filter { $0["created"] as? Bool == true }.count == 1)
         #expect(Set(outputs.compactMap { $0["agentVerkey"] as? String }).count == 1)
         let key = try #require(try await Self.secure(store).load(Self.keyItem))

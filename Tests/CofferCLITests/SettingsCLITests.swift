@@ -8,9 +8,9 @@ import Testing
 
 @Suite("coffer settings: the catalogue is the law")
 struct SettingsCLITests {
-    func store() throws -> URL {
+    func store() async throws -> URL {
         let store = TemporaryFolders.path("coffer-settings")
-        #expect(try CLI.run(["settings", "list"], store: store).status == 0)
+        #expect(try await CLI.run(["settings", "list"], store: store).status == 0)
         return store
     }
 
@@ -19,73 +19,73 @@ struct SettingsCLITests {
     }
 
     @Test("an enum key refuses a value outside its cases, exit 2 listing the allowed values")
-    func enumValues() throws {
-        let store = try store()
-        let r = try CLI.run(["settings", "set", "themeMode", "purple"], store: store)
+    func enumValues() async throws {
+        let store = try await store()
+        let r = try await CLI.run(["settings", "set", "themeMode", "purple"], store: store)
         #expect(r.status == 2)
         #expect(r.stderr.contains("system, light, dark"), "\(r.stderr)")
-        #expect(try CLI.run(["settings", "set", "themeMode", "dark"], store: store).status == 0)
+        #expect(try await CLI.run(["settings", "set", "themeMode", "dark"], store: store).status == 0)
     }
 
     @Test("a json key refuses JSON that does not decode as its type")
-    func jsonType() throws {
-        let store = try store()
-        #expect(try CLI.run(["settings", "set", "currentUser", #"{"x":1}"#], store: store).status == 2)
+    func jsonType() async throws {
+        let store = try await store()
+        #expect(try await CLI.run(["settings", "set", "currentUser", #"{"x":1}"#], store: store).status == 2)
         let user = #"{"id":"u1","email":"a@b.c","name":"A","isAdmin":false}"#
-        #expect(try CLI.run(["settings", "set", "currentUser", user], store: store).status == 0)
+        #expect(try await CLI.run(["settings", "set", "currentUser", user], store: store).status == 0)
     }
 
     @Test("a catalogue key refuses another --kind")
-    func declaredKind() throws {
-        let store = try store()
-        let r = try CLI.run(["settings", "set", "tilesPerRow", "hello", "--kind", "string"], store: store)
+    func declaredKind() async throws {
+        let store = try await store()
+        let r = try await CLI.run(["settings", "set", "tilesPerRow", "hello", "--kind", "string"], store: store)
         #expect(r.status == 2)
         #expect(r.stderr.contains("declared as int"), "\(r.stderr)")
     }
 
     @Test("the reserved version key can be neither set nor removed")
-    func reserved() throws {
-        let store = try store()
-        #expect(try CLI.run(["settings", "set", "version", "99"], store: store).status == 2)
-        #expect(try CLI.run(["settings", "delete", "version"], store: store).status == 2)
-        #expect(try CLI.run(["settings", "list"], store: store).status == 0, "the store must still open")
+    func reserved() async throws {
+        let store = try await store()
+        #expect(try await CLI.run(["settings", "set", "version", "99"], store: store).status == 2)
+        #expect(try await CLI.run(["settings", "delete", "version"], store: store).status == 2)
+        #expect(try await CLI.run(["settings", "list"], store: store).status == 0, "the store must still open")
     }
 
     @Test("cache sizes must be positive")
-    func positiveCacheSizes() throws {
-        let store = try store()
+    func positiveCacheSizes() async throws {
+        let store = try await store()
         for value in ["-5", "0"] {
-            let r = try CLI.run(["settings", "set", "imageCacheSize", "--", value], store: store)
+            let r = try await CLI.run(["settings", "set", "imageCacheSize", "--", value], store: store)
             #expect(r.status == 2, "\(value)")
             #expect(r.stderr.contains("at least 1"), "\(r.stderr)")
         }
-        #expect(try CLI.run(["settings", "set", "imageCacheSize", "20"], store: store).status == 0)
+        #expect(try await CLI.run(["settings", "set", "imageCacheSize", "20"], store: store).status == 0)
     }
 
     @Test("get of an unset key prints its declared default")
-    func unsetDefault() throws {
-        let store = try store()
-        let r = try CLI.run(["settings", "get", "themeMode"], store: store)
+    func unsetDefault() async throws {
+        let store = try await store()
+        let r = try await CLI.run(["settings", "get", "themeMode"], store: store)
         #expect(r.stdout == #"{"name":"themeMode","kind":"enum","value":"system","default":"system","set":false}"# + "\n")
     }
 
     @Test("booleans print as true and false")
-    func booleans() throws {
-        let store = try store()
-        #expect(try CLI.run(["settings", "set", "autoBackup", "true"], store: store).status == 0)
-        let r = try CLI.run(["settings", "get", "autoBackup"], store: store)
+    func booleans() async throws {
+        let store = try await store()
+        #expect(try await CLI.run(["settings", "set", "autoBackup", "true"], store: store).status == 0)
+        let r = try await CLI.run(["settings", "get", "autoBackup"], store: store)
         #expect(r.stdout == #"{"name":"autoBackup","kind":"bool","value":true,"default":false,"set":true}"# + "\n")
     }
 
     @Test("a stored value of the wrong type is reported as a mismatch, not printed")
-    func mismatch() throws {
-        let store = try store()
+    func mismatch() async throws {
+        let store = try await store()
         let queue = try DatabaseQueue(path: store.appendingPathComponent("app.sqlite").path)
-        try queue.write {
+        try await queue.write {
             try $0.execute(sql: "INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES ('tilesPerRow', 'string', 'hello', 0)")
         }
         try queue.close()
-        let r = try CLI.run(["settings", "get", "tilesPerRow"], store: store)
+        let r = try await CLI.run(["settings", "get", "tilesPerRow"], store: store)
         #expect(r.status == 0)
         let printed = try object(r.stdout)
         #expect(printed["value"] as? Int == 4)
@@ -96,40 +96,40 @@ struct SettingsCLITests {
 
 @Suite("coffer secure: failures per item, a lost key")
 struct SecureCLITests {
-    func storeWithItems() throws -> URL {
+    func storeWithItems() async throws -> URL {
         let store = TemporaryFolders.path("coffer-secure-cli")
         for name in ["a", "b"] {
-            let r = try CLI.run(["secure", "set", name, "--value-env", "V"], store: store, env: ["V": "value-\(name)"])
+            let r = try await CLI.run(["secure", "set", name, "--value-env", "V"], store: store, env: ["V": "value-\(name)"])
             #expect(r.status == 0, "\(r.stderr)")
         }
         return store
     }
 
     @Test("list names a damaged item on stderr and still lists and reads the others")
-    func damagedItem() throws {
-        let store = try storeWithItems()
+    func damagedItem() async throws {
+        let store = try await storeWithItems()
         let items = store.appendingPathComponent("secure/items")
         let files = try FileManager.default.contentsOfDirectory(atPath: items.path).sorted()
         let damaged = items.appendingPathComponent(files[0])
         var raw = try Data(contentsOf: damaged)
         raw[raw.count - 1] ^= 1
         try raw.write(to: damaged)
-        let list = try CLI.run(["secure", "list"], store: store)
+        let list = try await CLI.run(["secure", "list"], store: store)
         #expect(list.status == 0)
         #expect(list.stderr.contains(files[0]), "\(list.stderr)")
         let names = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String])
         #expect(names.count == 1)
-        #expect(try CLI.run(["secure", "get", try #require(names.first)], store: store).status == 0)
+        #expect(try await CLI.run(["secure", "get", try #require(names.first)], store: store).status == 0)
     }
 
     @Test("a lost key file is an error naming it, exit 5, and set makes no new key")
-    func lostKey() throws {
-        let store = try storeWithItems()
+    func lostKey() async throws {
+        let store = try await storeWithItems()
         try FileManager.default.removeItem(at: store.appendingPathComponent("secure/key"))
-        let get = try CLI.run(["secure", "get", "a"], store: store)
+        let get = try await CLI.run(["secure", "get", "a"], store: store)
         #expect(get.status == 5)
         #expect(get.stderr.contains("secure storage key lost"), "\(get.stderr)")
-        let set = try CLI.run(["secure", "set", "c", "--value-env", "V"], store: store, env: ["V": "x"])
+        let set = try await CLI.run(["secure", "set", "c", "--value-env", "V"], store: store, env: ["V": "x"])
         #expect(set.status == 5)
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("secure/key").path))
     }
@@ -138,10 +138,10 @@ struct SecureCLITests {
 @Suite("settings list")
 struct SettingsListTests {
     @Test("settings list prints booleans as true/false, as get does")
-    func booleans() throws {
-        let store = try CLI.newStore()
-        #expect(try CLI.run(["settings", "set", "flagged", "true", "--kind", "bool"], store: store).status == 0)
-        let list = try CLI.run(["settings", "list"], store: store)
+    func booleans() async throws {
+        let store = try await CLI.newStore()
+        #expect(try await CLI.run(["settings", "set", "flagged", "true", "--kind", "bool"], store: store).status == 0)
+        let list = try await CLI.run(["settings", "list"], store: store)
         #expect(list.stdout.contains(#""flagged":true"#), "\(list.stdout)")
     }
 }

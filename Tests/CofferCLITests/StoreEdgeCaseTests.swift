@@ -15,13 +15,13 @@ import Darwin
 
 /// Runs `coffer` as an unprivileged user: as `nobody` through `setpriv` when the tests run as
 /// root (whom file modes do not stop), else as the current user. `cwd`: the working folder.
-func runUnprivileged(_ args: [String], cwd: URL? = nil, env: [String: String] = [:]) throws -> CLIResult {
+func runUnprivileged(_ args: [String], cwd: URL? = nil, env: [String: String] = [:]) async throws -> CLIResult {
     if getuid() == 0 {
-        return try runProcess(
+        return try await runProcess(
             URL(fileURLWithPath: "/usr/bin/setpriv"), ["--reuid=65534", "--regid=65534", "--clear-groups", unprivilegedBinary.path] + args,
             environment: env, currentDirectory: cwd)
     }
-    return try runProcess(CLI.binary, args, environment: env, currentDirectory: cwd)
+    return try await runProcess(CLI.binary, args, environment: env, currentDirectory: cwd)
 }
 
 /// The `coffer` binary as the unprivileged user can run it: a copy, with the resource bundles
@@ -55,30 +55,30 @@ func unprivilegedFolder() throws -> URL {
 @Suite("coffer: store edge cases")
 struct StoreEdgeCaseTests {
     @Test("--store \"\" is refused (exit 2) wherever it stands, and the current folder's Coffer files stay")
-    func emptyStore() throws {
+    func emptyStore() async throws {
         let cwd = try unprivilegedFolder()
         let app = cwd.appendingPathComponent("app.sqlite")
         try Data("mine".utf8).write(to: app)
         if getuid() == 0 { #expect(chown(app.path, 65534, 65534) == 0) }
         for args in [["--store", "", "reset", "--yes"], ["reset", "--yes", "--store", ""], ["--store", "", "secure", "list"]] {
-            let r = try runUnprivileged(args, cwd: cwd)
+            let r = try await runUnprivileged(args, cwd: cwd)
             #expect(r.status == 2 && r.stderr.contains("--store"), "\(args): \(r.status) \(r.stderr)")
         }
         #expect(try Data(contentsOf: app) == Data("mine".utf8))
     }
 
     @Test("reset --yes gives the owner back the permissions of folders set to mode 000 and removes them")
-    func resetUnreadableFolders() throws {
+    func resetUnreadableFolders() async throws {
         let store = try unprivilegedFolder().appendingPathComponent("store")
-        #expect(try runUnprivileged(["--store", store.path, "secure", "set", "x", "--value-env", "V"], env: ["V": "v"]).status == 0)
-        #expect(try runUnprivileged(["--store", store.path, "deniable", "start"]).status == 0)
+        #expect(try await runUnprivileged(["--store", store.path, "secure", "set", "x", "--value-env", "V"], env: ["V": "v"]).status == 0)
+        #expect(try await runUnprivileged(["--store", store.path, "deniable", "start"]).status == 0)
         let mine = store.appendingPathComponent("notes.txt")
-        #expect(try runUnprivileged(["--store", store.path, "settings", "list"]).status == 0)
+        #expect(try await runUnprivileged(["--store", store.path, "settings", "list"]).status == 0)
         try Data("kept".utf8).write(to: mine)
         for folder in ["secure/items", "secure", "deniable", "caches/media", "."] {
             #expect(chmod(store.appendingPathComponent(folder).path, 0) == 0)
         }
-        let r = try runUnprivileged(["--store", store.path, "reset", "--yes"])
+        let r = try await runUnprivileged(["--store", store.path, "reset", "--yes"])
         #expect(r.status == 0, "\(r.stderr)")
         let left = try FileManager.default.contentsOfDirectory(atPath: store.path).sorted()
         #expect(left == ["notes.txt"], "\(left)")
@@ -86,43 +86,43 @@ struct StoreEdgeCaseTests {
     }
 
     @Test("an unreadable secure folder is a storage error naming it (exit 6), not an empty list or a missing item")
-    func unreadableSecureFolder() throws {
+    func unreadableSecureFolder() async throws {
         let store = try unprivilegedFolder().appendingPathComponent("store")
-        #expect(try runUnprivileged(["--store", store.path, "secure", "set", "x", "--value-env", "V"], env: ["V": "v"]).status == 0)
+        #expect(try await runUnprivileged(["--store", store.path, "secure", "set", "x", "--value-env", "V"], env: ["V": "v"]).status == 0)
         for folder in ["secure", "secure/items"] {
             let path = store.appendingPathComponent(folder).path
             #expect(chmod(path, 0) == 0)
             for args in [["secure", "list"], ["secure", "get", "x"], ["secure", "delete", "x"]] {
-                let r = try runUnprivileged(["--store", store.path] + args)
+                let r = try await runUnprivileged(["--store", store.path] + args)
                 #expect(r.status == 6 && r.stderr.contains(path), "\(folder) \(args): \(r.status) \(r.stdout) \(r.stderr)")
             }
             #expect(chmod(path, 0o700) == 0)
         }
-        let get = try runUnprivileged(["--store", store.path, "secure", "get", "x"])
+        let get = try await runUnprivileged(["--store", store.path, "secure", "get", "x"])
         #expect(get.status == 0 && get.stdout == "v", "the item survived: \(get.stderr)")
     }
 
     @Test("an unreadable deniable folder is a storage error naming it (exit 6), not a store to start afresh")
-    func unreadableDeniableFolder() throws {
+    func unreadableDeniableFolder() async throws {
         let store = try unprivilegedFolder().appendingPathComponent("store")
-        #expect(try runUnprivileged(["--store", store.path, "deniable", "start"]).status == 0)
+        #expect(try await runUnprivileged(["--store", store.path, "deniable", "start"]).status == 0)
         let folder = store.appendingPathComponent("deniable").path
         #expect(chmod(folder, 0) == 0)
-        let r = try runUnprivileged(["--store", store.path, "deniable", "status"])
+        let r = try await runUnprivileged(["--store", store.path, "deniable", "status"])
         #expect(r.status == 6 && r.stderr.contains(folder), "\(r.status) \(r.stderr)")
     }
 
     @Test("symbolic links at app.sqlite and wallet.sqlite, dangling or not, are refused and nothing is written through them")
-    func databaseSymlinks() throws {
+    func databaseSymlinks() async throws {
         for dangling in [true, false] {
-            let store = try CLI.newStore()
+            let store = try await CLI.newStore()
             let elsewhere = TemporaryFolders.path("coffer-link-target")
             try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
             let walletTarget = elsewhere.appendingPathComponent("wallet.sqlite")
             let appTarget = elsewhere.appendingPathComponent("app.sqlite")
             if !dangling {
                 try FileManager.default.moveItem(at: store.appendingPathComponent("wallet.sqlite"), to: walletTarget)
-                #expect(try CLI.run(["settings", "list"], store: elsewhere).status == 0)
+                #expect(try await CLI.run(["settings", "list"], store: elsewhere).status == 0)
             } else {
                 try FileManager.default.removeItem(at: store.appendingPathComponent("wallet.sqlite"))
             }
@@ -130,10 +130,10 @@ struct StoreEdgeCaseTests {
             try FileManager.default.createSymbolicLink(at: store.appendingPathComponent("app.sqlite"), withDestinationURL: appTarget)
             let before = try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).sorted()
             for args in [["count", "t"], ["create"]] {
-                let r = try CLI.wallet(args, store: store)
+                let r = try await CLI.wallet(args, store: store)
                 #expect(r.status == 6 && r.stderr.contains("wallet.sqlite is a symbolic link"), "dangling \(dangling) \(args): \(r.stderr)")
             }
-            let settings = try CLI.run(["settings", "list"], store: store)
+            let settings = try await CLI.run(["settings", "list"], store: store)
             #expect(
                 settings.status == 6 && settings.stderr.contains("app.sqlite is a symbolic link"),
                 "dangling \(dangling): \(settings.stderr)")
@@ -142,8 +142,8 @@ struct StoreEdgeCaseTests {
     }
 
     @Test("a missing input file is exit 2 for every command that reads one")
-    func missingInputFiles() throws {
-        let store = try CLI.newStore()
+    func missingInputFiles() async throws {
+        let store = try await CLI.newStore()
         let missing = store.appendingPathComponent("no-such-file").path
         let commands: [[String]] = [
             ["--raw-key-env", "K", "wallet", "import-backup", missing, "--backup-passphrase-env", "K"],
@@ -157,39 +157,39 @@ struct StoreEdgeCaseTests {
         for args in commands {
             let target =
                 args.contains("import-backup") ? TemporaryFolders.path("backup") : store
-            let r = try CLI.run(args, store: target, env: ["K": CLI.key])
+            let r = try await CLI.run(args, store: target, env: ["K": CLI.key])
             #expect(r.status == 2 && r.stderr.contains("no-such-file"), "\(args): \(r.status) \(r.stderr)")
         }
     }
 
     @Test("a 5-byte secure key file is a damaged key (exit 5) saying what to do; a linked key file is refused as a link")
-    func damagedAndLinkedKeyFile() throws {
-        let store = try CLI.newStore()
-        #expect(try CLI.run(["secure", "set", "x", "--value-env", "V"], store: store, env: ["V": "v"]).status == 0)
+    func damagedAndLinkedKeyFile() async throws {
+        let store = try await CLI.newStore()
+        #expect(try await CLI.run(["secure", "set", "x", "--value-env", "V"], store: store, env: ["V": "v"]).status == 0)
         let key = store.appendingPathComponent("secure/key")
         let saved = store.appendingPathComponent("saved-key")
         try FileManager.default.moveItem(at: key, to: saved)
         try Data("abcde".utf8).write(to: key)
         #expect(chmod(key.path, 0o600) == 0)
-        let damaged = try CLI.run(["secure", "get", "x"], store: store)
+        let damaged = try await CLI.run(["secure", "get", "x"], store: store)
         #expect(damaged.status == 5, "\(damaged.stderr)")
         #expect(
             damaged.stderr.contains("5 bytes") && damaged.stderr.contains("damaged") && damaged.stderr.contains("reset"),
             "\(damaged.stderr)")
         try FileManager.default.removeItem(at: key)
         try FileManager.default.createSymbolicLink(at: key, withDestinationURL: saved)
-        let linked = try CLI.run(["secure", "get", "x"], store: store)
+        let linked = try await CLI.run(["secure", "get", "x"], store: store)
         #expect(linked.status == 6 && linked.stderr.contains("symbolic link") && !linked.stderr.contains("777"), "\(linked.stderr)")
     }
 
     @Test("settings set currentUser takes a user without the optional isAdmin, read back as not an admin")
-    func currentUserWithoutIsAdmin() throws {
-        let store = try CLI.newStore()
-        let r = try CLI.run(["settings", "set", "currentUser", #"{"id":"u1","email":"a@b.c","name":"A"}"#], store: store)
+    func currentUserWithoutIsAdmin() async throws {
+        let store = try await CLI.newStore()
+        let r = try await CLI.run(["settings", "set", "currentUser", #"{"id":"u1","email":"a@b.c","name":"A"}"#], store: store)
         #expect(r.status == 0, "\(r.stderr)")
         let user = try JSONDecoder().decode(User.self, from: Data(#"{"id":"u1","email":"a@b.c","name":"A"}"#.utf8))
         #expect(user == User(id: "u1", email: "a@b.c", name: "A", isAdmin: false))
-        let missingName = try CLI.run(["settings", "set", "currentUser", #"{"id":"u1","email":"a@b.c"}"#], store: store)
+        let missingName = try await CLI.run(["settings", "set", "currentUser", #"{"id":"u1","email":"a@b.c"}"#], store: store)
         #expect(missingName.status == 2)
     }
 }

@@ -18,8 +18,8 @@ import Darwin
 
 /// Runs the `coffer` binary in a child shell whose umask is 000 (files 0666, folders 0777 unless
 /// the code sets their modes itself).
-func runUnderUmask000(_ args: [String], store: URL, env: [String: String] = [:]) throws -> CLIResult {
-    try runProcess(
+func runUnderUmask000(_ args: [String], store: URL, env: [String: String] = [:]) async throws -> CLIResult {
+    try await runProcess(
         URL(fileURLWithPath: "/bin/bash"), ["-c", #"umask 000; exec "$COFFER" "$@""#, "bash", "--store", store.path] + args,
         environment: env.merging(["COFFER": CLI.binary.path]) { old, _ in old })
 }
@@ -54,7 +54,7 @@ func octal(_ mode: mode_t?) -> String { mode.map { String($0, radix: 8) } ?? "mi
 @Suite("StoreModes: owner-only files and folders")
 struct StoreModesTests {
     @Test("a store written under umask 000 (wallet, app database, cache, secure items, deniable) has only 0600 files and 0700 folders")
-    func wholeStoreUnderPermissiveUmask() throws {
+    func wholeStoreUnderPermissiveUmask() async throws {
         let store = emptyStore()
         let image = TemporaryFolders.path("img")
         try Data(repeating: 0x41, count: 2_000).write(to: image)
@@ -70,7 +70,7 @@ struct StoreModesTests {
             (["deniable", "init"], [:]),
         ]
         for (args, env) in steps {
-            let r = try runUnderUmask000(args, store: store, env: env)
+            let r = try await runUnderUmask000(args, store: store, env: env)
             #expect(r.status == 0, "\(args.joined(separator: " ")): \(r.stderr)")
         }
         let found = modes(under: store)
@@ -155,11 +155,11 @@ struct StoreModesTests {
     }
 
     @Test("an existing store folder keeps its mode (it may be shared); Coffer's own folders in it are 0700")
-    func existingStoreFolderKept() throws {
+    func existingStoreFolderKept() async throws {
         let store = emptyStore()
         try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
         #expect(chmod(store.path, 0o755) == 0)
-        let r = try runUnderUmask000(["secure", "set", "accessToken", "--value-env", "TOKEN"], store: store, env: ["TOKEN": "t"])
+        let r = try await runUnderUmask000(["secure", "set", "accessToken", "--value-env", "TOKEN"], store: store, env: ["TOKEN": "t"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(octal(permissions(store.path)) == "755")
         #expect(wrongModes(under: store) == [". 755"])

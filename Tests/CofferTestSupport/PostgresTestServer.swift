@@ -103,7 +103,7 @@ package enum PostgresTestServer {
     @discardableResult
     private static func run(_ bin: String, _ tool: String, _ arguments: [String], bound: Duration = .seconds(120)) throws -> ProcessResult {
         let command = (serverAccount.map { ["/usr/sbin/runuser", "-u", $0, "--"] } ?? []) + ["\(bin)/\(tool)"] + arguments
-        let result = try runProcess(URL(fileURLWithPath: "/bin/bash"), ["-c", closingDescriptors, "bash"] + command, within: bound)
+        let result = try runProcessBlocking(URL(fileURLWithPath: "/bin/bash"), ["-c", closingDescriptors, "bash"] + command, within: bound)
         guard result.status == 0 else {
             throw Unavailable(
                 description: "\(tool) \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.stderr)\(result.stdout)")
@@ -191,10 +191,8 @@ package enum PostgresTestServer {
             serverAccount.map { "/usr/sbin/runuser -u \($0) -- \(bin)/pg_ctl" } ?? "\(bin)/pg_ctl"
         let script =
             "while kill -0 \(getpid()) 2>/dev/null; do sleep 2; done; \(stop) -D '\(data)' -m immediate stop >/dev/null 2>&1; rm -rf '\(folder)'"
-        // Started in the background by a shell that exits at once: Foundation's `Process` reaps
-        // its children one at a time, and waiting for a child that runs until this process ends
-        // would keep it from noticing any later child's exit.
-        _ = try? runProcess(
+        // Started in the background by a shell that exits at once, so the run that starts it ends.
+        _ = try? runProcessBlocking(
             URL(fileURLWithPath: "/bin/bash"),
             ["-c", closingDescriptors, "bash", "/bin/sh", "-c", "(\(script)) </dev/null >/dev/null 2>&1 &"], within: .seconds(30))
     }
@@ -237,7 +235,7 @@ package enum PostgresTestServer {
     package static func makeDatabase(_ label: String = "t") throws -> String {
         let endpoint = try endpoint()
         let name = "\(label.lowercased().filter { $0.isLetter || $0.isNumber }.prefix(20))_\(UUID().uuidString.prefix(8).lowercased())"
-        try runProcess(
+        try runProcessBlocking(
             URL(fileURLWithPath: endpoint.binFolder + "/createdb"),
             ["-h", endpoint.socketFolder, "-p", "\(endpoint.port)", "-U", endpoint.user, name],
             within: .seconds(60)

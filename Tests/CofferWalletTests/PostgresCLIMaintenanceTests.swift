@@ -32,12 +32,12 @@ private struct TwoBackends {
     func postgres(_ args: [String], urlFirst: Bool = false, extra: [String: String] = [:]) throws -> ProcessResult {
         let full =
             urlFirst ? ["--wallet-url", url, "--store", store.path] + args : ["--store", store.path] + args + ["--wallet-url", url]
-        return try runProcess(PostgresCLI.binary, full, environment: Self.environment.merging(extra) { $1 }, within: .seconds(120))
+        return try runProcessBlocking(PostgresCLI.binary, full, environment: Self.environment.merging(extra) { $1 }, within: .seconds(120))
     }
 
     /// `coffer ARGS` against the SQLite store (no URL anywhere, none in the environment).
     func sqlite(_ args: [String]) throws -> ProcessResult {
-        try runProcess(
+        try runProcessBlocking(
             PostgresCLI.binary, ["--store", sqliteStore.path] + args,
             environment: Self.environment.merging(["COFFER_WALLET_URL": ""]) { $1 },
             within: .seconds(120))

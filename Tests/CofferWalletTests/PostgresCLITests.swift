@@ -10,23 +10,22 @@ import Testing
 @testable import CofferWallet
 
 enum PostgresCLI {
-    /// The `coffer` binary built beside the tests.
-    static let binary: URL = {
-        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = dir.appendingPathComponent("coffer")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            dir = dir.deletingLastPathComponent()
-        }
-        return URL(fileURLWithPath: ".build/debug/coffer")
-    }()
-
     static let keyEnv = ["K": PostgresTesting.key.rawBase64, "O": PostgresTesting.otherKey.rawBase64]
 
     /// `coffer --store STORE ARGS --wallet-url URL` with the keys in the environment.
-    static func run(_ args: [String], url: String, store: URL) throws -> ProcessResult {
-        try runProcess(binary, ["--store", store.path] + args + ["--wallet-url", url], environment: keyEnv, within: .seconds(120))
+    static func run(_ args: [String], url: String, store: URL) async throws -> ProcessResult {
+        try await runCoffer(args + ["--wallet-url", url], store: store, environment: keyEnv, within: .seconds(120))
     }
+
+    /// ``run(_:url:store:)`` blocking the calling thread, for the synchronous helpers of the
+    /// PostgreSQL import and maintenance tests (they run in the serialized PostgreSQL suite).
+    static func runBlocking(_ args: [String], url: String, store: URL) throws -> ProcessResult {
+        try runProcessBlocking(
+            cofferBinary, ["--store", store.path] + args + ["--wallet-url", url], environment: keyEnv, within: .seconds(120))
+    }
+
+    /// The built `coffer`.
+    static var binary: URL { cofferBinary }
 
     static func json(_ text: String) -> Any? { try? JSONSerialization.jsonObject(with: Data(text.utf8)) }
 }
@@ -46,45 +45,45 @@ extension PostgresWalletTests {
         let url = endpoint.url(database: database) + "?sslmode=disable&max_connections=2"
         let store = TemporaryFolders.path("coffer-pg-cli")
         let k = ["--raw-key-env", "K"]
-        func ok(_ args: [String]) throws -> String {
-            let r = try PostgresCLI.run(args, url: url, store: store)
+        func ok(_ args: [String]) async throws -> String {
+            let r = try await PostgresCLI.run(args, url: url, store: store)
             #expect(r.status == 0, "\(args): \(r.stderr)")
             return r.stdout
         }
-        let created = try ok(["wallet", "create"] + k)
+        let created = try await ok(["wallet", "create"] + k)
         #expect(PostgresCLI.json(created) as? [String: String] == ["created": try PostgresURL(url).description], "\(created)")
-        _ = try ok(["wallet", "create", "--profile", "bob"] + k)
-        #expect(PostgresCLI.json(try ok(["wallet", "profiles"])) as? [String] == ["default", "bob"])
-        _ = try ok(["wallet", "add", "cred", "a", "one", "--tags", #"{"schema":"s1","~n":"5"}"#] + k)
-        _ = try ok(["wallet", "update", "cred", "a", "two"] + k)
-        let got = PostgresCLI.json(try ok(["wallet", "get", "cred", "a"] + k)) as? [String: Any]
+        _ = try await ok(["wallet", "create", "--profile", "bob"] + k)
+        #expect(PostgresCLI.json(try await ok(["wallet", "profiles"])) as? [String] == ["default", "bob"])
+        _ = try await ok(["wallet", "add", "cred", "a", "one", "--tags", #"{"schema":"s1","~n":"5"}"#] + k)
+        _ = try await ok(["wallet", "update", "cred", "a", "two"] + k)
+        let got = PostgresCLI.json(try await ok(["wallet", "get", "cred", "a"] + k)) as? [String: Any]
         #expect(got?["value"] as? String == "two")
-        #expect(PostgresCLI.json(try ok(["wallet", "count", "cred", #"{"schema":"s1"}"#] + k)) as? [String: Int] == ["count": 1])
+        #expect(PostgresCLI.json(try await ok(["wallet", "count", "cred", #"{"schema":"s1"}"#] + k)) as? [String: Int] == ["count": 1])
 
         // The record is in the database, readable by the library under the same key.
         let wallet = try await PostgresWallet.open(settings: PostgresSettings(url: try PostgresURL(url)), key: PostgresTesting.key)
         #expect(try await wallet.get(type: "cred", id: "a")?.value == "two")
         wallet.close()
 
-        let wrongKey = try PostgresCLI.run(["wallet", "get", "cred", "a", "--raw-key-env", "O"], url: url, store: store)
+        let wrongKey = try await PostgresCLI.run(["wallet", "get", "cred", "a", "--raw-key-env", "O"], url: url, store: store)
         #expect(wrongKey.status == 4, "\(wrongKey.stderr)")
-        let duplicate = try PostgresCLI.run(["wallet", "add", "cred", "a", "x"] + k, url: url, store: store)
+        let duplicate = try await PostgresCLI.run(["wallet", "add", "cred", "a", "x"] + k, url: url, store: store)
         #expect(duplicate.status == 3, "\(duplicate.stderr)")
-        _ = try ok(["wallet", "delete", "cred", "a"] + k)
-        let missing = try PostgresCLI.run(["wallet", "get", "cred", "a"] + k, url: url, store: store)
+        _ = try await ok(["wallet", "delete", "cred", "a"] + k)
+        let missing = try await PostgresCLI.run(["wallet", "get", "cred", "a"] + k, url: url, store: store)
         #expect(missing.status == 1, "\(missing.stderr)")
-        _ = try ok(["wallet", "remove-profile", "bob", "--yes"])
-        #expect(PostgresCLI.json(try ok(["wallet", "profiles"])) as? [String] == ["default"])
+        _ = try await ok(["wallet", "remove-profile", "bob", "--yes"])
+        #expect(PostgresCLI.json(try await ok(["wallet", "profiles"])) as? [String] == ["default"])
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("wallet.sqlite").path), "a SQLite wallet was made")
     }
 
     @Test("a wallet command the PostgreSQL backend does not serve yet exits 2 saying so")
-    func unsupportedCommand() throws {
+    func unsupportedCommand() async throws {
         let endpoint = try PostgresTestServer.endpoint()
         let url = endpoint.url(database: try PostgresTestServer.makeDatabase("cliunsupported")) + "?sslmode=disable"
         let store = TemporaryFolders.path("coffer-pg-cli")
-        #expect(try PostgresCLI.run(["wallet", "create", "--raw-key-env", "K"], url: url, store: store).status == 0)
-        let r = try PostgresCLI.run(["wallet", "key", "list", "--raw-key-env", "K"], url: url, store: store)
+        #expect(try await PostgresCLI.run(["wallet", "create", "--raw-key-env", "K"], url: url, store: store).status == 0)
+        let r = try await PostgresCLI.run(["wallet", "key", "list", "--raw-key-env", "K"], url: url, store: store)
         #expect(r.status == 2, "\(r.stderr)")
         #expect(r.stderr.contains("the PostgreSQL backend does not support"), "\(r.stderr)")
     }

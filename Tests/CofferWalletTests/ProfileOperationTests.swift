@@ -49,6 +49,24 @@ struct ProfileOperationTests {
         return (url, main, bob)
     }
 
+    /// A closed store from ``filledStore()`` and a backup of its profile `bob` (passphrase "pass").
+    static func storeWithBobBackup() async throws -> (url: URL, backup: URL) {
+        let (url, main, bob) = try await filledStore()
+        let backup = TestWallets.folder().appendingPathComponent("bob.backup")
+        try await bob.exportBackup(to: backup, passphrase: "pass", parameters: .interactive)
+        try main.close()
+        try bob.close()
+        return (url, backup)
+    }
+
+    /// A copy of `backup` with its last 40 bytes cut off.
+    static func truncated(_ backup: URL) throws -> URL {
+        let bytes = try Data(contentsOf: backup)
+        let truncated = TestWallets.folder().appendingPathComponent("truncated.backup")
+        try bytes.prefix(bytes.count - 40).write(to: truncated)
+        return truncated
+    }
+
     @Test("a backup of one profile holds that profile's records only")
     func exportOneProfile() async throws {
         let (_, main, bob) = try await Self.filledStore()
@@ -66,11 +84,7 @@ struct ProfileOperationTests {
 
     @Test("a backup restored into a new profile of a store: its records there, the other profiles unchanged byte for byte")
     func restoreIntoProfile() async throws {
-        let (url, main, bob) = try await Self.filledStore()
-        let backup = TestWallets.folder().appendingPathComponent("bob.backup")
-        try await bob.exportBackup(to: backup, passphrase: "pass", parameters: .interactive)
-        try main.close()
-        try bob.close()
+        let (url, backup) = try await Self.storeWithBobBackup()
         let before = try Self.defaultRows(url)
         let bobBefore = try Self.rows(url, tables: ["cp1_items", "cp1_tags", "cp1_coffer_meta"])
         let carol = try await Wallet.importBackup(
@@ -95,11 +109,7 @@ struct ProfileOperationTests {
         "restoring into a profile is all or nothing: a wrong passphrase, a truncated backup or an existing profile leave the store as it was"
     )
     func restoreIntoProfileAllOrNothing() async throws {
-        let (url, main, bob) = try await Self.filledStore()
-        let backup = TestWallets.folder().appendingPathComponent("bob.backup")
-        try await bob.exportBackup(to: backup, passphrase: "pass", parameters: .interactive)
-        try main.close()
-        try bob.close()
+        let (url, backup) = try await Self.storeWithBobBackup()
         let before = try Self.defaultRows(url)
         do {
             _ = try await Wallet.importBackup(from: backup, passphrase: "wrong", into: url, key: Self.keyC, profile: "carol")
@@ -107,9 +117,7 @@ struct ProfileOperationTests {
         } catch let error as WalletError {
             if case .wrongKey = error {} else { Issue.record("expected wrongKey, got \(error)") }
         }
-        let bytes = try Data(contentsOf: backup)
-        let truncated = TestWallets.folder().appendingPathComponent("truncated.backup")
-        try bytes.prefix(bytes.count - 40).write(to: truncated)
+        let truncated = try Self.truncated(backup)
         do {
             _ = try await Wallet.importBackup(from: truncated, passphrase: "pass", into: url, key: Self.keyC, profile: "carol")
             Issue.record("a truncated backup restored")
@@ -132,15 +140,9 @@ struct ProfileOperationTests {
 
     @Test("restoring into a profile of a store that does not exist makes the store with that profile alone; a failure leaves no file")
     func restoreIntoProfileOfNewStore() async throws {
-        let (_, main, bob) = try await Self.filledStore()
-        let backup = TestWallets.folder().appendingPathComponent("bob.backup")
-        try await bob.exportBackup(to: backup, passphrase: "pass", parameters: .interactive)
-        try main.close()
-        try bob.close()
+        let (_, backup) = try await Self.storeWithBobBackup()
         let url = TestWallets.folder().appendingPathComponent("new.sqlite")
-        let bytes = try Data(contentsOf: backup)
-        let truncated = TestWallets.folder().appendingPathComponent("truncated.backup")
-        try bytes.prefix(bytes.count - 40).write(to: truncated)
+        let truncated = try Self.truncated(backup)
         await #expect(throws: WalletError.self) {
             _ = try await Wallet.importBackup(from: truncated, passphrase: "pass", into: url, key: Self.keyC, profile: "carol")
         }
