@@ -223,32 +223,17 @@ extension PostgresWalletTests {
         wallet.close()
 
         try FileManager.default.createDirectory(at: both.store, withIntermediateDirectories: true)
-        let log = both.store.appendingPathComponent("rotate.err")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let process = Process()
-        process.executableURL = PostgresCLI.binary
-        process.arguments = [
-            "--store", both.store.path, "wallet", "rekey", "--rotate", "--raw-key-env", "K", "--new-raw-key-env", "O", "--wallet-url",
-            both.url,
-        ]
-        process.environment = ProcessInfo.processInfo.environment.merging(TwoBackends.environment) { $1 }.merging([
-            "COFFER_TEST_PAUSE_AT": "postgres-rotate-batch", "COFFER_TEST_PAUSE_MS": "60000",
-        ]) { $1 }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: log)
-        try process.run()
-        func paused() -> Bool { (try? String(contentsOf: log, encoding: .utf8))?.contains("test-pause: postgres-rotate-batch") ?? false }
-        for _ in 0..<120_000 where process.isRunning && !paused() { usleep(500) }
-        let landed = process.isRunning && paused()
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        #expect(
-            landed,
-            "the kill did not land while the rotation was paused after its first batch: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")"
-        )
-        #expect(process.terminationReason == .uncaughtSignal)
-        let written = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-        #expect(written.contains("rotate: 500/1200"), "the first batch was not re-sealed before the kill: \(written)")
+        let process = try startCoffer(
+            ["wallet", "rekey", "--rotate", "--raw-key-env", "K", "--new-raw-key-env", "O", "--wallet-url", both.url], store: both.store,
+            environment: TwoBackends.environment.merging([
+                "COFFER_TEST_PAUSE_AT": "postgres-rotate-batch", "COFFER_TEST_PAUSE_MS": "60000",
+            ]) { $1 })
+        try await process.waitForStderr(containing: "test-pause: postgres-rotate-batch", within: .seconds(60))
+        let landed = process.isRunning
+        let killed = try await process.killAndWait()
+        #expect(landed, "the kill did not land while the rotation was paused after its first batch: \(killed.stderr)")
+        #expect(killed.wasSignalled)
+        #expect(killed.stderr.contains("rotate: 500/1200"), "the first batch was not re-sealed before the kill: \(killed.stderr)")
 
         // The server rolled the rotation back: the old key opens every record, the new one none.
         let old = try await PostgresWallet.open(settings: settings, key: PostgresTesting.key)

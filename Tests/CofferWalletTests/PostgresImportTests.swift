@@ -72,28 +72,9 @@ enum PostgresImportTesting {
     }
 
     /// Starts `coffer --store STORE ARGS --wallet-url URL` without waiting (the keys in its
-    /// environment, output to files).
-    static func start(_ args: [String], url: String, store: URL, env: [String: String] = [:]) throws -> (Process, URL) {
-        let process = Process()
-        process.executableURL = PostgresCLI.binary
-        process.arguments = ["--store", store.path] + args + ["--wallet-url", url]
-        process.environment = ProcessInfo.processInfo.environment.merging(PostgresCLI.keyEnv) { $1 }.merging(env) { $1 }
-        let base = TemporaryFolders.path("coffer-pg-child")
-        let out = base.appendingPathExtension("out")
-        let err = base.appendingPathExtension("err")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        process.standardError = try FileHandle(forWritingTo: err)
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return (process, out)
-    }
-
-    /// Waits (bounded) until `process` has ended.
-    static func ended(_ process: Process, _ what: String) async throws {
-        let handed = Handoff(process)
-        try await eventually(what, within: .seconds(120)) { !handed.value.isRunning }
+    /// environment, its output captured by the suite's process runner).
+    static func start(_ args: [String], url: String, store: URL, env: [String: String] = [:]) throws -> ChildProcess {
+        try startCoffer(args + ["--wallet-url", url], store: store, environment: PostgresCLI.keyEnv.merging(env) { $1 })
     }
 }
 
@@ -114,7 +95,7 @@ extension PostgresWalletTests {
         let file = try PostgresImportTesting.jsonLines(n)
         let store = TemporaryFolders.path("coffer-pg-import-kill")
 
-        let (process, _) = try PostgresImportTesting.start(
+        let process = try PostgresImportTesting.start(
             ["wallet", "import", file.path, "--raw-key-env", "K"], url: url, store: store,
             env: ["COFFER_TEST_PAUSE_AT": "wallet-import-copying", "COFFER_TEST_PAUSE_MS": "60000"])
         // From outside: the server's own view of the COPY into the importing session's staging
@@ -143,9 +124,8 @@ extension PostgresWalletTests {
         let copying = try #require(seen.withLock { $0 }, "no COPY into the staging table was seen")
         #expect(copying.rows >= 1_000)
         #expect(process.isRunning, "the import ended before it could be killed")
-        kill(process.processIdentifier, SIGKILL)
-        try await PostgresImportTesting.ended(process, "the killed import")
-        #expect(process.terminationReason == .uncaughtSignal)
+        let killed = try await process.killAndWait()
+        #expect(killed.wasSignalled, "the import was not ended by the kill: \(killed.stderr)")
 
         // The server ends the killed client's session, rolling its transaction back.
         try await eventually("the killed import's session is gone", within: .seconds(60)) {
@@ -267,17 +247,15 @@ extension PostgresWalletTests {
         }
         var acknowledged = 0
         for wave in 0..<4 {
-            var children = [(Process, URL, [String])]()
+            var children = [(ChildProcess, [String])]()
             for worker in 0..<16 {
                 let args = command(worker, (worker + wave) % 4)
-                let (process, out) = try PostgresImportTesting.start(args, url: url, store: store)
-                children.append((process, out, args))
+                children.append((try PostgresImportTesting.start(args, url: url, store: store), args))
             }
-            for (process, out, args) in children {
-                try await PostgresImportTesting.ended(process, "coffer \(args.joined(separator: " "))")
-                let printed = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
-                #expect(process.terminationStatus == 0, "\(args): \(printed)")
-                if process.terminationStatus == 0, PostgresCLI.json(printed) != nil { acknowledged += 1 }
+            for (process, args) in children {
+                let result = try await process.wait(within: .seconds(120))
+                #expect(result.status == 0, "\(args): \(result.stdout) \(result.stderr)")
+                if result.status == 0, PostgresCLI.json(result.stdout) != nil { acknowledged += 1 }
             }
         }
         #expect(acknowledged == 64)

@@ -447,23 +447,7 @@ struct PostgresStore: Sendable {
     func addProfile(name: String, kdf: Data, seal: @Sendable @escaping (Int64) throws -> Data) async throws -> Int64? {
         try await transaction { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: Self.logger)
-            for try await _ in try await connection.query("SELECT 1 FROM coffer_profiles WHERE name = \(name)", logger: Self.logger)
-                .decode(Int.self)
-            {
-                return nil
-            }
-            var number: Int64 = 0
-            if name != ProfileCatalogue.defaultName {
-                for try await next in try await connection.query(
-                    "SELECT COALESCE(MAX(number), 0) + 1 FROM coffer_profiles", logger: Self.logger
-                ).decode(Int64.self) {
-                    number = next
-                }
-            }
-            let keys = try seal(number)
-            try await connection.query(
-                "INSERT INTO coffer_profiles(number, name, kdf, keys) VALUES (\(number), \(name), \(kdf), \(keys))", logger: Self.logger)
-            return number
+            return try await addProfile(on: connection, name: name, kdf: kdf, seal: seal)
         }
     }
 
