@@ -29,9 +29,10 @@ struct ManyProcessesRaceTests {
         let paused = try (0..<10).map { i in
             try CLI.start(
                 ["--raw-key-env", "COFFER_TEST_KEY", "wallet", "add", "t", "paused\(i)", "v", "--tags", #"{"n":"p"}"#], store: store,
-                env: keyEnv.merging(["COFFER_TEST_PAUSE_AT": "wallet-opened", "COFFER_TEST_PAUSE_MS": "2500"]) { $1 })
+                env: keyEnv.merging(["COFFER_TEST_PAUSE_AT": "wallet-opened", "COFFER_TEST_PAUSE_MS": "10000"]) { $1 })
         }
-        // From the pause on, on a thread of its own: the pause lasts 2.5 s, which an awaiting task
+        // From the pause on, on a thread of its own: the pause lasts 10 s (a loaded CI machine took
+        // over 2.5 s to start the racers and rotate), which an awaiting task
         // resumed by a busy cooperative pool can miss.
         let (racing, rotation, openedBeforeAndStillWaiting) = try await onOwnThread {
             () throws -> ([ChildProcess], ProcessResult, Int) in
@@ -89,7 +90,7 @@ struct ManyProcessesRaceTests {
         for round in 0..<3 {
             let store = TemporaryFolders.path("coffer-restore-race")
             let env = [
-                "COFFER_TEST_KEY": CLI.key, "BP": "backup pass", "COFFER_TEST_PAUSE_AT": "restore-starting", "COFFER_TEST_PAUSE_MS": "700",
+                "COFFER_TEST_KEY": CLI.key, "BP": "backup pass", "COFFER_TEST_PAUSE_AT": "restore-starting", "COFFER_TEST_PAUSE_MS": "3000",
             ]
             let children = try (0..<3).map { _ in
                 try CLI.start(
@@ -97,7 +98,7 @@ struct ManyProcessesRaceTests {
                     store: store, env: env)
             }
             // The window: all three past their check for an existing wallet, none finished (seen
-            // from a thread of its own: the pause lasts 700 ms).
+            // from a thread of its own: the pause lasts 3 s).
             if try await onOwnThread({ () throws -> Bool in
                 try children.waitForStderrBlocking(containingOrEnded: "test-pause: restore-starting")
                 return children.allSatisfy({ $0.isRunning && $0.stderrSoFar.contains("test-pause") })
