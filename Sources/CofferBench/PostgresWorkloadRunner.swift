@@ -10,7 +10,7 @@ import Foundation
 
 extension PostgresWallet: ConcurrentBenchWallet {
     func benchUpdate(type: String, id: String, value: String) async throws { try await update(type: type, id: id, value: value) }
-    func benchFetch(type: String, id: String) async throws -> Bool { try await get(type: type, id: id)?.value != nil }
+    func benchFetch(type: String, id: String) async throws -> Bool { try await fetch(type: type, id: id)?.value != nil }
     func benchClose() { close() }
 }
 
@@ -88,7 +88,7 @@ struct PostgresWorkloadRunner {
             lat.reserveCapacity(order.count)
             for i in order {
                 let t1 = Clock.now()
-                guard let r = try await b.get(type: cat, id: w.names[i]), r.value != nil else {
+                guard let r = try await b.fetch(type: cat, id: w.names[i]), r.value != nil else {
                     throw WalletError.notFound(type: cat, id: w.names[i])
                 }
                 lat.append(Clock.now() - t1)
@@ -104,11 +104,11 @@ struct PostgresWorkloadRunner {
                         ("p50_us", (percentile(lat, 50) * 1e7).rounded() / 10), ("p99_us", (percentile(lat, 99) * 1e7).rounded() / 10),
                     ])
             ))
-        let (_, tM) = try await Clock.time { for i in 0..<order.count { _ = try await b.get(type: cat, id: "missing-\(i)") } }
+        let (_, tM) = try await Clock.time { for i in 0..<order.count { _ = try await b.fetch(type: cat, id: "missing-\(i)") } }
         out.append(("fetch_by_id_miss", .rate(ops: order.count, seconds: tM)))
         // Every PostgresWallet call leases its own pooled connection: each fetch is a session of its own.
         let kk = min(order.count, 2000)
-        let (_, tN) = try await Clock.time { for i in order.prefix(kk) { _ = try await b.get(type: cat, id: w.names[i])?.value } }
+        let (_, tN) = try await Clock.time { for i in order.prefix(kk) { _ = try await b.fetch(type: cat, id: w.names[i])?.value } }
         out.append(("fetch_by_id_new_session_each", .rate(ops: kk, seconds: tN)))
 
         StandardError.write("coffer: scans …\n")

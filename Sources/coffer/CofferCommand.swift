@@ -127,7 +127,7 @@ struct WalletOptions: ParsableArguments {
 
     /// For a command both backends serve: `body` with the profile, on SQLite or, when
     /// `--wallet-url` names a database (a build with the PostgreSQL trait), on PostgreSQL.
-    func withRecords<T>(_ body: (any RecordCommands) async throws -> T) async throws -> T {
+    func withRecords<T>(_ body: (any RecordWallet) async throws -> T) async throws -> T {
         #if PostgreSQL
         // The location first: the key is read once (reading a --raw-key warns).
         let location = try location()
@@ -139,114 +139,6 @@ struct WalletOptions: ParsableArguments {
         return try await withWallet(body)
     }
 }
-
-/// The wallet commands both backends serve, written once over either wallet: a SQLite
-/// ``Wallet`` or, with `--wallet-url postgres://…`, a `PostgresWallet` profile.
-protocol RecordCommands {
-    /// Where the wallet is, as `rekey` prints it (a file's path).
-    var displayPath: String { get }
-    func addRecord(type: String, id: String, value: String, tags: WalletTags) async throws
-    /// The record, or ``WalletError/notFound(type:id:)``.
-    func getRecord(type: String, id: String, options: RecordOptions) async throws -> WalletRecord
-    func updateRecord(type: String, id: String, value: String) async throws
-    func deleteRecord(type: String, id: String) async throws
-    func countRecords(type: String, matching query: WalletQuery) async throws -> Int
-    func addRecordTags(type: String, id: String, tags: WalletTags) async throws
-    func updateRecordTags(type: String, id: String, tags: WalletTags) async throws
-    func deleteRecordTags(type: String, id: String, names: [String]) async throws
-    /// One page whose count and records agree (one read transaction).
-    func searchPage(type: String, matching query: WalletQuery, options: SearchOptions, count: Int?) async throws -> SearchPage
-    func removeAllRecords(type: String, matching query: WalletQuery) async throws -> Int
-    func exportRecords(to url: URL, key: BackupKey, firstFormatTypes: [String], progress: @escaping @Sendable (BackupProgress) -> Void)
-        async throws -> Int
-    func checkRecords(progress: @escaping @Sendable (BackupProgress) -> Void) async throws -> IntegrityReport
-    func compactStorage() async throws -> (bytesBefore: Int, bytesAfter: Int)
-    func rekeyRecords(to newKey: WalletKey, rotatingKey: Bool, progress: @escaping @Sendable (BackupProgress) -> Void) async throws
-}
-
-extension Wallet: RecordCommands {
-    var displayPath: String { path }
-    func addRecord(type: String, id: String, value: String, tags: WalletTags) async throws {
-        try await add(type: type, id: id, value: value, tags: tags)
-    }
-    func getRecord(type: String, id: String, options: RecordOptions) async throws -> WalletRecord {
-        try await get(type: type, id: id, options: options)
-    }
-    func updateRecord(type: String, id: String, value: String) async throws { try await update(type: type, id: id, value: value) }
-    func deleteRecord(type: String, id: String) async throws { try await delete(type: type, id: id) }
-    func countRecords(type: String, matching query: WalletQuery) async throws -> Int { try await count(type: type, matching: query) }
-    func addRecordTags(type: String, id: String, tags: WalletTags) async throws { try await addTags(type: type, id: id, tags: tags) }
-    func updateRecordTags(type: String, id: String, tags: WalletTags) async throws {
-        try await updateTags(type: type, id: id, tags: tags)
-    }
-    func deleteRecordTags(type: String, id: String, names: [String]) async throws {
-        try await deleteTags(type: type, id: id, names: names)
-    }
-    func searchPage(type: String, matching query: WalletQuery, options: SearchOptions, count: Int?) async throws -> SearchPage {
-        try await session { reader in try reader.search(type: type, matching: query, options: options, count: count) }
-    }
-    func removeAllRecords(type: String, matching query: WalletQuery) async throws -> Int {
-        try await removeAll(type: type, matching: query)
-    }
-    func exportRecords(to url: URL, key: BackupKey, firstFormatTypes: [String], progress: @escaping @Sendable (BackupProgress) -> Void)
-        async throws -> Int
-    {
-        try await exportBackup(to: url, key: key, firstFormatTypes: firstFormatTypes, progress: progress)
-    }
-    func checkRecords(progress: @escaping @Sendable (BackupProgress) -> Void) async throws -> IntegrityReport {
-        try await checkIntegrity(progress: progress)
-    }
-    func compactStorage() async throws -> (bytesBefore: Int, bytesAfter: Int) { try await compact() }
-    func rekeyRecords(to newKey: WalletKey, rotatingKey: Bool, progress: @escaping @Sendable (BackupProgress) -> Void) async throws {
-        if rotatingKey { try await rekey(to: newKey, rotatingKey: true, progress: progress) } else { try await rekey(to: newKey) }
-    }
-}
-
-#if PostgreSQL
-extension PostgresWallet: RecordCommands {
-    /// Not a file: `rekey` prints the `--wallet-url` without its password instead.
-    var displayPath: String { profile }
-    func addRecord(type: String, id: String, value: String, tags: WalletTags) async throws {
-        try await add(type: type, id: id, value: value, tags: tags)
-    }
-    func getRecord(type: String, id: String, options: RecordOptions) async throws -> WalletRecord {
-        guard let record = try await get(type: type, id: id, options: options) else { throw WalletError.notFound(type: type, id: id) }
-        return record
-    }
-    func updateRecord(type: String, id: String, value: String) async throws { try await update(type: type, id: id, value: value) }
-    func deleteRecord(type: String, id: String) async throws { try await delete(type: type, id: id) }
-    func countRecords(type: String, matching query: WalletQuery) async throws -> Int { try await count(type: type, matching: query) }
-    func addRecordTags(type: String, id: String, tags: WalletTags) async throws { try await addTags(type: type, id: id, tags: tags) }
-    func updateRecordTags(type: String, id: String, tags: WalletTags) async throws {
-        try await updateTags(type: type, id: id, tags: tags)
-    }
-    func deleteRecordTags(type: String, id: String, names: [String]) async throws {
-        try await deleteTags(type: type, id: id, names: names)
-    }
-    func searchPage(type: String, matching query: WalletQuery, options: SearchOptions, count: Int?) async throws -> SearchPage {
-        try await search(type: type, matching: query, options: options, count: count)
-    }
-    func removeAllRecords(type: String, matching query: WalletQuery) async throws -> Int {
-        try await removeAll(type: type, matching: query)
-    }
-    /// Every record on PostgreSQL keeps its type, so `firstFormatTypes` has nothing to name.
-    func exportRecords(to url: URL, key: BackupKey, firstFormatTypes: [String], progress: @escaping @Sendable (BackupProgress) -> Void)
-        async throws -> Int
-    {
-        try await exportBackup(to: url, key: key, progress: progress)
-    }
-    func checkRecords(progress: @escaping @Sendable (BackupProgress) -> Void) async throws -> IntegrityReport {
-        StandardError.write(
-            "note: on PostgreSQL the check opens every record of profile \(profile), compares its blind type and id with the sealed ones and its tag rows with its sealed tags (both ways), and counts tag rows of no record; there is no version digest to compare (docs/wallet-threat-model.md)\n"
-        )
-        return try await checkIntegrity(progress: progress)
-    }
-    func compactStorage() async throws -> (bytesBefore: Int, bytesAfter: Int) { try await compact() }
-    func rekeyRecords(to newKey: WalletKey, rotatingKey: Bool, progress: @escaping @Sendable (BackupProgress) -> Void) async throws {
-        try await rekey(to: newKey, rotatingKey: rotatingKey, progress: rotatingKey ? progress : nil)
-    }
-}
-#endif
 
 enum CLIKeys {
     /// The one key given by exactly one of the four ways (`rawOption` names the argument form;

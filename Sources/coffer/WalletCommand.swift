@@ -104,7 +104,7 @@ struct WalletCommand: AsyncParsableCommand {
                 tags != nil || tagsFile != nil
                 ? try CLIInput.one(argument: tags, file: tagsFile, argumentName: "--tags", fileOption: "--tags-file") : nil
             let parsed = try tagsText.map { try WalletTags(json: $0) } ?? WalletTags()
-            try await walletOptions.withRecords { try await $0.addRecord(type: type, id: id, value: value, tags: parsed) }
+            try await walletOptions.withRecords { try await $0.add(type: type, id: id, value: value, tags: parsed, expiresAt: nil) }
             print(JSONValue.object([("added", WalletCommand.record(type, id))]).jsonText)
         }
     }
@@ -119,7 +119,7 @@ struct WalletCommand: AsyncParsableCommand {
 
         func run() async throws {
             let opts = try options.map { try RecordOptions(json: $0) } ?? RecordOptions()
-            print(try await walletOptions.withRecords { try await $0.getRecord(type: type, id: id, options: opts) }.json)
+            print(try await walletOptions.withRecords { try await $0.get(type: type, id: id, options: opts) }.json)
         }
     }
 
@@ -144,7 +144,7 @@ struct WalletCommand: AsyncParsableCommand {
 
         func run() async throws {
             let value = try CLIInput.one(argument: value, file: valueFile, argumentName: "a value", fileOption: "--value-file")
-            try await walletOptions.withRecords { try await $0.updateRecord(type: type, id: id, value: value) }
+            try await walletOptions.withRecords { try await $0.update(type: type, id: id, value: value) }
             print(JSONValue.object([("updated", WalletCommand.record(type, id))]).jsonText)
         }
     }
@@ -156,7 +156,7 @@ struct WalletCommand: AsyncParsableCommand {
         @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            try await walletOptions.withRecords { try await $0.deleteRecord(type: type, id: id) }
+            try await walletOptions.withRecords { try await $0.delete(type: type, id: id) }
             print(JSONValue.object([("deleted", WalletCommand.record(type, id))]).jsonText)
         }
     }
@@ -170,15 +170,15 @@ struct WalletCommand: AsyncParsableCommand {
         static var abstract: String { get }
         /// The key of the printed object, e.g. "tagsAdded".
         static var printedKey: String { get }
-        static func apply(_ tags: WalletTags, to wallet: any RecordCommands, type: String, id: String) async throws
+        static func apply(_ tags: WalletTags, to wallet: any RecordWallet, type: String, id: String) async throws
     }
 
     enum MergeTags: TagsOperation {
         static let commandName = "add-tags"
         static let abstract = "Merge tags into a record; prints {\"tagsAdded\": {\"type\", \"id\"}}."
         static let printedKey = "tagsAdded"
-        static func apply(_ tags: WalletTags, to wallet: any RecordCommands, type: String, id: String) async throws {
-            try await wallet.addRecordTags(type: type, id: id, tags: tags)
+        static func apply(_ tags: WalletTags, to wallet: any RecordWallet, type: String, id: String) async throws {
+            try await wallet.addTags(type: type, id: id, tags: tags)
         }
     }
 
@@ -186,8 +186,8 @@ struct WalletCommand: AsyncParsableCommand {
         static let commandName = "update-tags"
         static let abstract = "Replace a record's tags; prints {\"tagsUpdated\": {\"type\", \"id\"}}."
         static let printedKey = "tagsUpdated"
-        static func apply(_ tags: WalletTags, to wallet: any RecordCommands, type: String, id: String) async throws {
-            try await wallet.updateRecordTags(type: type, id: id, tags: tags)
+        static func apply(_ tags: WalletTags, to wallet: any RecordWallet, type: String, id: String) async throws {
+            try await wallet.updateTags(type: type, id: id, tags: tags)
         }
     }
 
@@ -218,7 +218,7 @@ struct WalletCommand: AsyncParsableCommand {
 
         func run() async throws {
             let names = try parseNames(json)
-            try await walletOptions.withRecords { try await $0.deleteRecordTags(type: type, id: id, names: names) }
+            try await walletOptions.withRecords { try await $0.deleteTags(type: type, id: id, names: names) }
             print(JSONValue.object([("tagsDeleted", WalletCommand.record(type, id))]).jsonText)
         }
 
@@ -258,7 +258,7 @@ struct WalletCommand: AsyncParsableCommand {
             let opts = try options.map { try SearchOptions(json: $0) } ?? SearchOptions()
             // Count and records come from one read transaction, so they agree, and nothing is
             // printed unless the whole search succeeded.
-            let page = try await walletOptions.withRecords { try await $0.searchPage(type: type, matching: q, options: opts, count: count) }
+            let page = try await walletOptions.withRecords { try await $0.search(type: type, matching: q, options: opts, count: count) }
             print(page.json)
         }
     }
@@ -272,7 +272,7 @@ struct WalletCommand: AsyncParsableCommand {
         @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            let total = try await walletOptions.withImports { wallet in
+            let total = try await walletOptions.withRecords { wallet in
                 let progress = Progress(label: "import", total: 0)
                 defer { progress.finish() }
                 // Streamed: the record total is estimated from the bytes read until the end.
@@ -327,7 +327,7 @@ struct WalletCommand: AsyncParsableCommand {
             let n = try await walletOptions.withRecords { wallet in
                 let bar = Progress(label: "export", total: 0)
                 defer { bar.finish() }
-                return try await wallet.exportRecords(to: URL(fileURLWithPath: file), key: key, firstFormatTypes: firstFormatTypes) {
+                return try await wallet.exportBackup(to: URL(fileURLWithPath: file), key: key, firstFormatTypes: firstFormatTypes) {
                     bar.update($0.done, of: $0.total)
                 }
             }
@@ -381,7 +381,7 @@ struct WalletCommand: AsyncParsableCommand {
 
         func run() async throws {
             let q = try query.parsed(default: "{}")
-            let n = try await walletOptions.withRecords { try await $0.countRecords(type: type, matching: q) }
+            let n = try await walletOptions.withRecords { try await $0.count(type: type, matching: q) }
             print(JSONValue.object([("count", .number(String(n)))]).jsonText)
         }
     }
@@ -401,7 +401,7 @@ struct WalletCommand: AsyncParsableCommand {
 
         func run() async throws {
             let q = try query.parsed(default: "{}")
-            let n = try await walletOptions.withRecords { try await $0.removeAllRecords(type: type, matching: q) }
+            let n = try await walletOptions.withRecords { try await $0.removeAll(type: type, matching: q) }
             print(JSONValue.object([("removed", .number(String(n)))]).jsonText)
         }
     }
@@ -413,10 +413,16 @@ struct WalletCommand: AsyncParsableCommand {
         @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
+            let location = try walletOptions.location()
             let report = try await walletOptions.withRecords { wallet in
+                if case .postgres = location {
+                    StandardError.write(
+                        "note: on PostgreSQL the check opens every record of profile \(walletOptions.profile), compares its blind type and id with the sealed ones and its tag rows with its sealed tags (both ways), and counts tag rows of no record; there is no version digest to compare (docs/wallet-threat-model.md)\n"
+                    )
+                }
                 let bar = Progress(label: "check", total: 0)
                 defer { bar.finish() }
-                return try await wallet.checkRecords { bar.update($0.done, of: $0.total) }
+                return try await wallet.checkIntegrity { bar.update($0.done, of: $0.total) }
             }
             print(report.json)
             if !report.isClean {
@@ -433,7 +439,7 @@ struct WalletCommand: AsyncParsableCommand {
         @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            let (before, after) = try await walletOptions.withRecords { try await $0.compactStorage() }
+            let (before, after) = try await walletOptions.withRecords { try await $0.compact() }
             print(JSONValue.object([("bytesBefore", .number(String(before))), ("bytesAfter", .number(String(after)))]).jsonText)
         }
     }
@@ -471,18 +477,17 @@ struct WalletCommand: AsyncParsableCommand {
                 passphraseEnv: newPassphraseEnv, passphraseOption: "--new-passphrase-env",
                 missing:
                     "give the new key: --new-raw-key-env VAR, --new-raw-key-file FILE, --new-raw-key BASE64 or --new-passphrase-env VAR")
-            // On PostgreSQL the place printed is the URL without its password, as `create` prints it.
+            // The wallet file's path, or on PostgreSQL the URL without its password, as `create` prints it.
             let location = try walletOptions.location()
             let printed = try await walletOptions.withRecords { wallet in
-                let place: String
-                if case .postgres(let url) = location { place = url.description } else { place = wallet.displayPath }
+                let place = location.description
                 if rotate {
                     let bar = Progress(label: "rotate", total: 0)
                     defer { bar.finish() }
-                    try await wallet.rekeyRecords(to: newKey, rotatingKey: true) { bar.update($0.done, of: $0.total) }
+                    try await wallet.rekey(to: newKey, rotatingKey: true) { bar.update($0.done, of: $0.total) }
                     return JSONValue.object([("rekeyed", .string(place)), ("rotated", .bool(true))])
                 }
-                try await wallet.rekeyRecords(to: newKey, rotatingKey: false) { _ in }
+                try await wallet.rekey(to: newKey, rotatingKey: false, progress: nil)
                 return JSONValue.object([("rekeyed", .string(place))])
             }
             print(printed.jsonText)

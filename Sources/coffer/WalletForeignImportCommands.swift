@@ -76,7 +76,7 @@ extension WalletCommand {
 
         func run() async throws {
             let key = try sourceKey.key()
-            let summary = try await walletOptions.withImports { wallet in
+            let summary = try await walletOptions.withRecords { wallet in
                 let progress = Progress(label: "import-indy", total: 0)
                 defer { progress.finish() }
                 return try await wallet.importIndyWallet(
@@ -114,7 +114,7 @@ extension WalletCommand {
             // `--profile NAME` (issue 34's contract) names the Askar profile, imported into the
             // Coffer profile of the same name; `--source-profile` names the source alone.
             let sourceProfile = sourceProfile ?? walletOptions.profileOptions.profile
-            let summary = try await walletOptions.withImports { wallet in
+            let summary = try await walletOptions.withRecords { wallet in
                 let progress = Progress(label: "import-askar", total: 0)
                 defer { progress.finish() }
                 return try await wallet.importAskarStore(

@@ -6,39 +6,6 @@ import Coffer
 import CofferCLISupport
 import Foundation
 
-/// The imports both backends serve, with the same arguments, errors and results.
-protocol RecordImports {
-    func importRecords(fromJSONLines url: URL, progress: (@Sendable (ImportProgress) -> Void)?) async throws -> Int
-    func importIndyWallet(
-        at url: URL, key: String, keyDerivation: IndyKeyDerivation, progress: (@Sendable (ForeignImportProgress) -> Void)?
-    ) async throws -> ForeignImportSummary
-    func importAskarStore(
-        at url: URL, key: String, profile: String?, skipKeyEntries: Bool, progress: (@Sendable (ForeignImportProgress) -> Void)?
-    ) async throws -> ForeignImportSummary
-}
-
-extension Wallet: RecordImports {}
-
-#if PostgreSQL
-extension PostgresWallet: RecordImports {}
-#endif
-
-extension WalletOptions {
-    /// `body` with the profile to import into: on PostgreSQL when `--wallet-url` names a
-    /// database (a build with the PostgreSQL trait), else the SQLite wallet.
-    func withImports<T>(_ body: (any RecordImports) async throws -> T) async throws -> T {
-        #if PostgreSQL
-        // The location first: the key is read once (reading a --raw-key warns).
-        let location = try location()
-        if case .postgres = location, let wallet = try await location.openPostgres(key: walletKey(), profile: profile) {
-            defer { wallet.close() }
-            return try await body(wallet)
-        }
-        #endif
-        return try await withWallet(body)
-    }
-}
-
 #if PostgreSQL
 extension WalletCommand.ImportBackup {
     /// On PostgreSQL: restores the backup as a new profile of the database (one transaction),

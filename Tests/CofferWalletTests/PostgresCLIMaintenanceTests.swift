@@ -239,7 +239,7 @@ extension PostgresWalletTests {
         let old = try await PostgresWallet.open(settings: settings, key: PostgresTesting.key)
         #expect(try await old.count(type: "cred") == 1_200)
         #expect(try await old.count(type: "cred", matching: try WalletQuery(json: #"{"n":"3"}"#)) == expected)
-        #expect(try await old.get(type: "cred", id: "r7")?.value == "v7")
+        #expect(try await old.fetch(type: "cred", id: "r7")?.value == "v7")
         #expect(try await old.checkIntegrity().isClean)
         old.close()
         await #expect(throws: WalletError.self) { _ = try await PostgresWallet.open(settings: settings, key: PostgresTesting.otherKey) }

@@ -62,7 +62,7 @@ extension PostgresWalletTests {
 
         // The record is in the database, readable by the library under the same key.
         let wallet = try await PostgresWallet.open(settings: PostgresSettings(url: try PostgresURL(url)), key: PostgresTesting.key)
-        #expect(try await wallet.get(type: "cred", id: "a")?.value == "two")
+        #expect(try await wallet.fetch(type: "cred", id: "a")?.value == "two")
         wallet.close()
 
         let wrongKey = try await PostgresCLI.run(["wallet", "get", "cred", "a", "--raw-key-env", "O"], url: url, store: store)

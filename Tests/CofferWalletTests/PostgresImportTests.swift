@@ -148,7 +148,7 @@ extension PostgresWalletTests {
         #expect(try await target.count(type: "cred") == n)
         #expect(try await target.count(type: "cred", matching: WalletQuery(json: #"{"schema": "s3"}"#)) == n / 10)
         #expect(try await target.count(type: "cred", matching: WalletQuery(json: #"{"~n": {"$gte": 4990}}"#)) == 10)
-        #expect(try await target.get(type: "cred", id: "r4321")?.tags == ["schema": "s1", "~n": "4321"])
+        #expect(try await target.fetch(type: "cred", id: "r4321")?.tags == ["schema": "s1", "~n": "4321"])
         #expect(try await PostgresImportTesting.rows(other, profile: other.number) == otherBefore)
     }
 
@@ -193,7 +193,7 @@ extension PostgresWalletTests {
         try await wallet.delete(type: "cred", id: "r1234")
         let r3 = try PostgresCLI.runBlocking(["wallet", "import", clash.path, "--raw-key-env", "K"], url: url, store: store)
         #expect(r3.status == 0, "\(r3.stderr)")
-        #expect(try await wallet.get(type: "cred", id: "r5")?.value?.hasPrefix("value 5 ") == true)
+        #expect(try await wallet.fetch(type: "cred", id: "r5")?.value?.hasPrefix("value 5 ") == true)
         #expect(try await PostgresImportTesting.itemCount(wallet, profile: wallet.number) == 2_000)
     }
 
@@ -215,7 +215,7 @@ extension PostgresWalletTests {
             return Array(byItem.values)
         }
         #expect(tagRows.count == 2 && tagRows[0] == tagRows[1] && tagRows[0].count == 4, "\(tagRows)")
-        #expect(try await wallet.get(type: "cred", id: "imported")?.tags == tags)
+        #expect(try await wallet.fetch(type: "cred", id: "imported")?.tags == tags)
         #expect(try await wallet.count(type: "cred", matching: WalletQuery(json: #"{"multi": "b", "~year": {"$gt": 2018}}"#)) == 2)
     }
 
@@ -263,15 +263,15 @@ extension PostgresWalletTests {
             // 32 seeds, 8 deleted, 16 added.
             #expect(try await wallet.count(type: "rec") == 40)
             for worker in stride(from: parity, to: 16, by: 2) {
-                #expect(try await wallet.get(type: "rec", id: "a\(worker)")?.value == "added a \(worker)")
-                #expect(try await wallet.get(type: "rec", id: "b\(worker)")?.value == "added b \(worker)")
-                #expect(try await wallet.get(type: "rec", id: "s\(worker)")?.value == "updated \(worker)")
-                #expect(try await wallet.get(type: "rec", id: "t\(worker)") == nil)
+                #expect(try await wallet.fetch(type: "rec", id: "a\(worker)")?.value == "added a \(worker)")
+                #expect(try await wallet.fetch(type: "rec", id: "b\(worker)")?.value == "added b \(worker)")
+                #expect(try await wallet.fetch(type: "rec", id: "s\(worker)")?.value == "updated \(worker)")
+                #expect(try await wallet.fetch(type: "rec", id: "t\(worker)") == nil)
                 #expect(try await wallet.count(type: "rec", matching: WalletQuery(json: #"{"w": "\#(worker)"}"#)) == 1)
             }
             for untouched in stride(from: 1 - parity, to: 16, by: 2) {
-                #expect(try await wallet.get(type: "rec", id: "s\(untouched)")?.value == "seed")
-                #expect(try await wallet.get(type: "rec", id: "t\(untouched)")?.value == "seed")
+                #expect(try await wallet.fetch(type: "rec", id: "s\(untouched)")?.value == "seed")
+                #expect(try await wallet.fetch(type: "rec", id: "t\(untouched)")?.value == "seed")
             }
         }
     }
@@ -356,7 +356,7 @@ extension PostgresWalletTests {
         let copy = try await PostgresWallet.open(settings: settings, profile: "restored", key: PostgresTesting.otherKey)
         defer { copy.close() }
         #expect(try await copy.count(type: "cred") == 1_200)
-        #expect(try await copy.get(type: "cred", id: "r17")?.tags == ["schema": "s7", "~n": "17"])
+        #expect(try await copy.fetch(type: "cred", id: "r17")?.tags == ["schema": "s7", "~n": "17"])
     }
 }
 #endif

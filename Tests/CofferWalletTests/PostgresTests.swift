@@ -73,7 +73,7 @@ struct PostgresWalletTests {
         let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("crud"), key: PostgresTesting.key)
         defer { wallet.close() }
         try await wallet.add(type: "cred", id: "a", value: "one", tags: ["schema": "s1", "~year": "2019"])
-        var record = try #require(try await wallet.get(type: "cred", id: "a"))
+        var record = try #require(try await wallet.fetch(type: "cred", id: "a"))
         #expect(record.value == "one")
         #expect(record.tags == ["schema": "s1", "~year": "2019"])
         await #expect(throws: WalletError.duplicate(type: "cred", id: "a")) {
@@ -81,7 +81,7 @@ struct PostgresWalletTests {
         }
         try await wallet.update(type: "cred", id: "a", value: "two")
         try await wallet.addTags(type: "cred", id: "a", tags: ["status": "ok"])
-        record = try #require(try await wallet.get(type: "cred", id: "a"))
+        record = try #require(try await wallet.fetch(type: "cred", id: "a"))
         #expect(record.value == "two")
         #expect(record.tags == ["schema": "s1", "~year": "2019", "status": "ok"])
         #expect(try await wallet.count(type: "cred", matching: WalletQuery(json: #"{"status": "ok"}"#)) == 1)
@@ -90,7 +90,7 @@ struct PostgresWalletTests {
         try await wallet.updateTags(type: "cred", id: "a", tags: ["~year": "2020"])
         #expect(try await wallet.count(type: "cred", matching: WalletQuery(json: #"{"~year": {"$gt": 2019}}"#)) == 1)
         try await wallet.delete(type: "cred", id: "a")
-        #expect(try await wallet.get(type: "cred", id: "a") == nil)
+        #expect(try await wallet.fetch(type: "cred", id: "a") == nil)
         await #expect(throws: WalletError.notFound(type: "cred", id: "a")) { try await wallet.delete(type: "cred", id: "a") }
         await #expect(throws: WalletError.notFound(type: "cred", id: "a")) {
             try await wallet.update(type: "cred", id: "a", value: "x")
@@ -102,10 +102,10 @@ struct PostgresWalletTests {
         let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("expiry"), key: PostgresTesting.key)
         defer { wallet.close() }
         try await wallet.add(type: "t", id: "e", value: "old", expiresAt: Date(timeIntervalSinceNow: -1))
-        #expect(try await wallet.get(type: "t", id: "e") == nil)
+        #expect(try await wallet.fetch(type: "t", id: "e") == nil)
         #expect(try await wallet.count(type: "t") == 0)
         try await wallet.add(type: "t", id: "e", value: "new")
-        #expect(try await wallet.get(type: "t", id: "e")?.value == "new")
+        #expect(try await wallet.fetch(type: "t", id: "e")?.value == "new")
     }
 
     @Test("nothing readable reaches the server: no type, id, value or encrypted tag in any row")
@@ -173,7 +173,7 @@ struct PostgresWalletTests {
         }
         #expect(try await wallet.count(type: "m") == 16 * 20 + 1)
         #expect(try await wallet.count(type: "m", matching: WalletQuery(json: #"{"task": "7"}"#)) == 20)
-        let shared = try #require(try await wallet.get(type: "m", id: "shared"))
+        let shared = try #require(try await wallet.fetch(type: "m", id: "shared"))
         #expect(shared.tags?.count == 16, "a concurrent tag change was lost")
     }
 
@@ -216,9 +216,9 @@ struct PostgresWalletTests {
         try await alice.add(type: "c", id: "same", value: "alice's", tags: ["who": "a"])
         try await bob.add(type: "c", id: "same", value: "bob's", tags: ["who": "b"])
         try await bob.add(type: "c", id: "bob-only", value: "b")
-        #expect(try await alice.get(type: "c", id: "same")?.value == "alice's")
-        #expect(try await bob.get(type: "c", id: "same")?.value == "bob's")
-        #expect(try await alice.get(type: "c", id: "bob-only") == nil)
+        #expect(try await alice.fetch(type: "c", id: "same")?.value == "alice's")
+        #expect(try await bob.fetch(type: "c", id: "same")?.value == "bob's")
+        #expect(try await alice.fetch(type: "c", id: "bob-only") == nil)
         #expect(try await alice.count(type: "c") == 1)
         #expect(try await bob.count(type: "c") == 2)
         #expect(try await PostgresWallet.profiles(settings: settings) == ["alice", "bob"])
@@ -233,7 +233,7 @@ struct PostgresWalletTests {
         }
         try await PostgresWallet.removeProfile("bob", settings: settings)
         #expect(try await PostgresWallet.profiles(settings: settings) == ["alice"])
-        #expect(try await alice.get(type: "c", id: "same")?.value == "alice's")
+        #expect(try await alice.fetch(type: "c", id: "same")?.value == "alice's")
         let rows = try await alice.store.withConnection { connection in
             for try await n in try await connection.query("SELECT count(*) FROM coffer_items", logger: PostgresStore.logger).decode(
                 Int64.self)
@@ -382,7 +382,7 @@ extension PostgresWalletTests {
         let url = try PostgresURL(endpoint.url(database: settings.database) + "?sslmode=disable")
         let reader = try await PostgresWallet.open(settings: PostgresSettings(url: url), key: PostgresTesting.key)
         defer { reader.close() }
-        #expect(try await reader.get(type: "cred", id: "a")?.value == "one")
+        #expect(try await reader.fetch(type: "cred", id: "a")?.value == "one")
     }
 }
 #endif

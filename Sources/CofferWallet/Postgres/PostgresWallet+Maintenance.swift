@@ -258,10 +258,25 @@ extension PostgresWallet {
     /// - Parameters:
     ///   - newKey: the raw key or passphrase that opens the profile from now on.
     ///   - rotatingKey: whether to replace the profile's own key and re-seal every record.
+    ///   - progress: called with records re-sealed so far and the total (rotation only).
+    public func rekey(
+        to newKey: WalletKey, rotatingKey: Bool = false, progress: (@Sendable (BackupProgress) -> Void)? = nil
+    ) async throws {
+        try await rekey(to: newKey, rotatingKey: rotatingKey, configuration: .init(), progress: progress)
+    }
+
+    /// ``rekey(to:rotatingKey:progress:)`` with a passphrase's Argon2id costs other than the
+    /// defaults.
+    ///
+    /// Processes that opened the profile before a rotation still hold its old key: stop them,
+    /// rotate, and open it again with the new key.
+    /// - Parameters:
+    ///   - newKey: the raw key or passphrase that opens the profile from now on.
+    ///   - rotatingKey: whether to replace the profile's own key and re-seal every record.
     ///   - configuration: the passphrase's Argon2id costs.
     ///   - progress: called with records re-sealed so far and the total (rotation only).
     public func rekey(
-        to newKey: WalletKey, rotatingKey: Bool = false, configuration: Wallet.Configuration = .init(),
+        to newKey: WalletKey, rotatingKey: Bool = false, configuration: Wallet.Configuration,
         progress: (@Sendable (BackupProgress) -> Void)? = nil
     ) async throws {
         let (storeKey, kdf) = try Wallet.makeStoreKey(newKey, parameters: configuration.passphraseParameters)
@@ -372,10 +387,13 @@ extension PostgresWallet {
     /// returns the number of records written. It reads one state of the database (a read-only
     /// transaction) a batch at a time, and builds the file under a hidden name beside `url`
     /// that is renamed into place once complete: a failed or killed export leaves nothing at `url`.
+    ///
+    /// `firstFormatTypes` is accepted for the signature ``RecordWallet`` shares with the SQLite
+    /// wallet and has nothing to name here: every record in PostgreSQL was sealed with its type.
     @discardableResult
-    public func exportBackup(to url: URL, key backupKey: BackupKey, progress: (@Sendable (BackupProgress) -> Void)? = nil)
-        async throws -> Int
-    {
+    public func exportBackup(
+        to url: URL, key backupKey: BackupKey, firstFormatTypes: [String] = [], progress: (@Sendable (BackupProgress) -> Void)? = nil
+    ) async throws -> Int {
         try checkOpen()
         let writer = Handoff(try SecretStreamWriter(key: backupKey.key))
         var head = Data(BackupFormat.magic)

@@ -232,8 +232,15 @@ public final class PostgresWallet: Sendable {
         }
     }
 
-    /// The live record of `type` and `id`, or nil.
-    public func get(type: String, id: String, options: RecordOptions = .init()) async throws -> WalletRecord? {
+    /// The live record of `type` and `id`.
+    /// - Throws: ``WalletError/notFound(type:id:)`` when there is none.
+    public func get(type: String, id: String, options: RecordOptions = .init()) async throws -> WalletRecord {
+        guard let record = try await fetch(type: type, id: id, options: options) else { throw WalletError.notFound(type: type, id: id) }
+        return record
+    }
+
+    /// The live record of `type` and `id`, or nil (as Askar's `fetch`).
+    public func fetch(type: String, id: String, options: RecordOptions = .init()) async throws -> WalletRecord? {
         try await run {
             try Validate.type(type)
             try Validate.id(id)
@@ -461,4 +468,8 @@ public final class PostgresWallet: Sendable {
         }
     }
 }
+
+/// The record API both backends share (``RecordWallet``): every requirement is one of this
+/// type's own methods.
+extension PostgresWallet: RecordWallet {}
 #endif
