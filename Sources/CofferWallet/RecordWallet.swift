@@ -4,26 +4,12 @@
 
 import Foundation
 
-/// What every Coffer wallet does with its records, whichever storage holds them: ``Wallet`` (a
-/// file on SQLite) and, in a build with the package trait `PostgreSQL`, `PostgresWallet` (a
-/// profile in a PostgreSQL database) both conform, with the same arguments, errors and results.
-///
-/// Write an app's or a service's record code once against it:
-///
-/// ```swift
-/// func rememberConnection(_ id: String, label: String, in wallet: some RecordWallet) async throws {
-///     if try await wallet.fetch(type: "connection", id: id) == nil {
-///         try await wallet.add(type: "connection", id: id, value: label, tags: ["state": "new"], expiresAt: nil)
-///     }
-/// }
-/// ```
-///
-/// What stays backend-specific: opening and creating (a file's URL or a database's settings),
-/// multi-record transactions (`Wallet.transaction(_:)` takes a synchronous body on SQLite's
-/// writer; `PostgresWallet.transaction(readOnly:_:)` an asynchronous one on one connection),
-/// search handles, observation, and the keys a wallet file holds (`Wallet.createKey(_:)` and the
-/// rest of the SDK's secrets).
-public protocol RecordWallet: AnyObject, Sendable {
+/// The record calls every Coffer wallet serves, and every transaction of one: adding, reading,
+/// changing, tagging, searching, counting and removing records, with the same arguments, results
+/// and errors on each backend. ``RecordWallet`` adds what a whole wallet does (imports, export,
+/// checks, compaction, rekeying, transactions); inside ``RecordWallet/inTransaction(_:)`` these
+/// same calls all commit together.
+public protocol RecordAccess: Sendable {
     /// Adds a record.
     /// - Throws: ``WalletError/duplicate(type:id:)`` when a live record of this type and id exists.
     func add(type: String, id: String, value: String, tags: WalletTags, expiresAt: Date?) async throws
@@ -55,6 +41,29 @@ public protocol RecordWallet: AnyObject, Sendable {
     /// Removes every live record of `type` matching `query` in one transaction; how many went.
     @discardableResult
     func removeAll(type: String, matching query: WalletQuery) async throws -> Int
+}
+
+/// What every Coffer wallet does with its records, whichever storage holds them: ``Wallet`` (a
+/// file on SQLite) and, in a build with the package trait `PostgreSQL`, `PostgresWallet` (a
+/// profile in a PostgreSQL database) both conform, with the same arguments, errors and results.
+///
+/// Write an app's or a service's record code once against it:
+///
+/// ```swift
+/// func rememberConnection(_ id: String, label: String, in wallet: some RecordWallet) async throws {
+///     try await wallet.inTransaction { records in
+///         if try await records.fetch(type: "connection", id: id) == nil {
+///             try await records.add(type: "connection", id: id, value: label, tags: ["state": "new"], expiresAt: nil)
+///         }
+///     }
+/// }
+/// ```
+///
+/// What stays backend-specific: opening and creating (a file's URL or a database's settings),
+/// each backend's own transaction forms (a synchronous body on SQLite's writer, read-only
+/// snapshots), search handles, observation, and the keys a wallet file holds
+/// (`Wallet.createKey(_:)` and the rest of the SDK's secrets).
+public protocol RecordWallet: AnyObject, RecordAccess {
     /// Imports records from a JSON Lines file, all or nothing; how many.
     @discardableResult
     func importRecords(fromJSONLines url: URL, progress: (@Sendable (ImportProgress) -> Void)?) async throws -> Int
@@ -81,11 +90,18 @@ public protocol RecordWallet: AnyObject, Sendable {
     /// Protects the wallet with `newKey` from now on and, when `rotatingKey`, replaces its own key
     /// and re-seals every record, all in one transaction.
     func rekey(to newKey: WalletKey, rotatingKey: Bool, progress: (@Sendable (BackupProgress) -> Void)?) async throws
+    /// Runs `body` in one write transaction: everything it does through the ``RecordAccess`` it
+    /// is given commits together when it returns, or, when it throws, nothing does; its reads
+    /// see its own writes. On SQLite it is `Wallet.transaction(_:)` with an asynchronous body
+    /// (every other write waits meanwhile); on PostgreSQL `PostgresWallet.transaction(readOnly:_:)`
+    /// (REPEATABLE READ on one pooled connection: a conflicting write fails the call and nothing
+    /// of `body` is kept). Inside `body`, call only the access it is given.
+    func inTransaction<T: Sendable>(_ body: @escaping @Sendable (any RecordAccess) async throws -> T) async throws -> T
     /// Closes the wallet: later calls fail with a clear error.
     func close() throws
 }
 
-extension RecordWallet {
+extension RecordAccess {
     /// The live record of `type` and `id` with its value and tags, or nil.
     public func fetch(type: String, id: String) async throws -> WalletRecord? {
         try await fetch(type: type, id: id, options: RecordOptions())
@@ -107,5 +123,20 @@ extension Wallet: RecordWallet {
         async throws -> SearchPage
     {
         try await session { reader in try reader.search(type: type, matching: query, options: options, count: count) }
+    }
+
+    /// The asynchronous `transaction(_:)` for code written against ``RecordWallet``.
+    public func inTransaction<T: Sendable>(_ body: @escaping @Sendable (any RecordAccess) async throws -> T) async throws -> T {
+        try await transaction { (tx: AsyncWalletTransaction) in try await body(tx) }
+    }
+}
+
+extension AsyncWalletTransaction: RecordAccess {
+    /// One search page as this transaction sees the wallet (its own writes included); see
+    /// ``WalletReader/search(type:matching:options:count:)``.
+    public func search(type: String, matching query: WalletQuery, options: SearchOptions = SearchOptions(), count: Int? = nil)
+        async throws -> SearchPage
+    {
+        try await mailbox.perform { try $0.reader.search(type: type, matching: query, options: options, count: count) }
     }
 }

@@ -182,6 +182,45 @@ struct RecordWalletTests {
         #expect(try await Shared.ids(again, try WalletQuery(json: #"{"schema": "s1"}"#)) == ["a", "c"])
         #expect(try await again.check() == true)
     }
+
+    @Test(
+        "inTransaction commits every call together, and its reads and searches see its own writes",
+        arguments: RecordBackend.available)
+    func transactionCommits(_ backend: RecordBackend) async throws {
+        let (wallet, _) = try await backend.make()
+        defer { try? wallet.close() }
+        try await Shared.seed(wallet)
+        let seen = try await wallet.inTransaction { records in
+            try await records.add(type: "cred", id: "d", value: "four", tags: ["schema": "s1"], expiresAt: nil)
+            try await records.replace(type: "cred", id: "b", value: "zwei", tags: ["schema": "s1"])
+            try await records.delete(type: "cred", id: "c")
+            let page = try await records.search(
+                type: "cred", matching: try WalletQuery(json: #"{"schema": "s1"}"#), options: SearchOptions(), count: nil)
+            return (page.records ?? []).map(\.id).sorted()
+        }
+        #expect(seen == ["a", "b", "d"])
+        #expect(try await Shared.ids(wallet, try WalletQuery(json: #"{"schema": "s1"}"#)) == ["a", "b", "d"])
+        #expect(try await wallet.get(type: "cred", id: "b").value == "zwei")
+    }
+
+    @Test("a body that throws in inTransaction keeps none of its writes", arguments: RecordBackend.available)
+    func transactionRollsBack(_ backend: RecordBackend) async throws {
+        struct Abandon: Error {}
+        let (wallet, _) = try await backend.make()
+        defer { try? wallet.close() }
+        try await Shared.seed(wallet)
+        await #expect(throws: Abandon.self) {
+            try await wallet.inTransaction { records in
+                try await records.add(type: "cred", id: "d", value: "four", tags: [:], expiresAt: nil)
+                try await records.update(type: "cred", id: "a", value: "changed")
+                try await records.removeAll(type: "other", matching: .all)
+                throw Abandon()
+            }
+        }
+        #expect(try await wallet.fetch(type: "cred", id: "d") == nil)
+        #expect(try await wallet.get(type: "cred", id: "a").value == "one")
+        #expect(try await wallet.count(type: "other", matching: .all) == 1)
+    }
 }
 
 extension RecordWallet {

@@ -15,6 +15,8 @@ extension PostgresWallet {
     ///
     /// A write that conflicts with another transaction's (SQLSTATE 40001 or 40P01) fails the
     /// call with ``WalletError/storage(_:cause:)`` and nothing of `body` is kept: run it again.
+    /// An error `body` throws rolls the transaction back and reaches the caller unchanged. Called
+    /// on the view inside `body`, this runs `body` as part of the transaction already open.
     /// - Parameters:
     ///   - readOnly: a read-only transaction (searches, exports, checks): the server refuses any write.
     ///   - body: the work; its calls go through the view it is given.
@@ -23,29 +25,43 @@ extension PostgresWallet {
         readOnly: Bool = false, _ body: @Sendable @escaping (PostgresWallet) async throws -> R
     ) async throws -> R {
         try checkOpen()
+        // A transaction's own view (a call such as `removeAll` or `search` made inside `body`)
+        // joins the transaction it belongs to: a second BEGIN there would be ignored by the
+        // server, and its COMMIT would commit the outer transaction's work half-way.
+        if store.pinned != nil { return try await body(self) }
         let settings = store.settings
         let base = store
         let profile = self.profile
         let number = self.number
         let keys = self.keys
+        // What `body` threw reaches the caller as it was thrown, not as a storage error.
+        let thrown = Locked<(any Error)?>(nil)
         do {
             return try await store.withConnection { connection in
                 let begin = "BEGIN ISOLATION LEVEL REPEATABLE READ" + (readOnly ? " READ ONLY" : "")
                 try await connection.query(PostgresQuery(unsafeSQL: begin), logger: PostgresStore.logger)
+                var pinned = base
+                pinned.pinned = connection
+                let view = PostgresWallet(profile: profile, store: pinned, number: number, keys: keys, ownsClient: false)
+                defer { view.close() }
+                let result: R
                 do {
-                    var pinned = base
-                    pinned.pinned = connection
-                    let view = PostgresWallet(profile: profile, store: pinned, number: number, keys: keys, ownsClient: false)
-                    let result = try await body(view)
-                    view.close()
+                    result = try await body(view)
+                } catch {
+                    _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
+                    thrown.withLock { $0 = error }
+                    throw error
+                }
+                do {
                     try await connection.query("COMMIT", logger: PostgresStore.logger)
-                    return result
                 } catch {
                     _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
                     throw error
                 }
+                return result
             }
         } catch {
+            if let original = thrown.withLock({ $0 }) { throw original }
             throw PostgresStore.map(error, settings: settings)
         }
     }

@@ -469,7 +469,12 @@ public final class PostgresWallet: Sendable {
     }
 }
 
-/// The record API both backends share (``RecordWallet``): every requirement is one of this
-/// type's own methods.
-extension PostgresWallet: RecordWallet {}
+/// The record API both backends share (``RecordWallet``): every requirement but one is one of
+/// this type's own methods.
+extension PostgresWallet: RecordWallet {
+    /// ``transaction(readOnly:_:)`` (a write transaction) for code written against ``RecordWallet``.
+    public func inTransaction<T: Sendable>(_ body: @escaping @Sendable (any RecordAccess) async throws -> T) async throws -> T {
+        try await transaction { view in try await body(view) }
+    }
+}
 #endif
