@@ -221,6 +221,46 @@ struct RecordWalletTests {
         #expect(try await wallet.get(type: "cred", id: "a").value == "one")
         #expect(try await wallet.count(type: "other", matching: .all) == 1)
     }
+
+    @Test("bad input gets the same invalidInput on every backend, and nothing is written")
+    func badInputAlike() async throws {
+        var seen = [RecordBackend: [String]]()
+        for backend in RecordBackend.available {
+            let (wallet, _) = try await backend.make()
+            defer { try? wallet.close() }
+            let long: @Sendable (Int) -> String = { String(repeating: "x", count: $0) }
+            let calls: [@Sendable () async throws -> Void] = [
+                { try await wallet.add(type: "", id: "a", value: "v", tags: [:], expiresAt: nil) },
+                { try await wallet.add(type: long(WalletLimits.maxTypeBytes + 1), id: "a", value: "v", tags: [:], expiresAt: nil) },
+                { try await wallet.add(type: "cred", id: long(WalletLimits.maxIdBytes + 1), value: "v", tags: [:], expiresAt: nil) },
+                { try await wallet.add(type: "cred", id: "a", value: long(WalletLimits.maxValueBytes + 1), tags: [:], expiresAt: nil) },
+                {
+                    try await wallet.add(
+                        type: "cred", id: "a", value: "v", tags: ["t": .string(long(WalletLimits.maxTagValueBytes + 1))], expiresAt: nil)
+                },
+                { try await wallet.add(type: "__coffer_key", id: "a", value: "v", tags: [:], expiresAt: nil) },
+                { _ = try await wallet.fetch(type: "__coffer_key", id: "a", options: RecordOptions()) },
+                { _ = try await wallet.count(type: "", matching: .all) },
+            ]
+            var messages = [String]()
+            for call in calls {
+                do {
+                    try await call()
+                    messages.append("no error")
+                } catch let error as WalletError {
+                    guard case .invalidInput(let message) = error else {
+                        messages.append("not invalidInput: \(error)")
+                        continue
+                    }
+                    messages.append(message)
+                }
+            }
+            #expect(!messages.contains { $0 == "no error" || $0.hasPrefix("not invalidInput") }, "\(backend): \(messages)")
+            #expect(try await wallet.count(type: "cred", matching: .all) == 0)
+            seen[backend] = messages
+        }
+        if let postgres = seen[.postgres] { #expect(postgres == seen[.sqlite]) }
+    }
 }
 
 extension RecordWallet {
