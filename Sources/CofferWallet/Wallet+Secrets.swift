@@ -27,7 +27,7 @@ public struct WalletPublicKey: Sendable, Hashable {
     }
 }
 
-/// A message encrypted with ``Wallet/box(_:from:to:recipientKind:)``.
+/// A message encrypted with ``KeyWallet/box(_:from:to:recipientKind:)``.
 public struct BoxedMessage: Sendable, Hashable {
     /// The random nonce.
     public let nonce: Data
@@ -49,6 +49,8 @@ enum SecretTypes {
     /// Records of this type are credentials: deleting one deletes its signature too.
     static let credential = "credential"
     static let masterSecretID = "default"
+    /// Every reserved type (a backend that cannot read a row's type name tells them by their blind type).
+    static let reserved = [key, masterSecret, credentialSignature, agentKey]
 }
 
 extension Wallet {
@@ -69,27 +71,7 @@ extension Wallet {
         }
     }
 
-    // MARK: Keys
-
-    /// Creates a key pair inside the wallet and returns only its public key (Base58).
-    public func createKey(_ kind: WalletKeyKind = .ed25519) async throws -> String {
-        let secret = SecretKey.random(byteCount: 32)
-        let opened = try OpenedKey(kind: kind, secret: secret)
-        let publicKey: Data
-        switch opened {
-        case .ed25519(let pair, _): publicKey = pair.publicKey
-        case .x25519(let pair): publicKey = pair.publicKey
-        }
-        let verkey = Base58.encode(publicKey)
-        // The record format keeps values as text: the base64 is written from the key's storage
-        // into the wiped plaintext buffer that is sealed (no String copy).
-        try await secretWrite { store in
-            try store.add(
-                type: SecretTypes.key, id: verkey, value: "", tags: ["kind": .string(kind.rawValue)], expiresAt: nil, secret: secret)
-        }
-        heldKeys.put(verkey, opened)
-        return verkey
-    }
+    // MARK: Keys (created and used through ``KeyWallet``, shared with the PostgreSQL backend)
 
     /// Removes a held key (the SDK's undo of a step that made one and then failed). Its opened
     /// pair is dropped from the cache, so its secret is wiped. Not visible to clients of the library.
@@ -98,55 +80,10 @@ extension Wallet {
         heldKeys.remove(verkey, retire: true)
     }
 
-    /// The public halves of every key the wallet holds.
-    public func listKeys() async throws -> [WalletPublicKey] {
-        try await secretRead { store in
-            let search = try QueryCompiler.compile(type: SecretTypes.key, query: .all, keys: store.keys, allowReserved: true)
-            var cursor = SearchCursor()
-            return try search.page(
-                store.db, keys: store.keys, cursor: &cursor, limit: Int.max,
-                options: RecordOptions(retrieveValue: false, retrieveTags: true)
-            )
-            .compactMap { record in
-                guard case .string(let k)? = record.tags?.entries[ByteString("kind")], let kind = WalletKeyKind(rawValue: k) else {
-                    return nil
-                }
-                return WalletPublicKey(verkey: record.id, kind: kind)
-            }
-        }
-    }
-
-    /// The opened pair of a held key: from the cache, or read, decrypted, decoded straight into
-    /// `SecretKey` storage and opened once, then cached. Internal, never returned.
-    func heldKey(_ verkey: String) async throws -> OpenedKey {
-        if let cached = heldKeys.get(verkey) { return cached }
-        try Self.checkVerkey(verkey)
-        let opened = try await secretRead { store -> OpenedKey? in
-            guard let record = try store.secret(type: SecretTypes.key, id: verkey, byteCount: 32) else { return nil }
-            guard case .string(let k)? = record.tags.entries[ByteString("kind")], let kind = WalletKeyKind(rawValue: k),
-                let secret = record.secret, let opened = try? OpenedKey(kind: kind, secret: secret)
-            else { throw WalletError.corrupted("the stored key \(verkey) does not parse") }
-            return opened
-        }
-        guard let opened else { throw WalletError.notFound(type: "key", id: verkey) }
-        heldKeys.put(verkey, opened)
-        return opened
-    }
-
     static func checkVerkey(_ verkey: String) throws {
         guard let bytes = Base58.decode(verkey), bytes.count == 32 else {
             throw WalletError.invalidInput("\(WalletError.quote(verkey)) is not a Base58 32-byte public key")
         }
-    }
-
-    /// Signs `message` with the Ed25519 key `verkey` holds.
-    /// - Throws: ``WalletError/notFound(type:id:)`` for a key the wallet does not hold,
-    ///   ``WalletError/invalidInput(_:)`` when it is not an Ed25519 key.
-    public func sign(_ message: Data, with verkey: String) async throws -> Data {
-        guard case .ed25519(let pair, _) = try await heldKey(verkey) else {
-            throw WalletError.invalidInput("key \(verkey) is x25519, not ed25519: it cannot sign (create an ed25519 key to sign)")
-        }
-        return pair.sign(message)
     }
 
     /// Whether `signature` is `verkey`'s Ed25519 signature of `message`.
@@ -169,47 +106,9 @@ extension Wallet {
         }
     }
 
-    func agreementPair(_ verkey: String) async throws -> X25519KeyPair {
-        try await heldKey(verkey).agreementPair
-    }
-
     /// Seals `message` to a recipient's public key (libsodium sealed box); only its holder opens it.
     public static func sealedBox(_ message: Data, to recipient: String, recipientKind: WalletKeyKind = .x25519) throws -> Data {
         try SealedBox.seal(message, to: agreementKey(recipient, kind: recipientKind))
-    }
-
-    /// Opens a sealed box addressed to a key the wallet holds.
-    /// - Throws: ``WalletError/invalidInput(_:)`` when the box is not for this key or was altered.
-    public func openSealedBox(_ box: Data, with verkey: String) async throws -> Data {
-        let pair = try await agreementPair(verkey)
-        do { return try pair.openSealed(box) } catch {
-            throw WalletError.invalidInput("the sealed box does not open with key \(verkey) (not addressed to it, or altered)")
-        }
-    }
-
-    /// Encrypts `message` from a key the wallet holds to a recipient's public key (libsodium box):
-    /// the recipient can tell it came from the sender.
-    public func box(_ message: Data, from sender: String, to recipient: String, recipientKind: WalletKeyKind = .x25519) async throws
-        -> BoxedMessage
-    {
-        let pair = try await agreementPair(sender)
-        let (nonce, ciphertext) = try Box.seal(message, from: pair, to: Self.agreementKey(recipient, kind: recipientKind))
-        return BoxedMessage(nonce: nonce, ciphertext: ciphertext)
-    }
-
-    /// Decrypts a box from `sender` to a key the wallet holds.
-    /// - Throws: ``WalletError/invalidInput(_:)`` when it does not authenticate.
-    public func openBox(_ boxed: BoxedMessage, from sender: String, senderKind: WalletKeyKind = .x25519, to recipient: String) async throws
-        -> Data
-    {
-        let pair = try await agreementPair(recipient)
-        do {
-            return try Box.open(boxed.ciphertext, nonce: boxed.nonce, from: Self.agreementKey(sender, kind: senderKind), to: pair)
-        } catch let e as WalletError {
-            throw e
-        } catch {
-            throw WalletError.invalidInput("the box does not open between \(sender) and \(recipient) (altered, or other keys)")
-        }
     }
 
     // MARK: Credential master secret and signatures

@@ -125,9 +125,9 @@ struct WalletOptions: ParsableArguments {
         return try await body(wallet)
     }
 
-    /// For a command both backends serve: `body` with the profile, on SQLite or, when
-    /// `--wallet-url` names a database (a build with the PostgreSQL trait), on PostgreSQL.
-    func withRecords<T>(_ body: (any RecordWallet) async throws -> T) async throws -> T {
+    /// For a command both backends serve (records, imports, keys): `body` with the profile, on
+    /// SQLite or, when `--wallet-url` names a database (a build with the PostgreSQL trait), on PostgreSQL.
+    func withRecords<T>(_ body: (any RecordWallet & KeyWallet) async throws -> T) async throws -> T {
         #if PostgreSQL
         // The location first: the key is read once (reading a --raw-key warns).
         let location = try location()

@@ -1,4 +1,5 @@
-// `coffer wallet key …`: the wallet's keys, used through the wallet (no command prints a private key).
+// `coffer wallet key …`: the wallet's keys, used through the wallet (no command prints a private key),
+// in a wallet file or, with `--wallet-url postgres://…`, in a PostgreSQL profile.
 
 import ArgumentParser
 import Coffer
@@ -29,7 +30,7 @@ struct WalletKeyCommand: AsyncParsableCommand {
 
         func run() async throws {
             let kind = try WalletKeyCommand.kind(kind)
-            let verkey = try await walletOptions.withWallet { try await $0.createKey(kind) }
+            let verkey = try await walletOptions.withRecords { try await $0.createKey(kind) }
             print(JSONValue.object([("verkey", .string(verkey))]).jsonText)
         }
     }
@@ -39,7 +40,7 @@ struct WalletKeyCommand: AsyncParsableCommand {
         @OptionGroup var walletOptions: WalletOptions
 
         func run() async throws {
-            let keys = try await walletOptions.withWallet { try await $0.listKeys() }.map {
+            let keys = try await walletOptions.withRecords { try await $0.listKeys() }.map {
                 JSONValue.object([("verkey", .string($0.verkey)), ("kind", .string($0.kind.rawValue))])
             }
             print(JSONValue.array(keys).jsonText)
@@ -55,7 +56,7 @@ struct WalletKeyCommand: AsyncParsableCommand {
 
         func run() async throws {
             let data = try WalletKeyCommand.bytes(message, "MESSAGE")
-            let signature = try await walletOptions.withWallet { try await $0.sign(data, with: verkey) }
+            let signature = try await walletOptions.withRecords { try await $0.sign(data, with: verkey) }
             print(JSONValue.object([("signature", .string(signature.base64EncodedString()))]).jsonText)
         }
     }
@@ -100,7 +101,7 @@ struct WalletKeyCommand: AsyncParsableCommand {
 
         func run() async throws {
             let data = try WalletKeyCommand.bytes(box, "BOX")
-            let message = try await walletOptions.withWallet { try await $0.openSealedBox(data, with: verkey) }
+            let message = try await walletOptions.withRecords { try await $0.openSealedBox(data, with: verkey) }
             print(JSONValue.object([("message", .string(message.base64EncodedString()))]).jsonText)
         }
     }

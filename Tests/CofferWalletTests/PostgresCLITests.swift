@@ -17,13 +17,6 @@ enum PostgresCLI {
         try await runCoffer(args + ["--wallet-url", url], store: store, environment: keyEnv, within: .seconds(120))
     }
 
-    /// ``run(_:url:store:)`` blocking the calling thread, for the synchronous helpers of the
-    /// PostgreSQL import and maintenance tests (they run in the serialized PostgreSQL suite).
-    static func runBlocking(_ args: [String], url: String, store: URL) throws -> ProcessResult {
-        try runProcessBlocking(
-            cofferBinary, ["--store", store.path] + args + ["--wallet-url", url], environment: keyEnv, within: .seconds(120))
-    }
-
     /// The built `coffer`.
     static var binary: URL { cofferBinary }
 
@@ -75,17 +68,6 @@ extension PostgresWalletTests {
         _ = try await ok(["wallet", "remove-profile", "bob", "--yes"])
         #expect(PostgresCLI.json(try await ok(["wallet", "profiles"])) as? [String] == ["default"])
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("wallet.sqlite").path), "a SQLite wallet was made")
-    }
-
-    @Test("a wallet command the PostgreSQL backend does not serve yet exits 2 saying so")
-    func unsupportedCommand() async throws {
-        let endpoint = try PostgresTestServer.endpoint()
-        let url = endpoint.url(database: try PostgresTestServer.makeDatabase("cliunsupported")) + "?sslmode=disable"
-        let store = TemporaryFolders.path("coffer-pg-cli")
-        #expect(try await PostgresCLI.run(["wallet", "create", "--raw-key-env", "K"], url: url, store: store).status == 0)
-        let r = try await PostgresCLI.run(["wallet", "key", "list", "--raw-key-env", "K"], url: url, store: store)
-        #expect(r.status == 2, "\(r.stderr)")
-        #expect(r.stderr.contains("the PostgreSQL backend does not support"), "\(r.stderr)")
     }
 }
 #endif

@@ -142,7 +142,7 @@ extension PostgresWalletTests {
         #expect(try await target.count(type: "cred") == 0)
         #expect(try await PostgresImportTesting.rows(other, profile: other.number) == otherBefore)
 
-        let rerun = try PostgresCLI.runBlocking(["wallet", "import", file.path, "--raw-key-env", "K"], url: url, store: store)
+        let rerun = try await PostgresCLI.run(["wallet", "import", file.path, "--raw-key-env", "K"], url: url, store: store)
         #expect(rerun.status == 0, "\(rerun.stderr)")
         #expect(PostgresCLI.json(rerun.stdout) as? [String: Int] == ["imported": n], "\(rerun.stdout)")
         #expect(try await target.count(type: "cred") == n)
@@ -159,11 +159,11 @@ extension PostgresWalletTests {
         defer { wallet.close() }
         let store = TemporaryFolders.path("coffer-pg-import-bad")
         let malformed = try PostgresImportTesting.jsonLines(3_000, replacing: 2_001, with: #"{"type": "cred", "id": "#)
-        let r = try PostgresCLI.runBlocking(["wallet", "import", malformed.path, "--raw-key-env", "K"], url: url, store: store)
+        let r = try await PostgresCLI.run(["wallet", "import", malformed.path, "--raw-key-env", "K"], url: url, store: store)
         #expect(r.status == 2, "\(r.stderr)")
         #expect(r.stderr.contains("line 2001"), "\(r.stderr)")
         let invalid = try PostgresImportTesting.jsonLines(3_000, replacing: 2_500, with: #"{"type": "", "id": "x", "value": "v"}"#)
-        let r2 = try PostgresCLI.runBlocking(["wallet", "import", invalid.path, "--raw-key-env", "K"], url: url, store: store)
+        let r2 = try await PostgresCLI.run(["wallet", "import", invalid.path, "--raw-key-env", "K"], url: url, store: store)
         #expect(r2.status == 2, "\(r2.stderr)")
         #expect(r2.stderr.contains("line 2500") && r2.stderr.contains("record type must not be empty"), "\(r2.stderr)")
         #expect(try await PostgresImportTesting.itemCount(wallet, profile: wallet.number) == 0)
@@ -177,7 +177,7 @@ extension PostgresWalletTests {
         let store = TemporaryFolders.path("coffer-pg-import-dup")
         let twice = try PostgresImportTesting.jsonLines(
             2_000, replacing: 1_500, with: #"{"type": "cred", "id": "r7", "value": "again"}"#)
-        let r = try PostgresCLI.runBlocking(["wallet", "import", twice.path, "--raw-key-env", "K"], url: url, store: store)
+        let r = try await PostgresCLI.run(["wallet", "import", twice.path, "--raw-key-env", "K"], url: url, store: store)
         #expect(r.status == 3, "\(r.stderr)")
         #expect(r.stderr.contains(#""cred""#) && r.stderr.contains(#""r7""#), "\(r.stderr)")
         #expect(try await PostgresImportTesting.itemCount(wallet, profile: wallet.number) == 0)
@@ -186,12 +186,12 @@ extension PostgresWalletTests {
         // An expired record of an imported type and id gives way, as on SQLite.
         try await wallet.add(type: "cred", id: "r5", value: "expired", expiresAt: Date(timeIntervalSinceNow: -1))
         let clash = try PostgresImportTesting.jsonLines(2_000)
-        let r2 = try PostgresCLI.runBlocking(["wallet", "import", clash.path, "--raw-key-env", "K"], url: url, store: store)
+        let r2 = try await PostgresCLI.run(["wallet", "import", clash.path, "--raw-key-env", "K"], url: url, store: store)
         #expect(r2.status == 3, "\(r2.stderr)")
         #expect(r2.stderr.contains(#""r1234""#), "\(r2.stderr)")
         #expect(try await PostgresImportTesting.itemCount(wallet, profile: wallet.number) == 2)
         try await wallet.delete(type: "cred", id: "r1234")
-        let r3 = try PostgresCLI.runBlocking(["wallet", "import", clash.path, "--raw-key-env", "K"], url: url, store: store)
+        let r3 = try await PostgresCLI.run(["wallet", "import", clash.path, "--raw-key-env", "K"], url: url, store: store)
         #expect(r3.status == 0, "\(r3.stderr)")
         #expect(try await wallet.fetch(type: "cred", id: "r5")?.value?.hasPrefix("value 5 ") == true)
         #expect(try await PostgresImportTesting.itemCount(wallet, profile: wallet.number) == 2_000)
@@ -282,19 +282,18 @@ extension PostgresWalletTests {
         let store = TemporaryFolders.path("coffer-pg-import-cli")
         let sqliteStore = TemporaryFolders.path("coffer-pg-import-cli-sqlite")
         let k = ["--raw-key-env", "K"]
-        func both(_ args: [String]) throws -> (postgres: ProcessResult, sqlite: ProcessResult) {
-            let pg = try PostgresCLI.runBlocking(args, url: url, store: store)
-            let sqlite = try runProcessBlocking(
-                PostgresCLI.binary, ["--store", sqliteStore.path] + args, environment: PostgresCLI.keyEnv, within: .seconds(120))
+        func both(_ args: [String]) async throws -> (postgres: ProcessResult, sqlite: ProcessResult) {
+            let pg = try await PostgresCLI.run(args, url: url, store: store)
+            let sqlite = try await runCoffer(args, store: sqliteStore, environment: PostgresCLI.keyEnv, within: .seconds(120))
             return (pg, sqlite)
         }
         for args in [["wallet", "create"] + k, ["wallet", "create", "--profile", "indy"] + k] {
-            let made = try both(args)
+            let made = try await both(args)
             #expect(made.postgres.status == 0 && made.sqlite.status == 0, "\(made.postgres.stderr) \(made.sqlite.stderr)")
         }
 
         let lines = try PostgresImportTesting.jsonLines(1_200)
-        let imported = try both(["wallet", "import", lines.path] + k)
+        let imported = try await both(["wallet", "import", lines.path] + k)
         #expect(imported.postgres.status == 0, "\(imported.postgres.stderr)")
         #expect(
             imported.postgres.stdout == imported.sqlite.stdout && imported.postgres.stdout.contains("1200"), "\(imported.postgres.stdout)")
@@ -308,13 +307,10 @@ extension PostgresWalletTests {
                 "wallet", "import-indy", fixture.path, "--source-key-env", "IK", "--source-kdf", "raw", "--profile", "indy",
             ] + k
         let env = ["IK": "GfwU1DC7gEZNs3w41tjBiZYj7BNToDoFEqKY6wZXqs1A"]
-        let indyPG = try runProcessBlocking(
-            PostgresCLI.binary, ["--store", store.path] + indyArgs + ["--wallet-url", url],
-            environment: PostgresCLI.keyEnv.merging(env) { $1 },
-            within: .seconds(120))
-        let indySQLite = try runProcessBlocking(
-            PostgresCLI.binary, ["--store", sqliteStore.path] + indyArgs, environment: PostgresCLI.keyEnv.merging(env) { $1 },
-            within: .seconds(120))
+        let indyPG = try await runCoffer(
+            indyArgs + ["--wallet-url", url], store: store, environment: PostgresCLI.keyEnv.merging(env) { $1 }, within: .seconds(120))
+        let indySQLite = try await runCoffer(
+            indyArgs, store: sqliteStore, environment: PostgresCLI.keyEnv.merging(env) { $1 }, within: .seconds(120))
         #expect(indyPG.status == 0, "\(indyPG.stderr)")
         #expect(indyPG.stdout == indySQLite.stdout, "\(indyPG.stdout) vs \(indySQLite.stdout)")
         #expect(try Data(contentsOf: fixture) == before, "the source changed")
@@ -325,31 +321,28 @@ extension PostgresWalletTests {
 
         // A backup of the SQLite wallet restored as a new profile of the database.
         let backup = sqliteStore.appendingPathComponent("b.cfb")
-        let exported = try runProcessBlocking(
-            PostgresCLI.binary,
-            ["--store", sqliteStore.path, "wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"]
-                + k,
+        let exported = try await runCoffer(
+            ["wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"] + k, store: sqliteStore,
             environment: PostgresCLI.keyEnv.merging(["BP": "backup pass"]) { $1 }, within: .seconds(120))
         #expect(exported.status == 0, "\(exported.stderr)")
         let restoreArgs = [
             "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP", "--profile", "restored", "--raw-key-env", "O",
         ]
-        let restored = try runProcessBlocking(
-            PostgresCLI.binary, ["--store", store.path] + restoreArgs + ["--wallet-url", url],
+        let restored = try await runCoffer(
+            restoreArgs + ["--wallet-url", url], store: store,
             environment: PostgresCLI.keyEnv.merging(["BP": "backup pass"]) { $1 }, within: .seconds(120))
         #expect(restored.status == 0, "\(restored.stderr)")
         let printed = PostgresCLI.json(restored.stdout) as? [String: String]
         #expect(printed == ["imported": try PostgresURL(url).description, "profile": "restored"], "\(restored.stdout)")
-        let again = try runProcessBlocking(
-            PostgresCLI.binary, ["--store", store.path] + restoreArgs + ["--wallet-url", url],
+        let again = try await runCoffer(
+            restoreArgs + ["--wallet-url", url], store: store,
             environment: PostgresCLI.keyEnv.merging(["BP": "backup pass"]) { $1 }, within: .seconds(120))
         #expect(again.status == 3, "\(again.stderr)")
-        let wrong = try runProcessBlocking(
-            PostgresCLI.binary,
+        let wrong = try await runCoffer(
             [
-                "--store", store.path, "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP", "--profile", "other",
+                "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP", "--profile", "other",
                 "--raw-key-env", "O", "--wallet-url", url,
-            ],
+            ], store: store,
             environment: PostgresCLI.keyEnv.merging(["BP": "wrong pass"]) { $1 }, within: .seconds(120))
         #expect(wrong.status == 4, "\(wrong.stderr)")
         #expect(try await PostgresWallet.profiles(settings: settings) == ["default", "indy", "restored"])

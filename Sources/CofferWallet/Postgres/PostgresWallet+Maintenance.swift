@@ -53,22 +53,9 @@ extension PostgresWallet {
 
     private func removeMatching(type: String, query: WalletQuery) async throws -> Int {
         try await call {
-            let tb = keys.typeBlind(type)
-            let t = BlindColumn.value(tb)
-            let (conditions, _) = self.conditions(type: type, query: query)
-            let now = unixMillis(Date())
             var ids = [Int64]()
-            var after: Int64 = 0
-            while true {
-                let rows = try await store.page(profile: number, type: t, conditions: conditions, after: after, now: now, limit: 1000)
-                for row in rows {
-                    let contents = try RecordCodec.open(
-                        row.sealed, typeBlind: tb, idBlind: row.idBlind, expiry: row.expiry, keys: keys, expectedType: type,
-                        value: .skipped)
-                    if query.matches(contents.tags) { ids.append(row.rowid) }
-                    after = row.rowid
-                }
-                if rows.count < 1000 { break }
+            try await forEachCandidate(type: type, query: query, value: .skipped) { row, contents in
+                if query.matches(contents.tags) { ids.append(row.rowid) }
             }
             guard !ids.isEmpty else { return 0 }
             let profile = number
@@ -87,6 +74,39 @@ extension PostgresWallet {
             }
         }
     }
+
+    /// Rows read at a time by ``forEachCandidate(type:query:value:_:)``.
+    static let candidateBatch = 1000
+
+    /// Opens every live record of `type` the server's part of `query` lets through (a superset
+    /// of its matches: see ``conditions(type:query:)``), a page at a time in row order, and hands
+    /// each row and its contents (the value read as `value` says) to `body`, which applies the
+    /// rest of the query.
+    func forEachCandidate(
+        type: String, query: WalletQuery, value: RecordCodec.ValueMode,
+        _ body: (PostgresItemRow, RecordCodec.Contents) throws -> Void
+    ) async throws {
+        let tb = keys.typeBlind(type)
+        let t = BlindColumn.value(tb)
+        let (conditions, _) = self.conditions(type: type, query: query)
+        let now = unixMillis(Date())
+        var after: Int64 = 0
+        while true {
+            let rows = try await store.page(
+                profile: number, type: t, conditions: conditions, after: after, now: now, limit: Self.candidateBatch)
+            for row in rows {
+                try body(
+                    row,
+                    try RecordCodec.open(
+                        row.sealed, typeBlind: tb, idBlind: row.idBlind, expiry: row.expiry, keys: keys, expectedType: type, value: value))
+            }
+            guard let last = rows.last, rows.count == Self.candidateBatch else { return }
+            after = last.rowid
+        }
+    }
+
+    /// The type columns of the reserved types (the wallet's secrets) in this profile.
+    func reservedTypeColumns() -> Set<Int64> { Set(SecretTypes.reserved.map { BlindColumn.value(keys.typeBlind($0)) }) }
 
     // MARK: Walking every row of the profile
 
@@ -319,6 +339,7 @@ extension PostgresWallet {
         let sealer = PostgresWallet(profile: self.profile, store: store, number: number, keys: new, ownsClient: false)
         defer { sealer.close() }
         let total = try await scalar("SELECT count(*) FROM coffer_items WHERE profile = \(profile)")
+        let reserved = reservedTypeColumns()
         var after: Int64 = 0
         var done = 0
         while true {
@@ -332,7 +353,8 @@ extension PostgresWallet {
             var tags = [PostgresTagRow]()
             for row in rows {
                 let contents = try RecordCodec.open(
-                    row.sealed, typeBlind: BlindColumn.blind(row.type), idBlind: row.idBlind, expiry: row.expiry, keys: keys)
+                    row.sealed, typeBlind: BlindColumn.blind(row.type), idBlind: row.idBlind, expiry: row.expiry, keys: keys,
+                    value: reserved.contains(row.type) ? .bytes : .text)
                 guard let type = contents.type else {
                     throw WalletError.corrupted("the record in row \(row.rowid) of \(label) does not hold its type; nothing was changed")
                 }
@@ -442,13 +464,15 @@ extension PostgresWallet {
             batch.reset()
             progress?(BackupProgress(done: done, total: total))
         }
+        let reserved = reservedTypeColumns()
         var after: Int64 = 0
         while true {
             let rows = try await walk(after: after)
             guard let last = rows.last else { break }
             for row in rows {
                 let contents = try RecordCodec.open(
-                    row.sealed, typeBlind: BlindColumn.blind(row.type), idBlind: row.idBlind, expiry: row.expiry, keys: keys)
+                    row.sealed, typeBlind: BlindColumn.blind(row.type), idBlind: row.idBlind, expiry: row.expiry, keys: keys,
+                    value: reserved.contains(row.type) ? .bytes : .text)
                 guard let type = contents.type else {
                     throw WalletError.corrupted("the record in row \(row.rowid) of \(label) does not hold its type")
                 }

@@ -31,6 +31,8 @@ public final class PostgresWallet: Sendable {
     private let state = Locked(false)
     /// Whether this wallet holds a use of the shared client (a transaction's view does not).
     private let ownsClient: Bool
+    /// The opened pairs of the profile's keys (see PostgresWallet+Secrets.swift).
+    let heldKeys = HeldKeyCache()
 
     /// Most times a read-modify-write (tags, update) is retried when other writers changed
     /// the record between its read and its write.
@@ -58,6 +60,7 @@ public final class PostgresWallet: Sendable {
             defer { closed = true }
             return closed
         }
+        heldKeys.close()
         if !wasClosed, ownsClient { PostgresClients.shared.release(store.settings) }
     }
 
@@ -453,18 +456,8 @@ public final class PostgresWallet: Sendable {
             let now = unixMillis(Date())
             if exact { return try await store.count(profile: number, type: t, conditions: conditions, now: now) }
             var total = 0
-            var after: Int64 = 0
-            while true {
-                let rows = try await store.page(profile: number, type: t, conditions: conditions, after: after, now: now, limit: 1000)
-                for row in rows {
-                    let contents = try RecordCodec.open(
-                        row.sealed, typeBlind: tb, idBlind: row.idBlind, expiry: row.expiry, keys: keys, expectedType: type,
-                        value: .skipped)
-                    if query.matches(contents.tags) { total += 1 }
-                }
-                guard let last = rows.last, rows.count == 1000 else { return total }
-                after = last.rowid
-            }
+            try await forEachCandidate(type: type, query: query, value: .skipped) { if query.matches($1.tags) { total += 1 } }
+            return total
         }
     }
 }

@@ -155,7 +155,7 @@ package enum WalletLocation: Sendable, Equatable, CustomStringConvertible {
     package static func postgresUnsupported(_ url: PostgresURL, _ what: String) -> WalletError {
         guard postgresBuiltIn else { return backendNotBuilt(url) }
         return .invalidInput(
-            "the PostgreSQL backend does not support \(what) yet (\(url)): it serves wallet create, profiles, remove-profile, add, get, update, delete, add-tags, update-tags, delete-tags, search, count, remove-all, export, check, compact, rekey, import, import-indy, import-askar and import-backup; the wallet's own keys (wallet key …) live in a SQLite wallet only"
+            "the PostgreSQL backend does not support \(what) yet (\(url)): it serves wallet create, profiles, remove-profile, add, get, update, delete, add-tags, update-tags, delete-tags, search, count, remove-all, export, check, compact, rekey, import, import-indy, import-askar, import-backup and key"
         )
     }
 

@@ -1,0 +1,204 @@
+// The wallet's key operations, written once for both backends: a key is a record of the reserved
+// type `SecretTypes.key` (id: its Base58 public key, tag `kind`, value: the secret's base64,
+// sealed like every record). A backend only stores, reads and lists those records; making,
+// opening, caching and using the keys is here, and so is their public API (`KeyWallet`). No
+// operation returns a secret.
+
+import CofferCrypto
+import Foundation
+
+/// A wallet that holds key pairs and uses them inside itself — signs, opens sealed boxes, boxes
+/// and opens boxes — printing and returning only public keys: ``Wallet`` (a file on SQLite) and,
+/// in a build with the package trait `PostgreSQL`, `PostgresWallet` (a profile in a PostgreSQL
+/// database), with the same arguments, errors and results. The keys are records of a reserved
+/// type, sealed under the wallet's (the profile's) key like every record and out of the record
+/// API's reach. Only Coffer's wallets conform (see ``keyAccess``).
+public protocol KeyWallet: AnyObject, Sendable {
+    /// How the key operations reach this wallet's key records: opaque, nothing of it is public,
+    /// and only Coffer's wallets can make one.
+    var keyAccess: WalletKeyAccess { get }
+}
+
+/// How a ``KeyWallet``'s operations reach its key records (opaque).
+public struct WalletKeyAccess: Sendable {
+    let holder: any KeyHolder
+}
+
+extension KeyWallet {
+    /// Creates a key pair inside the wallet and returns only its public key (Base58).
+    public func createKey(_ kind: WalletKeyKind = .ed25519) async throws -> String { try await keyAccess.holder.createHeldKey(kind) }
+
+    /// The public halves of every key the wallet holds, in the order they were created.
+    public func listKeys() async throws -> [WalletPublicKey] { try await keyAccess.holder.heldPublicKeys() }
+
+    /// Signs `message` with the Ed25519 key `verkey` the wallet holds (check it with
+    /// ``Wallet/verify(signature:message:verkey:)``).
+    /// - Throws: ``WalletError/notFound(type:id:)`` for a key the wallet does not hold,
+    ///   ``WalletError/invalidInput(_:)`` when it is not an Ed25519 key.
+    public func sign(_ message: Data, with verkey: String) async throws -> Data {
+        try await keyAccess.holder.signWithHeldKey(message, verkey)
+    }
+
+    /// Opens a sealed box (``Wallet/sealedBox(_:to:recipientKind:)``) addressed to a key the wallet holds.
+    /// - Throws: ``WalletError/invalidInput(_:)`` when the box is not for this key or was altered.
+    public func openSealedBox(_ box: Data, with verkey: String) async throws -> Data {
+        try await keyAccess.holder.openSealedBoxWithHeldKey(box, verkey)
+    }
+
+    /// Encrypts `message` from a key the wallet holds to a recipient's public key (libsodium box):
+    /// the recipient can tell it came from the sender.
+    public func box(_ message: Data, from sender: String, to recipient: String, recipientKind: WalletKeyKind = .x25519) async throws
+        -> BoxedMessage
+    {
+        try await keyAccess.holder.boxFromHeldKey(message, sender, to: recipient, recipientKind: recipientKind)
+    }
+
+    /// Decrypts a box from `sender` to a key the wallet holds.
+    /// - Throws: ``WalletError/invalidInput(_:)`` when it does not authenticate.
+    public func openBox(_ boxed: BoxedMessage, from sender: String, senderKind: WalletKeyKind = .x25519, to recipient: String) async throws
+        -> Data
+    {
+        try await keyAccess.holder.openBoxWithHeldKey(boxed, from: sender, senderKind: senderKind, to: recipient)
+    }
+}
+
+/// A wallet profile that holds keys as reserved records (``Wallet`` on SQLite, `PostgresWallet`).
+protocol KeyHolder: Sendable {
+    /// The opened pairs of this profile's keys, emptied when it closes.
+    var heldKeys: HeldKeyCache { get }
+    /// Writes a new key record: type `SecretTypes.key`, id `verkey`, ``KeyRecord/tags(_:)``,
+    /// the secret as its value.
+    func writeKeyRecord(verkey: String, kind: WalletKeyKind, secret: SecretKey) async throws
+    /// The live key record of `verkey`: its secret decoded straight into `SecretKey` storage
+    /// (nil when it does not decode to 32 bytes) and its tags; nil when there is none.
+    func readKeyRecord(_ verkey: String) async throws -> (secret: SecretKey?, tags: WalletTags)?
+    /// The id and tags of every live key record, in the order they were written.
+    func keyRecordTags() async throws -> [(id: String, tags: WalletTags)]
+}
+
+/// What a key record holds besides its secret.
+enum KeyRecord {
+    /// The bytes of every held key's secret.
+    static let secretByteCount = 32
+
+    /// A key record's tags: its kind.
+    static func tags(_ kind: WalletKeyKind) -> WalletTags { ["kind": .string(kind.rawValue)] }
+
+    /// The kind a key record's tags name, or nil.
+    static func kind(_ tags: WalletTags) -> WalletKeyKind? {
+        guard case .string(let k)? = tags.entries[ByteString("kind")] else { return nil }
+        return WalletKeyKind(rawValue: k)
+    }
+}
+
+extension OpenedKey {
+    /// The pair's public key.
+    var publicKey: Data {
+        switch self {
+        case .ed25519(let pair, _): return pair.publicKey
+        case .x25519(let pair): return pair.publicKey
+        }
+    }
+}
+
+extension KeyHolder {
+    /// Makes a key pair of `kind` and keeps it; returns its public key (Base58).
+    func createHeldKey(_ kind: WalletKeyKind) async throws -> String {
+        try await addHeldKey(secret: SecretKey.random(byteCount: KeyRecord.secretByteCount), kind: kind)
+    }
+
+    /// Keeps the key pair `secret` determines (tests give a known secret; ``createHeldKey(_:)`` a random one).
+    func addHeldKey(secret: SecretKey, kind: WalletKeyKind) async throws -> String {
+        let opened = try OpenedKey(kind: kind, secret: secret)
+        let verkey = Base58.encode(opened.publicKey)
+        try await writeKeyRecord(verkey: verkey, kind: kind, secret: secret)
+        heldKeys.put(verkey, opened)
+        return verkey
+    }
+
+    /// The public halves of every held key.
+    func heldPublicKeys() async throws -> [WalletPublicKey] {
+        try await keyRecordTags().compactMap { record in
+            KeyRecord.kind(record.tags).map { WalletPublicKey(verkey: record.id, kind: $0) }
+        }
+    }
+
+    /// The opened pair of a held key: from the cache, or read, decrypted, decoded straight into
+    /// `SecretKey` storage and opened once, then cached. Internal, never returned.
+    func heldKey(_ verkey: String) async throws -> OpenedKey {
+        if let cached = heldKeys.get(verkey) { return cached }
+        try Wallet.checkVerkey(verkey)
+        guard let record = try await readKeyRecord(verkey) else { throw WalletError.notFound(type: "key", id: verkey) }
+        guard let kind = KeyRecord.kind(record.tags), let secret = record.secret, let opened = try? OpenedKey(kind: kind, secret: secret)
+        else { throw WalletError.corrupted("the stored key \(verkey) does not parse") }
+        heldKeys.put(verkey, opened)
+        return opened
+    }
+
+    /// Signs `message` with the held Ed25519 key `verkey`.
+    func signWithHeldKey(_ message: Data, _ verkey: String) async throws -> Data {
+        guard case .ed25519(let pair, _) = try await heldKey(verkey) else {
+            throw WalletError.invalidInput("key \(verkey) is x25519, not ed25519: it cannot sign (create an ed25519 key to sign)")
+        }
+        return pair.sign(message)
+    }
+
+    /// Opens a sealed box addressed to the held key `verkey`.
+    func openSealedBoxWithHeldKey(_ box: Data, _ verkey: String) async throws -> Data {
+        let pair = try await heldKey(verkey).agreementPair
+        do { return try pair.openSealed(box) } catch {
+            throw WalletError.invalidInput("the sealed box does not open with key \(verkey) (not addressed to it, or altered)")
+        }
+    }
+
+    /// A box from the held key `sender` to `recipient`.
+    func boxFromHeldKey(_ message: Data, _ sender: String, to recipient: String, recipientKind: WalletKeyKind) async throws
+        -> BoxedMessage
+    {
+        let pair = try await heldKey(sender).agreementPair
+        let (nonce, ciphertext) = try Box.seal(message, from: pair, to: Wallet.agreementKey(recipient, kind: recipientKind))
+        return BoxedMessage(nonce: nonce, ciphertext: ciphertext)
+    }
+
+    /// Opens a box from `sender` to the held key `recipient`.
+    func openBoxWithHeldKey(_ boxed: BoxedMessage, from sender: String, senderKind: WalletKeyKind, to recipient: String) async throws
+        -> Data
+    {
+        let pair = try await heldKey(recipient).agreementPair
+        do {
+            return try Box.open(boxed.ciphertext, nonce: boxed.nonce, from: Wallet.agreementKey(sender, kind: senderKind), to: pair)
+        } catch let e as WalletError {
+            throw e
+        } catch {
+            throw WalletError.invalidInput("the box does not open between \(sender) and \(recipient) (altered, or other keys)")
+        }
+    }
+}
+
+extension Wallet: KeyWallet, KeyHolder {
+    /// The wallet file's key records, for ``KeyWallet``'s operations (opaque).
+    public var keyAccess: WalletKeyAccess { WalletKeyAccess(holder: self) }
+
+    func writeKeyRecord(verkey: String, kind: WalletKeyKind, secret: SecretKey) async throws {
+        // The record format keeps values as text: the base64 is written from the key's storage
+        // into the wiped plaintext buffer that is sealed (no String copy).
+        try await secretWrite { store in
+            try store.add(type: SecretTypes.key, id: verkey, value: "", tags: KeyRecord.tags(kind), expiresAt: nil, secret: secret)
+        }
+    }
+
+    func readKeyRecord(_ verkey: String) async throws -> (secret: SecretKey?, tags: WalletTags)? {
+        try await secretRead { store in try store.secret(type: SecretTypes.key, id: verkey, byteCount: KeyRecord.secretByteCount) }
+    }
+
+    func keyRecordTags() async throws -> [(id: String, tags: WalletTags)] {
+        try await secretRead { store in
+            let search = try QueryCompiler.compile(type: SecretTypes.key, query: .all, keys: store.keys, allowReserved: true)
+            var cursor = SearchCursor()
+            return try search.page(
+                store.db, keys: store.keys, cursor: &cursor, limit: Int.max,
+                options: RecordOptions(retrieveValue: false, retrieveTags: true)
+            ).map { (id: $0.id, tags: $0.tags ?? [:]) }
+        }
+    }
+}
