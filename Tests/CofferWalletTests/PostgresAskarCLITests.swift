@@ -15,7 +15,8 @@ extension PostgresWalletTests {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let dir = TemporaryFolders.make("coffer-pg-askar")
         let made = try await runProcess(
-            URL(fileURLWithPath: "/usr/bin/env"), ["bash", root.appendingPathComponent("Tests/Interop/foreign.sh").path, "askar", dir.path],
+            URL(fileURLWithPath: "/usr/bin/env"),
+            ["bash", root.appendingPathComponent("Tests/Interop/foreign.sh").path, "askar", dir.path],
             within: .seconds(900)) // a first run installs Askar from PyPI
         if made.stdout.hasPrefix("SKIP:") { try Test.cancel(Comment(rawValue: made.stdout)) }
         #expect(made.status == 0 && made.stdout.contains("stores ok"), "\(made.stdout)\(made.stderr)")

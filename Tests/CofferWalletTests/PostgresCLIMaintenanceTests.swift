@@ -88,9 +88,12 @@ extension PostgresWalletTests {
         #expect(try await both.postgres(["wallet", "create"] + k, urlFirst: true).status == 0)
         #expect(try await both.postgres(["wallet", "create", "--profile", "bob"] + k).status == 0)
         #expect(
-            try await both.postgres(["--profile", "bob", "wallet", "add", "cred", "x", "bob's", "--tags", #"{"t":"1"}"#] + k, urlFirst: true)
-                .status == 0)
-        #expect(try await both.postgres(["wallet", "add", "cred", "y", "default's", "--tags", #"{"t":"1"}"#] + k, urlFirst: true).status == 0)
+            try await both.postgres(
+                ["--profile", "bob", "wallet", "add", "cred", "x", "bob's", "--tags", #"{"t":"1"}"#] + k, urlFirst: true
+            )
+            .status == 0)
+        #expect(
+            try await both.postgres(["wallet", "add", "cred", "y", "default's", "--tags", #"{"t":"1"}"#] + k, urlFirst: true).status == 0)
         let tagged = try await both.postgres(["wallet", "add-tags", "--profile", "bob", "cred", "x", #"{"u":"2"}"#] + k, urlFirst: true)
         #expect(tagged.stdout.contains("tagsAdded"), "\(tagged.stderr)")
         let bobs = try await both.postgres(["wallet", "search", "cred", #"{"u":"2"}"#, "--profile", "bob"] + k)
@@ -198,7 +201,9 @@ extension PostgresWalletTests {
         let printed = PostgresCLI.json(exported.stdout) as? [String: Any]
         #expect(printed?["exported"] as? Int == 30, "\(exported.stdout) \(exported.stderr)")
         #expect(printed?["file"] as? String == backup.path)
-        let restored = try await both.sqlite(["wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP", "--raw-key-env", "O"])
+        let restored = try await both.sqlite([
+            "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP", "--raw-key-env", "O",
+        ])
         #expect(restored.status == 0, "\(restored.stderr)")
         for query in ["{}", #"{"n":"2"}"#, #"{"~k":{"$gt":"20"}}"#] {
             let pg = try await both.postgres(["wallet", "search", "cred", query, "--profile", "bob"] + k)

@@ -49,7 +49,8 @@ private struct KeyTranscript {
             return
         }
         let verified = try await run(["wallet", "key", "verify", verkey, message, signature])
-        let library = try Wallet.verify(signature: Data(base64Encoded: signature) ?? Data(), message: Data(base64Encoded: message)!, verkey: verkey)
+        let library = try Wallet.verify(
+            signature: Data(base64Encoded: signature) ?? Data(), message: Data(base64Encoded: message)!, verkey: verkey)
         lines.append("sign \(normalized(verkey)) -> \(r.status) verify: \(verified.status) \(verified.stdout) library: \(library)")
     }
 
@@ -114,11 +115,13 @@ extension PostgresWalletTests {
         #expect(postgres.count == sqlite.count)
         for (pg, lite) in zip(postgres, sqlite) { #expect(pg == lite) }
         // The scenario did what it says (not merely the same thing twice).
-        #expect(postgres.contains { $0.hasPrefix("sign ED -> 0 verify: 0 {\"valid\":true}") && $0.hasSuffix("library: true") }, "\(postgres)")
+        #expect(
+            postgres.contains { $0.hasPrefix("sign ED -> 0 verify: 0 {\"valid\":true}") && $0.hasSuffix("library: true") }, "\(postgres)")
         #expect(postgres.contains { $0.hasPrefix("wallet key list --raw-key-env O -> 4") }, "\(postgres)")
         #expect(postgres.contains { $0.contains("open with X -> 0 {\"message\":\"YSBtZXNzYWdlIHRvIHNpZ24=\"}") }, "\(postgres)")
         #expect(
-            postgres.last == #"wallet key list --raw-key-env K -> 0 [{"verkey":"ED","kind":"ed25519"},{"verkey":"X","kind":"x25519"}]"# + "\n",
+            postgres.last == #"wallet key list --raw-key-env K -> 0 [{"verkey":"ED","kind":"ed25519"},{"verkey":"X","kind":"x25519"}]"#
+                + "\n",
             "\(postgres)")
     }
 
@@ -218,7 +221,8 @@ extension PostgresWalletTests {
         // PostgreSQL → backup → a SQLite wallet: the same key signs there.
         try FileManager.default.createDirectory(at: both.store, withIntermediateDirectories: true)
         let backup = both.store.appendingPathComponent("keys.cfb")
-        let exported = try await both.postgres(["wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"] + o)
+        let exported = try await both.postgres(
+            ["wallet", "export", backup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"] + o)
         #expect(exported.status == 0, "\(exported.stderr)")
         let restored = try await both.sqlite(["wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"] + k)
         #expect(restored.status == 0, "\(restored.stderr)")
@@ -231,8 +235,10 @@ extension PostgresWalletTests {
                 "verkey"])
         let liteBackup = both.store.appendingPathComponent("lite.cfb")
         #expect(
-            try await both.sqlite(["wallet", "export", liteBackup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"] + k)
-                .status == 0)
+            try await both.sqlite(
+                ["wallet", "export", liteBackup.path, "--backup-passphrase-env", "BP", "--backup-kdf", "interactive"] + k
+            )
+            .status == 0)
         let intoPostgres = try await both.postgres(
             ["wallet", "import-backup", liteBackup.path, "--backup-passphrase-env", "BP", "--profile", "lite"] + k)
         #expect(intoPostgres.status == 0, "\(intoPostgres.stderr)")
@@ -265,5 +271,25 @@ extension PostgresWalletTests {
             await #expect(throws: WalletError.self) { try await attempt() }
         }
     }
+
+    #if DEBUG
+    @Test("export and rekey --rotate on PostgreSQL carry a key's secret as bytes, never decoded into a String")
+    func keyValuesStayBytes() async throws {
+        let settings = try PostgresTesting.settings("keysbytes")
+        let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
+        defer { wallet.close() }
+        let verkey = try await wallet.createKey(.ed25519)
+        try await wallet.add(type: "cred", id: "a", value: "one")
+        let keyType = wallet.keys.typeBlind(SecretTypes.key)
+        let texts = { RecordCodec.reservedValueTexts.withLock { $0[keyType] ?? 0 } }
+        let backup = TemporaryFolders.make("coffer-pg-keybytes").appendingPathComponent("b.cfb")
+        #expect(try await wallet.exportBackup(to: backup, key: try BackupKey.derive(passphrase: "p", parameters: .interactive)) == 2)
+        try await wallet.rekey(to: .raw(Data(repeating: 4, count: 32)), rotatingKey: true)
+        #expect(texts() == 0, "a key's value was made into a String")
+        let rotated = try await PostgresWallet.open(settings: settings, key: .raw(Data(repeating: 4, count: 32)))
+        defer { rotated.close() }
+        #expect(try Wallet.verify(signature: try await rotated.sign(Data("m".utf8), with: verkey), message: Data("m".utf8), verkey: verkey))
+    }
+    #endif
 }
 #endif
