@@ -52,6 +52,12 @@ struct WalletBench: AsyncParsableCommand {
     var concurrentOps: Int = 500
     @Flag(name: .customLong("only-concurrent"), help: "Run only the concurrent workload (needs --concurrent-profiles).")
     var onlyConcurrent = false
+    @Option(
+        name: .customLong("paired-writes"),
+        help: ArgumentHelp(
+            "Run only the six write metrics, wallet and plain SQLite alternately on fresh stores, this many rounds (1 to 100); reports each round's wallet/plain ratio and the medians. --txn-cap sets the one-per-transaction writes of a round.",
+            valueName: "rounds"))
+    var pairedWrites: Int?
 
     func validate() throws {
         guard n >= 10 else { throw ValidationError("--n must be at least 10") }
@@ -63,6 +69,13 @@ struct WalletBench: AsyncParsableCommand {
         }
         guard concurrentOps >= 5 else { throw ValidationError("--concurrent-ops must be at least 5, got \(concurrentOps)") }
         if onlyConcurrent, concurrentProfiles == nil { throw ValidationError("--only-concurrent needs --concurrent-profiles P") }
+        if let pairedWrites {
+            guard (1...100).contains(pairedWrites) else { throw ValidationError("--paired-writes must be 1 to 100, got \(pairedWrites)") }
+            guard concurrentProfiles == nil, !skipBaseline, urlOptions.walletURL == nil else {
+                throw ValidationError(
+                    "--paired-writes compares the wallet with plain SQLite on SQLite files: drop --concurrent-profiles, --skip-baseline and --wallet-url")
+            }
+        }
     }
 
     func run() async throws {
@@ -90,6 +103,12 @@ struct WalletBench: AsyncParsableCommand {
         defer { if dir == nil { try? FileManager.default.removeItem(at: folder) } }
 
         let workload = BenchWorkload(n: n, valueSize: valueSize, fetchCap: fetchCap, txnCap: txnCap)
+        if let pairedWrites {
+            let runner = PairedWritesRunner(workload: workload, folder: folder, rounds: pairedWrites)
+            let report = PairedWritesReport(workload: workload, rounds: pairedWrites, timings: try await runner.run(), ops: runner.ops)
+            print(json ? report.json : report.table)
+            return
+        }
         var wallet = [(String, BenchValue)]()
         if !onlyConcurrent {
             wallet = try await WalletWorkloadRunner(workload: workload, folder: folder, kdfRepeats: kdfRepeats, scanRepeats: scanRepeats)
