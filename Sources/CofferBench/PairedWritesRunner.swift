@@ -242,6 +242,11 @@ struct PairedWritesReport {
         return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
     }
 
+    /// The rounds of `values` in which the wallet ran first (or, with `walletFirst` false, second).
+    func byOrder(_ values: [Double], walletFirst: Bool) -> [Double] {
+        zip(values, timings.walletFirst).filter { $0.1 == walletFirst }.map(\.0)
+    }
+
     /// `results` and `baseline_plain_sqlite` hold each side's median rate in the shape of a full
     /// run (so readers of that JSON read these too); `paired_writes` holds the rounds.
     var json: String {
@@ -259,6 +264,8 @@ struct PairedWritesReport {
                     ("ratios", .array(ratios.map { num($0, 3) })),
                     ("median_ratio", num(Self.median(ratios), 3)),
                     ("min_ratio", num(ratios.min() ?? .nan, 3)), ("max_ratio", num(ratios.max() ?? .nan, 3)),
+                    ("median_ratio_wallet_first", num(Self.median(byOrder(ratios, walletFirst: true)), 3)),
+                    ("median_ratio_plain_first", num(Self.median(byOrder(ratios, walletFirst: false)), 3)),
                     ("wallet_ops_per_sec", .array(row.walletRates.map { num($0, 1) })),
                     ("plain_ops_per_sec", .array(row.plainRates.map { num($0, 1) })),
                     ("wallet_ops_per_sec_median", num(Self.median(row.walletRates), 1)),

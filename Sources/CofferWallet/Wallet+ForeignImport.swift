@@ -113,66 +113,82 @@ extension Wallet {
                 try await pool.writeWithoutTransaction { db -> ForeignImportSummary in
                     try Self.beginBulk(db, cacheKiB: Self.importCacheKiB)
                     defer { Self.endBulk(db, cacheKiB: Schema.writerCacheKiB) }
-                    // One read transaction on the source for the whole import: its snapshot.
-                    return try ForeignDatabase.reading(source.label) {
-                        try queue.read { sdb in
-                            try source.checkUnchanged(sdb)
-                            let total = try source.rowCount(sdb)
-                            let now = unixMillis(Date())
-                            var read = 0
-                            var imported = 0
-                            var types = [ByteString: Int]()
-                            var expired = 0
-                            var keyEntries = 0
-                            try db.inTransaction {
-                                try Self.checkKeys(db, keys)
-                                let store = RecordStore(db: db, keys: keys)
-                                try source.forEachRecord(
-                                    sdb, now: now,
-                                    visited: { skipped in
-                                        read += 1
-                                        switch skipped {
-                                        case .expired?: expired += 1
-                                        case .keyEntry?: keyEntries += 1
-                                        case nil: break
-                                        }
-                                        if read % 256 == 0, cancelled.withLock({ $0 }) { throw CancellationError() }
-                                        if read % 1_000 == 0 {
-                                            progress?(ForeignImportProgress(rowsRead: read, totalRows: total, imported: imported))
-                                        }
-                                    }
-                                ) { record in
-                                    do {
-                                        try store.add(
-                                            type: record.type, id: record.id, value: record.value, tags: record.tags,
-                                            expiresAt: record.expiry.map { Date(timeIntervalSince1970: Double($0) / 1000) })
-                                    } catch let error as WalletError {
-                                        throw Self.naming(error, source: source, record: record)
-                                    }
-                                    imported += 1
-                                    let key = ByteString(record.type)
-                                    if types[key] == nil, types.count >= Self.maxForeignImportTypes {
-                                        throw WalletError.invalidInput(
-                                            "\(source.label) holds more than \(Self.maxForeignImportTypes) record types; nothing was imported"
-                                        )
-                                    }
-                                    types[key, default: 0] += 1
-                                }
-                                if cancelled.withLock({ $0 }) { throw CancellationError() }
-                                return .commit
+                    return try Self.readForeign(source, profile: profile, progress: progress, cancelled: cancelled) { walk in
+                        try db.inTransaction {
+                            try Self.checkKeys(db, keys)
+                            let store = RecordStore(db: db, keys: keys)
+                            try walk { record in
+                                try store.add(
+                                    type: record.type, id: record.id, value: record.value, tags: record.tags,
+                                    expiresAt: record.expiry.map { Date(timeIntervalSince1970: Double($0) / 1000) })
                             }
-                            progress?(ForeignImportProgress(rowsRead: read, totalRows: total, imported: imported))
-                            let counts = types.sorted { $0.key < $1.key }.map {
-                                ForeignImportSummary.TypeCount(type: $0.key.string, count: $0.value)
-                            }
-                            return ForeignImportSummary(
-                                imported: imported, profile: profile, types: counts, expiredSkipped: expired, keysSkipped: keyEntries)
+                            if cancelled.withLock({ $0 }) { throw CancellationError() }
+                            return .commit
                         }
                     }
                 }
             }
         } onCancel: {
             cancelled.withLock { $0 = true }
+        }
+    }
+
+    /// Reads every record of `source` in one read transaction on it (its snapshot, checked
+    /// unchanged first), for the import into a wallet file and into a PostgreSQL profile alike.
+    /// `write` runs the walk inside the destination's transaction and gives it the function
+    /// that adds one record there; the walk counts what it reads, reports progress every 1,000
+    /// source rows and at the end, names the source row of a record error, stops at
+    /// ``maxForeignImportTypes`` types and, every 256 rows, when `cancelled` is set.
+    static func readForeign(
+        _ source: some ForeignSource, profile: String?, progress: (@Sendable (ForeignImportProgress) -> Void)?,
+        cancelled: Locked<Bool>? = nil,
+        _ write: (_ walk: (_ add: (ForeignRecord) throws -> Void) throws -> Void) throws -> Void
+    ) throws -> ForeignImportSummary {
+        try ForeignDatabase.reading(source.label) {
+            try source.queue.read { sdb in
+                try source.checkUnchanged(sdb)
+                let total = try source.rowCount(sdb)
+                let now = unixMillis(Date())
+                var read = 0
+                var imported = 0
+                var types = [ByteString: Int]()
+                var expired = 0
+                var keyEntries = 0
+                try write { add in
+                    try source.forEachRecord(
+                        sdb, now: now,
+                        visited: { skipped in
+                            read += 1
+                            switch skipped {
+                            case .expired?: expired += 1
+                            case .keyEntry?: keyEntries += 1
+                            case nil: break
+                            }
+                            if read % 256 == 0, cancelled?.withLock({ $0 }) == true { throw CancellationError() }
+                            if read % 1_000 == 0 {
+                                progress?(ForeignImportProgress(rowsRead: read, totalRows: total, imported: imported))
+                            }
+                        }
+                    ) { record in
+                        do {
+                            try add(record)
+                        } catch let error as WalletError {
+                            throw Self.naming(error, source: source, record: record)
+                        }
+                        imported += 1
+                        let key = ByteString(record.type)
+                        if types[key] == nil, types.count >= Self.maxForeignImportTypes {
+                            throw WalletError.invalidInput(
+                                "\(source.label) holds more than \(Self.maxForeignImportTypes) record types; nothing was imported")
+                        }
+                        types[key, default: 0] += 1
+                    }
+                }
+                progress?(ForeignImportProgress(rowsRead: read, totalRows: total, imported: imported))
+                let counts = types.sorted { $0.key < $1.key }.map { ForeignImportSummary.TypeCount(type: $0.key.string, count: $0.value) }
+                return ForeignImportSummary(
+                    imported: imported, profile: profile, types: counts, expiredSkipped: expired, keysSkipped: keyEntries)
+            }
         }
     }
 

@@ -118,57 +118,13 @@ extension PostgresWallet {
             source.companions.removeCreated()
         }
         return try await importing(allowReserved: false) { add in
-            try Self.readForeign(source, profile: profile, progress: progress, add)
-        }.summary
-    }
-
-    /// Reads every record of `source` in one read transaction (its snapshot) and hands each to `add`.
-    static func readForeign(
-        _ source: some ForeignSource, profile: String?, progress: (@Sendable (ForeignImportProgress) -> Void)?,
-        _ add: (PostgresImportRecord) throws -> Void
-    ) throws -> ForeignImportSummary {
-        try ForeignDatabase.reading(source.label) {
-            try source.queue.read { sdb in
-                try source.checkUnchanged(sdb)
-                let total = try source.rowCount(sdb)
-                var read = 0
-                var imported = 0
-                var types = [ByteString: Int]()
-                var expired = 0
-                var keyEntries = 0
-                try source.forEachRecord(
-                    sdb, now: unixMillis(Date()),
-                    visited: { skipped in
-                        read += 1
-                        switch skipped {
-                        case .expired?: expired += 1
-                        case .keyEntry?: keyEntries += 1
-                        case nil: break
-                        }
-                        if read % 1_000 == 0 { progress?(ForeignImportProgress(rowsRead: read, totalRows: total, imported: imported)) }
-                    }
-                ) { record in
-                    do {
-                        try add(
-                            PostgresImportRecord(
-                                type: record.type, id: record.id, value: record.value, tags: record.tags, expiry: record.expiry))
-                    } catch let error as WalletError {
-                        throw Wallet.naming(error, source: source, record: record)
-                    }
-                    imported += 1
-                    let key = ByteString(record.type)
-                    if types[key] == nil, types.count >= Wallet.maxForeignImportTypes {
-                        throw WalletError.invalidInput(
-                            "\(source.label) holds more than \(Wallet.maxForeignImportTypes) record types; nothing was imported")
-                    }
-                    types[key, default: 0] += 1
+            try Wallet.readForeign(source, profile: profile, progress: progress) { walk in
+                try walk { record in
+                    try add(
+                        PostgresImportRecord(type: record.type, id: record.id, value: record.value, tags: record.tags, expiry: record.expiry))
                 }
-                progress?(ForeignImportProgress(rowsRead: read, totalRows: total, imported: imported))
-                let counts = types.sorted { $0.key < $1.key }.map { ForeignImportSummary.TypeCount(type: $0.key.string, count: $0.value) }
-                return ForeignImportSummary(
-                    imported: imported, profile: profile, types: counts, expiredSkipped: expired, keysSkipped: keyEntries)
             }
-        }
+        }.summary
     }
 
     /// Restores the backup at `backupURL` as a new profile `profile` of the PostgreSQL database
