@@ -118,10 +118,13 @@ extension PostgresWallet {
             source.companions.removeCreated()
         }
         return try await importing(allowReserved: false) { add in
-            try Wallet.readForeign(source, profile: profile, progress: progress) { walk in
-                try walk { record in
-                    try add(
-                        PostgresImportRecord(type: record.type, id: record.id, value: record.value, tags: record.tags, expiry: record.expiry))
+            try withoutActuallyEscaping(add) { add in
+                try Wallet.readForeign(source, profile: profile, progress: progress) { walk in
+                    try walk { record in
+                        try add(
+                            PostgresImportRecord(
+                                type: record.type, id: record.id, value: record.value, tags: record.tags, expiry: record.expiry))
+                    }
                 }
             }
         }.summary
