@@ -52,12 +52,11 @@ struct WalletBench: AsyncParsableCommand {
     var concurrentOps: Int = 500
     @Flag(name: .customLong("only-concurrent"), help: "Run only the concurrent workload (needs --concurrent-profiles).")
     var onlyConcurrent = false
-    @Option(
-        name: .customLong("paired-writes"),
-        help: ArgumentHelp(
-            "Run only the six write metrics, wallet and plain SQLite alternately on fresh stores, this many rounds (1 to 100); reports each round's wallet/plain ratio and the medians. --txn-cap sets the one-per-transaction writes of a round.",
-            valueName: "rounds"))
-    var pairedWrites: Int?
+    /// `--paired-writes R`: see ``PairedWritesRunner``.
+    static let pairedWritesHelp = ArgumentHelp(
+        "Run only the six write metrics, wallet and plain SQLite alternately on fresh stores, this many rounds (1 to 100); reports each round's wallet/plain ratio and the medians. --txn-cap sets the one-per-transaction writes of a round.",
+        valueName: "rounds")
+    @Option(name: .customLong("paired-writes"), help: pairedWritesHelp) var pairedWrites: Int?
 
     func validate() throws {
         guard n >= 10 else { throw ValidationError("--n must be at least 10") }

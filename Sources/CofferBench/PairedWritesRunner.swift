@@ -7,13 +7,41 @@ import Foundation
 import GRDB
 
 /// One side of the paired comparison: two fresh stores (A for one-per-transaction writes, B for
-/// batched ones) and the timed body of each write metric.
+/// batched ones) and the writes of each metric. Each write method runs only what its metric times.
 protocol PairedWriteSide: AnyObject {
-    /// Runs `metric`'s writes on this side's stores and returns the seconds they took; work that
-    /// is not part of the metric (closing and reopening after the batched insert) is not timed.
-    func run(_ metric: String) async throws -> Double
+    /// Adds records 0..<K to store A, one transaction each.
+    func insertOnePerTransaction() async throws
+    /// Adds all N records to store B in one transaction.
+    func insertBatched() async throws
+    /// Untimed work between the batched insert and the updates (as the full workload does).
+    func afterBatchedInsert() async throws
+    /// Replaces K records of store B (value and tags), one transaction each.
+    func updateOnePerTransaction() async throws
+    /// Replaces all N records of store B in one transaction.
+    func updateBatched() async throws
+    /// Removes store A's K records, one transaction each.
+    func removeOnePerTransaction() async throws
+    /// Removes all N records of store B in one transaction.
+    func removeBatched() async throws
     /// Closes the stores.
     func close() throws
+}
+
+extension PairedWriteSide {
+    /// Runs `metric`'s writes and returns the seconds they took.
+    func run(_ metric: String) async throws -> Double {
+        switch metric {
+        case "insert_one_per_txn": return try await Clock.time { try await insertOnePerTransaction() }.1
+        case "insert_batched_one_txn":
+            let seconds = try await Clock.time { try await insertBatched() }.1
+            try await afterBatchedInsert()
+            return seconds
+        case "update_one_per_txn": return try await Clock.time { try await updateOnePerTransaction() }.1
+        case "update_batched_one_txn": return try await Clock.time { try await updateBatched() }.1
+        case "remove_one_per_txn": return try await Clock.time { try await removeOnePerTransaction() }.1
+        default: return try await Clock.time { try await removeBatched() }.1
+        }
+    }
 }
 
 /// The write metrics, in the order they run: each leaves the stores as the next needs them.
@@ -93,6 +121,7 @@ final class WalletWriteSide: PairedWriteSide {
     let pathB: URL
     let storeA: Wallet
     var storeB: Wallet
+    static let type = BenchWorkload.category
 
     init(workload: BenchWorkload, folder: URL, key: WalletKey) async throws {
         self.workload = workload
@@ -103,47 +132,47 @@ final class WalletWriteSide: PairedWriteSide {
         storeB = try await Wallet.create(at: pathB, key: key)
     }
 
-    func run(_ metric: String) async throws -> Double {
+    func insertOnePerTransaction() async throws {
         let w = workload
-        let cat = BenchWorkload.category
-        let k = w.oneTxnCount
-        let a = storeA
-        let b = storeB
-        switch metric {
-        case "insert_one_per_txn":
-            return try await Clock.time {
-                for i in 0..<k { try await a.add(type: cat, id: w.names[i], value: w.values[i], tags: w.tags[i]) }
-            }.1
-        case "insert_batched_one_txn":
-            let seconds = try await Clock.time {
-                try await b.transaction { txn in
-                    for i in 0..<w.n { try txn.add(type: cat, id: w.names[i], value: w.values[i], tags: w.tags[i]) }
-                }
-            }.1
-            // As the full workload: closed (its WAL checkpointed) and opened again.
-            try b.close()
-            storeB = try await Wallet.open(at: pathB, key: key)
-            return seconds
-        case "update_one_per_txn":
-            return try await Clock.time {
-                for i in w.updateOrder.prefix(k) { try await b.replace(type: cat, id: w.names[i], value: w.newValues[i], tags: w.tags[i]) }
-            }.1
-        case "update_batched_one_txn":
-            return try await Clock.time {
-                try await b.transaction { txn in
-                    for i in w.updateOrder { try txn.replace(type: cat, id: w.names[i], value: w.values[i], tags: w.tags[i]) }
-                }
-            }.1
-        case "remove_one_per_txn":
-            return try await Clock.time {
-                for i in w.updateOrder where i < k { try await a.delete(type: cat, id: w.names[i]) }
-            }.1
-        default:
-            return try await Clock.time {
-                try await b.transaction { txn in
-                    for i in w.updateOrder { try txn.delete(type: cat, id: w.names[i]) }
-                }
-            }.1
+        for i in 0..<w.oneTxnCount { try await storeA.add(type: Self.type, id: w.names[i], value: w.values[i], tags: w.tags[i]) }
+    }
+
+    func insertBatched() async throws {
+        let w = workload
+        try await storeB.transaction { txn in
+            for i in 0..<w.n { try txn.add(type: Self.type, id: w.names[i], value: w.values[i], tags: w.tags[i]) }
+        }
+    }
+
+    /// Closed (its WAL checkpointed) and opened again, as in the full workload.
+    func afterBatchedInsert() async throws {
+        try storeB.close()
+        storeB = try await Wallet.open(at: pathB, key: key)
+    }
+
+    func updateOnePerTransaction() async throws {
+        let w = workload
+        for i in w.updateOrder.prefix(w.oneTxnCount) {
+            try await storeB.replace(type: Self.type, id: w.names[i], value: w.newValues[i], tags: w.tags[i])
+        }
+    }
+
+    func updateBatched() async throws {
+        let w = workload
+        try await storeB.transaction { txn in
+            for i in w.updateOrder { try txn.replace(type: Self.type, id: w.names[i], value: w.values[i], tags: w.tags[i]) }
+        }
+    }
+
+    func removeOnePerTransaction() async throws {
+        let w = workload
+        for i in w.updateOrder where i < w.oneTxnCount { try await storeA.delete(type: Self.type, id: w.names[i]) }
+    }
+
+    func removeBatched() async throws {
+        let w = workload
+        try await storeB.transaction { txn in
+            for i in w.updateOrder { try txn.delete(type: Self.type, id: w.names[i]) }
         }
     }
 
@@ -167,42 +196,41 @@ final class PlainWriteSide: PairedWriteSide {
         b = try runner.open("batched.sqlite")
     }
 
-    func run(_ metric: String) async throws -> Double {
+    func insertOnePerTransaction() async throws {
         let w = workload
-        let k = w.oneTxnCount
-        let a = a
-        let b = b
-        switch metric {
-        case "insert_one_per_txn":
-            return try await Clock.time {
-                for i in 0..<k { try await a.write { try PlainSQLiteRunner.insert($0, w, i) } }
-            }.1
-        case "insert_batched_one_txn":
-            let seconds = try await Clock.time {
-                try await b.write { db in for i in 0..<w.n { try PlainSQLiteRunner.insert(db, w, i) } }
-            }.1
-            // As the full workload: the WAL checkpointed before the next metric.
-            _ = try await b.writeWithoutTransaction { try $0.checkpoint(.truncate) }
-            return seconds
-        case "update_one_per_txn":
-            return try await Clock.time {
-                for i in w.updateOrder.prefix(k) {
-                    try await b.write { try PlainSQLiteRunner.replace($0, w.names[i], w.newValues[i], w.tags[i]) }
-                }
-            }.1
-        case "update_batched_one_txn":
-            return try await Clock.time {
-                try await b.write { db in for i in w.updateOrder { try PlainSQLiteRunner.replace(db, w.names[i], w.values[i], w.tags[i]) } }
-            }.1
-        case "remove_one_per_txn":
-            return try await Clock.time {
-                for i in w.updateOrder where i < k { try await a.write { try PlainSQLiteRunner.remove($0, w.names[i]) } }
-            }.1
-        default:
-            return try await Clock.time {
-                try await b.write { db in for i in w.updateOrder { try PlainSQLiteRunner.remove(db, w.names[i]) } }
-            }.1
+        for i in 0..<w.oneTxnCount { try await a.write { try PlainSQLiteRunner.insert($0, w, i) } }
+    }
+
+    func insertBatched() async throws {
+        let w = workload
+        try await b.write { db in for i in 0..<w.n { try PlainSQLiteRunner.insert(db, w, i) } }
+    }
+
+    /// The WAL checkpointed, as in the full workload.
+    func afterBatchedInsert() async throws {
+        _ = try await b.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+    }
+
+    func updateOnePerTransaction() async throws {
+        let w = workload
+        for i in w.updateOrder.prefix(w.oneTxnCount) {
+            try await b.write { try PlainSQLiteRunner.replace($0, w.names[i], w.newValues[i], w.tags[i]) }
         }
+    }
+
+    func updateBatched() async throws {
+        let w = workload
+        try await b.write { db in for i in w.updateOrder { try PlainSQLiteRunner.replace(db, w.names[i], w.values[i], w.tags[i]) } }
+    }
+
+    func removeOnePerTransaction() async throws {
+        let w = workload
+        for i in w.updateOrder where i < w.oneTxnCount { try await a.write { try PlainSQLiteRunner.remove($0, w.names[i]) } }
+    }
+
+    func removeBatched() async throws {
+        let w = workload
+        try await b.write { db in for i in w.updateOrder { try PlainSQLiteRunner.remove(db, w.names[i]) } }
     }
 
     func close() throws {
