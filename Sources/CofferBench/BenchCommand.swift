@@ -72,7 +72,8 @@ struct WalletBench: AsyncParsableCommand {
             guard (1...100).contains(pairedWrites) else { throw ValidationError("--paired-writes must be 1 to 100, got \(pairedWrites)") }
             guard concurrentProfiles == nil, !skipBaseline, urlOptions.walletURL == nil else {
                 throw ValidationError(
-                    "--paired-writes compares the wallet with plain SQLite on SQLite files: drop --concurrent-profiles, --skip-baseline and --wallet-url")
+                    "--paired-writes compares the wallet with plain SQLite on SQLite files: drop --concurrent-profiles, --skip-baseline and --wallet-url"
+                )
             }
         }
     }

@@ -76,7 +76,8 @@ struct PairedWritesRunner {
         for round in 0..<rounds {
             let walletFirst = round % 2 == 0
             timings.walletFirst.append(walletFirst)
-            StandardError.write("coffer: paired writes, round \(round + 1) of \(rounds) (\(walletFirst ? "wallet" : "plain SQLite") first) …\n")
+            StandardError.write(
+                "coffer: paired writes, round \(round + 1) of \(rounds) (\(walletFirst ? "wallet" : "plain SQLite") first) …\n")
             let roundFolder = folder.appendingPathComponent("paired-\(round)", isDirectory: true)
             try? FileManager.default.removeItem(at: roundFolder)
             try FileManager.default.createDirectory(at: roundFolder, withIntermediateDirectories: true)
@@ -86,7 +87,11 @@ struct PairedWritesRunner {
             for metric in PairedWrites.metrics {
                 for (isWallet, side) in sides {
                     let seconds = try await side.run(metric)
-                    if isWallet { timings.wallet[metric, default: []].append(seconds) } else { timings.plain[metric, default: []].append(seconds) }
+                    if isWallet {
+                        timings.wallet[metric, default: []].append(seconds)
+                    } else {
+                        timings.plain[metric, default: []].append(seconds)
+                    }
                 }
             }
             try wallet.close()
@@ -314,7 +319,10 @@ struct PairedWritesReport {
                 ])
             ),
             ("results", .object(rows.map { ($0.metric, medianRate($0.walletRates, ops: $0.ops).jsonValue) })),
-            ("baseline_plain_sqlite", .object([("results", .object(rows.map { ($0.metric, medianRate($0.plainRates, ops: $0.ops).jsonValue) }))])),
+            (
+                "baseline_plain_sqlite",
+                .object([("results", .object(rows.map { ($0.metric, medianRate($0.plainRates, ops: $0.ops).jsonValue) }))])
+            ),
             ("paired_writes", .object(paired)),
         ]).jsonText
     }

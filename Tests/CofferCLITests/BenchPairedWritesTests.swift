@@ -43,7 +43,9 @@ struct BenchPairedWritesTests {
 
     @Test("--paired-writes out of range, or with an option it cannot honour, is a usage error, exit 2")
     func refusedOptions() async throws {
-        for extra in [["--paired-writes", "0"], ["--paired-writes", "2", "--skip-baseline"], ["--paired-writes", "2", "--concurrent-profiles", "2"]] {
+        for extra in [
+            ["--paired-writes", "0"], ["--paired-writes", "2", "--skip-baseline"], ["--paired-writes", "2", "--concurrent-profiles", "2"],
+        ] {
             let r = try await CLI.run(["bench", "wallet", "--n", "20"] + extra, store: store)
             #expect(r.status == 2, "\(extra): \(r.stderr)")
             #expect(r.stderr.contains("--paired-writes"), "\(extra): \(r.stderr)")
