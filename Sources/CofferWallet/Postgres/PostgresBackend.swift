@@ -117,6 +117,7 @@ final class PostgresClients: Sendable {
     final class Entry: Sendable {
         let client: PostgresClient
         let runner: Task<Void, Never>
+        let gauge = PostgresLeaseGauge()
         init(client: PostgresClient, runner: Task<Void, Never>) {
             self.client = client
             self.runner = runner
@@ -144,6 +145,12 @@ final class PostgresClients: Sendable {
         }
     }
 
+    /// What this process knows of the pool of the shared client for `settings` (a fresh gauge
+    /// when there is no such client: its calls then all take the bounded path).
+    func gauge(_ settings: PostgresSettings) -> PostgresLeaseGauge {
+        state.withLock { $0.entries[settings]?.entry.gauge } ?? PostgresLeaseGauge()
+    }
+
     /// Gives back a client from ``acquire(_:)``; the last user's release ends its run loop
     /// (which closes its connections).
     func release(_ settings: PostgresSettings) {
@@ -157,6 +164,38 @@ final class PostgresClients: Sendable {
             return found.entry
         }
         ended?.runner.cancel()
+    }
+}
+
+/// What this process knows of one client's pool: the connections its calls have seen open (until
+/// each one's close), and how many of its calls hold or wait for one. A call that certainly finds
+/// an idle connection (no more calls than open connections) leases directly, with no timer: it
+/// cannot wait for another call to give one back. Any other call waits under the lease timeout.
+/// Every lease of the client goes through ``PostgresStore/withConnection(_:)``, so the count is
+/// whole. Its lock is held for a counter's change only.
+final class PostgresLeaseGauge: Sendable {
+    private struct State {
+        var open = Set<PostgresConnection.ID>()
+        var calls = 0
+    }
+    private let state = Locked(State())
+
+    /// Counts a call in (pair with ``leave()``); true when an idle connection is certainly there.
+    func enter() -> Bool {
+        state.withLock { state in
+            state.calls += 1
+            return state.calls <= state.open.count
+        }
+    }
+
+    /// Counts a call out.
+    func leave() { state.withLock { $0.calls -= 1 } }
+
+    /// Notes a leased connection as open, until it closes.
+    func saw(_ connection: PostgresConnection) {
+        let id = connection.id
+        guard state.withLock({ $0.open.insert(id).inserted }) else { return }
+        connection.closeFuture.whenComplete { [state] _ in state.withLock { _ = $0.open.remove(id) } }
     }
 }
 
@@ -191,9 +230,18 @@ enum PostgresTagCondition: Sendable {
 struct PostgresStore: Sendable {
     let settings: PostgresSettings
     let client: PostgresClient
+    /// The shared client's lease gauge (``PostgresLeaseGauge``).
+    let gauge: PostgresLeaseGauge
     /// Inside a wallet transaction (PostgresWallet+Transaction.swift): the one connection
     /// every statement runs on, in that transaction; nil: each call leases its own.
     var pinned: PostgresConnection? = nil
+
+    /// A store on `client`, the shared client ``PostgresClients/acquire(_:)`` gave for `settings`.
+    init(settings: PostgresSettings, client: PostgresClient) {
+        self.settings = settings
+        self.client = client
+        gauge = PostgresClients.shared.gauge(settings)
+    }
 
     /// The newest schema format this code reads and writes.
     static let format = 1
@@ -250,7 +298,18 @@ struct PostgresStore: Sendable {
     }
 
     private func leased<R: Sendable>(_ body: @Sendable @escaping (PostgresConnection) async throws -> R) async throws -> R {
+        let gauge = self.gauge
+        defer { gauge.leave() }
         let client = self.client
+        // The common case: an open connection is idle, so the lease cannot wait for another
+        // call; no timer and no child tasks (a task group with a sleeping timer per call cost
+        // about a tenth of a point read here).
+        if gauge.enter() {
+            return try await client.withConnection { connection in
+                gauge.saw(connection)
+                return try await body(connection)
+            }
+        }
         let bound = settings.leaseTimeout
         let settings = self.settings
         // The lease waits in the pool's queue; a call that finds no free connection in time
@@ -260,6 +319,7 @@ struct PostgresStore: Sendable {
             group.addTask {
                 try await client.withConnection { connection in
                     leasedAt.withLock { $0 = true }
+                    gauge.saw(connection)
                     return try await body(connection)
                 }
             }
@@ -599,6 +659,45 @@ struct PostgresStore: Sendable {
                     WHERE id = \(row.rowid) AND profile = \(profile) AND version = \(row.version) RETURNING id
                 ), dropped AS (
                     DELETE FROM coffer_tags WHERE \(replaceTags) AND item = \(row.rowid) AND EXISTS (SELECT 1 FROM item)
+                ), tagged AS (
+                    INSERT INTO coffer_tags(item, profile, name, value, num)
+                    SELECT item.id, \(profile), t.n, t.v, CASE WHEN t.h THEN t.x END
+                    FROM item, unnest(\(names)::bigint[], \(values)::bytea[], \(numbered)::boolean[], \(numbers)::double precision[]) AS t(n, v, h, x)
+                )
+                SELECT count(*) FROM item
+                """, logger: Self.logger)
+            for try await count in rows.decode(Int64.self) { return count == 1 }
+            return false
+        }
+    }
+
+    /// Replaces the box and the tag rows of a record that has no expiry, in one statement (one
+    /// round trip, where ``locate(profile:type:idBlind:)`` then ``rewrite(profile:row:sealed:tags:)``
+    /// take two): `sealed` is the whole new box, sealed for no expiry. False when nothing was
+    /// written: there is no such record, it has an expiry (live or not), or another writer changed
+    /// it after this statement's snapshot; the caller then takes the read-modify-write path, which
+    /// tells those apart.
+    ///
+    /// The row is updated only at the version the statement's own snapshot read (the scalar
+    /// subquery, evaluated with that snapshot, also when the update re-checks a row another
+    /// writer changed). Under READ COMMITTED a writer that committed after the snapshot makes that
+    /// re-check fail (the row's version moved on), so nothing is written: the tag delete, which
+    /// sees the snapshot's tag rows only, never runs against a row whose newer tag rows it cannot
+    /// see. Every writer of a record's tag rows updates its item row in the same transaction, so a
+    /// changed tag set always shows as a changed version. (A join with a `cur` CTE expresses the
+    /// same; PostgreSQL took 0.35 ms to plan it, against 0.11 ms for the subquery, at every call.)
+    func replaceUnexpiring(profile: Int64, type: Int64, idBlind: Data, sealed: Data, tags: [PostgresTagRow]) async throws -> Bool {
+        let (names, values, numbered, numbers) = Self.tagArrays(tags)
+        return try await withConnection { connection in
+            let rows = try await connection.query(
+                """
+                WITH item AS (
+                    UPDATE coffer_items SET value = \(sealed), version = version + 1
+                    WHERE profile = \(profile) AND type = \(type) AND name = \(idBlind) AND expiry IS NULL
+                    AND version = (SELECT version FROM coffer_items WHERE profile = \(profile) AND type = \(type) AND name = \(idBlind))
+                    RETURNING id
+                ), dropped AS (
+                    DELETE FROM coffer_tags WHERE item = ANY(ARRAY(SELECT id FROM item))
                 ), tagged AS (
                     INSERT INTO coffer_tags(item, profile, name, value, num)
                     SELECT item.id, \(profile), t.n, t.v, CASE WHEN t.h THEN t.x END
