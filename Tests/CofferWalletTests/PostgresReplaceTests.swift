@@ -99,6 +99,41 @@ struct PostgresReplaceTests {
         #expect(try await wallet.count(type: "c", matching: WalletQuery(json: #"{"~n": {"$gt": "6"}}"#)) == 1)
     }
 
+    /// The names of the statements prepared on the pool's one connection.
+    static func prepared(_ wallet: PostgresWallet) async throws -> Set<String> {
+        try await wallet.store.withConnection { connection in
+            var names = Set<String>()
+            for try await name in try await connection.query("SELECT name FROM pg_prepared_statements", logger: PostgresStore.logger)
+                .decode(String.self)
+            {
+                names.insert(name)
+            }
+            return names
+        }
+    }
+
+    @Test(
+        "reads, replaces and deletes run prepared statements, or unnamed ones with prepared_statements off, with the same results",
+        arguments: [true, false])
+    func preparedOrNot(_ prepared: Bool) async throws {
+        var settings = try PostgresTesting.settings("replace-prep", maxConnections: 1)
+        settings.preparedStatements = prepared
+        let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.add(type: "c", id: "a", value: "one", tags: ["t": "1"])
+        try await wallet.replace(type: "c", id: "a", value: "two", tags: ["t": "2"])
+        let record = try #require(try await wallet.get(type: "c", id: "a"))
+        #expect(record.value == "two" && record.tags == ["t": "2"])
+        #expect(try await wallet.get(type: "c", id: "missing") == nil)
+        try await wallet.delete(type: "c", id: "a")
+        await #expect(throws: WalletError.notFound(type: "c", id: "a")) { try await wallet.delete(type: "c", id: "a") }
+        #expect(try await wallet.count(type: "c") == 0)
+        let names = try await Self.prepared(wallet)
+        let ours: Set = [PostgresStore.Locate.name, PostgresStore.ReplaceUnexpiring.name, PostgresStore.DeleteLive.name]
+        #expect(names.isSuperset(of: ours) == prepared, "prepared on the server: \(names.sorted())")
+        #expect(names.isDisjoint(with: ours) == !prepared, "prepared on the server: \(names.sorted())")
+    }
+
     @Test("many tasks replacing and retagging one record at once leave exactly the last writer's tag rows")
     func concurrentWriters() async throws {
         let wallet = try await PostgresWallet.create(

@@ -303,7 +303,8 @@ public final class PostgresWallet: Sendable {
             let ib = keys.idBlind(typeBlind: tb, id: id)
             // Everything of the box is given (type, id, value, tags; no expiry), so it can be
             // sealed without the stored one.
-            let sealed = RecordCodec.seal(.init(type: type, id: id, value: value, tags: tags), typeBlind: tb, idBlind: ib, expiry: nil, keys: keys)
+            let sealed = RecordCodec.seal(
+                .init(type: type, id: id, value: value, tags: tags), typeBlind: tb, idBlind: ib, expiry: nil, keys: keys)
             if try await store.replaceUnexpiring(
                 profile: number, type: BlindColumn.value(tb), idBlind: ib, sealed: sealed, tags: tagRows(typeBlind: tb, tags: tags))
             {
