@@ -50,7 +50,7 @@ struct PostgresReplaceTests {
         try await wallet.add(type: "c", id: "e", value: "old", tags: ["a": "1", "~n": "5"], expiresAt: deadline)
         let before = try #require(try await Self.stored(wallet, type: "c", id: "e"))
         try await wallet.replace(type: "c", id: "e", value: "new", tags: ["b": "2"])
-        let record = try #require(try await wallet.get(type: "c", id: "e"))
+        let record = try #require(try await wallet.fetch(type: "c", id: "e"))
         #expect(record.value == "new")
         #expect(record.tags == ["b": "2"])
         let after = try #require(try await Self.stored(wallet, type: "c", id: "e"))
@@ -91,7 +91,7 @@ struct PostgresReplaceTests {
         defer { wallet.close() }
         try await wallet.add(type: "c", id: "p", value: "old", tags: ["a": "1", "~n": "5", "l": .list(["x", "y"])])
         try await wallet.replace(type: "c", id: "p", value: "new", tags: ["a": "2", "~n": "7"])
-        let record = try #require(try await wallet.get(type: "c", id: "p"))
+        let record = try #require(try await wallet.fetch(type: "c", id: "p"))
         #expect(record.value == "new" && record.tags == ["a": "2", "~n": "7"])
         let stored = try #require(try await Self.stored(wallet, type: "c", id: "p"))
         #expect(stored.expiry == nil)
@@ -122,9 +122,9 @@ struct PostgresReplaceTests {
         defer { wallet.close() }
         try await wallet.add(type: "c", id: "a", value: "one", tags: ["t": "1"])
         try await wallet.replace(type: "c", id: "a", value: "two", tags: ["t": "2"])
-        let record = try #require(try await wallet.get(type: "c", id: "a"))
+        let record = try #require(try await wallet.fetch(type: "c", id: "a"))
         #expect(record.value == "two" && record.tags == ["t": "2"])
-        #expect(try await wallet.get(type: "c", id: "missing") == nil)
+        #expect(try await wallet.fetch(type: "c", id: "missing") == nil)
         try await wallet.delete(type: "c", id: "a")
         await #expect(throws: WalletError.notFound(type: "c", id: "a")) { try await wallet.delete(type: "c", id: "a") }
         #expect(try await wallet.count(type: "c") == 0)
@@ -164,7 +164,7 @@ struct PostgresReplaceTests {
                 }
                 try await group.waitForAll()
             }
-            let record = try #require(try await wallet.get(type: "c", id: "r"))
+            let record = try #require(try await wallet.fetch(type: "c", id: "r"))
             let last = try #require(record.tags)
             let stored = try #require(try await Self.stored(wallet, type: "c", id: "r"))
             #expect(stored.rows == stored.tags.count, "round \(round): a tag row is there twice")
