@@ -37,16 +37,32 @@ if ! probe="$("$coffer" bench wallet --n 10 --json --wallet-url "postgres://prob
         "printing Askar's numbers alone" >&2
 fi
 
-for i in $(seq 1 "$runs"); do
-    echo "run $i of $runs: Askar on PostgreSQL, N=$n ..." >&2
+run_askar() {
+    echo "run $1 of $runs: Askar on PostgreSQL, N=$n ..." >&2
+    echo "  load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
     "$venv/bin/python" "$bench" --n "$n" --fetch-cap 10000 --dir "$out/askar" --postgres-url "$POSTGRES_URL_BASE" \
-        --concurrent-profiles "$profiles" --concurrent-ops "$ops" > "$out/askar-$i.json"
-    if [ "$coffer_side" = 1 ]; then
-        echo "run $i of $runs: Coffer on PostgreSQL, N=$n ..." >&2
-        postgres_create_database "coffer_bench_$i"
-        "$coffer" bench wallet --n "$n" --txn-cap "$n" --json --skip-baseline --dir "$out/coffer" \
-            --wallet-url "$POSTGRES_URL_BASE/coffer_bench_$i?max_connections=$pool" \
-            --concurrent-profiles "$profiles" --concurrent-ops "$ops" > "$out/coffer-$i.json"
+        --concurrent-profiles "$profiles" --concurrent-ops "$ops" > "$out/askar-$1.json"
+    cut -d' ' -f1-3 /proc/loadavg > "$out/load-askar-$1"
+}
+run_coffer() {
+    [ "$coffer_side" = 1 ] || return 0
+    echo "run $1 of $runs: Coffer on PostgreSQL, N=$n ..." >&2
+    echo "  load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+    postgres_create_database "coffer_bench_$1"
+    "$coffer" bench wallet --n "$n" --txn-cap "$n" --json --skip-baseline --dir "$out/coffer" \
+        --wallet-url "$POSTGRES_URL_BASE/coffer_bench_$1?max_connections=$pool" \
+        --concurrent-profiles "$profiles" --concurrent-ops "$ops" > "$out/coffer-$1.json"
+    cut -d' ' -f1-3 /proc/loadavg > "$out/load-coffer-$1"
+}
+# The order alternates (odd runs Askar first, even runs Coffer first), so neither side always
+# meets the server warm, or the autovacuum and checkpoints the other side's writes start.
+for i in $(seq 1 "$runs"); do
+    if [ $((i % 2)) = 1 ]; then
+        run_askar "$i"
+        run_coffer "$i"
+    else
+        run_coffer "$i"
+        run_askar "$i"
     fi
 done
 
@@ -70,23 +86,38 @@ def median(values):
     return statistics.median(values) if values else None
 
 rows = []
+per_run = []  # (name, [(askar, coffer, ratio) per run])
+def ratio(av, cv, latency):
+    if not av or not cv:
+        return None
+    return av / cv if latency else cv / av
 for name, a in askars[0]["results"].items():
     if name.startswith("baseline_") or name == "open" or not isinstance(a, dict):
         continue
     unit, _ = rate(a)
-    av = median([rate(r["results"].get(name), unit)[1] for r in askars])
-    cv = median([rate(r["results"].get(pairs.get(name, name)), unit)[1] for r in coffers]) if coffers else None
-    rows.append((name, unit, av, cv, cv / av if av and cv else None))
+    avs = [rate(r["results"].get(name), unit)[1] for r in askars]
+    cvs = [rate(r["results"].get(pairs.get(name, name)), unit)[1] for r in coffers] if coffers else []
+    av, cv = median(avs), median(cvs) if coffers else None
+    rows.append((name, unit, av, cv, ratio(av, cv, False)))
+    per_run.append((name, [(x, y, ratio(x, y, False)) for x, y in zip(avs, cvs)]))
     if name == "concurrent_profiles_mixed":
         for extra in ("p50_us", "p99_us", "read_p99_us", "write_p99_us"):
-            av = median([r["results"][name].get(extra) for r in askars])
-            cv = median([r["results"].get(name, {}).get(extra) for r in coffers]) if coffers else None
-            rows.append((name + "." + extra, "us", av, cv, av / cv if av and cv else None))
+            avs = [r["results"][name].get(extra) for r in askars]
+            cvs = [r["results"].get(name, {}).get(extra) for r in coffers] if coffers else []
+            av, cv = median(avs), median(cvs) if coffers else None
+            rows.append((name + "." + extra, "us", av, cv, ratio(av, cv, True)))
+            per_run.append((name + "." + extra, [(x, y, ratio(x, y, True)) for x, y in zip(avs, cvs)]))
+loads = []
+for i in range(1, runs + 1):
+    loads.append(tuple(open(f"{out}/load-{side}-{i}").read().strip() if os.path.exists(f"{out}/load-{side}-{i}") else "-"
+                       for side in ("askar", "coffer")))
 
 if mode == "--json":
     print(json.dumps({"backend": "postgres", "runs": runs, "n": askars[0]["params"]["n"],
                       "askar_version": askars[0].get("askar_version"), "coffer_ran": coffer_side,
-                      "metrics": {r[0]: {"unit": r[1], "askar": r[2], "coffer": r[3], "coffer_vs_askar": r[4]} for r in rows}},
+                      "metrics": {r[0]: {"unit": r[1], "askar": r[2], "coffer": r[3], "coffer_vs_askar": r[4]} for r in rows},
+                      "per_run": {name: [{"askar": a, "coffer": c, "coffer_vs_askar": x} for a, c, x in v] for name, v in per_run},
+                      "load_after": [{"askar": a, "coffer": c} for a, c in loads]},
                      indent=1))
     sys.exit(0)
 print("PostgreSQL, medians of %d runs, N=%s, askar %s%s" % (runs, askars[0]["params"]["n"], askars[0].get("askar_version"),
@@ -97,4 +128,14 @@ f = lambda v: "-" if v is None else ("%.0f" % v if v >= 100 else "%.2f" % v)
 for name, unit, av, cv, ratio in rows:
     print(fmt.format(name, unit, f(av), f(cv), "-" if ratio is None else "%.1f" % ratio))
 print("(latency rows: x askar = askar/coffer, above 1 means coffer is faster)")
+if coffers:
+    print()
+    print("per run (odd runs Askar first, even runs Coffer first): askar / coffer / x askar")
+    print("{:<44}".format("metric") + "".join("{:>30}".format("run %d" % (i + 1)) for i in range(runs)))
+    for name, values in per_run:
+        print("{:<44}".format(name) + "".join("{:>30}".format("%s / %s / %s" % (f(a), f(c), "-" if x is None else "%.2f" % x))
+                                             for a, c, x in values))
+    print("load average (1, 5, 15 min) after each side:")
+    for i, (a, c) in enumerate(loads):
+        print("  run %d: askar %s; coffer %s" % (i + 1, a, c))
 PY

@@ -9,7 +9,7 @@
 #                 A coffer built without the PostgreSQL trait cannot run its side: the script says
 #                 so and prints Askar's numbers alone. COMPARE_PROFILES / COMPARE_OPS set the
 #                 concurrent workload's tasks (16) and operations per task (500).
-#   COMPARE_RUNS  paired runs (Askar then Coffer, each on fresh files; default 3). Each side's
+#   COMPARE_RUNS  paired runs (odd runs Askar first, even runs Coffer first; each on fresh files; default 3). Each side's
 #                 number is the median of its runs and the ratio is taken between medians; the
 #                 range of the per-run ratios is printed beside it. This machine's numbers move
 #                 20-40% between runs, so one run alone says little.

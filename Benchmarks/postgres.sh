@@ -4,6 +4,8 @@
 #                    (postgres://USER:PASS@127.0.0.1:PORT) and POSTGRES_DIR.
 #   postgres_create_database NAME   a database on it, owned by that user.
 #   postgres_stop    stops the server (fast shutdown) and removes the folder; safe to call twice.
+# POSTGRES_OPTIONS adds server settings (e.g. "-c shared_preload_libraries=pg_stat_statements
+# -c log_checkpoints=on" to see where a run's time goes).
 # PostgreSQL's binaries come from $POSTGRES_BIN (default: the newest /usr/lib/postgresql/*/bin;
 # Debian package postgresql). The server refuses to run as root: when this script runs as root,
 # the server runs as the user postgres (runuser) and the folder is handed to that user.
@@ -49,7 +51,7 @@ postgres_start() {
     # A free loopback port: bound once by the kernel's choice, then given to the server.
     port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
     postgres_as_owner "$bin/pg_ctl" -D "$POSTGRES_DIR/data" -l "$POSTGRES_DIR/server.log" -w -t 60 \
-        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories='' -c max_connections=200" \
+        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories='' -c max_connections=200 ${POSTGRES_OPTIONS:-}" \
         start >/dev/null || {
         cat "$POSTGRES_DIR/server.log" >&2
         return 6

@@ -10,8 +10,9 @@ import Foundation
 /// The two operations the concurrent workload runs, so one runner drives a wallet on SQLite
 /// (``Wallet``) and one on PostgreSQL (`PostgresWallet`, in a build with the trait).
 protocol ConcurrentBenchWallet: Sendable {
-    /// Replaces the value of record `id` of `type`, in one transaction.
-    func benchUpdate(type: String, id: String, value: String) async throws
+    /// Replaces the value and tags of record `id` of `type`, in one transaction (Askar's
+    /// `session.replace` with the record's tags passed again).
+    func benchReplace(type: String, id: String, value: String, tags: WalletTags) async throws
     /// Whether record `id` of `type` exists and its value was read.
     func benchFetch(type: String, id: String) async throws -> Bool
     /// Closes the wallet (errors ignored: the run is over).
@@ -19,7 +20,9 @@ protocol ConcurrentBenchWallet: Sendable {
 }
 
 extension Wallet: ConcurrentBenchWallet {
-    func benchUpdate(type: String, id: String, value: String) async throws { try await update(type: type, id: id, value: value) }
+    func benchReplace(type: String, id: String, value: String, tags: WalletTags) async throws {
+        try await replace(type: type, id: id, value: value, tags: tags)
+    }
     func benchFetch(type: String, id: String) async throws -> Bool { try await fetch(type: type, id: id)?.value != nil }
     func benchClose() { try? close() }
 }
@@ -88,8 +91,8 @@ struct ConcurrentProfilesRunner {
                             let i = Int(rng.next() % UInt64(share))
                             let start = Clock.now()
                             if j % 5 == 0 {
-                                try await wallet.benchUpdate(
-                                    type: cat, id: w.names[i], value: j % 10 == 0 ? w.newValues[i] : w.values[i])
+                                try await wallet.benchReplace(
+                                    type: cat, id: w.names[i], value: j % 10 == 0 ? w.newValues[i] : w.values[i], tags: w.tags[i])
                                 result.writes.append(Clock.now() - start)
                             } else {
                                 guard try await wallet.benchFetch(type: cat, id: w.names[i]) else {

@@ -169,6 +169,19 @@ struct PostgresURLTests {
         #expect(Self.message("postgres://a:b@h/db?sslmode")?.contains("has no value") == true)
     }
 
+    @Test("prepared_statements is on unless the URL says off; other values are refused; off shows in the description")
+    func preparedStatements() throws {
+        #expect(try PostgresURL("postgres://a:b@h/db").preparedStatements)
+        #expect(try PostgresURL("postgres://a:b@h/db?prepared_statements=on").preparedStatements)
+        let off = try PostgresURL("postgres://a:b@h/db?prepared_statements=off")
+        #expect(!off.preparedStatements)
+        #expect(off.description.hasSuffix("&idle_timeout=60&prepared_statements=off"))
+        #expect(try PostgresURL(off.description.replacingOccurrences(of: "***", with: "b")) == off)
+        #expect(!PostgresSettings(url: off).preparedStatements)
+        #expect(PostgresSettings(url: try PostgresURL("postgres://a:b@h/db")).preparedStatements)
+        #expect(Self.message("postgres://a:b@h/db?prepared_statements=no")?.contains("prepared_statements must be on or off") == true)
+    }
+
     @Test("a bad percent-encoding names the part")
     func badPercent() {
         #expect(Self.message("postgres://a%zz:b@h/db")?.contains("the user name has a % not followed by two hex digits") == true)

@@ -6,7 +6,7 @@ import CofferSync
 import Foundation
 
 /// A PostgreSQL wallet's connection settings, parsed from
-/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…&max_connections=N&connect_timeout=S&idle_timeout=S]`
+/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…&max_connections=N&connect_timeout=S&idle_timeout=S&prepared_statements=on|off]`
 /// (the scheme `postgresql://` too).
 ///
 /// The user name, password and database name are percent-decoded (write `@` as `%40`, `/` as
@@ -62,6 +62,11 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
     public var connectTimeout: Int
     /// How long an unused pooled connection stays open before the pool closes it, in seconds.
     public var idleTimeout: Int
+    /// Whether the wallet's most frequent statements are prepared once per connection
+    /// (`prepared_statements=on`, the default) or sent unnamed at every call (`off`: for a pooler
+    /// that does not carry prepared statements, such as PgBouncer before 1.21 or with
+    /// `max_prepared_statements = 0`).
+    public var preparedStatements: Bool = true
 
     /// Settings given field by field; the defaults are those of a URL that names none.
     /// - Throws: ``WalletError/invalidInput(_:)`` when a value is out of range (the message
@@ -158,15 +163,18 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
         try self.init(
             user: user, password: password, host: host, port: port, database: database, tlsMode: settings.tlsMode,
             maxConnections: settings.maxConnections, connectTimeout: settings.connectTimeout, idleTimeout: settings.idleTimeout)
+        preparedStatements = settings.preparedStatements
     }
 
-    /// The URL with every setting spelt out and the password replaced by `***`, e.g.
+    /// The URL with every setting spelt out (`prepared_statements` only when off) and the
+    /// password replaced by `***`, e.g.
     /// `postgres://app:***@db.internal:5432/wallets?sslmode=require&max_connections=10&connect_timeout=10&idle_timeout=60`.
     public var description: String {
         let userinfo = Self.encode(user) + (password == nil ? "" : ":***")
         let hostText = host.contains(":") ? "[\(host)]" : host
         return "postgres://\(userinfo)@\(hostText):\(port)/\(Self.encode(database))?sslmode=\(tlsMode.rawValue)"
             + "&max_connections=\(maxConnections)&connect_timeout=\(connectTimeout)&idle_timeout=\(idleTimeout)"
+            + (preparedStatements ? "" : "&prepared_statements=off")
     }
 
     /// The same as ``description``: the password stays hidden in debug output too.
@@ -179,6 +187,7 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
             children: [
                 "user": user, "password": password == nil ? "nil" : "***", "host": host, "port": port, "database": database,
                 "tlsMode": tlsMode, "maxConnections": maxConnections, "connectTimeout": connectTimeout, "idleTimeout": idleTimeout,
+                "preparedStatements": preparedStatements,
             ], displayStyle: .struct)
     }
 
@@ -190,8 +199,9 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
         var maxConnections = PostgresURL.defaultMaxConnections
         var connectTimeout = PostgresURL.defaultConnectTimeout
         var idleTimeout = PostgresURL.defaultIdleTimeout
+        var preparedStatements = true
 
-        static let names = ["sslmode", "max_connections", "connect_timeout", "idle_timeout"]
+        static let names = ["sslmode", "max_connections", "connect_timeout", "idle_timeout", "prepared_statements"]
 
         mutating func parse(_ query: Substring) throws {
             var seen = Set<String>()
@@ -216,6 +226,12 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
                     tlsMode = mode
                 case "max_connections":
                     maxConnections = try Self.integer(value, name: name, range: 1...PostgresURL.maxConnectionsLimit)
+                case "prepared_statements":
+                    switch value {
+                    case "on": preparedStatements = true
+                    case "off": preparedStatements = false
+                    default: throw PostgresURL.error("prepared_statements must be on or off, got \(PostgresURL.quote(value))")
+                    }
                 case "connect_timeout":
                     connectTimeout = try Self.integer(value, name: name, range: 1...PostgresURL.timeoutLimit, unit: " seconds")
                 default:

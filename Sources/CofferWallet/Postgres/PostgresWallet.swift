@@ -293,11 +293,26 @@ public final class PostgresWallet: Sendable {
         }
     }
 
-    /// Replaces the value and the tags of a live record.
+    /// Replaces the value and the tags of a live record. A record with no expiry (the common
+    /// case) is written in one statement without reading it first; an expiring one, a missing one
+    /// and one another writer changes meanwhile take the read-modify-write path.
     public func replace(type: String, id: String, value: String, tags: WalletTags) async throws {
         try await run {
+            try Validate.type(type)
+            try Validate.id(id)
             try Validate.value(value)
             try tags.validate()
+            let tb = keys.typeBlind(type)
+            let ib = keys.idBlind(typeBlind: tb, id: id)
+            // Everything of the box is given (type, id, value, tags; no expiry), so it can be
+            // sealed without the stored one.
+            let sealed = RecordCodec.seal(
+                .init(type: type, id: id, value: value, tags: tags), typeBlind: tb, idBlind: ib, expiry: nil, keys: keys)
+            if try await store.replaceUnexpiring(
+                profile: number, type: BlindColumn.value(tb), idBlind: ib, sealed: sealed, tags: tagRows(typeBlind: tb, tags: tags))
+            {
+                return
+            }
             try await rewrite(type: type, id: id, replacingTags: true) {
                 $0.value = value
                 $0.tags = tags
