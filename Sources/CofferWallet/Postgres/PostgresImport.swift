@@ -471,18 +471,12 @@ final class CopyFeed<Summary: Sendable>: Sendable {
             var count: Int64 = 0
             do {
                 let summary = try source { record in
-                    try Validate.type(record.type, allowReserved: allowReserved)
-                    try Validate.id(record.id)
-                    try Validate.value(record.value)
-                    try record.tags.validate()
-                    let tb = keys.typeBlind(record.type)
-                    let ib = keys.idBlind(typeBlind: tb, id: record.id)
-                    let sealed = RecordCodec.seal(
-                        .init(type: record.type, id: record.id, value: record.value, tags: record.tags), typeBlind: tb, idBlind: ib,
-                        expiry: record.expiry, keys: keys)
+                    let row = try PostgresWallet.insertRow(
+                        type: record.type, id: record.id, value: record.value, tags: record.tags, expiry: record.expiry, keys: keys,
+                        allowReserved: allowReserved)
                     count += 1
-                    rows.record(ord: count, type: BlindColumn.value(tb), idBlind: ib, sealed: sealed, expiry: record.expiry)
-                    for tag in PostgresWallet.tagRows(keys: keys, typeBlind: tb, tags: record.tags) { rows.tag(ord: count, tag) }
+                    rows.record(ord: count, type: row.type, idBlind: row.idBlind, sealed: row.sealed, expiry: row.expiry)
+                    for tag in row.tags { rows.tag(ord: count, tag) }
                     if rows.byteCount >= chunkBytes { try feed.put(rows.take(), records: Int(count)) }
                 }
                 if rows.byteCount > 0 { try feed.put(rows.take(), records: Int(count)) }

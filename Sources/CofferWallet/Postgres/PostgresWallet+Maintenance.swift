@@ -119,6 +119,21 @@ extension PostgresWallet {
         let expiry: Int64?
     }
 
+    /// A walked row opened under the profile's key, with its type: a reserved type's value (a
+    /// key's secret) is read as bytes, never into a `String`. The rotation and the export both
+    /// read every row this way. `failing` ends the message of a row that holds no type.
+    func openWalked(_ row: WalkRow, reserved: Set<Int64>, failing suffix: String = "") throws -> (
+        type: String, contents: RecordCodec.Contents
+    ) {
+        let contents = try RecordCodec.open(
+            row.sealed, typeBlind: BlindColumn.blind(row.type), idBlind: row.idBlind, expiry: row.expiry, keys: keys,
+            value: reserved.contains(row.type) ? .bytes : .text)
+        guard let type = contents.type else {
+            throw WalletError.corrupted("the record in row \(row.rowid) of \(label) does not hold its type\(suffix)")
+        }
+        return (type, contents)
+    }
+
     /// Up to ``walkBatch`` rows of the profile after row `after` (live or expired), in row order.
     func walk(after: Int64) async throws -> [WalkRow] {
         let profile = number
@@ -352,12 +367,7 @@ extension PostgresWallet {
             var tagItems = [Int64]()
             var tags = [PostgresTagRow]()
             for row in rows {
-                let contents = try RecordCodec.open(
-                    row.sealed, typeBlind: BlindColumn.blind(row.type), idBlind: row.idBlind, expiry: row.expiry, keys: keys,
-                    value: reserved.contains(row.type) ? .bytes : .text)
-                guard let type = contents.type else {
-                    throw WalletError.corrupted("the record in row \(row.rowid) of \(label) does not hold its type; nothing was changed")
-                }
+                let (type, contents) = try openWalked(row, reserved: reserved, failing: "; nothing was changed")
                 let tb = new.typeBlind(type)
                 let ib = new.idBlind(typeBlind: tb, id: contents.id)
                 ids.append(row.rowid)
@@ -470,12 +480,7 @@ extension PostgresWallet {
             let rows = try await walk(after: after)
             guard let last = rows.last else { break }
             for row in rows {
-                let contents = try RecordCodec.open(
-                    row.sealed, typeBlind: BlindColumn.blind(row.type), idBlind: row.idBlind, expiry: row.expiry, keys: keys,
-                    value: reserved.contains(row.type) ? .bytes : .text)
-                guard let type = contents.type else {
-                    throw WalletError.corrupted("the record in row \(row.rowid) of \(label) does not hold its type")
-                }
+                let (type, contents) = try openWalked(row, reserved: reserved)
                 batch.append(type: type, contents: contents, expiry: row.expiry)
                 if batch.count == BackupFormat.batch || batch.byteCount >= BackupFormat.batchBytes { try flush() }
             }

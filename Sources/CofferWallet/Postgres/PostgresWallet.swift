@@ -158,6 +158,24 @@ public final class PostgresWallet: Sendable {
         do { return try await body() } catch { throw PostgresStore.map(error, settings: store.settings) }
     }
 
+    /// A new record checked as every write checks it, blinded and sealed under `keys`: the row
+    /// an insert writes (its type column, id blind, box, expiry and tag rows). The one body of
+    /// `add`, `addAll` and the COPY import; `allowReserved` lets an import restore the wallet's
+    /// own reserved records (keys).
+    static func insertRow(
+        type: String, id: String, value: String, tags: WalletTags, expiry: Int64?, keys: WalletKeys, allowReserved: Bool = false
+    ) throws -> (type: Int64, idBlind: Data, sealed: Data, expiry: Int64?, tags: [PostgresTagRow]) {
+        try Validate.type(type, allowReserved: allowReserved)
+        try Validate.id(id)
+        try Validate.value(value)
+        try tags.validate()
+        let tb = keys.typeBlind(type)
+        let ib = keys.idBlind(typeBlind: tb, id: id)
+        let sealed = RecordCodec.seal(
+            .init(type: type, id: id, value: value, tags: tags), typeBlind: tb, idBlind: ib, expiry: expiry, keys: keys)
+        return (BlindColumn.value(tb), ib, sealed, expiry, tagRows(keys: keys, typeBlind: tb, tags: tags))
+    }
+
     /// The tag rows of `tags`: blind values, or the UTF-8 of `~` values (with their number).
     func tagRows(typeBlind: Data, tags: WalletTags) -> [PostgresTagRow] { Self.tagRows(keys: keys, typeBlind: typeBlind, tags: tags) }
 
@@ -184,23 +202,16 @@ public final class PostgresWallet: Sendable {
     /// - Throws: ``WalletError/duplicate(type:id:)`` when a live record of this type and id exists.
     public func add(type: String, id: String, value: String, tags: WalletTags = [:], expiresAt: Date? = nil) async throws {
         try await run {
-            try Validate.type(type)
-            try Validate.id(id)
-            try Validate.value(value)
-            try tags.validate()
-            let tb = keys.typeBlind(type)
-            let ib = keys.idBlind(typeBlind: tb, id: id)
-            let expiry = expiresAt.map(unixMillis)
-            let sealed = RecordCodec.seal(
-                .init(type: type, id: id, value: value, tags: tags), typeBlind: tb, idBlind: ib, expiry: expiry, keys: keys)
-            let rows = tagRows(typeBlind: tb, tags: tags)
-            let t = BlindColumn.value(tb)
-            if try await store.insert(profile: number, type: t, idBlind: ib, sealed: sealed, expiry: expiry, tags: rows) != nil {
+            let row = try Self.insertRow(type: type, id: id, value: value, tags: tags, expiry: expiresAt.map(unixMillis), keys: keys)
+            if try await store.insert(
+                profile: number, type: row.type, idBlind: row.idBlind, sealed: row.sealed, expiry: row.expiry, tags: row.tags) != nil
+            {
                 return
             }
             // A record of this type and id is there: an expired one gives way, a live one is a duplicate.
-            guard try await store.deleteExpired(profile: number, type: t, idBlind: ib, now: unixMillis(Date())),
-                try await store.insert(profile: number, type: t, idBlind: ib, sealed: sealed, expiry: expiry, tags: rows) != nil
+            guard try await store.deleteExpired(profile: number, type: row.type, idBlind: row.idBlind, now: unixMillis(Date())),
+                try await store.insert(
+                    profile: number, type: row.type, idBlind: row.idBlind, sealed: row.sealed, expiry: row.expiry, tags: row.tags) != nil
             else { throw WalletError.duplicate(type: type, id: id) }
         }
     }
@@ -214,15 +225,7 @@ public final class PostgresWallet: Sendable {
                 let chunk = records[start..<min(records.count, start + batchSize)]
                 var rows = [(type: Int64, idBlind: Data, sealed: Data, expiry: Int64?, tags: [PostgresTagRow])]()
                 for r in chunk {
-                    try Validate.type(r.type)
-                    try Validate.id(r.id)
-                    try Validate.value(r.value)
-                    try r.tags.validate()
-                    let tb = keys.typeBlind(r.type)
-                    let ib = keys.idBlind(typeBlind: tb, id: r.id)
-                    let sealed = RecordCodec.seal(
-                        .init(type: r.type, id: r.id, value: r.value, tags: r.tags), typeBlind: tb, idBlind: ib, expiry: nil, keys: keys)
-                    rows.append((BlindColumn.value(tb), ib, sealed, nil, tagRows(typeBlind: tb, tags: r.tags)))
+                    rows.append(try Self.insertRow(type: r.type, id: r.id, value: r.value, tags: r.tags, expiry: nil, keys: keys))
                 }
                 let inserted = try await store.insertMany(profile: number, records: rows)
                 if inserted != rows.count {
