@@ -161,7 +161,7 @@ public final class PostgresWallet: Sendable {
     /// A new record checked as every write checks it, blinded and sealed under `keys`: the row
     /// an insert writes (its type column, id blind, box, expiry and tag rows). The one body of
     /// `add`, `addAll` and the COPY import; `allowReserved` lets an import restore the wallet's
-    /// own reserved records (keys).
+    /// own reserved records (keys). `replace` seals its one-statement box with it too.
     static func insertRow(
         type: String, id: String, value: String, tags: WalletTags, expiry: Int64?, keys: WalletKeys, allowReserved: Bool = false
     ) throws -> (type: Int64, idBlind: Data, sealed: Data, expiry: Int64?, tags: [PostgresTagRow]) {
@@ -301,18 +301,10 @@ public final class PostgresWallet: Sendable {
     /// and one another writer changes meanwhile take the read-modify-write path.
     public func replace(type: String, id: String, value: String, tags: WalletTags) async throws {
         try await run {
-            try Validate.type(type)
-            try Validate.id(id)
-            try Validate.value(value)
-            try tags.validate()
-            let tb = keys.typeBlind(type)
-            let ib = keys.idBlind(typeBlind: tb, id: id)
             // Everything of the box is given (type, id, value, tags; no expiry), so it can be
-            // sealed without the stored one.
-            let sealed = RecordCodec.seal(
-                .init(type: type, id: id, value: value, tags: tags), typeBlind: tb, idBlind: ib, expiry: nil, keys: keys)
-            if try await store.replaceUnexpiring(
-                profile: number, type: BlindColumn.value(tb), idBlind: ib, sealed: sealed, tags: tagRows(typeBlind: tb, tags: tags))
+            // sealed without the stored one, as a new record's is.
+            let row = try Self.insertRow(type: type, id: id, value: value, tags: tags, expiry: nil, keys: keys)
+            if try await store.replaceUnexpiring(profile: number, type: row.type, idBlind: row.idBlind, sealed: row.sealed, tags: row.tags)
             {
                 return
             }
