@@ -15,6 +15,10 @@ extension PostgresWallet {
     ///
     /// A write that conflicts with another transaction's (SQLSTATE 40001 or 40P01) fails the
     /// call with ``WalletError/storage(_:cause:)`` and nothing of `body` is kept: run it again.
+    /// A write transaction holds the profile's key gate from its first statement (its catalogue row,
+    /// locked `FOR KEY SHARE` at the generation of the key this wallet holds):
+    /// a rotation waits for it, and one committed since this wallet was opened (by another wallet
+    /// or process) fails it with ``WalletError/wrongKey(_:)`` before `body` runs.
     /// An error `body` throws rolls the transaction back and reaches the caller unchanged. Called
     /// on the view inside `body`, this runs `body` as part of the transaction already open.
     /// - Parameters:
