@@ -249,9 +249,13 @@ struct ProfileGate: Sendable, Equatable {
     let generation: Int64
     /// The profile's label in messages (server, database and profile).
     let label: String
+    /// Whether the transaction the writes run in already holds the gate (a wallet transaction
+    /// takes it in its first statement): its statements then skip the lock (each would re-lock a
+    /// row the transaction holds, and plan a larger statement; batched updates ran 40 % slower).
+    var held = false
 
     /// The gate as a CTE named `g` (its numbers are the writer's own, never user input).
-    var sql: String { Self.preparedSQL(number: String(number), generation: String(generation)) }
+    var sql: String { held ? "g AS (SELECT 1)" : Self.preparedSQL(number: String(number), generation: String(generation)) }
 
     /// The gate as a CTE named `g` over two SQL expressions (parameters of a prepared statement).
     static func preparedSQL(number: String, generation: String) -> String {

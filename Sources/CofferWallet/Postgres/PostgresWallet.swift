@@ -62,7 +62,9 @@ public final class PostgresWallet: Sendable {
         self.number = number
         self.ownsClient = ownsClient
         let label = ProfileCatalogue.label(path: store.settings.label, profile: profile)
-        current = Locked(Sealing(keys: keys, gate: ProfileGate(number: number, generation: generation, label: label)))
+        // A transaction's view (pinned to its connection) runs where the gate is already held.
+        let gate = ProfileGate(number: number, generation: generation, label: label, held: store.pinned != nil)
+        current = Locked(Sealing(keys: keys, gate: gate))
     }
 
     /// The profile's keys (reads; a write takes ``sealing`` once instead).
@@ -73,7 +75,7 @@ public final class PostgresWallet: Sendable {
 
     /// After this wallet rotated the profile's key to `keys` (committed, at `generation`).
     func rotated(to keys: WalletKeys, generation: Int64) {
-        current.withLock { $0 = Sealing(keys: keys, gate: ProfileGate(number: $0.gate.number, generation: generation, label: $0.gate.label)) }
+        current.withLock { $0 = Sealing(keys: keys, gate: ProfileGate(number: $0.gate.number, generation: generation, label: $0.gate.label, held: $0.gate.held)) }
     }
 
     /// Runs a write's `body` with the keys and gate it seals and writes under. When the gate
