@@ -62,7 +62,9 @@ extension PostgresWalletTests {
         #expect(report.isClean, "\(report)")
         let rows = try await current.store.withConnection { connection in
             var n: Int64 = 0
-            for try await c in try await connection.query("SELECT count(*) FROM coffer_items", logger: PostgresStore.logger).decode(Int64.self) {
+            for try await c in try await connection.query("SELECT count(*) FROM coffer_items", logger: PostgresStore.logger).decode(
+                Int64.self)
+            {
                 n = c
             }
             return n
@@ -138,7 +140,9 @@ extension PostgresWalletTests {
         }
         let rows = try await wallet.store.withConnection { connection in
             var n: Int64 = -1
-            for try await c in try await connection.query("SELECT count(*) FROM coffer_items", logger: PostgresStore.logger).decode(Int64.self) {
+            for try await c in try await connection.query("SELECT count(*) FROM coffer_items", logger: PostgresStore.logger).decode(
+                Int64.self)
+            {
                 n = c
             }
             return n
@@ -161,7 +165,8 @@ extension PostgresWalletTests {
         try await reopened.add(type: "cred", id: "more", value: "m")
         let format = try await reopened.store.withConnection { connection in
             var f = 0
-            for try await v in try await connection.query("SELECT format FROM coffer_schema", logger: PostgresStore.logger).decode(Int.self) {
+            for try await v in try await connection.query("SELECT format FROM coffer_schema", logger: PostgresStore.logger).decode(Int.self)
+            {
                 f = v
             }
             return f
@@ -190,11 +195,15 @@ extension PostgresWalletTests {
         let (racing, rotation, held) = try await onOwnThread { () throws -> ([ChildProcess], ProcessResult, Int) in
             try paused.waitForStderrBlocking(containingOrEnded: "test-pause: wallet-opened")
             let racing = try (0..<10).map { i in
-                try startCoffer(["wallet", "add", "t", "racing\(i)", "v", "--raw-key-env", "K", "--wallet-url", url], store: store, environment: env)
+                try startCoffer(
+                    ["wallet", "add", "t", "racing\(i)", "v", "--raw-key-env", "K", "--wallet-url", url], store: store, environment: env)
             }
             let rotation = try runProcessBlocking(
                 cofferBinary,
-                ["--store", store.path, "wallet", "rekey", "--rotate", "--raw-key-env", "K", "--new-raw-key-env", "O", "--wallet-url", url],
+                [
+                    "--store", store.path, "wallet", "rekey", "--rotate", "--raw-key-env", "K", "--new-raw-key-env", "O", "--wallet-url",
+                    url,
+                ],
                 environment: env)
             return (racing, rotation, paused.filter { $0.isRunning && $0.stderrSoFar.contains("test-pause") }.count)
         }

@@ -75,7 +75,10 @@ public final class PostgresWallet: Sendable {
 
     /// After this wallet rotated the profile's key to `keys` (committed, at `generation`).
     func rotated(to keys: WalletKeys, generation: Int64) {
-        current.withLock { $0 = Sealing(keys: keys, gate: ProfileGate(number: $0.gate.number, generation: generation, label: $0.gate.label, held: $0.gate.held)) }
+        current.withLock {
+            $0 = Sealing(
+                keys: keys, gate: ProfileGate(number: $0.gate.number, generation: generation, label: $0.gate.label, held: $0.gate.held))
+        }
     }
 
     /// Runs a write's `body` with the keys and gate it seals and writes under. When the gate
