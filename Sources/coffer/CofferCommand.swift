@@ -133,6 +133,7 @@ struct WalletOptions: ParsableArguments {
         let location = try location()
         if case .postgres = location, let wallet = try await location.openPostgres(key: walletKey(), profile: profile) {
             defer { wallet.close() }
+            TestPause.at("wallet-opened") // debug builds only: lets tests widen the open-to-write window
             return try await body(wallet)
         }
         #endif

@@ -182,9 +182,15 @@ extension PostgresWallet {
         count: Int, summary: Summary
     ) {
         let number = self.number
-        let keys = self.keys
+        let held = sealing
         do {
-            let result = try await store.copyImport(allowReserved: allowReserved, profile: { _ in (number, keys) }, source: source)
+            let result = try await store.copyImport(
+                allowReserved: allowReserved,
+                profile: { connection in
+                    // Held until the import commits: a rotation waits for it, or it for the rotation (and is refused).
+                    try await PostgresStore.holdGate(held.gate, on: connection)
+                    return (number, held.keys)
+                }, source: source)
             if result.count >= Self.analyzeAfter { try await store.analyze() }
             return result
         } catch {

@@ -288,8 +288,11 @@ extension PostgresWallet {
     /// a failure, a lost connection or a killed process leaves the profile as it was, under
     /// the old key. Other profiles are not touched.
     ///
-    /// Processes that opened the profile before a rotation still hold its old key: stop them,
-    /// rotate, and open it again with the new key.
+    /// A rotation waits for the profile's writes under way (and re-seals what they wrote); this
+    /// wallet then goes on under the new key. A `PostgresWallet` opened before it, in this process
+    /// or another, still holds the old key: its writes are refused with
+    /// ``WalletError/wrongKey(_:)`` and keep nothing (open the profile again with its current
+    /// key), and its reads find nothing.
     /// - Parameters:
     ///   - newKey: the raw key or passphrase that opens the profile from now on.
     ///   - rotatingKey: whether to replace the profile's own key and re-seal every record.
@@ -301,10 +304,8 @@ extension PostgresWallet {
     }
 
     /// ``rekey(to:rotatingKey:progress:)`` with a passphrase's Argon2id costs other than the
-    /// defaults.
-    ///
-    /// Processes that opened the profile before a rotation still hold its old key: stop them,
-    /// rotate, and open it again with the new key.
+    /// defaults. A rotation refuses the later writes of wallets opened before it, as
+    /// ``rekey(to:rotatingKey:progress:)`` says.
     /// - Parameters:
     ///   - newKey: the raw key or passphrase that opens the profile from now on.
     ///   - rotatingKey: whether to replace the profile's own key and re-seal every record.
@@ -314,45 +315,47 @@ extension PostgresWallet {
         to newKey: WalletKey, rotatingKey: Bool = false, configuration: Wallet.Configuration,
         progress: (@Sendable (BackupProgress) -> Void)? = nil
     ) async throws {
+        // Inside a transaction it would re-seal that transaction's snapshot without first waiting
+        // for the profile's other writers.
+        guard store.pinned == nil else {
+            throw WalletError.invalidInput("rekey cannot run inside a PostgresWallet transaction; call it on the wallet itself")
+        }
         let (storeKey, kdf) = try Wallet.makeStoreKey(newKey, parameters: configuration.passphraseParameters)
         let kdfData = Data(kdf.jsonText.utf8)
-        let newKeys = rotatingKey ? WalletKeys(master: SecretKey.random(), tables: keys.tables) : keys
-        let sealed = try Wallet.sealMaster(newKeys.master, storeKey: storeKey, tables: keys.tables)
-        try await transaction { tx in
+        let held = sealing
+        let tables = held.keys.tables
+        let newKeys = rotatingKey ? WalletKeys(master: SecretKey.random(), tables: tables) : nil
+        let sealed = try Wallet.sealMaster(newKeys?.master ?? held.keys.master, storeKey: storeKey, tables: tables)
+        // The transaction takes the profile's gate exclusively in its first statement: writes
+        // under way finish first (and are re-sealed), writes after it wait and are then refused,
+        // so nothing acknowledged is left sealed under the old key. A rekey without rotation
+        // keeps the generation: writers holding the profile's key go on.
+        let generation = try await transaction(readOnly: false, exclusive: true) { tx in
             try await tx.call {
-                try await tx.lockProfile()
-                if rotatingKey { try await tx.reseal(to: newKeys, progress: progress) }
+                if let newKeys { try await tx.reseal(to: newKeys, progress: progress) }
                 let profile = tx.number
-                _ = try await tx.store.withConnection { connection in
-                    try await connection.query(
-                        "UPDATE coffer_profiles SET kdf = \(kdfData), keys = \(sealed) WHERE number = \(profile)",
-                        logger: PostgresStore.logger)
+                let step: Int64 = newKeys == nil ? 0 : 1
+                let label = tx.label
+                return try await tx.store.withConnection { connection in
+                    for try await generation in try await connection.query(
+                        """
+                        UPDATE coffer_profiles SET kdf = \(kdfData), keys = \(sealed), generation = generation + \(step)
+                        WHERE number = \(profile) RETURNING generation
+                        """, logger: PostgresStore.logger
+                    ).decode(Int64.self) {
+                        return generation
+                    }
+                    throw WalletError.walletMissing(path: label)
                 }
             }
         }
-    }
-
-    /// Locks the profile's catalogue row for the transaction (a second rekey waits), and
-    /// checks the profile is still there.
-    private func lockProfile() async throws {
-        let profile = number
-        let name = self.profile
-        let found = try await store.withConnection { connection in
-            for try await _ in try await connection.query(
-                "SELECT 1 FROM coffer_profiles WHERE number = \(profile) AND name = \(name) FOR UPDATE", logger: PostgresStore.logger
-            ).decode(Int.self) {
-                return true
-            }
-            return false
-        }
-        guard found else { throw WalletError.walletMissing(path: label) }
+        // This wallet goes on under the new key (as a wallet file's rotating `Wallet` does).
+        if let newKeys { rotated(to: newKeys, generation: generation) }
     }
 
     /// Re-seals every row of the profile under `new` (inside the caller's transaction).
     private func reseal(to new: WalletKeys, progress: (@Sendable (BackupProgress) -> Void)?) async throws {
         let profile = number
-        let sealer = PostgresWallet(profile: self.profile, store: store, number: number, keys: new, ownsClient: false)
-        defer { sealer.close() }
         let total = try await scalar("SELECT count(*) FROM coffer_items WHERE profile = \(profile)")
         let reserved = reservedTypeColumns()
         var after: Int64 = 0
@@ -374,7 +377,7 @@ extension PostgresWallet {
                 types.append(BlindColumn.value(tb))
                 names.append(ByteBuffer(bytes: ib))
                 boxes.append(ByteBuffer(bytes: RecordCodec.seal(contents, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: new)))
-                for tag in sealer.tagRows(typeBlind: tb, tags: contents.tags) {
+                for tag in Self.tagRows(keys: new, typeBlind: tb, tags: contents.tags) {
                     tagItems.append(row.rowid)
                     tags.append(tag)
                 }

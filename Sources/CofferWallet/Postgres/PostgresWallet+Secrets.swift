@@ -17,18 +17,20 @@ extension PostgresWallet: KeyWallet, KeyHolder {
     func writeKeyRecord(verkey: String, kind: WalletKeyKind, secret: SecretKey) async throws {
         try await call {
             let tags = KeyRecord.tags(kind)
-            let tb = keys.typeBlind(SecretTypes.key)
-            let ib = keys.idBlind(typeBlind: tb, id: verkey)
-            // The value is the secret's base64, written from its storage into the wiped plaintext
-            // buffer that is sealed (no String copy).
-            let sealed = RecordCodec.seal(
-                .init(type: SecretTypes.key, id: verkey, value: "", tags: tags, secretValue: secret), typeBlind: tb, idBlind: ib,
-                expiry: nil, keys: keys)
-            guard
-                try await store.insert(
-                    profile: number, type: BlindColumn.value(tb), idBlind: ib, sealed: sealed, expiry: nil,
-                    tags: tagRows(typeBlind: tb, tags: tags)) != nil
-            else { throw WalletError.duplicate(type: "key", id: verkey) }
+            let inserted = try await writing { s in
+                let keys = s.keys
+                let tb = keys.typeBlind(SecretTypes.key)
+                let ib = keys.idBlind(typeBlind: tb, id: verkey)
+                // The value is the secret's base64, written from its storage into the wiped plaintext
+                // buffer that is sealed (no String copy).
+                let sealed = RecordCodec.seal(
+                    .init(type: SecretTypes.key, id: verkey, value: "", tags: tags, secretValue: secret), typeBlind: tb, idBlind: ib,
+                    expiry: nil, keys: keys)
+                return try await store.insert(
+                    gate: s.gate, type: BlindColumn.value(tb), idBlind: ib, sealed: sealed, expiry: nil,
+                    tags: Self.tagRows(keys: keys, typeBlind: tb, tags: tags)) != nil
+            }
+            guard inserted else { throw WalletError.duplicate(type: "key", id: verkey) }
         }
     }
 

@@ -15,6 +15,10 @@ extension PostgresWallet {
     ///
     /// A write that conflicts with another transaction's (SQLSTATE 40001 or 40P01) fails the
     /// call with ``WalletError/storage(_:cause:)`` and nothing of `body` is kept: run it again.
+    /// A write transaction holds the profile's key gate from its first statement (its catalogue row,
+    /// locked `FOR KEY SHARE` at the generation of the key this wallet holds):
+    /// a rotation waits for it, and one committed since this wallet was opened (by another wallet
+    /// or process) fails it with ``WalletError/wrongKey(_:)`` before `body` runs.
     /// An error `body` throws rolls the transaction back and reaches the caller unchanged. Called
     /// on the view inside `body`, this runs `body` as part of the transaction already open.
     /// - Parameters:
@@ -23,6 +27,16 @@ extension PostgresWallet {
     /// - Returns: what `body` returned.
     public func transaction<R: Sendable>(
         readOnly: Bool = false, _ body: @Sendable @escaping (PostgresWallet) async throws -> R
+    ) async throws -> R {
+        try await transaction(readOnly: readOnly, exclusive: false, body)
+    }
+
+    /// ``transaction(readOnly:_:)``; with `exclusive`, a READ COMMITTED transaction that first
+    /// takes the profile's gate `FOR UPDATE` (``ProfileGate``): a rekey or rotation, which waits
+    /// for the writes under way and then sees every one of them (a REPEATABLE READ snapshot
+    /// would be taken before the wait and miss the records they added).
+    func transaction<R: Sendable>(
+        readOnly: Bool, exclusive: Bool, _ body: @Sendable @escaping (PostgresWallet) async throws -> R
     ) async throws -> R {
         try checkOpen()
         // A transaction's own view (a call such as `removeAll` or `search` made inside `body`)
@@ -33,16 +47,28 @@ extension PostgresWallet {
         let base = store
         let profile = self.profile
         let number = self.number
-        let keys = self.keys
+        // The keys the view seals under and the gate it holds: one value (a rotation by this
+        // wallet meanwhile makes the gate refuse, never a record sealed under the old key).
+        let held = sealing
         // What `body` threw reaches the caller as it was thrown, not as a storage error.
         let thrown = Locked<(any Error)?>(nil)
         do {
             return try await store.withConnection { connection in
-                let begin = "BEGIN ISOLATION LEVEL REPEATABLE READ" + (readOnly ? " READ ONLY" : "")
+                let begin = exclusive ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ" + (readOnly ? " READ ONLY" : "")
                 try await connection.query(PostgresQuery(unsafeSQL: begin), logger: PostgresStore.logger)
+                if !readOnly {
+                    // The gate's statement is the first, so it also takes a REPEATABLE READ
+                    // snapshot: when a rotation commits while it waits, the server fails it
+                    // (40001) and the retry finds the new generation.
+                    do { try await PostgresStore.holdGate(held.gate, on: connection, exclusive: exclusive) } catch {
+                        _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
+                        throw error
+                    }
+                }
                 var pinned = base
                 pinned.pinned = connection
-                let view = PostgresWallet(profile: profile, store: pinned, number: number, keys: keys, ownsClient: false)
+                let view = PostgresWallet(
+                    profile: profile, store: pinned, number: number, keys: held.keys, generation: held.gate.generation, ownsClient: false)
                 defer { view.close() }
                 let result: R
                 do {

@@ -26,8 +26,9 @@ public final class PostgresWallet: Sendable {
     public let profile: String
     let store: PostgresStore
     let number: Int64
-    let keys: WalletKeys
-    private let positionKey: SecretKey
+    /// The profile's keys as this wallet holds them, and the gate its writes carry: replaced
+    /// together when this wallet rotates the key (``rekey(to:rotatingKey:progress:)``).
+    private let current: Locked<Sealing>
     private let state = Locked(false)
     /// Whether this wallet holds a use of the shared client (a transaction's view does not).
     private let ownsClient: Bool
@@ -40,13 +41,56 @@ public final class PostgresWallet: Sendable {
     /// Imports of at least this many records refresh the planner's statistics when they end.
     static let analyzeAfter = 1000
 
-    init(profile: String, store: PostgresStore, number: Int64, keys: WalletKeys, ownsClient: Bool = true) {
+    /// A wallet's keys and the gate of the writes sealed under them: one value, read once per
+    /// write, so a write never seals under one key and passes the gate of another.
+    struct Sealing: Sendable {
+        let keys: WalletKeys
+        let gate: ProfileGate
+        /// The key of search position tokens (derived from the profile's own key).
+        let positionKey: SecretKey
+
+        init(keys: WalletKeys, gate: ProfileGate) {
+            self.keys = keys
+            self.gate = gate
+            positionKey = KeyDerivation.hkdf(from: keys.master, info: "coffer.wallet.postgres.v1.search-position")
+        }
+    }
+
+    init(profile: String, store: PostgresStore, number: Int64, keys: WalletKeys, generation: Int64, ownsClient: Bool = true) {
         self.profile = profile
         self.store = store
         self.number = number
-        self.keys = keys
         self.ownsClient = ownsClient
-        positionKey = KeyDerivation.hkdf(from: keys.master, info: "coffer.wallet.postgres.v1.search-position")
+        let label = ProfileCatalogue.label(path: store.settings.label, profile: profile)
+        // A transaction's view (pinned to its connection) runs where the gate is already held.
+        let gate = ProfileGate(number: number, generation: generation, label: label, held: store.pinned != nil)
+        current = Locked(Sealing(keys: keys, gate: gate))
+    }
+
+    /// The profile's keys (reads; a write takes ``sealing`` once instead).
+    var keys: WalletKeys { current.withLock { $0.keys } }
+    /// The keys and the gate for one write.
+    var sealing: Sealing { current.withLock { $0 } }
+    private var positionKey: SecretKey { current.withLock { $0.positionKey } }
+
+    /// After this wallet rotated the profile's key to `keys` (committed, at `generation`).
+    func rotated(to keys: WalletKeys, generation: Int64) {
+        current.withLock {
+            $0 = Sealing(
+                keys: keys, gate: ProfileGate(number: $0.gate.number, generation: generation, label: $0.gate.label, held: $0.gate.held))
+        }
+    }
+
+    /// Runs a write's `body` with the keys and gate it seals and writes under. When the gate
+    /// refuses it because this wallet itself rotated the key meanwhile, it runs once more under
+    /// the new key (another writer's rotation, or a removed profile, is the caller's error).
+    func writing<R>(_ body: (Sealing) async throws -> R) async throws -> R {
+        let held = sealing
+        do { return try await body(held) } catch WalletError.wrongKey(let message) {
+            let now = sealing
+            guard now.gate.generation != held.gate.generation else { throw WalletError.wrongKey(message) }
+            return try await body(now)
+        }
     }
 
     deinit {
@@ -101,7 +145,7 @@ public final class PostgresWallet: Sendable {
                     })
             else { throw WalletError.walletExists(path: ProfileCatalogue.label(path: settings.label, profile: profile)) }
             let keys = WalletKeys(master: master, tables: ProfileTables(name: profile, number: number))
-            return PostgresWallet(profile: profile, store: store, number: number, keys: keys)
+            return PostgresWallet(profile: profile, store: store, number: number, keys: keys, generation: 0)
         }
     }
 
@@ -123,7 +167,9 @@ public final class PostgresWallet: Sendable {
             let tables = ProfileTables(name: profile, number: row.number)
             let (master, format4) = try Wallet.openMaster(row.keys, storeKey: storeKey, kdf: kdf, tables: tables)
             guard format4 else { throw WalletError.corrupted("the profile's key is not sealed as this backend seals it") }
-            return PostgresWallet(profile: profile, store: store, number: row.number, keys: WalletKeys(master: master, tables: tables))
+            return PostgresWallet(
+                profile: profile, store: store, number: row.number, keys: WalletKeys(master: master, tables: tables),
+                generation: row.generation)
         }
     }
 
@@ -202,17 +248,20 @@ public final class PostgresWallet: Sendable {
     /// - Throws: ``WalletError/duplicate(type:id:)`` when a live record of this type and id exists.
     public func add(type: String, id: String, value: String, tags: WalletTags = [:], expiresAt: Date? = nil) async throws {
         try await run {
-            let row = try Self.insertRow(type: type, id: id, value: value, tags: tags, expiry: expiresAt.map(unixMillis), keys: keys)
-            if try await store.insert(
-                profile: number, type: row.type, idBlind: row.idBlind, sealed: row.sealed, expiry: row.expiry, tags: row.tags) != nil
-            {
-                return
+            try await writing { s in
+                let row = try Self.insertRow(
+                    type: type, id: id, value: value, tags: tags, expiry: expiresAt.map(unixMillis), keys: s.keys)
+                if try await store.insert(
+                    gate: s.gate, type: row.type, idBlind: row.idBlind, sealed: row.sealed, expiry: row.expiry, tags: row.tags) != nil
+                {
+                    return
+                }
+                // A record of this type and id is there: an expired one gives way, a live one is a duplicate.
+                guard try await store.deleteExpired(gate: s.gate, type: row.type, idBlind: row.idBlind, now: unixMillis(Date())),
+                    try await store.insert(
+                        gate: s.gate, type: row.type, idBlind: row.idBlind, sealed: row.sealed, expiry: row.expiry, tags: row.tags) != nil
+                else { throw WalletError.duplicate(type: type, id: id) }
             }
-            // A record of this type and id is there: an expired one gives way, a live one is a duplicate.
-            guard try await store.deleteExpired(profile: number, type: row.type, idBlind: row.idBlind, now: unixMillis(Date())),
-                try await store.insert(
-                    profile: number, type: row.type, idBlind: row.idBlind, sealed: row.sealed, expiry: row.expiry, tags: row.tags) != nil
-            else { throw WalletError.duplicate(type: type, id: id) }
         }
     }
 
@@ -220,14 +269,16 @@ public final class PostgresWallet: Sendable {
     /// type and id exist is refused before anything of its batch is written.
     public func addAll(_ records: [(type: String, id: String, value: String, tags: WalletTags)], batchSize: Int = 500) async throws {
         try await run {
+            // One key for every batch: a rotation between two batches refuses the later ones.
+            let s = sealing
             var start = 0
             while start < records.count {
                 let chunk = records[start..<min(records.count, start + batchSize)]
                 var rows = [(type: Int64, idBlind: Data, sealed: Data, expiry: Int64?, tags: [PostgresTagRow])]()
                 for r in chunk {
-                    rows.append(try Self.insertRow(type: r.type, id: r.id, value: r.value, tags: r.tags, expiry: nil, keys: keys))
+                    rows.append(try Self.insertRow(type: r.type, id: r.id, value: r.value, tags: r.tags, expiry: nil, keys: s.keys))
                 }
-                let inserted = try await store.insertMany(profile: number, records: rows)
+                let inserted = try await store.insertMany(gate: s.gate, records: rows)
                 if inserted != rows.count {
                     throw WalletError.storage(
                         "\(rows.count - inserted) of a batch of \(rows.count) records were already in \(label); the others were written")
@@ -268,6 +319,13 @@ public final class PostgresWallet: Sendable {
     private func rewrite(type: String, id: String, replacingTags: Bool, _ change: (inout RecordCodec.Contents) -> Void) async throws {
         try Validate.type(type)
         try Validate.id(id)
+        try await writing { s in try await rewrite(s, type: type, id: id, replacingTags: replacingTags, change) }
+    }
+
+    private func rewrite(
+        _ s: Sealing, type: String, id: String, replacingTags: Bool, _ change: (inout RecordCodec.Contents) -> Void
+    ) async throws {
+        let keys = s.keys
         let tb = keys.typeBlind(type)
         let ib = keys.idBlind(typeBlind: tb, id: id)
         let t = BlindColumn.value(tb)
@@ -280,8 +338,8 @@ public final class PostgresWallet: Sendable {
             change(&contents)
             contents.type = type
             let sealed = RecordCodec.seal(contents, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: keys)
-            let tags = replacingTags ? tagRows(typeBlind: tb, tags: contents.tags) : nil
-            if try await store.rewrite(profile: number, row: row, sealed: sealed, tags: tags) { return }
+            let tags = replacingTags ? Self.tagRows(keys: keys, typeBlind: tb, tags: contents.tags) : nil
+            if try await store.rewrite(gate: s.gate, row: row, sealed: sealed, tags: tags) { return }
         }
         throw WalletError.storage(
             "the record of type \(WalletError.quote(type)) with id \(WalletError.quote(id)) kept changing under \(Self.rewriteAttempts) attempts to write it; nothing was written: retry"
@@ -303,11 +361,12 @@ public final class PostgresWallet: Sendable {
         try await run {
             // Everything of the box is given (type, id, value, tags; no expiry), so it can be
             // sealed without the stored one, as a new record's is.
-            let row = try Self.insertRow(type: type, id: id, value: value, tags: tags, expiry: nil, keys: keys)
-            if try await store.replaceUnexpiring(profile: number, type: row.type, idBlind: row.idBlind, sealed: row.sealed, tags: row.tags)
-            {
-                return
+            let done = try await writing { s in
+                let row = try Self.insertRow(type: type, id: id, value: value, tags: tags, expiry: nil, keys: s.keys)
+                return try await store.replaceUnexpiring(
+                    gate: s.gate, type: row.type, idBlind: row.idBlind, sealed: row.sealed, tags: row.tags)
             }
+            if done { return }
             try await rewrite(type: type, id: id, replacingTags: true) {
                 $0.value = value
                 $0.tags = tags
@@ -349,11 +408,12 @@ public final class PostgresWallet: Sendable {
         try await run {
             try Validate.type(type)
             try Validate.id(id)
-            let tb = keys.typeBlind(type)
-            guard
-                try await store.delete(
-                    profile: number, type: BlindColumn.value(tb), idBlind: keys.idBlind(typeBlind: tb, id: id), liveAt: unixMillis(Date()))
-            else { throw WalletError.notFound(type: type, id: id) }
+            let deleted = try await writing { s in
+                let tb = s.keys.typeBlind(type)
+                return try await store.delete(
+                    gate: s.gate, type: BlindColumn.value(tb), idBlind: s.keys.idBlind(typeBlind: tb, id: id), liveAt: unixMillis(Date()))
+            }
+            guard deleted else { throw WalletError.notFound(type: type, id: id) }
         }
     }
 
