@@ -100,6 +100,46 @@ extension PostgresWalletTests {
             #expect(try await wallet.count(type: "c", matching: WalletQuery(json: #"{"~n": {"$gt": "6"}}"#)) == 1)
         }
 
+        /// The transaction that wrote each tag row of the record (`xmin`), by the row's name and value.
+        static func writers(_ wallet: PostgresWallet, type: String, id: String) async throws -> [String: String] {
+            let tb = wallet.keys.typeBlind(type)
+            let ib = wallet.keys.idBlind(typeBlind: tb, id: id)
+            let row = try #require(try await wallet.store.locate(profile: wallet.number, type: BlindColumn.value(tb), idBlind: ib))
+            let item = row.rowid
+            return try await wallet.store.withConnection { connection in
+                var out = [String: String]()
+                for try await (name, value, writer) in try await connection.query(
+                    "SELECT name, value, xmin::text FROM coffer_tags WHERE item = \(item)", logger: PostgresStore.logger
+                ).decode((Int64, Data, String).self) {
+                    out["\(name):\(value.base64EncodedString())"] = writer
+                }
+                return out
+            }
+        }
+
+        @Test("a replace writes only the tag rows that change: the ones it gives again stay as they were")
+        func unchangedTagRowsStay() async throws {
+            let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("replace-keep"), key: PostgresTesting.key)
+            defer { wallet.close() }
+            try await wallet.add(type: "c", id: "k", value: "old", tags: ["a": "1", "b": "2", "~n": "5"])
+            let before = try await Self.writers(wallet, type: "c", id: "k")
+            try await wallet.replace(type: "c", id: "k", value: "new", tags: ["a": "1", "b": "3", "~n": "5"])
+            let after = try await Self.writers(wallet, type: "c", id: "k")
+            let kept = Set(before.keys).intersection(after.keys)
+            #expect(kept.count == 2, "the rows of a and ~n are not both there: \(after)")
+            for key in kept { #expect(before[key] == after[key], "a tag row given again was rewritten") }
+            let record = try #require(try await wallet.fetch(type: "c", id: "k"))
+            #expect(record.value == "new" && record.tags == ["a": "1", "b": "3", "~n": "5"])
+            let stored = try #require(try await Self.stored(wallet, type: "c", id: "k"))
+            #expect(stored.tags == Self.expected(wallet, type: "c", tags: ["a": "1", "b": "3", "~n": "5"]) && stored.rows == 3)
+            #expect(try await wallet.count(type: "c", matching: WalletQuery(json: #"{"b": "2"}"#)) == 0)
+            #expect(try await wallet.count(type: "c", matching: WalletQuery(json: #"{"b": "3"}"#)) == 1)
+            // The same tags again: no tag row is written at all.
+            try await wallet.replace(type: "c", id: "k", value: "newer", tags: ["a": "1", "b": "3", "~n": "5"])
+            #expect(try await Self.writers(wallet, type: "c", id: "k") == after)
+            #expect(try await wallet.fetch(type: "c", id: "k")?.value == "newer")
+        }
+
         /// The names of the statements prepared on the pool's one connection.
         static func prepared(_ wallet: PostgresWallet) async throws -> Set<String> {
             try await wallet.store.withConnection { connection in
