@@ -351,6 +351,8 @@ extension PostgresWallet {
         }
         // This wallet goes on under the new key (as a wallet file's rotating `Wallet` does).
         if let newKeys { rotated(to: newKeys, generation: generation) }
+        // Searches opened under the old keys go, as on SQLite.
+        if rotatingKey { searches.closeAll() }
     }
 
     /// Re-seals every row of the profile under `new` (inside the caller's transaction).
