@@ -416,15 +416,22 @@ public final class PostgresWallet: Sendable {
     /// Deletes a live record.
     /// - Throws: ``WalletError/notFound(type:id:)`` when there is none.
     public func delete(type: String, id: String) async throws {
+        try Validate.type(type)
+        try Validate.id(id)
+        if type == SecretTypes.credential, store.pinned == nil {
+            // A credential's signature (a secret) goes with it, in one transaction, as on SQLite.
+            return try await transaction { tx in try await tx.delete(type: type, id: id) }
+        }
         try await run {
-            try Validate.type(type)
-            try Validate.id(id)
             let deleted = try await writing { s in
                 let tb = s.keys.typeBlind(type)
                 return try await store.delete(
                     gate: s.gate, type: BlindColumn.value(tb), idBlind: s.keys.idBlind(typeBlind: tb, id: id), liveAt: unixMillis(Date()))
             }
             guard deleted else { throw WalletError.notFound(type: type, id: id) }
+            if type == SecretTypes.credential {
+                _ = try await removeReserved(type: SecretTypes.credentialSignature, id: id)
+            }
         }
     }
 
