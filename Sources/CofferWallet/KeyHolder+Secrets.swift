@@ -80,4 +80,11 @@ extension KeyHolder {
         _ = try await writeReserved(
             ReservedRecord(type: SecretTypes.credentialSignature, id: credentialID, bytes: bytes), existing: .replace)
     }
+
+    /// The signature kept for a credential, as bytes in guarded memory (nil inside: an empty
+    /// one); nil when none is kept. For code inside this module; tests reach it with `@testable`.
+    func credentialSignatureBytes(credentialID: String) async throws -> SecretKey?? {
+        try Validate.id(credentialID)
+        return try await readReservedBytes(type: SecretTypes.credentialSignature, id: credentialID)
+    }
 }

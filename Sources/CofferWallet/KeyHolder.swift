@@ -78,6 +78,9 @@ protocol KeyHolder: Sendable {
     /// secret decoded straight into `SecretKey` storage (nil when it does not decode to
     /// `byteCount` bytes) and its tags; nil when there is none.
     func readReservedSecret(type: String, id: String, byteCount: Int) async throws -> (secret: SecretKey?, tags: WalletTags)?
+    /// The value of the live reserved record of `type` and `id` as bytes in guarded memory, never
+    /// a `String` (nil inside: an empty value); nil when there is none.
+    func readReservedBytes(type: String, id: String) async throws -> SecretKey??
     /// Whether a live reserved record of `type` and `id` exists (its box is opened and its id
     /// checked, its value not decoded).
     func containsReserved(type: String, id: String) async throws -> Bool
@@ -249,6 +252,15 @@ extension Wallet: KeyWallet, KeyHolder {
 
     func readReservedSecret(type: String, id: String, byteCount: Int) async throws -> (secret: SecretKey?, tags: WalletTags)? {
         try await secretRead { store in try store.secret(type: type, id: id, byteCount: byteCount) }
+    }
+
+    func readReservedBytes(type: String, id: String) async throws -> SecretKey?? {
+        try await secretRead { store -> SecretKey?? in
+            guard let found = try store.locate(type: type, id: id), !found.expired else { return nil }
+            let contents = try store.open(found, value: .bytes)
+            guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+            return .some(contents.valueBytes)
+        }
     }
 
     func containsReserved(type: String, id: String) async throws -> Bool {

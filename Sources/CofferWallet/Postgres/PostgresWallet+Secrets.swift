@@ -63,6 +63,20 @@ extension PostgresWallet: KeyWallet, KeyHolder {
         }
     }
 
+    func readReservedBytes(type: String, id: String) async throws -> SecretKey?? {
+        try await call {
+            let tb = keys.typeBlind(type)
+            let ib = keys.idBlind(typeBlind: tb, id: id)
+            guard let row = try await store.locate(profile: number, type: BlindColumn.value(tb), idBlind: ib),
+                row.expiry.map({ $0 > unixMillis(Date()) }) ?? true
+            else { return nil }
+            let contents = try RecordCodec.open(
+                row.sealed, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: keys, expectedType: type, value: .bytes)
+            guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+            return .some(contents.valueBytes)
+        }
+    }
+
     func containsReserved(type: String, id: String) async throws -> Bool {
         try await call {
             let tb = keys.typeBlind(type)
