@@ -133,7 +133,9 @@ extension WalletApiBackendsSuite {
         try await api.deleteRecordTags("credential", "c1", #"["~n"]"#)
         try await api.updateRecordTags("credential", "c1", #"{"Tag2": "x"}"#)
         #expect(try await api.getRecordWallet("credential", "c1") == #"{"id":"c1","value":"value-2","tags":{"Tag2":"x"}}"#)
-        await #expect(throws: WalletError.duplicate(type: "credential", id: "c1")) { try await api.addRecordWallet("credential", "c1", "v") }
+        await #expect(throws: WalletError.duplicate(type: "credential", id: "c1")) {
+            try await api.addRecordWallet("credential", "c1", "v")
+        }
         try await api.deleteRecordWallet("credential", "c1")
         await #expect(throws: WalletError.notFound(type: "credential", id: "c1")) { _ = try await api.getRecordWallet("credential", "c1") }
         await #expect(throws: WalletError.self) { try await api.deleteRecordTags("credential", "c1", #"{"not": "an array"}"#) }
@@ -326,7 +328,8 @@ extension WalletApiBackendsSuite {
         #expect(try await wallet.hasCredentialSignature(credentialID: "c2"))
         // So does removeAll, for the credentials it removes only.
         for id in ["k1", "k2", "k3"] {
-            try await wallet.add(type: SecretTypes.credential, id: id, value: "{}", tags: ["keep": id == "k3" ? "yes" : "no"], expiresAt: nil)
+            try await wallet.add(
+                type: SecretTypes.credential, id: id, value: "{}", tags: ["keep": id == "k3" ? "yes" : "no"], expiresAt: nil)
             try await wallet.storeCredentialSignature("s-\(id)", credentialID: id)
         }
         #expect(try await wallet.removeAll(type: SecretTypes.credential, matching: WalletQuery(json: #"{"keep": "no"}"#)) == 2)
