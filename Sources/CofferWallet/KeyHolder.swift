@@ -8,7 +8,8 @@ import CofferCrypto
 import Foundation
 
 /// A wallet that holds key pairs and uses them inside itself — signs, opens sealed boxes, boxes
-/// and opens boxes — printing and returning only public keys: ``Wallet`` (a file on SQLite) and,
+/// and opens boxes — printing and returning only public keys, and that keeps the SDK's other
+/// secrets (the credential master secret, credential signatures) without ever returning them: ``Wallet`` (a file on SQLite) and,
 /// in a build with the package trait `PostgreSQL`, `PostgresWallet` (a profile in a PostgreSQL
 /// database), with the same arguments, errors and results. The keys are records of a reserved
 /// type, sealed under the wallet's (the profile's) key like every record and out of the record

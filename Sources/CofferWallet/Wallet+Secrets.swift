@@ -1,5 +1,7 @@
-// The wallet's secrets: keys, the credential master secret and credential signatures, kept in
-// reserved record types the record API refuses. They are used through the wallet, never read.
+// The wallet file's side of its secrets (keys, the credential master secret, credential
+// signatures: reserved record types the record API refuses): transactions that may touch the
+// reserved types, and what stays `Wallet`'s own. The secrets' API is `KeyWallet`'s, written once
+// for both backends (KeyHolder.swift, KeyHolder+Secrets.swift).
 
 import CofferCrypto
 import Foundation

@@ -416,22 +416,23 @@ public final class PostgresWallet: Sendable {
     /// Deletes a live record.
     /// - Throws: ``WalletError/notFound(type:id:)`` when there is none.
     public func delete(type: String, id: String) async throws {
-        try Validate.type(type)
-        try Validate.id(id)
-        if type == SecretTypes.credential, store.pinned == nil {
-            // A credential's signature (a secret) goes with it, in one transaction, as on SQLite.
-            return try await transaction { tx in try await tx.delete(type: type, id: id) }
-        }
         try await run {
-            let deleted = try await writing { s in
-                let tb = s.keys.typeBlind(type)
-                return try await store.delete(
-                    gate: s.gate, type: BlindColumn.value(tb), idBlind: s.keys.idBlind(typeBlind: tb, id: id), liveAt: unixMillis(Date()))
+            try Validate.type(type)
+            try Validate.id(id)
+            let now = unixMillis(Date())
+            let deleted = try await writing { w in
+                let tb = w.keys.typeBlind(type)
+                let ib = w.keys.idBlind(typeBlind: tb, id: id)
+                guard type == SecretTypes.credential else {
+                    return try await store.delete(gate: w.gate, type: BlindColumn.value(tb), idBlind: ib, liveAt: now)
+                }
+                // A credential's signature (a secret) goes with it, in the same statement, as on SQLite.
+                let sb = w.keys.typeBlind(SecretTypes.credentialSignature)
+                return try await store.deleteCredential(
+                    gate: w.gate, type: BlindColumn.value(tb), idBlind: ib, signatureType: BlindColumn.value(sb),
+                    signatureIdBlind: w.keys.idBlind(typeBlind: sb, id: id), liveAt: now)
             }
             guard deleted else { throw WalletError.notFound(type: type, id: id) }
-            if type == SecretTypes.credential {
-                _ = try await removeReserved(type: SecretTypes.credentialSignature, id: id)
-            }
         }
     }
 
