@@ -27,7 +27,8 @@ extension PostgresWallet: KeyWallet, KeyHolder {
                 // String copy). Reserved records never expire.
                 let sealed = RecordCodec.seal(
                     .init(
-                        type: record.type, id: record.id, value: "", tags: record.tags, secretValue: record.secret, valueBytes: record.bytes),
+                        type: record.type, id: record.id, value: "", tags: record.tags, secretValue: record.secret, valueBytes: record.bytes
+                    ),
                     typeBlind: tb, idBlind: ib, expiry: nil, keys: keys)
                 let tags = Self.tagRows(keys: keys, typeBlind: tb, tags: record.tags)
                 for _ in 0..<Self.rewriteAttempts {
@@ -44,7 +45,8 @@ extension PostgresWallet: KeyWallet, KeyHolder {
                     }
                 }
                 throw WalletError.storage(
-                    "the wallet's secret record kept changing under \(Self.rewriteAttempts) attempts to write it; nothing was written: retry")
+                    "the wallet's secret record kept changing under \(Self.rewriteAttempts) attempts to write it; nothing was written: retry"
+                )
             }
         }
     }
