@@ -166,7 +166,7 @@ public final class StateMachines: Sendable {
     /// Sends the credential request, bound to the master secret (offer received 3 → request
     /// sent 2). The binding is computed inside the wallet; the master secret never leaves it.
     /// - Throws: ``StateMachineError/wallet(_:)`` holding ``WalletError/invalidInput(_:)`` when the
-    ///   wallet was not provisioned for the SDK (``Wallet/initializeMasterSecret()`` makes the
+    ///   wallet was not provisioned for the SDK (`KeyWallet.initializeMasterSecret()` makes the
     ///   master secret, once, at provisioning).
     public func credentialSendRequest(_ handle: Int) async throws(StateMachineError) -> Transition {
         try await step(

@@ -8,7 +8,8 @@ import CofferCrypto
 import Foundation
 
 /// A wallet that holds key pairs and uses them inside itself — signs, opens sealed boxes, boxes
-/// and opens boxes — printing and returning only public keys: ``Wallet`` (a file on SQLite) and,
+/// and opens boxes — printing and returning only public keys, and that keeps the SDK's other
+/// secrets (the credential master secret, credential signatures) without ever returning them: ``Wallet`` (a file on SQLite) and,
 /// in a build with the package trait `PostgreSQL`, `PostgresWallet` (a profile in a PostgreSQL
 /// database), with the same arguments, errors and results. The keys are records of a reserved
 /// type, sealed under the wallet's (the profile's) key like every record and out of the record
@@ -62,18 +63,74 @@ extension KeyWallet {
     }
 }
 
-/// A wallet profile that holds keys as reserved records (``Wallet`` on SQLite, `PostgresWallet`).
+/// A wallet profile that holds the wallet's secrets as reserved records (``Wallet`` on SQLite,
+/// `PostgresWallet`): keys, the credential master secret, credential signatures. A backend only
+/// stores, reads, lists and removes those records, always with their values as bytes (never a
+/// `String`); what they mean and how they are used is written once, here and in
+/// KeyHolder+Secrets.swift.
 protocol KeyHolder: Sendable {
     /// The opened pairs of this profile's keys, emptied when it closes.
     var heldKeys: HeldKeyCache { get }
+    /// Writes `record` in one transaction. When a live record of its type and id is there,
+    /// `existing` decides: refuse (``WalletError/duplicate(type:id:)``), keep it (nothing is
+    /// written), or replace it. Returns whether `record` was written.
+    func writeReserved(_ record: ReservedRecord, existing: ReservedConflict) async throws -> Bool
+    /// The live reserved record of `type` and `id` whose value is a secret's base64 text: the
+    /// secret decoded straight into `SecretKey` storage (nil when it does not decode to
+    /// `byteCount` bytes) and its tags; nil when there is none.
+    func readReservedSecret(type: String, id: String, byteCount: Int) async throws -> (secret: SecretKey?, tags: WalletTags)?
+    /// The value of the live reserved record of `type` and `id` as bytes in guarded memory, never
+    /// a `String` (nil inside: an empty value); nil when there is none.
+    func readReservedBytes(type: String, id: String) async throws -> SecretKey??
+    /// Whether a live reserved record of `type` and `id` exists (its box is opened and its id
+    /// checked, its value not decoded).
+    func containsReserved(type: String, id: String) async throws -> Bool
+    /// Removes the reserved record of `type` and `id`; whether there was one.
+    func removeReserved(type: String, id: String) async throws -> Bool
+    /// The id and tags of every live reserved record of `type`, in the order they were written.
+    func reservedRecordTags(type: String) async throws -> [(id: String, tags: WalletTags)]
+}
+
+/// A reserved record as it is written: its value comes from bytes, never from a `String`.
+struct ReservedRecord: Sendable {
+    let type: String
+    let id: String
+    var tags: WalletTags = [:]
+    /// A secret stored as its base64 text (a key's, the master secret).
+    var secret: SecretKey? = nil
+    /// A value's own UTF-8 bytes in guarded memory (a credential signature); nil with `secret`
+    /// nil: an empty value.
+    var bytes: SecretKey? = nil
+}
+
+/// What ``KeyHolder/writeReserved(_:existing:)`` does when the record is there.
+enum ReservedConflict: Sendable {
+    /// Refuse with ``WalletError/duplicate(type:id:)``.
+    case refuse
+    /// Keep the one there and write nothing.
+    case keep
+    /// Replace it.
+    case replace
+}
+
+extension KeyHolder {
     /// Writes a new key record: type `SecretTypes.key`, id `verkey`, ``KeyRecord/tags(_:)``,
     /// the secret as its value.
-    func writeKeyRecord(verkey: String, kind: WalletKeyKind, secret: SecretKey) async throws
+    func writeKeyRecord(verkey: String, kind: WalletKeyKind, secret: SecretKey) async throws {
+        _ = try await writeReserved(
+            ReservedRecord(type: SecretTypes.key, id: verkey, tags: KeyRecord.tags(kind), secret: secret), existing: .refuse)
+    }
+
     /// The live key record of `verkey`: its secret decoded straight into `SecretKey` storage
     /// (nil when it does not decode to 32 bytes) and its tags; nil when there is none.
-    func readKeyRecord(_ verkey: String) async throws -> (secret: SecretKey?, tags: WalletTags)?
+    func readKeyRecord(_ verkey: String) async throws -> (secret: SecretKey?, tags: WalletTags)? {
+        try await readReservedSecret(type: SecretTypes.key, id: verkey, byteCount: KeyRecord.secretByteCount)
+    }
+
     /// The id and tags of every live key record, in the order they were written.
-    func keyRecordTags() async throws -> [(id: String, tags: WalletTags)]
+    func keyRecordTags() async throws -> [(id: String, tags: WalletTags)] {
+        try await reservedRecordTags(type: SecretTypes.key)
+    }
 }
 
 /// What a key record holds besides its secret.
@@ -179,21 +236,49 @@ extension Wallet: KeyWallet, KeyHolder {
     /// The wallet file's key records, for ``KeyWallet``'s operations (opaque).
     public var keyAccess: WalletKeyAccess { WalletKeyAccess(holder: self) }
 
-    func writeKeyRecord(verkey: String, kind: WalletKeyKind, secret: SecretKey) async throws {
-        // The record format keeps values as text: the base64 is written from the key's storage
-        // into the wiped plaintext buffer that is sealed (no String copy).
+    func writeReserved(_ record: ReservedRecord, existing: ReservedConflict) async throws -> Bool {
+        // The value is sealed from its bytes: a secret's base64 is written from the key's storage
+        // into the wiped plaintext buffer, a text's bytes from guarded memory (no String copy).
         try await secretWrite { store in
-            try store.add(type: SecretTypes.key, id: verkey, value: "", tags: KeyRecord.tags(kind), expiresAt: nil, secret: secret)
+            if existing != .refuse, try store.contains(type: record.type, id: record.id) {
+                if existing == .keep { return false }
+                try store.delete(type: record.type, id: record.id)
+            }
+            try store.add(
+                type: record.type, id: record.id, value: "", tags: record.tags, expiresAt: nil, secret: record.secret,
+                valueBytes: record.bytes)
+            return true
         }
     }
 
-    func readKeyRecord(_ verkey: String) async throws -> (secret: SecretKey?, tags: WalletTags)? {
-        try await secretRead { store in try store.secret(type: SecretTypes.key, id: verkey, byteCount: KeyRecord.secretByteCount) }
+    func readReservedSecret(type: String, id: String, byteCount: Int) async throws -> (secret: SecretKey?, tags: WalletTags)? {
+        try await secretRead { store in try store.secret(type: type, id: id, byteCount: byteCount) }
     }
 
-    func keyRecordTags() async throws -> [(id: String, tags: WalletTags)] {
+    func readReservedBytes(type: String, id: String) async throws -> SecretKey?? {
+        try await secretRead { store -> SecretKey?? in
+            guard let found = try store.locate(type: type, id: id), !found.expired else { return nil }
+            let contents = try store.open(found, value: .bytes)
+            guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+            return .some(contents.valueBytes)
+        }
+    }
+
+    func containsReserved(type: String, id: String) async throws -> Bool {
+        try await secretRead { store in try store.contains(type: type, id: id) }
+    }
+
+    func removeReserved(type: String, id: String) async throws -> Bool {
+        try await secretWrite { store in
+            guard try store.contains(type: type, id: id) else { return false }
+            try store.delete(type: type, id: id)
+            return true
+        }
+    }
+
+    func reservedRecordTags(type: String) async throws -> [(id: String, tags: WalletTags)] {
         try await secretRead { store in
-            let search = try QueryCompiler.compile(type: SecretTypes.key, query: .all, keys: store.keys, allowReserved: true)
+            let search = try QueryCompiler.compile(type: type, query: .all, keys: store.keys, allowReserved: true)
             var cursor = SearchCursor()
             return try search.page(
                 store.db, keys: store.keys, cursor: &cursor, limit: Int.max,

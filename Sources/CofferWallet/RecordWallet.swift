@@ -61,8 +61,8 @@ public protocol RecordAccess: Sendable {
 ///
 /// What stays backend-specific: opening and creating (a file's URL or a database's settings),
 /// each backend's own transaction forms (a synchronous body on SQLite's writer, read-only
-/// snapshots), search handles, observation, and the SDK's secrets beyond keys (the credential
-/// master secret and signatures, in a wallet file). Keys are ``KeyWallet``'s, on both backends.
+/// snapshots) and observation. Keys and the SDK's other secrets are ``KeyWallet``'s, and search
+/// handles ``SearchHandleWallet``'s, on both backends.
 public protocol RecordWallet: AnyObject, RecordAccess {
     /// Imports records from a JSON Lines file, all or nothing; how many.
     @discardableResult

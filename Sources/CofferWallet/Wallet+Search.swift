@@ -4,66 +4,39 @@ import CofferSync
 import Foundation
 import GRDB
 
-extension Wallet {
-    /// Opens a search over records of `type` matching `query`, and returns its handle.
-    /// The total count, when asked for, is computed once here.
-    public func openSearch(type: String, query: WalletQuery, options: SearchOptions = SearchOptions()) async throws -> Int {
+/// Where a search on a wallet file stands: the compiled search and its keyset cursor.
+struct SQLiteSearchWalk: Sendable {
+    let search: CompiledSearch
+    var cursor = SearchCursor()
+}
+
+extension Wallet: SearchHandleWallet, SearchHost {
+    /// The wallet file's open searches, for ``SearchHandleWallet``'s handle calls (opaque).
+    public var searchHandles: WalletSearchHandles { WalletSearchHandles(host: self) }
+
+    func startWalk(type: String, query: WalletQuery) throws -> SQLiteSearchWalk {
         if gate.isWalletClosed { throw WalletError.closed }
         try Task.checkCancellation()
         try Validate.type(type)
-        let search = try QueryCompiler.compile(type: type, query: query, keys: keys)
-        var total: Int?
-        if options.retrieveTotalCount {
-            total = try await MatchCancellation.run { token in
-                try await read { reader in try token.during { try search.count(reader.store.db, keys: reader.store.keys) } }
-            }
-        }
-        if let hook = searches.beforeOpen.withLock({ $0 }) { await hook() }
-        // Counting awaited: the wallet may have closed meanwhile, which `open` decides again.
-        return try searches.open(search, options: options, totalCount: total)
+        return SQLiteSearchWalk(search: try QueryCompiler.compile(type: type, query: query, keys: keys))
     }
 
-    /// Test hook: `body` runs in ``openSearch(type:query:options:)`` after the search is compiled
-    /// (and counted) and before it is registered, so a test can close the wallet in that window.
+    func countWalk(_ walk: SQLiteSearchWalk) async throws -> Int {
+        try await MatchCancellation.run { token in
+            try await read { reader in try token.during { try walk.search.count(reader.store.db, keys: reader.store.keys) } }
+        }
+    }
+
+    func nextPage(of walk: SQLiteSearchWalk, limit: Int, options: RecordOptions) async throws -> ([WalletRecord], SQLiteSearchWalk) {
+        let (records, cursor) = try await nextPage(walk.search, after: walk.cursor, limit: limit, options: options)
+        return (records, SQLiteSearchWalk(search: walk.search, cursor: cursor))
+    }
+
+    /// Test hook: `body` runs in ``SearchHandleWallet/openSearch(type:query:options:)`` after the
+    /// search is compiled (and counted) and before it is registered, so a test can close the
+    /// wallet in that window.
     package func setBeforeSearchOpensForTesting(_ body: (@Sendable () async -> Void)?) {
         searches.beforeOpen.withLock { $0 = body }
-    }
-
-    /// Opens a search from JSON text (query and options as the Mobile SDK passes them).
-    public func openSearch(type: String, queryJSON: String, optionsJSON: String = "{}") async throws -> Int {
-        let query = try WalletQuery(json: queryJSON)
-        let options = try SearchOptions(json: optionsJSON)
-        return try await openSearch(type: type, query: query, options: options)
-    }
-
-    /// The next page of up to `count` records. An exhausted search returns an empty page.
-    /// - Throws: ``WalletError/invalidHandle(_:)`` for an unknown, closed or reclaimed handle;
-    ///   ``WalletError/invalidInput(_:)`` for a count below 1.
-    public func searchNext(_ handle: Int, count: Int) async throws -> SearchPage {
-        guard count >= 1 else { throw WalletError.invalidInput("count must be at least 1, got \(count)") }
-        let entry = try searches.checkOut(handle)
-        var updated = entry
-        do {
-            var page = SearchPage(totalCount: entry.totalCount)
-            if entry.options.retrieveRecords {
-                let (records, newCursor) = try await nextPage(
-                    entry.search, after: entry.cursor, limit: count,
-                    options: entry.options.recordOptions)
-                updated.cursor = newCursor
-                page.records = records
-            }
-            searches.checkIn(handle, updated)
-            return page
-        } catch {
-            searches.checkIn(handle, entry)
-            throw error
-        }
-    }
-
-    /// Closes a search and frees its state.
-    /// - Throws: ``WalletError/invalidHandle(_:)`` when it is not open.
-    public func closeSearch(_ handle: Int) async throws {
-        try searches.close(handle)
     }
 
     /// The page after `cursor` in one read transaction, and where the walk then stands: the
@@ -84,9 +57,6 @@ extension Wallet {
             }
         }
     }
-
-    /// How many searches are open now.
-    public var openSearchCount: Int { searches.openCount }
 
     /// Matching records as an `AsyncSequence`, fetched `pageSize` at a time (memory stays flat
     /// however many match), in insertion order: `for try await record in wallet.records(…)`.

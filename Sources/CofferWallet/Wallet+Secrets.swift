@@ -1,5 +1,7 @@
-// The wallet's secrets: keys, the credential master secret and credential signatures, kept in
-// reserved record types the record API refuses. They are used through the wallet, never read.
+// The wallet file's side of its secrets (keys, the credential master secret, credential
+// signatures: reserved record types the record API refuses): transactions that may touch the
+// reserved types, and what stays `Wallet`'s own. The secrets' API is `KeyWallet`'s, written once
+// for both backends (KeyHolder.swift, KeyHolder+Secrets.swift).
 
 import CofferCrypto
 import Foundation
@@ -111,85 +113,11 @@ extension Wallet {
         try SealedBox.seal(message, to: agreementKey(recipient, kind: recipientKind))
     }
 
-    // MARK: Credential master secret and signatures
-
-    /// Provisions the wallet for the SDK: creates the credential master secret if the wallet has
-    /// none. Call it once when the wallet is provisioned (the demo's provisioning step does);
-    /// the secret is never replaced, and a credential request on an unprovisioned wallet is
-    /// refused rather than making one then. Returns whether it was created now.
-    @discardableResult
-    public func initializeMasterSecret() async throws -> Bool {
-        try await secretWrite { store in
-            if try store.contains(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID) {
-                return false
-            }
-            try store.add(
-                type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID, value: "", tags: [:], expiresAt: nil,
-                secret: SecretKey.random(byteCount: 32))
-            return true
-        }
-    }
-
-    /// Whether the credential master secret exists.
-    public func hasMasterSecret() async throws -> Bool {
-        try await secretRead { store in
-            try store.contains(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID)
-        }
-    }
-
-    /// Lends the master secret to code inside this module (tests reach it with `@testable`).
-    /// - Throws: ``WalletError/invalidInput(_:)`` when the wallet was not provisioned.
-    func withMasterSecret<T>(_ body: (SecretKey) throws -> T) async throws -> T {
-        let record = try await secretRead { store in
-            try store.secret(type: SecretTypes.masterSecret, id: SecretTypes.masterSecretID, byteCount: 32)
-        }
-        guard let record else { throw Self.notProvisioned }
-        guard let secret = record.secret else {
-            throw WalletError.corrupted("the stored credential master secret does not decode to 32 bytes")
-        }
-        return try body(secret)
-    }
+    // MARK: Credential master secret and signatures (created and used through ``KeyWallet``)
 
     static let notProvisioned = WalletError.invalidInput(
         "this wallet has no credential master secret: provision it for the SDK first with initializeMasterSecret() (once, when the wallet is set up)"
     )
-
-    /// The binding of the master secret to a credential definition that a credential request
-    /// carries: HMAC-SHA-256 under the master secret, domain 1, of the definition's id. The
-    /// secret is used here and never leaves the module. Not visible to clients of the library.
-    /// - Throws: ``WalletError/invalidInput(_:)`` when the wallet was not provisioned.
-    package func masterSecretBinding(credentialDefinitionID: String) async throws -> Data {
-        try await withMasterSecret { secret in KeyedHash(key: secret).hash(domain: 1, Data(credentialDefinitionID.utf8)) }
-    }
-
-    /// Stores a credential's signature as a secret (replacing one under the same id); it is
-    /// deleted with the credential record. The SDK calls this as soon as a credential arrives.
-    public func storeCredentialSignature(_ signature: String, credentialID: String) async throws {
-        try await secretWrite { store in
-            if try store.contains(type: SecretTypes.credentialSignature, id: credentialID) {
-                try store.update(type: SecretTypes.credentialSignature, id: credentialID, value: signature)
-            } else {
-                try store.add(type: SecretTypes.credentialSignature, id: credentialID, value: signature, tags: [:], expiresAt: nil)
-            }
-        }
-    }
-
-    /// Whether a signature is stored for the credential.
-    public func hasCredentialSignature(credentialID: String) async throws -> Bool {
-        try await secretRead { store in
-            try store.contains(type: SecretTypes.credentialSignature, id: credentialID)
-        }
-    }
-
-    /// Removes the signature kept for a credential that was then rejected (no error when there is
-    /// none). Not visible to clients of the library.
-    package func removeCredentialSignature(credentialID: String) async throws {
-        try await secretWrite { store in
-            if try store.contains(type: SecretTypes.credentialSignature, id: credentialID) {
-                try store.delete(type: SecretTypes.credentialSignature, id: credentialID)
-            }
-        }
-    }
 
     /// Stores an accepted credential (the SDK's acceptance step): the record under type
     /// `credential`, checked in the same transaction against the signature stored when it arrived.

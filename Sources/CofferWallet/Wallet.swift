@@ -106,7 +106,7 @@ public final class Wallet: Sendable {
     let gate: KeyGate
     /// The keys now. Calls that read or write rows take them through ``gated(_:)`` instead.
     var keys: WalletKeys { gate.current }
-    let searches: SearchRegistry
+    let searches: SearchRegistry<SQLiteSearchWalk>
     /// Opened held keys by verkey (see `HeldKeyCache`); emptied, and their secrets wiped, on close.
     let heldKeys = HeldKeyCache()
     /// Live queries (``observe(type:matching:options:interval:expiryCheck:)``), ended by ``close()``.

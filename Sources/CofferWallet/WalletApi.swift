@@ -1,9 +1,30 @@
 // The seed's Wallet API, exactly: its names and string arguments, as async functions and in the
 // completion-handler form of the iOS signatures. Bridges (React Native, Flutter) call this layer.
+// Written once over any wallet with search handles (`SearchHandleWallet`): a wallet file, or a
+// PostgreSQL profile in a build with the trait `PostgreSQL`.
 
 import Foundation
 
-/// The Mobile SDK's `WalletApi` over a ``Wallet``: JSON strings in and out, as the seed documents.
+/// The Mobile SDK's `WalletApi` over a ``Wallet`` (a wallet file on SQLite): JSON strings in and
+/// out, as the seed documents. It is ``RecordWalletApi`` over a ``Wallet``: `WalletApi(wallet:)`
+/// and its ``RecordWalletApi/wallet`` (a ``Wallet``) are as they always were.
+public typealias WalletApi = RecordWalletApi<Wallet>
+
+#if PostgreSQL
+/// The Mobile SDK's `WalletApi` over a `PostgresWallet` (a profile in a PostgreSQL database):
+/// the same calls, JSON, errors and search handles as ``WalletApi`` over a wallet file.
+public typealias PostgresWalletApi = RecordWalletApi<PostgresWallet>
+#endif
+
+/// The Mobile SDK's `WalletApi` over a wallet of either backend: JSON strings in and out, as the
+/// seed documents. ``WalletApi`` is this type over a ``Wallet`` (a wallet file); in a build with
+/// the package trait `PostgreSQL`, `PostgresWalletApi` is this type over a `PostgresWallet` (a
+/// profile in a PostgreSQL database). Both give the same JSON for the same records, throw the
+/// same ``WalletError``s, and keep search handles alike: integer handles from ``openSearch(_:_:_:)``
+/// paged by ``searchNextRecords(_:_:)`` until ``closeSearch(_:)``; a closed or unknown handle is
+/// ``WalletError/invalidHandle(_:)``, and closing the wallet ends every handle (see
+/// ``SearchHandleWallet``). On PostgreSQL a handle holds a sealed keyset position, never a
+/// connection: records other processes write meanwhile never make its pages repeat or skip one.
 ///
 /// Every call exists twice: `async throws`, and with a completion handler called once with the
 /// error or the result (`(Error?) -> Void`, `(Error?, String?) -> Void`, `(Error?, Int) -> Void`).
@@ -22,10 +43,11 @@ import Foundation
 ///   `MainActor.assumeIsolated { … }` (checked: it traps on any other queue instead of racing);
 /// - a handler on another queue hops itself, `Task { @MainActor in … }`.
 ///
-/// See docs/concurrency.md ("The seed's `WalletApi`").
-public final class WalletApi: Sendable {
-    /// The wallet behind the API.
-    public let wallet: Wallet
+/// See docs/concurrency.md ("The seed's `WalletApi`") and docs/server.md for a server.
+public final class RecordWalletApi<Backend: SearchHandleWallet>: Sendable {
+    /// The wallet behind the API: a ``Wallet`` for ``WalletApi``, a `PostgresWallet` for
+    /// `PostgresWalletApi`.
+    public let wallet: Backend
     /// The queue every completion handler is called on.
     public let callbackQueue: DispatchQueue
 
@@ -39,7 +61,7 @@ public final class WalletApi: Sendable {
     }
 
     /// The API over `wallet`, calling completion handlers on `callbackQueue`.
-    public init(wallet: Wallet, callbackQueue: DispatchQueue = WalletApi.defaultCallbackQueue) {
+    public init(wallet: Backend, callbackQueue: DispatchQueue = RecordWalletApi.defaultCallbackQueue) {
         self.wallet = wallet
         self.callbackQueue = callbackQueue
     }
@@ -49,7 +71,7 @@ public final class WalletApi: Sendable {
     /// Adds a record (`tagsJson`: optional tags object).
     public func addRecordWallet(_ recordType: String, _ recordId: String, _ recordValue: String, _ tagsJson: String? = nil) async throws {
         let tags = try tagsJson.map { try WalletTags(json: $0) } ?? WalletTags()
-        try await wallet.add(type: recordType, id: recordId, value: recordValue, tags: tags)
+        try await wallet.add(type: recordType, id: recordId, value: recordValue, tags: tags, expiresAt: nil)
     }
 
     /// Replaces a record's value; its tags are kept.

@@ -773,6 +773,21 @@ struct PostgresStore: Sendable {
         return row.1 > 0
     }
 
+    /// Deletes a live credential record, its tag rows and the credential's signature (a reserved
+    /// record of type `signatureType` and id blind `signatureIdBlind`, which has no tag rows) in
+    /// one statement; whether the credential's row went (the signature goes only with it).
+    func deleteCredential(
+        gate: ProfileGate, type: Int64, idBlind: Data, signatureType: Int64, signatureIdBlind: Data, liveAt now: Int64
+    ) async throws -> Bool {
+        let statement = DeleteCredential(
+            profile: gate.number, type: type, name: idBlind, now: now, generation: gate.generation, signatureType: signatureType,
+            signatureName: signatureIdBlind)
+        let prepared = settings.preparedStatements
+        let row = try await withConnection { connection in try await Self.rows(statement, on: connection, prepared: prepared).first }
+        guard let row, row.0 > 0 else { throw try await gateClosed(gate) }
+        return row.1 > 0
+    }
+
     /// Deletes an expired record of this type and id (so a new one may take its place);
     /// whether there was one.
     func deleteExpired(gate: ProfileGate, type: Int64, idBlind: Data, now: Int64) async throws -> Bool {
@@ -1046,6 +1061,45 @@ extension PostgresStore {
     /// ``PostgresStore/delete(profile:type:idBlind:liveAt:)``: how many records it deleted (0 or 1).
     /// The tag rows go by `= ANY(ARRAY(…))`, which the tag index serves (an `IN (SELECT …)` over
     /// the deleted rows made deletes about 5× slower).
+    /// ``DeleteLive`` for a credential: its signature goes in the same statement.
+    struct DeleteCredential: PostgresPreparedStatement {
+        static let name = "coffer_delete_credential_v1"
+        static let sql = """
+            WITH \(ProfileGate.preparedSQL(number: "$1", generation: "$5")), item AS (
+                DELETE FROM coffer_items WHERE profile = $1 AND type = $2 AND name = $3 AND (expiry IS NULL OR expiry > $4)
+                AND EXISTS (SELECT 1 FROM g) RETURNING id
+            ), dropped AS (
+                DELETE FROM coffer_tags WHERE item = ANY(ARRAY(SELECT id FROM item))
+            ), signature AS (
+                DELETE FROM coffer_items WHERE profile = $1 AND type = $6 AND name = $7 AND EXISTS (SELECT 1 FROM item)
+            )
+            SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM item)
+            """
+        /// Whether the gate let the delete through, and how many credentials it deleted.
+        typealias Row = (Int64, Int64)
+        let profile: Int64
+        let type: Int64
+        let name: Data
+        let now: Int64
+        let generation: Int64
+        let signatureType: Int64
+        let signatureName: Data
+
+        func makeBindings() throws -> PostgresBindings {
+            var binds = PostgresBindings()
+            binds.append(profile)
+            binds.append(type)
+            try binds.append(name)
+            binds.append(now)
+            binds.append(generation)
+            binds.append(signatureType)
+            try binds.append(signatureName)
+            return binds
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
     struct DeleteLive: PostgresPreparedStatement {
         static let name = "coffer_delete_live_v2"
         static let sql = """

@@ -54,13 +54,26 @@ extension PostgresWallet {
     private func removeMatching(type: String, query: WalletQuery) async throws -> Int {
         try await call {
             var ids = [Int64]()
+            // A credential's signature (a secret) goes with it, in the same transaction, as on SQLite.
+            let signatureType = keys.typeBlind(SecretTypes.credentialSignature)
+            var signatures = [Data]()
             try await forEachCandidate(type: type, query: query, value: .skipped) { row, contents in
-                if query.matches(contents.tags) { ids.append(row.rowid) }
+                guard query.matches(contents.tags) else { return }
+                ids.append(row.rowid)
+                if type == SecretTypes.credential { signatures.append(keys.idBlind(typeBlind: signatureType, id: contents.id)) }
             }
             guard !ids.isEmpty else { return 0 }
             let profile = number
             let gone = ids
+            let signatureColumn = BlindColumn.value(signatureType)
+            let signatureNames = signatures.map { ByteBuffer(bytes: $0) }
             return try await store.withConnection { connection in
+                if !signatureNames.isEmpty {
+                    // Signatures have no tag rows: their item rows are all there is.
+                    try await connection.query(
+                        "DELETE FROM coffer_items WHERE profile = \(profile) AND type = \(signatureColumn) AND name = ANY(\(signatureNames)::bytea[])",
+                        logger: PostgresStore.logger)
+                }
                 try await connection.query(
                     "DELETE FROM coffer_tags WHERE profile = \(profile) AND item = ANY(\(gone)::bigint[])", logger: PostgresStore.logger)
                 var removed = 0
@@ -351,6 +364,8 @@ extension PostgresWallet {
         }
         // This wallet goes on under the new key (as a wallet file's rotating `Wallet` does).
         if let newKeys { rotated(to: newKeys, generation: generation) }
+        // Searches opened under the old keys go, as on SQLite.
+        if rotatingKey { searches.closeAll() }
     }
 
     /// Re-seals every row of the profile under `new` (inside the caller's transaction).

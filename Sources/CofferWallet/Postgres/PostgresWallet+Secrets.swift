@@ -1,7 +1,8 @@
-// The profile's keys on PostgreSQL: records of the reserved type `SecretTypes.key`, sealed and
-// blinded like every record of the profile (the server holds a box and blind indexes, never a
-// secret), out of reach of the record API, which refuses reserved types. The operations and
-// their public API are `KeyWallet`'s, shared with the SQLite wallet.
+// The profile's secrets on PostgreSQL — keys, the credential master secret, credential
+// signatures: records of reserved types, sealed and blinded like every record of the profile (the
+// server holds a box and blind indexes, never a secret), out of reach of the record API, which
+// refuses reserved types. The operations and their public API are `KeyWallet`'s, shared with the
+// SQLite wallet; this file only stores, reads, lists and removes the records.
 
 #if PostgreSQL
 import CofferCrypto
@@ -12,47 +13,101 @@ extension PostgresWallet: KeyWallet, KeyHolder {
     /// and the rest work on a PostgreSQL profile as on a wallet file.
     public var keyAccess: WalletKeyAccess { WalletKeyAccess(holder: self) }
 
-    // MARK: The key records
+    // MARK: The reserved records
 
-    func writeKeyRecord(verkey: String, kind: WalletKeyKind, secret: SecretKey) async throws {
+    func writeReserved(_ record: ReservedRecord, existing: ReservedConflict) async throws -> Bool {
         try await call {
-            let tags = KeyRecord.tags(kind)
-            let inserted = try await writing { s in
-                let keys = s.keys
-                let tb = keys.typeBlind(SecretTypes.key)
-                let ib = keys.idBlind(typeBlind: tb, id: verkey)
-                // The value is the secret's base64, written from its storage into the wiped plaintext
-                // buffer that is sealed (no String copy).
+            try await writing { w in
+                let keys = w.keys
+                let tb = keys.typeBlind(record.type)
+                let ib = keys.idBlind(typeBlind: tb, id: record.id)
+                let t = BlindColumn.value(tb)
+                // The value is sealed from its bytes: a secret's base64 is written from the key's
+                // storage into the wiped plaintext buffer, a text's bytes from guarded memory (no
+                // String copy). Reserved records never expire.
                 let sealed = RecordCodec.seal(
-                    .init(type: SecretTypes.key, id: verkey, value: "", tags: tags, secretValue: secret), typeBlind: tb, idBlind: ib,
-                    expiry: nil, keys: keys)
-                return try await store.insert(
-                    gate: s.gate, type: BlindColumn.value(tb), idBlind: ib, sealed: sealed, expiry: nil,
-                    tags: Self.tagRows(keys: keys, typeBlind: tb, tags: tags)) != nil
+                    .init(
+                        type: record.type, id: record.id, value: "", tags: record.tags, secretValue: record.secret, valueBytes: record.bytes
+                    ),
+                    typeBlind: tb, idBlind: ib, expiry: nil, keys: keys)
+                let tags = Self.tagRows(keys: keys, typeBlind: tb, tags: record.tags)
+                for _ in 0..<Self.rewriteAttempts {
+                    if try await store.insert(gate: w.gate, type: t, idBlind: ib, sealed: sealed, expiry: nil, tags: tags) != nil {
+                        return true
+                    }
+                    switch existing {
+                    case .refuse: throw WalletError.duplicate(type: record.type, id: record.id)
+                    case .keep: return false
+                    case .replace:
+                        // One statement replaces the box and tag rows; false when the row went
+                        // meanwhile (the insert is then tried again).
+                        if try await store.replaceUnexpiring(gate: w.gate, type: t, idBlind: ib, sealed: sealed, tags: tags) { return true }
+                    }
+                }
+                throw WalletError.storage(
+                    "the wallet's secret record kept changing under \(Self.rewriteAttempts) attempts to write it; nothing was written: retry"
+                )
             }
-            guard inserted else { throw WalletError.duplicate(type: "key", id: verkey) }
         }
     }
 
-    func readKeyRecord(_ verkey: String) async throws -> (secret: SecretKey?, tags: WalletTags)? {
+    func readReservedSecret(type: String, id: String, byteCount: Int) async throws -> (secret: SecretKey?, tags: WalletTags)? {
         try await call {
-            let tb = keys.typeBlind(SecretTypes.key)
-            let ib = keys.idBlind(typeBlind: tb, id: verkey)
+            let tb = keys.typeBlind(type)
+            let ib = keys.idBlind(typeBlind: tb, id: id)
             guard let row = try await store.locate(profile: number, type: BlindColumn.value(tb), idBlind: ib),
                 row.expiry.map({ $0 > unixMillis(Date()) }) ?? true
             else { return nil }
             let (secret, contents) = try RecordCodec.openSecret(
-                row.sealed, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: keys, expectedType: SecretTypes.key,
-                byteCount: KeyRecord.secretByteCount)
-            guard contents.id == verkey else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+                row.sealed, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: keys, expectedType: type, byteCount: byteCount)
+            guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
             return (secret, contents.tags)
         }
     }
 
-    func keyRecordTags() async throws -> [(id: String, tags: WalletTags)] {
+    func readReservedBytes(type: String, id: String) async throws -> SecretKey?? {
+        try await call {
+            let tb = keys.typeBlind(type)
+            let ib = keys.idBlind(typeBlind: tb, id: id)
+            guard let row = try await store.locate(profile: number, type: BlindColumn.value(tb), idBlind: ib),
+                row.expiry.map({ $0 > unixMillis(Date()) }) ?? true
+            else { return nil }
+            let contents = try RecordCodec.open(
+                row.sealed, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: keys, expectedType: type, value: .bytes)
+            guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+            return .some(contents.valueBytes)
+        }
+    }
+
+    func containsReserved(type: String, id: String) async throws -> Bool {
+        try await call {
+            let tb = keys.typeBlind(type)
+            let ib = keys.idBlind(typeBlind: tb, id: id)
+            guard let row = try await store.locate(profile: number, type: BlindColumn.value(tb), idBlind: ib),
+                row.expiry.map({ $0 > unixMillis(Date()) }) ?? true
+            else { return false }
+            // Opened (authenticated, its id checked), its value not decoded.
+            let contents = try RecordCodec.open(
+                row.sealed, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: keys, expectedType: type, value: .skipped)
+            guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+            return true
+        }
+    }
+
+    func removeReserved(type: String, id: String) async throws -> Bool {
+        try await call {
+            try await writing { w in
+                let tb = w.keys.typeBlind(type)
+                return try await store.delete(
+                    gate: w.gate, type: BlindColumn.value(tb), idBlind: w.keys.idBlind(typeBlind: tb, id: id), liveAt: unixMillis(Date()))
+            }
+        }
+    }
+
+    func reservedRecordTags(type: String) async throws -> [(id: String, tags: WalletTags)] {
         try await call {
             var records = [(id: String, tags: WalletTags)]()
-            try await forEachCandidate(type: SecretTypes.key, query: .all, value: .skipped) { records.append((id: $1.id, tags: $1.tags)) }
+            try await forEachCandidate(type: type, query: .all, value: .skipped) { records.append((id: $1.id, tags: $1.tags)) }
             return records
         }
     }

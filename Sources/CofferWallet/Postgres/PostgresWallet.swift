@@ -34,6 +34,9 @@ public final class PostgresWallet: Sendable {
     private let ownsClient: Bool
     /// The opened pairs of the profile's keys (see PostgresWallet+Secrets.swift).
     let heldKeys = HeldKeyCache()
+    /// The searches opened with ``SearchHandleWallet/openSearch(type:query:options:)``, ended by
+    /// ``close()`` (see PostgresWallet+SearchHandles.swift).
+    let searches: SearchRegistry<PostgresSearchWalk>
 
     /// Most times a read-modify-write (tags, update) is retried when other writers changed
     /// the record between its read and its write.
@@ -56,7 +59,10 @@ public final class PostgresWallet: Sendable {
         }
     }
 
-    init(profile: String, store: PostgresStore, number: Int64, keys: WalletKeys, generation: Int64, ownsClient: Bool = true) {
+    init(
+        profile: String, store: PostgresStore, number: Int64, keys: WalletKeys, generation: Int64, ownsClient: Bool = true,
+        configuration: Wallet.Configuration = .init()
+    ) {
         self.profile = profile
         self.store = store
         self.number = number
@@ -65,6 +71,7 @@ public final class PostgresWallet: Sendable {
         // A transaction's view (pinned to its connection) runs where the gate is already held.
         let gate = ProfileGate(number: number, generation: generation, label: label, held: store.pinned != nil)
         current = Locked(Sealing(keys: keys, gate: gate))
+        searches = SearchRegistry(capacity: configuration.maxOpenSearches, idleTimeout: configuration.searchIdleTimeout)
     }
 
     /// The profile's keys (reads; a write takes ``sealing`` once instead).
@@ -98,12 +105,13 @@ public final class PostgresWallet: Sendable {
     }
 
     /// Ends this wallet's use of the shared client (the last user's close stops its
-    /// connections). Later calls throw ``WalletError/closed``.
+    /// connections) and its open searches. Later calls throw ``WalletError/closed``.
     public func close() {
         let wasClosed = state.withLock { closed in
             defer { closed = true }
             return closed
         }
+        searches.close()
         heldKeys.close()
         if !wasClosed, ownsClient { PostgresClients.shared.release(store.settings) }
     }
@@ -145,14 +153,17 @@ public final class PostgresWallet: Sendable {
                     })
             else { throw WalletError.walletExists(path: ProfileCatalogue.label(path: settings.label, profile: profile)) }
             let keys = WalletKeys(master: master, tables: ProfileTables(name: profile, number: number))
-            return PostgresWallet(profile: profile, store: store, number: number, keys: keys, generation: 0)
+            return PostgresWallet(profile: profile, store: store, number: number, keys: keys, generation: 0, configuration: configuration)
         }
     }
 
-    /// Opens profile `profile` under `key`.
+    /// Opens profile `profile` under `key`; `configuration` bounds its open searches (its
+    /// passphrase costs are the ones the profile was protected with).
     /// - Throws: ``WalletError/walletMissing(path:)`` when there is no such profile,
     ///   ``WalletError/wrongKey(_:)`` when `key` does not open it.
-    public static func open(settings: PostgresSettings, profile: String = "default", key: WalletKey) async throws -> PostgresWallet {
+    public static func open(
+        settings: PostgresSettings, profile: String = "default", key: WalletKey, configuration: Wallet.Configuration = .init()
+    ) async throws -> PostgresWallet {
         try ProfileCatalogue.validate(profile)
         if case .raw(let data) = key, data.count != 32 {
             throw WalletError.invalidInput("a raw key must be 32 bytes, got \(data.count)")
@@ -169,7 +180,7 @@ public final class PostgresWallet: Sendable {
             guard format4 else { throw WalletError.corrupted("the profile's key is not sealed as this backend seals it") }
             return PostgresWallet(
                 profile: profile, store: store, number: row.number, keys: WalletKeys(master: master, tables: tables),
-                generation: row.generation)
+                generation: row.generation, configuration: configuration)
         }
     }
 
@@ -408,10 +419,18 @@ public final class PostgresWallet: Sendable {
         try await run {
             try Validate.type(type)
             try Validate.id(id)
-            let deleted = try await writing { s in
-                let tb = s.keys.typeBlind(type)
-                return try await store.delete(
-                    gate: s.gate, type: BlindColumn.value(tb), idBlind: s.keys.idBlind(typeBlind: tb, id: id), liveAt: unixMillis(Date()))
+            let now = unixMillis(Date())
+            let deleted = try await writing { w in
+                let tb = w.keys.typeBlind(type)
+                let ib = w.keys.idBlind(typeBlind: tb, id: id)
+                guard type == SecretTypes.credential else {
+                    return try await store.delete(gate: w.gate, type: BlindColumn.value(tb), idBlind: ib, liveAt: now)
+                }
+                // A credential's signature (a secret) goes with it, in the same statement, as on SQLite.
+                let sb = w.keys.typeBlind(SecretTypes.credentialSignature)
+                return try await store.deleteCredential(
+                    gate: w.gate, type: BlindColumn.value(tb), idBlind: ib, signatureType: BlindColumn.value(sb),
+                    signatureIdBlind: w.keys.idBlind(typeBlind: sb, id: id), liveAt: now)
             }
             guard deleted else { throw WalletError.notFound(type: type, id: id) }
         }

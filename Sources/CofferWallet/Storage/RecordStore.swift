@@ -99,12 +99,16 @@ struct RecordStore {
     // MARK: Writes
 
     /// Adds a record; with `secret`, its value is that secret's base64 text, written from the
-    /// key's storage into the wiped plaintext buffer (`value` is then ignored).
-    func add(type: String, id: String, value: String, tags: WalletTags, expiresAt: Date?, secret: SecretKey? = nil) throws {
+    /// key's storage into the wiped plaintext buffer (`value` is then ignored); with
+    /// `valueBytes`, its value is those bytes (a reserved secret's text, never a `String`).
+    func add(
+        type: String, id: String, value: String, tags: WalletTags, expiresAt: Date?, secret: SecretKey? = nil,
+        valueBytes: SecretKey? = nil
+    ) throws {
         try insert(
             Self.prepareAdd(
                 keys: keys, type: type, id: id, value: value, tags: tags, expiresAt: expiresAt, allowReserved: allowReserved,
-                secret: secret))
+                secret: secret, valueBytes: valueBytes))
     }
 
     /// Writes a record ``prepareAdd(keys:type:id:value:tags:expiresAt:allowReserved:secret:)``

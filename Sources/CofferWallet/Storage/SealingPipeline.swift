@@ -40,7 +40,7 @@ extension RecordStore {
     /// keys and no database. The checks and their errors are the add's.
     static func prepareAdd(
         keys: WalletKeys, type: String, id: String, value: String, tags: WalletTags, expiresAt: Date?, allowReserved: Bool,
-        secret: SecretKey? = nil
+        secret: SecretKey? = nil, valueBytes: SecretKey? = nil
     ) throws -> SealedRecord {
         try Validate.type(type, allowReserved: allowReserved)
         try Validate.id(id)
@@ -50,16 +50,17 @@ extension RecordStore {
         let ib = keys.idBlind(typeBlind: tb, id: id)
         return seal(
             keys: keys, type: type, id: id, value: value, tags: tags, expiry: expiresAt.map(unixMillis), typeBlind: tb, idBlind: ib,
-            secret: secret)
+            secret: secret, valueBytes: valueBytes)
     }
 
-    /// Seals a checked record whose blind type and id are known.
+    /// Seals a checked record whose blind type and id are known (with `secret` or `valueBytes`,
+    /// its value is sealed from those bytes: see ``RecordCodec/Contents``).
     static func seal(
         keys: WalletKeys, type: String, id: String, value: String, tags: WalletTags, expiry: Int64?, typeBlind: Data, idBlind: Data,
-        secret: SecretKey? = nil
+        secret: SecretKey? = nil, valueBytes: SecretKey? = nil
     ) -> SealedRecord {
         let sealed = RecordCodec.seal(
-            .init(type: type, id: id, value: value, tags: tags, secretValue: secret),
+            .init(type: type, id: id, value: value, tags: tags, secretValue: secret, valueBytes: valueBytes),
             typeBlind: typeBlind, idBlind: idBlind, expiry: expiry, keys: keys)
         let (rows, multi) = sealedTagRows(keys: keys, typeBlind: typeBlind, tags: tags)
         return SealedRecord(
