@@ -33,6 +33,8 @@ public final class PostgresWallet: Sendable {
     private let ownsClient: Bool
     /// The opened pairs of the profile's keys (see PostgresWallet+Secrets.swift).
     let heldKeys = HeldKeyCache()
+    /// The live observations (PostgresWallet+Observe.swift), ended by ``close()``.
+    let observations = PostgresObservations()
 
     /// Most times a read-modify-write (tags, update) is retried when other writers changed
     /// the record between its read and its write.
@@ -54,15 +56,20 @@ public final class PostgresWallet: Sendable {
     }
 
     /// Ends this wallet's use of the shared client (the last user's close stops its
-    /// connections). Later calls throw ``WalletError/closed``.
+    /// connections) and every observation of it (``observe(type:matching:options:interval:expiryCheck:)``
+    /// throws ``WalletError/closed``). Later calls throw ``WalletError/closed``.
     public func close() {
         let wasClosed = state.withLock { closed in
             defer { closed = true }
             return closed
         }
+        observations.closeAll()
         heldKeys.close()
         if !wasClosed, ownsClient { PostgresClients.shared.release(store.settings) }
     }
+
+    /// Whether ``close()`` was called.
+    var isClosed: Bool { state.withLock { $0 } }
 
     func checkOpen() throws(WalletError) {
         if state.withLock({ $0 }) { throw .closed }
