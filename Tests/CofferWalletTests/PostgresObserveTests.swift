@@ -209,6 +209,35 @@ extension PostgresWalletTests {
             #expect(try await updates.pgResult("the add").map(\.id) == ["c1"])
         }
 
+        @Test("a write committed while the listening connection is gone is seen once it listens again")
+        func missedWhileAway() async throws {
+            let (wallet, _) = try await Self.make("obs-missed")
+            defer { wallet.close() }
+            let updates = Updates(wallet.observe(type: "credential", interval: .milliseconds(20), expiryCheck: Self.never))
+            #expect(try await updates.pgResult("the first result").isEmpty)
+            try await eventually("the listener listens") { wallet.listeningSessions >= 1 }
+            // The add commits after the server ended the listening connection (the terminate
+            // waits for it), before the listener can be back (it waits 100 ms first): its
+            // notification reaches no one, and only the read after listening again can see it.
+            let terminated = try await wallet.transaction { view in
+                try await view.add(type: "credential", id: "missed", value: "v")
+                return try await view.store.withConnection { connection in
+                    var ended = 0
+                    for try await done in try await connection.query(
+                        """
+                        SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity
+                        WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()
+                        """, logger: PostgresStore.logger
+                    ).decode(Bool.self) where done {
+                        ended += 1
+                    }
+                    return ended
+                }
+            }
+            #expect(terminated == 1)
+            #expect(try await updates.pgResult("the missed add").map(\.id) == ["missed"])
+        }
+
         @Test("server restarted mid-observation: the listener listens again and a later write is seen")
         func serverRestart() async throws {
             let (wallet, _) = try await Self.make("obs-restart", leaseTimeout: .seconds(10))
@@ -219,7 +248,11 @@ extension PostgresWalletTests {
             let sessions = wallet.listeningSessions
             try PostgresTestServer.stop()
             try PostgresTestServer.restart()
+            // Listening again, the observation reads once (a read the server refuses while it
+            // starts is tried again); the write after that read is seen only through a notification.
+            let reads = wallet.observationReads
             try await eventually("the listener listens again", within: .seconds(60)) { wallet.listeningSessions > sessions }
+            try await eventually("the observation read again", within: .seconds(60)) { wallet.observationReads > reads }
             let lastError = Locked<String?>(nil)
             do {
                 try await eventually("the wallet writes again after the restart", within: .seconds(60)) {
