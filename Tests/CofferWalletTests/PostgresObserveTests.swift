@@ -225,8 +225,7 @@ extension PostgresWalletTests {
                     var ended = 0
                     for try await done in try await connection.query(
                         """
-                        SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity
-                        WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()
+                        SELECT pg_terminate_backend(listener, 10000) FROM coffer_observed WHERE profile = \(wallet.number)
                         """, logger: PostgresStore.logger
                     ).decode(Bool.self) where done {
                         ended += 1

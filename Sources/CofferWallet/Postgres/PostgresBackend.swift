@@ -502,14 +502,29 @@ struct PostgresStore: Sendable {
     /// write notifies nothing; PostgreSQL folds identical ones of one transaction into one. Every
     /// write of a record, through any statement or tool, notifies with no statement of its own
     /// (no round trip); a tag row never changes without its record's row.
+    ///
+    /// Only observed profiles notify: `coffer_observed` holds a row per listening connection
+    /// (its backend's pid) and profile it observes, and the trigger notifies for a profile only
+    /// when it has one. PostgreSQL makes every notifying transaction's commit wait for the one
+    /// before it (a database-wide lock held until the commit is flushed, so notifications queue in
+    /// commit order): concurrent writers of an observed profile commit one at a time, and writers
+    /// of the others keep committing together.
     static let notifySchema = [
+        """
+        CREATE TABLE IF NOT EXISTS coffer_observed(
+            listener integer NOT NULL,
+            profile bigint NOT NULL,
+            PRIMARY KEY (profile, listener)
+        )
+        """,
         """
         CREATE OR REPLACE FUNCTION coffer_items_notify() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            IF TG_OP <> 'DELETE' THEN
+            IF TG_OP <> 'DELETE' AND EXISTS (SELECT 1 FROM coffer_observed WHERE profile = NEW.profile) THEN
                 PERFORM pg_notify('\(notifyChannel)', NEW.profile::text || ' ' || NEW.type::text);
             END IF;
-            IF TG_OP = 'DELETE' OR OLD.profile <> NEW.profile OR OLD.type <> NEW.type THEN
+            IF (TG_OP = 'DELETE' OR OLD.profile <> NEW.profile OR OLD.type <> NEW.type)
+                AND EXISTS (SELECT 1 FROM coffer_observed WHERE profile = OLD.profile) THEN
                 PERFORM pg_notify('\(notifyChannel)', OLD.profile::text || ' ' || OLD.type::text);
             END IF;
             RETURN NULL;

@@ -298,9 +298,10 @@ final class PostgresListener: Sendable {
     /// Wakes `wake` at every notification for `profile` and `type`, and whenever the listener
     /// begins listening (again); starts the connection for the first subscriber.
     func subscribe(profile: Int64, type: Int64, wake: @escaping @Sendable () -> Void) -> Subscription {
-        let id = state.withLock { state -> UInt64 in
+        let (id, newProfileOn) = state.withLock { state -> (UInt64, PostgresConnection?) in
             state.lastID += 1
             let key = Key(profile: profile, type: type)
+            let known = state.byKey.keys.contains { $0.profile == profile }
             state.wakes[state.lastID] = (key, wake)
             state.byKey[key, default: []].insert(state.lastID)
             if state.task == nil {
@@ -308,9 +309,60 @@ final class PostgresListener: Sendable {
                 let generation = state.generation
                 state.task = Task { [self] in await run(generation) }
             }
-            return state.lastID
+            return (state.lastID, known ? nil : state.connection)
+        }
+        // A profile the listening connection does not observe yet: its writes notify once it is
+        // registered; its observations read again then (a write between their first read and
+        // the registration notified no one). Without a connection, the connection's start does both.
+        if let connection = newProfileOn {
+            Task { [self] in
+                do {
+                    try await register([profile], on: connection)
+                    wakeObservers(of: profile)
+                } catch {
+                    try? await connection.close()
+                }
+            }
         }
         return Subscription(listener: self, id: id)
+    }
+
+    /// Notes the listening connection as observing `profiles` (their writes notify from the
+    /// commit of this row on), forgets rows of listening connections that are gone (a process
+    /// that died), then waits until every transaction that may have checked before the commit
+    /// has ended (at most 5 s), so a read after this sees every write no notification announces.
+    private func register(_ profiles: [Int64], on connection: PostgresConnection) async throws {
+        let logger = PostgresStore.logger
+        try await connection.query(
+            """
+            DELETE FROM coffer_observed o WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = o.listener)
+            """, logger: logger)
+        try await connection.query(
+            """
+            INSERT INTO coffer_observed(listener, profile) SELECT pg_backend_pid(), p FROM unnest(\(profiles)::bigint[]) AS p
+            ON CONFLICT DO NOTHING
+            """, logger: logger)
+        var horizon: Int64 = 0
+        for try await xmax in try await connection.query("SELECT txid_snapshot_xmax(txid_current_snapshot())", logger: logger)
+            .decode(Int64.self)
+        {
+            horizon = xmax
+        }
+        for _ in 0..<500 {
+            var done = false
+            for try await ended in try await connection.query(
+                "SELECT txid_snapshot_xmin(txid_current_snapshot()) >= \(horizon)", logger: logger
+            ).decode(Bool.self) {
+                done = ended
+            }
+            if done { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    private func wakeObservers(of profile: Int64) {
+        let wakes = state.withLock { state in state.wakes.values.filter { $0.key.profile == profile }.map(\.wake) }
+        for wake in wakes { wake() }
     }
 
     private func unsubscribe(_ id: UInt64) {
@@ -336,7 +388,14 @@ final class PostgresListener: Sendable {
             return (state.task, state.connection)
         }
         task?.cancel()
-        if let connection { Task { try? await connection.close() } }
+        if let connection {
+            Task {
+                // Its profiles' writes stop notifying (a process that dies leaves its rows to the
+                // next listener's registration, which forgets them).
+                _ = try? await connection.query("DELETE FROM coffer_observed WHERE listener = pg_backend_pid()", logger: PostgresStore.logger)
+                try? await connection.close()
+            }
+        }
     }
 
     /// How many times the listener began listening (tests).
@@ -377,7 +436,10 @@ final class PostgresListener: Sendable {
                     return
                 }
                 _ = try? await connection.listen(on: PostgresStore.notifyChannel) { notifications in
-                    // Listening now: what was committed before is read again by everyone.
+                    // Listening now, and observing every subscriber's profile once registered:
+                    // what was committed before is read again by everyone.
+                    let profiles = state.withLock { Array(Set($0.byKey.keys.map(\.profile))) }
+                    try await register(profiles, on: connection)
                     delay = .milliseconds(100)
                     state.withLock { $0.sessions += 1 }
                     wakeAll()
