@@ -130,7 +130,7 @@ extension PostgresWallet {
                 let fresh: [WalletRecord]
                 do {
                     fresh = try await snapshot(type: type, query: query, options: options)
-                } catch where Self.isTransient(error) && !isClosed && !Task.isCancelled {
+                } catch  where Self.isTransient(error) && !isClosed && !Task.isCancelled {
                     // The server is away or the pool is busy: read again after a bounded backoff
                     // (the listener's return wakes the observation too).
                     watch.markChanged()
@@ -392,7 +392,8 @@ final class PostgresListener: Sendable {
             Task {
                 // Its profiles' writes stop notifying (a process that dies leaves its rows to the
                 // next listener's registration, which forgets them).
-                _ = try? await connection.query("DELETE FROM coffer_observed WHERE listener = pg_backend_pid()", logger: PostgresStore.logger)
+                _ = try? await connection.query(
+                    "DELETE FROM coffer_observed WHERE listener = pg_backend_pid()", logger: PostgresStore.logger)
                 try? await connection.close()
             }
         }
