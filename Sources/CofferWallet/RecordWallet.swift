@@ -61,8 +61,10 @@ public protocol RecordAccess: Sendable {
 ///
 /// What stays backend-specific: opening and creating (a file's URL or a database's settings),
 /// each backend's own transaction forms (a synchronous body on SQLite's writer, read-only
-/// snapshots) and observation. Keys and the SDK's other secrets are ``KeyWallet``'s, and search
-/// handles ``SearchHandleWallet``'s, on both backends.
+/// snapshots). Keys and the SDK's other secrets are ``KeyWallet``'s, search handles
+/// ``SearchHandleWallet``'s, and live queries
+/// (``RecordWallet/observe(type:matching:options:interval:expiryCheck:)``) this protocol's, on
+/// both backends.
 public protocol RecordWallet: AnyObject, RecordAccess {
     /// Imports records from a JSON Lines file, all or nothing; how many.
     @discardableResult
@@ -97,8 +99,26 @@ public protocol RecordWallet: AnyObject, RecordAccess {
     /// (REPEATABLE READ on one pooled connection: a conflicting write fails the call and nothing
     /// of `body` is kept). Inside `body`, call only the access it is given.
     func inTransaction<T: Sendable>(_ body: @escaping @Sendable (any RecordAccess) async throws -> T) async throws -> T
+    /// The records of `type` matching `query`, now and again after every commit that changes
+    /// them, from this process or any other, with the same promises on both backends: later
+    /// elements only when the result differs, bursts coalesced every `interval`, the result read
+    /// again every `expiryCheck` (so expired records leave it), the end at ``close()`` with
+    /// ``WalletError/closed``. On SQLite `Wallet.observe` watches the file's data version; on
+    /// PostgreSQL `PostgresWallet.observe` listens for the notifications every committed write
+    /// sends.
+    func observe(type: String, matching query: WalletQuery, options: RecordOptions, interval: Duration, expiryCheck: Duration)
+        -> AsyncThrowingStream<[WalletRecord], any Error>
     /// Closes the wallet: later calls fail with a clear error.
     func close() throws
+}
+
+extension RecordWallet {
+    /// The records of `type` matching `query`, now and after every commit that changes them,
+    /// with the default options, a 100 ms interval and a 1 s expiry check (see
+    /// ``observe(type:matching:options:interval:expiryCheck:)``).
+    public func observe(type: String, matching query: WalletQuery = .all) -> AsyncThrowingStream<[WalletRecord], any Error> {
+        observe(type: type, matching: query, options: RecordOptions(), interval: .milliseconds(100), expiryCheck: .seconds(1))
+    }
 }
 
 extension RecordAccess {

@@ -126,9 +126,12 @@ final class PostgresClients: Sendable {
         let client: PostgresClient
         let runner: Task<Void, Never>
         let gauge = PostgresLeaseGauge()
-        init(client: PostgresClient, runner: Task<Void, Never>) {
+        /// The client's one listening connection, open while an observation runs (PostgresWallet+Observe.swift).
+        let listener: PostgresListener
+        init(client: PostgresClient, runner: Task<Void, Never>, listener: PostgresListener) {
             self.client = client
             self.runner = runner
+            self.listener = listener
         }
     }
 
@@ -148,7 +151,7 @@ final class PostgresClients: Sendable {
             logger.logLevel = .critical
             let client = PostgresClient(configuration: settings.clientConfiguration, backgroundLogger: logger)
             let runner = Task { await client.run() }
-            state.entries[settings] = (Entry(client: client, runner: runner), 1)
+            state.entries[settings] = (Entry(client: client, runner: runner, listener: PostgresListener(settings: settings)), 1)
             return client
         }
     }
@@ -159,8 +162,13 @@ final class PostgresClients: Sendable {
         state.withLock { $0.entries[settings]?.entry.gauge } ?? PostgresLeaseGauge()
     }
 
+    /// The listening connection of the shared client for `settings` (nil when there is no such client).
+    func listener(_ settings: PostgresSettings) -> PostgresListener? {
+        state.withLock { $0.entries[settings]?.entry.listener }
+    }
+
     /// Gives back a client from ``acquire(_:)``; the last user's release ends its run loop
-    /// (which closes its connections).
+    /// (which closes its connections) and its listening connection.
     func release(_ settings: PostgresSettings) {
         let ended: Entry? = state.withLock { state in
             guard let found = state.entries[settings] else { return nil }
@@ -172,6 +180,7 @@ final class PostgresClients: Sendable {
             return found.entry
         }
         ended?.runner.cancel()
+        ended?.listener.stop()
     }
 }
 
@@ -281,10 +290,12 @@ struct PostgresStore: Sendable {
         gauge = PostgresClients.shared.gauge(settings)
     }
 
-    /// The newest schema format this code reads and writes. Format 2 added the profiles'
-    /// `generation` (see ``ProfileGate``); a format-1 database gains it when opened (one
-    /// `ALTER TABLE`, no rewrite), after which older builds refuse it as newer.
-    static let format = 2
+    /// The newest schema format this code reads and writes: 1, the tables; 2, also the profiles'
+    /// `generation` (see ``ProfileGate``); 3, also the trigger that notifies observers of every
+    /// committed change of a record (``notifySchema``). An older database gains what it lacks
+    /// when a process of this code opens it (idempotent statements, no rewrite), after which
+    /// older builds refuse it as newer.
+    static let format = 3
     /// The advisory lock key migrations and profile changes hold (`pg_advisory_xact_lock`).
     static let migrationLock: Int64 = 0x436F_6666_6572_0001
     /// Bytes of a tag value the lookup index holds (PostgreSQL's B-tree entries are limited to
@@ -467,7 +478,7 @@ struct PostgresStore: Sendable {
                 )
             }
             if stored == Self.format { return }
-            for statement in Self.schema {
+            for statement in Self.schema + Self.notifySchema {
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: Self.logger)
             }
             try await connection.query(
@@ -514,6 +525,52 @@ struct PostgresStore: Sendable {
         "CREATE INDEX IF NOT EXISTS coffer_tags_item ON coffer_tags(item)",
         "CREATE INDEX IF NOT EXISTS coffer_tags_lookup ON coffer_tags(profile, name, substring(value from 1 for \(indexedPrefix)), item)",
         "CREATE INDEX IF NOT EXISTS coffer_tags_number ON coffer_tags(profile, name, num, item) WHERE num IS NOT NULL",
+    ]
+
+    /// The channel the trigger notifies on (PostgreSQL's notifications are per database).
+    static let notifyChannel = "coffer_wallet"
+
+    /// Format 2: a row trigger on the records that notifies ``notifyChannel`` with the record's
+    /// profile number and blind type (`"PROFILE TYPE"`, two integers the row itself holds), old
+    /// and new when an update moves a record (a rotation re-blinds its type). A notification is
+    /// queued in the writing transaction and delivered only when it commits, so a rolled-back
+    /// write notifies nothing; PostgreSQL folds identical ones of one transaction into one. Every
+    /// write of a record, through any statement or tool, notifies with no statement of its own
+    /// (no round trip); a tag row never changes without its record's row.
+    ///
+    /// Only observed profiles notify: `coffer_observed` holds a row per listening connection
+    /// (its backend's pid) and profile it observes, and the trigger notifies for a profile only
+    /// when it has one. PostgreSQL makes every notifying transaction's commit wait for the one
+    /// before it (a database-wide lock held until the commit is flushed, so notifications queue in
+    /// commit order): concurrent writers of an observed profile commit one at a time, and writers
+    /// of the others keep committing together.
+    static let notifySchema = [
+        """
+        CREATE TABLE IF NOT EXISTS coffer_observed(
+            listener integer NOT NULL,
+            profile bigint NOT NULL,
+            PRIMARY KEY (profile, listener)
+        )
+        """,
+        """
+        CREATE OR REPLACE FUNCTION coffer_items_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP <> 'DELETE' AND EXISTS (SELECT 1 FROM coffer_observed WHERE profile = NEW.profile) THEN
+                PERFORM pg_notify('\(notifyChannel)', NEW.profile::text || ' ' || NEW.type::text);
+            END IF;
+            IF (TG_OP = 'DELETE' OR OLD.profile <> NEW.profile OR OLD.type <> NEW.type)
+                AND EXISTS (SELECT 1 FROM coffer_observed WHERE profile = OLD.profile) THEN
+                PERFORM pg_notify('\(notifyChannel)', OLD.profile::text || ' ' || OLD.type::text);
+            END IF;
+            RETURN NULL;
+        END
+        $$
+        """,
+        "DROP TRIGGER IF EXISTS coffer_items_notify ON coffer_items",
+        """
+        CREATE TRIGGER coffer_items_notify AFTER INSERT OR UPDATE OR DELETE ON coffer_items
+        FOR EACH ROW EXECUTE FUNCTION coffer_items_notify()
+        """,
     ]
 
     // MARK: Profiles

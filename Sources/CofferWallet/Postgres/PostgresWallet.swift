@@ -37,6 +37,8 @@ public final class PostgresWallet: Sendable {
     /// The searches opened with ``SearchHandleWallet/openSearch(type:query:options:)``, ended by
     /// ``close()`` (see PostgresWallet+SearchHandles.swift).
     let searches: SearchRegistry<PostgresSearchWalk>
+    /// The live observations (PostgresWallet+Observe.swift), ended by ``close()``.
+    let observations = PostgresObservations()
 
     /// Most times a read-modify-write (tags, update) is retried when other writers changed
     /// the record between its read and its write.
@@ -105,16 +107,22 @@ public final class PostgresWallet: Sendable {
     }
 
     /// Ends this wallet's use of the shared client (the last user's close stops its
-    /// connections) and its open searches. Later calls throw ``WalletError/closed``.
+    /// connections), its open searches and every observation of it
+    /// (``observe(type:matching:options:interval:expiryCheck:)`` throws ``WalletError/closed``).
+    /// Later calls throw ``WalletError/closed``.
     public func close() {
         let wasClosed = state.withLock { closed in
             defer { closed = true }
             return closed
         }
         searches.close()
+        observations.closeAll()
         heldKeys.close()
         if !wasClosed, ownsClient { PostgresClients.shared.release(store.settings) }
     }
+
+    /// Whether ``close()`` was called.
+    var isClosed: Bool { state.withLock { $0 } }
 
     func checkOpen() throws(WalletError) {
         if state.withLock({ $0 }) { throw .closed }
