@@ -822,12 +822,34 @@ struct PostgresStore: Sendable {
     /// Deletes a live record and its tag rows in one statement; whether a row went. The tag
     /// rows go by `= ANY(ARRAY(…))`, which the tag index serves (an `IN (SELECT …)` over the
     /// deleted rows made deletes about 5× slower).
+    ///
+    /// A delete takes no gate (``ProfileGate``): it seals nothing, so it cannot leave a record
+    /// under a key the profile no longer has. One by a wallet that opened the profile before a
+    /// rotation finds no row (every blind changed; a row the rotation holds is re-checked once it
+    /// commits), and only then is the profile's generation read, to refuse it as the gate would.
     func delete(gate: ProfileGate, type: Int64, idBlind: Data, liveAt now: Int64) async throws -> Bool {
-        let statement = DeleteLive(profile: gate.number, type: type, name: idBlind, now: now, generation: gate.generation)
+        let statement = DeleteLive(profile: gate.number, type: type, name: idBlind, now: now)
         let prepared = settings.preparedStatements
-        let row = try await withConnection { connection in try await Self.rows(statement, on: connection, prepared: prepared).first }
-        guard let row, row.0 > 0 else { throw try await gateClosed(gate) }
-        return row.1 > 0
+        let deleted = try await withConnection { connection in try await Self.rows(statement, on: connection, prepared: prepared).first }
+        if let deleted, deleted > 0 { return true }
+        if let error = try await staleGate(gate) { throw error }
+        return false
+    }
+
+    /// After a write that found nothing: the error the gate would have given when the profile
+    /// is gone or its key was rotated since `gate` was read; nil when it is as the writer knew it.
+    func staleGate(_ gate: ProfileGate) async throws -> WalletError? {
+        let number = gate.number
+        let current = try await withConnection { connection in
+            for try await generation in try await connection.query(
+                "SELECT generation FROM coffer_profiles WHERE number = \(number)", logger: Self.logger
+            ).decode(Int64.self) {
+                return Optional(generation)
+            }
+            return nil
+        }
+        if current == gate.generation { return nil }
+        return try await gateClosed(gate)
     }
 
     /// Deletes a live credential record, its tag rows and the credential's signature (a reserved
@@ -837,12 +859,13 @@ struct PostgresStore: Sendable {
         gate: ProfileGate, type: Int64, idBlind: Data, signatureType: Int64, signatureIdBlind: Data, liveAt now: Int64
     ) async throws -> Bool {
         let statement = DeleteCredential(
-            profile: gate.number, type: type, name: idBlind, now: now, generation: gate.generation, signatureType: signatureType,
-            signatureName: signatureIdBlind)
+            profile: gate.number, type: type, name: idBlind, now: now, signatureType: signatureType, signatureName: signatureIdBlind)
         let prepared = settings.preparedStatements
-        let row = try await withConnection { connection in try await Self.rows(statement, on: connection, prepared: prepared).first }
-        guard let row, row.0 > 0 else { throw try await gateClosed(gate) }
-        return row.1 > 0
+        // No gate, as ``delete(gate:type:idBlind:liveAt:)`` says.
+        let deleted = try await withConnection { connection in try await Self.rows(statement, on: connection, prepared: prepared).first }
+        if let deleted, deleted > 0 { return true }
+        if let error = try await staleGate(gate) { throw error }
+        return false
     }
 
     /// Deletes an expired record of this type and id (so a new one may take its place);
@@ -1120,25 +1143,23 @@ extension PostgresStore {
     /// the deleted rows made deletes about 5× slower).
     /// ``DeleteLive`` for a credential: its signature goes in the same statement.
     struct DeleteCredential: PostgresPreparedStatement {
-        static let name = "coffer_delete_credential_v1"
+        static let name = "coffer_delete_credential_v2"
         static let sql = """
-            WITH \(ProfileGate.preparedSQL(number: "$1", generation: "$5")), item AS (
-                DELETE FROM coffer_items WHERE profile = $1 AND type = $2 AND name = $3 AND (expiry IS NULL OR expiry > $4)
-                AND EXISTS (SELECT 1 FROM g) RETURNING id
+            WITH item AS (
+                DELETE FROM coffer_items WHERE profile = $1 AND type = $2 AND name = $3 AND (expiry IS NULL OR expiry > $4) RETURNING id
             ), dropped AS (
                 DELETE FROM coffer_tags WHERE item = ANY(ARRAY(SELECT id FROM item))
             ), signature AS (
-                DELETE FROM coffer_items WHERE profile = $1 AND type = $6 AND name = $7 AND EXISTS (SELECT 1 FROM item)
+                DELETE FROM coffer_items WHERE profile = $1 AND type = $5 AND name = $6 AND EXISTS (SELECT 1 FROM item)
             )
-            SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM item)
+            SELECT count(*) FROM item
             """
-        /// Whether the gate let the delete through, and how many credentials it deleted.
-        typealias Row = (Int64, Int64)
+        /// How many credentials it deleted (0 or 1).
+        typealias Row = Int64
         let profile: Int64
         let type: Int64
         let name: Data
         let now: Int64
-        let generation: Int64
         let signatureType: Int64
         let signatureName: Data
 
@@ -1148,33 +1169,30 @@ extension PostgresStore {
             binds.append(type)
             try binds.append(name)
             binds.append(now)
-            binds.append(generation)
             binds.append(signatureType)
             try binds.append(signatureName)
             return binds
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
     }
 
     struct DeleteLive: PostgresPreparedStatement {
-        static let name = "coffer_delete_live_v2"
+        static let name = "coffer_delete_live_v3"
         static let sql = """
-            WITH \(ProfileGate.preparedSQL(number: "$1", generation: "$5")), item AS (
-                DELETE FROM coffer_items WHERE profile = $1 AND type = $2 AND name = $3 AND (expiry IS NULL OR expiry > $4)
-                AND EXISTS (SELECT 1 FROM g) RETURNING id
+            WITH item AS (
+                DELETE FROM coffer_items WHERE profile = $1 AND type = $2 AND name = $3 AND (expiry IS NULL OR expiry > $4) RETURNING id
             ), dropped AS (
                 DELETE FROM coffer_tags WHERE item = ANY(ARRAY(SELECT id FROM item))
             )
-            SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM item)
+            SELECT count(*) FROM item
             """
-        /// Whether the gate let the delete through, and how many records it deleted.
-        typealias Row = (Int64, Int64)
+        /// How many records it deleted (0 or 1).
+        typealias Row = Int64
         let profile: Int64
         let type: Int64
         let name: Data
         let now: Int64
-        let generation: Int64
 
         func makeBindings() throws -> PostgresBindings {
             var binds = PostgresBindings()
@@ -1182,11 +1200,10 @@ extension PostgresStore {
             binds.append(type)
             try binds.append(name)
             binds.append(now)
-            binds.append(generation)
             return binds
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
     }
 }
 #endif
