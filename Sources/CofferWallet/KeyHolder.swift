@@ -259,7 +259,7 @@ extension Wallet: KeyWallet, KeyHolder {
         try await secretRead { store -> SecretKey?? in
             guard let found = try store.locate(type: type, id: id), !found.expired else { return nil }
             let contents = try store.open(found, value: .bytes)
-            guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+            try RecordCodec.checkSealedID(contents.id, id)
             return .some(contents.valueBytes)
         }
     }

@@ -839,17 +839,8 @@ struct PostgresStore: Sendable {
     /// After a write that found nothing: the error the gate would have given when the profile
     /// is gone or its key was rotated since `gate` was read; nil when it is as the writer knew it.
     func staleGate(_ gate: ProfileGate) async throws -> WalletError? {
-        let number = gate.number
-        let current = try await withConnection { connection in
-            for try await generation in try await connection.query(
-                "SELECT generation FROM coffer_profiles WHERE number = \(number)", logger: Self.logger
-            ).decode(Int64.self) {
-                return Optional(generation)
-            }
-            return nil
-        }
-        if current == gate.generation { return nil }
-        return try await gateClosed(gate)
+        let current = try await withConnection { connection in try await Self.generation(of: gate, on: connection) }
+        return current == gate.generation ? nil : Self.closedError(gate, current: current)
     }
 
     /// Deletes a live credential record, its tag rows and the credential's signature (a reserved
@@ -906,12 +897,21 @@ struct PostgresStore: Sendable {
 
     /// ``gateClosed(_:)`` read on `connection`.
     static func gateClosed(_ gate: ProfileGate, on connection: PostgresConnection) async throws -> WalletError {
-        var current: Int64?
+        closedError(gate, current: try await generation(of: gate, on: connection))
+    }
+
+    /// The generation of `gate`'s profile now, or nil when the profile is gone.
+    static func generation(of gate: ProfileGate, on connection: PostgresConnection) async throws -> Int64? {
         for try await generation in try await connection.query(
             "SELECT generation FROM coffer_profiles WHERE number = \(gate.number)", logger: logger
         ).decode(Int64.self) {
-            current = generation
+            return generation
         }
+        return nil
+    }
+
+    /// What a refused write reports when the profile's generation is `current` (nil: removed).
+    static func closedError(_ gate: ProfileGate, current: Int64?) -> WalletError {
         guard current != nil else { return .walletMissing(path: gate.label) }
         return .wrongKey(
             "the key of \(gate.label) was rotated (by another process, or another PostgresWallet) after this one opened it, so records sealed here would no longer open; nothing was written: open the profile again with its current key"

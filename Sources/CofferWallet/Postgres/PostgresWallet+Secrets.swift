@@ -53,43 +53,37 @@ extension PostgresWallet: KeyWallet, KeyHolder {
 
     func readReservedSecret(type: String, id: String, byteCount: Int) async throws -> (secret: SecretKey?, tags: WalletTags)? {
         try await call {
-            let tb = keys.typeBlind(type)
-            let ib = keys.idBlind(typeBlind: tb, id: id)
-            guard let row = try await store.locate(profile: number, type: BlindColumn.value(tb), idBlind: ib),
-                row.expiry.map({ $0 > unixMillis(Date()) }) ?? true
-            else { return nil }
+            let keys = self.keys
+            guard let live = try await liveRow(type: type, id: id, keys: keys) else { return nil }
             let (secret, contents) = try RecordCodec.openSecret(
-                row.sealed, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: keys, expectedType: type, byteCount: byteCount)
-            guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+                live.row.sealed, typeBlind: live.typeBlind, idBlind: live.idBlind, expiry: live.row.expiry, keys: keys,
+                expectedType: type, byteCount: byteCount)
+            try RecordCodec.checkSealedID(contents.id, id)
             return (secret, contents.tags)
         }
     }
 
     func readReservedBytes(type: String, id: String) async throws -> SecretKey?? {
         try await call {
-            let tb = keys.typeBlind(type)
-            let ib = keys.idBlind(typeBlind: tb, id: id)
-            guard let row = try await store.locate(profile: number, type: BlindColumn.value(tb), idBlind: ib),
-                row.expiry.map({ $0 > unixMillis(Date()) }) ?? true
-            else { return nil }
+            let keys = self.keys
+            guard let live = try await liveRow(type: type, id: id, keys: keys) else { return nil }
             let contents = try RecordCodec.open(
-                row.sealed, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: keys, expectedType: type, value: .bytes)
-            guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+                live.row.sealed, typeBlind: live.typeBlind, idBlind: live.idBlind, expiry: live.row.expiry, keys: keys,
+                expectedType: type, value: .bytes)
+            try RecordCodec.checkSealedID(contents.id, id)
             return .some(contents.valueBytes)
         }
     }
 
     func containsReserved(type: String, id: String) async throws -> Bool {
         try await call {
-            let tb = keys.typeBlind(type)
-            let ib = keys.idBlind(typeBlind: tb, id: id)
-            guard let row = try await store.locate(profile: number, type: BlindColumn.value(tb), idBlind: ib),
-                row.expiry.map({ $0 > unixMillis(Date()) }) ?? true
-            else { return false }
+            let keys = self.keys
+            guard let live = try await liveRow(type: type, id: id, keys: keys) else { return false }
             // Opened (authenticated, its id checked), its value not decoded.
             let contents = try RecordCodec.open(
-                row.sealed, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: keys, expectedType: type, value: .skipped)
-            guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+                live.row.sealed, typeBlind: live.typeBlind, idBlind: live.idBlind, expiry: live.row.expiry, keys: keys,
+                expectedType: type, value: .skipped)
+            try RecordCodec.checkSealedID(contents.id, id)
             return true
         }
     }

@@ -320,17 +320,25 @@ public final class PostgresWallet: Sendable {
         try await run {
             try Validate.type(type)
             try Validate.id(id)
-            let tb = keys.typeBlind(type)
-            let ib = keys.idBlind(typeBlind: tb, id: id)
-            guard let row = try await store.locate(profile: number, type: BlindColumn.value(tb), idBlind: ib),
-                row.expiry.map({ $0 > unixMillis(Date()) }) ?? true
-            else { return nil }
+            let keys = self.keys
+            guard let live = try await liveRow(type: type, id: id, keys: keys) else { return nil }
             let contents = try RecordCodec.open(
-                row.sealed, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: keys, expectedType: type,
-                value: options.retrieveValue ? .text : .skipped)
-            guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+                live.row.sealed, typeBlind: live.typeBlind, idBlind: live.idBlind, expiry: live.row.expiry, keys: keys,
+                expectedType: type, value: options.retrieveValue ? .text : .skipped)
+            try RecordCodec.checkSealedID(contents.id, id)
             return RecordStore.record(contents, type: type, options: options)
         }
+    }
+
+    /// The row of `type` and `id` unless it expired, with the blind indexes it was found under
+    /// (computed with `keys`); nil when there is none. Every point read starts here.
+    func liveRow(type: String, id: String, keys: WalletKeys) async throws -> (row: PostgresItemRow, typeBlind: Data, idBlind: Data)? {
+        let tb = keys.typeBlind(type)
+        let ib = keys.idBlind(typeBlind: tb, id: id)
+        guard let row = try await store.locate(profile: number, type: BlindColumn.value(tb), idBlind: ib),
+            row.expiry.map({ $0 > unixMillis(Date()) }) ?? true
+        else { return nil }
+        return (row, tb, ib)
     }
 
     /// Reads the live record, changes its contents with `change`, and writes it back only if
@@ -353,7 +361,7 @@ public final class PostgresWallet: Sendable {
                 row.expiry.map({ $0 > unixMillis(Date()) }) ?? true
             else { throw WalletError.notFound(type: type, id: id) }
             var contents = try RecordCodec.open(row.sealed, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: keys, expectedType: type)
-            guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+            try RecordCodec.checkSealedID(contents.id, id)
             change(&contents)
             contents.type = type
             let sealed = RecordCodec.seal(contents, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: keys)

@@ -382,3 +382,11 @@ enum RecordCodec {
         }
     }
 }
+
+extension RecordCodec {
+    /// Throws ``WalletError/corrupted(_:)`` unless the id sealed in a record is the one its index
+    /// row was found under (a box copied onto another row opens, but names another id).
+    static func checkSealedID(_ sealed: String, _ expected: String) throws {
+        guard sealed == expected else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+    }
+}

@@ -241,7 +241,7 @@ struct RecordStore {
         guard let found = try locate(type: type, id: id), !found.expired else { return nil }
         // The value is decoded only when asked for (it is then the caller's, as text).
         let contents = try open(found, value: options.retrieveValue ? .text : .skipped)
-        guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+        try RecordCodec.checkSealedID(contents.id, id)
         return Self.record(contents, type: type, options: options)
     }
 
@@ -259,7 +259,7 @@ struct RecordStore {
                 }
             }
         }
-        guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+        try RecordCodec.checkSealedID(contents.id, id)
         return true
     }
 
@@ -273,7 +273,7 @@ struct RecordStore {
         let (secret, contents) = try RecordCodec.openSecret(
             found.sealed, typeBlind: found.typeBlind, idBlind: found.idBlind,
             expiry: found.expiry, keys: keys, expectedType: type, byteCount: byteCount)
-        guard contents.id == id else { throw WalletError.corrupted("a record's sealed id does not match its index") }
+        try RecordCodec.checkSealedID(contents.id, id)
         return (secret, contents.tags)
     }
 
