@@ -205,7 +205,7 @@ let package = Package(
             name: "CofferWalletTests",
             dependencies: [
                 "CofferWallet", "CofferSync", "CofferCrypto", "CofferSQLite", "CofferTestSupport", "CofferDevelopment",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "CofferStateMachines", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             resources: [.copy("Fixtures")]
         ),

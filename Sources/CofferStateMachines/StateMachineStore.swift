@@ -15,23 +15,24 @@ public protocol MachineStorage: Sendable {
     func ids(kind: MachineKind) async throws -> [String]
 }
 
-/// Saves machines as wallet records: type `state_machine.<kind>`, id = the machine's id.
+/// Saves machines as wallet records: type `state_machine.<kind>`, id = the machine's id. Works
+/// on any `RecordWallet`: a wallet file, or a PostgreSQL profile in a build with the trait.
 public struct WalletMachineStorage: MachineStorage {
-    let wallet: Wallet
+    let wallet: any RecordWallet
 
     /// Storage in `wallet`.
-    public init(wallet: Wallet) { self.wallet = wallet }
+    public init(wallet: any RecordWallet) { self.wallet = wallet }
 
     static func type(_ kind: MachineKind) -> String { "state_machine.\(kind.rawValue)" }
 
-    /// Saves or replaces the record.
+    /// Saves or replaces the record, in one transaction.
     public func save(id: String, kind: MachineKind, json: String) async throws {
         let type = Self.type(kind)
-        try await wallet.transaction { tx in
-            if try tx.reader.fetch(type: type, id: id, options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil {
-                try tx.update(type: type, id: id, value: json)
+        try await wallet.inTransaction { tx in
+            if try await tx.fetch(type: type, id: id, options: RecordOptions(retrieveValue: false, retrieveTags: false)) != nil {
+                try await tx.update(type: type, id: id, value: json)
             } else {
-                try tx.add(type: type, id: id, value: json)
+                try await tx.add(type: type, id: id, value: json, tags: [:], expiresAt: nil)
             }
         }
     }
@@ -48,7 +49,10 @@ public struct WalletMachineStorage: MachineStorage {
 
     /// Ids of the saved machines.
     public func ids(kind: MachineKind) async throws -> [String] {
-        try await wallet.fetchAll(type: Self.type(kind), options: RecordOptions(retrieveValue: false, retrieveTags: false)).map(\.id)
+        let page = try await wallet.search(
+            type: Self.type(kind), matching: .all,
+            options: SearchOptions(retrieveRecords: true, retrieveTotalCount: false, retrieveValue: false, retrieveTags: false), count: nil)
+        return page.records?.map(\.id) ?? []
     }
 }
 

@@ -47,13 +47,15 @@ public struct Transition: Sendable, Hashable {
 public final class StateMachines: Sendable {
     /// The live machines.
     public let table = HandleTable()
-    let wallet: Wallet
+    let wallet: any RecordWallet & KeyWallet
     let messenger: AriesProtocol
     /// Whether accepting a credential stores it in the wallet (the SDK's default).
     public let storesCredentials: Bool
 
-    /// Machines working with `wallet` and sending through `messenger`.
-    public init(wallet: Wallet, protocol messenger: AriesProtocol, storesCredentials: Bool = true) {
+    /// Machines working with `wallet` and sending through `messenger`. The wallet is a wallet
+    /// file (`Wallet`) or, in a build with the PostgreSQL trait, a profile on a server
+    /// (`PostgresWallet`): the machines use only `RecordWallet` and `KeyWallet`.
+    public init(wallet: any RecordWallet & KeyWallet, protocol messenger: AriesProtocol, storesCredentials: Bool = true) {
         self.wallet = wallet
         self.messenger = messenger
         self.storesCredentials = storesCredentials
@@ -268,9 +270,11 @@ public final class StateMachines: Sendable {
         for (referent, attribute) in p.request.requestedAttributes {
             out[referent] = try await walletCall {
                 let query = try WalletQuery(json: Self.restrictionQuery(attribute).jsonText)
-                return try await wallet.fetchAll(
-                    type: "credential", matching: query, options: RecordOptions(retrieveValue: false, retrieveTags: false)
-                ).map(\.id)
+                return try await wallet.search(
+                    type: "credential", matching: query,
+                    options: SearchOptions(retrieveRecords: true, retrieveTotalCount: false, retrieveValue: false, retrieveTags: false),
+                    count: nil
+                ).records?.map(\.id) ?? []
             }
         }
         return out

@@ -48,6 +48,26 @@ extension KeyWallet {
         try Validate.id(credentialID)
         _ = try await keyAccess.holder.removeReserved(type: SecretTypes.credentialSignature, id: credentialID)
     }
+
+    /// Stores an accepted credential (the SDK's acceptance step): the record under type
+    /// `credential`, added in one transaction that first finds the signature stored when the
+    /// credential arrived. Not visible to clients of the library.
+    /// - Throws: ``WalletError/notFound(type:id:)`` (type `credential signature`) when no
+    ///   signature is kept for it; ``WalletError/duplicate(type:id:)`` when the credential is stored.
+    package func storeCredential(id: String, value: String, tags: WalletTags) async throws {
+        try Validate.id(id)
+        try Validate.value(value)
+        try await keyAccess.holder.addSignedCredential(id: id, value: value, tags: tags)
+    }
+
+    /// Removes a held key (the SDK's undo of a step that made one and then failed; no error when
+    /// there is none). Its opened pair is dropped from the cache, so its secret is wiped. Not
+    /// visible to clients of the library.
+    package func removeKey(_ verkey: String) async throws {
+        let holder = keyAccess.holder
+        _ = try await holder.removeReserved(type: SecretTypes.key, id: verkey)
+        holder.heldKeys.remove(verkey, retire: true)
+    }
 }
 
 extension KeyHolder {

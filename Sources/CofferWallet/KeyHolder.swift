@@ -89,6 +89,10 @@ protocol KeyHolder: Sendable {
     func removeReserved(type: String, id: String) async throws -> Bool
     /// The id and tags of every live reserved record of `type`, in the order they were written.
     func reservedRecordTags(type: String) async throws -> [(id: String, tags: WalletTags)]
+    /// Adds the credential record `id` (type ``SecretTypes/credential``, a record of the record
+    /// API) in one transaction that first finds the credential's signature kept; throws
+    /// ``WalletError/notFound(type:id:)`` (type `credential signature`) when it is not.
+    func addSignedCredential(id: String, value: String, tags: WalletTags) async throws
 }
 
 /// A reserved record as it is written: its value comes from bytes, never from a `String`.
@@ -273,6 +277,15 @@ extension Wallet: KeyWallet, KeyHolder {
             guard try store.contains(type: type, id: id) else { return false }
             try store.delete(type: type, id: id)
             return true
+        }
+    }
+
+    func addSignedCredential(id: String, value: String, tags: WalletTags) async throws {
+        try await secretWrite { store in
+            guard try store.contains(type: SecretTypes.credentialSignature, id: id) else {
+                throw WalletError.notFound(type: "credential signature", id: id)
+            }
+            try store.add(type: SecretTypes.credential, id: id, value: value, tags: tags, expiresAt: nil)
         }
     }
 

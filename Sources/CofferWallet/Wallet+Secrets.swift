@@ -75,13 +75,6 @@ extension Wallet {
 
     // MARK: Keys (created and used through ``KeyWallet``, shared with the PostgreSQL backend)
 
-    /// Removes a held key (the SDK's undo of a step that made one and then failed). Its opened
-    /// pair is dropped from the cache, so its secret is wiped. Not visible to clients of the library.
-    package func removeKey(_ verkey: String) async throws {
-        try await secretWrite { store in try store.delete(type: SecretTypes.key, id: verkey) }
-        heldKeys.remove(verkey, retire: true)
-    }
-
     static func checkVerkey(_ verkey: String) throws {
         guard let bytes = Base58.decode(verkey), bytes.count == 32 else {
             throw WalletError.invalidInput("\(WalletError.quote(verkey)) is not a Base58 32-byte public key")
@@ -118,21 +111,6 @@ extension Wallet {
     static let notProvisioned = WalletError.invalidInput(
         "this wallet has no credential master secret: provision it for the SDK first with initializeMasterSecret() (once, when the wallet is set up)"
     )
-
-    /// Stores an accepted credential (the SDK's acceptance step): the record under type
-    /// `credential`, checked in the same transaction against the signature stored when it arrived.
-    /// Not visible to clients of the library.
-    /// - Throws: ``WalletError/notFound(type:id:)`` (type `credential signature`) when no signature is kept for it.
-    package func storeCredential(id: String, value: String, tags: WalletTags) async throws {
-        try await secretWrite { store in
-            guard
-                try store.contains(type: SecretTypes.credentialSignature, id: id)
-            else {
-                throw WalletError.notFound(type: "credential signature", id: id)
-            }
-            try store.add(type: SecretTypes.credential, id: id, value: value, tags: tags, expiresAt: nil)
-        }
-    }
 
     /// Lends a credential's signature to code inside this module; tests reach it with `@testable`.
     func withCredentialSignature<T>(credentialID: String, _ body: (String) throws -> T) async throws -> T {

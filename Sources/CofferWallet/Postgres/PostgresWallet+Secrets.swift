@@ -98,6 +98,17 @@ extension PostgresWallet: KeyWallet, KeyHolder {
         }
     }
 
+    func addSignedCredential(id: String, value: String, tags: WalletTags) async throws {
+        // One write transaction (it holds the profile's key gate): the signature is looked up in
+        // its snapshot, and the credential is added only if it was there.
+        try await transaction { view in
+            guard try await view.containsReserved(type: SecretTypes.credentialSignature, id: id) else {
+                throw WalletError.notFound(type: "credential signature", id: id)
+            }
+            try await view.add(type: SecretTypes.credential, id: id, value: value, tags: tags, expiresAt: nil)
+        }
+    }
+
     func reservedRecordTags(type: String) async throws -> [(id: String, tags: WalletTags)] {
         try await call {
             var records = [(id: String, tags: WalletTags)]()
