@@ -22,7 +22,7 @@ extension PostgresWalletTests {
         )? {
             let tb = wallet.keys.typeBlind(type)
             let ib = wallet.keys.idBlind(typeBlind: tb, id: id)
-            guard let row = try await wallet.store.locate(profile: wallet.number, type: BlindColumn.value(tb), idBlind: ib) else {
+            guard let row = try await wallet.store.locate(gate: wallet.sealing.gate, type: BlindColumn.value(tb), idBlind: ib) else {
                 return nil
             }
             let item = row.rowid
@@ -104,7 +104,7 @@ extension PostgresWalletTests {
         static func writers(_ wallet: PostgresWallet, type: String, id: String) async throws -> [String: String] {
             let tb = wallet.keys.typeBlind(type)
             let ib = wallet.keys.idBlind(typeBlind: tb, id: id)
-            let row = try #require(try await wallet.store.locate(profile: wallet.number, type: BlindColumn.value(tb), idBlind: ib))
+            let row = try #require(try await wallet.store.locate(gate: wallet.sealing.gate, type: BlindColumn.value(tb), idBlind: ib))
             let item = row.rowid
             return try await wallet.store.withConnection { connection in
                 var out = [String: String]()

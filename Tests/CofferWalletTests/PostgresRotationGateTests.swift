@@ -45,9 +45,6 @@ extension PostgresWalletTests {
                 Issue.record("\(name) by a wallet opened before the rotation was acknowledged")
             } catch WalletError.wrongKey(let message) {
                 #expect(message.contains("rotated"), "\(name): \(message)")
-            } catch WalletError.notFound {
-                // The old key's blind ids find nothing after the rotation: refused before any write.
-                #expect(["replace", "update"].contains(name), "\(name) failed as notFound")
             } catch {
                 Issue.record("\(name) failed with \(error), not wrongKey")
             }
@@ -70,6 +67,42 @@ extension PostgresWalletTests {
             return n
         }
         #expect(rows == 20, "rows outside the profile's 20 records are in the table")
+    }
+
+    @Test("after another writer rotates the key, every read of a wallet opened before fails as wrongKey, never as an absent record")
+    func staleReadsRefusedAfterRotation() async throws {
+        let (_, stale, rotator) = try await Self.twoWriters("gatestaleread")
+        defer { stale.close() }
+        try await stale.initializeMasterSecret()
+        #expect(try await stale.fetch(type: "cred", id: "r1")?.value == "v1")
+        try await rotator.rekey(to: PostgresTesting.otherKey, rotatingKey: true)
+        defer { rotator.close() }
+
+        let n1 = try WalletQuery(json: #"{"n":"1"}"#)
+        let reads: [(String, @Sendable () async throws -> Void)] = [
+            ("fetch of a stored record", { _ = try await stale.fetch(type: "cred", id: "r1") }),
+            ("fetch of a missing record", { _ = try await stale.fetch(type: "cred", id: "never") }),
+            ("get", { _ = try await stale.get(type: "cred", id: "r2") }),
+            ("count (server-side)", { _ = try await stale.count(type: "cred", matching: n1) }),
+            ("count (in memory)", { _ = try await stale.count(type: "cred", matching: try WalletQuery(json: #"{"n":{"$like":"1"}}"#)) }),
+            ("search", { _ = try await stale.search(type: "cred", query: n1) }),
+            ("search page", { _ = try await stale.search(type: "cred", matching: .all, options: SearchOptions(), count: nil) }),
+            ("hasMasterSecret", { _ = try await stale.hasMasterSecret() }),
+        ]
+        for (name, read) in reads {
+            do {
+                try await read()
+                Issue.record("\(name) by a wallet opened before the rotation answered as if nothing had changed")
+            } catch WalletError.wrongKey(let message) {
+                #expect(message.contains("rotated"), "\(name): \(message)")
+            } catch {
+                Issue.record("\(name) failed with \(error), not wrongKey")
+            }
+        }
+        // The rotating wallet reads on.
+        #expect(try await rotator.fetch(type: "cred", id: "r1")?.value == "v1")
+        #expect(try await rotator.fetch(type: "cred", id: "never") == nil)
+        #expect(try await rotator.count(type: "cred", matching: n1) == 7)
     }
 
     @Test("the wallet that rotated the key goes on writing under the new key")
@@ -138,6 +171,8 @@ extension PostgresWalletTests {
         await #expect(throws: WalletError.walletMissing(path: wallet.label)) {
             try await wallet.add(type: "cred", id: "orphan", value: "x")
         }
+        await #expect(throws: WalletError.walletMissing(path: wallet.label)) { _ = try await wallet.fetch(type: "cred", id: "r1") }
+        await #expect(throws: WalletError.walletMissing(path: wallet.label)) { _ = try await wallet.count(type: "cred") }
         let rows = try await wallet.store.withConnection { connection in
             var n: Int64 = -1
             for try await c in try await connection.query("SELECT count(*) FROM coffer_items", logger: PostgresStore.logger).decode(

@@ -741,15 +741,20 @@ struct PostgresStore: Sendable {
     }
 
     /// The row of a record (live or expired), or nil.
-    func locate(profile: Int64, type: Int64, idBlind: Data) async throws -> PostgresItemRow? {
-        let statement = Locate(profile: profile, type: type, name: idBlind)
+    /// The row of `type` and `idBlind` in `gate`'s profile, expired or not; nil when there is none.
+    /// A miss also reads the profile's generation (in the same statement): when the profile is
+    /// gone, or its key was rotated since `gate` was read, it throws what ``gateClosed(_:)`` says
+    /// instead of reporting the record absent (every blind changed with the key).
+    func locate(gate: ProfileGate, type: Int64, idBlind: Data) async throws -> PostgresItemRow? {
+        let statement = Locate(profile: gate.number, type: type, name: idBlind)
         let prepared = settings.preparedStatements
-        return try await withConnection { connection in
-            guard let (id, value, expiry, version) = try await Self.rows(statement, on: connection, prepared: prepared).first else {
-                return nil
-            }
-            return PostgresItemRow(rowid: id, idBlind: idBlind, sealed: value, expiry: expiry, version: version)
+        let found = try await withConnection { connection in try await Self.rows(statement, on: connection, prepared: prepared).first }
+        guard let (generation, id, value, expiry, version) = found else { throw Self.closedError(gate, current: nil) }
+        guard let id, let value, let version else {
+            if generation != gate.generation { throw Self.closedError(gate, current: generation) }
+            return nil
         }
+        return PostgresItemRow(rowid: id, idBlind: idBlind, sealed: value, expiry: expiry, version: version)
     }
 
     /// Replaces a record's box (and, when `tags` is given, its tag rows) in one statement,
@@ -841,6 +846,13 @@ struct PostgresStore: Sendable {
     func staleGate(_ gate: ProfileGate) async throws -> WalletError? {
         let current = try await withConnection { connection in try await Self.generation(of: gate, on: connection) }
         return current == gate.generation ? nil : Self.closedError(gate, current: current)
+    }
+
+    /// After a read that found nothing: throws what ``gateClosed(_:)`` says when the profile is
+    /// gone or its key was rotated since `gate` was read (a stale reader's blinds match no row,
+    /// so its empty answer would be wrong); returns when the profile is as the reader knew it.
+    func confirmCurrent(_ gate: ProfileGate) async throws {
+        if let error = try await staleGate(gate) { throw error }
     }
 
     /// Deletes a live credential record, its tag rows and the credential's signature (a reserved
@@ -1066,9 +1078,15 @@ extension PostgresStore {
 
     /// The row of a record (live or expired).
     struct Locate: PostgresPreparedStatement {
-        static let name = "coffer_locate_v1"
-        static let sql = "SELECT id, value, expiry, version FROM coffer_items WHERE profile = $1 AND type = $2 AND name = $3"
-        typealias Row = (Int64, Data, Int64?, Int64)
+        static let name = "coffer_locate_v2"
+        // The profile's generation comes with the row, or without one (a miss): a reader whose
+        // key was rotated away finds no row, and learns why in the same round trip.
+        static let sql = """
+            SELECT p.generation, i.id, i.value, i.expiry, i.version FROM coffer_profiles p
+            LEFT JOIN coffer_items i ON i.profile = p.number AND i.type = $2 AND i.name = $3
+            WHERE p.number = $1
+            """
+        typealias Row = (Int64, Int64?, Data?, Int64?, Int64?)
         let profile: Int64
         let type: Int64
         let name: Data

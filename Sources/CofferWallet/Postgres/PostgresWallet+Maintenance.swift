@@ -99,6 +99,8 @@ extension PostgresWallet {
         type: String, query: WalletQuery, value: RecordCodec.ValueMode,
         _ body: (PostgresItemRow, RecordCodec.Contents) throws -> Void
     ) async throws {
+        let held = sealing
+        let keys = held.keys
         let tb = keys.typeBlind(type)
         let t = BlindColumn.value(tb)
         let (conditions, _) = self.conditions(type: type, query: query)
@@ -107,6 +109,8 @@ extension PostgresWallet {
         while true {
             let rows = try await store.page(
                 profile: number, type: t, conditions: conditions, after: after, now: now, limit: Self.candidateBatch)
+            // Nothing at all: a reader whose key was rotated away finds nothing too.
+            if rows.isEmpty && after == 0 { try await store.confirmCurrent(held.gate) }
             for row in rows {
                 try body(
                     row,

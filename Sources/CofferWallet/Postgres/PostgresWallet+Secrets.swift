@@ -53,8 +53,9 @@ extension PostgresWallet: KeyWallet, KeyHolder {
 
     func readReservedSecret(type: String, id: String, byteCount: Int) async throws -> (secret: SecretKey?, tags: WalletTags)? {
         try await call {
-            let keys = self.keys
-            guard let live = try await liveRow(type: type, id: id, keys: keys) else { return nil }
+            let held = sealing
+            let keys = held.keys
+            guard let live = try await liveRow(type: type, id: id, held) else { return nil }
             let (secret, contents) = try RecordCodec.openSecret(
                 live.row.sealed, typeBlind: live.typeBlind, idBlind: live.idBlind, expiry: live.row.expiry, keys: keys,
                 expectedType: type, byteCount: byteCount)
@@ -65,8 +66,9 @@ extension PostgresWallet: KeyWallet, KeyHolder {
 
     func readReservedBytes(type: String, id: String) async throws -> SecretKey?? {
         try await call {
-            let keys = self.keys
-            guard let live = try await liveRow(type: type, id: id, keys: keys) else { return nil }
+            let held = sealing
+            let keys = held.keys
+            guard let live = try await liveRow(type: type, id: id, held) else { return nil }
             let contents = try RecordCodec.open(
                 live.row.sealed, typeBlind: live.typeBlind, idBlind: live.idBlind, expiry: live.row.expiry, keys: keys,
                 expectedType: type, value: .bytes)
@@ -77,8 +79,9 @@ extension PostgresWallet: KeyWallet, KeyHolder {
 
     func containsReserved(type: String, id: String) async throws -> Bool {
         try await call {
-            let keys = self.keys
-            guard let live = try await liveRow(type: type, id: id, keys: keys) else { return false }
+            let held = sealing
+            let keys = held.keys
+            guard let live = try await liveRow(type: type, id: id, held) else { return false }
             // Opened (authenticated, its id checked), its value not decoded.
             let contents = try RecordCodec.open(
                 live.row.sealed, typeBlind: live.typeBlind, idBlind: live.idBlind, expiry: live.row.expiry, keys: keys,

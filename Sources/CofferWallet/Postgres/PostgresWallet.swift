@@ -320,8 +320,9 @@ public final class PostgresWallet: Sendable {
         try await run {
             try Validate.type(type)
             try Validate.id(id)
-            let keys = self.keys
-            guard let live = try await liveRow(type: type, id: id, keys: keys) else { return nil }
+            let held = sealing
+            let keys = held.keys
+            guard let live = try await liveRow(type: type, id: id, held) else { return nil }
             let contents = try RecordCodec.open(
                 live.row.sealed, typeBlind: live.typeBlind, idBlind: live.idBlind, expiry: live.row.expiry, keys: keys,
                 expectedType: type, value: options.retrieveValue ? .text : .skipped)
@@ -331,11 +332,12 @@ public final class PostgresWallet: Sendable {
     }
 
     /// The row of `type` and `id` unless it expired, with the blind indexes it was found under
-    /// (computed with `keys`); nil when there is none. Every point read starts here.
-    func liveRow(type: String, id: String, keys: WalletKeys) async throws -> (row: PostgresItemRow, typeBlind: Data, idBlind: Data)? {
-        let tb = keys.typeBlind(type)
-        let ib = keys.idBlind(typeBlind: tb, id: id)
-        guard let row = try await store.locate(profile: number, type: BlindColumn.value(tb), idBlind: ib),
+    /// (computed with `held`'s keys); nil when there is none. Every point read starts here; a
+    /// reader whose key was rotated away gets `wrongKey`, not nil (see ``PostgresStore/locate(gate:type:idBlind:)``).
+    func liveRow(type: String, id: String, _ held: Sealing) async throws -> (row: PostgresItemRow, typeBlind: Data, idBlind: Data)? {
+        let tb = held.keys.typeBlind(type)
+        let ib = held.keys.idBlind(typeBlind: tb, id: id)
+        guard let row = try await store.locate(gate: held.gate, type: BlindColumn.value(tb), idBlind: ib),
             row.expiry.map({ $0 > unixMillis(Date()) }) ?? true
         else { return nil }
         return (row, tb, ib)
@@ -357,7 +359,7 @@ public final class PostgresWallet: Sendable {
         let ib = keys.idBlind(typeBlind: tb, id: id)
         let t = BlindColumn.value(tb)
         for _ in 0..<Self.rewriteAttempts {
-            guard let row = try await store.locate(profile: number, type: t, idBlind: ib),
+            guard let row = try await store.locate(gate: s.gate, type: t, idBlind: ib),
                 row.expiry.map({ $0 > unixMillis(Date()) }) ?? true
             else { throw WalletError.notFound(type: type, id: id) }
             var contents = try RecordCodec.open(row.sealed, typeBlind: tb, idBlind: ib, expiry: row.expiry, keys: keys, expectedType: type)
@@ -523,6 +525,8 @@ public final class PostgresWallet: Sendable {
         try await run {
             try Validate.type(type)
             guard limit > 0 else { throw WalletError.invalidInput("a search page must hold at least 1 record, got \(limit)") }
+            let held = sealing
+            let keys = held.keys
             let tb = keys.typeBlind(type)
             let t = BlindColumn.value(tb)
             let (conditions, exact) = self.conditions(type: type, query: query)
@@ -543,6 +547,7 @@ public final class PostgresWallet: Sendable {
                     }
                 }
                 if rows.count < batch && (records.count < limit || rows.last?.rowid == after) {
+                    if records.isEmpty { try await store.confirmCurrent(held.gate) }
                     return PostgresSearchPage(records: records, next: nil)
                 }
             }
@@ -555,11 +560,16 @@ public final class PostgresWallet: Sendable {
     public func count(type: String, matching query: WalletQuery = .all) async throws -> Int {
         try await run {
             try Validate.type(type)
-            let tb = keys.typeBlind(type)
+            let held = sealing
+            let tb = held.keys.typeBlind(type)
             let t = BlindColumn.value(tb)
             let (conditions, exact) = self.conditions(type: type, query: query)
             let now = unixMillis(Date())
-            if exact { return try await store.count(profile: number, type: t, conditions: conditions, now: now) }
+            if exact {
+                let total = try await store.count(profile: number, type: t, conditions: conditions, now: now)
+                if total == 0 { try await store.confirmCurrent(held.gate) }
+                return total
+            }
             var total = 0
             try await forEachCandidate(type: type, query: query, value: .skipped) { if query.matches($1.tags) { total += 1 } }
             return total
