@@ -351,8 +351,17 @@ struct PostgresSettingsFromURLTests {
         #expect(settings.database == "wallets")
         #expect(settings.tls == .verifyFull)
         #expect(settings.maxConnections == 7)
+        #expect(settings.minConnections == 0)
         #expect(settings.connectTimeout == .seconds(3))
         #expect(settings.idleTimeout == .seconds(9))
+    }
+
+    @Test("min_connections reaches the client's minimum of open connections")
+    func minConnections() throws {
+        let settings = PostgresSettings(url: try PostgresURL("postgres://app@h/db?max_connections=6&min_connections=4"))
+        #expect(settings.minConnections == 4)
+        #expect(settings.clientConfiguration.options.minimumConnections == 4)
+        #expect(PostgresSettings(url: try PostgresURL("postgres://app@h/db")).clientConfiguration.options.minimumConnections == 0)
     }
 
     @Test("each sslmode keeps its libpq meaning", arguments: PostgresURL.TLSMode.allCases)
@@ -372,6 +381,40 @@ struct PostgresSettingsFromURLTests {
 
 /// In the serialized suite: it needs the server, which another test of the suite restarts.
 extension PostgresWalletTests {
+    struct PsqlFailed: Error, CustomStringConvertible { let description: String }
+
+    /// The server's count of client sessions on `database`, asked by `psql` in a process of its own
+    /// (not through the wallet's pool, which would open a connection to answer).
+    static func sessions(on database: String) throws -> Int {
+        let endpoint = try PostgresTestServer.endpoint()
+        let result = try runProcessBlocking(
+            URL(fileURLWithPath: endpoint.binFolder + "/psql"),
+            [
+                "-h", endpoint.socketFolder, "-p", "\(endpoint.port)", "-U", endpoint.user, "-d", "postgres", "-XAtc",
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = '\(database)' AND backend_type = 'client backend'",
+            ], within: .seconds(30))
+        guard result.status == 0, let count = Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw PsqlFailed(description: "psql failed (\(result.status)): \(result.stderr)")
+        }
+        return count
+    }
+
+    @Test("a wallet opened with min_connections=4 has the server see 4 sessions on its database without any call")
+    func minConnectionsOpenedAtOpen() async throws {
+        let database = try PostgresTestServer.makeDatabase("minconn")
+        let endpoint = try PostgresTestServer.endpoint()
+        let url = try PostgresURL(endpoint.url(database: database) + "?sslmode=disable&max_connections=6&min_connections=4")
+        let wallet = try await PostgresWallet.create(settings: PostgresSettings(url: url), key: PostgresTesting.key)
+        defer { wallet.close() }
+        let seen = Locked(0)
+        try await eventually("4 sessions on the wallet's database", within: .seconds(30)) {
+            let count = try Self.sessions(on: database)
+            seen.withLock { $0 = count }
+            return count >= 4
+        }
+        #expect(seen.withLock { $0 } >= 4)
+    }
+
     @Test("a wallet opened from a URL reads what one opened from settings wrote")
     func opensFromURL() async throws {
         let settings = try PostgresTesting.settings("fromurl")

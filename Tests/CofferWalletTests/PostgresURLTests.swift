@@ -184,6 +184,34 @@ struct PostgresURLTests {
         #expect(Self.message("postgres://a:b@h/db?prepared_statements=no")?.contains("prepared_statements must be on or off") == true)
     }
 
+    @Test("min_connections is 0 unless given, is parsed, shows in the description and goes back through the parser")
+    func minConnections() throws {
+        #expect(try PostgresURL("postgres://a:b@h/db").minConnections == 0)
+        let url = try PostgresURL("postgres://a:b@h/db?max_connections=8&min_connections=4")
+        #expect(url.minConnections == 4)
+        #expect(
+            url.description
+                == "postgres://a:***@h:5432/db?sslmode=prefer&max_connections=8&min_connections=4&connect_timeout=10&idle_timeout=60")
+        #expect(try PostgresURL(url.description.replacingOccurrences(of: "***", with: "b")) == url)
+        #expect(try PostgresURL("postgres://a:b@h/db?min_connections=10").minConnections == PostgresURL.defaultMaxConnections)
+        #expect(
+            try PostgresURL(user: "a", password: nil, host: "h", database: "db", maxConnections: 3, minConnections: 3).minConnections == 3)
+    }
+
+    @Test("min_connections above max_connections, negative or not a number is refused with a message naming both settings")
+    func minConnectionsRefused() {
+        #expect(
+            Self.message("postgres://a:b@h/db?max_connections=4&min_connections=5")?.contains(
+                "min_connections (5) must not exceed max_connections (4)") == true)
+        #expect(Self.message("postgres://a:b@h/db?min_connections=11")?.contains("must not exceed max_connections (10)") == true)
+        #expect(Self.message("postgres://a:b@h/db?min_connections=-1")?.contains("min_connections must be a whole number from 0") == true)
+        #expect(Self.message("postgres://a:b@h/db?min_connections=two")?.contains("min_connections must be a whole number") == true)
+        #expect(throws: WalletError.self) {
+            try PostgresURL(user: "a", password: nil, host: "h", database: "db", maxConnections: 2, minConnections: 3)
+        }
+        #expect(throws: WalletError.self) { try PostgresURL(user: "a", password: nil, host: "h", database: "db", minConnections: -1) }
+    }
+
     @Test("a bad percent-encoding names the part")
     func badPercent() {
         #expect(Self.message("postgres://a%zz:b@h/db")?.contains("the user name has a % not followed by two hex digits") == true)

@@ -38,6 +38,10 @@ public struct PostgresSettings: Sendable, Hashable {
     public var tls: TLSMode
     /// Most connections the process's shared client opens to this server (all profiles share them).
     public var maxConnections: Int
+    /// How many connections the shared client opens as soon as it starts and keeps open, even idle
+    /// (0: each is opened on demand and closed after ``idleTimeout`` unused). At most
+    /// ``maxConnections``; a larger value is taken as ``maxConnections``.
+    public var minConnections: Int
     /// How long opening one connection may take.
     public var connectTimeout: Duration
     /// How long an idle connection stays open.
@@ -60,7 +64,8 @@ public struct PostgresSettings: Sendable, Hashable {
         host: String, port: Int = 5432, user: String, password: String? = nil, database: String, tls: TLSMode = .prefer,
         maxConnections: Int = PostgresURL.defaultMaxConnections, connectTimeout: Duration = .seconds(10),
         idleTimeout: Duration = .seconds(60),
-        leaseTimeout: Duration = .seconds(30), keepAlive: Duration? = .seconds(30), preparedStatements: Bool = true
+        leaseTimeout: Duration = .seconds(30), keepAlive: Duration? = .seconds(30), preparedStatements: Bool = true,
+        minConnections: Int = 0
     ) {
         self.host = host
         self.port = port
@@ -69,6 +74,7 @@ public struct PostgresSettings: Sendable, Hashable {
         self.database = database
         self.tls = tls
         self.maxConnections = maxConnections
+        self.minConnections = minConnections
         self.connectTimeout = connectTimeout
         self.idleTimeout = idleTimeout
         self.leaseTimeout = leaseTimeout
@@ -77,7 +83,8 @@ public struct PostgresSettings: Sendable, Hashable {
     }
 
     /// The settings a ``PostgresURL`` names: its server, user, password, database, `sslmode`,
-    /// `max_connections`, `connect_timeout`, `idle_timeout` and `prepared_statements`; the lease
+    /// `max_connections`, `min_connections`, `connect_timeout`, `idle_timeout` and
+    /// `prepared_statements`; the lease
     /// timeout and keep-alive, which a URL does not carry, keep their defaults.
     public init(url: PostgresURL) {
         let tls: TLSMode
@@ -90,7 +97,7 @@ public struct PostgresSettings: Sendable, Hashable {
         self.init(
             host: url.host, port: url.port, user: url.user, password: url.password, database: url.database, tls: tls,
             maxConnections: url.maxConnections, connectTimeout: .seconds(url.connectTimeout), idleTimeout: .seconds(url.idleTimeout),
-            preparedStatements: url.preparedStatements)
+            preparedStatements: url.preparedStatements, minConnections: url.minConnections)
     }
 
     /// `host:port/database`, for messages (never the password).
@@ -110,6 +117,7 @@ public struct PostgresSettings: Sendable, Hashable {
         var configuration = PostgresClient.Configuration(
             host: host, port: port, username: user, password: password, database: database, tls: tlsConfiguration)
         configuration.options.maximumConnections = maxConnections
+        configuration.options.minimumConnections = min(max(minConnections, 0), maxConnections)
         configuration.options.connectTimeout = connectTimeout
         configuration.options.connectionIdleTimeout = idleTimeout
         configuration.options.keepAliveBehavior = keepAlive.map { .init(frequency: $0) }

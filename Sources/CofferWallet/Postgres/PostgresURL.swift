@@ -6,7 +6,7 @@ import CofferSync
 import Foundation
 
 /// A PostgreSQL wallet's connection settings, parsed from
-/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…&max_connections=N&connect_timeout=S&idle_timeout=S&prepared_statements=on|off]`
+/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…&max_connections=N&min_connections=N&connect_timeout=S&idle_timeout=S&prepared_statements=on|off]`
 /// (the scheme `postgresql://` too).
 ///
 /// The user name, password and database name are percent-decoded (write `@` as `%40`, `/` as
@@ -58,6 +58,12 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
     public var tlsMode: TLSMode
     /// The most connections the process's pool opens to the server, shared by every profile.
     public var maxConnections: Int
+    /// How many connections the pool opens as soon as the wallet opens and keeps open while it is
+    /// open, even idle (the URL's `min_connections`, 0 to ``maxConnections``; 0 by default: every
+    /// connection is opened on demand and closed after ``idleTimeout`` unused). A server that
+    /// must answer its first requests without a connection's setup (TCP, authentication, session
+    /// start) keeps a few open this way.
+    public var minConnections: Int = 0
     /// How long opening one connection may take before it fails, in seconds.
     public var connectTimeout: Int
     /// How long an unused pooled connection stays open before the pool closes it, in seconds.
@@ -74,7 +80,8 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
     public init(
         user: String, password: String?, host: String, port: Int = PostgresURL.defaultPort, database: String,
         tlsMode: TLSMode = .prefer, maxConnections: Int = PostgresURL.defaultMaxConnections,
-        connectTimeout: Int = PostgresURL.defaultConnectTimeout, idleTimeout: Int = PostgresURL.defaultIdleTimeout
+        connectTimeout: Int = PostgresURL.defaultConnectTimeout, idleTimeout: Int = PostgresURL.defaultIdleTimeout,
+        minConnections: Int = 0
     ) throws {
         guard !user.isEmpty else { throw Self.error("the user name is empty") }
         guard !database.isEmpty else { throw Self.error("the database name is empty") }
@@ -82,6 +89,12 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
         guard (1...65_535).contains(port) else { throw Self.error("the port must be 1 to 65535, got \(port)") }
         guard (1...Self.maxConnectionsLimit).contains(maxConnections) else {
             throw Self.error("max_connections must be 1 to \(Self.maxConnectionsLimit), got \(maxConnections)")
+        }
+        guard minConnections >= 0 else { throw Self.error("min_connections must be 0 or more, got \(minConnections)") }
+        guard minConnections <= maxConnections else {
+            throw Self.error(
+                "min_connections (\(minConnections)) must not exceed max_connections (\(maxConnections)): lower min_connections or raise max_connections"
+            )
         }
         for (name, value) in [("connect_timeout", connectTimeout), ("idle_timeout", idleTimeout)] {
             guard (1...Self.timeoutLimit).contains(value) else {
@@ -95,6 +108,7 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
         self.database = database
         self.tlsMode = tlsMode
         self.maxConnections = maxConnections
+        self.minConnections = minConnections
         self.connectTimeout = connectTimeout
         self.idleTimeout = idleTimeout
     }
@@ -162,18 +176,21 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
         try settings.parse(query)
         try self.init(
             user: user, password: password, host: host, port: port, database: database, tlsMode: settings.tlsMode,
-            maxConnections: settings.maxConnections, connectTimeout: settings.connectTimeout, idleTimeout: settings.idleTimeout)
+            maxConnections: settings.maxConnections, connectTimeout: settings.connectTimeout, idleTimeout: settings.idleTimeout,
+            minConnections: settings.minConnections)
         preparedStatements = settings.preparedStatements
     }
 
-    /// The URL with every setting spelt out (`prepared_statements` only when off) and the
+    /// The URL with every setting spelt out (`min_connections` only when not 0,
+    /// `prepared_statements` only when off) and the
     /// password replaced by `***`, e.g.
     /// `postgres://app:***@db.internal:5432/wallets?sslmode=require&max_connections=10&connect_timeout=10&idle_timeout=60`.
     public var description: String {
         let userinfo = Self.encode(user) + (password == nil ? "" : ":***")
         let hostText = host.contains(":") ? "[\(host)]" : host
         return "postgres://\(userinfo)@\(hostText):\(port)/\(Self.encode(database))?sslmode=\(tlsMode.rawValue)"
-            + "&max_connections=\(maxConnections)&connect_timeout=\(connectTimeout)&idle_timeout=\(idleTimeout)"
+            + "&max_connections=\(maxConnections)" + (minConnections == 0 ? "" : "&min_connections=\(minConnections)")
+            + "&connect_timeout=\(connectTimeout)&idle_timeout=\(idleTimeout)"
             + (preparedStatements ? "" : "&prepared_statements=off")
     }
 
@@ -186,7 +203,8 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
             self,
             children: [
                 "user": user, "password": password == nil ? "nil" : "***", "host": host, "port": port, "database": database,
-                "tlsMode": tlsMode, "maxConnections": maxConnections, "connectTimeout": connectTimeout, "idleTimeout": idleTimeout,
+                "tlsMode": tlsMode, "maxConnections": maxConnections, "minConnections": minConnections, "connectTimeout": connectTimeout,
+                "idleTimeout": idleTimeout,
                 "preparedStatements": preparedStatements,
             ], displayStyle: .struct)
     }
@@ -197,11 +215,14 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
     private struct Settings {
         var tlsMode = TLSMode.prefer
         var maxConnections = PostgresURL.defaultMaxConnections
+        var minConnections = 0
         var connectTimeout = PostgresURL.defaultConnectTimeout
         var idleTimeout = PostgresURL.defaultIdleTimeout
         var preparedStatements = true
 
-        static let names = ["sslmode", "max_connections", "connect_timeout", "idle_timeout", "prepared_statements"]
+        static let names = [
+            "sslmode", "max_connections", "min_connections", "connect_timeout", "idle_timeout", "prepared_statements",
+        ]
 
         mutating func parse(_ query: Substring) throws {
             var seen = Set<String>()
@@ -226,6 +247,8 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
                     tlsMode = mode
                 case "max_connections":
                     maxConnections = try Self.integer(value, name: name, range: 1...PostgresURL.maxConnectionsLimit)
+                case "min_connections":
+                    minConnections = try Self.integer(value, name: name, range: 0...PostgresURL.maxConnectionsLimit)
                 case "prepared_statements":
                     switch value {
                     case "on": preparedStatements = true
