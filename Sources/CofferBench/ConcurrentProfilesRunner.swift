@@ -36,6 +36,10 @@ struct ConcurrentProfilesRunner {
     let opsPerTask: Int
     /// Creates profile `name` and adds the first `count` workload records to it in one call.
     let makeProfile: @Sendable (_ name: String, _ count: Int) async throws -> any ConcurrentBenchWallet
+    /// Run once the profiles are filled, before the clock starts: on PostgreSQL, waits until the
+    /// pool holds its `min_connections` open (see ``PostgresWorkloadRunner``), as each of
+    /// askar_bench.py's tasks holds its session's connection before it times an operation.
+    let beforeTimer: @Sendable (_ wallets: [any ConcurrentBenchWallet]) async throws -> Void
 
     /// The runner on SQLite: profiles of one store at `location`, each filled in one transaction.
     init(workload: BenchWorkload, profiles: Int, opsPerTask: Int, location: WalletLocation) {
@@ -52,11 +56,13 @@ struct ConcurrentProfilesRunner {
 
     init(
         workload: BenchWorkload, profiles: Int, opsPerTask: Int,
+        beforeTimer: @escaping @Sendable (_ wallets: [any ConcurrentBenchWallet]) async throws -> Void = { _ in },
         makeProfile: @escaping @Sendable (_ name: String, _ count: Int) async throws -> any ConcurrentBenchWallet
     ) {
         self.workload = workload
         self.profiles = profiles
         self.opsPerTask = opsPerTask
+        self.beforeTimer = beforeTimer
         self.makeProfile = makeProfile
     }
 
@@ -78,6 +84,7 @@ struct ConcurrentProfilesRunner {
         var wallets = [any ConcurrentBenchWallet]()
         defer { for wallet in wallets { wallet.benchClose() } }
         for t in 0..<profiles { wallets.append(try await makeProfile(Self.profileName(t), share)) }
+        try await beforeTimer(wallets)
 
         let ops = opsPerTask
         let (results, seconds) = try await Clock.time {

@@ -29,16 +29,43 @@ struct PostgresWorkloadRunner {
         "db_bytes_*, disk_bytes_*": "the server's files are not the wallet's alone",
     ]
 
-    /// The profiles the concurrent workload creates in the same database.
+    /// The profiles the concurrent workload creates in the same database. With `min_connections`
+    /// in the URL, the clock starts only once the server shows that many sessions on the
+    /// database: askar_bench.py's tasks each enter a session, which takes its pool connection,
+    /// before they time an operation, so neither side's latencies hold a connection's setup.
     func concurrent(profiles: Int, opsPerTask: Int) -> ConcurrentProfilesRunner {
         let w = workload
         let settings = settings
-        return ConcurrentProfilesRunner(workload: w, profiles: profiles, opsPerTask: opsPerTask) { name, count in
+        return ConcurrentProfilesRunner(
+            workload: w, profiles: profiles, opsPerTask: opsPerTask,
+            beforeTimer: { wallets in
+                guard settings.minConnections > 0, let wallet = wallets.first as? PostgresWallet else { return }
+                try await Self.waitForPool(wallet, connections: settings.minConnections, within: settings.connectTimeout * 3)
+            }
+        ) { name, count in
             let wallet = try await PostgresWallet.create(
                 settings: settings, profile: "concurrent_\(name)", key: .raw(WalletKey.generateRawKey()))
             try await wallet.addAll((0..<count).map { (BenchWorkload.category, w.names[$0], w.values[$0], w.tags[$0]) })
             return wallet
         }
+    }
+
+    /// Waits until the server shows `connections` sessions on the wallet's database, polling
+    /// every 10 ms.
+    /// - Throws: ``WalletError/storage(_:)`` when they are not there within `bound`.
+    static func waitForPool(_ wallet: PostgresWallet, connections: Int, within bound: Duration) async throws {
+        let deadline = ContinuousClock.now + bound
+        var seen = try await wallet.serverSessions()
+        while seen < connections {
+            guard ContinuousClock.now < deadline else {
+                throw WalletError.storage(
+                    "the pool opened \(seen) of its min_connections=\(connections) connections within \(bound): check the server's max_connections"
+                )
+            }
+            try await Task.sleep(for: .milliseconds(10))
+            seen = try await wallet.serverSessions()
+        }
+        StandardError.write("coffer: concurrent: the pool holds \(seen) connections before the clock starts\n")
     }
 
     func run() async throws -> [(String, BenchValue)] {

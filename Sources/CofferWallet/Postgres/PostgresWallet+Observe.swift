@@ -80,6 +80,22 @@ extension PostgresWallet {
     /// Whether this wallet's client holds its listening connection (tests: it closes with the last observation).
     package var isListening: Bool { PostgresClients.shared.listener(store.settings)?.isConnected ?? false }
 
+    /// How many client sessions the server has open on this wallet's database, this process's
+    /// and any other's (`pg_stat_activity`), read through one of the pool's connections: the
+    /// benchmark waits on it until a pool with `min_connections` has opened them.
+    package func serverSessions() async throws -> Int {
+        try await store.withConnection { connection in
+            for try await count in try await connection.query(
+                """
+                SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'
+                """, logger: PostgresStore.logger
+            ).decode(Int64.self) {
+                return Int(count)
+            }
+            return 0
+        }
+    }
+
     /// Every record of `type` matching `query`, read in one read-only snapshot.
     private func snapshot(type: String, query: WalletQuery, options: RecordOptions) async throws -> [WalletRecord] {
         try await transaction(readOnly: true) { view in
