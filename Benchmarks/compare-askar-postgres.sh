@@ -54,9 +54,10 @@ run_coffer() {
     # The concurrent workload on a database of its own, in a process of its own, as askar_bench.py
     # gives Askar's a store of its own (recreated): neither side's concurrent phase meets the dead
     # rows, autovacuum or warm pool the single-task workload left behind.
-    # min_connections=$pool: its pool opens its connections before the clock starts, as each of
-    # askar_bench.py's tasks enters its session (which takes a pool connection) before it times an
-    # operation; coffer waits until the server shows them (docs/benchmarks.md).
+    # min_connections=$pool: its pool opens its connections before the clock starts; coffer then
+    # holds them all at once, each after checking a profile on it, as each of askar_bench.py's
+    # tasks enters its session (which takes a pool connection and checks the profile on it) before
+    # it times an operation (docs/benchmarks.md).
     postgres_create_database "coffer_concurrent_$1"
     "$coffer" bench wallet --n "$n" --json --skip-baseline --dir "$out/coffer" --only-concurrent \
         --wallet-url "$POSTGRES_URL_BASE/coffer_concurrent_$1?max_connections=$pool&min_connections=$pool" \

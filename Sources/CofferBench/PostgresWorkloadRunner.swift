@@ -6,6 +6,7 @@
 #if PostgreSQL
 import Coffer
 import CofferCLISupport
+import CofferSync
 import Foundation
 
 extension PostgresWallet: ConcurrentBenchWallet {
@@ -29,43 +30,59 @@ struct PostgresWorkloadRunner {
         "db_bytes_*, disk_bytes_*": "the server's files are not the wallet's alone",
     ]
 
-    /// The profiles the concurrent workload creates in the same database. With `min_connections`
-    /// in the URL, the clock starts only once the server shows that many sessions on the
-    /// database: askar_bench.py's tasks each enter a session, which takes its pool connection,
-    /// before they time an operation, so neither side's latencies hold a connection's setup.
+    /// The profiles the concurrent workload creates in the same database. Before the clock
+    /// starts, every task takes a connection of its own and checks its profile on it, as each of
+    /// askar_bench.py's tasks enters its session first (which in Askar 0.5.0 takes a pool
+    /// connection and runs `SELECT COUNT(*) FROM profiles WHERE id = $1` on it): neither side's
+    /// timed operations hold a connection's setup or a new server process's first statement.
     func concurrent(profiles: Int, opsPerTask: Int) -> ConcurrentProfilesRunner {
         let w = workload
         let settings = settings
         return ConcurrentProfilesRunner(
             workload: w, profiles: profiles, opsPerTask: opsPerTask,
             beforeTimer: { wallets in
-                guard settings.minConnections > 0, let wallet = wallets.first as? PostgresWallet else { return }
-                try await Self.waitForPool(wallet, connections: settings.minConnections, within: settings.connectTimeout * 3)
-            }
-        ) { name, count in
-            let wallet = try await PostgresWallet.create(
-                settings: settings, profile: "concurrent_\(name)", key: .raw(WalletKey.generateRawKey()))
-            try await wallet.addAll((0..<count).map { (BenchWorkload.category, w.names[$0], w.values[$0], w.tags[$0]) })
-            return wallet
-        }
+                let postgres = wallets.compactMap { $0 as? PostgresWallet }
+                try await Self.startSessions(postgres, connections: min(postgres.count, settings.maxConnections), within: .seconds(60))
+            },
+            makeProfile: { name, count in
+                let wallet = try await PostgresWallet.create(
+                    settings: settings, profile: "concurrent_\(name)", key: .raw(WalletKey.generateRawKey()))
+                try await wallet.addAll((0..<count).map { (BenchWorkload.category, w.names[$0], w.values[$0], w.tags[$0]) })
+                return wallet
+            })
     }
 
-    /// Waits until the server shows `connections` sessions on the wallet's database, polling
-    /// every 10 ms.
-    /// - Throws: ``WalletError/storage(_:)`` when they are not there within `bound`.
-    static func waitForPool(_ wallet: PostgresWallet, connections: Int, within bound: Duration) async throws {
+    /// Holds `connections` of the pool's connections at once, each having checked one wallet's
+    /// profile on it (``PostgresWallet/checkProfileHoldingConnection(_:)``), then lets them go:
+    /// the pool then has that many connections open, each past its first statement.
+    /// - Throws: ``WalletError/storage(_:)`` when they are not all held within `bound`, or a
+    ///   profile is missing.
+    static func startSessions(_ wallets: [PostgresWallet], connections: Int, within bound: Duration) async throws {
+        guard connections > 0 else { return }
+        let held = Locked(0)
         let deadline = ContinuousClock.now + bound
-        var seen = try await wallet.serverSessions()
-        while seen < connections {
-            guard ContinuousClock.now < deadline else {
-                throw WalletError.storage(
-                    "the pool opened \(seen) of its min_connections=\(connections) connections within \(bound): check the server's max_connections"
-                )
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            for t in 0..<connections {
+                let wallet = wallets[t % wallets.count]
+                group.addTask {
+                    try await wallet.checkProfileHoldingConnection {
+                        held.withLock { $0 += 1 }
+                        while held.withLock({ $0 }) < connections {
+                            guard ContinuousClock.now < deadline else {
+                                throw WalletError.storage(
+                                    "only \(held.withLock { $0 }) of \(connections) connections were held at once within \(bound): raise max_connections"
+                                )
+                            }
+                            try await Task.sleep(for: .milliseconds(1))
+                        }
+                    }
+                }
             }
-            try await Task.sleep(for: .milliseconds(10))
-            seen = try await wallet.serverSessions()
+            for try await found in group where !found {
+                throw WalletError.storage("a concurrent workload profile was not found on the server")
+            }
         }
-        StandardError.write("coffer: concurrent: the pool holds \(seen) connections before the clock starts\n")
+        StandardError.write("coffer: concurrent: \(connections) connections held at once, each after its profile's check\n")
     }
 
     func run() async throws -> [(String, BenchValue)] {

@@ -80,19 +80,23 @@ extension PostgresWallet {
     /// Whether this wallet's client holds its listening connection (tests: it closes with the last observation).
     package var isListening: Bool { PostgresClients.shared.listener(store.settings)?.isConnected ?? false }
 
-    /// How many client sessions the server has open on this wallet's database, this process's
-    /// and any other's (`pg_stat_activity`), read through one of the pool's connections: the
-    /// benchmark waits on it until a pool with `min_connections` has opened them.
-    package func serverSessions() async throws -> Int {
-        try await store.withConnection { connection in
+    /// Runs, on one of the pool's connections, the statement Askar 0.5.0's session start runs on
+    /// the connection it takes (whether the session's profile exists: `SELECT COUNT(*) FROM
+    /// profiles WHERE id = $1`, here on `coffer_profiles`), then `body` while still holding that
+    /// connection; whether the profile exists. The benchmark's concurrent workload calls it
+    /// once per task, all at once, so that each task's connection has started as an Askar
+    /// session's has before either side's clock starts.
+    package func checkProfileHoldingConnection(_ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
+        let number = number
+        return try await store.withConnection { connection in
+            var found = false
             for try await count in try await connection.query(
-                """
-                SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'
-                """, logger: PostgresStore.logger
+                "SELECT count(*) FROM coffer_profiles WHERE number = \(number)", logger: PostgresStore.logger
             ).decode(Int64.self) {
-                return Int(count)
+                found = count > 0
             }
-            return 0
+            try await body()
+            return found
         }
     }
 
