@@ -60,6 +60,21 @@ struct WalletWorkloadRunner {
         return phases.out
     }
 
+    /// `--only-scans`: the batched insert, then the tag and range scans alone (their metrics, as
+    /// in ``run()``).
+    func runScans() async throws -> [(String, BenchValue)] {
+        let key = WalletKey.raw(WalletKey.generateRawKey())
+        let pathB = folder.appendingPathComponent("batched.sqlite")
+        var phases = PhaseLog(store: pathB)
+        let (storeA, b) = try await insert(key: key, pathB: pathB, &phases)
+        try storeA.close()
+        _ = try await tagScans(b, &phases)
+        _ = try await rangeScans(b, &phases)
+        phases.endPhase()
+        try b.close()
+        return phases.out
+    }
+
     /// Inserts one record per transaction (store A) and all N in one transaction (store B, which
     /// it reopens); returns both stores.
     func insert(key: WalletKey, pathB: URL, _ phases: inout PhaseLog) async throws -> (storeA: Wallet, b: Wallet) {
