@@ -251,6 +251,22 @@ struct SearchCursor: Sendable {
 /// Rows of the driver sampled to decide whether its further equalities are worth index joins.
 let joinSample = 64
 
+extension CompiledSearch.Plan {
+    /// Whether this plan's statements (a page, the join sample) take one of a few shapes:
+    /// driven by the type or by one tag equality, with at most
+    /// ``QueryCompiler/maxDriverChoices`` − 1 joined equalities and nothing else left for SQL
+    /// to check. Their text then depends only on the join count, the cursor, the direction,
+    /// expiry and the profile's tables, so keeping them prepared on a connection holds a bounded
+    /// number of statements (their bound values are blind indexes, as stored in the file).
+    var hasFewShapes: Bool {
+        guard predicate.isTrue, joins.arguments.count <= 2 * (QueryCompiler.maxDriverChoices - 1) else { return false }
+        switch driver {
+        case .type, .tag: return true
+        case .range: return false
+        }
+    }
+}
+
 extension CompiledSearch {
     /// Whether any record carries an expiry (a partial index makes this a single probe).
     static func expiryActive(_ db: Database, tables: ProfileTables) throws -> Bool {
@@ -366,7 +382,7 @@ extension CompiledSearch {
         }
         var chunk = ChunkPool.shared.get()
         // The row's blobs are copied once, straight into the chunk (see ``SQLiteRows/walk``).
-        try SQLiteRows.walk(db, sql: sql, arguments: args) { rowid, idBlind, sealed, expiry in
+        try SQLiteRows.walk(db, sql: sql, arguments: args, cached: plan.hasFewShapes) { rowid, idBlind, sealed, expiry in
             chunk.append(rowid: rowid, idBlind: idBlind, sealed: sealed, expiry: expiry)
             if chunk.count == pipelineChunk {
                 if queue.push(chunk) {
@@ -472,7 +488,7 @@ extension CompiledSearch {
     /// sample (nothing left to walk) answers true; the walk ends on its first read either way.
     func joinsMostlyHold(_ db: Database, _ plan: Plan, after: Int64?, descending: Bool) throws -> Bool {
         guard let (sql, arguments) = sampleSQL(plan, after: after, descending: descending) else { return false }
-        let statement = try db.makeStatement(sql: sql)
+        let statement = try plan.hasFewShapes ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql)
         statement.setExactArguments(arguments)
         let row = try Row.fetchOne(statement)
         let total: Int = row?[0] ?? 0
