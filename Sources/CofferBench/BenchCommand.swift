@@ -74,7 +74,8 @@ struct WalletBench: AsyncParsableCommand {
         guard concurrentOps >= 5 else { throw ValidationError("--concurrent-ops must be at least 5, got \(concurrentOps)") }
         if onlyConcurrent, concurrentProfiles == nil { throw ValidationError("--only-concurrent needs --concurrent-profiles P") }
         if onlyScans, onlyConcurrent || pairedWrites != nil || urlOptions.walletURL != nil {
-            throw ValidationError("--only-scans runs the SQLite wallet's scans alone: drop --only-concurrent, --paired-writes and --wallet-url")
+            throw ValidationError(
+                "--only-scans runs the SQLite wallet's scans alone: drop --only-concurrent, --paired-writes and --wallet-url")
         }
         if let pairedWrites {
             guard (1...100).contains(pairedWrites) else { throw ValidationError("--paired-writes must be 1 to 100, got \(pairedWrites)") }

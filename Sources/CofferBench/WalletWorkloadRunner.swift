@@ -225,7 +225,10 @@ struct WalletWorkloadRunner {
             return total
         }
         phases.out.append(
-            ("fetch_all_category_one_call", .rows(rows: allRows, seconds: tAll, queries: scanRepeats, extra: Clock.cpuPerRow(since: cpu, rows: allRows)))
+            (
+                "fetch_all_category_one_call",
+                .rows(rows: allRows, seconds: tAll, queries: scanRepeats, extra: Clock.cpuPerRow(since: cpu, rows: allRows))
+            )
         )
 
         // Paged walk through a search handle, 100 rows a page (keyset paging, no OFFSET).
