@@ -52,6 +52,11 @@ struct WalletBench: AsyncParsableCommand {
     var concurrentOps: Int = 500
     @Flag(name: .customLong("only-concurrent"), help: "Run only the concurrent workload (needs --concurrent-profiles).")
     var onlyConcurrent = false
+    @Flag(
+        name: .customLong("only-scans"),
+        help:
+            "Run only the batched insert and the scans (tag, two-tag, range, whole type, paged): for profiling a search; no baseline.")
+    var onlyScans = false
     /// `--paired-writes R`: see ``PairedWritesRunner``.
     static let pairedWritesHelp = ArgumentHelp(
         "Run only the six write metrics, wallet and plain SQLite alternately on fresh stores, this many rounds (1 to 100); reports each round's wallet/plain ratio and the medians. --txn-cap sets the one-per-transaction writes of a round.",
@@ -68,6 +73,10 @@ struct WalletBench: AsyncParsableCommand {
         }
         guard concurrentOps >= 5 else { throw ValidationError("--concurrent-ops must be at least 5, got \(concurrentOps)") }
         if onlyConcurrent, concurrentProfiles == nil { throw ValidationError("--only-concurrent needs --concurrent-profiles P") }
+        if onlyScans, onlyConcurrent || pairedWrites != nil || urlOptions.walletURL != nil {
+            throw ValidationError(
+                "--only-scans runs the SQLite wallet's scans alone: drop --only-concurrent, --paired-writes and --wallet-url")
+        }
         if let pairedWrites {
             guard (1...100).contains(pairedWrites) else { throw ValidationError("--paired-writes must be 1 to 100, got \(pairedWrites)") }
             guard concurrentProfiles == nil, !skipBaseline, urlOptions.walletURL == nil else {
@@ -106,6 +115,12 @@ struct WalletBench: AsyncParsableCommand {
         if let pairedWrites {
             let runner = PairedWritesRunner(workload: workload, folder: folder, rounds: pairedWrites)
             let report = PairedWritesReport(workload: workload, rounds: pairedWrites, timings: try await runner.run(), ops: runner.ops)
+            print(json ? report.json : report.table)
+            return
+        }
+        if onlyScans {
+            let runner = WalletWorkloadRunner(workload: workload, folder: folder, kdfRepeats: kdfRepeats, scanRepeats: scanRepeats)
+            let report = BenchReport(workload: workload, results: try await runner.runScans(), baseline: nil)
             print(json ? report.json : report.table)
             return
         }

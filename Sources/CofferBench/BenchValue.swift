@@ -62,6 +62,19 @@ enum BenchValue: Sendable {
 
 /// Wall-clock timing.
 enum Clock {
+    /// CPU seconds this process has used on all its threads (user and system): divided by the
+    /// rows a scan returned, what a row costs whatever else the machine runs.
+    static func cpu() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// The extra field of a scan's result: CPU microseconds per row (see ``cpu()``).
+    static func cpuPerRow(since start: Double, rows: Int) -> [(String, Double)] {
+        [("cpu_us_per_row", rows > 0 ? ((cpu() - start) / Double(rows) * 1e8).rounded() / 100 : 0)]
+    }
+
     static func now() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)

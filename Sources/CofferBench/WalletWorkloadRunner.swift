@@ -60,6 +60,21 @@ struct WalletWorkloadRunner {
         return phases.out
     }
 
+    /// `--only-scans`: the batched insert, then the tag and range scans alone (their metrics, as
+    /// in ``run()``).
+    func runScans() async throws -> [(String, BenchValue)] {
+        let key = WalletKey.raw(WalletKey.generateRawKey())
+        let pathB = folder.appendingPathComponent("batched.sqlite")
+        var phases = PhaseLog(store: pathB)
+        let (storeA, b) = try await insert(key: key, pathB: pathB, &phases)
+        try storeA.close()
+        _ = try await tagScans(b, &phases)
+        _ = try await rangeScans(b, &phases)
+        phases.endPhase()
+        try b.close()
+        return phases.out
+    }
+
     /// Inserts one record per transaction (store A) and all N in one transaction (store B, which
     /// it reopens); returns both stores.
     func insert(key: WalletKey, pathB: URL, _ phases: inout PhaseLog) async throws -> (storeA: Wallet, b: Wallet) {
@@ -140,11 +155,17 @@ struct WalletWorkloadRunner {
         phases.log("scans …")
         var rows = 0
         let queries = try (0..<BenchWorkload.schemas).map { try WalletQuery(json: #"{"schema_id": "schema:\#($0)"}"#) }
+        var cpu = Clock.cpu()
         let (_, tS) = try await Clock.time {
             for _ in 0..<scanRepeats { for q in queries { rows += try await b.fetchAll(type: cat, matching: q).count } }
         }
-        phases.out.append(("scan_tag_eq_encrypted_fetch_all", .rows(rows: rows, seconds: tS, queries: queries.count * scanRepeats)))
+        phases.out.append(
+            (
+                "scan_tag_eq_encrypted_fetch_all",
+                .rows(rows: rows, seconds: tS, queries: queries.count * scanRepeats, extra: Clock.cpuPerRow(since: cpu, rows: rows))
+            ))
         rows = 0
+        cpu = Clock.cpu()
         let (_, tI) = try await Clock.time {
             for _ in 0..<scanRepeats {
                 for q in queries {
@@ -152,15 +173,24 @@ struct WalletWorkloadRunner {
                 }
             }
         }
-        phases.out.append(("scan_tag_eq_encrypted_scan_iter", .rows(rows: rows, seconds: tI, queries: queries.count * scanRepeats)))
+        phases.out.append(
+            (
+                "scan_tag_eq_encrypted_scan_iter",
+                .rows(rows: rows, seconds: tI, queries: queries.count * scanRepeats, extra: Clock.cpuPerRow(since: cpu, rows: rows))
+            ))
         rows = 0
         let and2 = try (0..<BenchWorkload.schemas).map {
             try WalletQuery(json: #"{"schema_id": "schema:\#($0)", "issuer_did": "did:example:issuer\#($0 % BenchWorkload.issuers)"}"#)
         }
+        cpu = Clock.cpu()
         let (_, tA2) = try await Clock.time {
             for _ in 0..<scanRepeats { for q in and2 { rows += try await b.fetchAll(type: cat, matching: q).count } }
         }
-        phases.out.append(("scan_tag_and_2_encrypted_fetch_all", .rows(rows: rows, seconds: tA2, queries: and2.count * scanRepeats)))
+        phases.out.append(
+            (
+                "scan_tag_and_2_encrypted_fetch_all",
+                .rows(rows: rows, seconds: tA2, queries: and2.count * scanRepeats, extra: Clock.cpuPerRow(since: cpu, rows: rows))
+            ))
         return queries
     }
 
@@ -177,18 +207,29 @@ struct WalletWorkloadRunner {
                     format: #"{"$and": [{"~seq": {"$gte": "%08d"}}, {"~seq": {"$lt": "%08d"}}]}"#, j * w.rangeWidth, (j + 1) * w.rangeWidth)
             )
         }
+        var cpu = Clock.cpu()
         let (_, tR) = try await Clock.time {
             for _ in 0..<scanRepeats { for q in ranges { rows += try await b.fetchAll(type: cat, matching: q).count } }
         }
-        phases.out.append(("scan_range_plaintext_fetch_all", .rows(rows: rows, seconds: tR, queries: ranges.count * scanRepeats)))
+        phases.out.append(
+            (
+                "scan_range_plaintext_fetch_all",
+                .rows(rows: rows, seconds: tR, queries: ranges.count * scanRepeats, extra: Clock.cpuPerRow(since: cpu, rows: rows))
+            ))
 
         // Whole type in one call.
+        cpu = Clock.cpu()
         let (allRows, tAll) = try await Clock.time { () -> Int in
             var total = 0
             for _ in 0..<scanRepeats { total += try await b.fetchAll(type: cat).count }
             return total
         }
-        phases.out.append(("fetch_all_category_one_call", .rows(rows: allRows, seconds: tAll, queries: scanRepeats)))
+        phases.out.append(
+            (
+                "fetch_all_category_one_call",
+                .rows(rows: allRows, seconds: tAll, queries: scanRepeats, extra: Clock.cpuPerRow(since: cpu, rows: allRows))
+            )
+        )
 
         // Paged walk through a search handle, 100 rows a page (keyset paging, no OFFSET).
         let (pagedRows, tP) = try await Clock.time { () -> Int in

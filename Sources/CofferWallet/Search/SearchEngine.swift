@@ -30,15 +30,34 @@ struct RecordShape {
 /// its lock ordering the writes before the reads); the results are read after every thread that
 /// could take it is done (the dispatch group has been waited on and the walking thread has
 /// drained the queue).
+///
+/// Its buffers are stored properties of a class, which Swift would check for overlapping access
+/// at run time on every use (four checks per appended row, each a thread-local lookup: 2 % of a
+/// scan's time). One thread at a time owns a chunk (see above), so they are left unchecked.
 final class OpenedChunk {
-    private(set) var rowids = [Int64]()
+    @exclusivity(unchecked) private(set) var rowids = [Int64]()
     /// Per row: where its blind id starts in `bytes`, then where its box starts; the box ends
     /// where the next row's id starts (or at the end).
-    private var starts = [Int]()
-    private var bytes = [UInt8]()
+    @exclusivity(unchecked) private var starts = [Int]()
+    @exclusivity(unchecked) private var bytes = [UInt8]()
     /// Per row: its expiry column (bound into the box's associated data).
-    private var expiries = [Int64?]()
-    private(set) var results = [Result<OpenedCandidate, WalletError>]()
+    @exclusivity(unchecked) private var expiries = [Int64?]()
+    @exclusivity(unchecked) private(set) var results = [Result<OpenedCandidate, WalletError>]()
+
+    /// What ``takeResult(_:)`` leaves behind: holds no record, so nothing to retain or release.
+    private static let taken = Result<OpenedCandidate, WalletError>.success(OpenedCandidate(rowid: 0, record: nil, matches: false))
+
+    /// Moves row `i`'s result out of the chunk, leaving an empty one in its place: the record
+    /// changes hands without a retain of each of its strings and tags here and a release of
+    /// them when the chunk is reset (two atomic operations per reference, per row).
+    func takeResult(_ i: Int) -> Result<OpenedCandidate, WalletError> {
+        results.withUnsafeMutableBufferPointer { buffer in
+            let slot = buffer.baseAddress! + i
+            let result = slot.move()
+            slot.initialize(to: Self.taken)
+            return result
+        }
+    }
 
     init(capacity: Int) {
         rowids.reserveCapacity(capacity)
@@ -232,6 +251,22 @@ struct SearchCursor: Sendable {
 /// Rows of the driver sampled to decide whether its further equalities are worth index joins.
 let joinSample = 64
 
+extension CompiledSearch.Plan {
+    /// Whether this plan's statements (a page, the join sample) take one of a few shapes:
+    /// driven by the type or by one tag equality, with at most
+    /// ``QueryCompiler/maxDriverChoices`` − 1 joined equalities and nothing else left for SQL
+    /// to check. Their text then depends only on the join count, the cursor, the direction,
+    /// expiry and the profile's tables, so keeping them prepared on a connection holds a bounded
+    /// number of statements (their bound values are blind indexes, as stored in the file).
+    var hasFewShapes: Bool {
+        guard predicate.isTrue, joins.arguments.count <= 2 * (QueryCompiler.maxDriverChoices - 1) else { return false }
+        switch driver {
+        case .type, .tag: return true
+        case .range: return false
+        }
+    }
+}
+
 extension CompiledSearch {
     /// Whether any record carries an expiry (a partial index makes this a single probe).
     static func expiryActive(_ db: Database, tables: ProfileTables) throws -> Bool {
@@ -347,7 +382,7 @@ extension CompiledSearch {
         }
         var chunk = ChunkPool.shared.get()
         // The row's blobs are copied once, straight into the chunk (see ``SQLiteRows/walk``).
-        try SQLiteRows.walk(db, sql: sql, arguments: args) { rowid, idBlind, sealed, expiry in
+        try SQLiteRows.walk(db, sql: sql, arguments: args, cached: plan.hasFewShapes) { rowid, idBlind, sealed, expiry in
             chunk.append(rowid: rowid, idBlind: idBlind, sealed: sealed, expiry: expiry)
             if chunk.count == pipelineChunk {
                 if queue.push(chunk) {
@@ -418,8 +453,8 @@ extension CompiledSearch {
                 descending: descending, now: nowMs, expiry: expiry, mustHold: mustHold, shape: shape)
             defer { ChunkPool.shared.recycle(found) }
             for chunk in found {
-                for result in chunk.results {
-                    let candidate = try result.get()
+                for i in 0..<chunk.count {
+                    let candidate = try chunk.takeResult(i).get()
                     read += 1
                     if !candidate.matches {
                         if exact { throw WalletError.indexDisagrees }
@@ -453,7 +488,7 @@ extension CompiledSearch {
     /// sample (nothing left to walk) answers true; the walk ends on its first read either way.
     func joinsMostlyHold(_ db: Database, _ plan: Plan, after: Int64?, descending: Bool) throws -> Bool {
         guard let (sql, arguments) = sampleSQL(plan, after: after, descending: descending) else { return false }
-        let statement = try db.makeStatement(sql: sql)
+        let statement = try plan.hasFewShapes ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql)
         statement.setExactArguments(arguments)
         let row = try Row.fetchOne(statement)
         let total: Int = row?[0] ?? 0
