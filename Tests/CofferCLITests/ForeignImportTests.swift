@@ -260,8 +260,14 @@ struct AskarImportTests {
         let db = try DatabaseQueue(path: damaged.path)
         let row = try await db.write { db -> Int64 in
             let id = try Int64.fetchOne(db, sql: "SELECT id FROM items WHERE profile_id = 1 ORDER BY id LIMIT 1 OFFSET 7")!
+            // Byte 21 always changes (set to 0x00, or to 0x01 where it was 0x00: writing 0x00
+            // alone left 1 value in 256 as it was, and the import then rightly succeeded).
             try db.execute(
-                sql: "UPDATE items SET value = substr(value, 1, 20) || x'00' || substr(value, 22) WHERE id = ?", arguments: [id])
+                sql: """
+                    UPDATE items SET value = substr(value, 1, 20)
+                        || CASE WHEN substr(value, 21, 1) = x'00' THEN x'01' ELSE x'00' END || substr(value, 22)
+                    WHERE id = ?
+                    """, arguments: [id])
             return id
         }
         try db.close()
