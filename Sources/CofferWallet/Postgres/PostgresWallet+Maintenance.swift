@@ -177,11 +177,17 @@ extension PostgresWallet {
 
     // MARK: Check
 
+    /// The storage seam's backend for this wallet's profile (``PostgresWalletStorage``): its
+    /// writes hold the gate of the key this wallet holds now.
+    var storage: PostgresWalletStorage { PostgresWalletStorage(store: store, gates: [number: sealing.gate]) }
+
     /// Checks the profile: every record (live or expired) opens under the profile's key, is
     /// stored under the blind type and id of the type and id sealed in it, and its tag rows
     /// are exactly the ones its sealed tags give (missing and extra rows, both ways); tag rows
-    /// of the profile that belong to none of its records are found too. It reads one state of
-    /// the database (a read-only REPEATABLE READ transaction) and changes nothing.
+    /// of the profile that belong to none of its records, and rows sharing a type and id, are
+    /// found too. It reads one state of the database (a read-only REPEATABLE READ transaction)
+    /// and changes nothing. It is the wallet file's check (``Wallet/checkIntegrity(progress:)``),
+    /// the same code over the storage seam, without the file's own steps.
     ///
     /// There is no record-version digest on PostgreSQL (the key never reaches the server, so
     /// no trigger can keep one): a record rolled back to an older sealed version of itself, or
@@ -189,89 +195,13 @@ extension PostgresWallet {
     /// - Parameter progress: called with records checked so far and the total.
     /// - Returns: the report in the SQLite check's shape.
     public func checkIntegrity(progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws -> IntegrityReport {
-        try await transaction(readOnly: true) { tx in try await tx.checkRows(progress: progress) }
-    }
-
-    private func checkRows(progress: (@Sendable (BackupProgress) -> Void)?) async throws -> IntegrityReport {
-        try await call {
-            let profile = number
+        try checkOpen()
+        let keys = self.keys
+        let storage = self.storage
+        return try await storage.read(keys.tables) { tx in
             var report = IntegrityReport()
-            report.records = try await scalar("SELECT count(*) FROM coffer_items WHERE profile = \(profile)")
-            report.tagRows = try await scalar("SELECT count(*) FROM coffer_tags WHERE profile = \(profile)")
-            let orphans = try await scalar(
-                "SELECT count(*) FROM coffer_tags t WHERE t.profile = \(profile) AND NOT EXISTS (SELECT 1 FROM coffer_items i WHERE i.id = t.item AND i.profile = \(profile))"
-            )
-            if orphans > 0 {
-                report.add(
-                    "orphanTagRow", type: nil, id: nil,
-                    "\(orphans) tag row\(orphans == 1 ? "" : "s") of the profile belong to none of its records")
-            }
-            var after: Int64 = 0
-            var done = 0
-            while true {
-                let rows = try await walk(after: after)
-                guard let last = rows.last else { break }
-                let stored = try await tagRowsOf(rows.map(\.rowid))
-                for row in rows {
-                    check(row, stored: stored[row.rowid] ?? [], into: &report)
-                }
-                done += rows.count
-                after = last.rowid
-                progress?(BackupProgress(done: done, total: report.records))
-            }
-            progress?(BackupProgress(done: done, total: report.records))
+            try await IntegrityCheck.run(tx, keys: keys, digest: storage.digestKeeping, into: &report, progress: progress)
             return report
-        }
-    }
-
-    private func check(_ row: WalkRow, stored: [PostgresTagRow], into report: inout IntegrityReport) {
-        let typeBlind = BlindColumn.blind(row.type)
-        let contents: RecordCodec.Contents
-        do {
-            contents = try RecordCodec.open(
-                row.sealed, typeBlind: typeBlind, idBlind: row.idBlind, expiry: row.expiry, keys: keys, value: .skipped)
-        } catch {
-            report.add(
-                "record", type: nil, id: nil, "the record in row \(row.rowid) does not open under the profile's key: \(error.description)")
-            return
-        }
-        guard let type = contents.type else {
-            report.add("record", type: nil, id: contents.id, "the record in row \(row.rowid) does not hold its type")
-            return
-        }
-        let tb = keys.typeBlind(type)
-        guard tb == typeBlind, keys.idBlind(typeBlind: tb, id: contents.id) == row.idBlind else {
-            report.add("record", type: type, id: contents.id, "the record is stored under another type or id than the one sealed in it")
-            return
-        }
-        let expected = Set(tagRows(typeBlind: tb, tags: contents.tags))
-        let found = Set(stored)
-        let missing = expected.subtracting(found).count
-        let extra = found.subtracting(expected).count + (stored.count - found.count)
-        if missing > 0 {
-            report.add(
-                "missingTagRow", type: type, id: contents.id,
-                "\(missing) of the record's tags \(missing == 1 ? "has" : "have") no row in the tag index")
-        }
-        if extra > 0 {
-            report.add(
-                "extraTagRow", type: type, id: contents.id,
-                "\(extra) tag row\(extra == 1 ? "" : "s") of the record match none of its sealed tags")
-        }
-    }
-
-    /// The tag rows of records `items`, by record.
-    private func tagRowsOf(_ items: [Int64]) async throws -> [Int64: [PostgresTagRow]] {
-        let profile = number
-        return try await store.withConnection { connection in
-            var out = [Int64: [PostgresTagRow]]()
-            for try await (item, name, value, num) in try await connection.query(
-                "SELECT item, name, value, num FROM coffer_tags WHERE profile = \(profile) AND item = ANY(\(items)::bigint[])",
-                logger: PostgresStore.logger
-            ).decode((Int64, Int64, Data, Double?).self) {
-                out[item, default: []].append(PostgresTagRow(name: name, value: value, number: num))
-            }
-            return out
         }
     }
 

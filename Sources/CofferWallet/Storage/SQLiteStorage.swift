@@ -309,6 +309,74 @@ struct SQLiteRows: WalletStorageTransaction {
     func itemCount() throws -> Int {
         try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(tables.items)") ?? 0
     }
+
+    // MARK: Maintenance
+
+    /// The item of a row read by ``items(after:limit:)`` or ``item(rowid:)``, or nil when a
+    /// column is not of the kind the wallet writes (a row changed from outside).
+    private static func walked(_ row: Row) -> StoredItem? {
+        guard let rowid = Int64.fromDatabaseValue(row[0]), let type = Int64.fromDatabaseValue(row[1]),
+            let name = Data.fromDatabaseValue(row[2]), let sealed = Data.fromDatabaseValue(row[3])
+        else { return nil }
+        let expiry: Int64?
+        if row.hasNull(atIndex: 4) {
+            expiry = nil
+        } else if let value = Int64.fromDatabaseValue(row[4]) {
+            expiry = value
+        } else {
+            return nil
+        }
+        return StoredItem(rowid: rowid, type: type, name: name, sealed: sealed, expiry: expiry)
+    }
+
+    func items(after: Int64, limit: Int) throws -> [WalkedItem] {
+        let statement = try db.cachedStatement(
+            sql: "SELECT id, type, name, value, expiry FROM \(tables.items) WHERE id > ? ORDER BY id LIMIT ?")
+        return try Row.fetchAll(statement, arguments: [after, limit]).map { row in
+            if let item = Self.walked(row) { return .item(item) }
+            return .malformed(rowid: row[0])
+        }
+    }
+
+    func item(rowid: Int64) throws -> StoredItem? {
+        let statement = try db.cachedStatement(sql: "SELECT id, type, name, value, expiry FROM \(tables.items) WHERE id = ?")
+        return try Row.fetchOne(statement, arguments: [rowid]).flatMap(Self.walked)
+    }
+
+    func tags(items: [Int64]) throws -> [Int64: [StoredTag?]] {
+        // The write path's own statement per item (read with SQLite's C API: GRDB reads text only
+        // up to its first U+0000), through the tag table's primary key.
+        let select = try statement(.tagsOfItem)
+        var out = [Int64: [StoredTag?]]()
+        for item in items {
+            var rows = [StoredTag?]()
+            select.bind(1, item)
+            try select.forEach { row in
+                let name = row.value(0)
+                rows.append(Int64.fromDatabaseValue(name).map { StoredTag(name: $0, value: StoredTagValue(row.value(1))) })
+            }
+            if !rows.isEmpty { out[item] = rows }
+        }
+        return out
+    }
+
+    func tagRowCount() throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(tables.tags)") ?? 0
+    }
+
+    func orphanTagRowCount() throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(tables.tags) WHERE item NOT IN (SELECT id FROM \(tables.items))") ?? 0
+    }
+
+    func duplicateItems(limit: Int) throws -> [DuplicateItems] {
+        try Row.fetchAll(
+            db, sql: "SELECT MIN(id), COUNT(*) FROM \(tables.items) GROUP BY type, name HAVING COUNT(*) > 1 LIMIT ?",
+            arguments: [limit]
+        ).map { DuplicateItems(rowid: $0[0], count: $0[1]) }
+    }
+
+    /// SQLite keeps each value's kind (text or blob): a row reads back as it was written.
+    func storedForm(_ row: StoredTag) -> StoredTag { row }
 }
 
 extension DirectStatement {
@@ -317,6 +385,7 @@ extension DirectStatement {
         switch value {
         case .blind(let data): bind(index, data)
         case .plaintext(let text): bind(index, text: text)
+        case .stored(let data, _): bind(index, data)
         }
     }
 }
@@ -333,7 +402,7 @@ struct SQLiteWalletStorage: WalletStorage {
     var dialect: SQLDialect { .sqlite }
     /// Triggers on each profile's items keep its digest, calling `coffer_digest_v4`, which the
     /// wallet registers on its writer with the key (``DigestFunction``).
-    var maintainsDigest: Bool { true }
+    var digestKeeping: DigestKeeping { .backend }
 
     func read<T: Sendable>(_ profile: ProfileTables, _ body: @Sendable (SQLiteTransaction) async throws -> T) async throws -> T {
         try await withoutActuallyEscaping(body) { body in
@@ -363,18 +432,21 @@ struct SQLiteWalletStorage: WalletStorage {
         try await pool.read { db in try ProfileCatalogue.resolve(db, name: name) }
     }
 
-    func createProfile(_ name: String, meta: [(name: String, value: Data)]) async throws -> ProfileTables {
+    func createProfile(_ name: String, meta: @Sendable (ProfileTables) throws -> [(name: String, value: Data)]) async throws
+        -> ProfileTables
+    {
         let path = self.path
-        let rows = meta.map { ($0.name, $0.value) }
-        return try await pool.write { db in
-            if try ProfileCatalogue.resolve(db, name: name) != nil {
-                throw WalletError.walletExists(path: ProfileCatalogue.label(path: path, profile: name))
+        return try await withoutActuallyEscaping(meta) { meta in
+            try await pool.write { db in
+                if try ProfileCatalogue.resolve(db, name: name) != nil {
+                    throw WalletError.walletExists(path: ProfileCatalogue.label(path: path, profile: name))
+                }
+                let tables = try ProfileCatalogue.add(db, name: name)
+                try db.execute(sql: tables.creationSQL)
+                let store = SQLiteRows(db: db, tables: tables)
+                for (name, value) in try meta(tables) { try store.setMeta(name, value) }
+                return tables
             }
-            let tables = try ProfileCatalogue.add(db, name: name)
-            try db.execute(sql: tables.creationSQL)
-            let store = SQLiteRows(db: db, tables: tables)
-            for (name, value) in rows { try store.setMeta(name, value) }
-            return tables
         }
     }
 
@@ -432,6 +504,23 @@ struct SQLiteTransaction: WalletStorageTransaction {
     func setDigest(_ state: Data) async throws { try await mailbox.perform { try $0.setDigest(state) } }
     func bulkInsert(_ items: [NewStoredItem]) async throws -> [Int64] { try await mailbox.perform { try $0.bulkInsert(items) } }
     func itemCount() async throws -> Int { try await mailbox.perform { try $0.itemCount() } }
+    func items(after: Int64, limit: Int) async throws -> [WalkedItem] {
+        try await mailbox.perform { try $0.items(after: after, limit: limit) }
+    }
+    func item(rowid: Int64) async throws -> StoredItem? { try await mailbox.perform { try $0.item(rowid: rowid) } }
+    func tags(items: [Int64]) async throws -> [Int64: [StoredTag?]] { try await mailbox.perform { try $0.tags(items: items) } }
+    func tagRowCount() async throws -> Int { try await mailbox.perform { try $0.tagRowCount() } }
+    func orphanTagRowCount() async throws -> Int { try await mailbox.perform { try $0.orphanTagRowCount() } }
+    func duplicateItems(limit: Int) async throws -> [DuplicateItems] {
+        try await mailbox.perform { try $0.duplicateItems(limit: limit) }
+    }
+    func storedForm(_ row: StoredTag) -> StoredTag { row }
+
+    /// Runs `work` with the transaction's GRDB connection, on its thread: the SQLite backend's
+    /// own steps beside the seam's (the check's schema and `PRAGMA integrity_check`).
+    func withDatabase<T: Sendable>(_ work: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await mailbox.perform { try work($0.db) }
+    }
 }
 
 /// Lets an `async` body use a GRDB connection that must only be used on the thread GRDB gave
@@ -546,6 +635,7 @@ extension StoredTagValue {
         switch self {
         case .blind(let data): return data.databaseValue
         case .plaintext(let text): return text.databaseValue
+        case .stored(let data, _): return data.databaseValue
         }
     }
 

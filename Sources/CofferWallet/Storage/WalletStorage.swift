@@ -77,6 +77,49 @@ enum StoredTagValue: Hashable, Sendable {
     case blind(Data)
     /// A plaintext (`~`) tag's value, in clear: the backend compares, ranges and matches it.
     case plaintext(String)
+    /// A value as read back from a backend that keeps both kinds in one column and so cannot say
+    /// which kind a row holds (PostgreSQL: `bytea`, a `~` value as its UTF-8 bytes, with the
+    /// number the writer parsed from it in a column of its own, nil for a blind value). Compare
+    /// rows the wallet computes with rows read back only through
+    /// ``WalletStorageTransaction/storedForm(_:)``.
+    case stored(Data, number: Double?)
+}
+
+/// A row of a whole-profile walk (``WalletStorageTransaction/items(after:limit:)``).
+enum WalkedItem: Sendable, Equatable {
+    /// An item row.
+    case item(StoredItem)
+    /// A row whose columns are not of the kinds the backend writes (changed from outside): the
+    /// check reports it; nothing else can use it.
+    case malformed(rowid: Int64)
+
+    /// The row's id.
+    var rowid: Int64 {
+        switch self {
+        case .item(let item): return item.rowid
+        case .malformed(let rowid): return rowid
+        }
+    }
+}
+
+/// Rows of one type and name that a unique index should have kept apart (found by the check).
+struct DuplicateItems: Sendable, Equatable {
+    /// The lowest row id among them.
+    var rowid: Int64
+    /// How many rows hold that type and name.
+    var count: Int
+}
+
+/// Who keeps a profile's records version digest (see `DigestState`).
+enum DigestKeeping: Sendable, Equatable {
+    /// The backend, in every transaction that changes an item (SQLite: triggers calling a keyed
+    /// function the wallet registers on its own connections, so the key stays in the process).
+    case backend
+    /// Nobody: the backend cannot run keyed code (a server must never hold the key), and the
+    /// wallet does not keep one from the client, which would serialise every writer of a
+    /// profile on one row. PostgreSQL, by decision (docs/wallet-threat-model.md): the check
+    /// compares no digest there.
+    case none
 }
 
 /// One row of a profile's tag index: (item, name, value) is unique.
@@ -205,8 +248,8 @@ protocol WalletStorageTransaction {
 
     /// The profile's stored digest state, or nil when it has none.
     func digest() async throws -> Data?
-    /// Stores the digest state (only called when ``WalletStorage/maintainsDigest`` is false: the
-    /// wallet then folds every row change in itself, inside the same transaction).
+    /// Stores the digest state. A backend whose ``WalletStorage/digestKeeping`` is `.none` keeps
+    /// no digest and throws ``WalletError/storage(_:cause:)``.
     func setDigest(_ state: Data) async throws
 
     // Bulk
@@ -218,6 +261,28 @@ protocol WalletStorageTransaction {
     func bulkInsert(_ items: [NewStoredItem]) async throws -> [Int64]
     /// How many items the profile holds (all types, expired included).
     func itemCount() async throws -> Int
+
+    // Maintenance (the integrity check and the backup export walk a whole profile with these)
+
+    /// Up to `limit` items of every type after row `after` (expired included), in row-id order:
+    /// a whole profile read a page at a time (keyset, so every page costs the same).
+    func items(after: Int64, limit: Int) async throws -> [WalkedItem]
+    /// The item of row `rowid`, or nil (nil too when its columns are malformed).
+    func item(rowid: Int64) async throws -> StoredItem?
+    /// The tag rows of each of `items` (an item with none is absent). A nil entry is a row
+    /// whose name is not a blind integer (changed from outside).
+    func tags(items: [Int64]) async throws -> [Int64: [StoredTag?]]
+    /// How many tag rows the profile holds.
+    func tagRowCount() async throws -> Int
+    /// How many of the profile's tag rows belong to none of its items.
+    func orphanTagRowCount() async throws -> Int
+    /// Up to `limit` sets of items that share a type and name (the unique index should make
+    /// this empty).
+    func duplicateItems(limit: Int) async throws -> [DuplicateItems]
+    /// `row` (as the wallet computes tag rows from sealed tags) in the form ``tags(item:)`` and
+    /// ``tags(items:)`` read it back, so the two compare: unchanged on SQLite, which keeps the
+    /// kind of each value; the bytes and the parsed number on PostgreSQL (``StoredTagValue/stored(_:number:)``).
+    func storedForm(_ row: StoredTag) -> StoredTag
 }
 
 /// A store of wallet profiles: the backend of one wallet file (SQLite) or one database
@@ -230,8 +295,10 @@ protocol WalletStorageTransaction {
 ///   transaction).
 /// - *Isolation:* a `read` body sees one consistent state (a snapshot) from its first call to its
 ///   last, whatever commits meanwhile; a `write` body sees its own writes, and writes of one
-///   profile are serialisable (SQLite: one writer at a time; PostgreSQL: `SERIALIZABLE`, or a
-///   per-profile lock taken first, with the wallet retrying nothing on its own).
+///   profile do not lose each other's changes (SQLite: one writer at a time, so serialisable;
+///   PostgreSQL: REPEATABLE READ holding the profile's key gate, where two transactions
+///   changing the same row conflict and the later one is rolled back and its body run again,
+///   whole, by the backend; transactions that change different rows run together).
 /// - *Profiles apart:* a transaction reads and writes only the tables of its profile
 ///   (``ProfileTables``); removing a profile removes its tables and its catalogue row in one
 ///   transaction and touches nothing else.
@@ -245,11 +312,9 @@ protocol WalletStorage: Sendable {
 
     /// The SQL dialect the query compiler writes for this backend.
     var dialect: SQLDialect { get }
-    /// Whether the backend keeps each profile's records digest itself (SQLite: triggers calling
-    /// a keyed function the wallet registers on its own connections, so the key stays in the
-    /// process). A backend that cannot (a server must never hold the key) says false, and the
-    /// wallet updates the digest through ``WalletStorageTransaction/setDigest(_:)``.
-    var maintainsDigest: Bool { get }
+    /// Who keeps each profile's records digest: the backend itself (SQLite), or nobody
+    /// (PostgreSQL, by decision: see ``DigestKeeping``).
+    var digestKeeping: DigestKeeping { get }
 
     /// Runs `body` in one read transaction of `profile` (a consistent snapshot).
     func read<T: Sendable>(_ profile: ProfileTables, _ body: @Sendable (Transaction) async throws -> T) async throws -> T
@@ -266,8 +331,10 @@ protocol WalletStorage: Sendable {
     /// Adds profile `name` to the catalogue, creates its empty tables (schema of the current
     /// format) and writes its first metadata (KDF, sealed keys, key check, integrity: what makes
     /// it openable), all in one transaction; throws ``WalletError/walletExists(path:)`` when it
-    /// exists.
-    func createProfile(_ name: String, meta: [(name: String, value: Data)]) async throws -> ProfileTables
+    /// exists. `meta` gives that metadata for the tables the profile gets (its sealed key is
+    /// bound to them, so it is sealed once they are known).
+    func createProfile(_ name: String, meta: @Sendable (ProfileTables) throws -> [(name: String, value: Data)]) async throws
+        -> ProfileTables
     /// Drops profile `name`'s tables and catalogue row in one transaction; false when there was
     /// no such profile.
     func removeProfile(_ name: String) async throws -> Bool
