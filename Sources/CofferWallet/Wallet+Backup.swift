@@ -146,48 +146,20 @@ extension Wallet {
         do {
             // One read transaction: the backup is one consistent state of the wallet.
             total = try await gated { keys in
-                try await pool.read { db -> Int in
-                    let writer = handoff.value
-                    let file = handedFile.value
-                    try Self.beginBulk(db, cacheKiB: Self.exportCacheKiB)
-                    defer { Self.endBulk(db, cacheKiB: Schema.cacheKiB) }
-                    try file.write(start)
-                    let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(keys.tables.items)") ?? 0
-                    try Self.writeMessage(
-                        writer.push(Data(JSONValue.object([("format", .number("1")), ("records", .number(String(total)))]).jsonText.utf8)),
-                        to: file)
-                    let names = try Self.typeNames(db, keys: keys, candidates: firstFormatTypes)
-                    var batch = BackupBatch()
-                    var done = 0
-                    func flush() throws {
-                        guard batch.count > 0 else { return }
-                        try Self.writeMessage(batch.seal(writer), to: file)
-                        done += batch.count
-                        batch.reset()
-                        progress?(BackupProgress(done: done, total: total))
+                try await SQLiteWalletStorage(pool: pool, path: path).read(keys.tables) { tx -> Int in
+                    // The wallet file's own steps around the export both backends share: a larger
+                    // page cache for the walk, and the names of first-format records' types.
+                    try await tx.withDatabase { db in try Self.beginBulk(db, cacheKiB: Self.exportCacheKiB) }
+                    do {
+                        let names = try await tx.withDatabase { db in try Self.typeNames(db, keys: keys, candidates: firstFormatTypes) }
+                        let written = try await BackupExport.write(
+                            tx, keys: keys, names: names, start: start, writer: handoff.value, file: handedFile.value, progress: progress)
+                        try await tx.withDatabase { db in Self.endBulk(db, cacheKiB: Schema.cacheKiB) }
+                        return written
+                    } catch {
+                        _ = try? await tx.withDatabase { db in Self.endBulk(db, cacheKiB: Schema.cacheKiB) }
+                        throw error
                     }
-                    let rows = try Row.fetchCursor(db, sql: "SELECT type, name, value, expiry FROM \(keys.tables.items) ORDER BY id")
-                    while let row = try rows.next() {
-                        guard let typeColumn = Int64.fromDatabaseValue(row[0]) else {
-                            throw WalletError.corrupted("a record's blind type is not stored as an integer (the wallet file was altered)")
-                        }
-                        // A reserved secret's value goes from guarded memory into the wiped batch,
-                        // never through a `String`.
-                        let contents = try RecordCodec.open(
-                            row[2], typeBlind: BlindColumn.blind(typeColumn), idBlind: row[1], expiry: row[3], keys: keys,
-                            value: .keepingSecrets(of: names[typeColumn]))
-                        guard let type = contents.type ?? names[typeColumn] else {
-                            throw WalletError.invalidInput(
-                                "record \(WalletError.quote(contents.id)) is in the first box format, which did not keep its type, and no other record tells it; name its type (firstFormatTypes, or --first-format-type in the CLI) or update the record once"
-                            )
-                        }
-                        batch.append(type: type, contents: contents, expiry: row[3])
-                        if batch.count == BackupFormat.batch || batch.byteCount >= BackupFormat.batchBytes { try flush() }
-                    }
-                    try flush()
-                    try Self.writeMessage(writer.push(Data(), final: true), to: file)
-                    progress?(BackupProgress(done: done, total: total))
-                    return total
                 }
             }
             try file.commit()

@@ -384,17 +384,17 @@ struct PostgresWalletStorage: WalletStorage {
     /// No records digest on PostgreSQL, by decision (``DigestKeeping/none``).
     var digestKeeping: DigestKeeping { .none }
 
-    func read<T: Sendable>(_ profile: ProfileTables, _ body: @Sendable (PostgresRows) async throws -> T) async throws -> T {
+    func read<T: Sendable>(_ profile: ProfileTables, _ body: @escaping @Sendable (PostgresRows) async throws -> T) async throws -> T {
         try await run(profile, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", gate: nil, body)
     }
 
-    func write<T: Sendable>(_ profile: ProfileTables, _ body: @Sendable (PostgresRows) async throws -> T) async throws -> T {
+    func write<T: Sendable>(_ profile: ProfileTables, _ body: @escaping @Sendable (PostgresRows) async throws -> T) async throws -> T {
         try await write(profile, exclusive: false, body)
     }
 
     /// A write; with `exclusive`, a READ COMMITTED transaction that takes the gate `FOR UPDATE`
     /// first (a rotation: it waits for the writes under way and then sees all they wrote).
-    func write<T: Sendable>(_ profile: ProfileTables, exclusive: Bool, _ body: @Sendable (PostgresRows) async throws -> T)
+    func write<T: Sendable>(_ profile: ProfileTables, exclusive: Bool, _ body: @escaping @Sendable (PostgresRows) async throws -> T)
         async throws -> T
     {
         guard let gate = gates[profile.number] else {
@@ -406,15 +406,14 @@ struct PostgresWalletStorage: WalletStorage {
     }
 
     private func run<T: Sendable>(
-        _ profile: ProfileTables, begin: String, gate: (ProfileGate, exclusive: Bool)?, _ body: @Sendable (PostgresRows) async throws -> T
+        _ profile: ProfileTables, begin: String, gate: (ProfileGate, exclusive: Bool)?, _ body: @escaping @Sendable (PostgresRows) async throws -> T
     ) async throws -> T {
         let store = self.store
         let joining = store.pinned != nil
         // What `body` threw (other than the driver's errors) reaches the caller as it was thrown.
         let thrown = Locked<(any Error)?>(nil)
         do {
-            return try await withoutActuallyEscaping(body) { body in
-                try await store.withConnection { connection in
+            return try await store.withConnection { connection in
                     let rows = PostgresRows(connection: connection, tables: profile)
                     if joining { return try await body(rows) }
                     try await connection.query(PostgresQuery(unsafeSQL: begin), logger: PostgresStore.logger)
@@ -429,7 +428,6 @@ struct PostgresWalletStorage: WalletStorage {
                         throw error
                     }
                     return result
-                }
             }
         } catch {
             if let original = thrown.withLock({ $0 }) { throw original }
@@ -449,14 +447,13 @@ struct PostgresWalletStorage: WalletStorage {
 
     /// Adds the profile with its catalogue row's metadata: `meta` must give `kdf` and `keys`
     /// (the only metadata PostgreSQL keeps, see ``PostgresRows/meta(_:)``).
-    func createProfile(_ name: String, meta: @Sendable (ProfileTables) throws -> [(name: String, value: Data)]) async throws
+    func createProfile(_ name: String, meta: @escaping @Sendable (ProfileTables) throws -> [(name: String, value: Data)]) async throws
         -> ProfileTables
     {
         let store = self.store
         do {
             try await store.migrate()
-            let number = try await withoutActuallyEscaping(meta) { meta in
-                try await store.transaction { connection in
+            let number = try await store.transaction { connection in
                     try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresStore.migrationLock))", logger: PostgresStore.logger)
                     let kdf = Locked<Data?>(nil)
                     guard
@@ -478,7 +475,6 @@ struct PostgresWalletStorage: WalletStorage {
                     try await connection.query(
                         "UPDATE coffer_profiles SET kdf = \(record) WHERE number = \(number)", logger: PostgresStore.logger)
                     return number
-                }
             }
             guard let number else { throw WalletError.walletExists(path: ProfileCatalogue.label(path: store.settings.label, profile: name)) }
             return ProfileTables(name: name, number: number)

@@ -392,11 +392,14 @@ extension PostgresWallet {
         }
         let handedFile = Handoff(file)
         let start = head
+        let keys = self.keys
+        // Every record on PostgreSQL was sealed with its type: the names say only which types
+        // hold the wallet's secrets (their values are read as bytes, never into a `String`).
+        let names = Dictionary(SecretTypes.reserved.map { (BlindColumn.value(keys.typeBlind($0)), $0) }) { first, _ in first }
         do {
-            let total = try await transaction(readOnly: true) { tx in
-                try await tx.call {
-                    try await tx.writeBackup(start: start, writer: writer.value, file: handedFile.value, progress: progress)
-                }
+            let total = try await storage.read(keys.tables) { tx in
+                try await BackupExport.write(
+                    tx, keys: keys, names: names, start: start, writer: writer.value, file: handedFile.value, progress: progress)
             }
             try file.commit()
             return total
@@ -407,41 +410,6 @@ extension PostgresWallet {
             }
             throw error
         }
-    }
-
-    private func writeBackup(
-        start: Data, writer: SecretStreamWriter, file: DurableFileWriter, progress: (@Sendable (BackupProgress) -> Void)?
-    ) async throws -> Int {
-        let profile = number
-        try file.write(start)
-        let total = try await scalar("SELECT count(*) FROM coffer_items WHERE profile = \(profile)")
-        try Wallet.writeMessage(
-            writer.push(Data(JSONValue.object([("format", .number("1")), ("records", .number(String(total)))]).jsonText.utf8)), to: file)
-        var batch = BackupBatch()
-        var done = 0
-        func flush() throws {
-            guard batch.count > 0 else { return }
-            try Wallet.writeMessage(batch.seal(writer), to: file)
-            done += batch.count
-            batch.reset()
-            progress?(BackupProgress(done: done, total: total))
-        }
-        let reserved = reservedTypeColumns()
-        var after: Int64 = 0
-        while true {
-            let rows = try await walk(after: after)
-            guard let last = rows.last else { break }
-            for row in rows {
-                let (type, contents) = try openWalked(row, reserved: reserved)
-                batch.append(type: type, contents: contents, expiry: row.expiry)
-                if batch.count == BackupFormat.batch || batch.byteCount >= BackupFormat.batchBytes { try flush() }
-            }
-            after = last.rowid
-        }
-        try flush()
-        try Wallet.writeMessage(writer.push(Data(), final: true), to: file)
-        progress?(BackupProgress(done: done, total: total))
-        return done
     }
 }
 #endif

@@ -404,22 +404,24 @@ struct SQLiteWalletStorage: WalletStorage {
     /// wallet registers on its writer with the key (``DigestFunction``).
     var digestKeeping: DigestKeeping { .backend }
 
-    func read<T: Sendable>(_ profile: ProfileTables, _ body: @Sendable (SQLiteTransaction) async throws -> T) async throws -> T {
-        try await withoutActuallyEscaping(body) { body in
-            try await pool.read { db in
-                try ConnectionMailbox.serve(SQLiteRows(db: db, tables: profile)) { mailbox in
-                    try await body(SQLiteTransaction(mailbox: mailbox, tables: profile))
-                }
+    func read<T: Sendable>(_ profile: ProfileTables, _ body: @escaping @Sendable (SQLiteTransaction) async throws -> T) async throws
+        -> T
+    {
+        // Escaping: the body's task may still hold it for a moment after its result is in.
+        try await pool.read { db in
+            try ConnectionMailbox.serve(SQLiteRows(db: db, tables: profile)) { mailbox in
+                try await body(SQLiteTransaction(mailbox: mailbox, tables: profile))
             }
         }
     }
 
-    func write<T: Sendable>(_ profile: ProfileTables, _ body: @Sendable (SQLiteTransaction) async throws -> T) async throws -> T {
-        try await withoutActuallyEscaping(body) { body in
-            try await pool.write { db in
-                try ConnectionMailbox.serve(SQLiteRows(db: db, tables: profile)) { mailbox in
-                    try await body(SQLiteTransaction(mailbox: mailbox, tables: profile))
-                }
+    func write<T: Sendable>(_ profile: ProfileTables, _ body: @escaping @Sendable (SQLiteTransaction) async throws -> T) async throws
+        -> T
+    {
+        // Escaping: the body's task may still hold it for a moment after its result is in.
+        try await pool.write { db in
+            try ConnectionMailbox.serve(SQLiteRows(db: db, tables: profile)) { mailbox in
+                try await body(SQLiteTransaction(mailbox: mailbox, tables: profile))
             }
         }
     }
@@ -432,21 +434,19 @@ struct SQLiteWalletStorage: WalletStorage {
         try await pool.read { db in try ProfileCatalogue.resolve(db, name: name) }
     }
 
-    func createProfile(_ name: String, meta: @Sendable (ProfileTables) throws -> [(name: String, value: Data)]) async throws
-        -> ProfileTables
+    func createProfile(_ name: String, meta: @escaping @Sendable (ProfileTables) throws -> [(name: String, value: Data)])
+        async throws -> ProfileTables
     {
         let path = self.path
-        return try await withoutActuallyEscaping(meta) { meta in
-            try await pool.write { db in
-                if try ProfileCatalogue.resolve(db, name: name) != nil {
-                    throw WalletError.walletExists(path: ProfileCatalogue.label(path: path, profile: name))
-                }
-                let tables = try ProfileCatalogue.add(db, name: name)
-                try db.execute(sql: tables.creationSQL)
-                let store = SQLiteRows(db: db, tables: tables)
-                for (name, value) in try meta(tables) { try store.setMeta(name, value) }
-                return tables
+        return try await pool.write { db in
+            if try ProfileCatalogue.resolve(db, name: name) != nil {
+                throw WalletError.walletExists(path: ProfileCatalogue.label(path: path, profile: name))
             }
+            let tables = try ProfileCatalogue.add(db, name: name)
+            try db.execute(sql: tables.creationSQL)
+            let store = SQLiteRows(db: db, tables: tables)
+            for (name, value) in try meta(tables) { try store.setMeta(name, value) }
+            return tables
         }
     }
 

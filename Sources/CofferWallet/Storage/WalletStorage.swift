@@ -317,10 +317,10 @@ protocol WalletStorage: Sendable {
     var digestKeeping: DigestKeeping { get }
 
     /// Runs `body` in one read transaction of `profile` (a consistent snapshot).
-    func read<T: Sendable>(_ profile: ProfileTables, _ body: @Sendable (Transaction) async throws -> T) async throws -> T
+    func read<T: Sendable>(_ profile: ProfileTables, _ body: @escaping @Sendable (Transaction) async throws -> T) async throws -> T
     /// Runs `body` in one write transaction of `profile`: it commits when `body` returns and
     /// rolls back when it throws.
-    func write<T: Sendable>(_ profile: ProfileTables, _ body: @Sendable (Transaction) async throws -> T) async throws -> T
+    func write<T: Sendable>(_ profile: ProfileTables, _ body: @escaping @Sendable (Transaction) async throws -> T) async throws -> T
 
     // Profile catalogue (cleartext names)
 
@@ -333,7 +333,7 @@ protocol WalletStorage: Sendable {
     /// it openable), all in one transaction; throws ``WalletError/walletExists(path:)`` when it
     /// exists. `meta` gives that metadata for the tables the profile gets (its sealed key is
     /// bound to them, so it is sealed once they are known).
-    func createProfile(_ name: String, meta: @Sendable (ProfileTables) throws -> [(name: String, value: Data)]) async throws
+    func createProfile(_ name: String, meta: @escaping @Sendable (ProfileTables) throws -> [(name: String, value: Data)]) async throws
         -> ProfileTables
     /// Drops profile `name`'s tables and catalogue row in one transaction; false when there was
     /// no such profile.
