@@ -73,7 +73,8 @@ enum IntegrityCheck {
                 }
                 for _ in expected.subtracting(found) {
                     report.add(
-                        "missingTagRow", type: type, id: contents.id, "a sealed tag has no row in the tag index (searches skip this record)")
+                        "missingTagRow", type: type, id: contents.id, "a sealed tag has no row in the tag index (searches skip this record)"
+                    )
                 }
                 for _ in found.subtracting(expected) {
                     report.add(

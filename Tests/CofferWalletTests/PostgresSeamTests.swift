@@ -42,7 +42,8 @@ extension PostgresWalletTests {
             log.append("counts \(try await tx.itemCount()) \(try await tx.tagRowCount())")
             log.append("walk \(try await tx.items(after: 0, limit: 2).map(\.rowid) == [a, ids[0]])")
             log.append("walk on \(try await tx.items(after: ids[0], limit: 10).map(\.rowid) == [ids[1]])")
-            log.append("tags of items \(try await tx.tags(items: [a, ids[0], ids[1]]).mapValues(\.count).sorted { $0.key < $1.key }.map(\.value))")
+            log.append(
+                "tags of items \(try await tx.tags(items: [a, ids[0], ids[1]]).mapValues(\.count).sorted { $0.key < $1.key }.map(\.value))")
             try await tx.deleteTag(item: a, tags[0])
             log.append("deleteTag \(try await tx.tags(item: a).count)")
             try await tx.deleteTags(item: ids[0])
@@ -148,7 +149,8 @@ extension PostgresWalletTests {
         let psql = try runProcessBlocking(
             URL(fileURLWithPath: endpoint.binFolder + "/psql"),
             [
-                "-h", endpoint.socketFolder, "-p", "\(endpoint.port)", "-U", endpoint.user, "-d", settings.database, "-v", "ON_ERROR_STOP=1",
+                "-h", endpoint.socketFolder, "-p", "\(endpoint.port)", "-U", endpoint.user, "-d", settings.database, "-v",
+                "ON_ERROR_STOP=1",
                 "-c",
                 """
                 BEGIN;

@@ -406,7 +406,8 @@ struct PostgresWalletStorage: WalletStorage {
     }
 
     private func run<T: Sendable>(
-        _ profile: ProfileTables, begin: String, gate: (ProfileGate, exclusive: Bool)?, _ body: @escaping @Sendable (PostgresRows) async throws -> T
+        _ profile: ProfileTables, begin: String, gate: (ProfileGate, exclusive: Bool)?,
+        _ body: @escaping @Sendable (PostgresRows) async throws -> T
     ) async throws -> T {
         let store = self.store
         let joining = store.pinned != nil
@@ -414,20 +415,20 @@ struct PostgresWalletStorage: WalletStorage {
         let thrown = Locked<(any Error)?>(nil)
         do {
             return try await store.withConnection { connection in
-                    let rows = PostgresRows(connection: connection, tables: profile)
-                    if joining { return try await body(rows) }
-                    try await connection.query(PostgresQuery(unsafeSQL: begin), logger: PostgresStore.logger)
-                    let result: T
-                    do {
-                        if let (gate, exclusive) = gate { try await PostgresStore.holdGate(gate, on: connection, exclusive: exclusive) }
-                        result = try await body(rows)
-                        try await connection.query("COMMIT", logger: PostgresStore.logger)
-                    } catch {
-                        _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
-                        if !(error is PSQLError) { thrown.withLock { $0 = error } }
-                        throw error
-                    }
-                    return result
+                let rows = PostgresRows(connection: connection, tables: profile)
+                if joining { return try await body(rows) }
+                try await connection.query(PostgresQuery(unsafeSQL: begin), logger: PostgresStore.logger)
+                let result: T
+                do {
+                    if let (gate, exclusive) = gate { try await PostgresStore.holdGate(gate, on: connection, exclusive: exclusive) }
+                    result = try await body(rows)
+                    try await connection.query("COMMIT", logger: PostgresStore.logger)
+                } catch {
+                    _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
+                    if !(error is PSQLError) { thrown.withLock { $0 = error } }
+                    throw error
+                }
+                return result
             }
         } catch {
             if let original = thrown.withLock({ $0 }) { throw original }
@@ -454,29 +455,31 @@ struct PostgresWalletStorage: WalletStorage {
         do {
             try await store.migrate()
             let number = try await store.transaction { connection in
-                    try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresStore.migrationLock))", logger: PostgresStore.logger)
-                    let kdf = Locked<Data?>(nil)
-                    guard
-                        let number = try await store.addProfile(
-                            on: connection, name: name, kdf: Data(),
-                            seal: { number in
-                                let given = Dictionary(try meta(ProfileTables(name: name, number: number)).map { ($0.name, $0.value) }) {
-                                    $1
-                                }
-                                guard let keys = given["keys"], let k = given["kdf"], given.count == 2 else {
-                                    throw WalletError.invalidInput("a PostgreSQL profile is created with exactly its kdf and keys metadata")
-                                }
-                                kdf.withLock { $0 = k }
-                                return keys
-                            })
-                    else { return Int64?.none }
-                    // The KDF record in the same transaction as the row (the seal above gave it).
-                    let record = kdf.withLock { $0 } ?? Data()
-                    try await connection.query(
-                        "UPDATE coffer_profiles SET kdf = \(record) WHERE number = \(number)", logger: PostgresStore.logger)
-                    return number
+                try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresStore.migrationLock))", logger: PostgresStore.logger)
+                let kdf = Locked<Data?>(nil)
+                guard
+                    let number = try await store.addProfile(
+                        on: connection, name: name, kdf: Data(),
+                        seal: { number in
+                            let given = Dictionary(try meta(ProfileTables(name: name, number: number)).map { ($0.name, $0.value) }) {
+                                $1
+                            }
+                            guard let keys = given["keys"], let k = given["kdf"], given.count == 2 else {
+                                throw WalletError.invalidInput("a PostgreSQL profile is created with exactly its kdf and keys metadata")
+                            }
+                            kdf.withLock { $0 = k }
+                            return keys
+                        })
+                else { return Int64?.none }
+                // The KDF record in the same transaction as the row (the seal above gave it).
+                let record = kdf.withLock { $0 } ?? Data()
+                try await connection.query(
+                    "UPDATE coffer_profiles SET kdf = \(record) WHERE number = \(number)", logger: PostgresStore.logger)
+                return number
             }
-            guard let number else { throw WalletError.walletExists(path: ProfileCatalogue.label(path: store.settings.label, profile: name)) }
+            guard let number else {
+                throw WalletError.walletExists(path: ProfileCatalogue.label(path: store.settings.label, profile: name))
+            }
             return ProfileTables(name: name, number: number)
         } catch { throw PostgresStore.map(error, settings: store.settings) }
     }
