@@ -70,9 +70,11 @@ extension PostgresWalletTests {
         #expect(postgresLog == liteLog)
     }
 
-    @Test("a seam write holds the profile's key gate: after another wallet rotated the key it is refused as wrongKey and keeps nothing")
+    @Test(
+        "a seam write holds the profile's key gate: after another wallet rotated the key it is refused as wrongKey and keeps nothing; a seam read fails so too"
+    )
     func seamWriteHoldsTheGate() async throws {
-        let (_, stale, rotator) = try await Self.twoWriters("seamgate", count: 3)
+        let (settings, stale, rotator) = try await Self.twoWriters("seamgate", count: 3)
         defer { stale.close() }
         try await rotator.rekey(to: PostgresTesting.otherKey, rotatingKey: true)
         rotator.close()
@@ -85,8 +87,17 @@ extension PostgresWalletTests {
         } catch {
             Issue.record("refused with \(error), not wrongKey")
         }
-        let count = try await stale.storage.read(stale.keys.tables) { tx in try await tx.itemCount() }
+        let current = try await PostgresWallet.open(settings: settings, key: PostgresTesting.otherKey)
+        defer { current.close() }
+        let count = try await current.storage.read(current.keys.tables) { tx in try await tx.itemCount() }
         #expect(count == 3)
+        // Its maintenance reads (check, export) are refused the same way, not run under a lost key.
+        await #expect(throws: WalletError.self) { _ = try await stale.checkIntegrity() }
+        do {
+            _ = try await stale.checkIntegrity()
+        } catch WalletError.wrongKey(let message) {
+            #expect(message.contains("rotated"), "\(message)")
+        }
     }
 
     @Test("a seam read is one snapshot: a record committed meanwhile is not seen by it")

@@ -371,7 +371,8 @@ struct PostgresRows: WalletStorageTransaction {
 /// statement, at the generation of the key the writer holds (``gates``): a rotation waits for
 /// it, and one committed before it fails it with ``WalletError/wrongKey(_:)`` before its body
 /// runs, so nothing it writes is sealed under a key the profile no longer has. A `read` is one
-/// snapshot (REPEATABLE READ READ ONLY). A transaction the server fails on a conflict (40001,
+/// snapshot (REPEATABLE READ READ ONLY) whose first statement confirms the profile is still at the
+/// generation of the key held (``gates``), else it fails as the gate would. A transaction the server fails on a conflict (40001,
 /// 40P01) is rolled back and run again, whole. Inside a `PostgresWallet` transaction (its store
 /// pinned to a connection) both join that transaction instead of opening one.
 struct PostgresWalletStorage: WalletStorage {
@@ -385,7 +386,7 @@ struct PostgresWalletStorage: WalletStorage {
     var digestKeeping: DigestKeeping { .none }
 
     func read<T: Sendable>(_ profile: ProfileTables, _ body: @escaping @Sendable (PostgresRows) async throws -> T) async throws -> T {
-        try await run(profile, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", gate: nil, body)
+        try await run(profile, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", gate: nil, confirming: gates[profile.number], body)
     }
 
     func write<T: Sendable>(_ profile: ProfileTables, _ body: @escaping @Sendable (PostgresRows) async throws -> T) async throws -> T {
@@ -402,11 +403,11 @@ struct PostgresWalletStorage: WalletStorage {
                 "no key of profile \(WalletError.quote(profile.name)) is held by this PostgreSQL storage, so it cannot write there")
         }
         return try await run(
-            profile, begin: exclusive ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ", gate: (gate, exclusive), body)
+            profile, begin: exclusive ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ", gate: (gate, exclusive), confirming: nil, body)
     }
 
     private func run<T: Sendable>(
-        _ profile: ProfileTables, begin: String, gate: (ProfileGate, exclusive: Bool)?,
+        _ profile: ProfileTables, begin: String, gate: (ProfileGate, exclusive: Bool)?, confirming: ProfileGate?,
         _ body: @escaping @Sendable (PostgresRows) async throws -> T
     ) async throws -> T {
         let store = self.store
@@ -421,6 +422,7 @@ struct PostgresWalletStorage: WalletStorage {
                 let result: T
                 do {
                     if let (gate, exclusive) = gate { try await PostgresStore.holdGate(gate, on: connection, exclusive: exclusive) }
+                    if let confirming { try await Self.confirm(confirming, on: connection) }
                     result = try await body(rows)
                     try await connection.query("COMMIT", logger: PostgresStore.logger)
                 } catch {
@@ -434,6 +436,18 @@ struct PostgresWalletStorage: WalletStorage {
             if let original = thrown.withLock({ $0 }) { throw original }
             throw PostgresStore.map(error, settings: store.settings)
         }
+    }
+
+    /// Throws what the gate would when the profile is gone or its key was rotated since `gate`
+    /// was read, in the snapshot the read's first statement takes: a reader holding a rotated-away
+    /// key would find every record unopenable (a check would call them all damaged).
+    private static func confirm(_ gate: ProfileGate, on connection: PostgresConnection) async throws {
+        for try await generation in try await connection.query(
+            "SELECT generation FROM coffer_profiles WHERE number = \(gate.number)", logger: PostgresStore.logger
+        ).decode(Int64.self) where generation == gate.generation {
+            return
+        }
+        throw try await PostgresStore.gateClosed(gate, on: connection)
     }
 
     func profileNames() async throws -> [String] {
