@@ -245,11 +245,13 @@ extension PostgresWalletTests {
             #expect(try await updates.pgResult("the first result").isEmpty)
             try await eventually("the listener listens") { wallet.listeningSessions >= 1 }
             let sessions = wallet.listeningSessions
+            // Counted before the stop: the listener may be back, and its observation may have
+            // read again, before `restart()` returns (counting after it missed that read).
+            let reads = wallet.observationReads
             try PostgresTestServer.stop()
             try PostgresTestServer.restart()
             // Listening again, the observation reads once (a read the server refuses while it
             // starts is tried again); the write after that read is seen only through a notification.
-            let reads = wallet.observationReads
             try await eventually("the listener listens again", within: .seconds(60)) { wallet.listeningSessions > sessions }
             try await eventually("the observation read again", within: .seconds(60)) { wallet.observationReads > reads }
             let lastError = Locked<String?>(nil)
