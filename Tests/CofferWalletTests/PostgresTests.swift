@@ -385,13 +385,16 @@ extension PostgresWalletTests {
 
     /// The server's count of client sessions on `database`, asked by `psql` in a process of its own
     /// (not through the wallet's pool, which would open a connection to answer).
-    static func sessions(on database: String) throws -> Int {
+    /// How many client sessions the server has on `database` (whose last statement matches
+    /// `lastStatement`, a `LIKE` pattern, when given).
+    static func sessions(on database: String, lastStatement: String? = nil) throws -> Int {
         let endpoint = try PostgresTestServer.endpoint()
+        let matching = lastStatement.map { " AND query LIKE '\($0)'" } ?? ""
         let result = try runProcessBlocking(
             URL(fileURLWithPath: endpoint.binFolder + "/psql"),
             [
                 "-h", endpoint.socketFolder, "-p", "\(endpoint.port)", "-U", endpoint.user, "-d", "postgres", "-XAtc",
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = '\(database)' AND backend_type = 'client backend'",
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = '\(database)' AND backend_type = 'client backend'\(matching)",
             ], within: .seconds(30))
         guard result.status == 0, let count = Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw PsqlFailed(description: "psql failed (\(result.status)): \(result.stderr)")
@@ -413,6 +416,21 @@ extension PostgresWalletTests {
             return count >= 4
         }
         #expect(seen.withLock { $0 } >= 4)
+    }
+
+    @Test("opening with min_connections=4 returns once 4 sessions have run the record calls' statements")
+    func minConnectionsReadiedAtOpen() async throws {
+        let settings = try PostgresTesting.settings("minready")
+        let writer = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
+        try await writer.add(type: "cred", id: "a", value: "one")
+        writer.close()
+        let endpoint = try PostgresTestServer.endpoint()
+        let url = try PostgresURL(endpoint.url(database: settings.database) + "?sslmode=disable&max_connections=6&min_connections=4")
+        let wallet = try await PostgresWallet.open(settings: PostgresSettings(url: url), key: PostgresTesting.key)
+        defer { wallet.close() }
+        // The readying's last statement is the delete; each readied session's last statement stays it.
+        #expect(try Self.sessions(on: settings.database, lastStatement: "%DELETE FROM coffer_items%") >= 4)
+        #expect(try await wallet.fetch(type: "cred", id: "a")?.value == "one")
     }
 
     @Test("a wallet opened from a URL reads what one opened from settings wrote")

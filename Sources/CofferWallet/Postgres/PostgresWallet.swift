@@ -144,6 +144,8 @@ public final class PostgresWallet: Sendable {
     }
 
     /// Creates profile `profile` (the tables too, when the database has none) under `key`.
+    /// With ``PostgresSettings/minConnections`` above 0, it returns once that many of the pool's
+    /// connections are open and have run the record calls' statements (as ``open(settings:profile:key:configuration:)`` says).
     /// - Throws: ``WalletError/walletExists(path:)`` when the database has that profile.
     public static func create(
         settings: PostgresSettings, profile: String = "default", key: WalletKey, configuration: Wallet.Configuration = .init()
@@ -161,12 +163,21 @@ public final class PostgresWallet: Sendable {
                     })
             else { throw WalletError.walletExists(path: ProfileCatalogue.label(path: settings.label, profile: profile)) }
             let keys = WalletKeys(master: master, tables: ProfileTables(name: profile, number: number))
+            await store.warm(connections: settings.minConnections, within: settings.connectTimeout)
             return PostgresWallet(profile: profile, store: store, number: number, keys: keys, generation: 0, configuration: configuration)
         }
     }
 
     /// Opens profile `profile` under `key`; `configuration` bounds its open searches (its
     /// passphrase costs are the ones the profile was protected with).
+    ///
+    /// With ``PostgresSettings/minConnections`` above 0, it returns once that many of the pool's
+    /// connections are open and readied: each has run the statements of a point read, a replace
+    /// and a delete once (matching nothing), so the first calls do not pay their statements'
+    /// first run on a new connection. A process's later opens on the same settings find them
+    /// readied and do not wait. Readying is best effort within
+    /// ``PostgresSettings/connectTimeout``: connections another caller holds are left to their
+    /// first call.
     /// - Throws: ``WalletError/walletMissing(path:)`` when there is no such profile,
     ///   ``WalletError/wrongKey(_:)`` when `key` does not open it.
     public static func open(
@@ -186,6 +197,7 @@ public final class PostgresWallet: Sendable {
             let tables = ProfileTables(name: profile, number: row.number)
             let (master, format4) = try Wallet.openMaster(row.keys, storeKey: storeKey, kdf: kdf, tables: tables)
             guard format4 else { throw WalletError.corrupted("the profile's key is not sealed as this backend seals it") }
+            await store.warm(connections: settings.minConnections, within: settings.connectTimeout)
             return PostgresWallet(
                 profile: profile, store: store, number: row.number, keys: WalletKeys(master: master, tables: tables),
                 generation: row.generation, configuration: configuration)
