@@ -3,6 +3,12 @@
 # private local PostgreSQL cluster, the same workload and N, then the concurrent workload (16 tasks
 # on 16 profiles) on both. Environment: COMPARE_RUNS (default 3; medians), COMPARE_PROFILES (16),
 # COMPARE_OPS (500 per task), ASKAR_BENCH, ASKAR_VENV, POSTGRES_BIN (see postgres.sh).
+# COFFER_POOL: the pool Coffer's concurrent workload runs on (default: twice this machine's cores,
+# the size docs/server.md recommends). Askar gets one connection per task (at least 10): each of
+# its sessions holds a pool connection from entry to exit, so with fewer, tasks would run in turn
+# instead of together. Coffer's calls lease a connection per statement, so its 16 tasks run
+# together on any pool, queueing for a connection inside the timed call. Coffer's concurrent
+# workload also runs on Askar's pool size, reported as concurrent_profiles_mixed_same_pool.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 n="${1:-2000}"
@@ -26,6 +32,7 @@ postgres_start
 coffer="$root/.build/release/coffer"
 # The pool askar_bench.py gives Askar: as many connections as concurrent tasks, at least 10.
 pool=$(( profiles > 10 ? profiles : 10 ))
+coffer_pool="${COFFER_POOL:-$(( $(nproc) * 2 ))}"
 
 # Whether this coffer has the backend: a build without it refuses a postgres:// URL with exit 2
 # before doing anything (nobody needs to listen at the URL for that answer).
@@ -54,18 +61,24 @@ run_coffer() {
     # The concurrent workload on a database of its own, in a process of its own, as askar_bench.py
     # gives Askar's a store of its own (recreated): neither side's concurrent phase meets the dead
     # rows, autovacuum or warm pool the single-task workload left behind.
-    # min_connections=$pool: its pool opens its connections before the clock starts; coffer then
+    # min_connections = the pool's size: its pool opens its connections before the clock starts
+    # (and readies them, as opening a wallet does with min_connections); coffer then
     # holds them all at once, each after checking a profile on it, as each of askar_bench.py's
     # tasks enters its session (which takes a pool connection and checks the profile on it) before
     # it times an operation (docs/benchmarks.md).
     postgres_create_database "coffer_concurrent_$1"
     "$coffer" bench wallet --n "$n" --json --skip-baseline --dir "$out/coffer" --only-concurrent \
-        --wallet-url "$POSTGRES_URL_BASE/coffer_concurrent_$1?max_connections=$pool&min_connections=$pool" \
+        --wallet-url "$POSTGRES_URL_BASE/coffer_concurrent_$1?max_connections=$coffer_pool&min_connections=$coffer_pool" \
         --concurrent-profiles "$profiles" --concurrent-ops "$ops" > "$out/coffer-concurrent-$1.json"
-    python3 - "$out/coffer-$1.json" "$out/coffer-concurrent-$1.json" <<'MERGE'
+    postgres_create_database "coffer_same_pool_$1"
+    "$coffer" bench wallet --n "$n" --json --skip-baseline --dir "$out/coffer" --only-concurrent \
+        --wallet-url "$POSTGRES_URL_BASE/coffer_same_pool_$1?max_connections=$pool&min_connections=$pool" \
+        --concurrent-profiles "$profiles" --concurrent-ops "$ops" > "$out/coffer-same-pool-$1.json"
+    python3 - "$out/coffer-$1.json" "$out/coffer-concurrent-$1.json" "$out/coffer-same-pool-$1.json" "$coffer_pool" "$pool" <<'MERGE'
 import json, sys
-whole, concurrent = (json.load(open(path)) for path in sys.argv[1:3])
-whole["results"]["concurrent_profiles_mixed"] = concurrent["results"]["concurrent_profiles_mixed"]
+whole, concurrent, same = (json.load(open(path)) for path in sys.argv[1:4])
+whole["results"]["concurrent_profiles_mixed"] = dict(concurrent["results"]["concurrent_profiles_mixed"], pool=int(sys.argv[4]))
+whole["results"]["concurrent_profiles_mixed_same_pool"] = dict(same["results"]["concurrent_profiles_mixed"], pool=int(sys.argv[5]))
 json.dump(whole, open(sys.argv[1], "w"))
 MERGE
     cut -d' ' -f1-3 /proc/loadavg > "$out/load-coffer-$1"
@@ -117,12 +130,19 @@ for name, a in askars[0]["results"].items():
     rows.append((name, unit, av, cv, ratio(av, cv, False)))
     per_run.append((name, [(x, y, ratio(x, y, False)) for x, y in zip(avs, cvs)]))
     if name == "concurrent_profiles_mixed":
-        for extra in ("p50_us", "p99_us", "read_p99_us", "write_p99_us"):
-            avs = [r["results"][name].get(extra) for r in askars]
-            cvs = [r["results"].get(name, {}).get(extra) for r in coffers] if coffers else []
-            av, cv = median(avs), median(cvs) if coffers else None
-            rows.append((name + "." + extra, "us", av, cv, ratio(av, cv, True)))
-            per_run.append((name + "." + extra, [(x, y, ratio(x, y, True)) for x, y in zip(avs, cvs)]))
+        # Coffer's run on its own pool, then on Askar's pool size: both against Askar's one run.
+        for cname in (name, name + "_same_pool") if coffers else (name,):
+            if cname != name:
+                cvs = [rate(r["results"].get(cname), unit)[1] for r in coffers]
+                cv = median(cvs)
+                rows.append((cname, unit, av, cv, ratio(av, cv, False)))
+                per_run.append((cname, [(x, y, ratio(x, y, False)) for x, y in zip(avs, cvs)]))
+            for extra in ("p50_us", "p99_us", "read_p99_us", "write_p99_us"):
+                eavs = [r["results"][name].get(extra) for r in askars]
+                ecvs = [r["results"].get(cname, {}).get(extra) for r in coffers] if coffers else []
+                eav, ecv = median(eavs), median(ecvs) if coffers else None
+                rows.append((cname + "." + extra, "us", eav, ecv, ratio(eav, ecv, True)))
+                per_run.append((cname + "." + extra, [(x, y, ratio(x, y, True)) for x, y in zip(eavs, ecvs)]))
 loads = []
 for i in range(1, runs + 1):
     loads.append(tuple(open(f"{out}/load-{side}-{i}").read().strip() if os.path.exists(f"{out}/load-{side}-{i}") else "-"
