@@ -1125,9 +1125,9 @@ extension PostgresStore {
             for await worker in group {
                 if worker {
                     done += 1
-                    if done == count { group.cancelAll() }  // every lease came back: stop the timer
+                    if done == count { group.cancelAll() } // every lease came back: stop the timer
                 } else {
-                    arrivals.open()  // time is up: let the held ones go, and stop waiting for the others
+                    arrivals.open() // time is up: let the held ones go, and stop waiting for the others
                     group.cancelAll()
                 }
             }
