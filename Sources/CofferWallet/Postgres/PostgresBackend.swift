@@ -260,15 +260,6 @@ struct PostgresTagRow: Sendable, Hashable {
     let number: Double?
 }
 
-/// What one search asks the server for: conditions on the record's tag rows, each a
-/// superset-or-exact filter (the wallet checks every candidate in memory anyway).
-enum PostgresTagCondition: Sendable {
-    /// Some tag row with this name has one of these values.
-    case valueIn(name: Int64, values: [Data])
-    /// Some tag row with this name has a number that compares so.
-    case number(name: Int64, op: String, value: Double)
-}
-
 /// What every write of a profile carries so that it cannot outlive the key it was sealed
 /// with: the profile's number and the generation of its own key when the writer read it. Each
 /// write statement opens with `g`, which locks the profile's catalogue row `FOR KEY SHARE` only
@@ -327,8 +318,9 @@ struct PostgresStore: Sendable {
     static let migrationLock: Int64 = 0x436F_6666_6572_0001
     /// Bytes of a tag value the lookup index holds (PostgreSQL's B-tree entries are limited to
     /// about 2.7 kB; `~` tag values may be 64 KiB). Equalities compare the prefix through the
-    /// index, then the whole value.
-    static let indexedPrefix = 200
+    /// index, then the whole value (the query compiler writes them so:
+    /// ``SQLDialect/valueEquals(_:_:)``).
+    static let indexedPrefix = SQLDialect.postgresIndexedPrefix
     /// Serialization failures and deadlocks are retried this many times.
     static let retries = 5
 
@@ -968,117 +960,6 @@ struct PostgresStore: Sendable {
             unsafeSQL: "SELECT 1 FROM coffer_profiles WHERE number = \(gate.number) AND generation = \(gate.generation) \(lock)")
         for try await _ in try await connection.query(query, logger: logger).decode(Int.self) { return }
         throw try await gateClosed(gate, on: connection)
-    }
-
-    /// The SQL of `conditions` on candidate `i`, with its bindings appended.
-    static func conditionSQL(_ conditions: [PostgresTagCondition], profile: Int64, binds: inout PostgresBindings) throws -> String {
-        var sql = ""
-        for condition in conditions {
-            switch condition {
-            case .valueIn(let name, let values):
-                binds.append(profile)
-                let p = binds.count
-                binds.append(name)
-                let n = binds.count
-                // The prefixes let the lookup index answer (it holds the first bytes of each value).
-                binds.append(values.map { ByteBuffer(bytes: $0.prefix(indexedPrefix)) })
-                let prefixes = binds.count
-                binds.append(values.map { ByteBuffer(bytes: $0) })
-                let v = binds.count
-                sql += """
-                     AND EXISTS (SELECT 1 FROM coffer_tags g WHERE g.profile = $\(p) AND g.name = $\(n)
-                        AND substring(g.value from 1 for \(indexedPrefix)) = ANY ($\(prefixes)::bytea[])
-                        AND g.value = ANY ($\(v)::bytea[]) AND g.item = i.id)
-                    """
-            case .number(let name, let op, let value):
-                binds.append(profile)
-                let p = binds.count
-                binds.append(name)
-                let n = binds.count
-                binds.append(value)
-                let v = binds.count
-                sql += """
-                     AND EXISTS (SELECT 1 FROM coffer_tags g WHERE g.profile = $\(p) AND g.name = $\(n)
-                        AND g.num IS NOT NULL AND g.num \(op) $\(v) AND g.item = i.id)
-                    """
-            }
-        }
-        return sql
-    }
-
-    /// The FROM and WHERE of a search after `$1` profile, `$2` type, `$3` row id and `$4` now:
-    /// driven by the index entries of the first single-valued equality when there is one (they
-    /// come in record order, so a page reads only its own rows), else by the type's records.
-    static func searchSource(_ conditions: [PostgresTagCondition], profile: Int64, binds: inout PostgresBindings) throws -> (
-        from: String, order: String
-    ) {
-        var rest = conditions
-        if let at = conditions.firstIndex(where: { if case .valueIn(_, let values) = $0 { values.count == 1 } else { false } }),
-            case .valueIn(let name, let values) = conditions[at]
-        {
-            rest.remove(at: at)
-            binds.append(name)
-            let n = binds.count
-            try binds.append(values[0].prefix(indexedPrefix))
-            let prefix = binds.count
-            try binds.append(values[0])
-            let v = binds.count
-            let filter = try conditionSQL(rest, profile: profile, binds: &binds)
-            return (
-                """
-                coffer_tags d JOIN coffer_items i ON i.id = d.item
-                WHERE d.profile = $1 AND d.name = $\(n) AND substring(d.value from 1 for \(indexedPrefix)) = $\(prefix) AND d.value = $\(v)
-                AND d.item > $3 AND i.profile = $1 AND i.type = $2 AND (i.expiry IS NULL OR i.expiry > $4)\(filter)
-                """, "d.item"
-            )
-        }
-        let filter = try conditionSQL(rest, profile: profile, binds: &binds)
-        return (
-            "coffer_items i WHERE i.profile = $1 AND i.type = $2 AND i.id > $3 AND (i.expiry IS NULL OR i.expiry > $4)\(filter)", "i.id"
-        )
-    }
-
-    /// Up to `limit` live records of `type` after row `after` in row order, that satisfy
-    /// `conditions` (keyset paging: the next page starts after the last row id returned).
-    func page(profile: Int64, type: Int64, conditions: [PostgresTagCondition], after: Int64, now: Int64, limit: Int) async throws
-        -> [PostgresItemRow]
-    {
-        var binds = PostgresBindings()
-        binds.append(profile)
-        binds.append(type)
-        binds.append(after)
-        binds.append(now)
-        let source = try Self.searchSource(conditions, profile: profile, binds: &binds)
-        binds.append(Int64(limit))
-        let query = PostgresQuery(
-            unsafeSQL: """
-                SELECT i.id, i.name, i.value, i.expiry, i.version FROM \(source.from)
-                ORDER BY \(source.order) LIMIT $\(binds.count)
-                """, binds: binds)
-        return try await withConnection { connection in
-            var out = [PostgresItemRow]()
-            for try await (id, name, value, expiry, version) in try await connection.query(query, logger: Self.logger).decode(
-                (Int64, Data, Data, Int64?, Int64).self)
-            {
-                out.append(PostgresItemRow(rowid: id, idBlind: name, sealed: value, expiry: expiry, version: version))
-            }
-            return out
-        }
-    }
-
-    /// How many live records of `type` satisfy `conditions` (exact only when the conditions are).
-    func count(profile: Int64, type: Int64, conditions: [PostgresTagCondition], now: Int64) async throws -> Int {
-        var binds = PostgresBindings()
-        binds.append(profile)
-        binds.append(type)
-        binds.append(Int64(0))
-        binds.append(now)
-        let source = try Self.searchSource(conditions, profile: profile, binds: &binds)
-        let query = PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(source.from)", binds: binds)
-        return try await withConnection { connection in
-            for try await count in try await connection.query(query, logger: Self.logger).decode(Int64.self) { return Int(count) }
-            return 0
-        }
     }
 }
 

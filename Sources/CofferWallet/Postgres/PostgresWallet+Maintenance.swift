@@ -92,30 +92,30 @@ extension PostgresWallet {
     static let candidateBatch = 1000
 
     /// Opens every live record of `type` the server's part of `query` lets through (a superset
-    /// of its matches: see ``conditions(type:query:)``), a page at a time in row order, and hands
-    /// each row and its contents (the value read as `value` says) to `body`, which applies the
-    /// rest of the query.
+    /// of its matches: see ``compiled(type:query:keys:)``), a page at a time in row order, and
+    /// hands each row and its contents (the value read as `value` says) to `body`, which applies
+    /// the rest of the query.
     func forEachCandidate(
         type: String, query: WalletQuery, value: RecordCodec.ValueMode,
-        _ body: (PostgresItemRow, RecordCodec.Contents) throws -> Void
+        _ body: (StoredItem, RecordCodec.Contents) throws -> Void
     ) async throws {
         let held = sealing
         let keys = held.keys
         let tb = keys.typeBlind(type)
         let t = BlindColumn.value(tb)
-        let (conditions, _) = self.conditions(type: type, query: query)
+        let (search, plan) = try compiled(type: type, query: query, keys: keys)
         let now = unixMillis(Date())
         var after: Int64 = 0
         while true {
-            let rows = try await store.page(
-                profile: number, type: t, conditions: conditions, after: after, now: now, limit: Self.candidateBatch)
+            let statement = search.pageStatement(plan, after: after, limit: Self.candidateBatch, descending: false, now: now, expiry: true)
+            let rows = try await pageRows(statement, type: t, keys: keys)
             // Nothing at all: a reader whose key was rotated away finds nothing too.
-            if rows.isEmpty && after == 0 { try await store.confirmCurrent(held.gate) }
+            if rows.isEmpty && after == 0 { try await confirmEmpty(held.gate) }
             for row in rows {
                 try body(
                     row,
                     try RecordCodec.open(
-                        row.sealed, typeBlind: tb, idBlind: row.idBlind, expiry: row.expiry, keys: keys, expectedType: type, value: value))
+                        row.sealed, typeBlind: tb, idBlind: row.name, expiry: row.expiry, keys: keys, expectedType: type, value: value))
             }
             guard let last = rows.last, rows.count == Self.candidateBatch else { return }
             after = last.rowid

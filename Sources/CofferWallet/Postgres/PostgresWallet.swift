@@ -468,51 +468,43 @@ public final class PostgresWallet: Sendable {
 
     // MARK: Search
 
-    /// What the server can filter of `query` (a superset of its matches), and whether that
-    /// filter is exact. `$regex`, `$like`, `$neq`, `$not`, `$or`, string ranges and numbers on
-    /// encrypted tags stay in memory (Coffer's own matcher): no pattern ever reaches the server.
-    func conditions(type: String, query: WalletQuery) -> (conditions: [PostgresTagCondition], exact: Bool) {
-        let tb = keys.typeBlind(type)
-        let conjuncts: [WQLNode]
-        switch query.root {
-        case .all: return ([], true)
-        case .and(let items): conjuncts = items
-        default: conjuncts = [query.root]
-        }
-        var out = [PostgresTagCondition]()
-        var exact = true
-        for c in conjuncts {
-            switch c {
-            case .compare(let tag, .eq, .string(let s)):
-                out.append(.valueIn(name: nameBlind(tb, tag), values: [valueBytes(tb, tag, s)]))
-            case .isIn(let tag, let set) where set.allSatisfy({ if case .string = $0 { true } else { false } }):
-                let values = set.map { operand -> Data in
-                    guard case .string(let s) = operand else { return Data() }
-                    return valueBytes(tb, tag, s)
-                }
-                out.append(.valueIn(name: nameBlind(tb, tag), values: values))
-            case .compare(let tag, let op, .number(let x, _)) where WalletTags.isPlaintext(tag) && op != .neq:
-                let symbol: String
-                switch op {
-                case .eq: symbol = "="
-                case .gt: symbol = ">"
-                case .gte: symbol = ">="
-                case .lt: symbol = "<"
-                case .lte: symbol = "<="
-                case .neq: symbol = "<>"
-                }
-                out.append(.number(name: nameBlind(tb, tag), op: symbol, value: x))
-            default:
-                exact = false
-            }
-        }
-        return (out, exact)
+    /// `query` over `type` as the shared query compiler writes it for PostgreSQL (its `postgres`
+    /// dialect: the shared tables kept to this profile's rows), and the plan its statements take:
+    /// the first, driven by the query's first top-level tag equality when it has one, else by the
+    /// type's records. What SQL cannot answer exactly (`$like`, `$regex`, numbers on encrypted
+    /// tags) is widened there and decided in memory by Coffer's own matchers: no pattern reaches
+    /// the server. (The compiler's range plans are never taken: they need a tag known to be
+    /// single-valued, which PostgreSQL does not track.)
+    func compiled(type: String, query: WalletQuery, keys: WalletKeys) throws -> (search: CompiledSearch, plan: CompiledSearch.Plan) {
+        let search = try QueryCompiler.compile(type: type, query: query, keys: keys, allowReserved: true, dialect: .postgres)
+        let plan =
+            search.plans.first {
+                if case .range = $0.driver { return false }
+                return true
+            } ?? search.plans[search.plans.count - 1]
+        return (search, plan)
     }
 
-    private func nameBlind(_ tb: Data, _ tag: String) -> Int64 { BlindColumn.value(keys.tagNameBlind(typeBlind: tb, name: tag)) }
+    /// The rows a compiled page statement selects, on this wallet's connection (its transaction's,
+    /// inside one), through the storage seam's PostgreSQL rows.
+    func pageRows(_ statement: CompiledStatement, type: Int64, keys: WalletKeys) async throws -> [StoredItem] {
+        try await store.withConnection { connection in
+            try await PostgresRows(connection: connection, tables: keys.tables).page(statement, type: type)
+        }
+    }
 
-    private func valueBytes(_ tb: Data, _ tag: String, _ value: String) -> Data {
-        WalletTags.isPlaintext(tag) ? Data(value.utf8) : keys.tagValueBlind(typeBlind: tb, name: tag, value: value)
+    /// The count a compiled count statement selects (see ``pageRows(_:type:keys:)``).
+    func countRows(_ statement: CompiledStatement, keys: WalletKeys) async throws -> Int {
+        try await store.withConnection { connection in
+            Int(try await PostgresRows(connection: connection, tables: keys.tables).integers(statement).first ?? 0)
+        }
+    }
+
+    /// After a search or count that found nothing: a reader whose key was rotated away finds
+    /// nothing too (every blind changed), so the empty answer stands only once the profile's
+    /// generation is confirmed to be the one `gate` holds; else this throws what the gate would.
+    func confirmEmpty(_ gate: ProfileGate) async throws {
+        try await store.confirmCurrent(gate)
     }
 
     /// The row id a position token names, after checking it was sealed for this profile and type.
@@ -541,16 +533,17 @@ public final class PostgresWallet: Sendable {
             let keys = held.keys
             let tb = keys.typeBlind(type)
             let t = BlindColumn.value(tb)
-            let (conditions, exact) = self.conditions(type: type, query: query)
+            let (search, plan) = try compiled(type: type, query: query, keys: keys)
             var after = try self.position(position, typeBlind: tb)
             var records = [WalletRecord]()
-            let batch = exact ? limit : max(limit, 256)
+            let batch = search.exact ? limit : max(limit, 256)
             while records.count < limit {
-                let rows = try await store.page(
-                    profile: number, type: t, conditions: conditions, after: after, now: unixMillis(Date()), limit: batch)
+                let statement = search.pageStatement(
+                    plan, after: after, limit: batch, descending: false, now: unixMillis(Date()), expiry: true)
+                let rows = try await pageRows(statement, type: t, keys: keys)
                 for row in rows {
                     let contents = try RecordCodec.open(
-                        row.sealed, typeBlind: tb, idBlind: row.idBlind, expiry: row.expiry, keys: keys, expectedType: type,
+                        row.sealed, typeBlind: tb, idBlind: row.name, expiry: row.expiry, keys: keys, expectedType: type,
                         value: options.retrieveValue ? .text : .skipped)
                     after = row.rowid
                     if query.matches(contents.tags) {
@@ -559,7 +552,7 @@ public final class PostgresWallet: Sendable {
                     }
                 }
                 if rows.count < batch && (records.count < limit || rows.last?.rowid == after) {
-                    if records.isEmpty { try await store.confirmCurrent(held.gate) }
+                    if records.isEmpty { try await confirmEmpty(held.gate) }
                     return PostgresSearchPage(records: records, next: nil)
                 }
             }
@@ -573,13 +566,10 @@ public final class PostgresWallet: Sendable {
         try await run {
             try Validate.type(type)
             let held = sealing
-            let tb = held.keys.typeBlind(type)
-            let t = BlindColumn.value(tb)
-            let (conditions, exact) = self.conditions(type: type, query: query)
-            let now = unixMillis(Date())
-            if exact {
-                let total = try await store.count(profile: number, type: t, conditions: conditions, now: now)
-                if total == 0 { try await store.confirmCurrent(held.gate) }
+            let (search, plan) = try compiled(type: type, query: query, keys: held.keys)
+            if search.exact {
+                let total = try await countRows(search.countStatement(plan, now: unixMillis(Date()), expiry: true), keys: held.keys)
+                if total == 0 { try await confirmEmpty(held.gate) }
                 return total
             }
             var total = 0

@@ -106,10 +106,12 @@ enum QueryCompiler {
             for (i, c) in conjuncts.enumerated() where i != at {
                 if let (n, v) = context.equalityDriver(c) {
                     let alias = "e\(joins.count)"
+                    let scope = dialect.scope(alias, keys.tables)
+                    let equal = dialect.valueEquals("\(alias).value", v)
                     joins.append(
-                        "\(dialect.innerJoin) \(keys.tables.tags) \(alias) ON \(alias).item = d.item AND \(alias).name = ? AND \(alias).value = ?"
+                        "\(dialect.innerJoin) \(dialect.tags(keys.tables)) \(alias) ON \(alias).item = d.item AND \(scope.sql)\(alias).name = ? AND \(equal.sql)"
                     )
-                    joinArguments += [BlindColumn.value(n).databaseValue, v]
+                    joinArguments += scope.arguments + [BlindColumn.value(n).databaseValue] + equal.arguments
                 } else {
                     rest.append(c)
                 }
@@ -206,10 +208,11 @@ enum QueryCompiler {
                 guard unique.count > QueryCompiler.boundListThreshold else { return join(unique.map { exists($0, condition: nil) }, "AND") }
                 // Every name present: as many distinct listed names among the record's tag rows.
                 let list = "[" + unique.map { String(BlindColumn.value(nameBlind($0))) }.joined(separator: ",") + "]"
+                let scope = dialect.scope("t", keys.tables)
                 return SQLFragment(
                     sql:
-                        "(SELECT COUNT(DISTINCT t.name) FROM \(keys.tables.tags) t WHERE t.item = i.id AND t.name IN \(dialect.boundList(.integer))) = ?",
-                    arguments: [list.databaseValue, unique.count.databaseValue])
+                        "(SELECT COUNT(DISTINCT t.name) FROM \(dialect.tags(keys.tables)) t WHERE t.item = i.id AND \(scope.sql)t.name IN \(dialect.boundList(.integer))) = ?",
+                    arguments: scope.arguments + [list.databaseValue, unique.count.databaseValue])
             case .compare(let tag, let op, let operand):
                 if let cond = condition(tag: tag, op: op, operand: operand) { return exists(tag, condition: cond) }
                 return inexact(tag, positive: positive)
@@ -224,11 +227,12 @@ enum QueryCompiler {
                 }
                 return exists(tag, condition: join(parts, "OR"))
             case .like(let tag, let pattern):
-                guard WalletTags.isPlaintext(tag) else { return inexact(tag, positive: positive) }
-                return exists(tag, condition: Self.like(pattern, dialect: dialect))
+                // PostgreSQL: no pattern reaches the server (see `SQLDialect.matchesPatterns`).
+                guard WalletTags.isPlaintext(tag), dialect.matchesPatterns else { return inexact(tag, positive: positive) }
+                return exists(tag, condition: Self.like(pattern))
             case .regex(let tag, let pattern):
                 // Both as blobs: GRDB hands a SQL function its text arguments cut at U+0000.
-                guard WalletTags.isPlaintext(tag) else { return inexact(tag, positive: positive) }
+                guard WalletTags.isPlaintext(tag), dialect.matchesPatterns else { return inexact(tag, positive: positive) }
                 return exists(
                     tag,
                     condition: SQLFragment(
@@ -242,6 +246,7 @@ enum QueryCompiler {
             if WalletTags.isPlaintext(tag) {
                 switch operand {
                 case .string(let s):
+                    if op == .eq { return dialect.valueEquals("t.value", dialect.plaintext(s)) }
                     return SQLFragment(sql: "t.value \(symbol) ?", arguments: [dialect.plaintext(s)])
                 case .number(let x, _):
                     let number = dialect.number
@@ -254,6 +259,7 @@ enum QueryCompiler {
             // Encrypted: blind indexes answer string equality and inequality only.
             guard case .string(let s) = operand, op == .eq || op == .neq else { return nil }
             let blind = keys.tagValueBlind(typeBlind: typeBlind, name: tag, value: s)
+            if op == .eq { return dialect.valueEquals("t.value", blind.databaseValue) }
             return SQLFragment(sql: "t.value \(symbol) ?", arguments: [blind.databaseValue])
         }
 
@@ -313,10 +319,9 @@ enum QueryCompiler {
         /// the pattern (`"a\u{0}b" LIKE "a"` holds), so a value or pattern holding one is decided
         /// by `coffer_like` (``LikePattern``, the in-memory rule) on its bytes; every other value
         /// by SQLite's `LIKE`.
-        /// PostgreSQL's values are `bytea`, whose `LIKE` has other rules (case): `coffer_like` always.
-        static func like(_ pattern: String, dialect: SQLDialect = .sqlite) -> SQLFragment {
+        /// (PostgreSQL matches no pattern in SQL: see ``SQLDialect/matchesPatterns``.)
+        static func like(_ pattern: String) -> SQLFragment {
             let bytes = Data(pattern.utf8).databaseValue
-            if dialect == .postgres { return SQLFragment(sql: "coffer_like(?, t.value)", arguments: [bytes]) }
             if pattern.utf8.contains(0) {
                 return SQLFragment(sql: "coffer_like(?, CAST(t.value AS BLOB))", arguments: [bytes])
             }
@@ -326,8 +331,9 @@ enum QueryCompiler {
         }
 
         func exists(_ tag: String, condition: SQLFragment?) -> SQLFragment {
-            var sql = "EXISTS (SELECT 1 FROM \(keys.tables.tags) t WHERE t.item = i.id AND t.name = ?"
-            var args: [DatabaseValue] = [BlindColumn.value(nameBlind(tag)).databaseValue]
+            let scope = dialect.scope("t", keys.tables)
+            var sql = "EXISTS (SELECT 1 FROM \(dialect.tags(keys.tables)) t WHERE t.item = i.id AND \(scope.sql)t.name = ?"
+            var args: [DatabaseValue] = scope.arguments + [BlindColumn.value(nameBlind(tag)).databaseValue]
             if let condition {
                 sql += " AND (\(condition.sql))"
                 args += condition.arguments
@@ -338,7 +344,7 @@ enum QueryCompiler {
         /// Every comparison needs the tag present: a superset when positive, nothing when negative.
         mutating func inexact(_ tag: String, positive: Bool) -> SQLFragment {
             exact = false
-            return positive ? exists(tag, condition: nil) : .no
+            return positive ? exists(tag, condition: nil) : dialect.no
         }
 
         /// Joins `parts` with AND or OR as a balanced tree, so SQLite's expression depth grows

@@ -89,8 +89,66 @@ extension SQLDialect {
         }
     }
 
-    /// A plaintext tag value as a number (NULL when it is not written as one).
-    var number: String { "coffer_num(\(bytes("t.value")))" }
+    /// A plaintext tag value as a number (NULL when it is not written as one): SQLite parses it
+    /// (`coffer_num`); PostgreSQL reads the `num` column the writer filled with the same parse.
+    var number: String {
+        switch self {
+        case .sqlite: return "coffer_num(\(bytes("t.value")))"
+        case .postgres: return "t.num"
+        }
+    }
+
+    /// Whether the backend matches `$like` and `$regex` in SQL (SQLite, by the wallet's own
+    /// functions on its connections). PostgreSQL does not: no pattern reaches the server, a
+    /// `$like` or `$regex` only needs its tag present there, and Coffer's matchers decide in memory.
+    var matchesPatterns: Bool { self == .sqlite }
+
+    /// Bytes of a tag value PostgreSQL's tag index holds (its B-tree entries are limited to about
+    /// 2.7 kB; `~` tag values may be 64 KiB): the index is on
+    /// `substring(value from 1 for postgresIndexedPrefix)`.
+    static let postgresIndexedPrefix = 200
+
+    /// A profile's items table: its own in SQLite; in PostgreSQL the one every profile shares
+    /// (``scope(_:_:)`` keeps a statement to its profile's rows).
+    func items(_ tables: ProfileTables) -> String {
+        switch self {
+        case .sqlite: return tables.items
+        case .postgres: return "coffer_items"
+        }
+    }
+
+    /// A profile's tag table (see ``items(_:)``).
+    func tags(_ tables: ProfileTables) -> String {
+        switch self {
+        case .sqlite: return tables.tags
+        case .postgres: return "coffer_tags"
+        }
+    }
+
+    /// The start of a `WHERE` or `ON` list that keeps the rows of table alias `alias` to profile
+    /// `tables`: nothing in SQLite (a profile has tables of its own); `alias.profile = ? AND `
+    /// with the profile's number in PostgreSQL, whose tables hold every profile's rows.
+    func scope(_ alias: String, _ tables: ProfileTables) -> SQLFragment {
+        switch self {
+        case .sqlite: return SQLFragment(sql: "", arguments: [])
+        case .postgres: return SQLFragment(sql: "\(alias).profile = ? AND ", arguments: [tables.number.databaseValue])
+        }
+    }
+
+    /// `column = ?` for a tag value `value`. PostgreSQL first compares the value's first
+    /// ``postgresIndexedPrefix`` bytes with the expression its tag index holds, so the index
+    /// answers the equality; the whole value is compared after it.
+    func valueEquals(_ column: String, _ value: DatabaseValue) -> SQLFragment {
+        guard self == .postgres else { return SQLFragment(sql: "\(column) = ?", arguments: [value]) }
+        let prefix: DatabaseValue
+        if let bytes = Data.fromDatabaseValue(value) {
+            prefix = Data(bytes.prefix(Self.postgresIndexedPrefix)).databaseValue
+        } else {
+            prefix = value
+        }
+        return SQLFragment(
+            sql: "substring(\(column) from 1 for \(Self.postgresIndexedPrefix)) = ? AND \(column) = ?", arguments: [prefix, value])
+    }
 }
 
 extension SQLFragment {

@@ -296,26 +296,34 @@ extension CompiledSearch {
         var sql: String
         var args: [DatabaseValue]
         let itemColumn: String
-        let items = joinItems ? " \(dialect.innerJoin) \(keys.tables.items) i ON i.id = d.item" : ""
+        // The profile's tables; in PostgreSQL every profile's rows share them, and the driver's
+        // rows are kept to the profile's (the joined rows belong to the driver's item).
+        let tables = keys.tables
+        let items = joinItems ? " \(dialect.innerJoin) \(dialect.items(tables)) i ON i.id = d.item" : ""
         switch plan.driver {
         case .type:
-            sql = "FROM \(keys.tables.items) i WHERE i.type = ?"
-            args = [BlindColumn.value(typeBlind).databaseValue]
+            let scope = dialect.scope("i", tables)
+            sql = "FROM \(dialect.items(tables)) i WHERE \(scope.sql)i.type = ?"
+            args = scope.arguments + [BlindColumn.value(typeBlind).databaseValue]
             itemColumn = "i.id"
         case .tag(let name, let value):
-            sql = "FROM \(keys.tables.tags) d \(plan.joins.sql)\(items) WHERE d.name = ? AND d.value = ?"
-            args = plan.joins.arguments + [BlindColumn.value(name).databaseValue, value]
+            let scope = dialect.scope("d", tables)
+            let equal = dialect.valueEquals("d.value", value)
+            sql = "FROM \(dialect.tags(tables)) d \(plan.joins.sql)\(items) WHERE \(scope.sql)d.name = ? AND \(equal.sql)"
+            args = plan.joins.arguments + scope.arguments + [BlindColumn.value(name).databaseValue] + equal.arguments
             itemColumn = "d.item"
         case .range(let name, let conditions) where joinItems:
             // The range comes in value order: SQLite collects its record ids (index only) and
             // visits them in id order, instead of sorting whole joined rows.
+            let scope = dialect.scope("d", tables)
             sql =
-                "FROM \(keys.tables.items) i\(dialect.notIndexed) WHERE i.id IN (SELECT d.item FROM \(keys.tables.tags) d WHERE d.name = ? AND \(conditions.sql))"
-            args = [BlindColumn.value(name).databaseValue] + conditions.arguments
+                "FROM \(dialect.items(tables)) i\(dialect.notIndexed) WHERE i.id IN (SELECT d.item FROM \(dialect.tags(tables)) d WHERE \(scope.sql)d.name = ? AND \(conditions.sql))"
+            args = scope.arguments + [BlindColumn.value(name).databaseValue] + conditions.arguments
             itemColumn = "i.id"
         case .range(let name, let conditions):
-            sql = "FROM \(keys.tables.tags) d WHERE d.name = ? AND \(conditions.sql)"
-            args = [BlindColumn.value(name).databaseValue] + conditions.arguments
+            let scope = dialect.scope("d", tables)
+            sql = "FROM \(dialect.tags(tables)) d WHERE \(scope.sql)d.name = ? AND \(conditions.sql)"
+            args = scope.arguments + [BlindColumn.value(name).databaseValue] + conditions.arguments
             itemColumn = "d.item"
         }
         if joinItems {
@@ -500,8 +508,10 @@ extension CompiledSearch {
     /// `joinSample` entries of a tag driver there are, and how many of them satisfy the joins.
     func sampleSQL(_ plan: Plan, after: Int64?, descending: Bool) -> (sql: String, arguments: [DatabaseValue])? {
         guard case .tag(let name, let value) = plan.driver else { return nil }
-        var sample = "SELECT d.item FROM \(keys.tables.tags) d WHERE d.name = ? AND d.value = ?"
-        var sampleArgs: [DatabaseValue] = [BlindColumn.value(name).databaseValue, value]
+        let scope = dialect.scope("d", keys.tables)
+        let equal = dialect.valueEquals("d.value", value)
+        var sample = "SELECT d.item FROM \(dialect.tags(keys.tables)) d WHERE \(scope.sql)d.name = ? AND \(equal.sql)"
+        var sampleArgs: [DatabaseValue] = scope.arguments + [BlindColumn.value(name).databaseValue] + equal.arguments
         if let after {
             sample += " AND d.item \(descending ? "<" : ">") ?"
             sampleArgs.append(after.databaseValue)

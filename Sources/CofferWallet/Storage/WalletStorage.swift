@@ -20,8 +20,11 @@ enum SQLDialect: String, Sendable, CaseIterable {
     /// PostgreSQL: numbered parameters (`$1`, `$2`, …), `bytea` for every blob and tag value
     /// (a plaintext `~` tag value is its UTF-8 bytes, so comparisons are bytewise as SQLite's
     /// BINARY collation compares text), `bigint` for blind types and tag names,
-    /// `jsonb_array_elements_text` for bound lists, and the same three wallet functions created
-    /// by the backend's schema (they see only cleartext `~` values and the query's own operands).
+    /// `jsonb_array_elements_text` for bound lists; every profile's rows in the shared tables
+    /// `coffer_items` and `coffer_tags` (each statement binds its profile's number), a tag
+    /// value's equality led by the prefix its index holds, numbers from the `num` column the
+    /// writer fills, and no wallet function on the server: `$like` and `$regex` are matched in
+    /// memory only (no pattern reaches the server).
     case postgres
 
     /// The text of a parameter numbered `index` (1-based).
