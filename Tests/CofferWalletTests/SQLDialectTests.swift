@@ -40,7 +40,7 @@ struct SQLDialectTests {
 
     /// Every statement a search can run for `query`: each plan's page (first and later, both
     /// directions), its count, its join sample, with and without expiry, in `dialect`.
-    static func statements(_ query: String, dialect: SQLDialect) throws -> [CompiledStatement] {
+    static func statements(_ query: String, dialect: SQLDialect, keys: WalletKeys = keys) throws -> [CompiledStatement] {
         let search = try QueryCompiler.compile(type: "cred", query: WalletQuery(json: query), keys: keys, dialect: dialect)
         var out = [CompiledStatement]()
         for plan in search.plans {
@@ -113,6 +113,47 @@ struct SQLDialectTests {
             for case .text(let text) in statement.arguments {
                 #expect(text.hasPrefix("["), "a text parameter other than a JSON list: \(text)")
             }
+        }
+    }
+
+    /// Keys of a profile other than the default one (SQLite would name its tables `cp7_…`).
+    static let profileKeys = WalletKeys(master: SecretKey.random(), tables: ProfileTables(name: "seventh", number: 7))
+
+    @Test(
+        "PostgreSQL statements read the shared tables kept to the profile's rows, lead tag equalities by the index's prefix, and call no wallet function",
+        arguments: allQueries.map(\.0))
+    func postgresScopedToProfile(_ name: String) throws {
+        let query = try #require(Self.allQueries.first { $0.0 == name }?.1)
+        for statement in try Self.statements(query, dialect: .postgres, keys: Self.profileKeys) {
+            let sql = statement.sql
+            #expect(!sql.contains("cp7_"), "a per-profile SQLite table in: \(sql)")
+            for function in ["coffer_num(", "coffer_like(", "coffer_regexp("] {
+                #expect(!sql.contains(function), "\(function) would run on the server: \(sql)")
+            }
+            // Every read of a shared table starts with its profile filter, bound to the profile's
+            // number; only the item a tag row belongs to is joined by its id alone.
+            var rest = sql[...]
+            var tables = 0
+            while let found = rest.range(of: #"(FROM|JOIN) coffer_(items|tags) [a-z0-9]+ +(WHERE|ON) "#, options: .regularExpression) {
+                tables += 1
+                let head = rest[found]
+                let alias = head.split(separator: " ")[2]
+                var clause = rest[found.upperBound...]
+                rest = clause
+                // The driver's item, and the items of a range's tag rows (read with their filter).
+                if clause.hasPrefix("i.id = d.item") || clause.hasPrefix("i.id IN (SELECT d.item FROM coffer_tags d WHERE") { continue }
+                if clause.hasPrefix("\(alias).item = "), let and = clause.range(of: " AND ") { clause = clause[and.upperBound...] }
+                let filter = "\(alias).profile = $"
+                #expect(clause.hasPrefix(filter), "\(head) without its profile filter: \(sql)")
+                let digits = clause.dropFirst(filter.count).prefix { $0.isASCII && $0.isNumber }
+                let index = try #require(Int(digits)) - 1
+                #expect(statement.arguments[index] == .integer(7), "\(head) bound to another profile: \(sql)")
+            }
+            #expect(tables > 0, "no shared table in: \(sql)")
+            // Each whole-value equality is led by the prefix the tag index holds.
+            let equalities = sql.components(separatedBy: ".value = $").count - 1
+            let prefixed = sql.components(separatedBy: "from 1 for \(SQLDialect.postgresIndexedPrefix)) = $").count - 1
+            #expect(equalities == prefixed, "an equality the tag index cannot answer: \(sql)")
         }
     }
 
