@@ -250,7 +250,7 @@ struct PostgresWalletTests {
         let settings = try PostgresTesting.settings("format")
         let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
         defer { wallet.close() }
-        try await wallet.store.withConnection { connection in
+        _ = try await wallet.store.withConnection { connection in
             try await connection.query("UPDATE coffer_schema SET format = 99", logger: PostgresStore.logger)
         }
         await #expect {
