@@ -180,35 +180,6 @@ extension PostgresWalletTests {
             #expect(try await wallet.fetch(type: "credential", id: "c1") != nil)
         }
 
-        @Test("a database of format 1 gains the notifying trigger when a process opens it")
-        func upgradesFormatOne() async throws {
-            let (wallet, settings) = try await Self.make("obs-upgrade")
-            defer { wallet.close() }
-            func triggers() async throws -> Int {
-                try await wallet.store.withConnection { connection in
-                    var count = 0
-                    for try await n in try await connection.query(
-                        "SELECT count(*) FROM pg_trigger WHERE tgname = 'coffer_items_notify'", logger: PostgresStore.logger
-                    ).decode(Int64.self) {
-                        count = Int(n)
-                    }
-                    return count
-                }
-            }
-            #expect(try await triggers() == 1)
-            _ = try await wallet.store.withConnection { connection in
-                try await connection.query("DROP TRIGGER coffer_items_notify ON coffer_items", logger: PostgresStore.logger)
-                try await connection.query("UPDATE coffer_schema SET format = 1", logger: PostgresStore.logger)
-            }
-            let reopened = try await PostgresWallet.open(settings: settings, key: PostgresTesting.key)
-            reopened.close()
-            #expect(try await triggers() == 1)
-            let updates = Updates(wallet.observe(type: "credential", interval: .milliseconds(20), expiryCheck: Self.never))
-            #expect(try await updates.pgResult("the first result").isEmpty)
-            try await wallet.add(type: "credential", id: "c1", value: "v")
-            #expect(try await updates.pgResult("the add").map(\.id) == ["c1"])
-        }
-
         @Test("a write committed while the listening connection is gone is seen once it listens again")
         func missedWhileAway() async throws {
             let (wallet, _) = try await Self.make("obs-missed")

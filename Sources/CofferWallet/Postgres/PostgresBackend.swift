@@ -309,11 +309,12 @@ struct PostgresStore: Sendable {
     }
 
     /// The newest schema format this code reads and writes: 1, the tables; 2, also the profiles'
-    /// `generation` (see ``ProfileGate``); 3, also the trigger that notifies observers of every
-    /// committed change of a record (``notifySchema``). An older database gains what it lacks
-    /// when a process of this code opens it (idempotent statements, no rewrite), after which
-    /// older builds refuse it as newer.
-    static let format = 3
+    /// `generation` (see ``ProfileGate``); 3, also a row trigger that notified observers of every
+    /// change of a record; 4, the same table of observed profiles without that trigger: the
+    /// wallet's write statements notify themselves (``notifySchema``). An older database gains
+    /// what it lacks, and loses the trigger, when a process of this code opens it (idempotent
+    /// statements, no rewrite), after which older builds refuse it as newer.
+    static let format = 4
     /// The advisory lock key migrations and profile changes hold (`pg_advisory_xact_lock`).
     static let migrationLock: Int64 = 0x436F_6666_6572_0001
     /// Bytes of a tag value the lookup index holds (PostgreSQL's B-tree entries are limited to
@@ -546,23 +547,32 @@ struct PostgresStore: Sendable {
         "CREATE INDEX IF NOT EXISTS coffer_tags_number ON coffer_tags(profile, name, num, item) WHERE num IS NOT NULL",
     ]
 
-    /// The channel the trigger notifies on (PostgreSQL's notifications are per database).
+    /// The channel the wallet's writes notify on (PostgreSQL's notifications are per database).
     static let notifyChannel = "coffer_wallet"
 
-    /// Format 2: a row trigger on the records that notifies ``notifyChannel`` with the record's
-    /// profile number and blind type (`"PROFILE TYPE"`, two integers the row itself holds), old
-    /// and new when an update moves a record (a rotation re-blinds its type). A notification is
-    /// queued in the writing transaction and delivered only when it commits, so a rolled-back
-    /// write notifies nothing; PostgreSQL folds identical ones of one transaction into one. Every
-    /// write of a record, through any statement or tool, notifies with no statement of its own
-    /// (no round trip); a tag row never changes without its record's row.
+    /// Format 4: the table of observed profiles, and no trigger. Every statement of the wallet
+    /// that inserts, updates or deletes rows of `coffer_items` also notifies ``notifyChannel``
+    /// with each written record's profile number and blind type (`"PROFILE TYPE"`, two integers;
+    /// old and new when a rotation re-blinds a record's type), in the same statement (a CTE,
+    /// ``notifyOneSQL(profile:type:written:)`` or ``notifySQL(profile:types:)``) or, for an
+    /// import, in a statement of its own in the same transaction (``notifyStaged(_:profile:)``). A
+    /// notification is queued in the writing transaction and delivered only when it commits, so a
+    /// rolled-back write notifies nothing; PostgreSQL folds identical ones of one transaction into
+    /// one. A tag row never changes without its record's row.
     ///
     /// Only observed profiles notify: `coffer_observed` holds a row per listening connection
-    /// (its backend's pid) and profile it observes, and the trigger notifies for a profile only
-    /// when it has one. PostgreSQL makes every notifying transaction's commit wait for the one
-    /// before it (a database-wide lock held until the commit is flushed, so notifications queue in
-    /// commit order): concurrent writers of an observed profile commit one at a time, and writers
-    /// of the others keep committing together.
+    /// (its backend's pid) and profile it observes, and a write notifies for a profile only when
+    /// it has one. PostgreSQL makes every notifying transaction's commit wait for the one before
+    /// it (a database-wide lock held until the commit is flushed, so notifications queue in commit
+    /// order): concurrent writers of an observed profile commit one at a time, and writers of the
+    /// others keep committing together.
+    ///
+    /// Format 3 notified from a PL/pgSQL row trigger, `coffer_items_notify`, so that a write made
+    /// with any tool notified too. It cost about 14 % of a one-record delete on the server (the
+    /// trigger's call and its query of `coffer_observed` at every row, and the function's
+    /// compilation on every new server connection), which made that delete slower than Askar's;
+    /// the migration to format 4 drops it. Rows written outside this code (psql, other tools) now
+    /// notify no one: an observation sees them at its next expiry check.
     static let notifySchema = [
         """
         CREATE TABLE IF NOT EXISTS coffer_observed(
@@ -571,26 +581,57 @@ struct PostgresStore: Sendable {
             PRIMARY KEY (profile, listener)
         )
         """,
-        """
-        CREATE OR REPLACE FUNCTION coffer_items_notify() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            IF TG_OP <> 'DELETE' AND EXISTS (SELECT 1 FROM coffer_observed WHERE profile = NEW.profile) THEN
-                PERFORM pg_notify('\(notifyChannel)', NEW.profile::text || ' ' || NEW.type::text);
-            END IF;
-            IF (TG_OP = 'DELETE' OR OLD.profile <> NEW.profile OR OLD.type <> NEW.type)
-                AND EXISTS (SELECT 1 FROM coffer_observed WHERE profile = OLD.profile) THEN
-                PERFORM pg_notify('\(notifyChannel)', OLD.profile::text || ' ' || OLD.type::text);
-            END IF;
-            RETURN NULL;
-        END
-        $$
-        """,
         "DROP TRIGGER IF EXISTS coffer_items_notify ON coffer_items",
-        """
-        CREATE TRIGGER coffer_items_notify AFTER INSERT OR UPDATE OR DELETE ON coffer_items
-        FOR EACH ROW EXECUTE FUNCTION coffer_items_notify()
-        """,
+        "DROP FUNCTION IF EXISTS coffer_items_notify()",
     ]
+
+    /// A CTE `notified` that notifies ``notifyChannel`` once with `"PROFILE TYPE"` when the
+    /// statement's data-modifying CTE `written` returned a row and `profile` is observed: the
+    /// one-record writes' form (`profile` and `type` are SQL expressions, parameters of a prepared
+    /// statement). PostgreSQL runs a plain SELECT CTE only when the statement reads it, so the
+    /// statement must read `notified` (`(SELECT count(*) FROM notified)`), at least whenever
+    /// `written` has a row.
+    static func notifyOneSQL(profile: String, type: String, written: String = "item") -> String {
+        """
+        notified AS (
+            SELECT pg_notify('\(notifyChannel)', (\(profile))::text || ' ' || (\(type))::text) FROM coffer_observed
+            WHERE profile = (\(profile)) AND EXISTS (SELECT 1 FROM \(written)) LIMIT 1
+        )
+        """
+    }
+
+    /// A CTE `notified` that notifies ``notifyChannel`` once per distinct `type` of the relation
+    /// `types` (a CTE's name, or a parenthesized query with a `type` column) when `profile` (an
+    /// SQL expression) is observed: the form of writes of many records. As with
+    /// ``notifyOneSQL(profile:type:written:)``, the statement must read `notified`.
+    static func notifySQL(profile: String, types: String) -> String {
+        """
+        notified AS (
+            SELECT pg_notify('\(notifyChannel)', (\(profile))::text || ' ' || k.type::text)
+            FROM (SELECT DISTINCT type FROM \(types) AS t) k
+            WHERE EXISTS (SELECT 1 FROM coffer_observed WHERE profile = (\(profile)))
+        )
+        """
+    }
+
+    /// Notifies, in the transaction open on `connection`, once per type of the records an import
+    /// staged in `coffer_import` (PostgresImport.swift) for `profile`, when it is observed.
+    static func notifyStaged(_ connection: PostgresConnection, profile: Int64) async throws {
+        try await drain(
+            PostgresQuery(
+                unsafeSQL: """
+                    WITH \(notifySQL(profile: String(profile), types: "(SELECT a AS type FROM coffer_import WHERE c IS NOT NULL)"))
+                    SELECT count(*) FROM notified
+                    """), on: connection)
+    }
+
+    /// Runs `query` on `connection` and reads every row it returns. A statement that returns
+    /// rows reports an error met while it runs (a duplicate key, a conflict) in its row stream,
+    /// which a caller that reads no row never sees: the transaction would then be left aborted
+    /// and its COMMIT roll back without an error.
+    static func drain(_ query: PostgresQuery, on connection: PostgresConnection) async throws {
+        for try await _ in try await connection.query(query, logger: logger) {}
+    }
 
     // MARK: Profiles
 
@@ -645,7 +686,14 @@ struct PostgresStore: Sendable {
             }
             guard let number else { return false }
             try await connection.query("DELETE FROM coffer_tags WHERE profile = \(number)", logger: Self.logger)
-            try await connection.query("DELETE FROM coffer_items WHERE profile = \(number)", logger: Self.logger)
+            // Observers of the profile hear of every type it held.
+            try await Self.drain(
+                PostgresQuery(
+                    unsafeSQL: """
+                        WITH item AS (DELETE FROM coffer_items WHERE profile = \(number) RETURNING type),
+                        \(Self.notifySQL(profile: String(number), types: "item"))
+                        SELECT (SELECT count(*) FROM item), (SELECT count(*) FROM notified)
+                        """), on: connection)
             return true
         }
     }
@@ -692,10 +740,10 @@ struct PostgresStore: Sendable {
                     INSERT INTO coffer_tags(item, profile, name, value, num)
                     SELECT item.id, \(profile), t.n, t.v, CASE WHEN t.h THEN t.x END
                     FROM item, unnest(\(names)::bigint[], \(values)::bytea[], \(numbered)::boolean[], \(numbers)::double precision[]) AS t(n, v, h, x)
-                )
-                SELECT (SELECT count(*) FROM g), (SELECT id FROM item)
+                ), \(unescaped: Self.notifyOneSQL(profile: String(profile), type: String(type)))
+                SELECT (SELECT count(*) FROM g), (SELECT id FROM item), (SELECT count(*) FROM notified)
                 """, logger: Self.logger)
-            for try await row in rows.decode((Int64, Int64?).self) { return (row.0 > 0, row.1) }
+            for try await row in rows.decode((Int64, Int64?, Int64).self) { return (row.0 > 0, row.1) }
             return (false, nil)
         }
         guard opened else { throw try await gateClosed(gate) }
@@ -740,10 +788,10 @@ struct PostgresStore: Sendable {
                     FROM unnest(\(tagOrdinals)::bigint[], \(names)::bigint[], \(values)::bytea[], \(numbered)::boolean[], \(numbers)::double precision[]) AS t(o, n, v, h, x)
                     JOIN input ON input.ord = t.o
                     JOIN item ON item.type = input.type AND item.name = input.name
-                )
-                SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM item)
+                ), \(unescaped: Self.notifySQL(profile: String(profile), types: "item"))
+                SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM item), (SELECT count(*) FROM notified)
                 """, logger: Self.logger)
-            for try await row in rows.decode((Int64, Int64).self) { return (row.0 > 0, Int(row.1)) }
+            for try await row in rows.decode((Int64, Int64, Int64).self) { return (row.0 > 0, Int(row.1)) }
             return (false, 0)
         }
         guard opened else { throw try await gateClosed(gate) }
@@ -791,17 +839,17 @@ struct PostgresStore: Sendable {
                 WITH \(unescaped: gate.sql), item AS (
                     UPDATE coffer_items SET value = \(sealed), version = version + 1
                     WHERE id = \(row.rowid) AND profile = \(profile) AND version = \(row.version) AND EXISTS (SELECT 1 FROM g)
-                    RETURNING id
+                    RETURNING id, type
                 ), dropped AS (
                     DELETE FROM coffer_tags WHERE \(replaceTags) AND item = \(row.rowid) AND EXISTS (SELECT 1 FROM item)
                 ), tagged AS (
                     INSERT INTO coffer_tags(item, profile, name, value, num)
                     SELECT item.id, \(profile), t.n, t.v, CASE WHEN t.h THEN t.x END
                     FROM item, unnest(\(names)::bigint[], \(values)::bytea[], \(numbered)::boolean[], \(numbers)::double precision[]) AS t(n, v, h, x)
-                )
-                SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM item)
+                ), \(unescaped: Self.notifySQL(profile: String(profile), types: "item"))
+                SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM item), (SELECT count(*) FROM notified)
                 """, logger: Self.logger)
-            for try await row in rows.decode((Int64, Int64).self) { return (row.0 > 0, row.1 == 1) }
+            for try await row in rows.decode((Int64, Int64, Int64).self) { return (row.0 > 0, row.1 == 1) }
             return (false, false)
         }
         guard opened else { throw try await gateClosed(gate) }
@@ -854,7 +902,7 @@ struct PostgresStore: Sendable {
     func delete(gate: ProfileGate, type: Int64, idBlind: Data, liveAt now: Int64) async throws -> Bool {
         let statement = DeleteLive(profile: gate.number, type: type, name: idBlind, now: now)
         let prepared = settings.preparedStatements
-        let deleted = try await withConnection { connection in try await Self.rows(statement, on: connection, prepared: prepared).first }
+        let deleted = try await withConnection { connection in try await Self.rows(statement, on: connection, prepared: prepared).first?.0 }
         if let deleted, deleted > 0 { return true }
         if let error = try await staleGate(gate) { throw error }
         return false
@@ -884,7 +932,7 @@ struct PostgresStore: Sendable {
             profile: gate.number, type: type, name: idBlind, now: now, signatureType: signatureType, signatureName: signatureIdBlind)
         let prepared = settings.preparedStatements
         // No gate, as ``delete(gate:type:idBlind:liveAt:)`` says.
-        let deleted = try await withConnection { connection in try await Self.rows(statement, on: connection, prepared: prepared).first }
+        let deleted = try await withConnection { connection in try await Self.rows(statement, on: connection, prepared: prepared).first?.0 }
         if let deleted, deleted > 0 { return true }
         if let error = try await staleGate(gate) { throw error }
         return false
@@ -906,11 +954,11 @@ struct PostgresStore: Sendable {
                     RETURNING id
                 ), dropped AS (
                     DELETE FROM coffer_tags WHERE item = ANY(ARRAY(SELECT id FROM item))
-                )
-                SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM item)
+                ), \(Self.notifyOneSQL(profile: "$1", type: "$2"))
+                SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM item), (SELECT count(*) FROM notified)
                 """, binds: binds)
         let (opened, deleted) = try await withConnection { connection in
-            for try await row in try await connection.query(query, logger: Self.logger).decode((Int64, Int64).self) {
+            for try await row in try await connection.query(query, logger: Self.logger).decode((Int64, Int64, Int64).self) {
                 return (row.0 > 0, row.1 > 0)
             }
             return (false, false)
@@ -1117,7 +1165,7 @@ extension PostgresStore {
 
     /// ``PostgresStore/replaceUnexpiring(profile:type:idBlind:sealed:tags:)``: how many rows it wrote (0 or 1).
     struct ReplaceUnexpiring: PostgresPreparedStatement {
-        static let name = "coffer_replace_unexpiring_v3"
+        static let name = "coffer_replace_unexpiring_v4"
         static let sql = """
             WITH \(ProfileGate.preparedSQL(number: "$1", generation: "$9")), item AS (
                 UPDATE coffer_items SET value = $4, version = version + 1
@@ -1137,11 +1185,11 @@ extension PostgresStore {
                 INSERT INTO coffer_tags(item, profile, name, value, num)
                 SELECT item.id, $1, w.n, w.v, w.x FROM item, wanted w
                 WHERE NOT EXISTS (SELECT 1 FROM old o WHERE o.name = w.n AND o.value = w.v AND o.num IS NOT DISTINCT FROM w.x)
-            )
-            SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM item)
+            ), \(PostgresStore.notifyOneSQL(profile: "$1", type: "$2"))
+            SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM item), (SELECT count(*) FROM notified)
             """
-        /// Whether the gate let the write through, and how many rows it wrote.
-        typealias Row = (Int64, Int64)
+        /// Whether the gate let the write through, how many rows it wrote, and whether it notified.
+        typealias Row = (Int64, Int64, Int64)
         let profile: Int64
         let type: Int64
         let name: Data
@@ -1174,7 +1222,7 @@ extension PostgresStore {
     /// the deleted rows made deletes about 5× slower).
     /// ``DeleteLive`` for a credential: its signature goes in the same statement.
     struct DeleteCredential: PostgresPreparedStatement {
-        static let name = "coffer_delete_credential_v2"
+        static let name = "coffer_delete_credential_v3"
         static let sql = """
             WITH item AS (
                 DELETE FROM coffer_items WHERE profile = $1 AND type = $2 AND name = $3 AND (expiry IS NULL OR expiry > $4) RETURNING id
@@ -1182,11 +1230,12 @@ extension PostgresStore {
                 DELETE FROM coffer_tags WHERE item = ANY(ARRAY(SELECT id FROM item))
             ), signature AS (
                 DELETE FROM coffer_items WHERE profile = $1 AND type = $5 AND name = $6 AND EXISTS (SELECT 1 FROM item)
-            )
-            SELECT count(*) FROM item
+            ), \(PostgresStore.notifyOneSQL(profile: "$1", type: "$2"))
+            SELECT (SELECT count(*) FROM item), (SELECT count(*) FROM notified)
             """
-        /// How many credentials it deleted (0 or 1).
-        typealias Row = Int64
+        // The signature's type is reserved, which no observation can name: only the credential's notifies.
+        /// How many credentials it deleted (0 or 1), and whether it notified.
+        typealias Row = (Int64, Int64)
         let profile: Int64
         let type: Int64
         let name: Data
@@ -1205,21 +1254,21 @@ extension PostgresStore {
             return binds
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
     struct DeleteLive: PostgresPreparedStatement {
-        static let name = "coffer_delete_live_v3"
+        static let name = "coffer_delete_live_v4"
         static let sql = """
             WITH item AS (
                 DELETE FROM coffer_items WHERE profile = $1 AND type = $2 AND name = $3 AND (expiry IS NULL OR expiry > $4) RETURNING id
             ), dropped AS (
                 DELETE FROM coffer_tags WHERE item = ANY(ARRAY(SELECT id FROM item))
-            )
-            SELECT count(*) FROM item
+            ), \(PostgresStore.notifyOneSQL(profile: "$1", type: "$2"))
+            SELECT (SELECT count(*) FROM item), (SELECT count(*) FROM notified)
             """
-        /// How many records it deleted (0 or 1).
-        typealias Row = Int64
+        /// How many records it deleted (0 or 1), and whether it notified.
+        typealias Row = (Int64, Int64)
         let profile: Int64
         let type: Int64
         let name: Data
@@ -1234,7 +1283,7 @@ extension PostgresStore {
             return binds
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 }
 #endif

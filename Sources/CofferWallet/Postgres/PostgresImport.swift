@@ -305,6 +305,7 @@ extension PostgresStore {
                     throw WalletError.duplicate(type: contents.type ?? "", id: contents.id)
                 }
                 try await moveStaged(connection, profile: number, now: unixMillis(Date()))
+                try await PostgresStore.notifyStaged(connection, profile: number)
             }
             try await connection.query("COMMIT", logger: logger)
             return (count, summary)

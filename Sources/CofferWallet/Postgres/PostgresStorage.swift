@@ -21,6 +21,9 @@ import PostgresNIO
 /// `version`, as every writer of a record's tag rows does here (PostgresStore's optimistic
 /// rewrites rely on it).
 ///
+/// Every statement that writes a row of `coffer_items` also notifies the profile's observers of
+/// the record's type, in the same statement (``PostgresStore/notifySchema``).
+///
 /// Calls throw the driver's errors as they come (the backend's `read` and `write` map them to
 /// ``WalletError`` and retry a transaction the server failed on a conflict).
 struct PostgresRows: WalletStorageTransaction {
@@ -52,10 +55,25 @@ struct PostgresRows: WalletStorageTransaction {
         return nil
     }
 
+    /// Runs `write`, a data-modifying CTE named `item` on `coffer_items` that returns the
+    /// written rows' `type`, with the CTE that notifies the profile's observers of those types;
+    /// the statement returns how many rows it wrote.
+    @discardableResult
+    private func written(_ write: String) async throws -> Int64 {
+        let sql = """
+            WITH \(write), \(PostgresStore.notifySQL(profile: String(profile), types: "item"))
+            SELECT (SELECT count(*) FROM item), (SELECT count(*) FROM notified)
+            """
+        for try await (count, _) in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode((Int64, Int64).self) {
+            return count
+        }
+        return 0
+    }
+
     /// Moves the item's `version` (its tag rows changed).
     private func touch(_ item: Int64) async throws {
-        try await connection.query(
-            "UPDATE coffer_items SET version = version + 1 WHERE id = \(item) AND profile = \(profile)", logger: logger)
+        try await written(
+            "item AS (UPDATE coffer_items SET version = version + 1 WHERE id = \(item) AND profile = \(profile) RETURNING type)")
     }
 
     // MARK: Items
@@ -75,38 +93,56 @@ struct PostgresRows: WalletStorageTransaction {
     }
 
     func insertItem(type: Int64, name: Data, sealed: Data, expiry: Int64?) async throws -> ItemInsertOutcome {
-        let id = try await scalar(
+        let rows = try await connection.query(
             """
-            INSERT INTO coffer_items(profile, type, name, value, expiry)
-            VALUES (\(profile), \(type), \(name), \(sealed), \(expiry)::bigint)
-            ON CONFLICT (profile, type, name) DO NOTHING RETURNING id
-            """)
-        guard let id else { return .duplicate }
-        return .inserted(rowid: id)
+            WITH item AS (
+                INSERT INTO coffer_items(profile, type, name, value, expiry)
+                VALUES (\(profile), \(type), \(name), \(sealed), \(expiry)::bigint)
+                ON CONFLICT (profile, type, name) DO NOTHING RETURNING id
+            ), \(unescaped: PostgresStore.notifyOneSQL(profile: String(profile), type: String(type)))
+            SELECT (SELECT id FROM item), (SELECT count(*) FROM notified)
+            """, logger: logger)
+        for try await (id, _) in rows.decode((Int64?, Int64).self) {
+            if let id { return .inserted(rowid: id) }
+        }
+        return .duplicate
     }
 
     func restoreItem(_ item: StoredItem) async throws {
-        try await connection.query(
+        try await PostgresStore.drain(
             """
-            INSERT INTO coffer_items(id, profile, type, name, value, expiry)
-            VALUES (\(item.rowid), \(profile), \(item.type), \(item.name), \(item.sealed), \(item.expiry)::bigint)
-            """, logger: logger)
+            WITH item AS (
+                INSERT INTO coffer_items(id, profile, type, name, value, expiry)
+                VALUES (\(item.rowid), \(profile), \(item.type), \(item.name), \(item.sealed), \(item.expiry)::bigint)
+                RETURNING id
+            ), \(unescaped: PostgresStore.notifyOneSQL(profile: String(profile), type: String(item.type)))
+            SELECT count(*) FROM notified
+            """, on: connection)
     }
 
     func updateSealed(rowid: Int64, sealed: Data) async throws {
-        try await connection.query(
-            "UPDATE coffer_items SET value = \(sealed), version = version + 1 WHERE id = \(rowid) AND profile = \(profile)",
-            logger: logger)
+        try await PostgresStore.drain(
+            """
+            WITH item AS (
+                UPDATE coffer_items SET value = \(sealed), version = version + 1 WHERE id = \(rowid) AND profile = \(profile)
+                RETURNING type
+            ), \(unescaped: PostgresStore.notifySQL(profile: String(profile), types: "item"))
+            SELECT count(*) FROM notified
+            """, on: connection)
     }
 
     func deleteItem(rowid: Int64) async throws {
-        try await connection.query("DELETE FROM coffer_items WHERE id = \(rowid) AND profile = \(profile)", logger: logger)
+        try await written("item AS (DELETE FROM coffer_items WHERE id = \(rowid) AND profile = \(profile) RETURNING type)")
     }
 
     func takeItem(type: Int64, name: Data) async throws -> StoredItem? {
         try await items(
-            "DELETE FROM coffer_items WHERE profile = \(profile) AND type = \(type) AND name = \(name) RETURNING id, value, expiry",
-            type: type, name: name)
+            """
+            WITH item AS (
+                DELETE FROM coffer_items WHERE profile = \(profile) AND type = \(type) AND name = \(name) RETURNING id, value, expiry
+            ), \(unescaped: PostgresStore.notifyOneSQL(profile: String(profile), type: String(type)))
+            SELECT id, value, expiry, (SELECT count(*) FROM notified) FROM item
+            """, type: type, name: name)
     }
 
     func containsType(_ type: Int64) async throws -> Bool {
@@ -133,7 +169,7 @@ struct PostgresRows: WalletStorageTransaction {
         let numbered = columns.map { $0.number != nil }
         let numbers = columns.map { $0.number ?? 0 }
         // A row already there (same name and value) is skipped, as SQLite's primary key does.
-        try await connection.query(
+        try await PostgresStore.drain(
             """
             WITH t AS (
                 SELECT DISTINCT ON (n, v) n, v, h, x
@@ -143,9 +179,11 @@ struct PostgresRows: WalletStorageTransaction {
                 SELECT \(item), \(profile), t.n, t.v, CASE WHEN t.h THEN t.x END FROM t
                 WHERE NOT EXISTS (
                     SELECT 1 FROM coffer_tags c WHERE c.item = \(item) AND c.profile = \(profile) AND c.name = t.n AND c.value = t.v)
-            )
-            UPDATE coffer_items SET version = version + 1 WHERE id = \(item) AND profile = \(profile)
-            """, logger: logger)
+            ), item AS (
+                UPDATE coffer_items SET version = version + 1 WHERE id = \(item) AND profile = \(profile) RETURNING type
+            ), \(unescaped: PostgresStore.notifySQL(profile: String(profile), types: "item"))
+            SELECT count(*) FROM notified
+            """, on: connection)
     }
 
     func deleteTags(item: Int64) async throws {
@@ -274,17 +312,17 @@ struct PostgresRows: WalletStorageTransaction {
                 INSERT INTO coffer_items(profile, type, name, value, expiry)
                 SELECT \(profile), type, name, value, CASE WHEN e THEN expiry END FROM input ORDER BY ord
                 RETURNING id, type, name
-            ), tagged AS (
+            ), \(unescaped: PostgresStore.notifySQL(profile: String(profile), types: "item")), tagged AS (
                 INSERT INTO coffer_tags(item, profile, name, value, num)
                 SELECT item.id, \(profile), t.n, t.v, CASE WHEN t.h THEN t.x END
                 FROM unnest(\(ordinals)::bigint[], \(tagNames)::bigint[], \(tagValues)::bytea[], \(numbered)::boolean[], \(numbers)::double precision[]) AS t(o, n, v, h, x)
                 JOIN input ON input.ord = t.o
                 JOIN item ON item.type = input.type AND item.name = input.name
             )
-            SELECT input.ord, item.id FROM input JOIN item ON item.type = input.type AND item.name = input.name
+            SELECT input.ord, item.id, (SELECT count(*) FROM notified) FROM input JOIN item ON item.type = input.type AND item.name = input.name
             """, logger: logger)
         var ids = [Int64](repeating: 0, count: items.count)
-        for try await (ord, id) in rows.decode((Int64, Int64).self) { ids[Int(ord) - 1] = id }
+        for try await (ord, id, _) in rows.decode((Int64, Int64, Int64).self) { ids[Int(ord) - 1] = id }
         return ids
     }
 

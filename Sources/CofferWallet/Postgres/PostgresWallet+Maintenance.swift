@@ -69,7 +69,8 @@ extension PostgresWallet {
             let signatureNames = signatures.map { ByteBuffer(bytes: $0) }
             return try await store.withConnection { connection in
                 if !signatureNames.isEmpty {
-                    // Signatures have no tag rows: their item rows are all there is.
+                    // Signatures have no tag rows: their item rows are all there is. Their type is
+                    // reserved, which no observation can name: their removal notifies no one.
                     try await connection.query(
                         "DELETE FROM coffer_items WHERE profile = \(profile) AND type = \(signatureColumn) AND name = ANY(\(signatureNames)::bytea[])",
                         logger: PostgresStore.logger)
@@ -77,10 +78,13 @@ extension PostgresWallet {
                 try await connection.query(
                     "DELETE FROM coffer_tags WHERE profile = \(profile) AND item = ANY(\(gone)::bigint[])", logger: PostgresStore.logger)
                 var removed = 0
-                for try await n in try await connection.query(
-                    "WITH d AS (DELETE FROM coffer_items WHERE profile = \(profile) AND id = ANY(\(gone)::bigint[]) RETURNING 1) SELECT count(*) FROM d",
-                    logger: PostgresStore.logger
-                ).decode(Int64.self) {
+                for try await (n, _) in try await connection.query(
+                    """
+                    WITH item AS (DELETE FROM coffer_items WHERE profile = \(profile) AND id = ANY(\(gone)::bigint[]) RETURNING type),
+                    \(unescaped: PostgresStore.notifySQL(profile: String(profile), types: "item"))
+                    SELECT (SELECT count(*) FROM item), (SELECT count(*) FROM notified)
+                    """, logger: PostgresStore.logger
+                ).decode((Int64, Int64).self) {
                     removed = Int(n)
                 }
                 return removed
@@ -335,12 +339,21 @@ extension PostgresWallet {
             let batch = (ids, types, names, boxes, tagItems)
             _ = try await store.withConnection { connection in
                 let (ids, types, names, boxes, tagItems) = batch
-                try await connection.query(
+                // Observers hear of the old types (the statement's snapshot reads the rows as they
+                // were) and of the new ones.
+                try await PostgresStore.drain(
                     """
-                    UPDATE coffer_items i SET type = r.type, name = r.name, value = r.value, version = i.version + 1
-                    FROM unnest(\(ids)::bigint[], \(types)::bigint[], \(names)::bytea[], \(boxes)::bytea[]) AS r(id, type, name, value)
-                    WHERE i.id = r.id AND i.profile = \(profile)
-                    """, logger: PostgresStore.logger)
+                    WITH moved AS (
+                        UPDATE coffer_items i SET type = r.type, name = r.name, value = r.value, version = i.version + 1
+                        FROM unnest(\(ids)::bigint[], \(types)::bigint[], \(names)::bytea[], \(boxes)::bytea[]) AS r(id, type, name, value)
+                        WHERE i.id = r.id AND i.profile = \(profile)
+                        RETURNING i.type
+                    ), item AS (
+                        SELECT type FROM moved
+                        UNION SELECT type FROM coffer_items WHERE profile = \(profile) AND id = ANY(\(ids)::bigint[])
+                    ), \(unescaped: PostgresStore.notifySQL(profile: String(profile), types: "item"))
+                    SELECT count(*) FROM notified
+                    """, on: connection)
                 try await connection.query(
                     "DELETE FROM coffer_tags WHERE profile = \(profile) AND item = ANY(\(ids)::bigint[])", logger: PostgresStore.logger)
                 try await connection.query(

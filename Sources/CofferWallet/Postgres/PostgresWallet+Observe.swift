@@ -1,6 +1,6 @@
 // Live queries on PostgreSQL: `PostgresWallet.observe(type:matching:)`, with `Wallet.observe`'s
-// promises. The records' trigger (PostgresStore.notifySchema) notifies every committed change of a
-// record; one listening connection per shared client (PostgresListener) hears them for every
+// promises. The wallet's write statements notify every committed change of a record
+// (PostgresStore.notifySchema); one listening connection per shared client (PostgresListener) hears them for every
 // profile and observation of the process, and wakes the observations of that profile and type.
 
 #if PostgreSQL
@@ -11,9 +11,10 @@ import PostgresNIO
 extension PostgresWallet {
     /// The records of `type` matching `query`, now and again after every commit that changes
     /// them — from this process, any other, or another application server on the same database:
-    /// every committed write of a record notifies (PostgreSQL's `NOTIFY`, sent by a trigger in the
-    /// writing transaction, so a write that rolls back notifies nothing), and one connection of
-    /// this process listens for all its profiles and observations.
+    /// every committed write of a record through Coffer notifies (PostgreSQL's `NOTIFY`, sent by
+    /// the writing statement in its transaction, so a write that rolls back notifies nothing), and
+    /// one connection of this process listens for all its profiles and observations. A row written
+    /// with other tools (psql) notifies no one: it shows at the next expiry check.
     ///
     /// - The first element is the current result. Later elements come only when the result
     ///   differs from the one before: a commit to another type or profile, or one that leaves this
@@ -276,7 +277,7 @@ final class PostgresObservations: Sendable {
     var looks: Int { lookCount.withLock { $0 } }
 }
 
-/// The one connection of a shared client that listens for the records trigger's notifications
+/// The one connection of a shared client that listens for the wallet's write notifications
 /// (`LISTEN coffer_wallet`), for every profile and observation of this process on that client.
 /// It is this listener's own connection, outside the client's pool, so observing never takes a
 /// connection from the calls nor makes them wait: it opens when the first subscription comes and
