@@ -190,7 +190,8 @@ extension PostgresWalletTests {
         func everyWritePathNotifies(_ write: NotifyingWrite) async throws {
             let (alice, bob, tap) = try await Self.make("ntf-\(write.rawValue)")
             for wallet in [alice, bob] {
-                let row = try await write.prepare(wallet)
+                // The preparation's own notifications are heard before the write's window opens.
+                let (row, _) = try await tap.collect { try await write.prepare(wallet) }
                 let (types, heard) = try await tap.collect { try await write.run(wallet, row: row) }
                 #expect(Set(heard) == Set(types.map { "\(wallet.number) \($0)" }), "\(write) on \(wallet.profile)")
             }
@@ -221,7 +222,7 @@ extension PostgresWalletTests {
         func rollbackNotifiesNothing() async throws {
             struct Abort: Error {}
             let (alice, bob, tap) = try await Self.make("ntf-rollback")
-            try await alice.add(type: "note", id: "kept", value: "v")
+            _ = try await tap.collect { try await alice.add(type: "note", id: "kept", value: "v") }
             let (_, quiet) = try await tap.collect {
                 await #expect(throws: Abort.self) {
                     try await alice.transaction { view in
