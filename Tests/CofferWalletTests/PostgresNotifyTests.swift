@@ -134,7 +134,10 @@ enum NotifyingWrite: String, CaseIterable, Sendable {
             }
             return [note, Self.column(wallet, "card")]
         case .importAll:
-            #expect(try await wallet.importAll([(type: "note", id: "n1", value: "v", tags: ["a": "1"]), (type: "card", id: "k1", value: "v", tags: [:])]) == 2)
+            #expect(
+                try await wallet.importAll([
+                    (type: "note", id: "n1", value: "v", tags: ["a": "1"]), (type: "card", id: "k1", value: "v", tags: [:]),
+                ]) == 2)
             return [note, Self.column(wallet, "card")]
         case .rotation:
             // The record moves from the old key's type blind to the new one's: both are told.
@@ -153,7 +156,8 @@ enum NotifyingWrite: String, CaseIterable, Sendable {
                 case .seamInsertItem:
                     #expect(try await tx.insertItem(type: 7, name: Self.name, sealed: Data([1]), expiry: nil) != .duplicate)
                 case .seamRestoreItem:
-                    try await tx.restoreItem(StoredItem(rowid: 1_000_000 + wallet.number, type: 7, name: Self.name, sealed: Data([1]), expiry: nil))
+                    try await tx.restoreItem(
+                        StoredItem(rowid: 1_000_000 + wallet.number, type: 7, name: Self.name, sealed: Data([1]), expiry: nil))
                 case .seamUpdateSealed: try await tx.updateSealed(rowid: row, sealed: Data([2]))
                 case .seamDeleteItem: try await tx.deleteItem(rowid: row)
                 case .seamTakeItem: #expect(try await tx.takeItem(type: 7, name: Self.name)?.rowid == row)
