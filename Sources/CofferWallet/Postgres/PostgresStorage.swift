@@ -411,9 +411,12 @@ struct PostgresRows: WalletStorageTransaction {
 /// it, and one committed before it fails it with ``WalletError/wrongKey(_:)`` before its body
 /// runs, so nothing it writes is sealed under a key the profile no longer has. A `read` is one
 /// snapshot (REPEATABLE READ READ ONLY) whose first statement confirms the profile is still at the
-/// generation of the key held (``gates``), else it fails as the gate would. A transaction the server fails on a conflict (40001,
-/// 40P01) is rolled back and run again, whole. Inside a `PostgresWallet` transaction (its store
-/// pinned to a connection) both join that transaction instead of opening one.
+/// generation of the key held (``gates``), else it fails as the gate would. A transaction the
+/// server fails on a conflict (SQLSTATE 40001 or 40P01) is rolled back and run again, whole: the
+/// retry is ``PostgresStore/withConnection(_:)``'s, which runs the whole transaction again (up to
+/// ``PostgresStore/retries`` times) when its body throws one of those retryable SQLSTATEs. Inside
+/// a `PostgresWallet` transaction (its store pinned to a connection) both join that transaction
+/// instead of opening one, and nothing is retried there (the caller's transaction fails whole).
 struct PostgresWalletStorage: WalletStorage {
     let store: PostgresStore
     /// The gates of the profiles this storage may write, by profile number: the generation of
