@@ -332,15 +332,25 @@ public final class PostgresWallet: Sendable {
         try await run {
             try Validate.type(type)
             try Validate.id(id)
-            let held = sealing
-            let keys = held.keys
-            guard let live = try await liveRow(type: type, id: id, held) else { return nil }
-            let contents = try RecordCodec.open(
-                live.row.sealed, typeBlind: live.typeBlind, idBlind: live.idBlind, expiry: live.row.expiry, keys: keys,
-                expectedType: type, value: options.retrieveValue ? .text : .skipped)
-            try RecordCodec.checkSealedID(contents.id, id)
+            guard let contents = try await openLive(type: type, id: id, value: options.retrieveValue ? .text : .skipped) else {
+                return nil
+            }
             return RecordStore.record(contents, type: type, options: options)
         }
+    }
+
+    /// The live record of `type` and `id` opened under the keys this wallet holds (its value read
+    /// as `value` says) after checking the id sealed in it; nil when there is none. What `fetch`,
+    /// `readReservedBytes` and `containsReserved` share (`readReservedSecret` opens the value
+    /// into a ``SecretKey`` instead).
+    func openLive(type: String, id: String, value: RecordCodec.ValueMode) async throws -> RecordCodec.Contents? {
+        let held = sealing
+        guard let live = try await liveRow(type: type, id: id, held) else { return nil }
+        let contents = try RecordCodec.open(
+            live.row.sealed, typeBlind: live.typeBlind, idBlind: live.idBlind, expiry: live.row.expiry, keys: held.keys,
+            expectedType: type, value: value)
+        try RecordCodec.checkSealedID(contents.id, id)
+        return contents
     }
 
     /// The row of `type` and `id` unless it expired, with the blind indexes it was found under
