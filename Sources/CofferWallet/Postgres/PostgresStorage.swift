@@ -224,13 +224,18 @@ struct PostgresRows: WalletStorageTransaction {
         return (generation, out)
     }
 
-    /// A compiled count (one row, one column) with the profile's key generation read in the same
-    /// statement (nil when the profile is gone): an aggregate gives its row even when nothing
-    /// matches, so the generation rides on it as a scalar subquery.
+    /// A compiled count (`SELECT COUNT(*) FROM …`) with the profile's key generation read in the
+    /// same statement (nil when the profile is gone): an aggregate gives its row even when nothing
+    /// matches, so the generation rides on that row as a scalar subquery. (The count nested whole
+    /// as a second scalar subquery cost about a tenth of `count_all`'s rate.)
     func gatedCount(_ statement: CompiledStatement) async throws -> (generation: Int64?, count: Int64) {
-        let query = PostgresQuery(
-            unsafeSQL: "SELECT (SELECT generation FROM coffer_profiles WHERE number = \(tables.number)), (\(statement.sql))",
-            binds: Self.bindings(statement.arguments))
+        let head = "SELECT COUNT(*) "
+        let generation = "(SELECT generation FROM coffer_profiles WHERE number = \(tables.number))"
+        let sql =
+            statement.sql.hasPrefix(head)
+            ? "SELECT \(generation), COUNT(*) " + statement.sql.dropFirst(head.count)
+            : "SELECT \(generation), (\(statement.sql))"
+        let query = PostgresQuery(unsafeSQL: sql, binds: Self.bindings(statement.arguments))
         for try await row in try await connection.query(query, logger: logger).decode((Int64?, Int64?).self) {
             return (row.0, row.1 ?? 0)
         }
