@@ -105,6 +105,28 @@ extension PostgresWalletTests {
         #expect(try await rotator.count(type: "cred", matching: n1) == 7)
     }
 
+    @Test("an empty search or count reads the key's generation in its own statement: one call, no second round trip")
+    func emptyReadsTakeOneCall() async throws {
+        let settings = try PostgresTesting.settings("gateonecall")
+        let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.add(type: "cred", id: "a", value: "v", tags: ["n": "1"])
+        let none = try WalletQuery(json: #"{"n":"2"}"#)
+        let noneInMemory = try WalletQuery(json: #"{"n":{"$like":"2"}}"#)
+        let reads: [(String, @Sendable () async throws -> Int)] = [
+            ("search", { try await wallet.search(type: "cred", query: none).records.count }),
+            ("search of a type with no records", { try await wallet.search(type: "other").records.count }),
+            ("count (server-side)", { try await wallet.count(type: "cred", matching: none) }),
+            ("count (in memory)", { try await wallet.count(type: "cred", matching: noneInMemory) }),
+        ]
+        let gauge = wallet.store.gauge
+        for (name, read) in reads {
+            let before = gauge.leases
+            #expect(try await read() == 0, "\(name) found records")
+            #expect(gauge.leases - before == 1, "\(name) took \(gauge.leases - before) calls to the server")
+        }
+    }
+
     @Test("the wallet that rotated the key goes on writing under the new key")
     func rotatingWalletGoesOn() async throws {
         let (settings, wallet, other) = try await Self.twoWriters("gateown")
@@ -173,6 +195,7 @@ extension PostgresWalletTests {
         }
         await #expect(throws: WalletError.walletMissing(path: wallet.label)) { _ = try await wallet.fetch(type: "cred", id: "r1") }
         await #expect(throws: WalletError.walletMissing(path: wallet.label)) { _ = try await wallet.count(type: "cred") }
+        await #expect(throws: WalletError.walletMissing(path: wallet.label)) { _ = try await wallet.search(type: "cred") }
         let rows = try await wallet.store.withConnection { connection in
             var n: Int64 = -1
             for try await c in try await connection.query("SELECT count(*) FROM coffer_items", logger: PostgresStore.logger).decode(

@@ -204,6 +204,7 @@ final class PostgresLeaseGauge: Sendable {
         /// The open connections ``PostgresStore/warm(connections:within:)`` readied.
         var warmed = Set<PostgresConnection.ID>()
         var calls = 0
+        var leases = 0
     }
     private let state = Locked(State())
 
@@ -211,9 +212,14 @@ final class PostgresLeaseGauge: Sendable {
     func enter() -> Bool {
         state.withLock { state in
             state.calls += 1
+            state.leases += 1
             return state.calls <= state.open.count
         }
     }
+
+    /// How many calls have leased a connection of the client so far (each one round trip or
+    /// more): what the tests count to show a read takes one.
+    var leases: Int { state.withLock { $0.leases } }
 
     /// Counts a call out.
     func leave() { state.withLock { $0.calls -= 1 } }
@@ -915,11 +921,12 @@ struct PostgresStore: Sendable {
         return current == gate.generation ? nil : Self.closedError(gate, current: current)
     }
 
-    /// After a read that found nothing: throws what ``gateClosed(_:)`` says when the profile is
-    /// gone or its key was rotated since `gate` was read (a stale reader's blinds match no row,
-    /// so its empty answer would be wrong); returns when the profile is as the reader knew it.
-    func confirmCurrent(_ gate: ProfileGate) async throws {
-        if let error = try await staleGate(gate) { throw error }
+    /// After a read that also read the profile's generation (`current`, nil when the profile is
+    /// gone) in its own snapshot: throws what ``gateClosed(_:)`` says when the profile is gone or
+    /// its key was rotated since `gate` was read (a stale reader's blinds match no row, so its
+    /// empty answer would be wrong); returns when the profile is as the reader knew it.
+    static func confirm(_ gate: ProfileGate, current: Int64?) throws {
+        if current != gate.generation { throw closedError(gate, current: current) }
     }
 
     /// Deletes a live credential record, its tag rows and the credential's signature (a reserved

@@ -236,6 +236,50 @@ struct PostgresRows: WalletStorageTransaction {
         return out
     }
 
+    /// ``page(_:type:)`` with the profile's key generation read in the same statement (nil when
+    /// the profile is gone), even when the page is empty: the catalogue row left-joined to the
+    /// page. A join of one row with no join clause to hash or merge on is a nested loop, which
+    /// gives the page's rows in the page's order; the statement has no outer `ORDER BY` to say so
+    /// (its sort doubled the server's time for a page of 1000 rows), so the rows are checked here
+    /// as they come and sorted only if they ever come out of order.
+    func gatedPage(_ statement: CompiledStatement, type: Int64) async throws -> (generation: Int64?, rows: [StoredItem]) {
+        let query = PostgresQuery(
+            unsafeSQL:
+                "SELECT p.generation, r.* FROM coffer_profiles p LEFT JOIN LATERAL (\(statement.sql)) r ON true WHERE p.number = \(tables.number)",
+            binds: Self.bindings(statement.arguments))
+        var generation: Int64?
+        var out = [StoredItem]()
+        var ordered = true
+        for try await (current, id, name, value, expiry) in try await connection.query(query, logger: logger).decode(
+            (Int64, Int64?, Data?, Data?, Int64?).self)
+        {
+            generation = current
+            guard let id, let name, let value else { continue }
+            if let last = out.last, last.rowid > id { ordered = false }
+            out.append(StoredItem(rowid: id, type: type, name: name, sealed: value, expiry: expiry))
+        }
+        if !ordered { out.sort { $0.rowid < $1.rowid } }
+        return (generation, out)
+    }
+
+    /// A compiled count (`SELECT COUNT(*) FROM …`) with the profile's key generation read in the
+    /// same statement (nil when the profile is gone): an aggregate gives its row even when nothing
+    /// matches, so the generation rides on that row as a scalar subquery. (The count nested whole
+    /// as a second scalar subquery cost about a tenth of `count_all`'s rate.)
+    func gatedCount(_ statement: CompiledStatement) async throws -> (generation: Int64?, count: Int64) {
+        let head = "SELECT COUNT(*) "
+        let generation = "(SELECT generation FROM coffer_profiles WHERE number = \(tables.number))"
+        let sql =
+            statement.sql.hasPrefix(head)
+            ? "SELECT \(generation), COUNT(*) " + statement.sql.dropFirst(head.count)
+            : "SELECT \(generation), (\(statement.sql))"
+        let query = PostgresQuery(unsafeSQL: sql, binds: Self.bindings(statement.arguments))
+        for try await row in try await connection.query(query, logger: logger).decode((Int64?, Int64?).self) {
+            return (row.0, row.1 ?? 0)
+        }
+        return (nil, 0)
+    }
+
     func integers(_ statement: CompiledStatement) async throws -> [Int64] {
         let query = PostgresQuery(unsafeSQL: statement.sql, binds: Self.bindings(statement.arguments))
         for try await row in try await connection.query(query, logger: logger) {
@@ -410,9 +454,12 @@ struct PostgresRows: WalletStorageTransaction {
 /// it, and one committed before it fails it with ``WalletError/wrongKey(_:)`` before its body
 /// runs, so nothing it writes is sealed under a key the profile no longer has. A `read` is one
 /// snapshot (REPEATABLE READ READ ONLY) whose first statement confirms the profile is still at the
-/// generation of the key held (``gates``), else it fails as the gate would. A transaction the server fails on a conflict (40001,
-/// 40P01) is rolled back and run again, whole. Inside a `PostgresWallet` transaction (its store
-/// pinned to a connection) both join that transaction instead of opening one.
+/// generation of the key held (``gates``), else it fails as the gate would. A transaction the
+/// server fails on a conflict (SQLSTATE 40001 or 40P01) is rolled back and run again, whole: the
+/// retry is ``PostgresStore/withConnection(_:)``'s, which runs the whole transaction again (up to
+/// ``PostgresStore/retries`` times) when its body throws one of those retryable SQLSTATEs. Inside
+/// a `PostgresWallet` transaction (its store pinned to a connection) both join that transaction
+/// instead of opening one, and nothing is retried there (the caller's transaction fails whole).
 struct PostgresWalletStorage: WalletStorage {
     let store: PostgresStore
     /// The gates of the profiles this storage may write, by profile number: the generation of

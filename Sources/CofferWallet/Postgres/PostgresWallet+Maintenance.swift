@@ -112,9 +112,9 @@ extension PostgresWallet {
         var after: Int64 = 0
         while true {
             let statement = search.pageStatement(plan, after: after, limit: Self.candidateBatch, descending: false, now: now, expiry: true)
-            let rows = try await pageRows(statement, type: t, keys: keys)
-            // Nothing at all: a reader whose key was rotated away finds nothing too.
-            if rows.isEmpty && after == 0 { try await confirmEmpty(held.gate) }
+            // The page reads the profile's generation too: a reader whose key was rotated away
+            // (it would find nothing) gets wrongKey.
+            let rows = try await pageRows(statement, type: t, keys: keys, gate: held.gate)
             for row in rows {
                 try body(
                     row,

@@ -66,28 +66,15 @@ extension PostgresWallet: KeyWallet, KeyHolder {
 
     func readReservedBytes(type: String, id: String) async throws -> SecretKey?? {
         try await call {
-            let held = sealing
-            let keys = held.keys
-            guard let live = try await liveRow(type: type, id: id, held) else { return nil }
-            let contents = try RecordCodec.open(
-                live.row.sealed, typeBlind: live.typeBlind, idBlind: live.idBlind, expiry: live.row.expiry, keys: keys,
-                expectedType: type, value: .bytes)
-            try RecordCodec.checkSealedID(contents.id, id)
+            guard let contents = try await openLive(type: type, id: id, value: .bytes) else { return nil }
             return .some(contents.valueBytes)
         }
     }
 
     func containsReserved(type: String, id: String) async throws -> Bool {
         try await call {
-            let held = sealing
-            let keys = held.keys
-            guard let live = try await liveRow(type: type, id: id, held) else { return false }
             // Opened (authenticated, its id checked), its value not decoded.
-            let contents = try RecordCodec.open(
-                live.row.sealed, typeBlind: live.typeBlind, idBlind: live.idBlind, expiry: live.row.expiry, keys: keys,
-                expectedType: type, value: .skipped)
-            try RecordCodec.checkSealedID(contents.id, id)
-            return true
+            try await openLive(type: type, id: id, value: .skipped) != nil
         }
     }
 

@@ -332,15 +332,25 @@ public final class PostgresWallet: Sendable {
         try await run {
             try Validate.type(type)
             try Validate.id(id)
-            let held = sealing
-            let keys = held.keys
-            guard let live = try await liveRow(type: type, id: id, held) else { return nil }
-            let contents = try RecordCodec.open(
-                live.row.sealed, typeBlind: live.typeBlind, idBlind: live.idBlind, expiry: live.row.expiry, keys: keys,
-                expectedType: type, value: options.retrieveValue ? .text : .skipped)
-            try RecordCodec.checkSealedID(contents.id, id)
+            guard let contents = try await openLive(type: type, id: id, value: options.retrieveValue ? .text : .skipped) else {
+                return nil
+            }
             return RecordStore.record(contents, type: type, options: options)
         }
+    }
+
+    /// The live record of `type` and `id` opened under the keys this wallet holds (its value read
+    /// as `value` says) after checking the id sealed in it; nil when there is none. What `fetch`,
+    /// `readReservedBytes` and `containsReserved` share (`readReservedSecret` opens the value
+    /// into a ``SecretKey`` instead).
+    func openLive(type: String, id: String, value: RecordCodec.ValueMode) async throws -> RecordCodec.Contents? {
+        let held = sealing
+        guard let live = try await liveRow(type: type, id: id, held) else { return nil }
+        let contents = try RecordCodec.open(
+            live.row.sealed, typeBlind: live.typeBlind, idBlind: live.idBlind, expiry: live.row.expiry, keys: held.keys,
+            expectedType: type, value: value)
+        try RecordCodec.checkSealedID(contents.id, id)
+        return contents
     }
 
     /// The row of `type` and `id` unless it expired, with the blind indexes it was found under
@@ -486,25 +496,31 @@ public final class PostgresWallet: Sendable {
     }
 
     /// The rows a compiled page statement selects, on this wallet's connection (its transaction's,
-    /// inside one), through the storage seam's PostgreSQL rows.
-    func pageRows(_ statement: CompiledStatement, type: Int64, keys: WalletKeys) async throws -> [StoredItem] {
-        try await store.withConnection { connection in
-            try await PostgresRows(connection: connection, tables: keys.tables).page(statement, type: type)
+    /// inside one), through the storage seam's PostgreSQL rows. The same statement reads the
+    /// profile's key generation, even when it finds nothing (``PostgresRows/gatedPage(_:type:)``):
+    /// a reader whose key was rotated away since `gate` was read (its blinds match no row) gets
+    /// what ``PostgresStore/gateClosed(_:)`` says, not an empty page, with no second round trip.
+    /// `gate` goes with `keys` (the same ``Sealing``); nil: this wallet's gate now.
+    func pageRows(_ statement: CompiledStatement, type: Int64, keys: WalletKeys, gate: ProfileGate? = nil) async throws
+        -> [StoredItem]
+    {
+        let gate = gate ?? sealing.gate
+        let (generation, rows) = try await store.withConnection { connection in
+            try await PostgresRows(connection: connection, tables: keys.tables).gatedPage(statement, type: type)
         }
+        try PostgresStore.confirm(gate, current: generation)
+        return rows
     }
 
-    /// The count a compiled count statement selects (see ``pageRows(_:type:keys:)``).
-    func countRows(_ statement: CompiledStatement, keys: WalletKeys) async throws -> Int {
-        try await store.withConnection { connection in
-            Int(try await PostgresRows(connection: connection, tables: keys.tables).integers(statement).first ?? 0)
+    /// The count a compiled count statement selects, checked against `gate` in the same
+    /// statement (see ``pageRows(_:type:keys:gate:)``).
+    func countRows(_ statement: CompiledStatement, keys: WalletKeys, gate: ProfileGate? = nil) async throws -> Int {
+        let gate = gate ?? sealing.gate
+        let (generation, count) = try await store.withConnection { connection in
+            try await PostgresRows(connection: connection, tables: keys.tables).gatedCount(statement)
         }
-    }
-
-    /// After a search or count that found nothing: a reader whose key was rotated away finds
-    /// nothing too (every blind changed), so the empty answer stands only once the profile's
-    /// generation is confirmed to be the one `gate` holds; else this throws what the gate would.
-    func confirmEmpty(_ gate: ProfileGate) async throws {
-        try await store.confirmCurrent(gate)
+        try PostgresStore.confirm(gate, current: generation)
+        return Int(count)
     }
 
     /// The row id a position token names, after checking it was sealed for this profile and type.
@@ -540,7 +556,7 @@ public final class PostgresWallet: Sendable {
             while records.count < limit {
                 let statement = search.pageStatement(
                     plan, after: after, limit: batch, descending: false, now: unixMillis(Date()), expiry: true)
-                let rows = try await pageRows(statement, type: t, keys: keys)
+                let rows = try await pageRows(statement, type: t, keys: keys, gate: held.gate)
                 for row in rows {
                     let contents = try RecordCodec.open(
                         row.sealed, typeBlind: tb, idBlind: row.name, expiry: row.expiry, keys: keys, expectedType: type,
@@ -552,7 +568,6 @@ public final class PostgresWallet: Sendable {
                     }
                 }
                 if rows.count < batch && (records.count < limit || rows.last?.rowid == after) {
-                    if records.isEmpty { try await confirmEmpty(held.gate) }
                     return PostgresSearchPage(records: records, next: nil)
                 }
             }
@@ -568,9 +583,8 @@ public final class PostgresWallet: Sendable {
             let held = sealing
             let (search, plan) = try compiled(type: type, query: query, keys: held.keys)
             if search.exact {
-                let total = try await countRows(search.countStatement(plan, now: unixMillis(Date()), expiry: true), keys: held.keys)
-                if total == 0 { try await confirmEmpty(held.gate) }
-                return total
+                return try await countRows(
+                    search.countStatement(plan, now: unixMillis(Date()), expiry: true), keys: held.keys, gate: held.gate)
             }
             var total = 0
             try await forEachCandidate(type: type, query: query, value: .skipped) { if query.matches($1.tags) { total += 1 } }
