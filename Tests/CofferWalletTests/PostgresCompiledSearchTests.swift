@@ -45,7 +45,8 @@ extension PostgresWalletTests {
             (#"{"~seq":{"$regex":"^00[12]$"}}"#, ["a", "b"]),
         ]
 
-        @Test("a search's page is the compiler's postgres statement: the shared tables, the profile's number bound, the index's value prefix")
+        @Test(
+            "a search's page is the compiler's postgres statement: the shared tables, the profile's number bound, the index's value prefix")
         func compiledStatement() async throws {
             let (alice, bob) = try await Self.twoProfiles("compiled")
             defer {
@@ -65,7 +66,8 @@ extension PostgresWalletTests {
             // The statement runs as it is through the seam's rows, and finds what the search finds.
             let rows = try await alice.pageRows(statement, type: BlindColumn.value(keys.typeBlind("cred")), keys: keys)
             #expect(rows.count == 1)
-            #expect(try await PostgresTesting.all(alice, type: "cred", query: WalletQuery(json: #"{"schema":"s1","issuer":"i1"}"#)) == ["a"])
+            #expect(
+                try await PostgresTesting.all(alice, type: "cred", query: WalletQuery(json: #"{"schema":"s1","issuer":"i1"}"#)) == ["a"])
             let count = search.countStatement(plan, now: 0, expiry: true)
             #expect(count.sql.hasPrefix("SELECT COUNT(*) FROM coffer_tags d"), "\(count.sql)")
             #expect(try await alice.countRows(count, keys: keys) == 1)
