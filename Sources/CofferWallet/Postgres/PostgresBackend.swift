@@ -239,6 +239,9 @@ final class PostgresLeaseGauge: Sendable {
     /// How many open connections are readied.
     var warmedCount: Int { state.withLock { $0.warmed.count } }
 
+    /// Whether no call holds or waits for a connection.
+    var isIdle: Bool { state.withLock { $0.calls == 0 } }
+
     /// Claims a leased (and ``saw(_:)``) connection for readying: true when none readied it
     /// yet; ``unclaim(_:)`` gives it back when readying failed.
     func claim(_ connection: PostgresConnection) -> Bool {
@@ -1031,13 +1034,15 @@ extension PostgresStore {
     /// its first requests.
     ///
     /// The `count` leases are held at once (the pool opens what it lacks, up to its maximum), so
-    /// each is a different connection; one readied before is passed over. Best effort within
-    /// `bound`: a connection the pool cannot give by then (another caller holds it) is left to
-    /// its first call, and a statement that fails leaves its connection unreadied. Nothing is
-    /// written.
+    /// each is a different connection; one readied before is passed over. Only while no other
+    /// call of the process uses the pool (readying holds its connections until all arrive, which
+    /// would keep busy callers waiting), and best effort within `bound` (at most 2 s): a
+    /// connection the pool cannot give by then is left to its first call, and a statement that
+    /// fails leaves its connection unreadied. Nothing is written.
     func warm(connections count: Int, within bound: Duration) async {
         let count = min(count, settings.maxConnections)
-        guard count > 0, pinned == nil, gauge.warmedCount < count else { return }
+        guard count > 0, pinned == nil, gauge.warmedCount < count, gauge.isIdle else { return }
+        let bound = min(bound, .seconds(2))
         let arrivals = PostgresArrivals(expected: count)
         let gauge = self.gauge
         let prepared = settings.preparedStatements

@@ -175,9 +175,9 @@ public final class PostgresWallet: Sendable {
     /// connections are open and readied: each has run the statements of a point read, a replace
     /// and a delete once (matching nothing), so the first calls do not pay their statements'
     /// first run on a new connection. A process's later opens on the same settings find them
-    /// readied and do not wait. Readying is best effort within
-    /// ``PostgresSettings/connectTimeout``: connections another caller holds are left to their
-    /// first call.
+    /// readied and do not wait. Readying is best effort, within ``PostgresSettings/connectTimeout``
+    /// and at most 2 s, and only while no other call of the process is using the pool: a
+    /// connection it could not ready is left to its first call.
     /// - Throws: ``WalletError/walletMissing(path:)`` when there is no such profile,
     ///   ``WalletError/wrongKey(_:)`` when `key` does not open it.
     public static func open(
