@@ -245,6 +245,30 @@ struct PostgresWalletTests {
         #expect(rows == 1)
     }
 
+    @Test("a write whose tag rows the server refuses after the record's row throws and keeps nothing")
+    func tagRowErrorAfterTheRow() async throws {
+        let settings = try PostgresTesting.settings("tagerror")
+        let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.add(type: "t", id: "kept", value: "old", tags: ["a": "1"])
+        // From outside: every new tag row is refused. The statements report it after their row.
+        _ = try await wallet.store.withConnection { connection in
+            try await connection.query(
+                "ALTER TABLE coffer_tags ADD CONSTRAINT refuse_new CHECK (false) NOT VALID", logger: PostgresStore.logger)
+        }
+        await #expect(throws: WalletError.self) { try await wallet.add(type: "t", id: "new", value: "v", tags: ["a": "2"]) }
+        await #expect(throws: WalletError.self) {
+            try await wallet.addAll([(type: "t", id: "many", value: "v", tags: ["a": "3"])])
+        }
+        await #expect(throws: WalletError.self) { try await wallet.updateTags(type: "t", id: "kept", tags: ["b": "2"]) }
+        _ = try await wallet.store.withConnection { connection in
+            try await connection.query("ALTER TABLE coffer_tags DROP CONSTRAINT refuse_new", logger: PostgresStore.logger)
+        }
+        #expect(try await wallet.fetch(type: "t", id: "new") == nil)
+        #expect(try await wallet.fetch(type: "t", id: "many") == nil)
+        #expect(try await wallet.fetch(type: "t", id: "kept")?.tags == ["a": "1"])
+    }
+
     @Test("a database of a newer format is refused")
     func newerFormat() async throws {
         let settings = try PostgresTesting.settings("format")
