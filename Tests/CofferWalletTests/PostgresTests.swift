@@ -251,7 +251,8 @@ struct PostgresWalletTests {
         let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
         defer { wallet.close() }
         try await wallet.add(type: "t", id: "kept", value: "old", tags: ["a": "1"])
-        // From outside: every new tag row is refused. The statements report it after their row.
+        // From outside: every new tag row is refused, in the CTE that writes the tag rows after the
+        // record's row (PostgreSQL runs such a statement whole before it sends a row: the error comes first).
         _ = try await wallet.store.withConnection { connection in
             try await connection.query(
                 "ALTER TABLE coffer_tags ADD CONSTRAINT refuse_new CHECK (false) NOT VALID", logger: PostgresStore.logger)
