@@ -231,6 +231,31 @@ package enum PostgresTestServer {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
+    /// Turns TLS on (`on`) or off for new connections, with `certificate` and `key` (PEM files)
+    /// copied into the cluster as its `server.crt` and `server.key` (owned by the server's
+    /// account, owner-only, as PostgreSQL requires). Connections without TLS stay allowed.
+    package static func setTLS(_ on: Bool, certificate: String? = nil, key: String? = nil) throws {
+        let endpoint = try endpoint()
+        if let certificate, let key {
+            for (source, name, mode) in [(certificate, "server.crt", 0o644), (key, "server.key", 0o600)] {
+                let target = endpoint.dataFolder + "/" + name
+                TemporaryFolders.removeTree(target)
+                try FileManager.default.copyItem(atPath: source, toPath: target)
+                if let account = serverAccount, let entry = getpwnam(account) {
+                    _ = chown(target, entry.pointee.pw_uid, entry.pointee.pw_gid)
+                }
+                _ = chmod(target, mode_t(mode))
+            }
+        }
+        for statement in [on ? "ALTER SYSTEM SET ssl = on" : "ALTER SYSTEM RESET ssl", "SELECT pg_reload_conf()"] {
+            try runProcessBlocking(
+                URL(fileURLWithPath: endpoint.binFolder + "/psql"),
+                ["-h", endpoint.socketFolder, "-p", "\(endpoint.port)", "-U", endpoint.user, "-d", "postgres", "-XAtc", statement],
+                within: .seconds(60)
+            ).checked(statement)
+        }
+    }
+
     /// Creates a database of its own for one test (so tests never share rows) and returns its name.
     package static func makeDatabase(_ label: String = "t") throws -> String {
         let endpoint = try endpoint()

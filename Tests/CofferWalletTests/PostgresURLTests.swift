@@ -108,9 +108,18 @@ struct PostgresURLTests {
         for mode in PostgresURL.TLSMode.allCases {
             #expect(try PostgresURL("postgres://a:b@h/db?sslmode=\(mode.rawValue)").tlsMode == mode)
         }
-        let message = Self.message("postgres://a:b@h/db?sslmode=verify-ca")
-        #expect(message?.contains("sslmode must be one of disable, prefer, require, verify-full") == true)
-        #expect(message?.contains("verify-ca") == true)
+        let message = Self.message("postgres://a:b@h/db?sslmode=allow")
+        #expect(message?.contains("sslmode must be one of disable, prefer, require, verify-ca, verify-full") == true)
+        #expect(message?.contains("\"allow\"") == true)
+    }
+
+    @Test("sslrootcert names a file of authorities: percent-decoded, shown in the description and parsed back; empty is refused")
+    func rootCertificates() throws {
+        let url = try PostgresURL("postgres://a:b@h/db?sslmode=verify-full&sslrootcert=%2Fetc%2Fssl%2Frds%20ca.pem")
+        #expect(url.rootCertificates == "/etc/ssl/rds ca.pem")
+        #expect(try PostgresURL(url.description.replacingOccurrences(of: ":***", with: ":b")) == url)
+        #expect(try PostgresURL("postgres://a:b@h/db").rootCertificates == nil)
+        #expect(Self.message("postgres://a:b@h/db?sslrootcert=")?.contains("sslrootcert is empty") == true)
     }
 
     @Test("the scheme must be postgres:// or postgresql://")

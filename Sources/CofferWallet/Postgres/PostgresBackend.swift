@@ -15,12 +15,15 @@ public struct PostgresSettings: Sendable, Hashable {
     public enum TLSMode: String, Sendable, Hashable {
         /// No TLS.
         case disable
-        /// TLS when the server offers it, else plain.
+        /// TLS when the server offers it, else plain; the certificate is not checked (libpq's `prefer`).
         case prefer
         /// TLS or no connection, without checking the server's certificate (libpq's `require`).
         case require
-        /// TLS or no connection, and the server's certificate must chain to one of the system's
-        /// trusted roots and name the host (libpq's `verify-full`).
+        /// TLS or no connection, and the server's certificate must chain to a trusted root (the
+        /// system's, or ``PostgresSettings/rootCertificates``), whatever host it names (libpq's `verify-ca`).
+        case verifyCA
+        /// TLS or no connection, and the server's certificate must chain to a trusted root (the
+        /// system's, or ``PostgresSettings/rootCertificates``) and name the host (libpq's `verify-full`).
         case verifyFull
     }
 
@@ -36,6 +39,10 @@ public struct PostgresSettings: Sendable, Hashable {
     public var database: String
     /// TLS (`sslmode`).
     public var tls: TLSMode
+    /// A PEM file of the certificate authorities the server's certificate must chain to, in place
+    /// of the system's roots (`sslrootcert`; nil: the system's). With it, ``TLSMode/require``
+    /// checks the chain as ``TLSMode/verifyCA`` does, as libpq does when it finds a root file.
+    public var rootCertificates: String?
     /// Most connections the process's shared client opens to this server (all profiles share them).
     public var maxConnections: Int
     /// How many connections the shared client opens as soon as it starts and keeps open, even idle
@@ -65,8 +72,9 @@ public struct PostgresSettings: Sendable, Hashable {
         maxConnections: Int = PostgresURL.defaultMaxConnections, connectTimeout: Duration = .seconds(10),
         idleTimeout: Duration = .seconds(60),
         leaseTimeout: Duration = .seconds(30), keepAlive: Duration? = .seconds(30), preparedStatements: Bool = true,
-        minConnections: Int = 0
+        minConnections: Int = 0, rootCertificates: String? = nil
     ) {
+        self.rootCertificates = rootCertificates
         self.host = host
         self.port = port
         self.user = user
@@ -92,27 +100,51 @@ public struct PostgresSettings: Sendable, Hashable {
         case .disable: tls = .disable
         case .prefer: tls = .prefer
         case .require: tls = .require
+        case .verifyCA: tls = .verifyCA
         case .verifyFull: tls = .verifyFull
         }
         self.init(
             host: url.host, port: url.port, user: url.user, password: url.password, database: url.database, tls: tls,
             maxConnections: url.maxConnections, connectTimeout: .seconds(url.connectTimeout), idleTimeout: .seconds(url.idleTimeout),
-            preparedStatements: url.preparedStatements, minConnections: url.minConnections)
+            preparedStatements: url.preparedStatements, minConnections: url.minConnections, rootCertificates: url.rootCertificates)
     }
 
     /// `host:port/database`, for messages (never the password).
     var label: String { "postgres://\(user)@\(host):\(port)/\(database)" }
 
-    var clientConfiguration: PostgresClient.Configuration {
-        let tlsConfiguration: PostgresClient.Configuration.TLS
+    /// The TLS settings of ``tls`` (nil: no TLS): what the certificate must be, libpq's way.
+    var tlsConfiguration: TLSConfiguration? {
+        var configuration = TLSConfiguration.makeClientConfiguration()
         switch tls {
-        case .disable: tlsConfiguration = .disable
-        case .prefer: tlsConfiguration = .prefer(.makeClientConfiguration())
-        case .require:
-            var unverified = TLSConfiguration.makeClientConfiguration()
-            unverified.certificateVerification = .none
-            tlsConfiguration = .require(unverified)
-        case .verifyFull: tlsConfiguration = .require(.makeClientConfiguration())
+        case .disable: return nil
+        case .prefer: configuration.certificateVerification = .none
+        case .require: configuration.certificateVerification = rootCertificates == nil ? .none : .noHostnameVerification
+        case .verifyCA: configuration.certificateVerification = .noHostnameVerification
+        case .verifyFull: configuration.certificateVerification = .fullVerification
+        }
+        if let rootCertificates { configuration.trustRoots = .file(rootCertificates) }
+        return configuration
+    }
+
+    /// One connection's settings (outside the pool: the live-query listener, and the check of a
+    /// server no pooled connection reaches): the pool's server, login, database, TLS and connect timeout.
+    func connectionConfiguration() throws -> PostgresConnection.Configuration {
+        var tls = PostgresConnection.Configuration.TLS.disable
+        if let configuration = tlsConfiguration {
+            let context = try NIOSSLContext(configuration: configuration)
+            tls = self.tls == .prefer ? .prefer(context) : .require(context)
+        }
+        var configuration = PostgresConnection.Configuration(
+            host: host, port: port, username: user, password: password, database: database, tls: tls)
+        let (seconds, attoseconds) = connectTimeout.components
+        configuration.options.connectTimeout = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        return configuration
+    }
+
+    var clientConfiguration: PostgresClient.Configuration {
+        var tlsConfiguration = PostgresClient.Configuration.TLS.disable
+        if let configuration = self.tlsConfiguration {
+            tlsConfiguration = tls == .prefer ? .prefer(configuration) : .require(configuration)
         }
         var configuration = PostgresClient.Configuration(
             host: host, port: port, username: user, password: password, database: database, tls: tlsConfiguration)
@@ -205,6 +237,8 @@ final class PostgresLeaseGauge: Sendable {
         var warmed = Set<PostgresConnection.ID>()
         var calls = 0
         var leases = 0
+        var granted = 0
+        var diagnosing = false
     }
     private let state = Locked(State())
 
@@ -224,10 +258,30 @@ final class PostgresLeaseGauge: Sendable {
     /// Counts a call out.
     func leave() { state.withLock { $0.calls -= 1 } }
 
+    /// How many leases the pool has granted so far (a call waiting while this does not move
+    /// waits on a pool that makes no progress).
+    var granted: Int { state.withLock { $0.granted } }
+
+    /// Starts the one check of the server at a time: false when another call is checking.
+    func startDiagnosis() -> Bool {
+        state.withLock { state in
+            defer { state.diagnosing = true }
+            return !state.diagnosing
+        }
+    }
+
+    /// Ends the check ``startDiagnosis()`` started.
+    func endDiagnosis() { state.withLock { $0.diagnosing = false } }
+
     /// Notes a leased connection as open, until it closes.
     func saw(_ connection: PostgresConnection) {
         let id = connection.id
-        guard state.withLock({ $0.open.insert(id).inserted }) else { return }
+        guard
+            state.withLock({
+                $0.granted += 1
+                return $0.open.insert(id).inserted
+            })
+        else { return }
         connection.closeFuture.whenComplete { [state] _ in
             state.withLock {
                 $0.open.remove(id)
@@ -250,6 +304,18 @@ final class PostgresLeaseGauge: Sendable {
 
     /// Marks a claimed connection as not readied.
     func unclaim(_ connection: PostgresConnection) { state.withLock { _ = $0.warmed.remove(connection.id) } }
+}
+
+/// What ends a wait for a pooled connection first (``PostgresStore``'s lease).
+private enum LeaseEvent<R: Sendable>: Sendable {
+    /// The call ran on a leased connection.
+    case leased(R)
+    /// The lease timeout passed.
+    case timedOut
+    /// The server accepted a connection of its own, or no check was made: keep waiting.
+    case reachable
+    /// The server cannot be reached, or refused the login or database.
+    case unreachable(WalletError)
 }
 
 /// A row of `coffer_items` as the wallet reads it.
@@ -394,25 +460,44 @@ struct PostgresStore: Sendable {
         let settings = self.settings
         // The lease waits in the pool's queue; a call that finds no free connection in time
         // fails with a clear error instead of waiting forever (and its request leaves the queue).
+        // The pool retries a server it cannot reach without saying why, so a call still waiting
+        // after `diagnosisDelay` while no call of the process got a connection meanwhile connects
+        // once by itself (one such check at a time): a refused connection, login or database
+        // fails the call at once with the server's own reason.
         let leasedAt = Locked<Bool>(false)
-        return try await withThrowingTaskGroup(of: R?.self) { group in
+        let grantedBefore = gauge.granted
+        return try await withThrowingTaskGroup(of: LeaseEvent<R>.self) { group in
             group.addTask {
-                try await client.withConnection { connection in
-                    leasedAt.withLock { $0 = true }
-                    gauge.saw(connection)
-                    return try await body(connection)
-                }
+                .leased(
+                    try await client.withConnection { connection in
+                        leasedAt.withLock { $0 = true }
+                        gauge.saw(connection)
+                        return try await body(connection)
+                    })
             }
             group.addTask {
                 try? await Task.sleep(for: bound)
-                return nil
+                return .timedOut
+            }
+            group.addTask {
+                try? await Task.sleep(for: min(Self.diagnosisDelay, bound))
+                guard !Task.isCancelled, gauge.granted == grantedBefore, gauge.startDiagnosis() else { return .reachable }
+                defer { gauge.endDiagnosis() }
+                if let error = await Self.unreachable(settings) { return .unreachable(error) }
+                return .reachable
             }
             while let next = try await group.next() {
-                if let value = next {
+                switch next {
+                case .leased(let value):
                     group.cancelAll()
                     return value
-                }
-                if !leasedAt.withLock({ $0 }) {
+                case .reachable: continue
+                case .unreachable(let error):
+                    guard !leasedAt.withLock({ $0 }) else { continue }
+                    group.cancelAll()
+                    throw error
+                case .timedOut:
+                    guard !leasedAt.withLock({ $0 }) else { continue }
                     group.cancelAll()
                     throw WalletError.storage(
                         "no PostgreSQL connection to \(settings.label) became free within \(bound) (the pool has \(settings.maxConnections)); nothing was written: retry later, or raise max_connections",
@@ -420,6 +505,24 @@ struct PostgresStore: Sendable {
                 }
             }
             throw WalletError.storage("the PostgreSQL call to \(settings.label) was cancelled", cause: StorageCause(posix: .ECANCELED))
+        }
+    }
+
+    /// How long a call waits for a pooled connection, while no call of the process gets one,
+    /// before it checks the server with a connection of its own.
+    static let diagnosisDelay: Duration = .seconds(1)
+
+    /// Why no connection to the server of `settings` can be opened (refused, unreachable, the
+    /// login or the database refused, TLS failed), or nil when one opens (it is closed again):
+    /// the pool is then only busy.
+    static func unreachable(_ settings: PostgresSettings) async -> WalletError? {
+        do {
+            let connection = try await PostgresConnection.connect(
+                configuration: try settings.connectionConfiguration(), id: 0, logger: logger)
+            try? await connection.close()
+            return nil
+        } catch {
+            return map(error, settings: settings)
         }
     }
 
@@ -473,7 +576,8 @@ struct PostgresStore: Sendable {
         }
         switch error.code {
         case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection, .poolClosed:
-            return unavailable(settings, "\(error.code)")
+            // The socket's own reason (connection refused, no route, TLS refused) when there is one.
+            return unavailable(settings, error.underlying.map { "\(error.code): \(String(describing: $0))" } ?? "\(error.code)")
         default:
             return .storage("PostgreSQL at \(settings.label) failed: \(error.code)")
         }

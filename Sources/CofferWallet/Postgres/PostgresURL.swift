@@ -6,7 +6,7 @@ import CofferSync
 import Foundation
 
 /// A PostgreSQL wallet's connection settings, parsed from
-/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…&max_connections=N&min_connections=N&connect_timeout=S&idle_timeout=S&prepared_statements=on|off]`
+/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…&sslrootcert=PATH&max_connections=N&min_connections=N&connect_timeout=S&idle_timeout=S&prepared_statements=on|off]`
 /// (the scheme `postgresql://` too).
 ///
 /// The user name, password and database name are percent-decoded (write `@` as `%40`, `/` as
@@ -18,10 +18,15 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
     public enum TLSMode: String, Sendable, Hashable, CaseIterable {
         /// No TLS: everything, the password's proof included, crosses the network in the clear.
         case disable
-        /// TLS when the server offers it, else plain text (libpq's default).
+        /// TLS when the server offers it, else plain text, without checking the server's
+        /// certificate (libpq's default).
         case prefer
-        /// TLS always, without checking the server's certificate.
+        /// TLS always, without checking the server's certificate (unless ``PostgresURL/rootCertificates``
+        /// is set: then the certificate must chain to it, as libpq does when a root file is given).
         case require
+        /// TLS always, and the server's certificate must chain to a trusted root (the system's, or
+        /// ``PostgresURL/rootCertificates``); its host name is not checked.
+        case verifyCA = "verify-ca"
         /// TLS always, and the server's certificate must chain to a trusted root and name the host.
         case verifyFull = "verify-full"
     }
@@ -56,6 +61,10 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
     public var database: String
     /// How the connection uses TLS.
     public var tlsMode: TLSMode
+    /// A PEM file of the certificate authorities the server's certificate must chain to, in place
+    /// of the system's roots (the URL's `sslrootcert`, as libpq's; nil: the system's). With it,
+    /// `sslmode=require` checks the chain as `verify-ca` does.
+    public var rootCertificates: String?
     /// The most connections the process's pool opens to the server, shared by every profile.
     public var maxConnections: Int
     /// How many connections the pool opens as soon as the wallet opens and keeps open while it is
@@ -179,6 +188,7 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
             maxConnections: settings.maxConnections, connectTimeout: settings.connectTimeout, idleTimeout: settings.idleTimeout,
             minConnections: settings.minConnections)
         preparedStatements = settings.preparedStatements
+        rootCertificates = settings.rootCertificates
     }
 
     /// The URL with every setting spelt out (`min_connections` only when not 0,
@@ -190,6 +200,7 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
         let hostText = host.contains(":") ? "[\(host)]" : host
         return "postgres://\(userinfo)@\(hostText):\(port)/\(Self.encode(database))?sslmode=\(tlsMode.rawValue)"
             + "&max_connections=\(maxConnections)" + (minConnections == 0 ? "" : "&min_connections=\(minConnections)")
+            + (rootCertificates.map { "&sslrootcert=\(Self.encode($0))" } ?? "")
             + "&connect_timeout=\(connectTimeout)&idle_timeout=\(idleTimeout)"
             + (preparedStatements ? "" : "&prepared_statements=off")
     }
@@ -203,7 +214,8 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
             self,
             children: [
                 "user": user, "password": password == nil ? "nil" : "***", "host": host, "port": port, "database": database,
-                "tlsMode": tlsMode, "maxConnections": maxConnections, "minConnections": minConnections, "connectTimeout": connectTimeout,
+                "tlsMode": tlsMode, "rootCertificates": rootCertificates ?? "nil", "maxConnections": maxConnections,
+                "minConnections": minConnections, "connectTimeout": connectTimeout,
                 "idleTimeout": idleTimeout,
                 "preparedStatements": preparedStatements,
             ], displayStyle: .struct)
@@ -219,9 +231,10 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
         var connectTimeout = PostgresURL.defaultConnectTimeout
         var idleTimeout = PostgresURL.defaultIdleTimeout
         var preparedStatements = true
+        var rootCertificates: String?
 
         static let names = [
-            "sslmode", "max_connections", "min_connections", "connect_timeout", "idle_timeout", "prepared_statements",
+            "sslmode", "sslrootcert", "max_connections", "min_connections", "connect_timeout", "idle_timeout", "prepared_statements",
         ]
 
         mutating func parse(_ query: Substring) throws {
@@ -245,6 +258,11 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
                         )
                     }
                     tlsMode = mode
+                case "sslrootcert":
+                    guard !value.isEmpty else {
+                        throw PostgresURL.error("sslrootcert is empty: name a PEM file of certificate authorities")
+                    }
+                    rootCertificates = value
                 case "max_connections":
                     maxConnections = try Self.integer(value, name: name, range: 1...PostgresURL.maxConnectionsLimit)
                 case "min_connections":

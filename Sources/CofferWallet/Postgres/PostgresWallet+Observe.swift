@@ -451,7 +451,7 @@ final class PostgresListener: Sendable {
         var delay: Duration = .milliseconds(100)
         while !Task.isCancelled {
             if let connection = try? await PostgresConnection.connect(
-                configuration: try connectionConfiguration(), id: 0, logger: PostgresStore.logger)
+                configuration: try settings.connectionConfiguration(), id: 0, logger: PostgresStore.logger)
             {
                 guard adopt(connection, generation) else {
                     try? await connection.close()
@@ -474,26 +474,6 @@ final class PostgresListener: Sendable {
             try? await Task.sleep(for: delay)
             delay = min(delay * 2, .seconds(5))
         }
-    }
-
-    /// The listening connection's settings: the pool's server, login, database and TLS.
-    private func connectionConfiguration() throws -> PostgresConnection.Configuration {
-        let tls: PostgresConnection.Configuration.TLS
-        switch settings.tls {
-        case .disable: tls = .disable
-        case .prefer: tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
-        case .require:
-            var unverified = TLSConfiguration.makeClientConfiguration()
-            unverified.certificateVerification = .none
-            tls = .require(try NIOSSLContext(configuration: unverified))
-        case .verifyFull: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
-        }
-        var configuration = PostgresConnection.Configuration(
-            host: settings.host, port: settings.port, username: settings.user, password: settings.password, database: settings.database,
-            tls: tls)
-        let (seconds, attoseconds) = settings.connectTimeout.components
-        configuration.options.connectTimeout = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-        return configuration
     }
 }
 #endif
