@@ -296,28 +296,55 @@ public final class PostgresWallet: Sendable {
         }
     }
 
-    /// Adds many records in one statement per `batchSize` records (an import); a record whose
-    /// type and id exist is refused before anything of its batch is written.
+    /// Adds many records in one statement per `batchSize` records (an import), all in one
+    /// transaction: a record whose type and id exist (or that the list names twice) throws
+    /// ``WalletError/duplicate(type:id:)`` naming it, and none of the records is written.
     public func addAll(_ records: [(type: String, id: String, value: String, tags: WalletTags)], batchSize: Int = 500) async throws {
         try await run {
-            // One key for every batch: a rotation between two batches refuses the later ones.
+            // One key for every batch: a rotation meanwhile refuses the transaction.
             let s = sealing
-            var start = 0
-            while start < records.count {
-                let chunk = records[start..<min(records.count, start + batchSize)]
-                var rows = [(type: Int64, idBlind: Data, sealed: Data, expiry: Int64?, tags: [PostgresTagRow])]()
-                for r in chunk {
-                    rows.append(try Self.insertRow(type: r.type, id: r.id, value: r.value, tags: r.tags, expiry: nil, keys: s.keys))
+            let size = max(batchSize, 1)
+            // The first batch a record of which was already there, when one was.
+            let refused = Locked<Range<Int>?>(nil)
+            do {
+                try await transaction(readOnly: false) { view in
+                    var start = 0
+                    while start < records.count {
+                        let range = start..<min(records.count, start + size)
+                        let rows = try records[range].map {
+                            try Self.insertRow(type: $0.type, id: $0.id, value: $0.value, tags: $0.tags, expiry: nil, keys: s.keys)
+                        }
+                        guard try await view.store.insertMany(gate: s.gate, records: rows) == rows.count else {
+                            refused.withLock { $0 = range }
+                            throw WalletError.storage("a batch of addAll met records already there")
+                        }
+                        start = range.upperBound
+                    }
                 }
-                let inserted = try await store.insertMany(gate: s.gate, records: rows)
-                if inserted != rows.count {
-                    throw WalletError.storage(
-                        "\(rows.count - inserted) of a batch of \(rows.count) records were already in \(label); the others were written")
-                }
-                start += chunk.count
+            } catch {
+                guard let range = refused.withLock({ $0 }) else { throw error }
+                throw try await duplicate(among: records[range], held: s)
             }
             if records.count >= Self.analyzeAfter { try await store.analyze() }
         }
+    }
+
+    /// The error of a batch some record of which was already there (the batch's transaction is
+    /// rolled back): the first record named twice in it, or the first one the wallet holds.
+    private func duplicate(among batch: ArraySlice<(type: String, id: String, value: String, tags: WalletTags)>, held: Sealing)
+        async throws -> WalletError
+    {
+        var seen = Set<[String]>()
+        for r in batch where !seen.insert([r.type, r.id]).inserted { return .duplicate(type: r.type, id: r.id) }
+        for r in batch {
+            let tb = held.keys.typeBlind(r.type)
+            if try await store.locate(gate: held.gate, type: BlindColumn.value(tb), idBlind: held.keys.idBlind(typeBlind: tb, id: r.id))
+                != nil
+            {
+                return .duplicate(type: r.type, id: r.id)
+            }
+        }
+        return .storage("a record of the batch was added by another writer meanwhile; nothing was written: retry")
     }
 
     /// The live record of `type` and `id`.
