@@ -41,7 +41,7 @@ import Testing
 
 /// A completion handler's value, awaited at most `seconds` (a handler never called fails the
 /// test instead of hanging it).
-func completion<T: Sendable>(_ what: String, seconds: Double = 30, _ start: (@escaping @Sendable (T) -> Void) -> Void) async throws -> T {
+func completion<T: Sendable>(_ what: String, seconds: Double = 120, _ start: (@escaping @Sendable (T) -> Void) -> Void) async throws -> T {
     let once = Guarded<CheckedContinuation<T, any Error>?>(nil)
     return try await withCheckedThrowingContinuation { continuation in
         once.withLock { $0 = continuation }

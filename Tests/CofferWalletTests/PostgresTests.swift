@@ -22,13 +22,15 @@ enum PostgresTesting {
     }
 
     /// Settings for a database of its own.
-    static func settings(_ label: String = "t", maxConnections: Int = 8, leaseTimeout: Duration = .seconds(30)) throws
+    /// The bounds are for hangs: a run of the whole suite on two loaded cores has taken over 30 s
+    /// to connect while hundreds of tests start (the tests of timeouts give their own).
+    static func settings(_ label: String = "t", maxConnections: Int = 8, leaseTimeout: Duration = .seconds(120)) throws
         -> PostgresSettings
     {
         let endpoint = try PostgresTestServer.endpoint()
         return PostgresSettings(
             host: endpoint.host, port: endpoint.port, user: endpoint.user, database: try PostgresTestServer.makeDatabase(label),
-            tls: .disable, maxConnections: maxConnections, connectTimeout: .seconds(5), leaseTimeout: leaseTimeout)
+            tls: .disable, maxConnections: maxConnections, connectTimeout: .seconds(30), leaseTimeout: leaseTimeout)
     }
 
     static let key = WalletKey.raw(Data((0..<32).map { UInt8($0) }))
@@ -347,7 +349,8 @@ struct PostgresWalletTests {
         try PostgresTestServer.restart()
         let lastError = Locked<String?>(nil)
         do {
-            try await eventually("the wallet works again after the restart", within: .seconds(60)) {
+            // Bounded for postgres-nio's pool backoff (up to 60 s between attempts after failures).
+            try await eventually("the wallet works again after the restart", within: .seconds(180)) {
                 do {
                     try await wallet.add(type: "r", id: "after", value: "v")
                     return true

@@ -461,9 +461,11 @@ struct PostgresStore: Sendable {
         // The lease waits in the pool's queue; a call that finds no free connection in time
         // fails with a clear error instead of waiting forever (and its request leaves the queue).
         // The pool retries a server it cannot reach without saying why, so a call still waiting
-        // after `diagnosisDelay` while no call of the process got a connection meanwhile connects
-        // once by itself (one such check at a time): a refused connection, login or database
-        // fails the call at once with the server's own reason.
+        // after a whole connect timeout (at least 1 s), while no call of the process got a
+        // connection meanwhile, connects once by itself (one such check at a time): a refused
+        // connection, login or database fails the call at once with the server's own reason. A
+        // pool that is only slow to connect (a loaded server) has had its own attempt's full time
+        // before a check adds another connection.
         let leasedAt = Locked<Bool>(false)
         let grantedBefore = gauge.granted
         return try await withThrowingTaskGroup(of: LeaseEvent<R>.self) { group in
@@ -480,7 +482,7 @@ struct PostgresStore: Sendable {
                 return .timedOut
             }
             group.addTask {
-                try? await Task.sleep(for: min(Self.diagnosisDelay, bound))
+                try? await Task.sleep(for: min(max(settings.connectTimeout, .seconds(1)), bound))
                 guard !Task.isCancelled, gauge.granted == grantedBefore, gauge.startDiagnosis() else { return .reachable }
                 defer { gauge.endDiagnosis() }
                 if let error = await Self.unreachable(settings) { return .unreachable(error) }
@@ -508,21 +510,25 @@ struct PostgresStore: Sendable {
         }
     }
 
-    /// How long a call waits for a pooled connection, while no call of the process gets one,
-    /// before it checks the server with a connection of its own.
-    static let diagnosisDelay: Duration = .seconds(1)
-
     /// Why no connection to the server of `settings` can be opened (refused, unreachable, the
     /// login or the database refused, TLS failed), or nil when one opens (it is closed again):
-    /// the pool is then only busy.
+    /// the pool is then only busy. A server at its own connection limit (SQLSTATE 53300) counts
+    /// as reachable: the pool's connections to it may come free before the lease timeout.
     static func unreachable(_ settings: PostgresSettings) async -> WalletError? {
         do {
             let connection = try await PostgresConnection.connect(
                 configuration: try settings.connectionConfiguration(), id: 0, logger: logger)
             try? await connection.close()
             return nil
+        } catch let error as PSQLError where sqlState(error) == "53300" {
+            return nil
         } catch {
-            return map(error, settings: settings)
+            // The server's own refusals keep their messages (login, database, permission); any
+            // other failure to connect is the server being unavailable, which callers (a live
+            // query's reads) treat as passing.
+            let mapped = map(error, settings: settings)
+            if case .storage(_, let cause) = mapped, cause != nil { return mapped }
+            return unavailable(settings, String(describing: error))
         }
     }
 
