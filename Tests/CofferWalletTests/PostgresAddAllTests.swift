@@ -36,3 +36,25 @@ extension PostgresWalletTests {
     }
 }
 #endif
+
+#if PostgreSQL
+extension PostgresWalletTests {
+    @Test("addAll refused inside a transaction takes back only its own records: the transaction's other write commits")
+    func addAllRefusedInsideTransaction() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("addall"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.add(type: "a", id: "r7", value: "first")
+        let caught = try await wallet.transaction { view -> WalletError? in
+            try await view.add(type: "a", id: "kept", value: "v")
+            do {
+                try await view.addAll(Self.addAllRecords((0..<10).map { "r\($0)" }), batchSize: 4)
+                return nil
+            } catch let error as WalletError {
+                return error
+            }
+        }
+        #expect(caught == .duplicate(type: "a", id: "r7"))
+        #expect(try await PostgresTesting.all(wallet, type: "a").sorted() == ["kept", "r7"])
+    }
+}
+#endif

@@ -298,7 +298,9 @@ public final class PostgresWallet: Sendable {
 
     /// Adds many records in one statement per `batchSize` records (an import), all in one
     /// transaction: a record whose type and id exist (or that the list names twice) throws
-    /// ``WalletError/duplicate(type:id:)`` naming it, and none of the records is written.
+    /// ``WalletError/duplicate(type:id:)`` naming it, and none of the records is written. Inside
+    /// a ``transaction(readOnly:_:)`` it is a savepoint of that transaction: refused, it takes
+    /// back only its own records.
     public func addAll(_ records: [(type: String, id: String, value: String, tags: WalletTags)], batchSize: Int = 500) async throws {
         try await run {
             // One key for every batch: a rotation meanwhile refuses the transaction.
@@ -306,27 +308,48 @@ public final class PostgresWallet: Sendable {
             let size = max(batchSize, 1)
             // The first batch a record of which was already there, when one was.
             let refused = Locked<Range<Int>?>(nil)
-            do {
-                try await transaction(readOnly: false) { view in
-                    var start = 0
-                    while start < records.count {
-                        let range = start..<min(records.count, start + size)
-                        let rows = try records[range].map {
-                            try Self.insertRow(type: $0.type, id: $0.id, value: $0.value, tags: $0.tags, expiry: nil, keys: s.keys)
-                        }
-                        guard try await view.store.insertMany(gate: s.gate, records: rows) == rows.count else {
-                            refused.withLock { $0 = range }
-                            throw WalletError.storage("a batch of addAll met records already there")
-                        }
-                        start = range.upperBound
+            let insert: @Sendable (PostgresWallet) async throws -> Void = { view in
+                var start = 0
+                while start < records.count {
+                    let range = start..<min(records.count, start + size)
+                    let rows = try records[range].map {
+                        try Self.insertRow(type: $0.type, id: $0.id, value: $0.value, tags: $0.tags, expiry: nil, keys: s.keys)
                     }
+                    guard try await view.store.insertMany(gate: s.gate, records: rows) == rows.count else {
+                        refused.withLock { $0 = range }
+                        throw WalletError.storage("a batch of addAll met records already there")
+                    }
+                    start = range.upperBound
+                }
+            }
+            do {
+                if store.pinned != nil {
+                    try await savepoint { try await insert(self) }
+                } else {
+                    try await transaction(readOnly: false, insert)
                 }
             } catch {
                 guard let range = refused.withLock({ $0 }) else { throw error }
                 throw try await duplicate(among: records[range], held: s)
             }
-            if records.count >= Self.analyzeAfter { try await store.analyze() }
+            if records.count >= Self.analyzeAfter, store.pinned == nil { try await store.analyze() }
         }
+    }
+
+    /// `body` inside a savepoint of the open transaction: what it wrote is taken back when it throws.
+    private func savepoint(_ body: () async throws -> Void) async throws {
+        func run(_ sql: String) async throws {
+            try await store.withConnection { try await $0.query(PostgresQuery(unsafeSQL: sql), logger: PostgresStore.logger) }
+        }
+        try await run("SAVEPOINT coffer_add_all")
+        do {
+            try await body()
+        } catch {
+            try? await run("ROLLBACK TO SAVEPOINT coffer_add_all")
+            try? await run("RELEASE SAVEPOINT coffer_add_all")
+            throw error
+        }
+        try await run("RELEASE SAVEPOINT coffer_add_all")
     }
 
     /// The error of a batch some record of which was already there (the batch's transaction is
