@@ -68,17 +68,7 @@ extension PostgresWalletTests {
 
     /// How many sessions on `database` use TLS, asked by `psql` from outside.
     static func tlsSessions(on database: String) throws -> Int {
-        let endpoint = try PostgresTestServer.endpoint()
-        let result = try runProcessBlocking(
-            URL(fileURLWithPath: endpoint.binFolder + "/psql"),
-            [
-                "-h", endpoint.socketFolder, "-p", "\(endpoint.port)", "-U", endpoint.user, "-d", "postgres", "-XAtc",
-                "SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.datname = '\(database)' AND s.ssl",
-            ], within: .seconds(30))
-        guard result.status == 0, let count = Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw PsqlFailed(description: "psql failed (\(result.status)): \(result.stderr)")
-        }
-        return count
+        try psqlCount("SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.datname = '\(database)' AND s.ssl")
     }
 
     @Test(

@@ -419,19 +419,22 @@ struct PostgresSettingsFromURLTests {
 extension PostgresWalletTests {
     struct PsqlFailed: Error, CustomStringConvertible { let description: String }
 
-    /// The server's count of client sessions on `database`, asked by `psql` in a process of its own
-    /// (not through the wallet's pool, which would open a connection to answer).
     /// How many client sessions the server has on `database` (whose last statement matches
     /// `lastStatement`, a `LIKE` pattern, when given).
     static func sessions(on database: String, lastStatement: String? = nil) throws -> Int {
-        let endpoint = try PostgresTestServer.endpoint()
         let matching = lastStatement.map { " AND query LIKE '\($0)'" } ?? ""
+        return try psqlCount(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = '\(database)' AND backend_type = 'client backend'\(matching)")
+    }
+
+    /// The number `query` selects, asked by `psql` in a process of its own (not through a
+    /// wallet's pool, which would open a connection to answer).
+    static func psqlCount(_ query: String) throws -> Int {
+        let endpoint = try PostgresTestServer.endpoint()
         let result = try runProcessBlocking(
             URL(fileURLWithPath: endpoint.binFolder + "/psql"),
-            [
-                "-h", endpoint.socketFolder, "-p", "\(endpoint.port)", "-U", endpoint.user, "-d", "postgres", "-XAtc",
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = '\(database)' AND backend_type = 'client backend'\(matching)",
-            ], within: .seconds(30))
+            ["-h", endpoint.socketFolder, "-p", "\(endpoint.port)", "-U", endpoint.user, "-d", "postgres", "-XAtc", query],
+            within: .seconds(30))
         guard result.status == 0, let count = Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw PsqlFailed(description: "psql failed (\(result.status)): \(result.stderr)")
         }

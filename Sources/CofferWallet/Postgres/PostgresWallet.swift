@@ -339,7 +339,9 @@ public final class PostgresWallet: Sendable {
     /// `body` inside a savepoint of the open transaction: what it wrote is taken back when it throws.
     private func savepoint(_ body: () async throws -> Void) async throws {
         func run(_ sql: String) async throws {
-            try await store.withConnection { try await $0.query(PostgresQuery(unsafeSQL: sql), logger: PostgresStore.logger) }
+            try await store.withConnection { connection -> Void in
+                try await connection.query(PostgresQuery(unsafeSQL: sql), logger: PostgresStore.logger)
+            }
         }
         try await run("SAVEPOINT coffer_add_all")
         do {
