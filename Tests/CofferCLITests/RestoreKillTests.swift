@@ -127,21 +127,25 @@ struct RestoreKillTests {
             ).status == 0)
         try FileManager.default.removeItem(at: store.appendingPathComponent("wallet.sqlite"))
         let temporary = store.appendingPathComponent(".wallet.sqlite.restoring")
+        // The restore stays paused until the gate file exists, so the open below runs while the
+        // restore is live however slow the machine is (a fixed pause of 3 s ran out on a loaded CI
+        // machine, and the finished restore's rename looked like the open's removal).
+        let gate = TemporaryFolders.path("coffer-gate")
         let child = try CLI.start(
             ["--raw-key-env", "K", "wallet", "import-backup", backup.path, "--backup-passphrase-env", "BP"], store: store,
-            env: env.merging(["COFFER_TEST_PAUSE_AT": "restore-building", "COFFER_TEST_PAUSE_MS": "3000"]) { $1 })
-        // Acted on from a thread of its own: the pause lasts 3 s, which an awaiting task resumed
-        // by a busy cooperative pool can miss.
+            env: env.merging(["COFFER_TEST_PAUSE_AT": "restore-building", "COFFER_TEST_PAUSE_FILE": gate.path]) { $1 })
         let (heldWithTemporary, keptByOpen) = try await onOwnThread { () throws -> (Bool, Bool) in
             try [child].waitForStderrBlocking(containingOrEnded: "test-pause: restore-building")
             let held = child.isRunning && FileManager.default.fileExists(atPath: temporary.path)
             _ = try runProcessBlocking(
                 cofferBinary, ["--store", store.path, "--raw-key-env", "K", "wallet", "get", "t", "1"], environment: ["K": CLI.key])
-            return (held, FileManager.default.fileExists(atPath: temporary.path))
+            return (held && child.isRunning, FileManager.default.fileExists(atPath: temporary.path))
         }
-        #expect(heldWithTemporary)
+        _ = FileManager.default.createFile(atPath: gate.path, contents: nil)
+        #expect(heldWithTemporary, "the restore was not paused with its temporary wallet while the open ran")
         #expect(keptByOpen, "an open removed a live restore's temporary wallet")
         #expect(try await child.wait().status == 0)
+        try? FileManager.default.removeItem(at: gate)
         #expect(try await CLI.wallet(["get", "t", "1"], store: store).status == 0)
     }
 
