@@ -185,7 +185,7 @@ package enum ProcessLock {
 /// In a debug build, when `COFFER_TEST_PAUSE_AT` lists `point` (comma-separated), the process
 /// writes `test-pause: POINT` to standard error and sleeps `COFFER_TEST_PAUSE_MS` milliseconds
 /// (default 1000), or until the Unix time in milliseconds `COFFER_TEST_PAUSE_UNTIL`, or until
-/// the file `COFFER_TEST_PAUSE_FILE` exists (so that many processes go on at one moment). A release build compiles this to nothing, so it is no part of Coffer's
+/// the file `COFFER_TEST_PAUSE_FILE` exists (at most 10 minutes; so that many processes go on at one moment). A release build compiles this to nothing, so it is no part of Coffer's
 /// behaviour.
 package enum TestPause {
     /// Pauses at `point` when a debug build's environment asks for it (see the type).
@@ -202,8 +202,11 @@ package enum TestPause {
         }
         FileHandle.standardError.write(Data("test-pause: \(point)\n".utf8))
         if let file = environment["COFFER_TEST_PAUSE_FILE"] {
-            // Until the test makes the file (at most 60 s): every paused process goes on at once.
-            for _ in 0..<12_000 where !FileManager.default.fileExists(atPath: file) { usleep(5_000) }
+            // Until the test makes the file (at most 10 minutes, so a failed test leaves no
+            // process behind for long): every paused process goes on at once. A cap of 60 s ran
+            // out on a loaded machine before the last of three children had even started.
+            let deadline = Date().addingTimeInterval(600)
+            while !FileManager.default.fileExists(atPath: file), Date() < deadline { usleep(5_000) }
             return
         }
         usleep(useconds_t(max(0, milliseconds)) * 1000)

@@ -357,10 +357,13 @@ struct IndyImportTests {
         let manifest = try ForeignStores.json(dir.appendingPathComponent("w.json"))
         let source = dir.appendingPathComponent("w.db")
         let db = try DatabaseQueue(path: source.path)
-        try await db.write { try $0.execute(sql: """
-                UPDATE items SET key = substr(key, 1, 30) || CASE substr(key, 31, 1) WHEN x'ff' THEN x'00' ELSE x'ff' END
-                    || substr(key, 32) WHERE id = 33
-                """) }
+        try await db.write {
+            try $0.execute(
+                sql: """
+                    UPDATE items SET key = substr(key, 1, 30) || CASE substr(key, 31, 1) WHEN x'ff' THEN x'00' ELSE x'ff' END
+                        || substr(key, 32) WHERE id = 33
+                    """)
+        }
         try db.close()
         let store = try await CLI.newStore()
         let r = try await ForeignStores.importIndy(source, key: manifest["key"] as! String, kdf: "raw", store: store)
