@@ -375,6 +375,9 @@ struct PostgresStore: Sendable {
     /// Inside a wallet transaction (PostgresWallet+Transaction.swift): the one connection
     /// every statement runs on, in that transaction; nil: each call leases its own.
     var pinned: PostgresConnection? = nil
+    /// Inside a ``PostgresWallet/withConnection(_:)`` view: the connection its calls run on, one
+    /// at a time, each committed on its own (no lease); nil: each call leases its own.
+    var held: PostgresHeldConnection? = nil
 
     /// A store on `client`, the shared client ``PostgresClients/acquire(_:)`` gave for `settings`.
     init(settings: PostgresSettings, client: PostgresClient) {
@@ -444,6 +447,7 @@ struct PostgresStore: Sendable {
     }
 
     private func leased<R: Sendable>(_ body: @Sendable @escaping (PostgresConnection) async throws -> R) async throws -> R {
+        if let held { return try await held.run(body) }
         let gauge = self.gauge
         defer { gauge.leave() }
         let client = self.client

@@ -268,8 +268,9 @@ extension PostgresWallet {
     ) async throws {
         // Inside a transaction it would re-seal that transaction's snapshot without first waiting
         // for the profile's other writers.
-        guard store.pinned == nil else {
-            throw WalletError.invalidInput("rekey cannot run inside a PostgresWallet transaction; call it on the wallet itself")
+        guard store.pinned == nil, store.held == nil else {
+            throw WalletError.invalidInput(
+                "rekey cannot run inside a PostgresWallet transaction or withConnection view; call it on the wallet itself")
         }
         let (storeKey, kdf) = try Wallet.makeStoreKey(newKey, parameters: configuration.passphraseParameters)
         let kdfData = Data(kdf.jsonText.utf8)

@@ -45,9 +45,10 @@ extension PostgresWallet {
         interval: Duration = .milliseconds(100), expiryCheck: Duration = .seconds(1)
     ) -> AsyncThrowingStream<[WalletRecord], any Error> {
         let (stream, continuation) = AsyncThrowingStream<[WalletRecord], any Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        if store.pinned != nil {
+        if store.pinned != nil || store.held != nil {
             continuation.finish(
-                throwing: WalletError.invalidInput("observe the wallet, not a transaction's view: the view ends with its transaction"))
+                throwing: WalletError.invalidInput(
+                    "observe the wallet, not a transaction's or withConnection's view: the view ends with its body"))
             return stream
         }
         let watch = PostgresObservations.Watch(continuation)

@@ -1,0 +1,144 @@
+// `PostgresWallet.withConnection`: many calls on one held connection, each committed on its own
+// (Askar's session), so a loop of calls pays no pool lease per call.
+
+#if PostgreSQL
+import CofferSync
+import Foundation
+import PostgresNIO
+
+extension PostgresWallet {
+    /// Runs `body` with a view of this profile whose calls all run on one pooled connection,
+    /// held until `body` returns. Each call commits on its own, as it does on the wallet; what the
+    /// view saves is the pool's lease per call (with postgres-nio's timers, 50–80 µs of a point
+    /// read here). Askar calls this a session: a server handler or a loop that makes many calls
+    /// in a row is the case for it.
+    ///
+    /// The view takes its calls one at a time: concurrent calls on it wait for each other (a
+    /// connection runs one statement at a time anyway). A ``transaction(readOnly:_:)`` on the view
+    /// runs on the held connection and holds it until it ends; inside its body, make calls on the
+    /// transaction's view, not on this one (such a call throws ``WalletError/invalidInput(_:)``
+    /// rather than wait for itself). The view is valid only inside `body` (do not close it, and
+    /// do not observe it: observe the wallet); a call on it afterwards throws
+    /// ``WalletError/closed``. If the connection drops, the view's later calls fail as the server
+    /// being unavailable: return and call this again. Called on a view inside `body`, or on a
+    /// transaction's view, this runs `body` with that view.
+    ///
+    /// ```swift
+    /// try await wallet.withConnection { view in
+    ///     for id in ids { try await view.delete(type: "offer", id: id) }
+    /// }
+    /// ```
+    /// - Parameter body: the work; its calls go through the view it is given.
+    /// - Returns: what `body` returned.
+    public func withConnection<R: Sendable>(_ body: @Sendable @escaping (PostgresWallet) async throws -> R) async throws -> R {
+        try checkOpen()
+        if store.pinned != nil || store.held != nil { return try await body(self) }
+        let base = store
+        let profile = self.profile
+        let number = self.number
+        let held = sealing
+        // What `body` threw reaches the caller as it was thrown, not as a storage error.
+        let thrown = Locked<(any Error)?>(nil)
+        do {
+            return try await store.withConnection { connection in
+                let holder = PostgresHeldConnection(connection)
+                var heldStore = base
+                heldStore.held = holder
+                let view = PostgresWallet(
+                    profile: profile, store: heldStore, number: number, keys: held.keys, generation: held.gate.generation,
+                    ownsClient: false)
+                defer { view.close() }
+                do {
+                    let result = try await body(view)
+                    // A call still running (a task `body` left behind) ends before the
+                    // connection goes back to the pool; later ones are refused.
+                    await holder.end()
+                    return result
+                } catch {
+                    await holder.end()
+                    thrown.withLock { $0 = error }
+                    throw error
+                }
+            }
+        } catch {
+            if let original = thrown.withLock({ $0 }) { throw original }
+            throw PostgresStore.map(error, settings: base.settings)
+        }
+    }
+}
+
+/// The connection a ``PostgresWallet/withConnection(_:)`` view holds: its calls run on it one at
+/// a time, and none after the view has ended.
+final class PostgresHeldConnection: Sendable {
+    private struct State {
+        var busy = false
+        var ended = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let connection: PostgresConnection
+    private let state = Locked(State())
+
+    /// The held connection whose call the current task is inside (a call made from there on the
+    /// same view would wait for itself).
+    @TaskLocal private static var running: ObjectIdentifier?
+
+    init(_ connection: PostgresConnection) { self.connection = connection }
+
+    /// Runs `body` on the connection once no other call of the view is on it.
+    /// - Throws: ``WalletError/closed`` once the view has ended; ``WalletError/invalidInput(_:)``
+    ///   for a call made from inside another call's work on the same view (a transaction's body).
+    func run<R: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> R) async throws -> R {
+        let me = ObjectIdentifier(self)
+        if Self.running == me {
+            throw WalletError.invalidInput(
+                "a call on a withConnection view from inside a transaction on that view would wait for itself: make it on the transaction's view"
+            )
+        }
+        await acquire()
+        defer { release() }
+        if state.withLock({ $0.ended }) { throw WalletError.closed }
+        return try await Self.$running.withValue(me) { try await body(connection) }
+    }
+
+    /// Waits for the call on the connection, if any, and refuses every later one.
+    func end() async {
+        await acquire()
+        state.withLock { $0.ended = true }
+        release()
+    }
+
+    private func acquire() async {
+        let free = state.withLock { state -> Bool in
+            guard state.busy else {
+                state.busy = true
+                return true
+            }
+            return false
+        }
+        if free { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                guard state.busy else {
+                    state.busy = true
+                    return true
+                }
+                state.waiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Hands the connection to the next waiting call, or marks it free.
+    private func release() {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard !state.waiters.isEmpty else {
+                state.busy = false
+                return nil
+            }
+            return state.waiters.removeFirst()
+        }
+        next?.resume()
+    }
+}
+#endif
