@@ -136,5 +136,95 @@ extension PostgresWalletTests {
         // The wallet still opens with its first key.
         #expect(try await wallet.count(type: "h") == 0)
     }
+
+    @Test("a rotation by the wallet while a withConnection view is held: the view reads and writes under the new key")
+    func heldViewSeesRotation() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("held"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.add(type: "h", id: "before", value: "v")
+        let got = try await wallet.withConnection { view in
+            try await wallet.rekey(to: PostgresTesting.key, rotatingKey: true, configuration: .init())
+            try await view.add(type: "h", id: "after", value: "w")
+            return try await view.fetch(type: "h", id: "before")?.value
+        }
+        #expect(got == "v")
+        #expect(try await wallet.fetch(type: "h", id: "after")?.value == "w")
+    }
+
+    @Test("a call on a withConnection view whose task is cancelled while it waits for its turn writes nothing")
+    func heldViewCancelledWaiter() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("held"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        let released = Locked(false)
+        let inside = Locked(false)
+        let outcome = try await wallet.withConnection { view -> String in
+            let holder = Task {
+                try await view.transaction { txn in
+                    try await txn.add(type: "h", id: "t", value: "v")
+                    inside.withLock { $0 = true }
+                    try await eventually("the test lets the transaction go") { released.withLock { $0 } }
+                }
+            }
+            try await eventually("the transaction holds the view's connection") { inside.withLock { $0 } }
+            let waiter = Task { try await view.add(type: "h", id: "cancelled", value: "v") }
+            try await Task.sleep(for: .milliseconds(200))
+            waiter.cancel()
+            released.withLock { $0 = true }
+            try await holder.value
+            do {
+                try await waiter.value
+                return "written"
+            } catch let error as WalletError {
+                guard case .storage(_, let cause) = error, cause?.posix == .ECANCELED else { return "\(error)" }
+                return "cancelled"
+            }
+        }
+        #expect(outcome == "cancelled")
+        #expect(try await wallet.fetch(type: "h", id: "cancelled") == nil)
+        #expect(try await wallet.fetch(type: "h", id: "t")?.value == "v")
+    }
+
+    @Test("inside a transaction of a second view nested in the first view's transaction, a call on the first view is refused, not a hang")
+    func heldViewNestedRefused() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("held"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        let refused = try await wallet.withConnection { a -> Bool in
+            try await wallet.withConnection { b -> Bool in
+                try await a.transaction { _ -> Bool in
+                    try await b.transaction { _ -> Bool in
+                        do {
+                            _ = try await a.fetch(type: "h", id: "x")
+                            return false
+                        } catch WalletError.invalidInput {
+                            return true
+                        }
+                    }
+                }
+            }
+        }
+        #expect(refused)
+    }
+
+    @Test("a task started inside a view's transaction may use the view once the transaction has ended")
+    func heldViewTaskAfterTransaction() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("held"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.withConnection { view in
+            let later = Locked<Task<Void, any Error>?>(nil)
+            let go = Locked(false)
+            try await view.transaction { txn in
+                try await txn.add(type: "h", id: "in", value: "v")
+                later.withLock {
+                    $0 = Task {
+                        try await eventually("the transaction ended") { go.withLock { $0 } }
+                        try await view.add(type: "h", id: "later", value: "v")
+                    }
+                }
+            }
+            go.withLock { $0 = true }
+            try await later.withLock { $0 }!.value
+        }
+        #expect(try await PostgresTesting.all(wallet, type: "h").sorted() == ["in", "later"])
+    }
 }
 #endif

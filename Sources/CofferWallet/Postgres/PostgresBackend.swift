@@ -924,8 +924,10 @@ struct PostgresStore: Sendable {
     /// Refreshes the planner's statistics of the wallet's tables (after an import: until
     /// autovacuum gets to them, a table that grew from nothing is planned as if it held one row,
     /// and tag-driven searches then walk the type's records once per candidate).
-    func analyze() async throws {
-        _ = try await withConnection { connection in
+    /// Best effort: it runs after the records are committed, so its failure (a dropped
+    /// connection, a closed `withConnection` view) must not report the committed call as failed.
+    func analyze() async {
+        _ = try? await withConnection { connection in
             try await connection.query("ANALYZE coffer_items, coffer_tags", logger: Self.logger)
         }
     }

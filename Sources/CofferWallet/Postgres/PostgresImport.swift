@@ -191,7 +191,7 @@ extension PostgresWallet {
                     try await PostgresStore.holdGate(held.gate, on: connection)
                     return (number, held.keys)
                 }, source: source)
-            if result.count >= Self.analyzeAfter { try await store.analyze() }
+            if result.count >= Self.analyzeAfter { await store.analyze() }
             return result
         } catch {
             throw PostgresStore.map(error, settings: store.settings)

@@ -13,15 +13,20 @@ extension PostgresWallet {
     /// read here). Askar calls this a session: a server handler or a loop that makes many calls
     /// in a row is the case for it.
     ///
-    /// The view takes its calls one at a time: concurrent calls on it wait for each other (a
-    /// connection runs one statement at a time anyway). A ``transaction(readOnly:_:)`` on the view
-    /// runs on the held connection and holds it until it ends; inside its body, make calls on the
-    /// transaction's view, not on this one (such a call throws ``WalletError/invalidInput(_:)``
-    /// rather than wait for itself). The view is valid only inside `body` (do not close it, and
-    /// do not observe it: observe the wallet); a call on it afterwards throws
-    /// ``WalletError/closed``. If the connection drops, the view's later calls fail as the server
-    /// being unavailable: return and call this again. Called on a view inside `body`, or on a
-    /// transaction's view, this runs `body` with that view.
+    /// The view's statements take turns on the connection: concurrent calls on it wait for each
+    /// other's statements (a connection runs one at a time anyway), without the lease timeout's
+    /// bound, and a call whose task was cancelled while it waited fails (as a cancelled call on the
+    /// wallet does: ``WalletError/storage(_:cause:)`` with `ECANCELED`) and writes nothing. A ``transaction(readOnly:_:)`` on the view runs on the held connection and
+    /// holds it until it ends; inside its body, make calls on the transaction's view, not on this
+    /// one (such a call throws ``WalletError/invalidInput(_:)`` rather than wait for itself). The
+    /// view shares the wallet's keys, so a rotation by either is seen by both. The view is valid
+    /// only inside `body` (do not close it, and do not observe it: observe the wallet): when
+    /// `body` returns, the statement in progress finishes and every later one throws
+    /// ``WalletError/closed``, so a task `body` leaves running can see its call fail part way
+    /// (await such tasks inside `body`). If the connection drops, the view's later calls fail as
+    /// the server being unavailable: return and call this again. Called on a view inside `body`,
+    /// this runs `body` with that view; on a transaction's view, it runs `body` with that view,
+    /// inside the transaction.
     ///
     /// ```swift
     /// try await wallet.withConnection { view in
@@ -37,6 +42,7 @@ extension PostgresWallet {
         let profile = self.profile
         let number = self.number
         let held = sealing
+        let shared = current
         // What `body` threw reaches the caller as it was thrown, not as a storage error.
         let thrown = Locked<(any Error)?>(nil)
         do {
@@ -46,7 +52,7 @@ extension PostgresWallet {
                 heldStore.held = holder
                 let view = PostgresWallet(
                     profile: profile, store: heldStore, number: number, keys: held.keys, generation: held.gate.generation,
-                    ownsClient: false)
+                    ownsClient: false, sharing: shared)
                 defer { view.close() }
                 do {
                     let result = try await body(view)
@@ -78,9 +84,19 @@ final class PostgresHeldConnection: Sendable {
     private let connection: PostgresConnection
     private let state = Locked(State())
 
-    /// The held connection whose call the current task is inside (a call made from there on the
-    /// same view would wait for itself).
-    @TaskLocal private static var running: ObjectIdentifier?
+    /// One turn on a held connection, while it lasts.
+    private final class Turn: Sendable {
+        let holder: PostgresHeldConnection
+        private let active = Locked(true)
+        init(_ holder: PostgresHeldConnection) { self.holder = holder }
+        var isActive: Bool { active.withLock { $0 } }
+        func finish() { active.withLock { $0 = false } }
+    }
+
+    /// The turns the current task is inside, innermost last: a call made from one of them on the
+    /// same view would wait for itself. A task started inside a turn inherits them; a turn that
+    /// has ended no longer counts.
+    @TaskLocal private static var turns: [Turn] = []
 
     init(_ connection: PostgresConnection) { self.connection = connection }
 
@@ -88,8 +104,7 @@ final class PostgresHeldConnection: Sendable {
     /// - Throws: ``WalletError/closed`` once the view has ended; ``WalletError/invalidInput(_:)``
     ///   for a call made from inside another call's work on the same view (a transaction's body).
     func run<R: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> R) async throws -> R {
-        let me = ObjectIdentifier(self)
-        if Self.running == me {
+        if Self.turns.contains(where: { $0.holder === self && $0.isActive }) {
             throw WalletError.invalidInput(
                 "a call on a withConnection view from inside a transaction on that view would wait for itself: make it on the transaction's view"
             )
@@ -97,10 +112,14 @@ final class PostgresHeldConnection: Sendable {
         await acquire()
         defer { release() }
         if state.withLock({ $0.ended }) { throw WalletError.closed }
-        return try await Self.$running.withValue(me) { try await body(connection) }
+        // A task cancelled while it waited for its turn writes nothing.
+        try Task.checkCancellation()
+        let turn = Turn(self)
+        defer { turn.finish() }
+        return try await Self.$turns.withValue(Self.turns + [turn]) { try await body(connection) }
     }
 
-    /// Waits for the call on the connection, if any, and refuses every later one.
+    /// Waits for the statement (or transaction) on the connection, if any, and refuses every later one.
     func end() async {
         await acquire()
         state.withLock { $0.ended = true }

@@ -28,7 +28,7 @@ public final class PostgresWallet: Sendable {
     let number: Int64
     /// The profile's keys as this wallet holds them, and the gate its writes carry: replaced
     /// together when this wallet rotates the key (``rekey(to:rotatingKey:progress:)``).
-    private let current: Locked<Sealing>
+    let current: Locked<Sealing>
     private let state = Locked(false)
     /// Whether this wallet holds a use of the shared client (a transaction's view does not).
     private let ownsClient: Bool
@@ -63,7 +63,7 @@ public final class PostgresWallet: Sendable {
 
     init(
         profile: String, store: PostgresStore, number: Int64, keys: WalletKeys, generation: Int64, ownsClient: Bool = true,
-        configuration: Wallet.Configuration = .init()
+        configuration: Wallet.Configuration = .init(), sharing: Locked<Sealing>? = nil
     ) {
         self.profile = profile
         self.store = store
@@ -72,7 +72,9 @@ public final class PostgresWallet: Sendable {
         let label = ProfileCatalogue.label(path: store.settings.label, profile: profile)
         // A transaction's view (pinned to its connection) runs where the gate is already held.
         let gate = ProfileGate(number: number, generation: generation, label: label, held: store.pinned != nil)
-        current = Locked(Sealing(keys: keys, gate: gate))
+        // A withConnection view shares its wallet's keys and gate, so a rotation by either is
+        // seen by both (a transaction's view keeps the ones its transaction holds).
+        current = sharing ?? Locked(Sealing(keys: keys, gate: gate))
         searches = SearchRegistry(capacity: configuration.maxOpenSearches, idleTimeout: configuration.searchIdleTimeout)
     }
 
@@ -332,7 +334,7 @@ public final class PostgresWallet: Sendable {
                 guard let range = refused.withLock({ $0 }) else { throw error }
                 throw try await duplicate(among: records[range], held: s)
             }
-            if records.count >= Self.analyzeAfter, store.pinned == nil { try await store.analyze() }
+            if records.count >= Self.analyzeAfter, store.pinned == nil { await store.analyze() }
         }
     }
 
