@@ -56,8 +56,8 @@ extension PostgresWallet {
                 defer { view.close() }
                 do {
                     let result = try await body(view)
-                    // A call still running (a task `body` left behind) ends before the
-                    // connection goes back to the pool; later ones are refused.
+                    // The statement still running (from a task `body` left behind) ends
+                    // before the connection goes back to the pool; later ones are refused.
                     await holder.end()
                     return result
                 } catch {
@@ -73,8 +73,8 @@ extension PostgresWallet {
     }
 }
 
-/// The connection a ``PostgresWallet/withConnection(_:)`` view holds: its calls run on it one at
-/// a time, and none after the view has ended.
+/// The connection a ``PostgresWallet/withConnection(_:)`` view holds: its statements (a
+/// transaction counts as one) run on it one at a time, and none after the view has ended.
 final class PostgresHeldConnection: Sendable {
     private struct State {
         var busy = false
