@@ -112,7 +112,7 @@ package enum PostgresTestServer {
     }
 
     /// A bash script that closes descriptors 3 and up, then runs its arguments.
-    private static let closingDescriptors =
+    package static let closingDescriptors =
         #"for fd in /proc/$$/fd/*; do n=${fd##*/}; if [ "$n" -gt 2 ]; then eval "exec $n>&-"; fi; done 2>/dev/null; exec "$@""#
 
     private static func start(bin: String) throws -> Endpoint {
@@ -218,7 +218,7 @@ package enum PostgresTestServer {
     }
 
     /// A loopback TCP port nothing listens on right now.
-    private static func freeLoopbackPort() -> Int {
+    package static func freeLoopbackPort() -> Int {
         let fd = socket(AF_INET, socketType(SOCK_STREAM), 0)
         defer { close(fd) }
         var address = sockaddr_in()
@@ -229,6 +229,18 @@ package enum PostgresTestServer {
         _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Whether something accepts TCP connections on the loopback `port` now.
+    package static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, socketType(SOCK_STREAM), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) } } == 0
     }
 
     /// Turns TLS on (`on`) or off for new connections, with `certificate` and `key` (PEM files)

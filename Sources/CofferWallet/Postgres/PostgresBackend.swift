@@ -59,9 +59,12 @@ public struct PostgresSettings: Sendable, Hashable {
     public var keepAlive: Duration?
     /// Whether the most frequent statements (reading, replacing and deleting one record) are
     /// prepared once per connection, so the server parses and plans them once, not at every call
-    /// (the URL's `prepared_statements`, on by default). Turn it off behind a pooler that does not
-    /// carry prepared statements between its server connections (PgBouncer before 1.21, or with
-    /// `max_prepared_statements = 0`): every statement is then sent unnamed.
+    /// (the URL's `prepared_statements`, on by default). Behind a pooler that does not carry
+    /// prepared statements between its server connections (PgBouncer before 1.21, or with
+    /// `max_prepared_statements = 0`), the first statement the server refuses by name switches the
+    /// process's pool to unnamed statements; a transaction that meets that refusal fails with
+    /// ``WalletError/storage(_:cause:)`` (`EAGAIN`) and keeps nothing. Turn it off there to send
+    /// every statement unnamed from the start.
     public var preparedStatements: Bool
 
     /// Settings with the pool's defaults unless given. The pool's default size is the URL's
@@ -239,8 +242,18 @@ final class PostgresLeaseGauge: Sendable {
         var leases = 0
         var granted = 0
         var diagnosing = false
+        var unnamedOnly = false
     }
     private let state = Locked(State())
+
+    /// False once a statement prepared by name was refused as missing or already there
+    /// (``PostgresStore/isPoolerRefusal(_:)``): a pooler in transaction mode stands between
+    /// the process and the server and does not keep a connection's prepared statements, so
+    /// the client's calls send every statement unnamed from then on.
+    var preparesStatements: Bool { state.withLock { !$0.unnamedOnly } }
+
+    /// Sends every later statement of the client unnamed (see ``preparesStatements``).
+    func stopPreparing() { state.withLock { $0.unnamedOnly = true } }
 
     /// Counts a call in (pair with ``leave()``); true when an idle connection is certainly there.
     func enter() -> Bool {
@@ -422,6 +435,10 @@ struct PostgresStore: Sendable {
             } catch let error as PSQLError where Self.isRetryable(error) && attempt < Self.retries {
                 attempt += 1
                 try await Task.sleep(for: .milliseconds(5 << attempt))
+            } catch is PoolerRefusedPreparedStatement where attempt < Self.retries {
+                // Nothing ran (the server refused the statement's name before running it):
+                // the same call again, now unnamed.
+                attempt += 1
             } catch let error as WalletError {
                 throw error
             } catch {
@@ -538,6 +555,16 @@ struct PostgresStore: Sendable {
 
     static func sqlState(_ error: PSQLError) -> String? { error.serverInfo?[.sqlState] }
 
+    /// Whether the server refused a statement prepared by name as already prepared (SQLSTATE
+    /// 42P05) or as never prepared (26000). The driver prepares each statement once per
+    /// connection it holds, so either means the statement did not reach the server session it
+    /// was prepared on: a pooler in transaction mode (PgBouncer before 1.21, or with
+    /// `max_prepared_statements = 0`) hands each transaction to any of its server connections.
+    static func isPoolerRefusal(_ error: PSQLError) -> Bool {
+        guard let state = sqlState(error) else { return false }
+        return state == "42P05" || state == "26000"
+    }
+
     static func isRetryable(_ error: PSQLError) -> Bool {
         guard let state = sqlState(error) else { return false }
         return state == "40001" || state == "40P01"
@@ -546,6 +573,11 @@ struct PostgresStore: Sendable {
     /// The driver's error as a ``WalletError`` that says what failed and what to do.
     static func map(_ error: Error, settings: PostgresSettings) -> WalletError {
         if let error = error as? WalletError { return error }
+        if let refusal = error as? PoolerRefusedPreparedStatement {
+            return .storage(
+                "PostgreSQL at \(settings.label) is behind a pooler that does not keep prepared statements (SQLSTATE \(refusal.state)); this process now sends its statements unnamed, but the transaction that met it was rolled back and nothing of it was kept: run it again (add prepared_statements=off to the URL to start unnamed)",
+                cause: StorageCause(posix: .EAGAIN))
+        }
         if let error = error as? PostgresTransactionError {
             if let inner = error.closureError ?? error.commitError ?? error.beginError { return map(inner, settings: settings) }
         }
@@ -940,7 +972,9 @@ struct PostgresStore: Sendable {
     func locate(gate: ProfileGate, type: Int64, idBlind: Data) async throws -> PostgresItemRow? {
         let statement = Locate(profile: gate.number, type: type, name: idBlind)
         let prepared = settings.preparedStatements
-        let found = try await withConnection { connection in try await Self.rows(statement, on: connection, prepared: prepared).first }
+        let found = try await withConnection { connection in
+            try await Self.rows(statement, on: connection, prepared: prepared, gauge: gauge).first
+        }
         guard let (generation, id, value, expiry, version) = found else { throw Self.closedError(gate, current: nil) }
         guard let id, let value, let version else {
             if generation != gate.generation { throw Self.closedError(gate, current: generation) }
@@ -1011,7 +1045,9 @@ struct PostgresStore: Sendable {
             profile: gate.number, type: type, name: idBlind, sealed: sealed, names: names, values: values, numbered: numbered,
             numbers: numbers, generation: gate.generation)
         let prepared = settings.preparedStatements
-        let row = try await withConnection { connection in try await Self.rows(statement, on: connection, prepared: prepared).first }
+        let row = try await withConnection { connection in
+            try await Self.rows(statement, on: connection, prepared: prepared, gauge: gauge).first
+        }
         guard let row, row.0 > 0 else { throw try await gateClosed(gate) }
         return row.1 == 1
     }
@@ -1027,7 +1063,9 @@ struct PostgresStore: Sendable {
     func delete(gate: ProfileGate, type: Int64, idBlind: Data, liveAt now: Int64) async throws -> Bool {
         let statement = DeleteLive(profile: gate.number, type: type, name: idBlind, now: now)
         let prepared = settings.preparedStatements
-        let deleted = try await withConnection { connection in try await Self.rows(statement, on: connection, prepared: prepared).first?.0 }
+        let deleted = try await withConnection { connection in
+            try await Self.rows(statement, on: connection, prepared: prepared, gauge: gauge).first?.0
+        }
         if let deleted, deleted > 0 { return true }
         if let error = try await staleGate(gate) { throw error }
         return false
@@ -1058,7 +1096,9 @@ struct PostgresStore: Sendable {
             profile: gate.number, type: type, name: idBlind, now: now, signatureType: signatureType, signatureName: signatureIdBlind)
         let prepared = settings.preparedStatements
         // No gate, as ``delete(gate:type:idBlind:liveAt:)`` says.
-        let deleted = try await withConnection { connection in try await Self.rows(statement, on: connection, prepared: prepared).first?.0 }
+        let deleted = try await withConnection { connection in
+            try await Self.rows(statement, on: connection, prepared: prepared, gauge: gauge).first?.0
+        }
         if let deleted, deleted > 0 { return true }
         if let error = try await staleGate(gate) { throw error }
         return false
@@ -1167,7 +1207,7 @@ extension PostgresStore {
                 group.addTask {
                     _ = try? await self.withConnection { connection in
                         if gauge.claim(connection) {
-                            do { try await Self.ready(connection, prepared: prepared) } catch { gauge.unclaim(connection) }
+                            do { try await Self.ready(connection, prepared: prepared, gauge: gauge) } catch { gauge.unclaim(connection) }
                         }
                         await arrivals.arrive()
                     }
@@ -1192,14 +1232,14 @@ extension PostgresStore {
     }
 
     /// Runs the record calls' statements once on `connection`, matching no row.
-    static func ready(_ connection: PostgresConnection, prepared: Bool) async throws {
+    static func ready(_ connection: PostgresConnection, prepared: Bool, gauge: PostgresLeaseGauge) async throws {
         let none: Int64 = -1
-        _ = try await rows(Locate(profile: none, type: 0, name: Data()), on: connection, prepared: prepared)
+        _ = try await rows(Locate(profile: none, type: 0, name: Data()), on: connection, prepared: prepared, gauge: gauge)
         _ = try await rows(
             ReplaceUnexpiring(
                 profile: none, type: 0, name: Data(), sealed: Data(), names: [], values: [], numbered: [], numbers: [], generation: 0),
-            on: connection, prepared: prepared)
-        _ = try await rows(DeleteLive(profile: none, type: 0, name: Data(), now: 0), on: connection, prepared: prepared)
+            on: connection, prepared: prepared, gauge: gauge)
+        _ = try await rows(DeleteLive(profile: none, type: 0, name: Data(), now: 0), on: connection, prepared: prepared, gauge: gauge)
     }
 }
 
@@ -1251,6 +1291,30 @@ final class PostgresArrivals: Sendable {
 /// connection; unnamed, it does so at every call, which took longer than running them: 0.11 ms
 /// to plan the replace), else sent unnamed with the same text and bindings.
 extension PostgresStore {
+    /// A statement prepared by name that the server refused as missing or already there, whose
+    /// client now sends statements unnamed (``PostgresLeaseGauge/stopPreparing()``): a call outside
+    /// a transaction runs again (nothing of it ran); inside one, the transaction is lost and the
+    /// caller is told to run it again.
+    struct PoolerRefusedPreparedStatement: Error {
+        /// The server's SQLSTATE: 42P05 or 26000.
+        let state: String
+    }
+
+    /// The rows `statement` gives on `connection`, all read before returning; a statement the
+    /// server refuses by name (``isPoolerRefusal(_:)``) stops `gauge`'s client preparing and
+    /// throws ``PoolerRefusedPreparedStatement``.
+    static func rows<S: PostgresPreparedStatement>(
+        _ statement: S, on connection: PostgresConnection, prepared: Bool, gauge: PostgresLeaseGauge
+    ) async throws -> [S.Row] {
+        guard prepared && gauge.preparesStatements else { return try await rows(statement, on: connection, prepared: false) }
+        do {
+            return try await rows(statement, on: connection, prepared: true)
+        } catch let error as PSQLError where isPoolerRefusal(error) {
+            gauge.stopPreparing()
+            throw PoolerRefusedPreparedStatement(state: sqlState(error) ?? "")
+        }
+    }
+
     /// The rows `statement` gives on `connection`, all read before returning.
     static func rows<S: PostgresPreparedStatement>(_ statement: S, on connection: PostgresConnection, prepared: Bool) async throws
         -> [S.Row]

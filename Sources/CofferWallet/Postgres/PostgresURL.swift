@@ -78,7 +78,8 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible, CustomDe
     /// How long an unused pooled connection stays open before the pool closes it, in seconds.
     public var idleTimeout: Int
     /// Whether the wallet's most frequent statements are prepared once per connection
-    /// (`prepared_statements=on`, the default) or sent unnamed at every call (`off`: for a pooler
+    /// (`prepared_statements=on`, the default; a pooler found not to carry them switches the
+    /// process to unnamed ones) or sent unnamed at every call from the start (`off`: for a pooler
     /// that does not carry prepared statements, such as PgBouncer before 1.21 or with
     /// `max_prepared_statements = 0`).
     public var preparedStatements: Bool = true
