@@ -1,0 +1,106 @@
+// Serialization failures and deadlocks (SQLSTATE 40001, 40P01) raised by the real server: a
+// trigger on the wallet's item table fails the first inserts with the code under test (counted
+// by a sequence, which a rollback does not undo), so the retries are seen from the server's side.
+
+#if PostgreSQL
+import CofferSync
+import CofferTestSupport
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import CofferWallet
+
+extension PostgresWalletTests {
+    /// Makes the next `failures` inserts into `coffer_items` fail with SQLSTATE `code`; returns a
+    /// function giving how many inserts were tried since.
+    static func failInserts(_ wallet: PostgresWallet, code: String, failures: Int) async throws -> @Sendable () async throws -> Int {
+        try await wallet.store.withConnection { connection in
+            for statement in [
+                "CREATE SEQUENCE coffer_test_attempts",
+                """
+                CREATE FUNCTION coffer_test_fail() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF nextval('coffer_test_attempts') <= \(failures) THEN
+                        RAISE EXCEPTION 'injected by the test' USING ERRCODE = '\(code)';
+                    END IF;
+                    RETURN NEW;
+                END $$
+                """,
+                "CREATE TRIGGER coffer_test_fail BEFORE INSERT ON coffer_items FOR EACH ROW EXECUTE FUNCTION coffer_test_fail()",
+            ] {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: PostgresStore.logger)
+            }
+        }
+        return {
+            try await wallet.store.withConnection { connection in
+                let rows = try await connection.query(
+                    "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM coffer_test_attempts", logger: PostgresStore.logger)
+                for try await value in rows.decode(Int.self) { return value }
+                return -1
+            }
+        }
+    }
+
+    @Test("an add the server fails twice with a serialization failure (40001) is tried again and written once")
+    func retriedSerializationFailure() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("retry"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        let attempts = try await Self.failInserts(wallet, code: "40001", failures: 2)
+        try await wallet.add(type: "r", id: "a", value: "v")
+        #expect(try await attempts() == 3)
+        #expect(try await wallet.fetch(type: "r", id: "a")?.value == "v")
+        #expect(try await wallet.count(type: "r") == 1)
+    }
+
+    @Test("an add the server fails once with a deadlock (40P01) is tried again and written once")
+    func retriedDeadlock() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("retry"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        let attempts = try await Self.failInserts(wallet, code: "40P01", failures: 1)
+        try await wallet.add(type: "r", id: "a", value: "v")
+        #expect(try await attempts() == 2)
+        #expect(try await wallet.count(type: "r") == 1)
+    }
+
+    @Test("an add that keeps failing with 40001 stops after five retries with EAGAIN, and nothing is written")
+    func retriesExhausted() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("retry"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        let attempts = try await Self.failInserts(wallet, code: "40001", failures: 1_000)
+        do {
+            try await wallet.add(type: "r", id: "a", value: "v")
+            Issue.record("the add succeeded although every attempt failed")
+        } catch let WalletError.storage(message, cause) {
+            #expect(cause?.posix == .EAGAIN)
+            #expect(message.contains("nothing was written") && message.contains("retry"), "\(message)")
+        }
+        #expect(try await attempts() == 1 + PostgresStore.retries)
+        #expect(try await wallet.count(type: "r") == 0)
+    }
+
+    @Test(
+        "a transaction whose insert fails with 40001 is not run again behind the caller's back: EAGAIN, nothing kept, and it runs when retried"
+    )
+    func transactionSerializationFailure() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("retry"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        let attempts = try await Self.failInserts(wallet, code: "40001", failures: 1)
+        let runs = Locked(0)
+        do {
+            try await wallet.transaction { view in
+                runs.withLock { $0 += 1 }
+                try await view.add(type: "r", id: "first", value: "v")
+            }
+            Issue.record("the transaction succeeded although its insert failed")
+        } catch let WalletError.storage(_, cause) {
+            #expect(cause?.posix == .EAGAIN)
+        }
+        #expect(runs.withLock { $0 } == 1)
+        #expect(try await attempts() == 1)
+        #expect(try await wallet.count(type: "r") == 0)
+        try await wallet.transaction { view in try await view.add(type: "r", id: "first", value: "v") }
+        #expect(try await wallet.count(type: "r") == 1)
+    }
+}
+#endif
