@@ -66,6 +66,13 @@ package final class AsyncGate: Sendable {
     /// Enters alone: keeps new shared holders out, waits for an exclusive holder before it to
     /// leave, then for the shared holders inside to leave.
     package func enterExclusive() async {
+        // The common case, a free gate, enters without suspending.
+        let entered = state.withLock { state in
+            guard !state.exclusive && state.shared == 0 else { return false }
+            state.exclusive = true
+            return true
+        }
+        if entered { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = state.withLock { state in
                 if state.exclusive {

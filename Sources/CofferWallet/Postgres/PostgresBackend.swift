@@ -463,6 +463,23 @@ struct PostgresStore: Sendable {
         }
     }
 
+    /// ``withConnection(_:)`` for work that runs a caller's own body: what `work` hands to `keep`
+    /// (what that body threw) reaches the caller unchanged when the work fails, and any other
+    /// error is mapped to ``WalletError``.
+    func withConnection<R: Sendable>(
+        keepingThrown work: @Sendable @escaping (PostgresConnection, _ keep: @Sendable (any Error) -> Void) async throws -> R
+    ) async throws -> R {
+        let thrown = Locked<(any Error)?>(nil)
+        do {
+            return try await withConnection { connection in
+                try await work(connection) { error in thrown.withLock { $0 = error } }
+            }
+        } catch {
+            if let original = thrown.withLock({ $0 }) { throw original }
+            throw Self.map(error, settings: settings)
+        }
+    }
+
     private func leased<R: Sendable>(_ body: @Sendable @escaping (PostgresConnection) async throws -> R) async throws -> R {
         if let held { return try await held.run(body) }
         let gauge = self.gauge

@@ -495,32 +495,25 @@ struct PostgresWalletStorage: WalletStorage {
         _ profile: ProfileTables, begin: String, gate: (ProfileGate, exclusive: Bool)?, confirming: ProfileGate?,
         _ body: @escaping @Sendable (PostgresRows) async throws -> T
     ) async throws -> T {
-        let store = self.store
         let joining = store.pinned != nil
         // What `body` threw (other than the driver's errors) reaches the caller as it was thrown.
-        let thrown = Locked<(any Error)?>(nil)
-        do {
-            return try await store.withConnection { connection in
-                let rows = PostgresRows(connection: connection, tables: profile)
-                if joining { return try await body(rows) }
-                try await connection.query(PostgresQuery(unsafeSQL: begin), logger: PostgresStore.logger)
-                let result: T
-                do {
-                    if let (gate, exclusive) = gate { try await PostgresStore.holdGate(gate, on: connection, exclusive: exclusive) }
-                    if let confirming { try await Self.confirm(confirming, on: connection) }
-                    result = try await body(rows)
-                    try await connection.query("COMMIT", logger: PostgresStore.logger)
-                } catch {
-                    _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
-                    if !(error is PSQLError) { thrown.withLock { $0 = error } }
-                    throw error
-                }
-                return result
+        return try await store.withConnection(keepingThrown: { connection, keep in
+            let rows = PostgresRows(connection: connection, tables: profile)
+            if joining { return try await body(rows) }
+            try await connection.query(PostgresQuery(unsafeSQL: begin), logger: PostgresStore.logger)
+            let result: T
+            do {
+                if let (gate, exclusive) = gate { try await PostgresStore.holdGate(gate, on: connection, exclusive: exclusive) }
+                if let confirming { try await Self.confirm(confirming, on: connection) }
+                result = try await body(rows)
+                try await connection.query("COMMIT", logger: PostgresStore.logger)
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
+                if !(error is PSQLError) { keep(error) }
+                throw error
             }
-        } catch {
-            if let original = thrown.withLock({ $0 }) { throw original }
-            throw PostgresStore.map(error, settings: store.settings)
-        }
+            return result
+        })
     }
 
     /// Throws what the gate would when the profile is gone or its key was rotated since `gate`

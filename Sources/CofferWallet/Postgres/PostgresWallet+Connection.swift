@@ -44,45 +44,36 @@ extension PostgresWallet {
         let held = sealing
         let shared = current
         // What `body` threw reaches the caller as it was thrown, not as a storage error.
-        let thrown = Locked<(any Error)?>(nil)
-        do {
-            return try await store.withConnection { connection in
-                let holder = PostgresHeldConnection(connection)
-                var heldStore = base
-                heldStore.held = holder
-                let view = PostgresWallet(
-                    profile: profile, store: heldStore, number: number, keys: held.keys, generation: held.gate.generation,
-                    ownsClient: false, sharing: shared)
-                defer { view.close() }
-                do {
-                    let result = try await body(view)
-                    // The statement still running (from a task `body` left behind) ends
-                    // before the connection goes back to the pool; later ones are refused.
-                    await holder.end()
-                    return result
-                } catch {
-                    await holder.end()
-                    thrown.withLock { $0 = error }
-                    throw error
-                }
+        return try await store.withConnection(keepingThrown: { connection, keep in
+            let holder = PostgresHeldConnection(connection)
+            var heldStore = base
+            heldStore.held = holder
+            let view = PostgresWallet(
+                profile: profile, store: heldStore, number: number, keys: held.keys, generation: held.gate.generation,
+                ownsClient: false, sharing: shared)
+            defer { view.close() }
+            do {
+                let result = try await body(view)
+                // The statement still running (from a task `body` left behind) ends
+                // before the connection goes back to the pool; later ones are refused.
+                await holder.end()
+                return result
+            } catch {
+                await holder.end()
+                keep(error)
+                throw error
             }
-        } catch {
-            if let original = thrown.withLock({ $0 }) { throw original }
-            throw PostgresStore.map(error, settings: base.settings)
-        }
+        })
     }
 }
 
 /// The connection a ``PostgresWallet/withConnection(_:)`` view holds: its statements (a
-/// transaction counts as one) run on it one at a time, and none after the view has ended.
+/// transaction counts as one) run on it one at a time, in arrival order (the package's async
+/// gate, entered alone), and none after the view has ended.
 final class PostgresHeldConnection: Sendable {
-    private struct State {
-        var busy = false
-        var ended = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
     private let connection: PostgresConnection
-    private let state = Locked(State())
+    private let gate = AsyncGate()
+    private let ended = Locked(false)
 
     /// One turn on a held connection, while it lasts.
     private final class Turn: Sendable {
@@ -109,9 +100,9 @@ final class PostgresHeldConnection: Sendable {
                 "a call on a withConnection view from inside a transaction on that view would wait for itself: make it on the transaction's view"
             )
         }
-        await acquire()
-        defer { release() }
-        if state.withLock({ $0.ended }) { throw WalletError.closed }
+        await gate.enterExclusive()
+        defer { gate.leaveExclusive() }
+        if ended.withLock({ $0 }) { throw WalletError.closed }
         // A task cancelled while it waited for its turn writes nothing.
         try Task.checkCancellation()
         let turn = Turn(self)
@@ -121,43 +112,9 @@ final class PostgresHeldConnection: Sendable {
 
     /// Waits for the statement (or transaction) on the connection, if any, and refuses every later one.
     func end() async {
-        await acquire()
-        state.withLock { $0.ended = true }
-        release()
-    }
-
-    private func acquire() async {
-        let free = state.withLock { state -> Bool in
-            guard state.busy else {
-                state.busy = true
-                return true
-            }
-            return false
-        }
-        if free { return }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { state -> Bool in
-                guard state.busy else {
-                    state.busy = true
-                    return true
-                }
-                state.waiters.append(continuation)
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
-
-    /// Hands the connection to the next waiting call, or marks it free.
-    private func release() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard !state.waiters.isEmpty else {
-                state.busy = false
-                return nil
-            }
-            return state.waiters.removeFirst()
-        }
-        next?.resume()
+        await gate.enterExclusive()
+        ended.withLock { $0 = true }
+        gate.leaveExclusive()
     }
 }
 #endif

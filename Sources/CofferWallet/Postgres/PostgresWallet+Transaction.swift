@@ -43,7 +43,6 @@ extension PostgresWallet {
         // joins the transaction it belongs to: a second BEGIN there would be ignored by the
         // server, and its COMMIT would commit the outer transaction's work half-way.
         if store.pinned != nil { return try await body(self) }
-        let settings = store.settings
         let base = store
         let profile = self.profile
         let number = self.number
@@ -51,45 +50,39 @@ extension PostgresWallet {
         // wallet meanwhile makes the gate refuse, never a record sealed under the old key).
         let held = sealing
         // What `body` threw reaches the caller as it was thrown, not as a storage error.
-        let thrown = Locked<(any Error)?>(nil)
-        do {
-            return try await store.withConnection { connection in
-                let begin = exclusive ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ" + (readOnly ? " READ ONLY" : "")
-                try await connection.query(PostgresQuery(unsafeSQL: begin), logger: PostgresStore.logger)
-                if !readOnly {
-                    // The gate's statement is the first, so it also takes a REPEATABLE READ
-                    // snapshot: when a rotation commits while it waits, the server fails it
-                    // (40001) and the retry finds the new generation.
-                    do { try await PostgresStore.holdGate(held.gate, on: connection, exclusive: exclusive) } catch {
-                        _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
-                        throw error
-                    }
-                }
-                var pinned = base
-                pinned.pinned = connection
-                let view = PostgresWallet(
-                    profile: profile, store: pinned, number: number, keys: held.keys, generation: held.gate.generation, ownsClient: false)
-                defer { view.close() }
-                let result: R
-                do {
-                    result = try await body(view)
-                } catch {
-                    _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
-                    thrown.withLock { $0 = error }
-                    throw error
-                }
-                do {
-                    try await connection.query("COMMIT", logger: PostgresStore.logger)
-                } catch {
+        return try await store.withConnection(keepingThrown: { connection, keep in
+            let begin = exclusive ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ" + (readOnly ? " READ ONLY" : "")
+            try await connection.query(PostgresQuery(unsafeSQL: begin), logger: PostgresStore.logger)
+            if !readOnly {
+                // The gate's statement is the first, so it also takes a REPEATABLE READ
+                // snapshot: when a rotation commits while it waits, the server fails it
+                // (40001) and the retry finds the new generation.
+                do { try await PostgresStore.holdGate(held.gate, on: connection, exclusive: exclusive) } catch {
                     _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
                     throw error
                 }
-                return result
             }
-        } catch {
-            if let original = thrown.withLock({ $0 }) { throw original }
-            throw PostgresStore.map(error, settings: settings)
-        }
+            var pinned = base
+            pinned.pinned = connection
+            let view = PostgresWallet(
+                profile: profile, store: pinned, number: number, keys: held.keys, generation: held.gate.generation, ownsClient: false)
+            defer { view.close() }
+            let result: R
+            do {
+                result = try await body(view)
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
+                keep(error)
+                throw error
+            }
+            do {
+                try await connection.query("COMMIT", logger: PostgresStore.logger)
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
+                throw error
+            }
+            return result
+        })
     }
 
     /// Runs `body` as a call of this wallet: refused once closed, the driver's errors mapped to
