@@ -226,5 +226,27 @@ extension PostgresWalletTests {
         }
         #expect(try await PostgresTesting.all(wallet, type: "h").sorted() == ["in", "later"])
     }
+
+    @Test("a withConnection view and a transaction's view keep the wallet's configuration (its bound on open searches)")
+    func viewsKeepConfiguration() async throws {
+        var configuration = Wallet.Configuration()
+        configuration.maxOpenSearches = 1
+        let wallet = try await PostgresWallet.create(
+            settings: try PostgresTesting.settings("held"), key: PostgresTesting.key, configuration: configuration)
+        defer { wallet.close() }
+        try await wallet.add(type: "h", id: "a", value: "v")
+        let counts = try await wallet.withConnection { view in
+            _ = try await view.openSearch(type: "h", queryJSON: "{}")
+            _ = try await view.openSearch(type: "h", queryJSON: "{}")
+            let held = view.openSearchCount
+            let inTransaction = try await view.transaction { txn in
+                _ = try await txn.openSearch(type: "h", queryJSON: "{}")
+                _ = try await txn.openSearch(type: "h", queryJSON: "{}")
+                return txn.openSearchCount
+            }
+            return [held, inTransaction]
+        }
+        #expect(counts == [1, 1])
+    }
 }
 #endif

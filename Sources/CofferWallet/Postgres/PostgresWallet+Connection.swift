@@ -41,6 +41,7 @@ extension PostgresWallet {
         let base = store
         let profile = self.profile
         let number = self.number
+        let configuration = self.configuration
         let held = sealing
         let shared = current
         // What `body` threw reaches the caller as it was thrown, not as a storage error.
@@ -50,7 +51,7 @@ extension PostgresWallet {
             heldStore.held = holder
             let view = PostgresWallet(
                 profile: profile, store: heldStore, number: number, keys: held.keys, generation: held.gate.generation,
-                ownsClient: false, sharing: shared)
+                ownsClient: false, configuration: configuration, sharing: shared)
             defer { view.close() }
             do {
                 let result = try await body(view)

@@ -46,6 +46,7 @@ extension PostgresWallet {
         let base = store
         let profile = self.profile
         let number = self.number
+        let configuration = self.configuration
         // The keys the view seals under and the gate it holds: one value (a rotation by this
         // wallet meanwhile makes the gate refuse, never a record sealed under the old key).
         let held = sealing
@@ -65,7 +66,8 @@ extension PostgresWallet {
             var pinned = base
             pinned.pinned = connection
             let view = PostgresWallet(
-                profile: profile, store: pinned, number: number, keys: held.keys, generation: held.gate.generation, ownsClient: false)
+                profile: profile, store: pinned, number: number, keys: held.keys, generation: held.gate.generation, ownsClient: false,
+                configuration: configuration)
             defer { view.close() }
             let result: R
             do {

@@ -32,6 +32,8 @@ public final class PostgresWallet: Sendable {
     private let state = Locked(false)
     /// Whether this wallet holds a use of the shared client (a transaction's view does not).
     private let ownsClient: Bool
+    /// What it was opened with (its views, a transaction's or a held connection's, take the same).
+    let configuration: Wallet.Configuration
     /// The opened pairs of the profile's keys (see PostgresWallet+Secrets.swift).
     let heldKeys = HeldKeyCache()
     /// The searches opened with ``SearchHandleWallet/openSearch(type:query:options:)``, ended by
@@ -69,6 +71,7 @@ public final class PostgresWallet: Sendable {
         self.store = store
         self.number = number
         self.ownsClient = ownsClient
+        self.configuration = configuration
         let label = ProfileCatalogue.label(path: store.settings.label, profile: profile)
         // A transaction's view (pinned to its connection) runs where the gate is already held.
         let gate = ProfileGate(number: number, generation: generation, label: label, held: store.pinned != nil)
