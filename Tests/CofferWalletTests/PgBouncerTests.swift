@@ -185,5 +185,20 @@ extension PostgresWalletTests {
             for read in reads { #expect(read.status == 0 && read.stdout.contains(#""value":"v""#), "\(read.stdout) \(read.stderr)") }
         }
     }
+
+    @Test(
+        "behind PgBouncer, an observation sees another wallet's add by its expiry check read (LISTEN hears nothing through transaction pooling)",
+        .enabled(if: PgBouncerTesting.available, "PgBouncer is not installed (Debian package `pgbouncer`): skipped"))
+    func pgBouncerObserve() async throws {
+        let settings = try PgBouncerTesting.settings("pgbobs")
+        let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
+        defer { wallet.close() }
+        let writer = try await PostgresWallet.open(settings: settings, key: PostgresTesting.key)
+        defer { writer.close() }
+        let updates = Updates(wallet.observe(type: "o", interval: .milliseconds(20), expiryCheck: .milliseconds(500)))
+        #expect(try await updates.next().map { $0.map(\.id) } == [])
+        try await writer.add(type: "o", id: "a", value: "v")
+        #expect(try await updates.next().map { $0.map(\.id) } == ["a"])
+    }
 }
 #endif

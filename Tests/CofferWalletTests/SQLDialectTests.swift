@@ -120,7 +120,7 @@ struct SQLDialectTests {
     static let profileKeys = WalletKeys(master: SecretKey.random(), tables: ProfileTables(name: "seventh", number: 7))
 
     @Test(
-        "PostgreSQL statements read the shared tables kept to the profile's rows, lead tag equalities by the index's prefix, and call no wallet function",
+        "PostgreSQL statements read the shared tables kept to the profile's rows, lead tag equalities and string ranges by the index's prefix, and call no wallet function",
         arguments: allQueries.map(\.0))
     func postgresScopedToProfile(_ name: String) throws {
         let query = try #require(Self.allQueries.first { $0.0 == name }?.1)
@@ -154,6 +154,11 @@ struct SQLDialectTests {
             let equalities = sql.components(separatedBy: ".value = $").count - 1
             let prefixed = sql.components(separatedBy: "from 1 for \(SQLDialect.postgresIndexedPrefix)) = $").count - 1
             #expect(equalities == prefixed, "an equality the tag index cannot answer: \(sql)")
+            // And each string range too.
+            for symbol in [">", ">=", "<", "<="] {
+                let whole = sql.components(separatedBy: ".value \(symbol) $").count - 1
+                #expect(whole == 0, "a range (\(symbol)) on the whole value, which the tag index cannot answer: \(sql)")
+            }
         }
     }
 

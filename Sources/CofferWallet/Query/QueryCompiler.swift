@@ -129,7 +129,7 @@ enum QueryCompiler {
             var rest = [WQLNode]()
             for c in conjuncts {
                 if Context.rangeTag(c) == tag, case .compare(_, let op, .string(let s)) = c {
-                    conditions.append(SQLFragment(sql: "d.value \(Context.symbol(op)) ?", arguments: [dialect.plaintext(s)]))
+                    conditions.append(dialect.valueCompare("d.value", Context.symbol(op), dialect.plaintext(s)))
                 } else {
                     rest.append(c)
                 }
@@ -247,7 +247,7 @@ enum QueryCompiler {
                 switch operand {
                 case .string(let s):
                     if op == .eq { return dialect.valueEquals("t.value", dialect.plaintext(s)) }
-                    return SQLFragment(sql: "t.value \(symbol) ?", arguments: [dialect.plaintext(s)])
+                    return dialect.valueCompare("t.value", symbol, dialect.plaintext(s))
                 case .number(let x, _):
                     let number = dialect.number
                     if op == .neq {

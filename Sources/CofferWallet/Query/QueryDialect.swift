@@ -149,6 +149,28 @@ extension SQLDialect {
         return SQLFragment(
             sql: "substring(\(column) from 1 for \(Self.postgresIndexedPrefix)) = ? AND \(column) = ?", arguments: [prefix, value])
     }
+
+    /// `column symbol value`, a string range on a plaintext tag value (`symbol`: `>`, `>=`, `<`,
+    /// `<=`). In PostgreSQL the tag index holds a value's first ``postgresIndexedPrefix`` bytes
+    /// (bytes compare as unsigned, a prefix below every longer value it begins), so the range is
+    /// put to that prefix, which the index answers. For a `value` shorter than the prefix the
+    /// comparison of the prefix alone is the whole comparison (a value whose prefix is above, or
+    /// below, `value` is itself above, or below, and the other way round; a prefix equal to a
+    /// shorter `value` is the whole value). A longer `value` gets a bound on the prefix that the
+    /// comparison implies (the prefix of a value above `value` is at least `value`'s own prefix;
+    /// the prefix of a value below `value` is below it too), then the whole comparison.
+    func valueCompare(_ column: String, _ symbol: String, _ value: DatabaseValue) -> SQLFragment {
+        guard self == .postgres, let bytes = Data.fromDatabaseValue(value) else {
+            return SQLFragment(sql: "\(column) \(symbol) ?", arguments: [value])
+        }
+        let indexed = "substring(\(column) from 1 for \(Self.postgresIndexedPrefix))"
+        if bytes.count < Self.postgresIndexedPrefix { return SQLFragment(sql: "\(indexed) \(symbol) ?", arguments: [value]) }
+        if symbol.hasPrefix(">") {
+            let bound = Data(bytes.prefix(Self.postgresIndexedPrefix)).databaseValue
+            return SQLFragment(sql: "\(indexed) >= ? AND \(column) \(symbol) ?", arguments: [bound, value])
+        }
+        return SQLFragment(sql: "\(indexed) \(symbol) ? AND \(column) \(symbol) ?", arguments: [value, value])
+    }
 }
 
 extension SQLFragment {
