@@ -102,5 +102,24 @@ extension PostgresWalletTests {
         try await wallet.transaction { view in try await view.add(type: "r", id: "first", value: "v") }
         #expect(try await wallet.count(type: "r") == 1)
     }
+
+    @Test("a transaction whose body catches a server error and returns is refused, and keeps nothing of what it wrote before the error")
+    func caughtServerErrorRefusesCommit() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("retry"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.add(type: "r", id: "before", value: "v")
+        // Every insert from now on fails on the server (not a conflict: nothing retries it).
+        _ = try await Self.failInserts(wallet, code: "P0001", failures: 1_000)
+        do {
+            try await wallet.transaction { view in
+                try await view.update(type: "r", id: "before", value: "changed")
+                do { try await view.add(type: "r", id: "refused", value: "v") } catch {}
+            }
+            Issue.record("the transaction reported a commit that PostgreSQL rolled back")
+        } catch let WalletError.storage(message, _) {
+            #expect(message.contains("rolled the whole transaction back") && message.contains("P0001"), "\(message)")
+        }
+        #expect(try await wallet.fetch(type: "r", id: "before")?.value == "v")
+    }
 }
 #endif

@@ -319,6 +319,31 @@ final class PostgresLeaseGauge: Sendable {
     func unclaim(_ connection: PostgresConnection) { state.withLock { _ = $0.warmed.remove(connection.id) } }
 }
 
+/// The first error the server raised inside one wallet transaction. PostgreSQL fails every later
+/// statement of a transaction one has failed, and answers its `COMMIT` with a rollback, not an
+/// error: a body that catches the error and returns would be told its transaction committed.
+/// The transaction checks this before it commits (PostgresWallet+Transaction.swift).
+final class PostgresAbort: Sendable {
+    private let first = Locked<String?>(nil)
+
+    /// Notes `error` when the server raised it (a statement refused by name counts: the server
+    /// failed it too); the first one noted stays.
+    func note(_ error: any Error) {
+        let what: String
+        if let error = error as? PSQLError, let state = PostgresStore.sqlState(error) {
+            what = "\(error.serverInfo?[.message] ?? "error") (SQLSTATE \(state))"
+        } else if let refusal = error as? PostgresStore.PoolerRefusedPreparedStatement {
+            what = "a statement refused by name by a pooler (SQLSTATE \(refusal.state))"
+        } else {
+            return
+        }
+        first.withLock { if $0 == nil { $0 = what } }
+    }
+
+    /// What the server failed first, or nil when it failed nothing.
+    var failure: String? { first.withLock { $0 } }
+}
+
 /// What ends a wait for a pooled connection first (``PostgresStore``'s lease).
 private enum LeaseEvent<R: Sendable>: Sendable {
     /// The call ran on a leased connection.
@@ -388,6 +413,8 @@ struct PostgresStore: Sendable {
     /// Inside a wallet transaction (PostgresWallet+Transaction.swift): the one connection
     /// every statement runs on, in that transaction; nil: each call leases its own.
     var pinned: PostgresConnection? = nil
+    /// With ``pinned``: what the server failed in that transaction (see ``PostgresAbort``).
+    var abort: PostgresAbort? = nil
     /// Inside a ``PostgresWallet/withConnection(_:)`` view: the connection its calls run on, one
     /// at a time, each committed on its own (no lease); nil: each call leases its own.
     var held: PostgresHeldConnection? = nil
@@ -427,7 +454,7 @@ struct PostgresStore: Sendable {
     /// Runs `body` on a pooled connection, waiting at most the lease timeout for one; maps
     /// the driver's errors to ``WalletError`` and retries serialization failures.
     func withConnection<R: Sendable>(_ body: @Sendable @escaping (PostgresConnection) async throws -> R) async throws -> R {
-        if let pinned { return try await body(pinned) } // the transaction's own: no lease, no retry
+        if let pinned { return try await noting { try await body(pinned) } } // the transaction's own: no lease, no retry
         var attempt = 0
         while true {
             do {
@@ -447,9 +474,18 @@ struct PostgresStore: Sendable {
         }
     }
 
+    /// What `work` gives; a server error it throws is noted in ``abort`` first (inside a wallet
+    /// transaction, whose every statement then fails until it ends).
+    private func noting<R>(_ work: () async throws -> R) async throws -> R {
+        do { return try await work() } catch {
+            abort?.note(error)
+            throw error
+        }
+    }
+
     /// Runs `body` inside one transaction (retried whole after a serialization failure or deadlock).
     func transaction<R: Sendable>(_ body: @Sendable @escaping (PostgresConnection) async throws -> R) async throws -> R {
-        if let pinned { return try await body(pinned) } // inside a wallet transaction: part of it
+        if let pinned { return try await noting { try await body(pinned) } } // inside a wallet transaction: part of it
         return try await withConnection { connection in
             try await connection.query("BEGIN", logger: Self.logger)
             do {

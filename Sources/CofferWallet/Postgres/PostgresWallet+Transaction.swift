@@ -19,7 +19,10 @@ extension PostgresWallet {
     /// locked `FOR KEY SHARE` at the generation of the key this wallet holds):
     /// a rotation waits for it, and one committed since this wallet was opened (by another wallet
     /// or process) fails it with ``WalletError/wrongKey(_:)`` before `body` runs.
-    /// An error `body` throws rolls the transaction back and reaches the caller unchanged. Called
+    /// An error `body` throws rolls the transaction back and reaches the caller unchanged. An
+    /// error the server raised fails the whole transaction, as PostgreSQL does: when `body`
+    /// catches one and returns, nothing is committed and this throws
+    /// ``WalletError/storage(_:cause:)`` (`ECANCELED`) naming it. Called
     /// on the view inside `body`, this runs `body` as part of the transaction already open.
     /// - Parameters:
     ///   - readOnly: a read-only transaction (searches, exports, checks): the server refuses any write.
@@ -47,6 +50,7 @@ extension PostgresWallet {
         let profile = self.profile
         let number = self.number
         let configuration = self.configuration
+        let settings = store.settings
         // The keys the view seals under and the gate it holds: one value (a rotation by this
         // wallet meanwhile makes the gate refuse, never a record sealed under the old key).
         let held = sealing
@@ -65,6 +69,8 @@ extension PostgresWallet {
             }
             var pinned = base
             pinned.pinned = connection
+            let abort = PostgresAbort()
+            pinned.abort = abort
             let view = PostgresWallet(
                 profile: profile, store: pinned, number: number, keys: held.keys, generation: held.gate.generation, ownsClient: false,
                 configuration: configuration)
@@ -76,6 +82,14 @@ extension PostgresWallet {
                 _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
                 keep(error)
                 throw error
+            }
+            // A server error `body` caught has failed the transaction: the server would roll it
+            // back at COMMIT without an error.
+            if !readOnly, let failure = abort.failure {
+                _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
+                throw WalletError.storage(
+                    "a statement of this transaction failed on PostgreSQL at \(settings.label) (\(failure)), which rolled the whole transaction back, although the body caught the error and returned; nothing of it was kept: run it again",
+                    cause: StorageCause(posix: .ECANCELED))
             }
             do {
                 try await connection.query("COMMIT", logger: PostgresStore.logger)
