@@ -84,6 +84,9 @@ package enum PgBouncerTestServer {
         let folder = "/tmp/\(prefix)\(getpid())"
         TemporaryFolders.removeTree(folder)
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        // PgBouncer 1.21 and later can carry prepared statements (by default from 1.24): the
+        // tests are of a pooler that does not, so it is turned off where it exists.
+        let carries = try version(binary).map { $0.lexicographicallyPrecedes([1, 21]) == false } ?? false
         var lastError = ""
         for _ in 0..<5 {
             let port = PostgresTestServer.freeLoopbackPort()
@@ -102,6 +105,7 @@ package enum PgBouncerTestServer {
                 max_client_conn = 500
                 logfile = \(folder)/pgbouncer.log
                 pidfile = \(folder)/pgbouncer.pid
+                \(carries ? "max_prepared_statements = 0" : "")
 
                 """
             try Data(config.utf8).write(to: URL(fileURLWithPath: folder + "/pgbouncer.ini"))
@@ -117,6 +121,9 @@ package enum PgBouncerTestServer {
             guard result.status == 0, let pid = waitForPID(folder: folder, port: port) else {
                 lastError =
                     "\(result.stderr)\(result.stdout) \(((try? String(contentsOfFile: folder + "/pgbouncer.log", encoding: .utf8)) ?? "").suffix(600))"
+                // A daemon that started but did not come up in time is stopped before the next try.
+                stop(folder: folder)
+                TemporaryFolders.removeTree(folder + "/pgbouncer.pid")
                 continue
             }
             watch(pid: pid, folder: folder)
@@ -126,34 +133,56 @@ package enum PgBouncerTestServer {
         throw PostgresTestServer.Unavailable(description: "the test PgBouncer did not start: \(lastError)")
     }
 
-    /// The daemon's process id once it accepts connections on `port` (at most 30 s), or nil.
+    /// `pgbouncer --version`'s version numbers (`PgBouncer 1.18.0` gives `[1, 18, 0]`), or nil.
+    private static func version(_ binary: String) throws -> [Int]? {
+        let result = try runProcessBlocking(URL(fileURLWithPath: binary), ["--version"], within: .seconds(30))
+        guard let line = result.stdout.split(separator: "\n").first, line.hasPrefix("PgBouncer ") else { return nil }
+        let numbers = line.dropFirst("PgBouncer ".count).split(separator: ".").map { Int($0.prefix { $0.isNumber }) }
+        return numbers.contains(nil) ? nil : numbers.compactMap { $0 }
+    }
+
+    /// The daemon's process id once it accepts connections on `port` (at most 30 s, less when
+    /// it exits), or nil.
     private static func waitForPID(folder: String, port: Int) -> pid_t? {
         let deadline = Date().addingTimeInterval(30)
+        var seen = false
         while Date() < deadline {
-            if let text = try? String(contentsOfFile: folder + "/pgbouncer.pid", encoding: .utf8),
-                let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), kill(pid, 0) == 0,
-                PostgresTestServer.accepts(port: port)
-            {
-                return pid
+            if let pid = daemon(folder: folder) {
+                seen = true
+                if PostgresTestServer.accepts(port: port) { return pid }
+            } else if seen {
+                return nil // it ran and is gone: it failed (its log says why)
             }
             usleep(50_000)
         }
         return nil
     }
 
+    /// The process id in `folder`'s pid file when that process is a PgBouncer of `folder` (its
+    /// command line names the folder's configuration: a reused process id is someone else's).
+    private static func daemon(folder: String) -> pid_t? {
+        guard let text = try? String(contentsOfFile: folder + "/pgbouncer.pid", encoding: .utf8),
+            let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0,
+            let command = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline")
+        else { return nil }
+        return String(decoding: command, as: UTF8.self).contains(folder + "/pgbouncer.ini") ? pid : nil
+    }
+
+    /// Kills the PgBouncer of `folder`, if one runs.
+    private static func stop(folder: String) {
+        if let pid = daemon(folder: folder) { kill(pid, SIGKILL) }
+    }
+
     private static func stopAtExit() {
         let folder = "/tmp/\(prefix)\(getpid())"
-        if let text = try? String(contentsOfFile: folder + "/pgbouncer.pid", encoding: .utf8),
-            let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        {
-            kill(pid, SIGKILL)
-        }
+        stop(folder: folder)
         TemporaryFolders.removeTree(folder)
     }
 
     /// A detached shell that stops the daemon once this process is gone, however it ended.
     private static func watch(pid: pid_t, folder: String) {
-        let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 2; done; kill -9 \(pid) 2>/dev/null; rm -rf '\(folder)'"
+        let script =
+            "while kill -0 \(getpid()) 2>/dev/null; do sleep 2; done; grep -qaF '\(folder)/pgbouncer.ini' /proc/\(pid)/cmdline 2>/dev/null && kill -9 \(pid); rm -rf '\(folder)'"
         _ = try? runProcessBlocking(
             URL(fileURLWithPath: "/bin/bash"),
             ["-c", PostgresTestServer.closingDescriptors, "bash", "/bin/sh", "-c", "(\(script)) </dev/null >/dev/null 2>&1 &"],
@@ -166,11 +195,7 @@ package enum PgBouncerTestServer {
             guard let owner = pid_t(name.dropFirst(prefix.count)), owner != getpid() else { continue }
             guard kill(owner, 0) != 0 && errno == ESRCH else { continue }
             let folder = "/tmp/\(name)"
-            if let text = try? String(contentsOfFile: folder + "/pgbouncer.pid", encoding: .utf8),
-                let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
-            {
-                kill(pid, SIGKILL)
-            }
+            stop(folder: folder)
             TemporaryFolders.removeTree(folder)
         }
     }

@@ -121,5 +121,22 @@ extension PostgresWalletTests {
         }
         #expect(try await wallet.fetch(type: "r", id: "before")?.value == "v")
     }
+
+    @Test("a read first prepared inside a transaction the server has failed does not break that read on its connection afterwards")
+    func preparationInFailedTransaction() async throws {
+        // One pooled connection: the read after the transaction runs where the failed preparation did.
+        let wallet = try await PostgresWallet.create(
+            settings: try PostgresTesting.settings("retry", maxConnections: 1), key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.add(type: "r", id: "before", value: "v")
+        _ = try await Self.failInserts(wallet, code: "P0001", failures: 1_000)
+        await #expect(throws: WalletError.self) {
+            try await wallet.transaction { view in
+                do { try await view.add(type: "r", id: "refused", value: "v") } catch {}
+                _ = try? await view.fetch(type: "r", id: "before") // its first preparation, refused (25P02)
+            }
+        }
+        #expect(try await wallet.fetch(type: "r", id: "before")?.value == "v")
+    }
 }
 #endif

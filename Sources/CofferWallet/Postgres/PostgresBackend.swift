@@ -243,6 +243,8 @@ final class PostgresLeaseGauge: Sendable {
         var granted = 0
         var diagnosing = false
         var unnamedOnly = false
+        /// Open connections on which a named statement failed (see ``stopPreparing(on:)``).
+        var unnamed = Set<PostgresConnection.ID>()
     }
     private let state = Locked(State())
 
@@ -254,6 +256,17 @@ final class PostgresLeaseGauge: Sendable {
 
     /// Sends every later statement of the client unnamed (see ``preparesStatements``).
     func stopPreparing() { state.withLock { $0.unnamedOnly = true } }
+
+    /// Whether named statements are sent on `connection`: the client prepares them, and none
+    /// failed on it.
+    func preparesStatements(on connection: PostgresConnection) -> Bool {
+        state.withLock { !$0.unnamedOnly && !$0.unnamed.contains(connection.id) }
+    }
+
+    /// Sends every later statement on `connection` unnamed, until it closes: the driver keeps a
+    /// statement whose preparation failed (in a transaction already failed, say) failed on its
+    /// connection for good, which would fail every later call of it there.
+    func stopPreparing(on connection: PostgresConnection) { state.withLock { _ = $0.unnamed.insert(connection.id) } }
 
     /// Counts a call in (pair with ``leave()``); true when an idle connection is certainly there.
     func enter() -> Bool {
@@ -299,6 +312,7 @@ final class PostgresLeaseGauge: Sendable {
             state.withLock {
                 $0.open.remove(id)
                 $0.warmed.remove(id)
+                $0.unnamed.remove(id)
             }
         }
     }
@@ -1355,16 +1369,24 @@ extension PostgresStore {
 
     /// The rows `statement` gives on `connection`, all read before returning; a statement the
     /// server refuses by name (``isPoolerRefusal(_:)``) stops `gauge`'s client preparing and
-    /// throws ``PoolerRefusedPreparedStatement``.
+    /// throws ``PoolerRefusedPreparedStatement``; any other error the server raised for it stops
+    /// `connection` preparing.
     static func rows<S: PostgresPreparedStatement>(
         _ statement: S, on connection: PostgresConnection, prepared: Bool, gauge: PostgresLeaseGauge
     ) async throws -> [S.Row] {
-        guard prepared && gauge.preparesStatements else { return try await rows(statement, on: connection, prepared: false) }
+        guard prepared && gauge.preparesStatements(on: connection) else {
+            return try await rows(statement, on: connection, prepared: false)
+        }
         do {
             return try await rows(statement, on: connection, prepared: true)
         } catch let error as PSQLError where isPoolerRefusal(error) {
             gauge.stopPreparing()
             throw PoolerRefusedPreparedStatement(state: sqlState(error) ?? "")
+        } catch let error as PSQLError where sqlState(error) != nil {
+            // The server failed it, perhaps while preparing it: that connection sends it unnamed
+            // from now on (see ``PostgresLeaseGauge/stopPreparing(on:)``).
+            gauge.stopPreparing(on: connection)
+            throw error
         }
     }
 
