@@ -95,7 +95,8 @@ extension PostgresWallet {
                 try await connection.query("COMMIT", logger: PostgresStore.logger)
             } catch {
                 _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
-                throw error
+                // Mapped here, so that no retry (a conflict at commit) runs `body` a second time.
+                throw PostgresStore.map(error, settings: settings)
             }
             return result
         })
