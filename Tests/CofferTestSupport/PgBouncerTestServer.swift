@@ -34,18 +34,13 @@ package enum PgBouncerTestServer {
 
     /// Why the PgBouncer tests cannot run, or nil when they can.
     package static var unavailableReason: String? {
-        switch state {
-        case .success: return nil
-        case .failure(let error): return error.description
-        }
+        guard case .failure(let error) = state else { return nil }
+        return error.description
     }
 
     /// The running PgBouncer; throws (naming the Debian package) when there is none.
     package static func endpoint() throws -> Endpoint {
-        switch state {
-        case .success(let endpoint): return endpoint
-        case .failure(let error): throw error
-        }
+        try state.get()
     }
 
     private static let prefix = "coffer-pgbouncer-run-"

@@ -39,18 +39,13 @@ package enum PostgresTestServer {
 
     /// Why the PostgreSQL tests cannot run, or nil when they can.
     package static var unavailableReason: String? {
-        switch state {
-        case .success: return nil
-        case .failure(let error): return error.description
-        }
+        guard case .failure(let error) = state else { return nil }
+        return error.description
     }
 
     /// The running server; throws (with a message naming the Debian package) when there is none.
     package static func endpoint() throws -> Endpoint {
-        switch state {
-        case .success(let endpoint): return endpoint
-        case .failure(let error): throw error
-        }
+        try state.get()
     }
 
     /// Why the server is not there.
