@@ -138,5 +138,19 @@ extension PostgresWalletTests {
         }
         #expect(try await wallet.fetch(type: "r", id: "before")?.value == "v")
     }
+
+    @Test("a server error inside an addAll's savepoint, rolled back to, leaves the transaction able to commit what came after")
+    func savepointRollbackKeepsTransaction() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("retry"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        _ = try await Self.failInserts(wallet, code: "P0001", failures: 1)
+        try await wallet.transaction { view in
+            await #expect(throws: WalletError.self) {
+                try await view.addAll([(type: "r", id: "in-savepoint", value: "v", tags: [:])])
+            }
+            try await view.add(type: "r", id: "after", value: "v")
+        }
+        #expect(try await PostgresTesting.all(wallet, type: "r") == ["after"])
+    }
 }
 #endif

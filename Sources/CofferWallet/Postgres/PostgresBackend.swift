@@ -356,6 +356,10 @@ final class PostgresAbort: Sendable {
 
     /// What the server failed first, or nil when it failed nothing.
     var failure: String? { first.withLock { $0 } }
+
+    /// Back to what ``failure`` was at a savepoint, once the transaction was rolled back to it
+    /// (which undoes the failure of what came after).
+    func reset(to failure: String?) { first.withLock { $0 = failure } }
 }
 
 /// What ends a wait for a pooled connection first (``PostgresStore``'s lease).

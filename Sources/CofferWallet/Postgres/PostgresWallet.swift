@@ -349,10 +349,12 @@ public final class PostgresWallet: Sendable {
             }
         }
         try await run("SAVEPOINT coffer_add_all")
+        // A server error inside the savepoint fails the transaction only until it is rolled back to.
+        let failedBefore = store.abort?.failure
         do {
             try await body()
         } catch {
-            try? await run("ROLLBACK TO SAVEPOINT coffer_add_all")
+            if (try? await run("ROLLBACK TO SAVEPOINT coffer_add_all")) != nil { store.abort?.reset(to: failedBefore) }
             try? await run("RELEASE SAVEPOINT coffer_add_all")
             throw error
         }
