@@ -1378,11 +1378,15 @@ extension PostgresStore {
     static func rows<S: PostgresPreparedStatement>(
         _ statement: S, on connection: PostgresConnection, prepared: Bool, gauge: PostgresLeaseGauge
     ) async throws -> [S.Row] {
+        var out = [S.Row]()
         guard prepared && gauge.preparesStatements(on: connection) else {
-            return try await rows(statement, on: connection, prepared: false)
+            let query = PostgresQuery(unsafeSQL: S.sql, binds: try statement.makeBindings())
+            for try await row in try await connection.query(query, logger: logger) { out.append(try statement.decodeRow(row)) }
+            return out
         }
         do {
-            return try await rows(statement, on: connection, prepared: true)
+            for try await row in try await connection.execute(statement, logger: logger) { out.append(row) }
+            return out
         } catch let error as PSQLError where isPoolerRefusal(error) {
             gauge.stopPreparing()
             throw PoolerRefusedPreparedStatement(state: sqlState(error) ?? "")
@@ -1392,20 +1396,6 @@ extension PostgresStore {
             gauge.stopPreparing(on: connection)
             throw error
         }
-    }
-
-    /// The rows `statement` gives on `connection`, all read before returning.
-    static func rows<S: PostgresPreparedStatement>(_ statement: S, on connection: PostgresConnection, prepared: Bool) async throws
-        -> [S.Row]
-    {
-        var out = [S.Row]()
-        if prepared {
-            for try await row in try await connection.execute(statement, logger: logger) { out.append(row) }
-        } else {
-            let query = PostgresQuery(unsafeSQL: S.sql, binds: try statement.makeBindings())
-            for try await row in try await connection.query(query, logger: logger) { out.append(try statement.decodeRow(row)) }
-        }
-        return out
     }
 
     /// The row of a record (live or expired).
