@@ -64,13 +64,39 @@ extension PostgresWalletTests {
             #expect(sql.hasSuffix("ORDER BY d.item ASC LIMIT $\(statement.arguments.count)"), "\(sql)")
             #expect(statement.arguments.filter { $0 == .integer(alice.number) }.count >= 2)
             // The statement runs as it is through the seam's rows, and finds what the search finds.
-            let rows = try await alice.pageRows(statement, type: BlindColumn.value(keys.typeBlind("cred")), keys: keys)
+            let rows = try await alice.pageRows(
+                search, plan, after: 0, limit: 10, now: 0, type: BlindColumn.value(keys.typeBlind("cred")), keys: keys)
             #expect(rows.count == 1)
             #expect(
                 try await PostgresTesting.all(alice, type: "cred", query: WalletQuery(json: #"{"schema":"s1","issuer":"i1"}"#)) == ["a"])
             let count = search.countStatement(plan, now: 0, expiry: true)
             #expect(count.sql.hasPrefix("SELECT COUNT(*) FROM coffer_tags d"), "\(count.sql)")
-            #expect(try await alice.countRows(count, keys: keys) == 1)
+            #expect(try await alice.countRows(search, plan, keys: keys) == 1)
+        }
+
+        @Test(
+            "a count of a type, or of one tag equality, is the text of a prepared count, and counts what the statement sent unnamed counts",
+            arguments: [
+                ("{}", 3, "type"), (#"{"schema":"s1"}"#, 2, "tag"), (#"{"~seq":"002"}"#, 1, "tag"), (#"{"schema":"s9"}"#, 0, "tag"),
+            ])
+        func preparedCounts(_ json: String, _ expected: Int, _ shape: String) async throws {
+            let (alice, bob) = try await Self.twoProfiles("prepcount")
+            defer {
+                alice.close()
+                bob.close()
+            }
+            let (search, plan) = try alice.compiled(type: "cred", query: WalletQuery(json: json), keys: alice.keys, allowRange: true)
+            let statement = search.countStatement(plan, now: unixMillis(Date()), expiry: true)
+            #expect(statement.sql == (shape == "type" ? PostgresStore.CountOfType.countSQL : PostgresStore.CountOfTag.countSQL))
+            let prepared = try await alice.store.preparedCount(statement)
+            #expect(prepared?.count == Int64(expected))
+            #expect(prepared?.generation == alice.sealing.gate.generation)
+            let unnamed = try await alice.store.withConnection { connection in
+                try await PostgresRows(connection: connection, tables: alice.keys.tables).gatedCount(statement)
+            }
+            #expect(unnamed.count == Int64(expected))
+            #expect(try await alice.count(type: "cred", matching: WalletQuery(json: json)) == expected)
+            #expect(try await bob.count(type: "cred", matching: WalletQuery(json: json)) == 0)
         }
 
         @Test("searches and counts never return another profile's rows, even copies that carry this profile's blinds")

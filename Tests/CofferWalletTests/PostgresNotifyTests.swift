@@ -303,7 +303,7 @@ extension PostgresWalletTests {
             #expect(try await count(triggers) == 0, "the trigger is still there")
             #expect(try await count(functions) == 0, "the function is still there")
             #expect(try await count("SELECT format FROM coffer_schema") == Int64(PostgresStore.format))
-            #expect(PostgresStore.format == 4)
+            #expect(PostgresStore.format == 5)
             // Observation works without it: the add's own statement notifies.
             let updates = Updates(
                 wallet.observe(type: "credential", interval: .milliseconds(20), expiryCheck: PostgresObserveTests.never))

@@ -449,8 +449,9 @@ struct PostgresStore: Sendable {
     /// change of a record; 4, the same table of observed profiles without that trigger: the
     /// wallet's write statements notify themselves (``notifySchema``). An older database gains
     /// what it lacks, and loses the trigger, when a process of this code opens it (idempotent
-    /// statements, no rewrite), after which older builds refuse it as newer.
-    static let format = 4
+    /// statements, no rewrite), after which older builds refuse it as newer. 5: also the marks of
+    /// tag names some record holds several values of (``multiValuedSchema``).
+    static let format = 5
     /// The advisory lock key migrations and profile changes hold (`pg_advisory_xact_lock`).
     static let migrationLock: Int64 = 0x436F_6666_6572_0001
     /// Bytes of a tag value the lookup index holds (PostgreSQL's B-tree entries are limited to
@@ -724,7 +725,7 @@ struct PostgresStore: Sendable {
                 )
             }
             if stored == Self.format { return }
-            for statement in Self.schema + Self.notifySchema {
+            for statement in Self.schema + Self.notifySchema + Self.multiValuedSchema {
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: Self.logger)
             }
             try await connection.query(
@@ -809,6 +810,52 @@ struct PostgresStore: Sendable {
         """,
         "DROP TRIGGER IF EXISTS coffer_items_notify ON coffer_items",
         "DROP FUNCTION IF EXISTS coffer_items_notify()",
+    ]
+
+    /// Format 5: `coffer_tag_multi` marks, per profile, the tag names (blind) that some record
+    /// holds several values of, as SQLite's `tag_multi` does. A string range over a plaintext tag
+    /// is then answered from the tag index's range alone (both bounds on one tag row) while the
+    /// tag's name is unmarked; that is exact only while no record holds two values of it (with
+    /// values 5 and 50, `$gte 10` and `$lt 20` each hold, and no one value is in between). A
+    /// reader reads the mark in the same statement as the range (one snapshot) and, when it is
+    /// there, runs the query again with one condition per bound.
+    ///
+    /// The marks come from a statement trigger on `coffer_tags` (after each inserting statement,
+    /// over its new rows: one probe of the tag table's item index per new row), so every way a
+    /// tag row is written marks it, including the key rotation's rewrite and COPY imports. Marks
+    /// are only ever added (a rotation leaves the old names' marks, which no query names any
+    /// more) until the profile is removed. Names of encrypted tags are marked as well: the
+    /// server cannot tell them apart, and no range reads them. The migration marks the names the
+    /// rows already there hold several values of.
+    static let multiValuedSchema = [
+        """
+        CREATE TABLE IF NOT EXISTS coffer_tag_multi(
+            profile bigint NOT NULL,
+            name bigint NOT NULL,
+            PRIMARY KEY (profile, name)
+        )
+        """,
+        """
+        CREATE OR REPLACE FUNCTION coffer_tags_mark_multi() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO coffer_tag_multi(profile, name)
+            SELECT DISTINCT n.profile, n.name FROM coffer_new_tags n
+            WHERE (SELECT count(*) FROM coffer_tags t WHERE t.item = n.item AND t.name = n.name) > 1
+            ON CONFLICT DO NOTHING;
+            RETURN NULL;
+        END
+        $$
+        """,
+        "DROP TRIGGER IF EXISTS coffer_tags_multi ON coffer_tags",
+        """
+        CREATE TRIGGER coffer_tags_multi AFTER INSERT ON coffer_tags REFERENCING NEW TABLE AS coffer_new_tags
+        FOR EACH STATEMENT EXECUTE FUNCTION coffer_tags_mark_multi()
+        """,
+        """
+        INSERT INTO coffer_tag_multi(profile, name)
+        SELECT DISTINCT profile, name FROM (SELECT profile, name FROM coffer_tags GROUP BY item, profile, name HAVING count(*) > 1) m
+        ON CONFLICT DO NOTHING
+        """,
     ]
 
     /// A CTE `notified` that notifies ``notifyChannel`` once with `"PROFILE TYPE"` when the
@@ -912,6 +959,7 @@ struct PostgresStore: Sendable {
             }
             guard let number else { return false }
             try await connection.query("DELETE FROM coffer_tags WHERE profile = \(number)", logger: Self.logger)
+            try await connection.query("DELETE FROM coffer_tag_multi WHERE profile = \(number)", logger: Self.logger)
             // Observers of the profile hear of every type it held.
             try await Self.drain(
                 PostgresQuery(
@@ -1398,6 +1446,61 @@ extension PostgresStore {
         }
     }
 
+    /// The count of a compiled count statement in one of the two shapes the query compiler writes
+    /// most (every live record of a type; the records of one tag equality), as a prepared statement:
+    /// planned once per connection, where a count sent unnamed was planned at every call. nil
+    /// when `statement` is of another shape (the caller sends it unnamed). The profile's key
+    /// generation comes in the same row, as ``PostgresRows/gatedCount(_:singleValued:)`` reads it.
+    func preparedCount(_ statement: CompiledStatement) async throws -> (generation: Int64?, count: Int64)? {
+        let prepared = settings.preparedStatements
+        func run<S: PreparedCount>(_ count: S) async throws -> (generation: Int64?, count: Int64) {
+            let row = try await withConnection { connection in
+                try await Self.rows(count, on: connection, prepared: prepared, gauge: gauge).first
+            }
+            return (row?.0, row?.1 ?? 0)
+        }
+        switch statement.sql {
+        case CountOfType.countSQL: return try await run(CountOfType(arguments: statement.arguments))
+        case CountOfTag.countSQL: return try await run(CountOfTag(arguments: statement.arguments))
+        default: return nil
+        }
+    }
+
+    /// A prepared count: `countSQL` is the query compiler's text for the shape, word for word
+    /// (``preparedCount(_:)`` sends a statement through it only when its text is that one, so a
+    /// change of the compiler's text sends the count unnamed rather than counting something else),
+    /// and its first argument is the profile's number, which the key generation's read takes too.
+    protocol PreparedCount: PostgresPreparedStatement where Row == (Int64?, Int64) {
+        static var countSQL: String { get }
+        var arguments: [StorageValue] { get }
+    }
+
+    /// Every live record of a type (`count_all`'s shape).
+    struct CountOfType: PreparedCount {
+        static let name = "coffer_count_type_v1"
+        static let countSQL =
+            "SELECT COUNT(*) FROM coffer_items i WHERE i.profile = $1 AND i.type = $2 AND (i.expiry IS NULL OR i.expiry > $3)"
+        static let sql = PostgresStore.generationCount(countSQL)
+        let arguments: [StorageValue]
+    }
+
+    /// The live records of one tag equality, by the tag index (`count_tag_eq`'s shape).
+    struct CountOfTag: PreparedCount {
+        static let name = "coffer_count_tag_v1"
+        static let countSQL =
+            "SELECT COUNT(*) FROM coffer_tags d  JOIN coffer_items i ON i.id = d.item WHERE d.profile = $1 AND d.name = $2"
+            + " AND substring(d.value from 1 for \(indexedPrefix)) = $3 AND d.value = $4 AND i.type = $5"
+            + " AND (i.expiry IS NULL OR i.expiry > $6)"
+        static let sql = PostgresStore.generationCount(countSQL)
+        let arguments: [StorageValue]
+    }
+
+    /// `count` (`SELECT COUNT(*) …` whose `$1` is the profile's number) with the profile's key
+    /// generation read first in the same row.
+    static func generationCount(_ count: String) -> String {
+        "SELECT (SELECT generation FROM coffer_profiles WHERE number = $1), " + count.dropFirst("SELECT ".count)
+    }
+
     /// The row of a record (live or expired).
     struct Locate: PostgresPreparedStatement {
         static let name = "coffer_locate_v2"
@@ -1546,5 +1649,11 @@ extension PostgresStore {
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
+}
+
+/// A prepared count binds the compiled statement's arguments as they are, and reads one row.
+extension PostgresStore.PreparedCount {
+    func makeBindings() throws -> PostgresBindings { PostgresRows.bindings(arguments) }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
 #endif

@@ -211,7 +211,7 @@ struct PostgresRows: WalletStorageTransaction {
     // MARK: Pages and counts
 
     /// `statement`'s parameters as the driver binds them.
-    private static func bindings(_ arguments: [StorageValue]) -> PostgresBindings {
+    static func bindings(_ arguments: [StorageValue]) -> PostgresBindings {
         var binds = PostgresBindings()
         for argument in arguments {
             switch argument {
@@ -242,42 +242,60 @@ struct PostgresRows: WalletStorageTransaction {
     /// gives the page's rows in the page's order; the statement has no outer `ORDER BY` to say so
     /// (its sort doubled the server's time for a page of 1000 rows), so the rows are checked here
     /// as they come and sorted only if they ever come out of order.
-    func gatedPage(_ statement: CompiledStatement, type: Int64) async throws -> (generation: Int64?, rows: [StoredItem]) {
+    ///
+    /// `singleValued`: the tag name (blind) a range plan needs single-valued; the same statement
+    /// then reads its mark (``PostgresStore/multiValuedSchema``), and `marked` true means the rows
+    /// may lack matches: the caller runs another plan.
+    func gatedPage(_ statement: CompiledStatement, type: Int64, singleValued: Int64? = nil) async throws -> (
+        generation: Int64?, marked: Bool, rows: [StoredItem]
+    ) {
         let query = PostgresQuery(
             unsafeSQL:
-                "SELECT p.generation, r.* FROM coffer_profiles p LEFT JOIN LATERAL (\(statement.sql)) r ON true WHERE p.number = \(tables.number)",
+                "SELECT p.generation, \(marked(singleValued)), r.* FROM coffer_profiles p LEFT JOIN LATERAL (\(statement.sql)) r ON true WHERE p.number = \(tables.number)",
             binds: Self.bindings(statement.arguments))
         var generation: Int64?
+        var marked = false
         var out = [StoredItem]()
         var ordered = true
-        for try await (current, id, name, value, expiry) in try await connection.query(query, logger: logger).decode(
-            (Int64, Int64?, Data?, Data?, Int64?).self)
+        for try await (current, multi, id, name, value, expiry) in try await connection.query(query, logger: logger).decode(
+            (Int64, Bool, Int64?, Data?, Data?, Int64?).self)
         {
             generation = current
+            marked = multi
             guard let id, let name, let value else { continue }
             if let last = out.last, last.rowid > id { ordered = false }
             out.append(StoredItem(rowid: id, type: type, name: name, sealed: value, expiry: expiry))
         }
         if !ordered { out.sort { $0.rowid < $1.rowid } }
-        return (generation, out)
+        return (generation, marked, out)
     }
 
     /// A compiled count (`SELECT COUNT(*) FROM …`) with the profile's key generation read in the
     /// same statement (nil when the profile is gone): an aggregate gives its row even when nothing
     /// matches, so the generation rides on that row as a scalar subquery. (The count nested whole
-    /// as a second scalar subquery cost about a tenth of `count_all`'s rate.)
-    func gatedCount(_ statement: CompiledStatement) async throws -> (generation: Int64?, count: Int64) {
+    /// as a second scalar subquery cost about a tenth of `count_all`'s rate.) `singleValued` and
+    /// `marked`: as for ``gatedPage(_:type:singleValued:)``.
+    func gatedCount(_ statement: CompiledStatement, singleValued: Int64? = nil) async throws -> (
+        generation: Int64?, marked: Bool, count: Int64
+    ) {
         let head = "SELECT COUNT(*) "
-        let generation = "(SELECT generation FROM coffer_profiles WHERE number = \(tables.number))"
+        let generation = "(SELECT generation FROM coffer_profiles WHERE number = \(tables.number)), \(marked(singleValued))"
         let sql =
             statement.sql.hasPrefix(head)
             ? "SELECT \(generation), COUNT(*) " + statement.sql.dropFirst(head.count)
             : "SELECT \(generation), (\(statement.sql))"
         let query = PostgresQuery(unsafeSQL: sql, binds: Self.bindings(statement.arguments))
-        for try await row in try await connection.query(query, logger: logger).decode((Int64?, Int64?).self) {
-            return (row.0, row.1 ?? 0)
+        for try await row in try await connection.query(query, logger: logger).decode((Int64?, Bool, Int64?).self) {
+            return (row.0, row.1, row.2 ?? 0)
         }
-        return (nil, 0)
+        return (nil, false, 0)
+    }
+
+    /// SQL true when tag name `name` (a blind) is marked as holding several values in some
+    /// record of this profile; `false` for nil.
+    private func marked(_ name: Int64?) -> String {
+        guard let name else { return "false" }
+        return "EXISTS (SELECT 1 FROM coffer_tag_multi WHERE profile = \(tables.number) AND name = \(name))"
     }
 
     func integers(_ statement: CompiledStatement) async throws -> [Int64] {

@@ -107,14 +107,16 @@ extension PostgresWallet {
         let keys = held.keys
         let tb = keys.typeBlind(type)
         let t = BlindColumn.value(tb)
-        let (search, plan) = try compiled(type: type, query: query, keys: keys)
+        let (search, first) = try compiled(type: type, query: query, keys: keys, allowRange: Self.candidateBatch >= Self.rangePageMinimum)
+        var plan = first
         let now = unixMillis(Date())
         var after: Int64 = 0
         while true {
-            let statement = search.pageStatement(plan, after: after, limit: Self.candidateBatch, descending: false, now: now, expiry: true)
             // The page reads the profile's generation too: a reader whose key was rotated away
             // (it would find nothing) gets wrongKey.
-            let rows = try await pageRows(statement, type: t, keys: keys, gate: held.gate)
+            let rows = try await pageRows(
+                search, plan, after: after, limit: Self.candidateBatch, now: now, type: t, keys: keys, gate: held.gate)
+            plan = Self.fallbackPlan(search)
             for row in rows {
                 try body(
                     row,

@@ -539,47 +539,89 @@ public final class PostgresWallet: Sendable {
 
     /// `query` over `type` as the shared query compiler writes it for PostgreSQL (its `postgres`
     /// dialect: the shared tables kept to this profile's rows), and the plan its statements take:
-    /// the first, driven by the query's first top-level tag equality when it has one, else by the
+    /// the first, driven by the query's first top-level tag equality when it has one; else, when
+    /// `allowRange`, by the index range of its string ranges on one plaintext tag; else by the
     /// type's records. What SQL cannot answer exactly (`$like`, `$regex`, numbers on encrypted
     /// tags) is widened there and decided in memory by Coffer's own matchers: no pattern reaches
-    /// the server. (The compiler's range plans are never taken: they need a tag known to be
-    /// single-valued, which PostgreSQL does not track.)
-    func compiled(type: String, query: WalletQuery, keys: WalletKeys) throws -> (search: CompiledSearch, plan: CompiledSearch.Plan) {
+    /// the server.
+    ///
+    /// A range plan reads its whole range at every statement, so only reads that take the range
+    /// once allow it: a count, and the first page of a read of at least ``rangePageMinimum``
+    /// records (later pages go on by the plan of ``fallbackPlan(_:)``, whose cost does not grow
+    /// with the position). It is exact only while no record holds two values of the tag: its
+    /// statements read the tag's mark too (``PostgresStore/multiValuedSchema``), and a marked tag
+    /// sends the read to the fallback plan.
+    func compiled(type: String, query: WalletQuery, keys: WalletKeys, allowRange: Bool = false) throws -> (
+        search: CompiledSearch, plan: CompiledSearch.Plan
+    ) {
         let search = try QueryCompiler.compile(type: type, query: query, keys: keys, allowReserved: true, dialect: .postgres)
-        let plan =
-            search.plans.first {
-                if case .range = $0.driver { return false }
-                return true
-            } ?? search.plans[search.plans.count - 1]
-        return (search, plan)
+        if allowRange, let first = search.plans.first, case .range = first.driver { return (search, first) }
+        return (search, Self.fallbackPlan(search))
     }
 
-    /// The rows a compiled page statement selects, on this wallet's connection (its transaction's,
-    /// inside one), through the storage seam's PostgreSQL rows. The same statement reads the
-    /// profile's key generation, even when it finds nothing (``PostgresRows/gatedPage(_:type:)``):
-    /// a reader whose key was rotated away since `gate` was read (its blinds match no row) gets
-    /// what ``PostgresStore/gateClosed(_:)`` says, not an empty page, with no second round trip.
-    /// `gate` goes with `keys` (the same ``Sealing``); nil: this wallet's gate now.
-    func pageRows(_ statement: CompiledStatement, type: Int64, keys: WalletKeys, gate: ProfileGate? = nil) async throws
-        -> [StoredItem]
+    /// The plan of `search` that needs no tag to be single-valued: its first plan other than a
+    /// string range's.
+    static func fallbackPlan(_ search: CompiledSearch) -> CompiledSearch.Plan {
+        search.plans.first {
+            if case .range = $0.driver { return false }
+            return true
+        } ?? search.plans[search.plans.count - 1]
+    }
+
+    /// Records a page must ask for, at the start of a read, to be read through a string range's
+    /// plan (see ``compiled(type:query:keys:allowRange:)``): a whole-result read, as
+    /// ``forEachCandidate(type:query:value:_:)``'s batches are.
+    static let rangePageMinimum = 1000
+
+    /// The rows of one keyset page of `plan` (after row `after`, at most `limit`), on this
+    /// wallet's connection (its transaction's, inside one), through the storage seam's PostgreSQL
+    /// rows. The same statement reads the profile's key generation, even when it finds nothing
+    /// (``PostgresRows/gatedPage(_:type:singleValued:)``): a reader whose key was rotated away
+    /// since `gate` was read (its blinds match no row) gets what ``PostgresStore/gateClosed(_:)``
+    /// says, not an empty page, with no second round trip. A range plan whose tag turned out
+    /// multi-valued is run again as ``fallbackPlan(_:)``. `gate` goes with `keys` (the same
+    /// ``Sealing``); nil: this wallet's gate now.
+    func pageRows(
+        _ search: CompiledSearch, _ plan: CompiledSearch.Plan, after: Int64, limit: Int, now: Int64, type: Int64, keys: WalletKeys,
+        gate: ProfileGate? = nil
+    ) async throws -> [StoredItem] {
+        let gate = gate ?? sealing.gate
+        var plan = plan
+        while true {
+            let statement = search.pageStatement(plan, after: after, limit: limit, descending: false, now: now, expiry: true)
+            let singleValued = plan.requiresSingleValued.map { BlindColumn.value($0) }
+            let (generation, marked, rows) = try await store.withConnection { connection in
+                try await PostgresRows(connection: connection, tables: keys.tables).gatedPage(
+                    statement, type: type, singleValued: singleValued)
+            }
+            try PostgresStore.confirm(gate, current: generation)
+            guard marked else { return rows }
+            plan = Self.fallbackPlan(search)
+        }
+    }
+
+    /// The count of `plan`, checked against `gate` in the same statement, and run again as
+    /// ``fallbackPlan(_:)`` when a range plan's tag is marked (see
+    /// ``pageRows(_:_:after:limit:now:type:keys:gate:)``).
+    func countRows(_ search: CompiledSearch, _ plan: CompiledSearch.Plan, keys: WalletKeys, gate: ProfileGate? = nil) async throws
+        -> Int
     {
         let gate = gate ?? sealing.gate
-        let (generation, rows) = try await store.withConnection { connection in
-            try await PostgresRows(connection: connection, tables: keys.tables).gatedPage(statement, type: type)
+        var plan = plan
+        while true {
+            let statement = search.countStatement(plan, now: unixMillis(Date()), expiry: true)
+            let singleValued = plan.requiresSingleValued.map { BlindColumn.value($0) }
+            if singleValued == nil, let (generation, count) = try await store.preparedCount(statement) {
+                try PostgresStore.confirm(gate, current: generation)
+                return Int(count)
+            }
+            let (generation, marked, count) = try await store.withConnection { connection in
+                try await PostgresRows(connection: connection, tables: keys.tables).gatedCount(statement, singleValued: singleValued)
+            }
+            try PostgresStore.confirm(gate, current: generation)
+            guard marked else { return Int(count) }
+            plan = Self.fallbackPlan(search)
         }
-        try PostgresStore.confirm(gate, current: generation)
-        return rows
-    }
-
-    /// The count a compiled count statement selects, checked against `gate` in the same
-    /// statement (see ``pageRows(_:type:keys:gate:)``).
-    func countRows(_ statement: CompiledStatement, keys: WalletKeys, gate: ProfileGate? = nil) async throws -> Int {
-        let gate = gate ?? sealing.gate
-        let (generation, count) = try await store.withConnection { connection in
-            try await PostgresRows(connection: connection, tables: keys.tables).gatedCount(statement)
-        }
-        try PostgresStore.confirm(gate, current: generation)
-        return Int(count)
     }
 
     /// The row id a position token names, after checking it was sealed for this profile and type.
@@ -608,14 +650,16 @@ public final class PostgresWallet: Sendable {
             let keys = held.keys
             let tb = keys.typeBlind(type)
             let t = BlindColumn.value(tb)
-            let (search, plan) = try compiled(type: type, query: query, keys: keys)
+            let (search, first) = try compiled(type: type, query: query, keys: keys, allowRange: true)
             var after = try self.position(position, typeBlind: tb)
             var records = [WalletRecord]()
             let batch = search.exact ? limit : max(limit, 256)
+            // A range plan for the first page of a whole-result read only.
+            var plan = after == 0 && batch >= Self.rangePageMinimum ? first : Self.fallbackPlan(search)
             while records.count < limit {
-                let statement = search.pageStatement(
-                    plan, after: after, limit: batch, descending: false, now: unixMillis(Date()), expiry: true)
-                let rows = try await pageRows(statement, type: t, keys: keys, gate: held.gate)
+                let rows = try await pageRows(
+                    search, plan, after: after, limit: batch, now: unixMillis(Date()), type: t, keys: keys, gate: held.gate)
+                plan = Self.fallbackPlan(search)
                 for row in rows {
                     let contents = try RecordCodec.open(
                         row.sealed, typeBlind: tb, idBlind: row.name, expiry: row.expiry, keys: keys, expectedType: type,
@@ -640,11 +684,8 @@ public final class PostgresWallet: Sendable {
         try await run {
             try Validate.type(type)
             let held = sealing
-            let (search, plan) = try compiled(type: type, query: query, keys: held.keys)
-            if search.exact {
-                return try await countRows(
-                    search.countStatement(plan, now: unixMillis(Date()), expiry: true), keys: held.keys, gate: held.gate)
-            }
+            let (search, plan) = try compiled(type: type, query: query, keys: held.keys, allowRange: true)
+            if search.exact { return try await countRows(search, plan, keys: held.keys, gate: held.gate) }
             var total = 0
             try await forEachCandidate(type: type, query: query, value: .skipped) { if query.matches($1.tags) { total += 1 } }
             return total
