@@ -140,6 +140,19 @@ extension PostgresWalletTests {
             try await Self.expectExact(reopened, "after the migration")
         }
 
+        @Test("the integrity check reports a record whose multi-valued tag lost its mark")
+        func checkFindsAnUnmarkedTag() async throws {
+            let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("multicheck"), key: PostgresTesting.key)
+            defer { wallet.close() }
+            try await wallet.add(type: "t", id: "both-sides", value: "v", tags: ["~v": ["1", "9"]])
+            #expect(try await wallet.checkIntegrity().problems.isEmpty)
+            _ = try await wallet.store.withConnection { connection in
+                try await connection.query("DELETE FROM coffer_tag_multi", logger: PostgresStore.logger)
+            }
+            let report = try await wallet.checkIntegrity()
+            #expect(report.problems.map(\.kind) == ["multiValuedUnmarked"])
+        }
+
         @Test("removing a profile removes its marks and no other profile's")
         func removalTakesTheMarks() async throws {
             let settings = try PostgresTesting.settings("multiremove")

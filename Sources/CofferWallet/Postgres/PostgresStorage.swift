@@ -199,14 +199,21 @@ struct PostgresRows: WalletStorageTransaction {
         try await touch(item)
     }
 
-    /// Nothing to record: PostgreSQL answers a range on a `~` tag with an `EXISTS` over each of
-    /// the record's rows (its `num` column), never from one index range that assumes one value
-    /// per record, so no plan depends on the mark and the schema keeps none.
+    /// Nothing to write: the tag table's trigger marks a name whichever statement inserts its
+    /// second value for a record (``PostgresStore/multiValuedSchema``).
     func markMultiValued(names: [Int64]) async throws {}
 
-    /// Always true (see ``markMultiValued(names:)``): the answer that lets no plan assume one
-    /// value per record, and that the check accepts for any tag.
-    func isMultiValued(name: Int64) async throws -> Bool { true }
+    /// Whether `name` is marked in this profile's `coffer_tag_multi`. The check reports a record
+    /// holding several values of an unmarked tag: a mark deleted from outside, which lets a range
+    /// counted from the tag index miss that record.
+    func isMultiValued(name: Int64) async throws -> Bool {
+        for try await marked in try await connection.query(
+            "SELECT EXISTS (SELECT 1 FROM coffer_tag_multi WHERE profile = \(profile) AND name = \(name))", logger: logger
+        ).decode(Bool.self) {
+            return marked
+        }
+        return false
+    }
 
     // MARK: Pages and counts
 
