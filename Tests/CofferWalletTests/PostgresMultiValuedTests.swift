@@ -122,17 +122,13 @@ extension PostgresWalletTests {
             let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
             try await wallet.add(type: "t", id: "inside", value: "v", tags: ["~v": "4"])
             try await wallet.add(type: "t", id: "outside", value: "v", tags: ["~v": "8"])
+            try await wallet.add(type: "t", id: "both-sides", value: "v", tags: ["~v": ["1", "9"]])
             try await wallet.store.withConnection { connection in
-                // Format 4: no trigger, no table; the record written then holds two values unmarked.
-                for statement in [
-                    "DROP TRIGGER coffer_tags_multi ON coffer_tags", "DROP FUNCTION coffer_tags_mark_multi()",
-                    "DROP TABLE coffer_tag_multi",
-                    "UPDATE coffer_schema SET format = 4",
-                ] {
+                // Format 4: the same rows, no table of marks.
+                for statement in ["DROP TABLE coffer_tag_multi", "UPDATE coffer_schema SET format = 4"] {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: PostgresStore.logger)
                 }
             }
-            try await wallet.add(type: "t", id: "both-sides", value: "v", tags: ["~v": ["1", "9"]])
             wallet.close()
             let reopened = try await PostgresWallet.open(settings: settings, key: PostgresTesting.key)
             defer { reopened.close() }

@@ -360,7 +360,8 @@ extension PostgresStore {
             )
             DELETE FROM coffer_tags WHERE item = ANY(ARRAY(SELECT id FROM gone))
             """, logger: logger)
-        try await connection.query(
+        // The tag names a record holds several values of are marked in the same statement.
+        try await PostgresStore.drain(
             """
             WITH r AS MATERIALIZED (
                 SELECT ord, nextval('coffer_items_id_seq'::regclass) AS id
@@ -369,11 +370,14 @@ extension PostgresStore {
                 INSERT INTO coffer_items(id, profile, type, name, value, expiry)
                 SELECT r.id, \(profile), s.a, s.b, s.c, s.d FROM coffer_import s JOIN r ON r.ord = s.ord
                 WHERE s.c IS NOT NULL ORDER BY r.id
-            )
-            INSERT INTO coffer_tags(item, profile, name, value, num)
-            SELECT r.id, \(profile), t.a, t.b, t.x FROM coffer_import t JOIN r ON r.ord = t.ord
-            WHERE t.c IS NULL
-            """, logger: logger)
+            ), tagged AS (
+                INSERT INTO coffer_tags(item, profile, name, value, num)
+                SELECT r.id, \(profile), t.a, t.b, t.x FROM coffer_import t JOIN r ON r.ord = t.ord
+                WHERE t.c IS NULL
+                RETURNING item, name
+            ), \(unescaped: PostgresStore.markTaggedSQL(profile: String(profile)))
+            SELECT count(*) FROM tagged
+            """, on: connection)
     }
 }
 

@@ -199,9 +199,14 @@ struct PostgresRows: WalletStorageTransaction {
         try await touch(item)
     }
 
-    /// Nothing to write: the tag table's trigger marks a name whichever statement inserts its
-    /// second value for a record (``PostgresStore/multiValuedSchema``).
-    func markMultiValued(names: [Int64]) async throws {}
+    /// Marks `names` in this profile's `coffer_tag_multi` (``PostgresStore/multiValuedSchema``):
+    /// ``insertTags(item:_:)`` and ``bulkInsert(_:)`` leave it to their caller, as on SQLite.
+    func markMultiValued(names: [Int64]) async throws {
+        guard !names.isEmpty else { return }
+        try await connection.query(
+            "INSERT INTO coffer_tag_multi(profile, name) SELECT \(profile), unnest(\(names)::bigint[]) ON CONFLICT DO NOTHING",
+            logger: logger)
+    }
 
     /// Whether `name` is marked in this profile's `coffer_tag_multi`. The check reports a record
     /// holding several values of an unmarked tag: a mark deleted from outside, which lets a range

@@ -359,12 +359,17 @@ extension PostgresWallet {
                     """, on: connection)
                 try await connection.query(
                     "DELETE FROM coffer_tags WHERE profile = \(profile) AND item = ANY(\(ids)::bigint[])", logger: PostgresStore.logger)
-                try await connection.query(
+                // The new names of tags a record holds several values of are marked too.
+                try await PostgresStore.drain(
                     """
-                    INSERT INTO coffer_tags(item, profile, name, value, num)
-                    SELECT t.i, \(profile), t.n, t.v, CASE WHEN t.h THEN t.x END
-                    FROM unnest(\(tagItems)::bigint[], \(tagNames)::bigint[], \(tagValues)::bytea[], \(numbered)::boolean[], \(numbers)::double precision[]) AS t(i, n, v, h, x)
-                    """, logger: PostgresStore.logger)
+                    WITH tagged AS (
+                        INSERT INTO coffer_tags(item, profile, name, value, num)
+                        SELECT t.i, \(profile), t.n, t.v, CASE WHEN t.h THEN t.x END
+                        FROM unnest(\(tagItems)::bigint[], \(tagNames)::bigint[], \(tagValues)::bytea[], \(numbered)::boolean[], \(numbers)::double precision[]) AS t(i, n, v, h, x)
+                        RETURNING item, name
+                    ), \(unescaped: PostgresStore.markTaggedSQL(profile: String(profile)))
+                    SELECT count(*) FROM tagged
+                    """, on: connection)
             }
             done += rows.count
             after = last.rowid
