@@ -38,6 +38,15 @@ extension PostgresWalletTests {
             #expect(snapshot == expected, "one-snapshot page, \(label)", sourceLocation: sourceLocation)
         }
 
+        /// A new wallet at `settings` holding "inside", "outside" and "both-sides".
+        static func threeRecords(_ settings: PostgresSettings) async throws -> PostgresWallet {
+            let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
+            try await wallet.add(type: "t", id: "inside", value: "v", tags: ["~v": "4"])
+            try await wallet.add(type: "t", id: "outside", value: "v", tags: ["~v": "8"])
+            try await wallet.add(type: "t", id: "both-sides", value: "v", tags: ["~v": ["1", "9"]])
+            return wallet
+        }
+
         static func marks(_ wallet: PostgresWallet) async throws -> Int64 {
             try await wallet.store.withConnection { connection in
                 for try await n in try await connection.query(
@@ -103,10 +112,7 @@ extension PostgresWalletTests {
         @Test("a key rotation marks the tag's new name, and the range stays exact")
         func rotationMarksNewNames() async throws {
             let settings = try PostgresTesting.settings("multirot")
-            let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
-            try await wallet.add(type: "t", id: "inside", value: "v", tags: ["~v": "4"])
-            try await wallet.add(type: "t", id: "outside", value: "v", tags: ["~v": "8"])
-            try await wallet.add(type: "t", id: "both-sides", value: "v", tags: ["~v": ["1", "9"]])
+            let wallet = try await Self.threeRecords(settings)
             try await wallet.rekey(to: PostgresTesting.otherKey, rotatingKey: true)
             wallet.close()
             let reopened = try await PostgresWallet.open(settings: settings, key: PostgresTesting.otherKey)
@@ -119,10 +125,7 @@ extension PostgresWalletTests {
         @Test("a database of format 4 gains the marks of the multi-valued tags it already holds when opened")
         func formatFourMigrates() async throws {
             let settings = try PostgresTesting.settings("multiformat")
-            let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
-            try await wallet.add(type: "t", id: "inside", value: "v", tags: ["~v": "4"])
-            try await wallet.add(type: "t", id: "outside", value: "v", tags: ["~v": "8"])
-            try await wallet.add(type: "t", id: "both-sides", value: "v", tags: ["~v": ["1", "9"]])
+            let wallet = try await Self.threeRecords(settings)
             try await wallet.store.withConnection { connection in
                 // Format 4: the same rows, no table of marks.
                 for statement in ["DROP TABLE coffer_tag_multi", "UPDATE coffer_schema SET format = 4"] {

@@ -850,12 +850,6 @@ struct PostgresStore: Sendable {
     /// statement writes, as columns `k` (which record; any value that tells them apart) and `n`
     /// (the name). Only when the CTE `written` has a row (the write happened); PostgreSQL runs a
     /// data-modifying CTE whether or not the statement reads it. `profile` is an SQL expression.
-    /// ``markSQL(profile:pairs:written:)`` over the rows a CTE `tagged` inserted into
-    /// `coffer_tags` (`RETURNING item, name`), when they are every tag row of their records.
-    static func markTaggedSQL(profile: String) -> String {
-        markSQL(profile: profile, pairs: "SELECT item AS k, name AS n FROM tagged", written: "tagged")
-    }
-
     static func markSQL(profile: String, pairs: String, written: String = "item") -> String {
         """
         marked AS (
@@ -865,6 +859,12 @@ struct PostgresStore: Sendable {
             ON CONFLICT DO NOTHING
         )
         """
+    }
+
+    /// ``markSQL(profile:pairs:written:)`` over the rows a CTE `tagged` inserted into
+    /// `coffer_tags` (`RETURNING item, name`), when they are every tag row of their records.
+    static func markTaggedSQL(profile: String) -> String {
+        markSQL(profile: profile, pairs: "SELECT item AS k, name AS n FROM tagged", written: "tagged")
     }
 
     /// A CTE `notified` that notifies ``notifyChannel`` once with `"PROFILE TYPE"` when the
