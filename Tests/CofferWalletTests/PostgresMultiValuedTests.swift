@@ -152,6 +152,49 @@ extension PostgresWalletTests {
             #expect(report.problems.map(\.kind) == ["multiValuedUnmarked"])
         }
 
+        @Test("`coffer wallet import` and `add` processes writing multi-valued records at once: the range count finds every match")
+        func processesMarkTogether() async throws {
+            let endpoint = try PostgresTestServer.endpoint()
+            let url = endpoint.url(database: try PostgresTestServer.makeDatabase("multicli")) + "?sslmode=disable&max_connections=2"
+            let store = TemporaryFolders.path("coffer-pg-multi")
+            let key = ["--raw-key-env", "K"]
+            #expect(try await PostgresCLI.run(["wallet", "create"] + key, url: url, store: store).status == 0)
+            // Per writer: "mN" holds 1 and 9 (a match: each value meets one bound), "iN" holds 4 (a
+            // match), "oN" holds 6 and 8 (no match: neither is below 5). No tag is marked before they start.
+            func lines(_ writer: Int) -> String {
+                (0..<10).map { i in
+                    [
+                        #"{"type":"t","id":"m\#(writer)-\#(i)","value":"v","tags":{"~v":["1","9"]}}"#,
+                        #"{"type":"t","id":"i\#(writer)-\#(i)","value":"v","tags":{"~v":"4"}}"#,
+                        #"{"type":"t","id":"o\#(writer)-\#(i)","value":"v","tags":{"~v":["6","8"]}}"#,
+                    ].joined(separator: "\n")
+                }.joined(separator: "\n") + "\n"
+            }
+            let files = try (0..<3).map { writer in
+                let file = store.appendingPathComponent("records-\(writer).jsonl")
+                try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+                try Data(lines(writer).utf8).write(to: file)
+                return file
+            }
+            let statuses = try await withThrowingTaskGroup(of: Int32.self) { group in
+                for file in files {
+                    group.addTask { try await PostgresCLI.run(["wallet", "import", file.path] + key, url: url, store: store).status }
+                }
+                for i in 0..<4 {
+                    group.addTask {
+                        try await PostgresCLI.run(
+                            ["wallet", "add", "t", "a\(i)", "v", "--tags", #"{"~v":["1","9"]}"#] + key, url: url, store: store
+                        ).status
+                    }
+                }
+                return try await group.reduce(into: [Int32]()) { $0.append($1) }
+            }
+            #expect(statuses == Array(repeating: 0, count: 7), "\(statuses)")
+            let counted = try await PostgresCLI.run(["wallet", "count", "t", Self.range] + key, url: url, store: store)
+            // 3 writers × (10 "m" + 10 "i") and the 4 adds.
+            #expect(PostgresCLI.json(counted.stdout) as? [String: Int] == ["count": 64], "\(counted.stdout) \(counted.stderr)")
+        }
+
         @Test("removing a profile removes its marks and no other profile's")
         func removalTakesTheMarks() async throws {
             let settings = try PostgresTesting.settings("multiremove")
