@@ -195,6 +195,32 @@ extension PostgresWalletTests {
             #expect(PostgresCLI.json(counted.stdout) as? [String: Int] == ["count": 64], "\(counted.stdout) \(counted.stderr)")
         }
 
+        @Test(
+            "a transaction whose snapshot predates another writer's first mark of the tag fails with EAGAIN, keeps nothing, and runs when retried"
+        )
+        func transactionMeetsANewMark() async throws {
+            let settings = try PostgresTesting.settings("multitx")
+            let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
+            let other = try await PostgresWallet.open(settings: settings, key: PostgresTesting.key)
+            defer {
+                wallet.close()
+                other.close()
+            }
+            do {
+                try await wallet.transaction { tx in
+                    _ = try await tx.fetch(type: "t", id: "none")  // the snapshot is taken
+                    try await other.add(type: "t", id: "first", value: "v", tags: ["~v": ["1", "9"]])
+                    try await tx.add(type: "t", id: "second", value: "v", tags: ["~v": ["1", "9"]])
+                }
+                Issue.record("the transaction committed over a mark it could not see")
+            } catch let WalletError.storage(_, cause) {
+                #expect(cause?.posix == .EAGAIN)
+            }
+            #expect(try await wallet.fetch(type: "t", id: "second") == nil)
+            try await wallet.transaction { tx in try await tx.add(type: "t", id: "second", value: "v", tags: ["~v": ["1", "9"]]) }
+            #expect(try await wallet.count(type: "t", matching: WalletQuery(json: Self.range)) == 2)
+        }
+
         @Test("removing a profile removes its marks and no other profile's")
         func removalTakesTheMarks() async throws {
             let settings = try PostgresTesting.settings("multiremove")
