@@ -208,7 +208,7 @@ extension PostgresWalletTests {
             }
             do {
                 try await wallet.transaction { tx in
-                    _ = try await tx.fetch(type: "t", id: "none")  // the snapshot is taken
+                    _ = try await tx.fetch(type: "t", id: "none") // the snapshot is taken
                     try await other.add(type: "t", id: "first", value: "v", tags: ["~v": ["1", "9"]])
                     try await tx.add(type: "t", id: "second", value: "v", tags: ["~v": ["1", "9"]])
                 }
