@@ -291,11 +291,11 @@ struct PostgresRows: WalletStorageTransaction {
         generation: Int64?, marked: Bool, count: Int64
     ) {
         let head = "SELECT COUNT(*) "
-        let generation = "(SELECT generation FROM coffer_profiles WHERE number = \(tables.number)), \(marked(singleValued))"
+        let gateColumns = "(SELECT generation FROM coffer_profiles WHERE number = \(tables.number)), \(marked(singleValued))"
         let sql =
             statement.sql.hasPrefix(head)
-            ? "SELECT \(generation), COUNT(*) " + statement.sql.dropFirst(head.count)
-            : "SELECT \(generation), (\(statement.sql))"
+            ? "SELECT \(gateColumns), COUNT(*) " + statement.sql.dropFirst(head.count)
+            : "SELECT \(gateColumns), (\(statement.sql))"
         let query = PostgresQuery(unsafeSQL: sql, binds: Self.bindings(statement.arguments))
         for try await row in try await connection.query(query, logger: logger).decode((Int64?, Bool, Int64?).self) {
             return (row.0, row.1, row.2 ?? 0)

@@ -585,18 +585,12 @@ public final class PostgresWallet: Sendable {
         _ search: CompiledSearch, _ plan: CompiledSearch.Plan, after: Int64, limit: Int, now: Int64, type: Int64, keys: WalletKeys,
         gate: ProfileGate? = nil
     ) async throws -> [StoredItem] {
-        let gate = gate ?? sealing.gate
-        var plan = plan
-        while true {
+        try await confirmed(search, plan, gate: gate ?? sealing.gate) { plan, singleValued in
             let statement = search.pageStatement(plan, after: after, limit: limit, descending: false, now: now, expiry: true)
-            let singleValued = plan.requiresSingleValued.map { BlindColumn.value($0) }
-            let (generation, marked, rows) = try await store.withConnection { connection in
+            return try await store.withConnection { connection in
                 try await PostgresRows(connection: connection, tables: keys.tables).gatedPage(
                     statement, type: type, singleValued: singleValued)
             }
-            try PostgresStore.confirm(gate, current: generation)
-            guard marked else { return rows }
-            plan = Self.fallbackPlan(search)
         }
     }
 
@@ -606,22 +600,33 @@ public final class PostgresWallet: Sendable {
     func countRows(_ search: CompiledSearch, _ plan: CompiledSearch.Plan, keys: WalletKeys, gate: ProfileGate? = nil) async throws
         -> Int
     {
-        let gate = gate ?? sealing.gate
-        var plan = plan
-        while true {
+        let count = try await confirmed(search, plan, gate: gate ?? sealing.gate) { plan, singleValued in
             let statement = search.countStatement(plan, now: unixMillis(Date()), expiry: true)
-            let singleValued = plan.requiresSingleValued.map { BlindColumn.value($0) }
             if singleValued == nil, let (generation, count) = try await store.preparedCount(statement) {
-                try PostgresStore.confirm(gate, current: generation)
-                return Int(count)
+                return (generation, false, count)
             }
-            let (generation, marked, count) = try await store.withConnection { connection in
+            return try await store.withConnection { connection in
                 try await PostgresRows(connection: connection, tables: keys.tables).gatedCount(statement, singleValued: singleValued)
             }
-            try PostgresStore.confirm(gate, current: generation)
-            guard marked else { return Int(count) }
-            plan = Self.fallbackPlan(search)
         }
+        return Int(count)
+    }
+
+    /// What `read` gives for `plan` (with the tag name it needs single-valued, when it is a range
+    /// plan: `read` gives the generation its statement read, whether that tag is marked, and its
+    /// result), after confirming `gate` against that generation; read again with
+    /// ``fallbackPlan(_:)``, which needs no tag single-valued, when the tag was marked.
+    private func confirmed<R>(
+        _ search: CompiledSearch, _ plan: CompiledSearch.Plan, gate: ProfileGate,
+        _ read: (CompiledSearch.Plan, Int64?) async throws -> (Int64?, Bool, R)
+    ) async throws -> R {
+        let (generation, marked, result) = try await read(plan, plan.requiresSingleValued.map { BlindColumn.value($0) })
+        try PostgresStore.confirm(gate, current: generation)
+        guard marked else { return result }
+        let fallback = Self.fallbackPlan(search)
+        let (again, _, fallbackResult) = try await read(fallback, nil)
+        try PostgresStore.confirm(gate, current: again)
+        return fallbackResult
     }
 
     /// The row id a position token names, after checking it was sealed for this profile and type.
