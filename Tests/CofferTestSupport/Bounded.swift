@@ -109,6 +109,17 @@ package final class Updates<Element: Sendable>: Sendable {
         }
     }
 
+    /// How the sequence ended ("finished", or the error it threw); nil while it runs.
+    package var ending: String? {
+        state.withLock { state in
+            switch state.end {
+            case nil: nil
+            case .success?: "finished"
+            case .failure(let error)?: "threw \(error)"
+            }
+        }
+    }
+
     /// Stops taking elements (the sequence sees its consumer cancelled).
     package func cancel() { consumer.withLock { $0 }?.cancel() }
 }

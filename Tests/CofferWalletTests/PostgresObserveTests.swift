@@ -19,6 +19,11 @@ extension Updates<[WalletRecord]> {
     }
 }
 
+/// An observation that ended while a test waited for it to read.
+private struct ObservationEnded: Error, CustomStringConvertible {
+    let description: String
+}
+
 // Nested in the serialized PostgreSQL suite: no test of it runs while another restarts the server.
 extension PostgresWalletTests {
     @Suite("Live queries on PostgreSQL")
@@ -228,7 +233,10 @@ extension PostgresWalletTests {
             // one full run of the suite on a loaded machine, the read came more than 60 s after
             // the restart.
             try await eventually("the listener listens again", within: .seconds(120)) { wallet.listeningSessions > sessions }
-            try await eventually("the observation read again", within: .seconds(180)) { wallet.observationReads > reads }
+            try await eventually("the observation read again", within: .seconds(180)) {
+                if let ending = updates.ending { throw ObservationEnded(description: "the observation ended: \(ending)") }
+                return wallet.observationReads > reads
+            }
             let lastError = Locked<String?>(nil)
             do {
                 try await eventually("the wallet writes again after the restart", within: .seconds(180)) {

@@ -375,6 +375,41 @@ struct PostgresWalletTests {
         }
         #expect(try await PostgresTesting.all(wallet, type: "r").sorted() == ["after", "before"])
     }
+
+    @Test(
+        "the server stopped mid-transaction: the next statement fails as unavailable at once instead of waiting forever, nothing of the transaction is kept, and the wallet works again"
+    )
+    func serverStopMidTransaction() async throws {
+        let settings = try PostgresTesting.settings("stop-mid-txn", leaseTimeout: .seconds(10))
+        let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
+        defer { wallet.close() }
+        let outcome = Locked<String?>(nil)
+        let task = Task {
+            do {
+                try await wallet.transaction { view in
+                    try await view.add(type: "r", id: "first", value: "v")
+                    try PostgresTestServer.stop()
+                    // The driver has seen its connection close: a statement written now would
+                    // reach no handler, and postgres-nio would never answer it.
+                    try await eventually("the transaction's connection closed") { view.store.pinned?.isClosed ?? true }
+                    try await view.add(type: "r", id: "second", value: "v")
+                }
+                outcome.withLock { $0 = "committed" }
+            } catch {
+                outcome.withLock { $0 = "\(error)" }
+            }
+        }
+        var hung: (any Error)?
+        do { try await finished(task, "the transaction", within: .seconds(60)) } catch { hung = error }
+        try PostgresTestServer.restart()
+        if let hung { throw hung }
+        let message = try #require(outcome.withLock { $0 })
+        #expect(message.contains("is unavailable (the server closed the connection)"), "\(message)")
+        try await eventually("the wallet works again after the restart", within: .seconds(180)) {
+            (try? await wallet.add(type: "r", id: "after", value: "v")) != nil
+        }
+        #expect(try await PostgresTesting.all(wallet, type: "r") == ["after"])
+    }
 }
 #endif
 

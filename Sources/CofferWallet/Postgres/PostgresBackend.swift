@@ -160,6 +160,32 @@ public struct PostgresSettings: Sendable, Hashable {
     }
 }
 
+/// A statement for a connection the driver already saw close: refused before it is written.
+struct PostgresConnectionClosed: Error {}
+
+extension PostgresConnection {
+    /// `query(_:logger:)`, refused at once with ``PostgresConnectionClosed`` when the connection has
+    /// closed. postgres-nio 1.33 drops a statement written to a connection whose channel has closed
+    /// and never answers it (the driver's fix for that, in its pull request 487, was reverted), so
+    /// the caller would wait forever: a `ROLLBACK` after the server went away mid-statement did.
+    /// Every statement of the wallet goes through one of the two `send`s.
+    @discardableResult
+    func send(_ query: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line) async throws -> PostgresRowSequence {
+        guard !isClosed else { throw PostgresConnectionClosed() }
+        return try await self.query(query, logger: logger, file: file, line: line)
+    }
+
+    /// `execute(_:logger:)` of a prepared statement, refused at once on a closed connection (see
+    /// ``send(_:logger:file:line:)``).
+    @discardableResult
+    func send<S: PostgresPreparedStatement>(
+        _ statement: S, logger: Logger, file: String = #fileID, line: Int = #line
+    ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, S.Row> {
+        guard !isClosed else { throw PostgresConnectionClosed() }
+        return try await execute(statement, logger: logger, file: file, line: line)
+    }
+}
+
 /// One `PostgresClient` per server and settings in this process, shared by every wallet and
 /// profile opened on it; its run loop runs while at least one of them is open.
 final class PostgresClients: Sendable {
@@ -506,13 +532,13 @@ struct PostgresStore: Sendable {
     func transaction<R: Sendable>(_ body: @Sendable @escaping (PostgresConnection) async throws -> R) async throws -> R {
         if let pinned { return try await noting { try await body(pinned) } } // inside a wallet transaction: part of it
         return try await withConnection { connection in
-            try await connection.query("BEGIN", logger: Self.logger)
+            try await connection.send("BEGIN", logger: Self.logger)
             do {
                 let result = try await body(connection)
-                try await connection.query("COMMIT", logger: Self.logger)
+                try await connection.send("COMMIT", logger: Self.logger)
                 return result
             } catch {
-                _ = try? await connection.query("ROLLBACK", logger: Self.logger)
+                _ = try? await connection.send("ROLLBACK", logger: Self.logger)
                 throw error
             }
         }
@@ -650,6 +676,7 @@ struct PostgresStore: Sendable {
                 "PostgreSQL at \(settings.label) is behind a pooler that does not keep prepared statements (SQLSTATE \(refusal.state)); this process now sends its statements unnamed, but the transaction that met it was rolled back and nothing of it was kept: run it again (add prepared_statements=off to the URL to start unnamed)",
                 cause: StorageCause(posix: .EAGAIN))
         }
+        if error is PostgresConnectionClosed { return unavailable(settings, "the server closed the connection") }
         if let error = error as? PostgresTransactionError {
             if let inner = error.closureError ?? error.commitError ?? error.beginError { return map(inner, settings: settings) }
         }
@@ -709,12 +736,12 @@ struct PostgresStore: Sendable {
     /// starting together make them once); refuses a database of a newer format.
     func migrate() async throws {
         try await transaction { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: Self.logger)
-            try await connection.query(
+            try await connection.send("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: Self.logger)
+            try await connection.send(
                 "CREATE TABLE IF NOT EXISTS coffer_schema(id integer PRIMARY KEY CHECK (id = 1), format integer NOT NULL)",
                 logger: Self.logger)
             var stored: Int?
-            for try await format in try await connection.query("SELECT format FROM coffer_schema WHERE id = 1", logger: Self.logger)
+            for try await format in try await connection.send("SELECT format FROM coffer_schema WHERE id = 1", logger: Self.logger)
                 .decode(Int.self)
             {
                 stored = format
@@ -726,9 +753,9 @@ struct PostgresStore: Sendable {
             }
             if stored == Self.format { return }
             for statement in Self.schema + Self.notifySchema + Self.multiValuedSchema {
-                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: Self.logger)
+                try await connection.send(PostgresQuery(unsafeSQL: statement), logger: Self.logger)
             }
-            try await connection.query(
+            try await connection.send(
                 "INSERT INTO coffer_schema(id, format) VALUES (1, \(Self.format)) ON CONFLICT (id) DO UPDATE SET format = EXCLUDED.format",
                 logger: Self.logger)
         }
@@ -912,7 +939,7 @@ struct PostgresStore: Sendable {
     /// which a caller that reads no row never sees: the transaction would then be left aborted
     /// and its COMMIT roll back without an error.
     static func drain(_ query: PostgresQuery, on connection: PostgresConnection) async throws {
-        for try await _ in try await connection.query(query, logger: logger) {}
+        for try await _ in try await connection.send(query, logger: logger) {}
     }
 
     // MARK: Profiles
@@ -927,7 +954,7 @@ struct PostgresStore: Sendable {
 
     func profile(named name: String) async throws -> ProfileRow? {
         try await withConnection { connection in
-            let rows = try await connection.query(
+            let rows = try await connection.send(
                 "SELECT number, kdf, keys, generation FROM coffer_profiles WHERE name = \(name)", logger: Self.logger)
             for try await (number, kdf, keys, generation) in rows.decode((Int64, Data, Data, Int64).self) {
                 return ProfileRow(number: number, kdf: kdf, keys: keys, generation: generation)
@@ -939,7 +966,7 @@ struct PostgresStore: Sendable {
     func profileNames() async throws -> [String] {
         try await withConnection { connection in
             var names = [String]()
-            let rows = try await connection.query(
+            let rows = try await connection.send(
                 "SELECT name FROM coffer_profiles ORDER BY name <> 'default', name", logger: Self.logger)
             for try await name in rows.decode(String.self) { names.append(name) }
             return names
@@ -950,7 +977,7 @@ struct PostgresStore: Sendable {
     /// when it exists. `seal` gives its sealed key for the number it gets.
     func addProfile(name: String, kdf: Data, seal: @Sendable @escaping (Int64) throws -> Data) async throws -> Int64? {
         try await transaction { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: Self.logger)
+            try await connection.send("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: Self.logger)
             return try await addProfile(on: connection, name: name, kdf: kdf, seal: seal)
         }
     }
@@ -959,16 +986,16 @@ struct PostgresStore: Sendable {
     /// there is no such profile.
     func removeProfile(name: String) async throws -> Bool {
         try await transaction { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: Self.logger)
+            try await connection.send("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: Self.logger)
             var number: Int64?
-            for try await n in try await connection.query(
+            for try await n in try await connection.send(
                 "DELETE FROM coffer_profiles WHERE name = \(name) RETURNING number", logger: Self.logger
             ).decode(Int64.self) {
                 number = n
             }
             guard let number else { return false }
-            try await connection.query("DELETE FROM coffer_tags WHERE profile = \(number)", logger: Self.logger)
-            try await connection.query("DELETE FROM coffer_tag_multi WHERE profile = \(number)", logger: Self.logger)
+            try await connection.send("DELETE FROM coffer_tags WHERE profile = \(number)", logger: Self.logger)
+            try await connection.send("DELETE FROM coffer_tag_multi WHERE profile = \(number)", logger: Self.logger)
             // Observers of the profile hear of every type it held.
             try await Self.drain(
                 PostgresQuery(
@@ -985,7 +1012,7 @@ struct PostgresStore: Sendable {
     /// open wallets write nothing more).
     func profileExists(number: Int64, name: String) async throws -> Bool {
         try await withConnection { connection in
-            for try await _ in try await connection.query(
+            for try await _ in try await connection.send(
                 "SELECT 1 FROM coffer_profiles WHERE number = \(number) AND name = \(name)", logger: Self.logger
             ).decode(Int.self) {
                 return true
@@ -1013,7 +1040,7 @@ struct PostgresStore: Sendable {
         let (names, values, numbered, numbers) = Self.tagArrays(tags)
         let profile = gate.number
         let (opened, id) = try await withConnection { connection in
-            let rows = try await connection.query(
+            let rows = try await connection.send(
                 """
                 WITH \(unescaped: gate.sql), item AS (
                     INSERT INTO coffer_items(profile, type, name, value, expiry)
@@ -1058,7 +1085,7 @@ struct PostgresStore: Sendable {
         let (names, values, numbered, numbers) = Self.tagArrays(tagRows)
         let tagOrdinals = ordinals
         let (opened, inserted) = try await withConnection { connection in
-            let rows = try await connection.query(
+            let rows = try await connection.send(
                 """
                 WITH \(unescaped: gate.sql), input AS (
                     SELECT * FROM unnest(\(types)::bigint[], \(ids)::bytea[], \(boxes)::bytea[], \(expiring)::boolean[], \(expiries)::bigint[])
@@ -1092,7 +1119,7 @@ struct PostgresStore: Sendable {
     /// connection, a closed `withConnection` view) must not report the committed call as failed.
     func analyze() async {
         _ = try? await withConnection { connection in
-            try await connection.query("ANALYZE coffer_items, coffer_tags", logger: Self.logger)
+            try await connection.send("ANALYZE coffer_items, coffer_tags", logger: Self.logger)
         }
     }
 
@@ -1125,7 +1152,7 @@ struct PostgresStore: Sendable {
         let (names, values, numbered, numbers) = Self.tagArrays(tags ?? [])
         let profile = gate.number
         let (opened, written) = try await withConnection { connection in
-            let rows = try await connection.query(
+            let rows = try await connection.send(
                 """
                 WITH \(unescaped: gate.sql), item AS (
                     UPDATE coffer_items SET value = \(sealed), version = version + 1
@@ -1258,7 +1285,7 @@ struct PostgresStore: Sendable {
                 SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM item), (SELECT count(*) FROM notified)
                 """, binds: binds)
         let (opened, deleted) = try await withConnection { connection in
-            for try await row in try await connection.query(query, logger: Self.logger).decode((Int64, Int64, Int64).self) {
+            for try await row in try await connection.send(query, logger: Self.logger).decode((Int64, Int64, Int64).self) {
                 return (row.0 > 0, row.1 > 0)
             }
             return (false, false)
@@ -1281,7 +1308,7 @@ struct PostgresStore: Sendable {
 
     /// The generation of `gate`'s profile now, or nil when the profile is gone.
     static func generation(of gate: ProfileGate, on connection: PostgresConnection) async throws -> Int64? {
-        for try await generation in try await connection.query(
+        for try await generation in try await connection.send(
             "SELECT generation FROM coffer_profiles WHERE number = \(gate.number)", logger: logger
         ).decode(Int64.self) {
             return generation
@@ -1306,7 +1333,7 @@ struct PostgresStore: Sendable {
         let lock = exclusive ? "FOR UPDATE" : "FOR KEY SHARE"
         let query = PostgresQuery(
             unsafeSQL: "SELECT 1 FROM coffer_profiles WHERE number = \(gate.number) AND generation = \(gate.generation) \(lock)")
-        for try await _ in try await connection.query(query, logger: logger).decode(Int.self) { return }
+        for try await _ in try await connection.send(query, logger: logger).decode(Int.self) { return }
         throw try await gateClosed(gate, on: connection)
     }
 }
@@ -1444,11 +1471,11 @@ extension PostgresStore {
         var out = [S.Row]()
         guard prepared && gauge.preparesStatements(on: connection) else {
             let query = PostgresQuery(unsafeSQL: S.sql, binds: try statement.makeBindings())
-            for try await row in try await connection.query(query, logger: logger) { out.append(try statement.decodeRow(row)) }
+            for try await row in try await connection.send(query, logger: logger) { out.append(try statement.decodeRow(row)) }
             return out
         }
         do {
-            for try await row in try await connection.execute(statement, logger: logger) { out.append(row) }
+            for try await row in try await connection.send(statement, logger: logger) { out.append(row) }
             return out
         } catch let error as PSQLError where isPoolerRefusal(error) {
             gauge.stopPreparing()

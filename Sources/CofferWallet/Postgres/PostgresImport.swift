@@ -220,21 +220,21 @@ extension PostgresStore {
     /// duplicate; one that made it first is seen, and the next number is tried.
     func addProfile(on connection: PostgresConnection, name: String, kdf: Data, seal: (Int64) throws -> Data) async throws -> Int64? {
         for _ in 0..<Self.retries {
-            for try await _ in try await connection.query("SELECT 1 FROM coffer_profiles WHERE name = \(name)", logger: Self.logger)
+            for try await _ in try await connection.send("SELECT 1 FROM coffer_profiles WHERE name = \(name)", logger: Self.logger)
                 .decode(Int.self)
             {
                 return nil
             }
             var number: Int64 = 0
             if name != ProfileCatalogue.defaultName {
-                for try await next in try await connection.query(
+                for try await next in try await connection.send(
                     "SELECT COALESCE(MAX(number), 0) + 1 FROM coffer_profiles", logger: Self.logger
                 ).decode(Int64.self) {
                     number = next
                 }
             }
             let keys = try seal(number)
-            for try await made in try await connection.query(
+            for try await made in try await connection.send(
                 """
                 INSERT INTO coffer_profiles(number, name, kdf, keys) VALUES (\(number), \(name), \(kdf), \(keys))
                 ON CONFLICT DO NOTHING RETURNING number
@@ -278,11 +278,11 @@ extension PostgresStore {
         profile: @Sendable (PostgresConnection) async throws -> (number: Int64, keys: WalletKeys),
         source: @escaping PostgresImportSource<Summary>
     ) async throws -> (count: Int, summary: Summary) {
-        try await connection.query("BEGIN", logger: logger)
+        try await connection.send("BEGIN", logger: logger)
         var feed: CopyFeed<Summary>?
         do {
             let (number, keys) = try await profile(connection)
-            try await connection.query(PostgresQuery(unsafeSQL: stagingSQL), logger: logger)
+            try await connection.send(PostgresQuery(unsafeSQL: stagingSQL), logger: logger)
             let started = CopyFeed<Summary>.start(keys: keys, allowReserved: allowReserved, source: source)
             feed = started
             var paused = false
@@ -307,14 +307,14 @@ extension PostgresStore {
                 try await moveStaged(connection, profile: number, now: unixMillis(Date()))
                 try await PostgresStore.notifyStaged(connection, profile: number)
             }
-            try await connection.query("COMMIT", logger: logger)
+            try await connection.send("COMMIT", logger: logger)
             return (count, summary)
         } catch {
             if let feed {
                 feed.stop()
                 await feed.ended()
             }
-            _ = try? await connection.query("ROLLBACK", logger: logger)
+            _ = try? await connection.send("ROLLBACK", logger: logger)
             throw error
         }
     }
@@ -325,7 +325,7 @@ extension PostgresStore {
         type: Int64, idBlind: Data, sealed: Data, expiry: Int64?
     )? {
         var ord: Int64?
-        for try await found in try await connection.query(
+        for try await found in try await connection.send(
             """
             SELECT min(ord) FROM (
                 (SELECT min(ord) AS ord FROM coffer_import WHERE c IS NOT NULL GROUP BY a, b HAVING count(*) > 1 LIMIT 1)
@@ -339,7 +339,7 @@ extension PostgresStore {
             ord = found
         }
         guard let ord else { return nil }
-        let rows = try await connection.query(
+        let rows = try await connection.send(
             "SELECT a, b, c, d FROM coffer_import WHERE c IS NOT NULL AND ord = \(ord)", logger: logger)
         for try await (type, idBlind, sealed, expiry) in rows.decode((Int64, Data, Data, Int64?).self) {
             return (type, idBlind, sealed, expiry)
@@ -351,7 +351,7 @@ extension PostgresStore {
     /// and tag row into the wallet's tables in one statement: row ids are drawn from the items'
     /// sequence in import order, so the tag rows join their record by its ordinal.
     private static func moveStaged(_ connection: PostgresConnection, profile: Int64, now: Int64) async throws {
-        try await connection.query(
+        try await connection.send(
             """
             WITH gone AS (
                 DELETE FROM coffer_items i USING coffer_import r

@@ -44,12 +44,12 @@ struct PostgresRows: WalletStorageTransaction {
 
     /// The first row's first column as an integer (a count, `EXISTS`), or nil when no row.
     private func scalar(_ query: PostgresQuery) async throws -> Int64? {
-        for try await value in try await connection.query(query, logger: logger).decode(Int64.self) { return value }
+        for try await value in try await connection.send(query, logger: logger).decode(Int64.self) { return value }
         return nil
     }
 
     private func items(_ query: PostgresQuery, type: Int64, name: Data) async throws -> StoredItem? {
-        for try await (id, value, expiry) in try await connection.query(query, logger: logger).decode((Int64, Data, Int64?).self) {
+        for try await (id, value, expiry) in try await connection.send(query, logger: logger).decode((Int64, Data, Int64?).self) {
             return StoredItem(rowid: id, type: type, name: name, sealed: value, expiry: expiry)
         }
         return nil
@@ -64,7 +64,7 @@ struct PostgresRows: WalletStorageTransaction {
             WITH \(write), \(PostgresStore.notifySQL(profile: String(profile), types: "item"))
             SELECT (SELECT count(*) FROM item), (SELECT count(*) FROM notified)
             """
-        for try await (count, _) in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode((Int64, Int64).self) {
+        for try await (count, _) in try await connection.send(PostgresQuery(unsafeSQL: sql), logger: logger).decode((Int64, Int64).self) {
             return count
         }
         return 0
@@ -93,7 +93,7 @@ struct PostgresRows: WalletStorageTransaction {
     }
 
     func insertItem(type: Int64, name: Data, sealed: Data, expiry: Int64?) async throws -> ItemInsertOutcome {
-        let rows = try await connection.query(
+        let rows = try await connection.send(
             """
             WITH item AS (
                 INSERT INTO coffer_items(profile, type, name, value, expiry)
@@ -187,13 +187,13 @@ struct PostgresRows: WalletStorageTransaction {
     }
 
     func deleteTags(item: Int64) async throws {
-        try await connection.query("DELETE FROM coffer_tags WHERE item = \(item) AND profile = \(profile)", logger: logger)
+        try await connection.send("DELETE FROM coffer_tags WHERE item = \(item) AND profile = \(profile)", logger: logger)
         try await touch(item)
     }
 
     func deleteTag(item: Int64, _ row: StoredTag) async throws {
         let value = Self.columns(row.value).value
-        try await connection.query(
+        try await connection.send(
             "DELETE FROM coffer_tags WHERE item = \(item) AND profile = \(profile) AND name = \(row.name) AND value = \(value)",
             logger: logger)
         try await touch(item)
@@ -203,7 +203,7 @@ struct PostgresRows: WalletStorageTransaction {
     /// ``insertTags(item:_:)`` and ``bulkInsert(_:)`` leave it to their caller, as on SQLite.
     func markMultiValued(names: [Int64]) async throws {
         guard !names.isEmpty else { return }
-        try await connection.query(
+        try await connection.send(
             "INSERT INTO coffer_tag_multi(profile, name) SELECT \(profile), unnest(\(names)::bigint[]) ON CONFLICT DO NOTHING",
             logger: logger)
     }
@@ -212,7 +212,7 @@ struct PostgresRows: WalletStorageTransaction {
     /// holding several values of an unmarked tag: a mark deleted from outside, which lets a range
     /// counted from the tag index miss that record.
     func isMultiValued(name: Int64) async throws -> Bool {
-        for try await marked in try await connection.query(
+        for try await marked in try await connection.send(
             "SELECT EXISTS (SELECT 1 FROM coffer_tag_multi WHERE profile = \(profile) AND name = \(name))", logger: logger
         ).decode(Bool.self) {
             return marked
@@ -240,7 +240,7 @@ struct PostgresRows: WalletStorageTransaction {
     func page(_ statement: CompiledStatement, type: Int64) async throws -> [StoredItem] {
         let query = PostgresQuery(unsafeSQL: statement.sql, binds: Self.bindings(statement.arguments))
         var out = [StoredItem]()
-        for try await (id, name, value, expiry) in try await connection.query(query, logger: logger).decode(
+        for try await (id, name, value, expiry) in try await connection.send(query, logger: logger).decode(
             (Int64, Data, Data, Int64?).self)
         {
             out.append(StoredItem(rowid: id, type: type, name: name, sealed: value, expiry: expiry))
@@ -269,7 +269,7 @@ struct PostgresRows: WalletStorageTransaction {
         var marked = false
         var out = [StoredItem]()
         var ordered = true
-        for try await (current, multi, id, name, value, expiry) in try await connection.query(query, logger: logger).decode(
+        for try await (current, multi, id, name, value, expiry) in try await connection.send(query, logger: logger).decode(
             (Int64, Bool, Int64?, Data?, Data?, Int64?).self)
         {
             generation = current
@@ -297,7 +297,7 @@ struct PostgresRows: WalletStorageTransaction {
             ? "SELECT \(gateColumns), COUNT(*) " + statement.sql.dropFirst(head.count)
             : "SELECT \(gateColumns), (\(statement.sql))"
         let query = PostgresQuery(unsafeSQL: sql, binds: Self.bindings(statement.arguments))
-        for try await row in try await connection.query(query, logger: logger).decode((Int64?, Bool, Int64?).self) {
+        for try await row in try await connection.send(query, logger: logger).decode((Int64?, Bool, Int64?).self) {
             return (row.0, row.1, row.2 ?? 0)
         }
         return (nil, false, 0)
@@ -312,7 +312,7 @@ struct PostgresRows: WalletStorageTransaction {
 
     func integers(_ statement: CompiledStatement) async throws -> [Int64] {
         let query = PostgresQuery(unsafeSQL: statement.sql, binds: Self.bindings(statement.arguments))
-        for try await row in try await connection.query(query, logger: logger) {
+        for try await row in try await connection.send(query, logger: logger) {
             return try row.map { cell in cell.bytes == nil ? 0 : try cell.decode(Int64.self) }
         }
         return []
@@ -329,15 +329,15 @@ struct PostgresRows: WalletStorageTransaction {
         case "keys": query = "SELECT keys FROM coffer_profiles WHERE number = \(profile)"
         default: return nil
         }
-        for try await value in try await connection.query(query, logger: logger).decode(Data.self) { return value }
+        for try await value in try await connection.send(query, logger: logger).decode(Data.self) { return value }
         return nil
     }
 
     /// Sets `kdf` or `keys` (see ``meta(_:)``); any other name is refused.
     func setMeta(_ name: String, _ value: Data) async throws {
         switch name {
-        case "kdf": try await connection.query("UPDATE coffer_profiles SET kdf = \(value) WHERE number = \(profile)", logger: logger)
-        case "keys": try await connection.query("UPDATE coffer_profiles SET keys = \(value) WHERE number = \(profile)", logger: logger)
+        case "kdf": try await connection.send("UPDATE coffer_profiles SET kdf = \(value) WHERE number = \(profile)", logger: logger)
+        case "keys": try await connection.send("UPDATE coffer_profiles SET keys = \(value) WHERE number = \(profile)", logger: logger)
         default:
             throw WalletError.storage(
                 "PostgreSQL keeps no profile metadata named \(WalletError.quote(name)) (only kdf and keys, in coffer_profiles)")
@@ -377,7 +377,7 @@ struct PostgresRows: WalletStorageTransaction {
         }
         // One statement: no ON CONFLICT, so a (type, name) already stored fails it (23505) and
         // the caller's transaction rolls back whole.
-        let rows = try await connection.query(
+        let rows = try await connection.send(
             """
             WITH input AS (
                 SELECT * FROM unnest(\(types)::bigint[], \(names)::bytea[], \(boxes)::bytea[], \(expiring)::boolean[], \(expiries)::bigint[])
@@ -408,7 +408,7 @@ struct PostgresRows: WalletStorageTransaction {
 
     func items(after: Int64, limit: Int) async throws -> [WalkedItem] {
         var out = [WalkedItem]()
-        for try await (id, type, name, value, expiry) in try await connection.query(
+        for try await (id, type, name, value, expiry) in try await connection.send(
             """
             SELECT id, type, name, value, expiry FROM coffer_items
             WHERE profile = \(profile) AND id > \(after) ORDER BY id LIMIT \(Int64(limit))
@@ -421,7 +421,7 @@ struct PostgresRows: WalletStorageTransaction {
     }
 
     func item(rowid: Int64) async throws -> StoredItem? {
-        for try await (id, type, name, value, expiry) in try await connection.query(
+        for try await (id, type, name, value, expiry) in try await connection.send(
             "SELECT id, type, name, value, expiry FROM coffer_items WHERE profile = \(profile) AND id = \(rowid)", logger: logger
         ).decode((Int64, Int64, Data, Data, Int64?).self) {
             return StoredItem(rowid: id, type: type, name: name, sealed: value, expiry: expiry)
@@ -432,7 +432,7 @@ struct PostgresRows: WalletStorageTransaction {
     func tags(items: [Int64]) async throws -> [Int64: [StoredTag?]] {
         guard !items.isEmpty else { return [:] }
         var out = [Int64: [StoredTag?]]()
-        for try await (item, name, value, number) in try await connection.query(
+        for try await (item, name, value, number) in try await connection.send(
             "SELECT item, name, value, num FROM coffer_tags WHERE profile = \(profile) AND item = ANY(\(items)::bigint[])",
             logger: logger
         ).decode((Int64, Int64, Data, Double?).self) {
@@ -456,7 +456,7 @@ struct PostgresRows: WalletStorageTransaction {
 
     func duplicateItems(limit: Int) async throws -> [DuplicateItems] {
         var out = [DuplicateItems]()
-        for try await (rowid, count) in try await connection.query(
+        for try await (rowid, count) in try await connection.send(
             """
             SELECT min(id), count(*) FROM coffer_items WHERE profile = \(profile)
             GROUP BY type, name HAVING count(*) > 1 LIMIT \(Int64(limit))
@@ -530,15 +530,15 @@ struct PostgresWalletStorage: WalletStorage {
         return try await store.withConnection(keepingThrown: { connection, keep in
             let rows = PostgresRows(connection: connection, tables: profile)
             if joining { return try await body(rows) }
-            try await connection.query(PostgresQuery(unsafeSQL: begin), logger: PostgresStore.logger)
+            try await connection.send(PostgresQuery(unsafeSQL: begin), logger: PostgresStore.logger)
             let result: T
             do {
                 if let (gate, exclusive) = gate { try await PostgresStore.holdGate(gate, on: connection, exclusive: exclusive) }
                 if let confirming { try await Self.confirm(confirming, on: connection) }
                 result = try await body(rows)
-                try await connection.query("COMMIT", logger: PostgresStore.logger)
+                try await connection.send("COMMIT", logger: PostgresStore.logger)
             } catch {
-                _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
+                _ = try? await connection.send("ROLLBACK", logger: PostgresStore.logger)
                 if !(error is PSQLError) { keep(error) }
                 throw error
             }
@@ -550,7 +550,7 @@ struct PostgresWalletStorage: WalletStorage {
     /// was read, in the snapshot the read's first statement takes: a reader holding a rotated-away
     /// key would find every record unopenable (a check would call them all damaged).
     private static func confirm(_ gate: ProfileGate, on connection: PostgresConnection) async throws {
-        for try await generation in try await connection.query(
+        for try await generation in try await connection.send(
             "SELECT generation FROM coffer_profiles WHERE number = \(gate.number)", logger: PostgresStore.logger
         ).decode(Int64.self) where generation == gate.generation {
             return
@@ -577,7 +577,7 @@ struct PostgresWalletStorage: WalletStorage {
         do {
             try await store.migrate()
             let number = try await store.transaction { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresStore.migrationLock))", logger: PostgresStore.logger)
+                try await connection.send("SELECT pg_advisory_xact_lock(\(PostgresStore.migrationLock))", logger: PostgresStore.logger)
                 let kdf = Locked<Data?>(nil)
                 guard
                     let number = try await store.addProfile(
@@ -595,7 +595,7 @@ struct PostgresWalletStorage: WalletStorage {
                 else { return Int64?.none }
                 // The KDF record in the same transaction as the row (the seal above gave it).
                 let record = kdf.withLock { $0 } ?? Data()
-                try await connection.query(
+                try await connection.send(
                     "UPDATE coffer_profiles SET kdf = \(record) WHERE number = \(number)", logger: PostgresStore.logger)
                 return number
             }

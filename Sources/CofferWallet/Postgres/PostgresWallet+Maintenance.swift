@@ -71,14 +71,14 @@ extension PostgresWallet {
                 if !signatureNames.isEmpty {
                     // Signatures have no tag rows: their item rows are all there is. Their type is
                     // reserved, which no observation can name: their removal notifies no one.
-                    try await connection.query(
+                    try await connection.send(
                         "DELETE FROM coffer_items WHERE profile = \(profile) AND type = \(signatureColumn) AND name = ANY(\(signatureNames)::bytea[])",
                         logger: PostgresStore.logger)
                 }
-                try await connection.query(
+                try await connection.send(
                     "DELETE FROM coffer_tags WHERE profile = \(profile) AND item = ANY(\(gone)::bigint[])", logger: PostgresStore.logger)
                 var removed = 0
-                for try await (n, _) in try await connection.query(
+                for try await (n, _) in try await connection.send(
                     """
                     WITH item AS (DELETE FROM coffer_items WHERE profile = \(profile) AND id = ANY(\(gone)::bigint[]) RETURNING type),
                     \(unescaped: PostgresStore.notifySQL(profile: String(profile), types: "item"))
@@ -163,7 +163,7 @@ extension PostgresWallet {
         let limit = Self.walkBatch
         return try await store.withConnection { connection in
             var out = [WalkRow]()
-            for try await (id, type, name, value, expiry) in try await connection.query(
+            for try await (id, type, name, value, expiry) in try await connection.send(
                 "SELECT id, type, name, value, expiry FROM coffer_items WHERE profile = \(profile) AND id > \(after) ORDER BY id LIMIT \(limit)",
                 logger: PostgresStore.logger
             ).decode((Int64, Int64, Data, Data, Int64?).self) {
@@ -176,7 +176,7 @@ extension PostgresWallet {
     /// One number a statement returns (a count or a size).
     func scalar(_ query: PostgresQuery) async throws -> Int {
         try await store.withConnection { connection in
-            for try await n in try await connection.query(query, logger: PostgresStore.logger).decode(Int64.self) { return Int(n) }
+            for try await n in try await connection.send(query, logger: PostgresStore.logger).decode(Int64.self) { return Int(n) }
             return 0
         }
     }
@@ -226,7 +226,7 @@ extension PostgresWallet {
                 "SELECT (pg_total_relation_size('coffer_items') + pg_total_relation_size('coffer_tags'))::bigint"
             let before = try await scalar(size)
             _ = try await store.withConnection { connection in
-                try await connection.query("VACUUM (ANALYZE) coffer_items, coffer_tags", logger: PostgresStore.logger)
+                try await connection.send("VACUUM (ANALYZE) coffer_items, coffer_tags", logger: PostgresStore.logger)
             }
             return (bytesBefore: before, bytesAfter: try await scalar(size))
         }
@@ -291,7 +291,7 @@ extension PostgresWallet {
                 let step: Int64 = newKeys == nil ? 0 : 1
                 let label = tx.label
                 return try await tx.store.withConnection { connection in
-                    for try await generation in try await connection.query(
+                    for try await generation in try await connection.send(
                         """
                         UPDATE coffer_profiles SET kdf = \(kdfData), keys = \(sealed), generation = generation + \(step)
                         WHERE number = \(profile) RETURNING generation
@@ -357,7 +357,7 @@ extension PostgresWallet {
                     ), \(unescaped: PostgresStore.notifySQL(profile: String(profile), types: "item"))
                     SELECT count(*) FROM notified
                     """, on: connection)
-                try await connection.query(
+                try await connection.send(
                     "DELETE FROM coffer_tags WHERE profile = \(profile) AND item = ANY(\(ids)::bigint[])", logger: PostgresStore.logger)
                 // The new names of tags a record holds several values of are marked too.
                 try await PostgresStore.drain(
@@ -378,7 +378,7 @@ extension PostgresWallet {
         }
         // Tag rows of the profile that belonged to no record would stay blinded under the old key.
         _ = try await store.withConnection { connection in
-            try await connection.query(
+            try await connection.send(
                 "DELETE FROM coffer_tags t WHERE t.profile = \(profile) AND NOT EXISTS (SELECT 1 FROM coffer_items i WHERE i.id = t.item AND i.profile = \(profile))",
                 logger: PostgresStore.logger)
         }

@@ -92,7 +92,7 @@ extension PostgresWallet {
         let number = number
         return try await store.withConnection { connection in
             var found = false
-            for try await count in try await connection.query(
+            for try await count in try await connection.send(
                 "SELECT count(*) FROM coffer_profiles WHERE number = \(number)", logger: PostgresStore.logger
             ).decode(Int64.self) {
                 found = count > 0
@@ -355,24 +355,24 @@ final class PostgresListener: Sendable {
     /// has ended (at most 5 s), so a read after this sees every write no notification announces.
     private func register(_ profiles: [Int64], on connection: PostgresConnection) async throws {
         let logger = PostgresStore.logger
-        try await connection.query(
+        try await connection.send(
             """
             DELETE FROM coffer_observed o WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = o.listener)
             """, logger: logger)
-        try await connection.query(
+        try await connection.send(
             """
             INSERT INTO coffer_observed(listener, profile) SELECT pg_backend_pid(), p FROM unnest(\(profiles)::bigint[]) AS p
             ON CONFLICT DO NOTHING
             """, logger: logger)
         var horizon: Int64 = 0
-        for try await xmax in try await connection.query("SELECT txid_snapshot_xmax(txid_current_snapshot())", logger: logger)
+        for try await xmax in try await connection.send("SELECT txid_snapshot_xmax(txid_current_snapshot())", logger: logger)
             .decode(Int64.self)
         {
             horizon = xmax
         }
         for _ in 0..<500 {
             var done = false
-            for try await ended in try await connection.query(
+            for try await ended in try await connection.send(
                 "SELECT txid_snapshot_xmin(txid_current_snapshot()) >= \(horizon)", logger: logger
             ).decode(Bool.self) {
                 done = ended
@@ -414,7 +414,7 @@ final class PostgresListener: Sendable {
             Task {
                 // Its profiles' writes stop notifying (a process that dies leaves its rows to the
                 // next listener's registration, which forgets them).
-                _ = try? await connection.query(
+                _ = try? await connection.send(
                     "DELETE FROM coffer_observed WHERE listener = pg_backend_pid()", logger: PostgresStore.logger)
                 try? await connection.close()
             }

@@ -57,13 +57,13 @@ extension PostgresWallet {
         // What `body` threw reaches the caller as it was thrown, not as a storage error.
         return try await store.withConnection(keepingThrown: { connection, keep in
             let begin = exclusive ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ" + (readOnly ? " READ ONLY" : "")
-            try await connection.query(PostgresQuery(unsafeSQL: begin), logger: PostgresStore.logger)
+            try await connection.send(PostgresQuery(unsafeSQL: begin), logger: PostgresStore.logger)
             if !readOnly {
                 // The gate's statement is the first, so it also takes a REPEATABLE READ
                 // snapshot: when a rotation commits while it waits, the server fails it
                 // (40001) and the retry finds the new generation.
                 do { try await PostgresStore.holdGate(held.gate, on: connection, exclusive: exclusive) } catch {
-                    _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
+                    _ = try? await connection.send("ROLLBACK", logger: PostgresStore.logger)
                     throw error
                 }
             }
@@ -79,22 +79,22 @@ extension PostgresWallet {
             do {
                 result = try await body(view)
             } catch {
-                _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
+                _ = try? await connection.send("ROLLBACK", logger: PostgresStore.logger)
                 keep(error)
                 throw error
             }
             // A server error `body` caught has failed the transaction: the server would roll it
             // back at COMMIT without an error.
             if !readOnly, let failure = abort.failure {
-                _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
+                _ = try? await connection.send("ROLLBACK", logger: PostgresStore.logger)
                 throw WalletError.storage(
                     "a statement of this transaction failed on PostgreSQL at \(settings.label) (\(failure)), which rolled the whole transaction back, although the body caught the error and returned; nothing of it was kept: run it again",
                     cause: StorageCause(posix: .ECANCELED))
             }
             do {
-                try await connection.query("COMMIT", logger: PostgresStore.logger)
+                try await connection.send("COMMIT", logger: PostgresStore.logger)
             } catch {
-                _ = try? await connection.query("ROLLBACK", logger: PostgresStore.logger)
+                _ = try? await connection.send("ROLLBACK", logger: PostgresStore.logger)
                 // Mapped here, so that no retry (a conflict at commit) runs `body` a second time.
                 throw PostgresStore.map(error, settings: settings)
             }

@@ -345,7 +345,7 @@ public final class PostgresWallet: Sendable {
     private func savepoint(_ body: () async throws -> Void) async throws {
         func run(_ sql: String) async throws {
             try await store.withConnection { connection -> Void in
-                try await connection.query(PostgresQuery(unsafeSQL: sql), logger: PostgresStore.logger)
+                try await connection.send(PostgresQuery(unsafeSQL: sql), logger: PostgresStore.logger)
             }
         }
         try await run("SAVEPOINT coffer_add_all")
