@@ -414,6 +414,29 @@ struct PostgresWalletTests {
 #endif
 
 #if PostgreSQL
+/// The backend's sources: every statement goes through `PostgresConnection.send`, which refuses a
+/// closed connection instead of writing a statement the driver would never answer.
+@Suite("PostgreSQL statements are sent through send")
+struct PostgresSendRuleTests {
+    @Test("no file of the PostgreSQL backend calls the driver's query or execute except send itself")
+    func everyStatementThroughSend() throws {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/CofferWallet/Postgres")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".swift") }
+        #expect(files.count >= 5, "the backend's sources were not found at \(folder.path)")
+        var direct = [String]()
+        for file in files {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where line.contains(".query(") || line.contains(".execute(") {
+                if line.contains("return try await self.query(query, logger: logger, file: file, line: line)") { continue }
+                direct.append("\(file):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+        #expect(direct.isEmpty, "statements sent around send: \(direct)")
+    }
+}
+
 /// `PostgresSettings(url:)`: what a `--wallet-url` names reaches the client's settings.
 @Suite("PostgreSQL settings from a URL")
 struct PostgresSettingsFromURLTests {
