@@ -229,9 +229,11 @@ extension PostgresWalletTests {
             // Listening again, the observation reads once (a read the server refuses while it
             // starts is tried again); the write after that read is seen only through a notification.
             // The bounds allow for postgres-nio's pool backoff: each failed connection attempt
-            // while the server was away lengthens the wait before its next one (up to 60 s). In
-            // one full run of the suite on a loaded machine, the read came more than 60 s after
-            // the restart.
+            // while the server was away lengthens the wait before its next one (up to 60 s). A
+            // read that never came here (CI, and 2 runs in 15 on a loaded machine) waited on a
+            // statement written to the closed connection, which postgres-nio never answers; an
+            // earlier read said to come after more than 60 s was most likely the same.
+            // `PostgresConnection.send` now refuses such a statement; the bounds stay generous.
             try await eventually("the listener listens again", within: .seconds(120)) { wallet.listeningSessions > sessions }
             try await eventually("the observation read again", within: .seconds(180)) {
                 if let ending = updates.ending { throw ObservationEnded(description: "the observation ended: \(ending)") }
