@@ -414,6 +414,60 @@ struct PostgresWalletTests {
 #endif
 
 #if PostgreSQL
+extension PostgresWalletTests {
+    @Test(
+        "the server ends the pool's idle connections: a call that sent nothing before its connection closed runs again on another one instead of failing as unavailable"
+    )
+    func endedIdleConnections() async throws {
+        let settings = try PostgresTesting.settings("ended-idle", maxConnections: 4, leaseTimeout: .seconds(10))
+        let wallet = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.add(type: "r", id: "a", value: "v")
+        var unsent = [String]()
+        var others = 0
+        for round in 0..<40 {
+            // Four pooled connections open and idle, then ended by the server (these reads may
+            // meet connections the last round ended: what they give does not matter).
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<8 { group.addTask { _ = try? await wallet.fetch(type: "r", id: "a") } }
+            }
+            let admin = try await PostgresConnection.connect(
+                configuration: try settings.connectionConfiguration(), id: 99, logger: PostgresStore.logger)
+            try await admin.query(
+                """
+                SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+                """, logger: PostgresStore.logger)
+            try await admin.close()
+            if round % 2 == 1 { try await Task.sleep(for: .milliseconds(Int.random(in: 0...3))) }
+            let failures = await withTaskGroup(of: String?.self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        do {
+                            _ = try await wallet.fetch(type: "r", id: "a")
+                            return nil
+                        } catch { return "\(error)" }
+                    }
+                }
+                var failures = [String]()
+                for await failure in group { if let failure { failures.append(failure) } }
+                return failures
+            }
+            for failure in failures {
+                // A statement in flight when the server ended its connection fails (whether it
+                // ran is unknown); one that never reached the server must not.
+                if failure.contains("the server closed the connection") || failure.contains("clientClosedConnection") {
+                    unsent.append("round \(round): \(failure)")
+                } else {
+                    others += 1
+                }
+            }
+        }
+        #expect(unsent.isEmpty, "\(unsent.count) calls failed that sent nothing (\(others) others failed in flight): \(unsent.prefix(3))")
+        #expect(try await wallet.fetch(type: "r", id: "a")?.value == "v")
+    }
+}
+
 /// The backend's sources: every statement goes through `PostgresConnection.send`, which refuses a
 /// closed connection instead of writing a statement the driver would never answer.
 @Suite("PostgreSQL statements are sent through send")

@@ -163,6 +163,43 @@ public struct PostgresSettings: Sendable, Hashable {
 /// A statement for a connection the driver already saw close: refused before it is written.
 struct PostgresConnectionClosed: Error {}
 
+/// A pooled lease whose connection had closed before anything of the call reached the server
+/// (the pool handed out a connection the server had just ended): the call may run again on
+/// another connection.
+struct PostgresNothingSent: Error {}
+
+/// How many statements ``PostgresConnection/send(_:logger:file:line:)`` let through during one
+/// pooled lease (``PostgresStore/withConnection(_:)``): whether a failed call sent anything.
+final class PostgresLeaseLog: Sendable {
+    /// The lease the running task's statements belong to.
+    @TaskLocal static var current: PostgresLeaseLog?
+
+    private let count = Locked(0)
+
+    /// A statement is about to be written.
+    func note() { count.withLock { $0 += 1 } }
+
+    /// How many statements were let through.
+    var sent: Int { count.withLock { $0 } }
+
+    /// Runs `body` on `connection` with its statements counted; throws ``PostgresNothingSent``
+    /// when it failed on a closed connection before any statement of it was written: `send`
+    /// refused the first one, or the driver refused it unsent because the connection was
+    /// closing (`clientClosedConnection`).
+    static func run<R: Sendable>(
+        _ connection: PostgresConnection, _ body: @Sendable @escaping (PostgresConnection) async throws -> R
+    ) async throws -> R {
+        let log = PostgresLeaseLog()
+        do {
+            return try await $current.withValue(log) { try await body(connection) }
+        } catch is PostgresConnectionClosed where log.sent == 0 {
+            throw PostgresNothingSent()
+        } catch let error as PSQLError where error.code == .clientClosedConnection && log.sent == 1 {
+            throw PostgresNothingSent()
+        }
+    }
+}
+
 extension PostgresConnection {
     /// `query(_:logger:)`, refused at once with ``PostgresConnectionClosed`` when the connection has
     /// closed. postgres-nio 1.33 drops a statement written to a connection whose channel has closed
@@ -172,6 +209,7 @@ extension PostgresConnection {
     @discardableResult
     func send(_ query: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line) async throws -> PostgresRowSequence {
         guard !isClosed else { throw PostgresConnectionClosed() }
+        PostgresLeaseLog.current?.note()
         return try await self.query(query, logger: logger, file: file, line: line)
     }
 
@@ -182,6 +220,7 @@ extension PostgresConnection {
         _ statement: S, logger: Logger, file: String = #fileID, line: Int = #line
     ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, S.Row> {
         guard !isClosed else { throw PostgresConnectionClosed() }
+        PostgresLeaseLog.current?.note()
         return try await execute(statement, logger: logger, file: file, line: line)
     }
 }
@@ -507,6 +546,11 @@ struct PostgresStore: Sendable {
             } catch let error as PSQLError where Self.isRetryable(error) && attempt < Self.retries {
                 attempt += 1
                 try await Task.sleep(for: .milliseconds(5 << attempt))
+            } catch is PostgresNothingSent where attempt < Self.retries {
+                // The pool handed out a connection the server had just ended, and nothing of the
+                // call was written: the same call on another connection, once the pool noticed.
+                attempt += 1
+                try await Task.sleep(for: .milliseconds(1 << attempt))
             } catch is PoolerRefusedPreparedStatement where attempt < Self.retries {
                 // Nothing ran (the server refused the statement's name before running it):
                 // the same call again, now unnamed.
@@ -572,7 +616,7 @@ struct PostgresStore: Sendable {
         if gauge.enter() {
             return try await client.withConnection { connection in
                 gauge.saw(connection)
-                return try await body(connection)
+                return try await PostgresLeaseLog.run(connection, body)
             }
         }
         let bound = settings.leaseTimeout
@@ -593,7 +637,7 @@ struct PostgresStore: Sendable {
                     try await client.withConnection { connection in
                         leasedAt.withLock { $0 = true }
                         gauge.saw(connection)
-                        return try await body(connection)
+                        return try await PostgresLeaseLog.run(connection, body)
                     })
             }
             group.addTask {
@@ -676,7 +720,9 @@ struct PostgresStore: Sendable {
                 "PostgreSQL at \(settings.label) is behind a pooler that does not keep prepared statements (SQLSTATE \(refusal.state)); this process now sends its statements unnamed, but the transaction that met it was rolled back and nothing of it was kept: run it again (add prepared_statements=off to the URL to start unnamed)",
                 cause: StorageCause(posix: .EAGAIN))
         }
-        if error is PostgresConnectionClosed { return unavailable(settings, "the server closed the connection") }
+        if error is PostgresConnectionClosed || error is PostgresNothingSent {
+            return unavailable(settings, "the server closed the connection")
+        }
         if let error = error as? PostgresTransactionError {
             if let inner = error.closureError ?? error.commitError ?? error.beginError { return map(inner, settings: settings) }
         }
