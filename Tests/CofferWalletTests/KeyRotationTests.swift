@@ -65,6 +65,55 @@ struct KeyRotationTests {
         #expect(try await fresh.count(type: "a") + fresh.count(type: "b") == 300)
     }
 
+    @Test(
+        "a wallet that has written since it opened is still refused on every kind of write once another wallet rotated the key (its writer's key check is not skipped)"
+    )
+    func staleWriterRefusedAfterWriting() async throws {
+        let (w, url) = try await Self.filled()
+        let stale = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration)
+        defer { try? stale.close() }
+        // Each kind of write passes once, so the stale wallet's writer has checked the key.
+        try await stale.add(type: "a", id: "early", value: "v")
+        try await stale.replace(type: "a", id: "r1", value: "replaced", tags: [:])
+        try await stale.transaction { try $0.delete(type: "a", id: "r2") }
+        try await stale.transaction { (tx: AsyncWalletTransaction) in try await tx.add(type: "a", id: "early-async", value: "v") }
+        try await w.rekey(to: Self.newKey, rotatingKey: true)
+        try w.close()
+        let writes: [(String, @Sendable () async throws -> Void)] = [
+            ("add", { try await stale.add(type: "a", id: "late", value: "v") }),
+            ("replace", { try await stale.replace(type: "a", id: "r4", value: "late", tags: [:]) }),
+            ("delete", { try await stale.delete(type: "a", id: "r5") }),
+            ("transaction", { try await stale.transaction { try $0.add(type: "a", id: "late-txn", value: "v") } }),
+            (
+                "async transaction",
+                {
+                    try await stale.transaction { (tx: AsyncWalletTransaction) in
+                        try await tx.add(type: "a", id: "late-async", value: "v")
+                    }
+                }
+            ),
+        ]
+        for (name, write) in writes {
+            do {
+                try await write()
+                Issue.record("\(name) with the keys from before the rotation succeeded")
+            } catch let error as WalletError {
+                guard case .wrongKey(let message) = error else {
+                    Issue.record("\(name): expected wrongKey, got \(error)")
+                    continue
+                }
+                #expect(message.contains("rotated"))
+            }
+        }
+        let fresh = try await Wallet.open(at: url, key: Self.newKey, configuration: TestWallets.fastConfiguration)
+        defer { try? fresh.close() }
+        #expect(try await fresh.checkIntegrity().isClean)
+        for id in ["late", "late-txn", "late-async"] { #expect(try await fresh.fetch(type: "a", id: id) == nil) }
+        #expect(try await fresh.fetch(type: "a", id: "r4")?.value == "value 4")
+        #expect(try await fresh.fetch(type: "a", id: "r5") != nil)
+        #expect(try await fresh.fetch(type: "a", id: "early")?.value == "v")
+    }
+
     @Test("a second wallet opened on the file before another rotated it reads with a clear wrongKey, not corrupted")
     func staleOpenReadsSayRotated() async throws {
         let (w, url) = try await Self.filled()
