@@ -168,24 +168,73 @@ struct PostgresConnectionClosed: Error {}
 /// another connection.
 struct PostgresNothingSent: Error {}
 
-/// How many statements ``PostgresConnection/send(_:logger:file:line:)`` let through during one
-/// pooled lease (``PostgresStore/withConnection(_:)``): whether a failed call sent anything.
+/// A call whose connection ended after a statement that could write reached the server (an
+/// autocommit write, or a `COMMIT`): the server may have kept it or not, and no one can tell.
+struct PostgresOutcomeUnknown: Error {
+    /// How the connection ended.
+    let underlying: any Error
+}
+
+/// What ``PostgresConnection/send(_:logger:file:line:)`` let through during one pooled lease
+/// (``PostgresStore/withConnection(_:)``): whether a failed call sent anything, and whether what
+/// it sent could have written.
 final class PostgresLeaseLog: Sendable {
     /// The lease the running task's statements belong to.
     @TaskLocal static var current: PostgresLeaseLog?
 
-    private let count = Locked(0)
+    private struct State {
+        var sent = 0
+        /// Inside an explicit transaction (`BEGIN` sent, no `COMMIT` or `ROLLBACK` yet), and
+        /// whether it is `READ ONLY`.
+        var inTransaction = false
+        var readOnly = false
+        /// A statement that could write has been sent outside a transaction, or a write
+        /// transaction's `COMMIT`.
+        var mayHaveWritten = false
+    }
 
-    /// A statement is about to be written.
-    func note() { count.withLock { $0 += 1 } }
+    private let state = Locked(State())
+
+    /// Statement `sql` is about to be written.
+    func note(_ sql: String) {
+        let verb = Self.verb(sql)
+        state.withLock { state in
+            state.sent += 1
+            switch verb {
+            case "BEGIN", "START":
+                state.inTransaction = true
+                state.readOnly = sql.uppercased().contains("READ ONLY")
+            case "COMMIT", "END":
+                if state.inTransaction && !state.readOnly { state.mayHaveWritten = true }
+                state.inTransaction = false
+            case "ROLLBACK", "ABORT":
+                state.inTransaction = false
+            case "SELECT", "SHOW", "SET", "LISTEN", "UNLISTEN", "SAVEPOINT", "RELEASE":
+                break
+            default:
+                // INSERT, UPDATE, DELETE, WITH (the wallet's writes are data-modifying CTEs),
+                // COPY and the rest: a write once it runs outside a transaction.
+                if !state.inTransaction { state.mayHaveWritten = true }
+            }
+        }
+    }
+
+    /// The statement's first word, upper-cased.
+    static func verb(_ sql: String) -> String {
+        sql.drop { $0.isWhitespace }.prefix { $0.isLetter }.uppercased()
+    }
 
     /// How many statements were let through.
-    var sent: Int { count.withLock { $0 } }
+    var sent: Int { state.withLock { $0.sent } }
+
+    /// Whether a statement that could have written reached the server.
+    var mayHaveWritten: Bool { state.withLock { $0.mayHaveWritten } }
 
     /// Runs `body` on `connection` with its statements counted; throws ``PostgresNothingSent``
     /// when it failed on a closed connection before any statement of it was written: `send`
     /// refused the first one, or the driver refused it unsent because the connection was
-    /// closing (`clientClosedConnection`).
+    /// closing (`clientClosedConnection`). Throws ``PostgresOutcomeUnknown`` when the
+    /// connection ended after a statement that could write had been sent.
     static func run<R: Sendable>(
         _ connection: PostgresConnection, _ body: @Sendable @escaping (PostgresConnection) async throws -> R
     ) async throws -> R {
@@ -196,6 +245,9 @@ final class PostgresLeaseLog: Sendable {
             throw PostgresNothingSent()
         } catch let error as PSQLError where error.code == .clientClosedConnection && log.sent == 1 {
             throw PostgresNothingSent()
+        } catch {
+            if log.mayHaveWritten && PostgresStore.endedConnection(error) { throw PostgresOutcomeUnknown(underlying: error) }
+            throw error
         }
     }
 }
@@ -209,7 +261,7 @@ extension PostgresConnection {
     @discardableResult
     func send(_ query: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line) async throws -> PostgresRowSequence {
         guard !isClosed else { throw PostgresConnectionClosed() }
-        PostgresLeaseLog.current?.note()
+        PostgresLeaseLog.current?.note(query.sql)
         return try await self.query(query, logger: logger, file: file, line: line)
     }
 
@@ -220,7 +272,7 @@ extension PostgresConnection {
         _ statement: S, logger: Logger, file: String = #fileID, line: Int = #line
     ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, S.Row> {
         guard !isClosed else { throw PostgresConnectionClosed() }
-        PostgresLeaseLog.current?.note()
+        PostgresLeaseLog.current?.note(S.sql)
         return try await execute(statement, logger: logger, file: file, line: line)
     }
 }
@@ -723,6 +775,11 @@ struct PostgresStore: Sendable {
         if error is PostgresConnectionClosed || error is PostgresNothingSent {
             return unavailable(settings, "the server closed the connection")
         }
+        if let unknown = error as? PostgresOutcomeUnknown {
+            return .storage(
+                "PostgreSQL at \(settings.label): the connection ended (\(endedDetail(unknown.underlying))) after the call's write had reached the server, so whether it was kept is unknown: read it back before trying again",
+                cause: StorageCause(posix: .ECONNRESET))
+        }
         if let error = error as? PostgresTransactionError {
             if let inner = error.closureError ?? error.commitError ?? error.beginError { return map(inner, settings: settings) }
         }
@@ -768,6 +825,25 @@ struct PostgresStore: Sendable {
         default:
             return .storage("PostgreSQL at \(settings.label) failed: \(error.code)")
         }
+    }
+
+    /// Whether `error` says the connection ended (the server closed or lost it, or the driver
+    /// refused a statement on it): what ``unavailable(_:_:)`` reports.
+    static func endedConnection(_ error: any Error) -> Bool {
+        if error is PostgresConnectionClosed { return true }
+        guard let error = error as? PSQLError else { return false }
+        if let state = sqlState(error) { return state.hasPrefix("57P") || state.hasPrefix("08") }
+        switch error.code {
+        case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection: return true
+        default: return false
+        }
+    }
+
+    /// How the connection ended, for a message: the server's reason and SQLSTATE, else the driver's.
+    static func endedDetail(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else { return "the server closed the connection" }
+        if let state = sqlState(error) { return "\(error.serverInfo?[.message] ?? "error") (\(state))" }
+        return error.underlying.map { "\(error.code): \(String(describing: $0))" } ?? "\(error.code)"
     }
 
     static func unavailable(_ settings: PostgresSettings, _ detail: String) -> WalletError {

@@ -1,0 +1,138 @@
+// A call whose statement is running on the server when its connection is ended: what the error
+// says. The statement is held on a table lock (another connection holds ACCESS EXCLUSIVE on
+// coffer_items), its backend is ended with pg_terminate_backend, then the lock is let go.
+
+#if PostgreSQL
+import CofferSync
+import CofferTestSupport
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import CofferWallet
+
+extension PostgresWalletTests {
+    /// Runs `call` while another connection holds every lock on the item table, ends the backend
+    /// that waits for it, and returns the call's error (nil when it succeeded).
+    static func endedWhileWaiting(_ wallet: PostgresWallet, _ call: @Sendable @escaping () async throws -> Void) async throws -> (
+        any Error
+    )? {
+        let locked = Locked(false)
+        let release = Locked(false)
+        let holder = Task {
+            try await wallet.store.withConnection { connection in
+                try await connection.query("BEGIN", logger: PostgresStore.logger)
+                try await connection.query("LOCK TABLE coffer_items IN ACCESS EXCLUSIVE MODE", logger: PostgresStore.logger)
+                locked.withLock { $0 = true }
+                while !release.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
+                try await connection.query("ROLLBACK", logger: PostgresStore.logger)
+            }
+        }
+        try await eventually("the lock is held") { locked.withLock { $0 } }
+        let outcome = Locked<(any Error)?>(nil)
+        let running = Task {
+            do { try await call() } catch { outcome.withLock { $0 = error } }
+        }
+        let waiting =
+            "FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND pid <> pg_backend_pid()"
+        try await eventually("the call waits for the lock on the server") {
+            try await wallet.store.withConnection { connection in
+                for try await n in try await connection.query(
+                    PostgresQuery(unsafeSQL: "SELECT count(*) \(waiting)"), logger: PostgresStore.logger
+                )
+                .decode(Int.self) {
+                    return n == 1
+                }
+                return false
+            }
+        }
+        _ = try await wallet.store.withConnection { connection in
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "SELECT pg_terminate_backend(pid) \(waiting)"), logger: PostgresStore.logger)
+        }
+        release.withLock { $0 = true }
+        try await holder.value
+        try await finished(running, "the ended call", within: .seconds(60))
+        return outcome.withLock { $0 }
+    }
+
+    @Test(
+        "an add whose statement had reached the server when its connection was ended says that whether it was kept is unknown (ECONNRESET), not that nothing was written"
+    )
+    func endedMidAutocommitWrite() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("ended-write"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.add(type: "r", id: "before", value: "v")
+        let error = try await Self.endedWhileWaiting(wallet) { try await wallet.add(type: "r", id: "blocked", value: "v") }
+        guard case .storage(let message, let cause)? = error as? WalletError else {
+            Issue.record("expected a storage error, got \(String(describing: error))")
+            return
+        }
+        #expect(cause?.posix == .ECONNRESET)
+        #expect(message.contains("whether it was kept is unknown") && message.contains("read it back"), "\(message)")
+        #expect(!message.contains("nothing was written"), "\(message)")
+        // It never ran (it waited for the lock), and the wallet goes on.
+        try await wallet.add(type: "r", id: "after", value: "v")
+        #expect(try await PostgresTesting.all(wallet, type: "r").sorted() == ["after", "before"])
+    }
+
+    @Test("a read whose statement was waiting on the server when its connection was ended fails as unavailable (nothing written)")
+    func endedMidRead() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("ended-read"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        try await wallet.add(type: "r", id: "a", value: "v")
+        let error = try await Self.endedWhileWaiting(wallet) { _ = try await wallet.fetch(type: "r", id: "a") }
+        guard case .storage(let message, let cause)? = error as? WalletError else {
+            Issue.record("expected a storage error, got \(String(describing: error))")
+            return
+        }
+        #expect(cause?.posix == .ECONNREFUSED)
+        #expect(message.contains("is unavailable") && message.contains("nothing was written"), "\(message)")
+        #expect(try await wallet.fetch(type: "r", id: "a")?.value == "v")
+    }
+
+    @Test(
+        "a write transaction whose statement was waiting when its connection was ended, before its COMMIT, fails as unavailable and keeps nothing"
+    )
+    func endedMidTransaction() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("ended-txn"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        let error = try await Self.endedWhileWaiting(wallet) {
+            try await wallet.transaction { view in
+                try await view.add(type: "r", id: "one", value: "v")
+                try await view.add(type: "r", id: "two", value: "v")
+            }
+        }
+        guard case .storage(let message, let cause)? = error as? WalletError else {
+            Issue.record("expected a storage error, got \(String(describing: error))")
+            return
+        }
+        #expect(cause?.posix == .ECONNREFUSED)
+        #expect(message.contains("is unavailable"), "\(message)")
+        #expect(try await wallet.count(type: "r") == 0)
+    }
+}
+
+@Suite("PostgreSQL: which sent statements could have written")
+struct PostgresLeaseLogTests {
+    @Test(
+        "an autocommit write or a write transaction's COMMIT could have written; reads, read-only transactions and a transaction not committed could not",
+        arguments: [
+            (["WITH g AS (SELECT 1), item AS (INSERT INTO coffer_items …) SELECT 1"], true),
+            (["  \n  insert into coffer_items VALUES (1)"], true),
+            (["DELETE FROM coffer_tags WHERE item = 1"], true),
+            (["BEGIN", "WITH item AS (INSERT …) SELECT 1", "COMMIT"], true),
+            (["BEGIN", "WITH item AS (INSERT …) SELECT 1"], false),
+            (["BEGIN", "WITH item AS (INSERT …) SELECT 1", "ROLLBACK"], false),
+            (["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "SELECT 1", "COMMIT"], false),
+            (["SELECT id, value FROM coffer_items WHERE profile = $1"], false),
+            (["BEGIN", "ROLLBACK", "UPDATE coffer_items SET value = $1"], true),
+        ])
+    func classifies(_ statements: [String], _ mayHaveWritten: Bool) {
+        let log = PostgresLeaseLog()
+        for sql in statements { log.note(sql) }
+        #expect(log.mayHaveWritten == mayHaveWritten, "\(statements)")
+        #expect(log.sent == statements.count)
+    }
+}
+#endif
