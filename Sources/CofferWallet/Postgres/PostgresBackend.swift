@@ -175,6 +175,13 @@ struct PostgresOutcomeUnknown: Error {
     let underlying: any Error
 }
 
+/// A call whose connection ended after it had sent statements, none of which could have written
+/// (reads, or a transaction before its `COMMIT`, which the server rolls back): it may run again.
+struct PostgresEndedUnwritten: Error {
+    /// How the connection ended.
+    let underlying: any Error
+}
+
 /// What ``PostgresConnection/send(_:logger:file:line:)`` let through during one pooled lease
 /// (``PostgresStore/withConnection(_:)``): whether a failed call sent anything, and whether what
 /// it sent could have written.
@@ -233,8 +240,9 @@ final class PostgresLeaseLog: Sendable {
     /// Runs `body` on `connection` with its statements counted; throws ``PostgresNothingSent``
     /// when it failed on a closed connection before any statement of it was written: `send`
     /// refused the first one, or the driver refused it unsent because the connection was
-    /// closing (`clientClosedConnection`). Throws ``PostgresOutcomeUnknown`` when the
-    /// connection ended after a statement that could write had been sent.
+    /// closing (`clientClosedConnection`). When the connection ended after statements were
+    /// sent, throws ``PostgresOutcomeUnknown`` if one of them could have written, else
+    /// ``PostgresEndedUnwritten``.
     static func run<R: Sendable>(
         _ connection: PostgresConnection, _ body: @Sendable @escaping (PostgresConnection) async throws -> R
     ) async throws -> R {
@@ -246,8 +254,9 @@ final class PostgresLeaseLog: Sendable {
         } catch let error as PSQLError where error.code == .clientClosedConnection && log.sent == 1 {
             throw PostgresNothingSent()
         } catch {
-            if log.mayHaveWritten && PostgresStore.endedConnection(error) { throw PostgresOutcomeUnknown(underlying: error) }
-            throw error
+            guard PostgresStore.endedConnection(error) else { throw error }
+            if log.mayHaveWritten { throw PostgresOutcomeUnknown(underlying: error) }
+            throw PostgresEndedUnwritten(underlying: error)
         }
     }
 }
@@ -588,8 +597,13 @@ struct PostgresStore: Sendable {
     // MARK: Connections and errors
 
     /// Runs `body` on a pooled connection, waiting at most the lease timeout for one; maps
-    /// the driver's errors to ``WalletError`` and retries serialization failures.
-    func withConnection<R: Sendable>(_ body: @Sendable @escaping (PostgresConnection) async throws -> R) async throws -> R {
+    /// the driver's errors to ``WalletError`` and retries serialization failures. With
+    /// `rerunEnded`, a call whose connection ended after it sent only statements that could not
+    /// have written (reads, or a transaction before its `COMMIT`) runs again on another
+    /// connection; callers whose `body` runs someone else's code pass false.
+    func withConnection<R: Sendable>(
+        rerunEnded: Bool = true, _ body: @Sendable @escaping (PostgresConnection) async throws -> R
+    ) async throws -> R {
         if let pinned { return try await noting { try await body(pinned) } } // the transaction's own: no lease, no retry
         var attempt = 0
         while true {
@@ -598,6 +612,11 @@ struct PostgresStore: Sendable {
             } catch let error as PSQLError where Self.isRetryable(error) && attempt < Self.retries {
                 attempt += 1
                 try await Task.sleep(for: .milliseconds(5 << attempt))
+            } catch is PostgresEndedUnwritten where rerunEnded && attempt < Self.retries {
+                // The connection ended under a read (a restart, pg_terminate_backend, a pooler
+                // closing it), and nothing it sent could have written: the same call again.
+                attempt += 1
+                try await Task.sleep(for: .milliseconds(1 << attempt))
             } catch is PostgresNothingSent where attempt < Self.retries {
                 // The pool handed out a connection the server had just ended, and nothing of the
                 // call was written: the same call on another connection, once the pool noticed.
@@ -648,7 +667,8 @@ struct PostgresStore: Sendable {
     ) async throws -> R {
         let thrown = Locked<(any Error)?>(nil)
         do {
-            return try await withConnection { connection in
+            // Never run again after its connection ended: `work` runs the caller's own code.
+            return try await withConnection(rerunEnded: false) { connection in
                 try await work(connection) { error in thrown.withLock { $0 = error } }
             }
         } catch {
@@ -775,6 +795,7 @@ struct PostgresStore: Sendable {
         if error is PostgresConnectionClosed || error is PostgresNothingSent {
             return unavailable(settings, "the server closed the connection")
         }
+        if let ended = error as? PostgresEndedUnwritten { return map(ended.underlying, settings: settings) }
         if let unknown = error as? PostgresOutcomeUnknown {
             return .storage(
                 "PostgreSQL at \(settings.label): the connection ended (\(endedDetail(unknown.underlying))) after the call's write had reached the server, so whether it was kept is unknown: read it back before trying again",
