@@ -35,6 +35,24 @@ struct KeyRotationTests {
         return out.sorted()
     }
 
+    /// Makes each call and records an issue unless it fails with `wrongKey` saying `phrase`.
+    static func expectWrongKey(_ calls: [(String, @Sendable () async throws -> Void)], saying phrase: String) async {
+        for (name, call) in calls {
+            do {
+                try await call()
+                Issue.record("\(name) with the keys from before the rotation succeeded")
+            } catch let error as WalletError {
+                guard case .wrongKey(let message) = error else {
+                    Issue.record("\(name): expected wrongKey, got \(error)")
+                    continue
+                }
+                #expect(message.contains(phrase), "\(name): \(message)")
+            } catch {
+                Issue.record("\(name): expected wrongKey, got \(error)")
+            }
+        }
+    }
+
     @Test("a second wallet opened on the file before another rotated it writes nothing with its old key: add and rekey are refused")
     func staleOpenRefusesWrites() async throws {
         let (w, url) = try await Self.filled()
@@ -42,22 +60,11 @@ struct KeyRotationTests {
         defer { try? stale.close() }
         try await w.rekey(to: Self.newKey, rotatingKey: true)
         try w.close()
-        for attempt in ["add", "rekey"] {
-            do {
-                if attempt == "add" {
-                    try await stale.add(type: "a", id: "late", value: "v")
-                } else {
-                    try await stale.rekey(to: .raw(TestWallets.rawKey))
-                }
-                Issue.record("\(attempt) with the keys from before the rotation succeeded")
-            } catch let error as WalletError {
-                guard case .wrongKey(let message) = error else {
-                    Issue.record("\(attempt): expected wrongKey, got \(error)")
-                    continue
-                }
-                #expect(message.contains("rotated"))
-            }
-        }
+        await Self.expectWrongKey(
+            [
+                ("add", { try await stale.add(type: "a", id: "late", value: "v") }),
+                ("rekey", { try await stale.rekey(to: .raw(TestWallets.rawKey)) }),
+            ], saying: "rotated")
         let fresh = try await Wallet.open(at: url, key: Self.newKey, configuration: TestWallets.fastConfiguration)
         defer { try? fresh.close() }
         #expect(try await fresh.checkIntegrity().isClean)
@@ -93,18 +100,7 @@ struct KeyRotationTests {
                 }
             ),
         ]
-        for (name, write) in writes {
-            do {
-                try await write()
-                Issue.record("\(name) with the keys from before the rotation succeeded")
-            } catch let error as WalletError {
-                guard case .wrongKey(let message) = error else {
-                    Issue.record("\(name): expected wrongKey, got \(error)")
-                    continue
-                }
-                #expect(message.contains("rotated"))
-            }
-        }
+        await Self.expectWrongKey(writes, saying: "rotated")
         let fresh = try await Wallet.open(at: url, key: Self.newKey, configuration: TestWallets.fastConfiguration)
         defer { try? fresh.close() }
         #expect(try await fresh.checkIntegrity().isClean)
@@ -128,18 +124,7 @@ struct KeyRotationTests {
             ("count", { _ = try await stale.count(type: "a") }),
             ("session", { _ = try await stale.session { try $0.get(type: "a", id: "r1") } }),
         ]
-        for (name, read) in reads {
-            do {
-                try await read()
-                Issue.record("\(name) with the keys from before the rotation succeeded")
-            } catch let error as WalletError {
-                guard case .wrongKey(let message) = error else {
-                    Issue.record("\(name): expected wrongKey, got \(error)")
-                    continue
-                }
-                #expect(message.contains("rotated by another process"))
-            }
-        }
+        await Self.expectWrongKey(reads, saying: "rotated by another process")
     }
 
     @Test("after rotation every record, tag search, count and key reads as before, and the wallet check is clean")
