@@ -12,17 +12,19 @@ import Testing
 @testable import CofferWallet
 
 extension PostgresWalletTests {
-    /// Runs `call` while another connection holds every lock on the item table, ends the backend
-    /// that waits for it, and returns the call's error (nil when it succeeded).
-    static func endedWhileWaiting(_ wallet: PostgresWallet, _ call: @Sendable @escaping () async throws -> Void) async throws -> (
-        any Error
-    )? {
+    /// Runs `call` while another connection's transaction holds a lock (by default every lock on
+    /// the item table; `holding` is the statement that takes it), ends the backend that waits for
+    /// it, and returns the call's error (nil when it succeeded).
+    static func endedWhileWaiting(
+        _ wallet: PostgresWallet, holding: String = "LOCK TABLE coffer_items IN ACCESS EXCLUSIVE MODE",
+        _ call: @Sendable @escaping () async throws -> Void
+    ) async throws -> (any Error)? {
         let locked = Locked(false)
         let release = Locked(false)
         let holder = Task {
             try await wallet.store.withConnection { connection in
                 try await connection.query("BEGIN", logger: PostgresStore.logger)
-                try await connection.query("LOCK TABLE coffer_items IN ACCESS EXCLUSIVE MODE", logger: PostgresStore.logger)
+                try await connection.query(PostgresQuery(unsafeSQL: holding), logger: PostgresStore.logger)
                 locked.withLock { $0 = true }
                 while !release.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
                 try await connection.query("ROLLBACK", logger: PostgresStore.logger)
@@ -74,6 +76,43 @@ extension PostgresWalletTests {
         // It never ran (it waited for the lock), and the wallet goes on.
         try await wallet.add(type: "r", id: "after", value: "v")
         #expect(try await PostgresTesting.all(wallet, type: "r").sorted() == ["after", "before"])
+    }
+
+    @Test(
+        "a transaction whose COMMIT had reached the server when its connection was ended says that whether it was kept is unknown (ECONNRESET)"
+    )
+    func endedMidCommit() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("ended-commit"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        // A deferred trigger that waits at COMMIT for an advisory lock the test holds.
+        try await wallet.store.withConnection { connection in
+            for statement in [
+                """
+                CREATE FUNCTION coffer_test_wait() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    PERFORM pg_advisory_xact_lock(4242);
+                    RETURN NULL;
+                END $$
+                """,
+                """
+                CREATE CONSTRAINT TRIGGER coffer_test_wait AFTER INSERT ON coffer_items DEFERRABLE INITIALLY DEFERRED
+                FOR EACH ROW EXECUTE FUNCTION coffer_test_wait()
+                """,
+            ] {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: PostgresStore.logger)
+            }
+        }
+        let error = try await Self.endedWhileWaiting(wallet, holding: "SELECT pg_advisory_xact_lock(4242)") {
+            try await wallet.transaction { view in try await view.add(type: "r", id: "committing", value: "v") }
+        }
+        guard case .storage(let message, let cause)? = error as? WalletError else {
+            Issue.record("expected a storage error, got \(String(describing: error))")
+            return
+        }
+        #expect(cause?.posix == .ECONNRESET)
+        #expect(message.contains("whether it was kept is unknown"), "\(message)")
+        // Ended while its COMMIT waited: the server rolled it back.
+        #expect(try await wallet.count(type: "r") == 0)
     }
 
     @Test("a read whose statement was waiting on the server when its connection was ended runs again on another connection")

@@ -848,6 +848,17 @@ struct PostgresStore: Sendable {
         }
     }
 
+    /// ``map(_:settings:)`` for an error caught inside a lease's body (where
+    /// ``PostgresLeaseLog/run(_:_:)`` will not see the driver's error): when the connection ended
+    /// after this lease sent a statement that could have written (a `COMMIT`), the outcome is
+    /// unknown, not "nothing was written".
+    static func mapInLease(_ error: any Error, settings: PostgresSettings) -> WalletError {
+        if let log = PostgresLeaseLog.current, log.mayHaveWritten, endedConnection(error) {
+            return map(PostgresOutcomeUnknown(underlying: error), settings: settings)
+        }
+        return map(error, settings: settings)
+    }
+
     /// Whether `error` says the connection ended (the server closed or lost it, or the driver
     /// refused a statement on it): what ``unavailable(_:_:)`` reports.
     static func endedConnection(_ error: any Error) -> Bool {

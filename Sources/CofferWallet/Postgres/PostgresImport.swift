@@ -268,7 +268,7 @@ extension PostgresStore {
             do {
                 return try await Self.runImport(connection, allowReserved: allowReserved, profile: profile, source: source)
             } catch {
-                throw Self.map(error, settings: settings)
+                throw Self.mapInLease(error, settings: settings)
             }
         }
     }

@@ -95,8 +95,9 @@ extension PostgresWallet {
                 try await connection.send("COMMIT", logger: PostgresStore.logger)
             } catch {
                 _ = try? await connection.send("ROLLBACK", logger: PostgresStore.logger)
-                // Mapped here, so that no retry (a conflict at commit) runs `body` a second time.
-                throw PostgresStore.map(error, settings: settings)
+                // Mapped here, so that no retry (a conflict at commit) runs `body` a second time;
+                // a connection that ended once the COMMIT was sent leaves the outcome unknown.
+                throw PostgresStore.mapInLease(error, settings: settings)
             }
             return result
         })
