@@ -58,6 +58,15 @@ extension PostgresWalletTests {
         return outcome.withLock { $0 }
     }
 
+    /// The message and cause of a storage error; records an issue (and gives nil) for anything else.
+    static func storageFailure(_ error: (any Error)?) -> (message: String, cause: StorageCause?)? {
+        guard case .storage(let message, let cause)? = error as? WalletError else {
+            Issue.record("expected a storage error, got \(String(describing: error))")
+            return nil
+        }
+        return (message, cause)
+    }
+
     @Test(
         "an add whose statement had reached the server when its connection was ended says that whether it was kept is unknown (ECONNRESET), not that nothing was written"
     )
@@ -66,10 +75,7 @@ extension PostgresWalletTests {
         defer { wallet.close() }
         try await wallet.add(type: "r", id: "before", value: "v")
         let error = try await Self.endedWhileWaiting(wallet) { try await wallet.add(type: "r", id: "blocked", value: "v") }
-        guard case .storage(let message, let cause)? = error as? WalletError else {
-            Issue.record("expected a storage error, got \(String(describing: error))")
-            return
-        }
+        guard let (message, cause) = Self.storageFailure(error) else { return }
         #expect(cause?.posix == .ECONNRESET)
         #expect(message.contains("whether it was kept is unknown") && message.contains("read it back"), "\(message)")
         #expect(!message.contains("nothing was written"), "\(message)")
@@ -105,10 +111,7 @@ extension PostgresWalletTests {
         let error = try await Self.endedWhileWaiting(wallet, holding: "SELECT pg_advisory_xact_lock(4242)") {
             try await wallet.transaction { view in try await view.add(type: "r", id: "committing", value: "v") }
         }
-        guard case .storage(let message, let cause)? = error as? WalletError else {
-            Issue.record("expected a storage error, got \(String(describing: error))")
-            return
-        }
+        guard let (message, cause) = Self.storageFailure(error) else { return }
         #expect(cause?.posix == .ECONNRESET)
         #expect(message.contains("whether it was kept is unknown"), "\(message)")
         // Ended while its COMMIT waited: the server rolled it back.
@@ -141,10 +144,7 @@ extension PostgresWalletTests {
                 try await view.add(type: "r", id: "two", value: "v")
             }
         }
-        guard case .storage(let message, let cause)? = error as? WalletError else {
-            Issue.record("expected a storage error, got \(String(describing: error))")
-            return
-        }
+        guard let (message, cause) = Self.storageFailure(error) else { return }
         #expect(cause?.posix == .ECONNREFUSED)
         #expect(message.contains("is unavailable"), "\(message)")
         #expect(try await wallet.count(type: "r") == 0)
