@@ -1,6 +1,7 @@
 // A call whose statement is running on the server when its connection is ended: what the error
-// says. The statement is held on a table lock (another connection holds ACCESS EXCLUSIVE on
-// coffer_items), its backend is ended with pg_terminate_backend, then the lock is let go.
+// says. The statement is held on a lock another connection holds (ACCESS EXCLUSIVE on
+// coffer_items; for a COMMIT, an advisory lock a deferred trigger waits for), its backend is ended
+// with pg_terminate_backend, then the lock is let go.
 
 #if PostgreSQL
 import CofferSync
@@ -21,6 +22,8 @@ extension PostgresWalletTests {
     ) async throws -> (any Error)? {
         let locked = Locked(false)
         let release = Locked(false)
+        // Let go however this ends, so the holder's connection never stays taken.
+        defer { release.withLock { $0 = true } }
         let holder = Task {
             try await wallet.store.withConnection { connection in
                 try await connection.query("BEGIN", logger: PostgresStore.logger)
