@@ -454,8 +454,8 @@ extension PostgresWalletTests {
                 return failures
             }
             for failure in failures {
-                // A statement in flight when the server ended its connection fails (whether it
-                // ran is unknown); one that never reached the server must not.
+                // What this test holds to: a call that never reached the server does not fail.
+                // (A read in flight when its connection ended runs again too, up to five times.)
                 if failure.contains("the server closed the connection") || failure.contains("clientClosedConnection") {
                     unsent.append("round \(round): \(failure)")
                 } else {

@@ -612,14 +612,13 @@ struct PostgresStore: Sendable {
             } catch let error as PSQLError where Self.isRetryable(error) && attempt < Self.retries {
                 attempt += 1
                 try await Task.sleep(for: .milliseconds(5 << attempt))
-            } catch is PostgresEndedUnwritten where rerunEnded && attempt < Self.retries {
-                // The connection ended under a read (a restart, pg_terminate_backend, a pooler
-                // closing it), and nothing it sent could have written: the same call again.
-                attempt += 1
-                try await Task.sleep(for: .milliseconds(1 << attempt))
-            } catch is PostgresNothingSent where attempt < Self.retries {
-                // The pool handed out a connection the server had just ended, and nothing of the
-                // call was written: the same call on another connection, once the pool noticed.
+            } catch let error
+                where (error is PostgresNothingSent || (rerunEnded && error is PostgresEndedUnwritten)) && attempt < Self.retries
+            {
+                // The connection ended before the call sent anything (the pool handed out one the
+                // server had just ended), or under a read or an uncommitted transaction (a restart,
+                // pg_terminate_backend, a pooler closing it): nothing was written, so the same call
+                // again on another connection, once the pool noticed.
                 attempt += 1
                 try await Task.sleep(for: .milliseconds(1 << attempt))
             } catch is PoolerRefusedPreparedStatement where attempt < Self.retries {
@@ -798,7 +797,7 @@ struct PostgresStore: Sendable {
         if let ended = error as? PostgresEndedUnwritten { return map(ended.underlying, settings: settings) }
         if let unknown = error as? PostgresOutcomeUnknown {
             return .storage(
-                "PostgreSQL at \(settings.label): the connection ended (\(endedDetail(unknown.underlying))) after the call's write had reached the server, so whether it was kept is unknown: read it back before trying again",
+                "PostgreSQL at \(settings.label): the connection ended (\(endedDetail(unknown.underlying) ?? "\(unknown.underlying)")) after the call's write had reached the server, so whether it was kept is unknown: read it back before trying again",
                 cause: StorageCause(posix: .ECONNRESET))
         }
         if let error = error as? PostgresTransactionError {
@@ -810,6 +809,7 @@ struct PostgresStore: Sendable {
             }
             return .storage("PostgreSQL at \(settings.label): \(String(describing: error))")
         }
+        if let detail = endedDetail(error) { return unavailable(settings, detail) }
         if let state = sqlState(error) {
             let message = error.serverInfo?[.message] ?? "error"
             switch state {
@@ -819,8 +819,6 @@ struct PostgresStore: Sendable {
                 return .storage(
                     "PostgreSQL at \(settings.label) kept failing the transaction on conflicts with others (\(state)); nothing was written: retry",
                     cause: StorageCause(posix: .EAGAIN))
-            case "57P01", "57P02", "57P03", "08000", "08003", "08006", "08001", "08004":
-                return unavailable(settings, "\(message) (\(state))")
             case "53100":
                 return .storage("PostgreSQL at \(settings.label) has no disk space left (\(message))", cause: StorageCause(posix: .ENOSPC))
             case "42501":
@@ -839,13 +837,7 @@ struct PostgresStore: Sendable {
                 return .storage("PostgreSQL at \(settings.label) failed: \(message) (SQLSTATE \(state))")
             }
         }
-        switch error.code {
-        case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection, .poolClosed:
-            // The socket's own reason (connection refused, no route, TLS refused) when there is one.
-            return unavailable(settings, error.underlying.map { "\(error.code): \(String(describing: $0))" } ?? "\(error.code)")
-        default:
-            return .storage("PostgreSQL at \(settings.label) failed: \(error.code)")
-        }
+        return .storage("PostgreSQL at \(settings.label) failed: \(error.code)")
     }
 
     /// ``map(_:settings:)`` for an error caught inside a lease's body (where
@@ -859,23 +851,25 @@ struct PostgresStore: Sendable {
         return map(error, settings: settings)
     }
 
-    /// Whether `error` says the connection ended (the server closed or lost it, or the driver
-    /// refused a statement on it): what ``unavailable(_:_:)`` reports.
-    static func endedConnection(_ error: any Error) -> Bool {
-        if error is PostgresConnectionClosed { return true }
-        guard let error = error as? PSQLError else { return false }
-        if let state = sqlState(error) { return state.hasPrefix("57P") || state.hasPrefix("08") }
-        switch error.code {
-        case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection: return true
-        default: return false
-        }
-    }
+    /// Whether `error` says the connection ended or could not be had (see ``endedDetail(_:)``).
+    static func endedConnection(_ error: any Error) -> Bool { endedDetail(error) != nil }
 
-    /// How the connection ended, for a message: the server's reason and SQLSTATE, else the driver's.
-    static func endedDetail(_ error: any Error) -> String {
-        guard let error = error as? PSQLError else { return "the server closed the connection" }
-        if let state = sqlState(error) { return "\(error.serverInfo?[.message] ?? "error") (\(state))" }
-        return error.underlying.map { "\(error.code): \(String(describing: $0))" } ?? "\(error.code)"
+    /// How the connection ended, or could not be had, when `error` says so (what
+    /// ``unavailable(_:_:)`` reports): the server's reason and SQLSTATE (shut down, cannot connect
+    /// now, connection failures), else the driver's (the socket's own reason, such as connection
+    /// refused, no route or TLS refused, when there is one); nil for any other error.
+    static func endedDetail(_ error: any Error) -> String? {
+        if error is PostgresConnectionClosed { return "the server closed the connection" }
+        guard let error = error as? PSQLError else { return nil }
+        if let state = sqlState(error) {
+            guard ["57P01", "57P02", "57P03", "08000", "08003", "08006", "08001", "08004"].contains(state) else { return nil }
+            return "\(error.serverInfo?[.message] ?? "error") (\(state))"
+        }
+        switch error.code {
+        case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection, .poolClosed:
+            return error.underlying.map { "\(error.code): \(String(describing: $0))" } ?? "\(error.code)"
+        default: return nil
+        }
     }
 
     static func unavailable(_ settings: PostgresSettings, _ detail: String) -> WalletError {
