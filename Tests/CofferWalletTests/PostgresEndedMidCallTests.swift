@@ -88,6 +88,22 @@ extension PostgresWalletTests {
     }
 
     @Test(
+        "an add on a withConnection view whose statement had reached the server when its connection was ended says that whether it was kept is unknown (ECONNRESET)"
+    )
+    func endedMidViewWrite() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("ended-view-write"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        let error = try await Self.endedWhileWaiting(wallet) {
+            try await wallet.withConnection { view in try await view.add(type: "r", id: "blocked", value: "v") }
+        }
+        guard let (message, cause) = Self.storageFailure(error) else { return }
+        #expect(cause?.posix == .ECONNRESET)
+        #expect(message.contains("whether it was kept is unknown"), "\(message)")
+        #expect(!message.contains("nothing was written"), "\(message)")
+        #expect(try await wallet.count(type: "r") == 0)
+    }
+
+    @Test(
         "a transaction whose COMMIT had reached the server when its connection was ended says that whether it was kept is unknown (ECONNRESET)"
     )
     func endedMidCommit() async throws {

@@ -201,9 +201,16 @@ final class PostgresLeaseLog: Sendable {
     }
 
     private let state = Locked(State())
+    /// The lease's own log, when this one is one call's on a held connection
+    /// (``PostgresHeldConnection``): it is told of every statement too.
+    private let lease: PostgresLeaseLog?
+
+    /// A log of its own, or of one call inside the lease that `lease` logs.
+    init(within lease: PostgresLeaseLog? = nil) { self.lease = lease }
 
     /// Statement `sql` is about to be written.
     func note(_ sql: String) {
+        lease?.note(sql)
         let verb = Self.verb(sql)
         state.withLock { state in
             state.sent += 1

@@ -24,7 +24,9 @@ extension PostgresWallet {
     /// `body` returns, the statement in progress finishes and every later one throws
     /// ``WalletError/closed``, so a task `body` leaves running can see its call fail part way
     /// (await such tasks inside `body`). If the connection drops, the view's later calls fail as
-    /// the server being unavailable: return and call this again. Called on a view inside `body`,
+    /// the server being unavailable: return and call this again. A write on the view whose
+    /// statement (or `COMMIT`) had reached the server when the connection dropped fails with
+    /// `ECONNRESET`, its outcome unknown: read it back before writing it again. Called on a view inside `body`,
     /// this runs `body` with that view; on a transaction's view, it runs `body` with that view,
     /// inside the transaction.
     ///
@@ -108,7 +110,17 @@ final class PostgresHeldConnection: Sendable {
         try Task.checkCancellation()
         let turn = Turn(self)
         defer { turn.finish() }
-        return try await Self.$turns.withValue(Self.turns + [turn]) { try await body(connection) }
+        // The call's own statements decide what its error says: the lease's log also counts
+        // the view's earlier calls, which committed on their own.
+        let log = PostgresLeaseLog(within: PostgresLeaseLog.current)
+        do {
+            return try await Self.$turns.withValue(Self.turns + [turn]) {
+                try await PostgresLeaseLog.$current.withValue(log) { try await body(connection) }
+            }
+        } catch let error where log.mayHaveWritten && PostgresStore.endedConnection(error) {
+            // Never run again (a view's calls are not): the write may have been kept.
+            throw PostgresOutcomeUnknown(underlying: error)
+        }
     }
 
     /// Waits for the statement (or transaction) on the connection, if any, and refuses every later one.
