@@ -138,11 +138,15 @@ extension Wallet: RecordWallet {
     /// One page of a search, read in one read transaction so its count
     /// and its records agree: the total count when `options` asks for it, and up to `count`
     /// records (every match when nil).
-    /// - Throws: ``WalletError/invalidInput(_:)`` for a `count` below 1.
+    /// - Throws: ``WalletError/invalidInput(_:)`` for a `count` below 1;
+    ///   ``WalletError/wrongKey(_:)`` when it finds nothing because another process rotated the
+    ///   key since this wallet opened.
     public func search(type: String, matching query: WalletQuery, options: SearchOptions = SearchOptions(), count: Int? = nil)
         async throws -> SearchPage
     {
-        try await session { reader in try reader.search(type: type, matching: query, options: options, count: count) }
+        try await queryRead(
+            isMiss: { ($0.records ?? []).isEmpty && ($0.totalCount ?? 0) == 0 },
+            { try $0.search(type: type, matching: query, options: options, count: count) })
     }
 
     /// The asynchronous `transaction(_:)` for code written against ``RecordWallet``.

@@ -23,7 +23,9 @@ extension Wallet: SearchHandleWallet, SearchHost {
 
     func countWalk(_ walk: SQLiteSearchWalk) async throws -> Int {
         try await MatchCancellation.run { token in
-            try await read { reader in try token.during { try walk.search.count(reader.store.db, keys: reader.store.keys) } }
+            try await read(isMiss: { $0 == 0 }) { reader in
+                try token.during { try walk.search.count(reader.store.db, keys: reader.store.keys) }
+            }
         }
     }
 
@@ -47,7 +49,9 @@ extension Wallet: SearchHandleWallet, SearchHost {
     ) async throws -> ([WalletRecord], SearchCursor) {
         // A cancelled Task stops a `$regex` match under way too (see ``MatchCancellation``).
         try await MatchCancellation.run { token in
-            try await read { reader -> ([WalletRecord], SearchCursor) in
+            // An empty page (a walk's last) reads the key check: a rotation elsewhere since this
+            // wallet opened changed every blind, so the search would find nothing.
+            try await read(isMiss: { $0.0.isEmpty }) { reader -> ([WalletRecord], SearchCursor) in
                 try token.during {
                     var position = cursor
                     let records = try search.page(

@@ -127,6 +127,41 @@ struct KeyRotationTests {
         await Self.expectWrongKey(reads, saying: "rotated by another process")
     }
 
+    @Test(
+        "a second wallet opened on the file before another rotated it gets wrongKey from a search that finds nothing, not an empty page"
+    )
+    func staleOpenSearchesSayRotated() async throws {
+        let (w, url) = try await Self.filled()
+        let stale = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration)
+        defer { try? stale.close() }
+        #expect(try await stale.search(type: "a", matching: .all, count: 1).records?.count == 1)
+        try await w.rekey(to: Self.newKey, rotatingKey: true)
+        try w.close()
+        let searches: [(String, @Sendable () async throws -> Void)] = [
+            ("search", { _ = try await stale.search(type: "a", matching: .all) }),
+            (
+                "search, count only",
+                {
+                    _ = try await stale.search(
+                        type: "a", matching: .all, options: SearchOptions(retrieveRecords: false, retrieveTotalCount: true))
+                }
+            ),
+            (
+                "search handle",
+                {
+                    let handle = try await stale.openSearch(type: "a", queryJSON: "{}", optionsJSON: #"{"retrieveTotalCount": false}"#)
+                    _ = try await stale.searchNext(handle, count: 10)
+                }
+            ),
+            (
+                "search handle with its count",
+                { _ = try await stale.openSearch(type: "a", queryJSON: "{}", optionsJSON: #"{"retrieveTotalCount": true}"#) }
+            ),
+            ("record sequence", { for try await _ in stale.records(type: "a", matching: .all) {} }),
+        ]
+        await Self.expectWrongKey(searches, saying: "rotated by another process")
+    }
+
     @Test("after rotation every record, tag search, count and key reads as before, and the wallet check is clean")
     func keepsEverything() async throws {
         let (w, _) = try await Self.filled()
