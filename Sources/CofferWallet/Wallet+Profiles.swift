@@ -13,7 +13,7 @@ extension Wallet {
     /// - Throws: ``WalletError/walletExists(path:)`` when the store has the profile already.
     static func makeProfile(
         _ db: Database, name: String, path: String, master: SecretKey, storeKey: SecretKey, kdf: KDFRecord
-    ) throws -> WalletKeys {
+    ) throws -> (keys: WalletKeys, sealedKeys: Data) {
         if try ProfileCatalogue.resolve(db, name: name) != nil {
             throw WalletError.walletExists(path: ProfileCatalogue.label(path: path, profile: name))
         }
@@ -25,15 +25,13 @@ extension Wallet {
         try db.execute(
             sql: "INSERT INTO \(tables.digest)(id, value) VALUES (1, ?)",
             arguments: [DigestState.seal(zero, counter: 0, keys: keys)])
+        let sealed = try sealMaster(master, storeKey: storeKey, tables: tables)
         try db.execute(
             sql: "INSERT INTO \(tables.meta)(name, value) VALUES ('format', ?), ('kdf', ?), ('keys', ?)",
-            arguments: [
-                Data(String(Schema.format).utf8), Data(kdf.jsonText.utf8),
-                try sealMaster(master, storeKey: storeKey, tables: tables),
-            ])
+            arguments: [Data(String(Schema.format).utf8), Data(kdf.jsonText.utf8), sealed])
         try recordKeyCheck(db, keys)
         try FileIntegrity.write(db, keys: keys)
-        return keys
+        return (keys, sealed)
     }
 
     /// Restores the backup at `backupURL` as profile `profile` of the store at `walletURL`,
@@ -79,7 +77,7 @@ extension Wallet {
                 try Self.beginBulk(db, cacheKiB: Self.importCacheKiB)
                 defer { Self.endBulk(db, cacheKiB: Schema.writerCacheKiB) }
                 try db.inTransaction {
-                    let keys = try makeProfile(db, name: profile, path: path, master: master, storeKey: storeKey, kdf: kdf)
+                    let keys = try makeProfile(db, name: profile, path: path, master: master, storeKey: storeKey, kdf: kdf).keys
                     // Debug builds only: lets a test kill the restore with the profile made, uncommitted.
                     TestPause.at("restore-profile-building")
                     try Self.restoreRecords(of: backup, into: RecordStore(db: db, keys: keys, allowReserved: true), progress: progress)

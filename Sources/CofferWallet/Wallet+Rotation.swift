@@ -1,6 +1,7 @@
 // Key rotation: a new wallet key, with every record re-sealed and re-blinded in one transaction.
 
 import CofferCrypto
+import CofferSync
 import Foundation
 import GRDB
 import Logging
@@ -41,6 +42,7 @@ extension Wallet {
         }
         searches.closeAll()
         let sealedMaster = try Self.sealMaster(new.master, storeKey: storeKey, tables: new.tables)
+        let seen = sealedKeysSeen
         let total: Int
         do {
             total = try await pool.writeWithoutTransaction { db -> Int in
@@ -51,6 +53,7 @@ extension Wallet {
                 do {
                     try db.inTransaction {
                         try Self.checkKeys(db, old)
+                        try Self.checkSealedKeysUnchanged(db, old, seen: seen)
                         count = try Self.rotateRecords(db, from: old, to: new, progress: progress)
                         try db.execute(
                             sql: "UPDATE \(new.tables.meta) SET value = ? WHERE name = 'kdf'", arguments: [Data(kdf.jsonText.utf8)])
@@ -66,6 +69,7 @@ extension Wallet {
                 return count
             }
         } catch { throw Self.mapError(error) }
+        seen.withLock { $0 = sealedMaster }
         rotated = true
         await dropOldKeyMaterial()
         logger.info("rotated the wallet key and re-sealed \(total) records", metadata: ["kdf": "\(kdf.method)"])
@@ -81,6 +85,20 @@ extension Wallet {
         guard let stored = try Data.fetchOne(statement), stored != keys.keyCheck else { return }
         throw WalletError.wrongKey(
             "the wallet's key was rotated (by another process, or another open Wallet on this file) after this one was opened, so its key no longer opens the records; nothing was written. Open the wallet again with its current key and retry"
+        )
+    }
+
+    /// Inside a rekey's or rotation's write transaction: refuses to replace the sealed wallet
+    /// key when it is no longer the one this wallet last saw (`seen`), that is, when a rekey in
+    /// another process (or another open ``Wallet`` on the file) set another key since. The
+    /// last of two rekeys would otherwise win silently, and the key the first one reported as
+    /// set would open nothing. Nothing to compare with (`seen` holds nil) passes.
+    static func checkSealedKeysUnchanged(_ db: Database, _ keys: WalletKeys, seen: Locked<Data?>) throws {
+        guard let expected = seen.withLock({ $0 }) else { return }
+        let stored = try Data.fetchOne(db, sql: "SELECT value FROM \(keys.tables.meta) WHERE name = 'keys'")
+        guard stored != expected else { return }
+        throw WalletError.wrongKey(
+            "the wallet's key was changed (by a rekey in another process, or another open Wallet on this file) after this one was opened; nothing was changed. Open the wallet again with its current key and retry"
         )
     }
 

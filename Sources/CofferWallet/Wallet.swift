@@ -113,10 +113,18 @@ public final class Wallet: Sendable {
     let observations = WalletObservations()
     let logger: Logger
     let configuration: Configuration
+    /// The sealed wallet key as this wallet last saw it in the file (read at open, written at
+    /// create, rekey or rotation); nil when not known (a file upgraded at open). A rekey or
+    /// rotation writes its own only over this one, so it never silently replaces a key another
+    /// process set meanwhile (see ``checkSealedKeysUnchanged(_:_:)``).
+    let sealedKeysSeen: Locked<Data?>
 
-    private init(path: String, pool: (DatabasePool, Checkpointer), keys: WalletKeys, configuration: Configuration) {
+    private init(
+        path: String, pool: (DatabasePool, Checkpointer), keys: WalletKeys, configuration: Configuration, sealedKeys: Data?
+    ) {
         self.path = path
         (self.pool, self.checkpointer) = pool
+        self.sealedKeysSeen = Locked(sealedKeys)
         self.gate = KeyGate(keys)
         self.configuration = configuration
         self.logger = configuration.logger
@@ -162,13 +170,13 @@ public final class Wallet: Sendable {
         let opened = try openPool(path: path)
         let master = SecretKey.random()
         do {
-            let keys: WalletKeys = try await opened.pool.write { db in
+            let (keys, sealed) = try await opened.pool.write { db in
                 try makeProfile(db, name: profile, path: path, master: master, storeKey: storeKey, kdf: kdf)
             }
             // The writer's digest function must hash under this profile's keys.
             try registerKeyedFunctions(opened.pool, keys: keys)
             configuration.logger.debug("created wallet profile", metadata: ["path": "\(path)", "kdf": "\(kdf.method)"])
-            return Wallet(path: path, pool: opened, keys: keys, configuration: configuration)
+            return Wallet(path: path, pool: opened, keys: keys, configuration: configuration, sealedKeys: sealed)
         } catch {
             closePool(opened)
             throw mapError(error)
@@ -280,7 +288,7 @@ public final class Wallet: Sendable {
             throw mapError(error)
         }
         configuration.logger.debug("created wallet", metadata: ["path": "\(path)", "kdf": "\(kdf.method)"])
-        return Wallet(path: path, pool: opened, keys: keys, configuration: configuration)
+        return Wallet(path: path, pool: opened, keys: keys, configuration: configuration, sealedKeys: sealedKeys)
     }
 
     /// Gives the pool's writer the functions that need the wallet's keys (the records' version
@@ -332,7 +340,10 @@ public final class Wallet: Sendable {
                     if try !SQLiteFootprint.isIncremental(db) { try SQLiteFootprint.convertToIncremental(db) }
                 }
             }
-            return Wallet(path: path, pool: opened, keys: state.keys, configuration: configuration)
+            // An upgrade re-seals the key, or another process's upgrade did: not known then.
+            return Wallet(
+                path: path, pool: opened, keys: state.keys, configuration: configuration,
+                sealedKeys: state.upgrade == nil ? state.sealedKeys : nil)
         } catch {
             closePool(opened)
             throw mapError(error)
@@ -413,7 +424,7 @@ public final class Wallet: Sendable {
         let upgrade =
             sealedForFormat4
             ? nil : Schema.Upgrade(keys: keys, sealedKeys: try sealMaster(master, storeKey: storeKey, format4: true))
-        return OpenState(keys: keys, upgrade: upgrade, incremental: try SQLiteFootprint.isIncremental(db))
+        return OpenState(keys: keys, upgrade: upgrade, incremental: try SQLiteFootprint.isIncremental(db), sealedKeys: sealedKeys)
     }
 
     /// What ``open(at:key:configuration:)`` learns in its one visit to the writer.
@@ -422,6 +433,8 @@ public final class Wallet: Sendable {
         /// What the upgrade of a file of an older format needs (nil: the file is current).
         let upgrade: Schema.Upgrade?
         let incremental: Bool
+        /// The sealed wallet key as read.
+        let sealedKeys: Data
     }
 
     /// Refuses, before anything could write to it, a file that is not a Coffer wallet: one that
@@ -452,13 +465,18 @@ public final class Wallet: Sendable {
         let (storeKey, kdf) = try Self.makeStoreKey(newKey, parameters: configuration.passphraseParameters)
         try await gated { keys in
             let sealed = try Self.sealMaster(keys.master, storeKey: storeKey, tables: keys.tables)
+            let seen = sealedKeysSeen
             try await self.pool.write { db in
                 // A rotation elsewhere replaced the master key: sealing this one would lock
                 // every record out.
                 try Self.checkKeys(db, keys)
+                // A rekey elsewhere set another key, which this one would silently undo. (Two
+                // rekeys of this wallet at once count as such too: the second is refused.)
+                try Self.checkSealedKeysUnchanged(db, keys, seen: seen)
                 try db.execute(sql: "UPDATE \(keys.tables.meta) SET value = ? WHERE name = 'kdf'", arguments: [Data(kdf.jsonText.utf8)])
                 try db.execute(sql: "UPDATE \(keys.tables.meta) SET value = ? WHERE name = 'keys'", arguments: [sealed])
             }
+            seen.withLock { $0 = sealed }
             await self.dropOldKeyMaterial()
         }
         logger.debug("rekeyed wallet", metadata: ["kdf": "\(kdf.method)"])

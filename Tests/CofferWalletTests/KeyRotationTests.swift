@@ -162,6 +162,42 @@ struct KeyRotationTests {
         await Self.expectWrongKey(searches, saying: "rotated by another process")
     }
 
+    @Test(
+        "a rekey or rotation by a wallet opened before another wallet rekeyed the file is refused with wrongKey, so the key the first set still opens it",
+        arguments: [false, true])
+    func staleRekeyRefused(rotating: Bool) async throws {
+        let (w, url) = try await Self.filled()
+        defer { try? w.close() }
+        let stale = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration)
+        defer { try? stale.close() }
+        let other = WalletKey.raw(Data(repeating: 9, count: 32))
+        try await w.rekey(to: Self.newKey)
+        await Self.expectWrongKey(
+            [("rekey", { try await stale.rekey(to: other, rotatingKey: rotating) })], saying: "changed (by a rekey in another process")
+        // The stale wallet still writes (a plain rekey keeps the wallet key), and its writes stay readable.
+        try await stale.add(type: "a", id: "after", value: "v")
+        try w.close()
+        try stale.close()
+        await #expect(throws: WalletError.self) { try await Wallet.open(at: url, key: other, configuration: TestWallets.fastConfiguration) }
+        let fresh = try await Wallet.open(at: url, key: Self.newKey, configuration: TestWallets.fastConfiguration)
+        defer { try? fresh.close() }
+        #expect(try await fresh.fetch(type: "a", id: "after")?.value == "v")
+        #expect(try await fresh.checkIntegrity().isClean)
+    }
+
+    @Test("one wallet rekeyed twice in a row ends under the second key")
+    func rekeyTwiceInARow() async throws {
+        let (w, url) = try await Self.filled()
+        let second = WalletKey.raw(Data(repeating: 9, count: 32))
+        try await w.rekey(to: Self.newKey)
+        try await w.rekey(to: second, rotatingKey: true)
+        try await w.rekey(to: Self.newKey)
+        try w.close()
+        let fresh = try await Wallet.open(at: url, key: Self.newKey, configuration: TestWallets.fastConfiguration)
+        defer { try? fresh.close() }
+        #expect(try await fresh.count(type: "a") + fresh.count(type: "b") == 300)
+    }
+
     @Test("after rotation every record, tag search, count and key reads as before, and the wallet check is clean")
     func keepsEverything() async throws {
         let (w, _) = try await Self.filled()
