@@ -372,6 +372,76 @@ struct IndyImportTests {
         #expect(try ForeignStores.itemRows(store) == 0)
     }
 
+    @Test(
+        "a libindy items row whose id is not an integer (the table rebuilt without its key) is exit 5, not a crash, and nothing is imported"
+    )
+    func nonIntegerIdRefused() async throws {
+        let dir = ForeignStores.folder()
+        guard try await ForeignStores.make(["indy", dir.path, "w", "raw", "20"]) else { return }
+        let manifest = try ForeignStores.json(dir.appendingPathComponent("w.json"))
+        let source = dir.appendingPathComponent("w.db")
+        var config = Configuration()
+        config.foreignKeysEnabled = false // dropping items must not delete the tags rows
+        let db = try DatabaseQueue(path: source.path, configuration: config)
+        try await db.write {
+            try $0.execute(
+                sql: """
+                    CREATE TABLE i2(id, type, name, value, key); INSERT INTO i2 SELECT id, type, name, value, key FROM items;
+                    INSERT INTO i2 VALUES (NULL, x'00', x'00', x'00', x'00');
+                    DROP TABLE items; ALTER TABLE i2 RENAME TO items;
+                    """)
+        }
+        try db.close()
+        let store = try await CLI.newStore()
+        let r = try await ForeignStores.importIndy(source, key: manifest["key"] as! String, kdf: "raw", store: store)
+        #expect(r.status == 5, "\(r.status) \(r.stderr)")
+        #expect(r.stderr.contains("no integer id"), "\(r.stderr)")
+        #expect(try ForeignStores.itemRows(store) == 0)
+    }
+
+    @Test("a FIFO given as the source is exit 2 naming it, at once (its read would block forever)")
+    func fifoRefused() async throws {
+        let fifo = ForeignStores.folder().appendingPathComponent("wallet.db")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        let store = try await CLI.newStore()
+        let r = try await ForeignStores.importIndy(fifo, key: "GfwU1DC7gEZNs3w41tjBiZYj7BNToDoFEqKY6wZXqs1A", kdf: "raw", store: store)
+        #expect(r.status == 2, "\(r.status) \(r.stderr)")
+        #expect(r.stderr.contains("not a regular file") && r.stderr.contains(fifo.path), "\(r.stderr)")
+    }
+
+    @Test(
+        "a libindy wallet whose writer was killed mid-transaction (a hot rollback journal beside it) is refused naming the journal, and nothing is imported"
+    )
+    func hotJournalRefused() async throws {
+        let dir = ForeignStores.folder()
+        guard try await ForeignStores.make(["indy", dir.path, "w", "raw", "50"]) else { return }
+        let manifest = try ForeignStores.json(dir.appendingPathComponent("w.json"))
+        let source = dir.appendingPathComponent("w.db")
+        // A writer that deletes every tag, spills the change to the file (a one-page cache) and
+        // is killed before it commits: the file alone has no tags, its journal has them.
+        let writer = """
+            import os, sqlite3, sys
+            c = sqlite3.connect(sys.argv[1], isolation_level=None)
+            c.execute("PRAGMA journal_mode = DELETE")
+            c.execute("PRAGMA cache_size = 1")
+            c.execute("BEGIN")
+            c.execute("DELETE FROM tags_plaintext")
+            c.execute("DELETE FROM tags_encrypted")
+            os.kill(os.getpid(), 9)
+            """
+        let killed = try await runProcess(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", writer, source.path])
+        #expect(killed.status != 0)
+        let journal = source.path + "-journal"
+        #expect(FileManager.default.fileExists(atPath: journal), "the writer left no journal: the test proves nothing")
+        let journalBefore = try Data(contentsOf: URL(fileURLWithPath: journal))
+        let store = try await CLI.newStore()
+        let r = try await ForeignStores.importIndy(source, key: manifest["key"] as! String, kdf: "raw", store: store)
+        #expect(r.status == 6, "\(r.status) \(r.stderr)")
+        #expect(r.stderr.contains("rollback journal") && r.stderr.contains(journal), "\(r.stderr)")
+        #expect(try ForeignStores.itemRows(store) == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: journal)) == journalBefore)
+    }
+
     @Test("U+0000 in an id and in a plaintext tag value kept as TEXT: imported byte for byte, not cut at the NUL")
     func nulBytesKept() async throws {
         let dir = ForeignStores.folder()

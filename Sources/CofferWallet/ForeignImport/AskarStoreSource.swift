@@ -103,7 +103,10 @@ struct AskarStoreSource: ForeignSource {
                 guard let sealed = ForeignDatabase.field(row, 1, limit: maxProfileKeyBytes).data else {
                     throw WalletError.corrupted("\(storeLabel): profile \(WalletError.quote(name)) has no key, or one too long")
                 }
-                return (method, name, row[0], sealed)
+                guard let id = Int64.fromDatabaseValue(row[0]) else {
+                    throw WalletError.corrupted("\(storeLabel): profile \(WalletError.quote(name)) has no integer id")
+                }
+                return (method, name, id, sealed)
             }
         }
         let label = "profile \(WalletError.quote(name)) of \(storeLabel)"
@@ -247,7 +250,9 @@ struct AskarStoreSource: ForeignSource {
     /// The record of one `items` row, or why it is not imported.
     private func record(_ row: Row, now: Int64, tagQuery: Statement) throws -> ForeignRow {
         let limits = WalletLimitsForSource()
-        let rowid: Int64 = row[0]
+        guard let rowid = Int64.fromDatabaseValue(row[0]) else {
+            throw WalletError.corrupted("\(label): an items row has no integer id (nothing was imported)")
+        }
         let at = "\(label), items row \(rowid)"
         func damaged(_ what: String) -> WalletError { .corrupted("\(at): \(what) (nothing was imported)") }
         let kind: Int64? = row[1]

@@ -85,15 +85,47 @@ enum ForeignDatabase {
     /// Bytes a sealed field may have beyond its plaintext (nonce and tag).
     static let sealOverhead = 28
 
+    /// The first bytes of a rollback journal that SQLite must play back (a hot journal).
+    static let journalMagic = Data([0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7])
+
+    /// Whether the file at `path` is a regular file (after symbolic links).
+    static func isRegularFile(_ path: String) -> Bool {
+        (try? URL(fileURLWithPath: path).resolvingSymlinksInPath().resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true
+    }
+
+    /// Whether `path` is a rollback journal SQLite would play back: a regular file that starts
+    /// with ``journalMagic``.
+    static func isHotJournal(_ path: String) -> Bool {
+        guard isRegularFile(path), let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        return (try? handle.read(upToCount: journalMagic.count)) == journalMagic
+    }
+
     /// Opens `url` read-only (SQLite `SQLITE_OPEN_READONLY`, never `immutable`: another process
     /// may be writing it, and the import reads it in one read transaction, a consistent
     /// snapshot). Nothing is written to the file.
-    /// - Throws: ``WalletError/invalidInput(_:)`` when there is no file or it is not SQLite.
+    /// - Throws: ``WalletError/invalidInput(_:)`` when there is no file, it is not a regular file
+    ///   or not SQLite; ``WalletError/storage(_:cause:)`` (`EBUSY`) when a rollback journal beside
+    ///   it must be played back first.
     static func open(_ url: URL, format: String) throws -> (DatabaseQueue, ForeignCompanions) {
         let path = url.path
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
             throw WalletError.invalidInput("no file at \(path) (give the path of the \(format)'s SQLite file)")
+        }
+        // A FIFO or device would block the header's read below forever.
+        guard isRegularFile(path) else {
+            throw WalletError.invalidInput("\(path) is not a regular file (give the path of the \(format)'s SQLite file)")
+        }
+        // A rollback journal beside the file: the program that wrote it stopped part-way through a
+        // write (or is writing now). The file alone is torn; a read-only open cannot roll the
+        // journal back, and a copy without it would be imported torn.
+        // (A journal kept between transactions, `journal_mode = PERSIST`, has its header zeroed.)
+        let journal = path + "-journal"
+        if isHotJournal(journal) {
+            throw WalletError.storage(
+                "\(path) has a rollback journal beside it (\(journal)): the program that wrote it stopped in the middle of a write, or is writing now, and the file without it is incomplete. Close that program, or let SQLite finish the roll-back by opening the file once where it is (for example `sqlite3 \(path) 'PRAGMA integrity_check'`), then import; never copy the file without its journal",
+                cause: StorageCause(posix: .EBUSY))
         }
         // The header, read with plain file reads: a file that is not SQLite is refused before
         // SQLite sees it.

@@ -171,7 +171,9 @@ struct IndyWalletSource: ForeignSource {
                 FROM items ORDER BY id
                 """)
         while let row = try rows.next() {
-            let rowid: Int64 = row[0]
+            guard let rowid = Int64.fromDatabaseValue(row[0]) else {
+                throw WalletError.corrupted("\(label): an items row has no integer id (nothing was imported)")
+            }
             let at = "\(label), items row \(rowid)"
             func damaged(_ what: String) -> WalletError { .corrupted("\(at): \(what) (nothing was imported)") }
             let typeField = ForeignDatabase.field(row, 1, limit: limits.type)
