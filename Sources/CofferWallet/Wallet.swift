@@ -135,6 +135,8 @@ public final class Wallet: Sendable {
 
     /// Creates a new wallet file at `url` (parent folders too) protected by `key`. The file (and
     /// SQLite's `-wal`, `-shm`) is mode 0600 and each folder it makes 0700, whatever the umask.
+    /// A store at `url` without a `default` profile (made by creating a named profile first)
+    /// gets this wallet as its default profile; any other file there is left as it is.
     /// - Throws: ``WalletError/walletExists(path:)`` if a wallet is already there,
     ///   ``WalletError/invalidInput(_:)`` for a raw key that is not 32 bytes.
     public static func create(at url: URL, key: WalletKey, configuration: Configuration = Configuration()) async throws -> Wallet {
@@ -246,12 +248,18 @@ public final class Wallet: Sendable {
     ) async throws -> Wallet {
         let path = url.path
         do { try DurableFile.refuseSymbolicLinks(url) } catch { throw WalletError.storage(error.message, cause: StorageCause(error)) }
-        // Whatever is at the path — a wallet, an empty file, another database — stays as it is.
-        if FileManager.default.fileExists(atPath: path) { throw WalletError.walletExists(path: path) }
+        // Whatever is at the path — a wallet, an empty file, another database — stays as it is,
+        // but for a store without a default profile, which gets it (see canTakeDefaultProfile).
+        func refuseExisting() throws {
+            if FileManager.default.fileExists(atPath: path), !canTakeDefaultProfile(path: path) {
+                throw WalletError.walletExists(path: path)
+            }
+        }
+        try refuseExisting()
         let (storeKey, kdf) = try makeStoreKey(key, parameters: configuration.passphraseParameters)
         let lock = locking ? try await creationLock(for: url) : nil
         defer { lock?.release() }
-        if FileManager.default.fileExists(atPath: path) { throw WalletError.walletExists(path: path) }
+        try refuseExisting()
         // What a restore killed part-way left (no restore runs: this one holds the lock).
         if locking { removeWalletFiles(at: restoringURL(for: url)) }
         // Missing folders are made owner-only (0700); an existing folder keeps its mode.
@@ -280,6 +288,11 @@ public final class Wallet: Sendable {
                 try db.execute(
                     sql: "INSERT INTO \(keys.tables.meta)(name, value) VALUES ('format', ?), ('kdf', ?), ('keys', ?)",
                     arguments: [Data(String(format).utf8), Data(kdf.jsonText.utf8), sealedKeys])
+                // A store made profile-first lists its profiles: the default joins them.
+                if try db.tableExists(ProfileCatalogue.table) {
+                    try db.execute(
+                        sql: "INSERT INTO \(ProfileCatalogue.table)(name, number) VALUES (?, 0)", arguments: [ProfileCatalogue.defaultName])
+                }
                 try recordKeyCheck(db, keys)
                 if format >= 4 { try FileIntegrity.write(db, keys: keys) }
             }
@@ -289,6 +302,25 @@ public final class Wallet: Sendable {
         }
         configuration.logger.debug("created wallet", metadata: ["path": "\(path)", "kdf": "\(kdf.method)"])
         return Wallet(path: path, pool: opened, keys: keys, configuration: configuration, sealedKeys: sealedKeys)
+    }
+
+    /// Whether the file at `path` is a Coffer store without a `default` profile, in which
+    /// ``create(at:key:configuration:)`` makes it: one whose tables are the profile catalogue and
+    /// other profiles' (it was made by creating a named profile first), or one with no table at
+    /// all (a restore into a new store that stopped before it committed). Any other file,
+    /// including one that cannot be read, is left as it is.
+    static func canTakeDefaultProfile(path: String) -> Bool {
+        guard (try? checkIsWallet(path: path)) != nil, let opened = try? openPool(path: path) else { return false }
+        defer { closePool(opened) }
+        let answer = try? opened.pool.read { db -> Bool in
+            let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
+            if tables.isEmpty { return true }
+            guard tables.contains(ProfileCatalogue.table), !tables.contains(ProfileTables.default.meta),
+                !tables.contains(ProfileTables.default.items)
+            else { return false }
+            return try ProfileCatalogue.resolve(db, name: ProfileCatalogue.defaultName) == nil
+        }
+        return answer ?? false
     }
 
     /// Gives the pool's writer the functions that need the wallet's keys (the records' version

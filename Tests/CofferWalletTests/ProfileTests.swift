@@ -49,6 +49,50 @@ struct ProfileTests {
         try reopened.close()
     }
 
+    @Test("a store made profile-first gets its default profile from create; both profiles keep their own keys and records")
+    func defaultAfterNamedProfile() async throws {
+        let url = TestWallets.folder().appendingPathComponent("wallet.sqlite")
+        let bob = try await Wallet.create(at: url, key: Self.keyB, profile: "bob", configuration: TestWallets.fastConfiguration)
+        try await bob.add(type: "t", id: "b1", value: "bob's")
+        #expect(try await Wallet.profiles(at: url) == ["bob"])
+        let main = try await Wallet.create(at: url, key: Self.keyA, configuration: TestWallets.fastConfiguration)
+        try await main.add(type: "t", id: "m1", value: "main's")
+        #expect(try await Wallet.profiles(at: url) == ["default", "bob"])
+        // A second create of the default finds it there.
+        await #expect(throws: WalletError.walletExists(path: url.path)) {
+            _ = try await Wallet.create(at: url, key: Self.keyC, configuration: TestWallets.fastConfiguration)
+        }
+        try main.close()
+        try bob.close()
+        let mainAgain = try await Wallet.open(at: url, key: Self.keyA, configuration: TestWallets.fastConfiguration)
+        defer { try? mainAgain.close() }
+        let bobAgain = try await Wallet.open(at: url, key: Self.keyB, profile: "bob", configuration: TestWallets.fastConfiguration)
+        defer { try? bobAgain.close() }
+        #expect(try await mainAgain.fetchAll(type: "t").map(\.id) == ["m1"])
+        #expect(try await bobAgain.fetchAll(type: "t").map(\.id) == ["b1"])
+        #expect(try await mainAgain.checkIntegrity().isClean)
+        #expect(try await bobAgain.checkIntegrity().isClean)
+    }
+
+    @Test(
+        "an SQLite file in WAL mode with no table (a restore into a new store that stopped) takes a new wallet; another database does not")
+    func createInEmptyStore() async throws {
+        let folder = TestWallets.folder()
+        let empty = folder.appendingPathComponent("empty.sqlite")
+        let other = folder.appendingPathComponent("other.sqlite")
+        for url in [empty, other] {
+            let pool = try DatabasePool(path: url.path)
+            if url == other { try await pool.write { try $0.execute(sql: "CREATE TABLE notes(text)") } }
+            try pool.close()
+        }
+        let wallet = try await Wallet.create(at: empty, key: Self.keyA, configuration: TestWallets.fastConfiguration)
+        try await wallet.add(type: "t", id: "1", value: "v")
+        try wallet.close()
+        await #expect(throws: WalletError.walletExists(path: other.path)) {
+            _ = try await Wallet.create(at: other, key: Self.keyA, configuration: TestWallets.fastConfiguration)
+        }
+    }
+
     @Test("records, counts and searches never cross profiles; the same type and id in two profiles are independent")
     func isolation() async throws {
         let (_, main, bob) = try await Self.store()
