@@ -149,6 +149,8 @@ extension Wallet {
                 try await SQLiteWalletStorage(pool: pool, path: path).read(keys.tables) { tx -> Int in
                     // The wallet file's own steps around the export both backends share: a larger
                     // page cache for the walk, and the names of first-format records' types.
+                    // Under another process's rotation every record would fail to open: say so.
+                    try await tx.withDatabase { db in try Self.checkKeysBeforeWalk(db, keys) }
                     try await tx.withDatabase { db in try Self.beginBulk(db, cacheKiB: Self.exportCacheKiB) }
                     do {
                         let names = try await tx.withDatabase { db in try Self.typeNames(db, keys: keys, candidates: firstFormatTypes) }

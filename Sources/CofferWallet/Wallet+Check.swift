@@ -94,10 +94,15 @@ extension Wallet {
     /// threat model.
     /// - Parameter progress: called with records checked so far and the total.
     /// - Returns: the report; ``IntegrityReport/isClean`` tells whether anything is wrong.
-    /// - Throws: ``WalletError`` only when the file cannot be read at all.
+    /// - Throws: ``WalletError`` only when the file cannot be read at all, or cannot be read with
+    ///   this wallet's key: ``WalletError/wrongKey(_:)`` when another process rotated the key since
+    ///   this wallet opened, a storage error when its profile was removed.
     public func checkIntegrity(progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws -> IntegrityReport {
         try await gated { keys in
             try await SQLiteWalletStorage(pool: pool, path: path).read(keys.tables) { tx -> IntegrityReport in
+                // Under another process's rotation (or in a removed profile's tables given to a
+                // new one) every record would read as damaged: say which it is instead.
+                try await tx.withDatabase { db in try Self.checkKeysBeforeWalk(db, keys) }
                 var report = IntegrityReport()
                 // The SQLite backend's own steps around the check both backends share: the
                 // schema the key authenticated first, SQLite's integrity check of the file last.

@@ -1,6 +1,7 @@
 // Record and tag operations of a Wallet, each one transaction.
 
 import CofferSQLite
+import CofferSync
 import Foundation
 import GRDB
 
@@ -235,13 +236,35 @@ extension Wallet {
 
     /// Throws ``WalletError/wrongKey(_:)`` when the file's key check names another wallet key
     /// than `keys` (see `checkKeys(_:_:)`); nothing when it cannot be read.
-    private static func checkKeysAfterRead(_ db: Database, _ keys: WalletKeys) throws {
+    static func checkKeysAfterRead(_ db: Database, _ keys: WalletKeys) throws {
         guard let stored = try? Data.fetchOne(db, sql: "SELECT value FROM \(keys.tables.meta) WHERE name = 'keycheck'"),
             stored != keys.keyCheck
         else { return }
+        if let removed = removedProfile(db, keys.tables) { throw removed }
         throw WalletError.wrongKey(
             "the wallet key was rotated by another process (or another open Wallet on this file) after this one was opened, so its key no longer opens the records; open the wallet again with its current key"
         )
+    }
+
+    /// ``checkKeysAfterRead(_:_:)`` before work that reads every record (check, export): the
+    /// file naming another key counts only when the records' version digest does not verify
+    /// under `keys` either, as after a rotation elsewhere or in a removed profile's tables given
+    /// to a new one (where every record would then read as damaged). A key check row altered
+    /// alone is left for the walk to meet.
+    static func checkKeysBeforeWalk(_ db: Database, _ keys: WalletKeys) throws {
+        guard (try? DigestState.read(db, keys: keys)) == nil else { return }
+        try checkKeysAfterRead(db, keys)
+    }
+
+    /// When the file names another key than an open wallet's: whether that is because its
+    /// profile was removed and its number given to a profile made since (whose tables the
+    /// wallet's statements now name). The error to throw then, else nil (a rotation).
+    static func removedProfile(_ db: Database, _ tables: ProfileTables) -> WalletError? {
+        guard !tables.isDefault else { return nil }
+        let owner = try? String.fetchOne(
+            db, sql: "SELECT name FROM \(ProfileCatalogue.table) WHERE number = ?", arguments: [tables.number])
+        guard owner != tables.name else { return nil }
+        return .storage(Wallet.profileRemovedMessage, cause: StorageCause(posix: .ENOENT))
     }
 }
 

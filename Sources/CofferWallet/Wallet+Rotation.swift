@@ -83,6 +83,7 @@ extension Wallet {
     static func checkKeys(_ db: Database, _ keys: WalletKeys) throws {
         let statement = try db.cachedStatement(sql: "SELECT value FROM \(keys.tables.meta) WHERE name = 'keycheck'")
         guard let stored = try Data.fetchOne(statement), stored != keys.keyCheck else { return }
+        if let removed = removedProfile(db, keys.tables) { throw removed }
         throw WalletError.wrongKey(
             "the wallet's key was rotated (by another process, or another open Wallet on this file) after this one was opened, so its key no longer opens the records; nothing was written. Open the wallet again with its current key and retry"
         )

@@ -678,6 +678,10 @@ public final class Wallet: Sendable {
         }
     }
 
+    /// What a call on a wallet whose profile was removed while it was open says.
+    static let profileRemovedMessage =
+        "this wallet's profile was removed from the store while it was open (its tables are gone); nothing more can be read or written through it"
+
     /// Turns any error from GRDB or below into a ``WalletError``.
     static func mapError(_ error: Error) -> WalletError {
         if let e = error as? WalletError { return e }
@@ -696,10 +700,7 @@ public final class Wallet: Sendable {
                 return .storage("cannot open the wallet file for writing (\(e.resultCode))", cause: cause)
             case .SQLITE_ERROR where e.message?.hasPrefix("no such table: cp") == true:
                 // Another profile's removal dropped this one's tables while it was open.
-                return .storage(
-                    "this wallet's profile was removed from the store while it was open (its tables are gone); nothing more can be read or written through it",
-                    cause: cause
-                )
+                return .storage(profileRemovedMessage, cause: cause)
             case .SQLITE_MISUSE where e.message == "Connection is closed":
                 // GRDB's answer to any use of a closed pool.
                 return .closed

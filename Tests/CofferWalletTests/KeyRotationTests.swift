@@ -198,6 +198,22 @@ struct KeyRotationTests {
         #expect(try await fresh.count(type: "a") + fresh.count(type: "b") == 300)
     }
 
+    @Test("a second wallet opened on the file before another rotated it gets wrongKey from check and export, not a report of damage")
+    func staleOpenCheckAndExportSayRotated() async throws {
+        let (w, url) = try await Self.filled()
+        let stale = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey), configuration: TestWallets.fastConfiguration)
+        defer { try? stale.close() }
+        try await w.rekey(to: Self.newKey, rotatingKey: true)
+        try w.close()
+        let backup = TestWallets.folder().appendingPathComponent("stale.backup")
+        await Self.expectWrongKey(
+            [
+                ("check", { _ = try await stale.checkIntegrity() }),
+                ("export", { try await stale.exportBackup(to: backup, passphrase: "p", parameters: BackupKey.floor) }),
+            ], saying: "rotated by another process")
+        #expect(!FileManager.default.fileExists(atPath: backup.path))
+    }
+
     @Test("after rotation every record, tag search, count and key reads as before, and the wallet check is clean")
     func keepsEverything() async throws {
         let (w, _) = try await Self.filled()

@@ -141,6 +141,41 @@ struct ProfileTests {
         try again.close()
     }
 
+    @Test(
+        "a wallet open on a removed profile whose number a new profile took says the profile was removed on write, search and check, and reads nothing of the new one"
+    )
+    func removedProfileNumberReused() async throws {
+        let (url, main, bob) = try await Self.store()
+        defer {
+            try? main.close()
+            try? bob.close()
+        }
+        try await bob.add(type: "t", id: "b1", value: "bob's")
+        try await Wallet.removeProfile("bob", at: url)
+        let carol = try await Wallet.create(at: url, key: Self.keyC, profile: "carol", configuration: TestWallets.fastConfiguration)
+        defer { try? carol.close() }
+        try await carol.add(type: "t", id: "c1", value: "carol's")
+        let calls: [(String, @Sendable () async throws -> Void)] = [
+            ("add", { try await bob.add(type: "t", id: "late", value: "v") }),
+            ("search", { _ = try await bob.search(type: "t", matching: .all) }),
+            ("check", { _ = try await bob.checkIntegrity() }),
+        ]
+        for (name, call) in calls {
+            do {
+                try await call()
+                Issue.record("\(name) on the removed profile succeeded")
+            } catch let error as WalletError {
+                guard case .storage(let message, _) = error else {
+                    Issue.record("\(name): expected the removed profile's storage error, got \(error)")
+                    continue
+                }
+                #expect(message.contains("profile was removed"), "\(name): \(message)")
+            }
+        }
+        #expect(try await carol.fetchAll(type: "t").map(\.id) == ["c1"])
+        #expect(try await carol.checkIntegrity().isClean)
+    }
+
     @Test("a search running on a profile that is removed ends with an error saying the profile was removed")
     func removalUnderRunningSearch() async throws {
         let (url, main, bob) = try await Self.store()
