@@ -193,6 +193,26 @@ struct ProfileOperationTests {
         #expect(try await bob.checkIntegrity().problems.isEmpty)
     }
 
+    @Test("removing a profile of more than 16 MiB gives its pages back to the file system at once, as a large delete does")
+    func removalGivesSpaceBack() async throws {
+        let (url, main, bob) = try await Self.filledStore()
+        defer { try? main.close() }
+        // Random text (values are compressed before sealing): about 24 MiB stored.
+        let values = (0..<32).map { _ in SecureRandom.bytes(768 << 10).base64EncodedString() }
+        try await bob.transaction { tx in for (i, value) in values.enumerated() { try tx.add(type: "big", id: "x\(i)", value: value) } }
+        try bob.close()
+        // The database's own size (its pages, as the WAL has them): the file shrinks to it at the next checkpoint.
+        let pages = { (sql: String) in try await DatabaseQueue(path: url.path).read { try Int.fetchOne($0, sql: sql) ?? -1 } }
+        let before = try await pages("PRAGMA page_count")
+        try await Wallet.removeProfile("bob", at: url)
+        let free = try await pages("PRAGMA freelist_count")
+        let after = try await pages("PRAGMA page_count")
+        #expect(free <= 4_096, "\(free) free pages left")
+        #expect(after < before - 4_096, "\(before) pages before, \(after) after")
+        #expect(try await main.count(type: "t") == 3)
+        #expect(try await main.checkIntegrity().problems.isEmpty)
+    }
+
     @Test("rekeying the default profile (no rotation) changes its key only: bob still opens with bob's, the new key opens only default")
     func rekeyOneProfile() async throws {
         let (url, main, bob) = try await Self.filledStore()

@@ -2,6 +2,7 @@
 // one transaction (`SQLiteRows`, the only code that writes items and tags), and the backend of a
 // wallet file (`SQLiteWalletStorage`: its pool, its transactions, its profile catalogue).
 
+import CofferSQLite
 import CofferSync
 import Dispatch
 import Foundation
@@ -451,7 +452,10 @@ struct SQLiteWalletStorage: WalletStorage {
     }
 
     func removeProfile(_ name: String) async throws -> Bool {
-        try await pool.write { db in try ProfileCatalogue.remove(db, name: name) }
+        let removed = try await pool.write { db in try ProfileCatalogue.remove(db, name: name) }
+        // The dropped tables' pages, given back as after any large delete (beyond the threshold).
+        if removed { try await pool.writeWithoutTransaction { db in SQLiteFootprint.reclaimFreePages(db) } }
+        return removed
     }
 
     func close() throws {
