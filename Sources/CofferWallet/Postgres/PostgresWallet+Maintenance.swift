@@ -98,7 +98,8 @@ extension PostgresWallet {
     /// Opens every live record of `type` the server's part of `query` lets through (a superset
     /// of its matches: see ``compiled(type:query:keys:)``), a page at a time in row order, and
     /// hands each row and its contents (the value read as `value` says) to `body`, which applies
-    /// the rest of the query.
+    /// the rest of the query. When the server's part is the whole query (`exact`), a row whose
+    /// sealed tags do not match is ``WalletError/corrupted(_:)`` (an altered tag index).
     func forEachCandidate(
         type: String, query: WalletQuery, value: RecordCodec.ValueMode,
         _ body: (StoredItem, RecordCodec.Contents) throws -> Void
@@ -118,10 +119,12 @@ extension PostgresWallet {
                 search, plan, after: after, limit: Self.candidateBatch, now: now, type: t, keys: keys, gate: held.gate)
             plan = Self.fallbackPlan(search)
             for row in rows {
-                try body(
-                    row,
-                    try RecordCodec.open(
-                        row.sealed, typeBlind: tb, idBlind: row.name, expiry: row.expiry, keys: keys, expectedType: type, value: value))
+                let contents = try RecordCodec.open(
+                    row.sealed, typeBlind: tb, idBlind: row.name, expiry: row.expiry, keys: keys, expectedType: type, value: value)
+                // Where the server's part is the whole query, every row it selects matches: one
+                // whose sealed tags do not was let through by an altered tag index, as on SQLite.
+                if search.exact, !query.matches(contents.tags) { throw WalletError.indexDisagrees }
+                try body(row, contents)
             }
             guard let last = rows.last, rows.count == Self.candidateBatch else { return }
             after = last.rowid

@@ -673,6 +673,10 @@ public final class PostgresWallet: Sendable {
                     if query.matches(contents.tags) {
                         records.append(RecordStore.record(contents, type: type, options: options))
                         if records.count == limit { break }
+                    } else if search.exact {
+                        // The SQL selected the matches exactly: a row whose sealed tags do not
+                        // match was let through by an altered tag index, as on SQLite.
+                        throw WalletError.indexDisagrees
                     }
                 }
                 if rows.count < batch && (records.count < limit || rows.last?.rowid == after) {
