@@ -353,3 +353,58 @@ extension PostgresWalletTests {
     }
 }
 #endif
+
+extension PostgresWalletTests {
+    @Test(
+        "an import whose connection is ended while the server shows its COPY says the server is unavailable and nothing was written, not the driver's bare connection closed"
+    )
+    func importEndedMidCopy() async throws {
+        let wallet = try await PostgresWallet.create(settings: try PostgresTesting.settings("import-ended"), key: PostgresTesting.key)
+        defer { wallet.close() }
+        let file = try PostgresImportTesting.jsonLines(5_000)
+        // The import's reader stops at its first progress report (1,000 records read, the first
+        // chunk sent) until the test has ended the importing session.
+        let reached = Locked(false)
+        let release = DispatchSemaphore(value: 0)
+        let released = Locked(false)
+        defer { if !released.withLock({ $0 }) { release.signal() } }
+        let outcome = Locked<(any Error)?>(nil)
+        let running = Task {
+            do {
+                try await wallet.importRecords(fromJSONLines: file) { _ in
+                    guard !reached.withLock({ $0 }) else { return }
+                    reached.withLock { $0 = true }
+                    release.wait()
+                }
+            } catch { outcome.withLock { $0 = error } }
+        }
+        try await eventually("the import's reader paused") { reached.withLock { $0 } }
+        let copying = """
+            FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'
+            AND query LIKE 'COPY "\(PostgresStore.stagingTable)"%' AND pid <> pg_backend_pid()
+            """
+        try await eventually("the server shows the import's COPY") {
+            try await wallet.store.withConnection { connection in
+                for try await n in try await connection.query(
+                    PostgresQuery(unsafeSQL: "SELECT count(*) \(copying)"), logger: PostgresStore.logger
+                )
+                .decode(Int.self) {
+                    return n == 1
+                }
+                return false
+            }
+        }
+        _ = try await wallet.store.withConnection { connection in
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "SELECT pg_terminate_backend(pid) \(copying)"), logger: PostgresStore.logger)
+        }
+        released.withLock { $0 = true }
+        release.signal()
+        try await finished(running, "the ended import", within: .seconds(60))
+        guard let (message, cause) = Self.storageFailure(outcome.withLock { $0 }) else { return }
+        #expect(cause?.posix == .ECONNREFUSED)
+        #expect(message.contains("is unavailable (the server closed the connection)"), "\(message)")
+        #expect(message.contains("nothing was written"), "\(message)")
+        #expect(try await wallet.count(type: "cred") == 0)
+    }
+}

@@ -810,13 +810,13 @@ struct PostgresStore: Sendable {
         if let error = error as? PostgresTransactionError {
             if let inner = error.closureError ?? error.commitError ?? error.beginError { return map(inner, settings: settings) }
         }
+        if let detail = endedDetail(error) { return unavailable(settings, detail) }
         guard let error = error as? PSQLError else {
             if error is CancellationError {
                 return .storage("the PostgreSQL call to \(settings.label) was cancelled", cause: StorageCause(posix: .ECANCELED))
             }
             return .storage("PostgreSQL at \(settings.label): \(String(describing: error))")
         }
-        if let detail = endedDetail(error) { return unavailable(settings, detail) }
         if let state = sqlState(error) {
             let message = error.serverInfo?[.message] ?? "error"
             switch state {
@@ -864,9 +864,12 @@ struct PostgresStore: Sendable {
     /// How the connection ended, or could not be had, when `error` says so (what
     /// ``unavailable(_:_:)`` reports): the server's reason and SQLSTATE (shut down, cannot connect
     /// now, connection failures), else the driver's (the socket's own reason, such as connection
-    /// refused, no route or TLS refused, when there is one); nil for any other error.
+    /// refused, no route or TLS refused, when there is one; a COPY's writer only says the
+    /// connection closed); nil for any other error.
     static func endedDetail(_ error: any Error) -> String? {
         if error is PostgresConnectionClosed { return "the server closed the connection" }
+        // What the driver's COPY writer throws when the connection closed under it.
+        if case .connectionClosed? = error as? PostgresError { return "the server closed the connection" }
         guard let error = error as? PSQLError else { return nil }
         if let state = sqlState(error) {
             guard ["57P01", "57P02", "57P03", "08000", "08003", "08006", "08001", "08004"].contains(state) else { return nil }
