@@ -106,6 +106,7 @@ extension PostgresWalletTests {
         for mode in ["verify-ca", "verify-full"] {
             let message = await Self.storageMessage { _ = try await open("sslmode=\(mode)") }
             #expect(message?.contains("PostgreSQL") == true, "sslmode=\(mode): \(message ?? "")")
+            #expect(message?.contains("over TLS") == true, "sslmode=\(mode): \(message ?? "")")
             #expect(message?.contains("raise max_connections") == false, "sslmode=\(mode) waited out the pool: \(message ?? "")")
         }
         // Checked against the certificate named by sslrootcert (verify-full also checks the host,

@@ -9,6 +9,17 @@ import Foundation
 import Logging
 import PostgresNIO
 
+extension PostgresSettings.TLSMode {
+    /// The mode's name as a URL's `sslmode` writes it (libpq's), for messages.
+    var sslmode: String {
+        switch self {
+        case .verifyCA: return "verify-ca"
+        case .verifyFull: return "verify-full"
+        default: return rawValue
+        }
+    }
+}
+
 /// Where a PostgreSQL wallet lives and how its pool behaves.
 public struct PostgresSettings: Sendable, Hashable {
     /// How the connection uses TLS (libpq's `sslmode` names).
@@ -756,21 +767,93 @@ struct PostgresStore: Sendable {
     /// the pool is then only busy. A server at its own connection limit (SQLSTATE 53300) counts
     /// as reachable: the pool's connections to it may come free before the lease timeout.
     static func unreachable(_ settings: PostgresSettings) async -> WalletError? {
+        let configuration: PostgresConnection.Configuration
+        do { configuration = try settings.connectionConfiguration() } catch { return tlsSetupFailure(settings, error) }
         do {
-            let connection = try await PostgresConnection.connect(
-                configuration: try settings.connectionConfiguration(), id: 0, logger: logger)
+            let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
             try? await connection.close()
             return nil
         } catch let error as PSQLError where sqlState(error) == "53300" {
             return nil
         } catch {
-            // The server's own refusals keep their messages (login, database, permission); any
-            // other failure to connect is the server being unavailable, which callers (a live
-            // query's reads) treat as passing.
-            let mapped = map(error, settings: settings)
-            if case .storage(_, let cause) = mapped, cause != nil { return mapped }
+            return connectFailure(error, settings: settings)
+        }
+    }
+
+    /// Why a connection to the server of `settings` failed to open, as an error naming the
+    /// reason (the server's message and SQLSTATE, the driver's error code, the TLS or socket
+    /// error under it: never postgres-nio's placeholder description of `PSQLError`, and never
+    /// the password, which none of them holds) and advice that fits it. The server's own
+    /// refusals of the login, the database or a permission keep ``map(_:settings:)``'s messages;
+    /// every other failure is `ECONNREFUSED`, which callers (a live query's reads) treat as the
+    /// server being away for now.
+    static func connectFailure(_ error: any Error, settings: PostgresSettings) -> WalletError {
+        let refused = StorageCause(posix: .ECONNREFUSED)
+        guard let error = error as? PSQLError else {
             return unavailable(settings, String(describing: error))
         }
+        if let tls = tlsDetail(error) {
+            return .storage(
+                "PostgreSQL at \(settings.label) could not be reached over TLS (\(tls)); nothing was written: check sslmode in the URL (now \(settings.tls.sslmode)) against the server's TLS setup (ssl = on with a certificate, and sslrootcert naming the authority that signed it)",
+                cause: refused)
+        }
+        if let state = sqlState(error) {
+            let message = error.serverInfo?[.message] ?? "error"
+            switch state {
+            case "28P01", "28000", "3D000", "42501":
+                return map(error, settings: settings)
+            case "55000":
+                return .storage(
+                    "PostgreSQL at \(settings.label) refused the connection: \(message) (SQLSTATE \(state)); nothing was written: the database is closed to new connections (ALTER DATABASE … ALLOW_CONNECTIONS false, or a template database); ask its administrator to reopen it",
+                    cause: refused)
+            case "53300":
+                return .storage(
+                    "PostgreSQL at \(settings.label) refused the connection: \(message) (SQLSTATE \(state)); nothing was written: the server or the role is at its connection limit (max_connections, ALTER ROLE … CONNECTION LIMIT); close other sessions or raise the limit",
+                    cause: refused)
+            default:
+                if let detail = endedDetail(error) { return unavailable(settings, detail) }
+                return .storage(
+                    "PostgreSQL at \(settings.label) refused the connection: \(message) (SQLSTATE \(state)); nothing was written: see the server's log for the reason",
+                    cause: refused)
+            }
+        }
+        switch error.code {
+        case .authMechanismRequiresPassword, .unsupportedAuthMechanism, .saslError:
+            return .storage(
+                "PostgreSQL at \(settings.label) refused the login (\(driverDetail(error))); nothing was written: check the user and password in the URL",
+                cause: StorageCause(posix: .EACCES))
+        default:
+            return unavailable(settings, driverDetail(error))
+        }
+    }
+
+    /// The driver's own account of `error`: its code, and the error under it when there is one
+    /// (``PSQLError``'s `description` is a placeholder that hides everything).
+    static func driverDetail(_ error: PSQLError) -> String {
+        error.underlying.map { "\(error.code): \(String(describing: $0))" } ?? "\(error.code)"
+    }
+
+    /// What went wrong with TLS when `error` is a TLS failure (the server does not offer TLS,
+    /// the handshake or the certificate check failed); nil for any other error.
+    static func tlsDetail(_ error: PSQLError) -> String? {
+        switch error.code {
+        case .sslUnsupported: return "the server does not accept TLS connections (sslUnsupported)"
+        case .failedToAddSSLHandler, .receivedUnencryptedDataAfterSSLRequest: return driverDetail(error)
+        default:
+            guard let underlying = error.underlying,
+                underlying is NIOSSLError || underlying is NIOSSLExtraError || underlying is BoringSSLError
+            else { return nil }
+            return driverDetail(error)
+        }
+    }
+
+    /// The TLS settings of `settings` could not be made (`error`, from building the TLS context):
+    /// most often the file `sslrootcert` names is missing or not PEM.
+    static func tlsSetupFailure(_ settings: PostgresSettings, _ error: any Error) -> WalletError {
+        let file = settings.rootCertificates.map { " from sslrootcert \(WalletError.quote($0))" } ?? ""
+        return .storage(
+            "PostgreSQL at \(settings.label): the TLS settings could not be loaded\(file) (\(String(describing: error))); nothing was written: check that sslrootcert names a readable PEM file of certificate authorities",
+            cause: StorageCause(posix: .EINVAL))
     }
 
     static func sqlState(_ error: PSQLError) -> String? { error.serverInfo?[.sqlState] }
