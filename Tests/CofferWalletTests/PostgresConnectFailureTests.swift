@@ -63,5 +63,29 @@ extension PostgresWalletTests {
         #expect(message.contains(missing) && message.contains("sslrootcert"), "\(message)")
         #expect(!message.contains("is unavailable"), "\(message)")
     }
+
+    @Test(
+        "a role at its connection limit while the pool holds no connection fails with the server's reason (SQLSTATE 53300), not the pool's lease timeout"
+    )
+    func roleConnectionLimitNamed() async throws {
+        let database = try PostgresTestServer.makeDatabase("role-limit")
+        let admin = try await PostgresWallet.create(settings: try PostgresTesting.settings("role-limit-admin"), key: PostgresTesting.key)
+        defer { admin.close() }
+        // Roles are the server's, not the database's: a name of its own, dropped at the end.
+        // Not a superuser: the role limit does not apply to superusers.
+        let role = "limited_\(UUID().uuidString.prefix(8).lowercased())"
+        try await Self.alter(admin, "CREATE ROLE \(role) LOGIN CONNECTION LIMIT 0")
+        var settings = try Self.failingSettings(database: database)
+        settings.user = role
+        // Far shorter than the default 30 s, still far longer than the check's delay (1 s): the
+        // pool's timeout message would mean the call waited it out.
+        settings.leaseTimeout = .seconds(20)
+        let message = await Self.storageMessage { _ = try await PostgresWallet.create(settings: settings, key: PostgresTesting.key) }
+        try await Self.alter(admin, "DROP ROLE \(role)")
+        guard let message else { return }
+        #expect(message.contains("too many connections for role") && message.contains("SQLSTATE 53300"), "\(message)")
+        #expect(message.contains("CONNECTION LIMIT"), "\(message)")
+        #expect(!message.contains("became free"), "\(message)")
+    }
 }
 #endif

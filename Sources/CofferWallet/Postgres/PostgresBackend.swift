@@ -432,6 +432,10 @@ final class PostgresLeaseGauge: Sendable {
     /// waits on a pool that makes no progress).
     var granted: Int { state.withLock { $0.granted } }
 
+    /// Whether a connection the pool has leased is still open: one that may come free for a
+    /// waiting call. False while the pool has never got a connection, or all it got have closed.
+    var holdsConnections: Bool { state.withLock { !$0.open.isEmpty } }
+
     /// Starts the one check of the server at a time: false when another call is checking.
     func startDiagnosis() -> Bool {
         state.withLock { state in
@@ -737,7 +741,9 @@ struct PostgresStore: Sendable {
                 try? await Task.sleep(for: min(max(settings.connectTimeout, .seconds(1)), bound))
                 guard !Task.isCancelled, gauge.granted == grantedBefore, gauge.startDiagnosis() else { return .reachable }
                 defer { gauge.endDiagnosis() }
-                if let error = await Self.unreachable(settings) { return .unreachable(error) }
+                if let error = await Self.unreachable(settings, poolHoldsConnections: gauge.holdsConnections) {
+                    return .unreachable(error)
+                }
                 return .reachable
             }
             while let next = try await group.next() {
@@ -764,16 +770,18 @@ struct PostgresStore: Sendable {
 
     /// Why no connection to the server of `settings` can be opened (refused, unreachable, the
     /// login or the database refused, TLS failed), or nil when one opens (it is closed again):
-    /// the pool is then only busy. A server at its own connection limit (SQLSTATE 53300) counts
-    /// as reachable: the pool's connections to it may come free before the lease timeout.
-    static func unreachable(_ settings: PostgresSettings) async -> WalletError? {
+    /// the pool is then only busy. A server or role at its connection limit (SQLSTATE 53300)
+    /// counts as reachable while `poolHoldsConnections`: the pool's connections to it may come
+    /// free before the lease timeout. When the pool holds none, none will: the limit is the
+    /// reason, and the call fails with it.
+    static func unreachable(_ settings: PostgresSettings, poolHoldsConnections: Bool) async -> WalletError? {
         let configuration: PostgresConnection.Configuration
         do { configuration = try settings.connectionConfiguration() } catch { return tlsSetupFailure(settings, error) }
         do {
             let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
             try? await connection.close()
             return nil
-        } catch let error as PSQLError where sqlState(error) == "53300" {
+        } catch let error as PSQLError where sqlState(error) == "53300" && poolHoldsConnections {
             return nil
         } catch {
             return connectFailure(error, settings: settings)
@@ -808,7 +816,7 @@ struct PostgresStore: Sendable {
                     cause: refused)
             case "53300":
                 return .storage(
-                    "PostgreSQL at \(settings.label) refused the connection: \(message) (SQLSTATE \(state)); nothing was written: the server or the role is at its connection limit (max_connections, ALTER ROLE … CONNECTION LIMIT); close other sessions or raise the limit",
+                    "PostgreSQL at \(settings.label) refused the connection: \(message) (SQLSTATE \(state)), and this process holds no connection to it that could come free; nothing was written: the server, the role or the database is at its connection limit (max_connections, ALTER ROLE … CONNECTION LIMIT, ALTER DATABASE … CONNECTION LIMIT); close other sessions or raise that limit",
                     cause: refused)
             default:
                 if let detail = endedDetail(error) { return unavailable(settings, detail) }
