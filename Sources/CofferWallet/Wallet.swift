@@ -116,7 +116,7 @@ public final class Wallet: Sendable {
     /// The sealed wallet key as this wallet last saw it in the file (read at open, written at
     /// create, rekey or rotation); nil when not known (a file upgraded at open). A rekey or
     /// rotation writes its own only over this one, so it never silently replaces a key another
-    /// process set meanwhile (see ``checkSealedKeysUnchanged(_:_:)``).
+    /// process set meanwhile (see ``checkSealedKeysUnchanged(_:_:seen:)``).
     let sealedKeysSeen: Locked<Data?>
 
     private init(
@@ -310,9 +310,20 @@ public final class Wallet: Sendable {
     /// all (a restore into a new store that stopped before it committed). Any other file,
     /// including one that cannot be read, is left as it is.
     static func canTakeDefaultProfile(path: String) -> Bool {
-        guard (try? checkIsWallet(path: path)) != nil, let opened = try? openPool(path: path) else { return false }
-        defer { closePool(opened) }
-        let answer = try? opened.pool.read { db -> Bool in
+        guard (try? checkIsWallet(path: path)) != nil else { return false }
+        // Read-only, and the -wal and -shm it makes removed again: the file is only looked at.
+        var configuration = GRDB.Configuration()
+        configuration.readonly = true
+        let companions = ForeignCompanions(path: path)
+        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else {
+            companions.removeCreated()
+            return false
+        }
+        defer {
+            try? queue.close()
+            companions.removeCreated()
+        }
+        let answer = try? queue.read { db -> Bool in
             let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
             if tables.isEmpty { return true }
             guard tables.contains(ProfileCatalogue.table), !tables.contains(ProfileTables.default.meta),

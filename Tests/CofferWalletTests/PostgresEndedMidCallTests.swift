@@ -38,12 +38,23 @@ extension PostgresWalletTests {
         let running = Task {
             do { try await call() } catch { outcome.withLock { $0 = error } }
         }
-        let waiting =
-            "FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND pid <> pg_backend_pid()"
-        try await eventually("the call waits for the lock on the server") {
+        try await endBackend(
+            wallet, "the call waits for the lock on the server",
+            from: "FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND pid <> pg_backend_pid()")
+        release.withLock { $0 = true }
+        try await holder.value
+        try await finished(running, "the ended call", within: .seconds(60))
+        return outcome.withLock { $0 }
+    }
+
+    /// Waits until the server shows exactly one backend in `activity` (a `FROM pg_stat_activity
+    /// WHERE …` clause; `what` names it for a failure), then ends it with `pg_terminate_backend`:
+    /// the proof that the kill lands while that statement is on the server.
+    static func endBackend(_ wallet: PostgresWallet, _ what: String, from activity: String) async throws {
+        try await eventually(what) {
             try await wallet.store.withConnection { connection in
                 for try await n in try await connection.query(
-                    PostgresQuery(unsafeSQL: "SELECT count(*) \(waiting)"), logger: PostgresStore.logger
+                    PostgresQuery(unsafeSQL: "SELECT count(*) \(activity)"), logger: PostgresStore.logger
                 )
                 .decode(Int.self) {
                     return n == 1
@@ -53,12 +64,8 @@ extension PostgresWalletTests {
         }
         _ = try await wallet.store.withConnection { connection in
             try await connection.query(
-                PostgresQuery(unsafeSQL: "SELECT pg_terminate_backend(pid) \(waiting)"), logger: PostgresStore.logger)
+                PostgresQuery(unsafeSQL: "SELECT pg_terminate_backend(pid) \(activity)"), logger: PostgresStore.logger)
         }
-        release.withLock { $0 = true }
-        try await holder.value
-        try await finished(running, "the ended call", within: .seconds(60))
-        return outcome.withLock { $0 }
     }
 
     /// The message and cause of a storage error; records an issue (and gives nil) for anything else.

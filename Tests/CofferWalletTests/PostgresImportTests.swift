@@ -379,25 +379,12 @@ extension PostgresWalletTests {
             } catch { outcome.withLock { $0 = error } }
         }
         try await eventually("the import's reader paused") { reached.withLock { $0 } }
-        let copying = """
-            FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'
-            AND query LIKE 'COPY "\(PostgresStore.stagingTable)"%' AND pid <> pg_backend_pid()
-            """
-        try await eventually("the server shows the import's COPY") {
-            try await wallet.store.withConnection { connection in
-                for try await n in try await connection.query(
-                    PostgresQuery(unsafeSQL: "SELECT count(*) \(copying)"), logger: PostgresStore.logger
-                )
-                .decode(Int.self) {
-                    return n == 1
-                }
-                return false
-            }
-        }
-        _ = try await wallet.store.withConnection { connection in
-            try await connection.query(
-                PostgresQuery(unsafeSQL: "SELECT pg_terminate_backend(pid) \(copying)"), logger: PostgresStore.logger)
-        }
+        try await Self.endBackend(
+            wallet, "the server shows the import's COPY",
+            from: """
+                FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'
+                AND query LIKE 'COPY "\(PostgresStore.stagingTable)"%' AND pid <> pg_backend_pid()
+                """)
         released.withLock { $0 = true }
         release.signal()
         try await finished(running, "the ended import", within: .seconds(60))

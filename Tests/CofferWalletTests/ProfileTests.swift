@@ -88,9 +88,16 @@ struct ProfileTests {
         let wallet = try await Wallet.create(at: empty, key: Self.keyA, configuration: TestWallets.fastConfiguration)
         try await wallet.add(type: "t", id: "1", value: "v")
         try wallet.close()
+        let files = { try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() }
+        let before = (try Data(contentsOf: other), try FileManager.default.attributesOfItem(atPath: other.path)[.posixPermissions] as? Int)
+        let listed = try files()
         await #expect(throws: WalletError.walletExists(path: other.path)) {
             _ = try await Wallet.create(at: other, key: Self.keyA, configuration: TestWallets.fastConfiguration)
         }
+        // Only looked at: the same bytes and mode, and no file left beside it.
+        #expect(try Data(contentsOf: other) == before.0)
+        #expect(try FileManager.default.attributesOfItem(atPath: other.path)[.posixPermissions] as? Int == before.1)
+        #expect(try files() == listed)
     }
 
     @Test("records, counts and searches never cross profiles; the same type and id in two profiles are independent")
