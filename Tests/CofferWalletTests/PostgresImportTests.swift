@@ -352,7 +352,6 @@ extension PostgresWalletTests {
         #expect(try await copy.fetch(type: "cred", id: "r17")?.tags == ["schema": "s7", "~n": "17"])
     }
 }
-#endif
 
 extension PostgresWalletTests {
     @Test(
@@ -395,3 +394,4 @@ extension PostgresWalletTests {
         #expect(try await wallet.count(type: "cred") == 0)
     }
 }
+#endif
