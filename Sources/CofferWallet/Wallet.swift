@@ -310,13 +310,8 @@ public final class Wallet: Sendable {
     /// all (a restore into a new store that stopped before it committed). Any other file,
     /// including one that cannot be read, is left as it is.
     static func canTakeDefaultProfile(path: String) -> Bool {
-        guard (try? checkIsWallet(path: path)) != nil else { return false }
         // Read-only, and the -wal and -shm it makes removed again: the file is only looked at.
-        var configuration = GRDB.Configuration()
-        configuration.readonly = true
-        let companions = ForeignCompanions(path: path)
-        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else {
-            companions.removeCreated()
+        guard (try? checkIsWallet(path: path)) != nil, let (queue, companions) = try? ForeignDatabase.readOnly(path: path) else {
             return false
         }
         defer {

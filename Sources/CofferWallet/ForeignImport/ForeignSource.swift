@@ -137,6 +137,13 @@ enum ForeignDatabase {
         guard header == Data("SQLite format 3\0".utf8) else {
             throw WalletError.invalidInput("\(path) is not a \(format): it is not an SQLite database")
         }
+        do { return try readOnly(path: path) } catch { throw map(error, label: "the \(format) at \(path)") }
+    }
+
+    /// A read-only connection to the SQLite file at `path` (checked by the caller), and the
+    /// companion files it may have made; when the open fails, those are removed again and
+    /// SQLite's error is thrown.
+    static func readOnly(path: String) throws -> (DatabaseQueue, ForeignCompanions) {
         var config = Configuration()
         config.readonly = true
         config.foreignKeysEnabled = false
@@ -152,7 +159,7 @@ enum ForeignDatabase {
             return (try DatabaseQueue(path: path, configuration: config), companions)
         } catch {
             companions.removeCreated()
-            throw map(error, label: "the \(format) at \(path)")
+            throw error
         }
     }
 

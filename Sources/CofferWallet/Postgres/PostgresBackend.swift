@@ -255,6 +255,12 @@ final class PostgresLeaseLog: Sendable {
     /// Whether a statement that could have written reached the server.
     var mayHaveWritten: Bool { state.withLock { $0.mayHaveWritten } }
 
+    /// `error` as an unknown outcome when it says the connection ended after a statement that
+    /// could have written reached the server; nil otherwise.
+    func unknownOutcome(_ error: any Error) -> (any Error)? {
+        mayHaveWritten && PostgresStore.endedConnection(error) ? PostgresOutcomeUnknown(underlying: error) : nil
+    }
+
     /// Runs `body` on `connection` with its statements counted; throws ``PostgresNothingSent``
     /// when it failed on a closed connection before any statement of it was written: `send`
     /// refused the first one, or the driver refused it unsent because the connection was
@@ -272,8 +278,8 @@ final class PostgresLeaseLog: Sendable {
         } catch let error as PSQLError where error.code == .clientClosedConnection && log.sent == 1 {
             throw PostgresNothingSent()
         } catch {
+            if let unknown = log.unknownOutcome(error) { throw unknown }
             guard PostgresStore.endedConnection(error) else { throw error }
-            if log.mayHaveWritten { throw PostgresOutcomeUnknown(underlying: error) }
             throw PostgresEndedUnwritten(underlying: error)
         }
     }
@@ -943,10 +949,7 @@ struct PostgresStore: Sendable {
     /// after this lease sent a statement that could have written (a `COMMIT`), the outcome is
     /// unknown, not "nothing was written".
     static func mapInLease(_ error: any Error, settings: PostgresSettings) -> WalletError {
-        if let log = PostgresLeaseLog.current, log.mayHaveWritten, endedConnection(error) {
-            return map(PostgresOutcomeUnknown(underlying: error), settings: settings)
-        }
-        return map(error, settings: settings)
+        map(PostgresLeaseLog.current?.unknownOutcome(error) ?? error, settings: settings)
     }
 
     /// Whether `error` says the connection ended or could not be had (see ``endedDetail(_:)``).
@@ -968,7 +971,7 @@ struct PostgresStore: Sendable {
         }
         switch error.code {
         case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection, .poolClosed:
-            return error.underlying.map { "\(error.code): \(String(describing: $0))" } ?? "\(error.code)"
+            return driverDetail(error)
         default: return nil
         }
     }

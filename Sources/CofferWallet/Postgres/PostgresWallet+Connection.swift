@@ -117,9 +117,9 @@ final class PostgresHeldConnection: Sendable {
             return try await Self.$turns.withValue(Self.turns + [turn]) {
                 try await PostgresLeaseLog.$current.withValue(log) { try await body(connection) }
             }
-        } catch let error where log.mayHaveWritten && PostgresStore.endedConnection(error) {
-            // Never run again (a view's calls are not): the write may have been kept.
-            throw PostgresOutcomeUnknown(underlying: error)
+        } catch {
+            // Never run again (a view's calls are not): a write may have been kept.
+            throw log.unknownOutcome(error) ?? error
         }
     }
 
