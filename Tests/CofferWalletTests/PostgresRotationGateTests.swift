@@ -293,5 +293,43 @@ extension PostgresWalletTests {
         #expect(try await current.count(type: "t") == acknowledged.count)
         #expect(try await current.checkIntegrity().isClean)
     }
+
+    @Test(
+        "a rekey or rotation by a wallet opened before another wallet rekeyed the profile is refused with wrongKey, so the key the first set still opens it",
+        arguments: [false, true])
+    func staleRekeyRefused(rotating: Bool) async throws {
+        let (settings, first, stale) = try await Self.twoWriters(rotating ? "stalerekeyrot" : "stalerekey")
+        defer { stale.close() }
+        let third = WalletKey.raw(Data(repeating: 9, count: 32))
+        try await first.rekey(to: PostgresTesting.otherKey)
+        first.close()
+        do {
+            try await stale.rekey(to: third, rotatingKey: rotating)
+            Issue.record("a rekey by a wallet opened before another rekey was acknowledged")
+        } catch WalletError.wrongKey(let message) {
+            #expect(message.contains("changed (by a rekey in another process"), "\(message)")
+        }
+        // The stale wallet still writes (a plain rekey keeps the profile's own key).
+        try await stale.add(type: "cred", id: "after", value: "v")
+        await #expect(throws: WalletError.self) { try await PostgresWallet.open(settings: settings, key: third) }
+        let current = try await PostgresWallet.open(settings: settings, key: PostgresTesting.otherKey)
+        defer { current.close() }
+        #expect(try await current.fetch(type: "cred", id: "after")?.value == "v")
+        #expect(try await current.count(type: "cred") == 21)
+    }
+
+    @Test("one PostgreSQL wallet rekeyed several times in a row ends under the last key")
+    func rekeyTwiceInARow() async throws {
+        let (settings, wallet, other) = try await Self.twoWriters("rekeytwice")
+        other.close()
+        let third = WalletKey.raw(Data(repeating: 9, count: 32))
+        try await wallet.rekey(to: PostgresTesting.otherKey)
+        try await wallet.rekey(to: third, rotatingKey: true)
+        try await wallet.rekey(to: PostgresTesting.otherKey)
+        wallet.close()
+        let fresh = try await PostgresWallet.open(settings: settings, key: PostgresTesting.otherKey)
+        defer { fresh.close() }
+        #expect(try await fresh.count(type: "cred") == 20)
+    }
 }
 #endif

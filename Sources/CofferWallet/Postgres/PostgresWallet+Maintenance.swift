@@ -287,8 +287,12 @@ extension PostgresWallet {
         // under way finish first (and are re-sealed), writes after it wait and are then refused,
         // so nothing acknowledged is left sealed under the old key. A rekey without rotation
         // keeps the generation: writers holding the profile's key go on.
+        let seen = sealedKeysSeen.withLock { $0 }
         let generation = try await transaction(readOnly: false, exclusive: true) { tx in
             try await tx.call {
+                // The gate's row lock keeps another rekey out until this one ends; one that
+                // committed before it replaced the sealed key this wallet saw.
+                if let seen { try await tx.checkSealedKeysUnchanged(seen) }
                 if let newKeys { try await tx.reseal(to: newKeys, progress: progress) }
                 let profile = tx.number
                 let step: Int64 = newKeys == nil ? 0 : 1
@@ -306,10 +310,33 @@ extension PostgresWallet {
                 }
             }
         }
+        sealedKeysSeen.withLock { $0 = sealed }
         // This wallet goes on under the new key (as a wallet file's rotating `Wallet` does).
         if let newKeys { rotated(to: newKeys, generation: generation) }
         // Searches opened under the old keys go, as on SQLite.
         if rotatingKey { searches.closeAll() }
+    }
+
+    /// Inside a rekey's transaction: refuses to replace the profile's sealed key when it is no
+    /// longer `seen`, the one this wallet last saw, that is, when a rekey by another process (or
+    /// another open ``PostgresWallet`` of the profile) set another key since. The later of two
+    /// rekeys would otherwise win silently, and the key the first one reported as set would
+    /// open nothing.
+    private func checkSealedKeysUnchanged(_ seen: Data) async throws {
+        let profile = number
+        let stored: Data? = try await store.withConnection { connection in
+            for try await keys in try await connection.send(
+                "SELECT keys FROM coffer_profiles WHERE number = \(profile)", logger: PostgresStore.logger
+            ).decode(Data.self) {
+                return keys
+            }
+            return nil
+        }
+        guard let stored else { throw WalletError.walletMissing(path: label) }
+        guard stored != seen else { return }
+        throw WalletError.wrongKey(
+            "the profile's key was changed (by a rekey in another process, or another open PostgresWallet of this profile) after this one was opened; nothing was changed. Open the profile again with its current key and retry"
+        )
     }
 
     /// Re-seals every row of the profile under `new` (inside the caller's transaction).

@@ -41,6 +41,10 @@ public final class PostgresWallet: Sendable {
     let searches: SearchRegistry<PostgresSearchWalk>
     /// The live observations (PostgresWallet+Observe.swift), ended by ``close()``.
     let observations = PostgresObservations()
+    /// The profile's sealed key as this wallet last saw it (read at open, written at create
+    /// and by its own rekey): a rekey replaces it only while the catalogue still holds it
+    /// (see ``rekey(to:rotatingKey:configuration:progress:)``). Nil in a view.
+    let sealedKeysSeen: Locked<Data?>
 
     /// Most times a read-modify-write (tags, update) is retried when other writers changed
     /// the record between its read and its write.
@@ -65,9 +69,10 @@ public final class PostgresWallet: Sendable {
 
     init(
         profile: String, store: PostgresStore, number: Int64, keys: WalletKeys, generation: Int64, ownsClient: Bool = true,
-        configuration: Wallet.Configuration = .init(), sharing: Locked<Sealing>? = nil
+        configuration: Wallet.Configuration = .init(), sharing: Locked<Sealing>? = nil, sealedKeys: Data? = nil
     ) {
         self.profile = profile
+        sealedKeysSeen = Locked(sealedKeys)
         self.store = store
         self.number = number
         self.ownsClient = ownsClient
@@ -158,18 +163,23 @@ public final class PostgresWallet: Sendable {
         try ProfileCatalogue.validate(profile)
         let (storeKey, kdf) = try Wallet.makeStoreKey(key, parameters: configuration.passphraseParameters)
         let master = SecretKey.random()
+        let sealedKeys = Locked<Data?>(nil)
         return try await withStore(settings) { store in
             try await store.migrate()
             guard
                 let number = try await store.addProfile(
                     name: profile, kdf: Data(kdf.jsonText.utf8),
                     seal: { number in
-                        try Wallet.sealMaster(master, storeKey: storeKey, tables: ProfileTables(name: profile, number: number))
+                        let sealed = try Wallet.sealMaster(master, storeKey: storeKey, tables: ProfileTables(name: profile, number: number))
+                        sealedKeys.withLock { $0 = sealed }
+                        return sealed
                     })
             else { throw WalletError.walletExists(path: ProfileCatalogue.label(path: settings.label, profile: profile)) }
             let keys = WalletKeys(master: master, tables: ProfileTables(name: profile, number: number))
             await store.warm(connections: settings.minConnections, within: settings.connectTimeout)
-            return PostgresWallet(profile: profile, store: store, number: number, keys: keys, generation: 0, configuration: configuration)
+            return PostgresWallet(
+                profile: profile, store: store, number: number, keys: keys, generation: 0, configuration: configuration,
+                sealedKeys: sealedKeys.withLock { $0 })
         }
     }
 
@@ -205,7 +215,7 @@ public final class PostgresWallet: Sendable {
             await store.warm(connections: settings.minConnections, within: settings.connectTimeout)
             return PostgresWallet(
                 profile: profile, store: store, number: row.number, keys: WalletKeys(master: master, tables: tables),
-                generation: row.generation, configuration: configuration)
+                generation: row.generation, configuration: configuration, sealedKeys: row.keys)
         }
     }
 
