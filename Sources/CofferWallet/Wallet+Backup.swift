@@ -260,14 +260,22 @@ extension Wallet {
         let total: Int
     }
 
+    /// Opens the input file at `url` for reading. One that cannot be opened, or a folder, is
+    /// bad input (the caller named the wrong path), named as `what` with its path.
+    static func openInput(_ url: URL, naming what: String) throws -> FileHandle {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw WalletError.invalidInput("cannot read \(what) \(url.path): it is a folder; give the path of the file")
+        }
+        do { return try FileHandle(forReadingFrom: url) } catch {
+            throw WalletError.invalidInput("cannot read \(what) \(url.path): \(error.localizedDescription)")
+        }
+    }
+
     /// Opens the backup at `backupURL`, derives its key from `passphrase` and reads its header
     /// message. A wrong passphrase is found here, before anything is written.
     static func openBackup(_ backupURL: URL, passphrase: String) throws -> OpenedBackup {
-        let handle: FileHandle
-        do { handle = try FileHandle(forReadingFrom: backupURL) } catch {
-            // An input file that cannot be opened is bad input, as for every other input file.
-            throw WalletError.invalidInput("cannot read the backup \(backupURL.path): \(error.localizedDescription)")
-        }
+        let handle = try openInput(backupURL, naming: "the backup")
         do {
             let reader = BackupReader(handle: handle)
             let stream = try reader.open(passphrase: passphrase)

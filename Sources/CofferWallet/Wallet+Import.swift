@@ -31,10 +31,7 @@ extension Wallet {
     /// - Throws: ``WalletError/invalidInput(_:)`` naming the line, ``WalletError/duplicate(type:id:)``.
     @discardableResult
     public func importRecords(fromJSONLines url: URL, progress: (@Sendable (ImportProgress) -> Void)? = nil) async throws -> Int {
-        let handle: FileHandle
-        do { handle = try FileHandle(forReadingFrom: url) } catch {
-            throw WalletError.invalidInput("cannot read \(url.path): \(error.localizedDescription)")
-        }
+        let handle = try Self.openInput(url, naming: "the records file")
         defer { try? handle.close() }
         let totalBytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
         let handedLines = Handoff(JSONLinesReader(handle: handle, path: url.path))

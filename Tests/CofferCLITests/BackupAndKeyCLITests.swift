@@ -162,6 +162,21 @@ struct BackupCLITests {
         #expect(r.status != 0)
         #expect(r.stderr.contains("no.backup"))
     }
+
+    @Test("import-backup or import of a folder exits 2 naming the folder, and creates no wallet")
+    func importFolderRefused() async throws {
+        let folder = newStoreFolder().appendingPathComponent("backups.d")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let target = newStoreFolder()
+        let r = try await backupCommand(["import-backup", folder.path, "--backup-passphrase-env", "BP"], store: target)
+        #expect(r.status == 2, "\(r.stderr)")
+        #expect(r.stderr.contains("backups.d") && r.stderr.contains("is a folder"), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: target.appendingPathComponent("wallet.sqlite").path))
+        let store = try await storeWithRecords(1)
+        let records = try await CLI.wallet(["import", folder.path], store: store)
+        #expect(records.status == 2, "\(records.stderr)")
+        #expect(records.stderr.contains("backups.d") && records.stderr.contains("is a folder"), "\(records.stderr)")
+    }
 }
 
 @Suite("coffer wallet key")

@@ -38,10 +38,7 @@ extension PostgresWallet {
     @discardableResult
     public func importRecords(fromJSONLines url: URL, progress: (@Sendable (ImportProgress) -> Void)? = nil) async throws -> Int {
         try checkOpen()
-        let handle: FileHandle
-        do { handle = try FileHandle(forReadingFrom: url) } catch {
-            throw WalletError.invalidInput("cannot read \(url.path): \(error.localizedDescription)")
-        }
+        let handle = try Wallet.openInput(url, naming: "the records file")
         defer { try? handle.close() }
         let totalBytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
         let lines = Handoff(JSONLinesReader(handle: handle, path: url.path))
