@@ -180,10 +180,20 @@ extension DeniableStorage {
         defer { settle() }
         let now = clock()
         let minInterval = configuration.backgroundMinInterval
-        let limited = try exclusive { () throws(DeniableError) -> Bool in
-            loadSchedule().isRateLimited(now: now, minInterval: minInterval)
+        // The run is claimed under the lock, in the same step as the interval's check: its time
+        // is written as the last run's, so a run in another process checking meanwhile is
+        // rate-limited (two at once would both send). A run that fails gives the claim back.
+        // A run killed part-way keeps its claim: the next waits the interval, never less.
+        let lastRunBefore = try exclusive { () throws(DeniableError) -> Int64? in
+            var state = loadSchedule()
+            guard !state.isRateLimited(now: now, minInterval: minInterval) else { return nil }
+            let before = state.lastRunAt
+            state.lastRunAt = Int64(now.timeIntervalSince1970.rounded(.down))
+            state.failed = 0
+            try state.save(scheduleURL)
+            return before
         }
-        if limited {
+        guard let lastRunBefore else {
             let delay = randomDelay()
             let next = try exclusive { () throws(DeniableError) -> Date in
                 var state = loadSchedule()
@@ -221,7 +231,8 @@ extension DeniableStorage {
         let delay = randomDelay()
         let next = try exclusive { () throws(DeniableError) -> Date in
             var state = loadSchedule()
-            if !failed { state.lastRunAt = Int64(now.timeIntervalSince1970.rounded(.down)) }
+            // The claim stays only for a run whose sends all succeeded.
+            if failed { state.lastRunAt = lastRunBefore }
             state.failed = failed ? 1 : 0
             // After a success the next run waits the interval and a random delay; after a
             // failure only the random delay (the retry is not rate-limited).

@@ -50,13 +50,22 @@ public enum PaddedCompressedString {
 
     /// Encodes `text` (gzip level 6, as CoverDrop's clients).
     /// - Throws: ``DeniableError/invalidInput(_:)`` naming the limit when the compressed text
-    ///   does not fit in 510 bytes.
+    ///   does not fit in 510 bytes, or when it inflates more than
+    ///   ``CoverDropProtocol/maxDecompressionRatio`` times (the receiving side, ``decode(_:)``
+    ///   included, refuses that as a decompression bomb, so it could never be read).
     public static func encode(_ text: String) throws(DeniableError) -> Data {
-        let compressed = try Gzip.compress(Data(text.utf8))
+        let plain = Data(text.utf8)
+        let compressed = try Gzip.compress(plain)
         guard compressed.count <= capacity else {
             throw .invalidInput(
                 "the message compresses to \(compressed.count) bytes, over CoverDrop's limit of \(capacity) bytes "
                     + "(a 512-byte padded message); shorten it")
+        }
+        guard plain.count / compressed.count <= CoverDropProtocol.maxDecompressionRatio else {
+            throw .invalidInput(
+                "the message's \(plain.count) bytes compress to \(compressed.count), more than CoverDrop's limit of "
+                    + "\(CoverDropProtocol.maxDecompressionRatio) times, which the receiver refuses as a decompression bomb; shorten it or make it less repetitive"
+            )
         }
         var out = Data(capacity: CoverDropProtocol.paddedTextBytes)
         out.append(UInt8(compressed.count >> 8))

@@ -113,19 +113,14 @@ public final class FileSecureElement: SecureElement, @unchecked Sendable {
     }
 
     /// Creates the key file when it is missing, and replaces it when it does not hold a P-256
-    /// private key. A key file readable by others is refused (``DeniableError/secureElement(_:)``):
-    /// it is not damaged, and replacing it would destroy what it protects; fix its mode to 0600.
+    /// private key. A key file that cannot be read (readable by others, unreadable to this
+    /// process, a link, not a regular file) is refused (``DeniableError/secureElement(_:)``): it is
+    /// not damaged, and replacing it would destroy what it protects; fix it and start again.
     public func prepare() throws(DeniableError) -> Bool {
         return try lock.withLock { () throws(DeniableError) -> Bool in
-            if FileManager.default.fileExists(atPath: keyFile.path) {
-                do throws(DeniableError) {
-                    cached = try Self.read(keyFile)
-                    return false
-                } catch {
-                    let mode =
-                        (try? FileManager.default.attributesOfItem(atPath: keyFile.path)[.posixPermissions] as? NSNumber)?.intValue ?? 0
-                    if mode & 0o077 != 0 { throw error }
-                }
+            if FileManager.default.fileExists(atPath: keyFile.path), let key = try Self.readUnlessDamaged(keyFile) {
+                cached = key
+                return false
             }
             cached = try writeFreshKey()
             return true
@@ -149,6 +144,19 @@ public final class FileSecureElement: SecureElement, @unchecked Sendable {
         do { return try P256PrivateKey(raw: raw) } catch {
             throw .secureElement("\(url.path) does not hold a P-256 private key: the key file is damaged")
         }
+    }
+
+    /// The key in `url`, or nil when the file is there and readable but holds no key (not 32
+    /// bytes, or no P-256 scalar): damage, which ``prepare()`` replaces. A file that cannot be
+    /// read (its mode, a link, not a regular file, a read error) throws and is left as it is:
+    /// replacing it would lose for good the vault its key protects.
+    private static func readUnlessDamaged(_ url: URL) throws(DeniableError) -> P256PrivateKey? {
+        let raw: SecretKey
+        do throws(FileOperationError) { raw = try OwnerOnlyKeyFile(url: url).load() } catch {
+            if error.damaged { return nil }
+            throw .secureElement(error.message)
+        }
+        return try? P256PrivateKey(raw: raw)
     }
 
     private func writeFreshKey() throws(DeniableError) -> P256PrivateKey {

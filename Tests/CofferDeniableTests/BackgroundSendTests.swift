@@ -96,6 +96,25 @@ struct BackgroundSendTests {
         #expect(try transport.node.delivered().map(\.text) == ["kept"])
     }
 
+    @Test("two runs at once on one folder (two processes' stores) send one run's two items between them, not four")
+    func concurrentRunsSendOnce() async throws {
+        let clock = TestClock()
+        let (first, transport, folder) = try await makeSender(clock: clock)
+        try await first.unlock(passphrase: try await first.createVault())
+        for text in ["one", "two", "three"] { try await first.send(text, to: "alice") }
+        let slow = SlowTransport(transport)
+        let (second, _) = try await makeStore(
+            folder, configuration: testConfiguration(base: .init()), clock: clock, transport: slow)
+        let (third, _) = try await makeStore(
+            folder, configuration: testConfiguration(base: .init()), clock: clock, transport: slow)
+        async let a = second.runBackgroundSend()
+        async let b = third.runBackgroundSend()
+        let reports = try await [a, b]
+        #expect(reports.map(\.sent).reduce(0, +) == 2, "\(reports)")
+        #expect(reports.filter(\.rateLimited).count == 1, "\(reports)")
+        #expect(try transport.node.delivered().map(\.text) == ["one", "two"])
+    }
+
     @Test("the random delay is exponential with a 10-minute mean, clamped to 5–120 minutes")
     func delayDistribution() {
         func sample(_ u: Double) -> TimeInterval { BackgroundDelay.sample(mean: 600, minimum: 300, maximum: 7_200, uniform: u) }
@@ -201,5 +220,15 @@ struct VerifiedCoverTests {
         try FileManager.default.removeItem(at: folder.appendingPathComponent("deniable/background-schedule.json"))
         let (again, node) = try await makeStore(folder)
         #expect(node.read(queueItem: try await again.dequeue())?.text == "waiting")
+    }
+}
+
+/// A transport that takes 300 ms a send, so that runs started together overlap.
+struct SlowTransport: DeniableTransport {
+    let inner: DeniableTransport
+    init(_ inner: DeniableTransport) { self.inner = inner }
+    func send(_ item: Data) async throws {
+        try await Task.sleep(for: .milliseconds(300))
+        try await inner.send(item)
     }
 }

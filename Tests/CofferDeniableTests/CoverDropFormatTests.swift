@@ -236,6 +236,19 @@ struct CoverDropMessageTests {
         }
     }
 
+    @Test("a text so repetitive that it inflates more than 100 times is refused at encoding, naming the limit; one under it reads back")
+    func overRatioRefused() throws {
+        let fits = String(repeating: "a", count: 3_000)
+        #expect(try PaddedCompressedString.decode(PaddedCompressedString.encode(fits)) == fits)
+        do {
+            _ = try PaddedCompressedString.encode(String(repeating: "a", count: 6_000))
+            Issue.record("a text the receiver refuses as a decompression bomb was accepted")
+        } catch {
+            guard case .invalidInput(let message) = error else { throw error }
+            #expect(message.contains("100 times"), "\(message)")
+        }
+    }
+
     @Test("hostile padded strings are refused: zero length, length past 510, not gzip, a decompression bomb, wrong size")
     func hostilePadded() throws {
         var zero = try PaddedCompressedString.encode("x")

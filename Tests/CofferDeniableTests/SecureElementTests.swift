@@ -77,6 +77,15 @@ struct SecureElementTests {
         _ = try se.sharedSecret(with: somePublicKey())
     }
 
+    @Test("a stand-in key file that cannot be read (here a 0600 FIFO) is refused at start and left in place, never replaced")
+    func unreadableKeyRefused() throws {
+        let url = temporaryFolder().appendingPathComponent("se.key")
+        #expect(mkfifo(url.path, 0o600) == 0)
+        #expect(throws: DeniableError.self) { _ = try FileSecureElement(keyFile: url).prepare() }
+        let type = try FileManager.default.attributesOfItem(atPath: url.path)[.type] as? FileAttributeType
+        #expect(type != .typeRegular, "the FIFO was replaced by a fresh key")
+    }
+
     @Test("a phone's locked secure element does not stop an app start nor a background send")
     func lockedPhoneSends() async throws {
         let folder = temporaryFolder()
