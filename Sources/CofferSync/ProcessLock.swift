@@ -117,9 +117,15 @@ package enum ProcessLock {
             for _ in 0..<10_000 {
                 var reopened = false
                 if fd < 0 {
-                    let opened = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+                    // Never through a link: it would create or re-permission a file elsewhere.
+                    let opened = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
                     guard opened >= 0 else {
                         let code = errno
+                        if code == ELOOP {
+                            throw ProcessLockError(
+                                "the lock file \(path) is a symbolic link, which Coffer does not follow; remove the link (Coffer makes its own lock file there)",
+                                cause: StorageCause(errno: code))
+                        }
                         throw ProcessLockError(
                             "cannot open the lock file \(path): \(String(cString: strerror(code))); give the owner write and search permission on its folder (chmod u+rwx), or free disk space",
                             cause: StorageCause(errno: code))

@@ -69,12 +69,9 @@ public struct IntegrityReport: Sendable, Equatable {
 extension Wallet {
     /// Why the file's schema or integrity state is not the one the wallet key authenticated, or nil.
     static func schemaProblem(_ db: Database, keys: WalletKeys) throws -> String? {
-        var meta = [String: Data]()
-        for row in try Row.fetchAll(
-            db, sql: "SELECT name, value FROM \(keys.tables.meta) WHERE name IN ('format', ?)", arguments: [FileIntegrity.metaName])
-        {
-            meta[row[0]] = row[1]
-        }
+        let meta = try metaValues(
+            db, sql: "SELECT name, value FROM \(keys.tables.meta) WHERE name IN ('format', ?)", arguments: [FileIntegrity.metaName],
+            path: "the wallet file")
         let format = meta["format"].flatMap { Int(String(decoding: $0, as: UTF8.self)) }
         return try FileIntegrity.problem(db, keys: keys, stored: meta[FileIntegrity.metaName], format: format)
     }

@@ -407,6 +407,26 @@ public final class Wallet: Sendable {
         }
     }
 
+    /// The rows of a wallet's meta table that `sql` selects (name, value), by name. A row whose
+    /// name is not text or whose value is not bytes (an edited file: SQLite keeps any value in
+    /// any column) is `corrupted`, naming `path` and the row, never a crash.
+    static func metaValues(_ db: Database, sql: String, arguments: StatementArguments = [], path: String) throws -> [String: Data] {
+        var meta = [String: Data]()
+        for row in try Row.fetchAll(db, sql: sql, arguments: arguments) {
+            guard let name = String.fromDatabaseValue(row[0]) else {
+                throw WalletError.corrupted("\(path) has a wallet meta row whose name is not text: the file was altered or damaged")
+            }
+            let stored: DatabaseValue = row[1]
+            if stored.isNull { continue }
+            guard let value = Data.fromDatabaseValue(stored) else {
+                throw WalletError.corrupted(
+                    "\(path) has a wallet meta row \(WalletError.quote(name)) whose value is not bytes: the file was altered or damaged")
+            }
+            meta[name] = value
+        }
+        return meta
+    }
+
     /// ``readForOpen(_:path:key:profile:migrator:)``'s work, inside its read transaction.
     private static func readForOpen(
         _ db: Database, path: String, key: WalletKey, profile: String, migrator: DatabaseMigrator
@@ -417,8 +437,7 @@ public final class Wallet: Sendable {
         guard let tables = try ProfileCatalogue.resolve(db, name: profile), try db.tableExists(tables.meta) else {
             throw WalletError.walletMissing(path: ProfileCatalogue.label(path: path, profile: profile))
         }
-        var meta = [String: Data]()
-        for row in try Row.fetchAll(db, sql: "SELECT name, value FROM \(tables.meta)") { meta[row["name"]] = row["value"] }
+        let meta = try metaValues(db, sql: "SELECT name, value FROM \(tables.meta)", path: path)
         guard let sealedKeys = meta["keys"], let kdfData = meta["kdf"] else {
             throw WalletError.corrupted("\(path) is an SQLite database without a Coffer wallet's keys")
         }

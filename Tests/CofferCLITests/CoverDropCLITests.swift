@@ -127,3 +127,23 @@ struct BackgroundCLITests {
         #expect(bad.status == 2 && bad.stderr.contains("ISO 8601"), "\(bad.stderr)")
     }
 }
+
+@Suite("coffer deniable: the folder's lock file")
+struct DeniableLockFileCLITests {
+    @Test("a symbolic link at deniable/.coffer-lock is refused (exit 6, naming it); nothing is created or re-permissioned where it points")
+    func linkedLockFileRefused() async throws {
+        let store = TemporaryFolders.path("coffer-lock-link")
+        #expect(try await CLI.run(["deniable", "start"], store: store).status == 0)
+        let lock = store.appendingPathComponent("deniable/.coffer-lock")
+        let target = TemporaryFolders.path("coffer-lock-target")
+        try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
+        let pointed = target.appendingPathComponent("created-by-lock")
+        try FileManager.default.removeItem(at: lock)
+        try FileManager.default.createSymbolicLink(at: lock, withDestinationURL: pointed)
+        let r = try await CLI.run(["deniable", "start"], store: store)
+        #expect(r.status == 6, "\(r.stderr)")
+        #expect(r.stderr.contains(".coffer-lock") && r.stderr.contains("symbolic link"), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: pointed.path), "the lock's open followed the link")
+    }
+}
+

@@ -70,6 +70,35 @@ struct IntegrityCheckTests {
         #expect(!report.problems.contains { $0.id == "b" })
     }
 
+    @Test(
+        "a wallet meta row whose value was made a number (SQLite keeps any value in any column) is corrupted at open, not a crash",
+        arguments: ["format", "keys", "kdf", "integrity"])
+    func metaValueOfAnotherKind(name: String) async throws {
+        let url = try await wallet()
+        try await tamper(url, "UPDATE coffer_meta SET value = 4 WHERE name = '\(name)'")
+        do {
+            _ = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
+            Issue.record("a wallet whose meta row \(name) holds a number opened")
+        } catch WalletError.corrupted(let message) {
+            #expect(message.contains("meta row"), "\(message)")
+        }
+    }
+
+    @Test("a record whose expiry column was made text is corrupted for a rotation (as for the check), not a crash")
+    func expiryOfAnotherKindStopsRotation() async throws {
+        let url = try await wallet()
+        let trigger = try await TestWallets.attackerQueue(url).read { db in
+            try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE name = 'coffer_digest_update'")!
+        }
+        try await tamper(url, "DROP TRIGGER coffer_digest_update; UPDATE items SET expiry = 'x'; \(trigger);")
+        let w = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
+        defer { try? w.close() }
+        await #expect(throws: WalletError.self) { try await w.rekey(to: .raw(Data(repeating: 7, count: 32)), rotatingKey: true) }
+        do { try await w.rekey(to: .raw(Data(repeating: 7, count: 32)), rotatingKey: true) } catch WalletError.corrupted(let message) {
+            #expect(message.contains("wrong kind"), "\(message)")
+        }
+    }
+
     @Test("tag rows of no record are found")
     func orphanRows() async throws {
         let url = try await wallet()
