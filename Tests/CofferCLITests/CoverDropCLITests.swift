@@ -146,4 +146,3 @@ struct DeniableLockFileCLITests {
         #expect(!FileManager.default.fileExists(atPath: pointed.path), "the lock's open followed the link")
     }
 }
-
