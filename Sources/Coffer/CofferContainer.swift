@@ -86,6 +86,10 @@ public struct CofferLocations: Sendable, Equatable {
 
     /// Everything a full reset removes: Coffer's own files and folders only, never the rest of
     /// `data` or `caches` (which may be shared folders).
+    /// The file a full reset writes before it removes anything and removes last: while it is
+    /// there a reset was stopped part-way (a kill, a crash), and the next open finishes it.
+    var resetMarker: URL { data.appendingPathComponent(".coffer-reset-pending") }
+
     var resetItems: [URL] {
         let names = ["app.sqlite", "wallet.sqlite", ".wallet.sqlite.restoring"]
         let files = names.flatMap { name in ["", "-wal", "-shm", "-journal"].map { data.appendingPathComponent(name + $0) } }
@@ -182,6 +186,11 @@ public final class CofferContainer: Sendable {
         keychainService: String? = nil, cacheByteLimits: (memory: Int, disk: Int)? = nil,
         appMigrations: [AppMigration] = [], dataMigrations: [DataMigration] = AppDatabase.dataMigrations
     ) throws -> CofferContainer {
+        // A reset that was stopped part-way is finished first: the store is then a fresh install.
+        if FileManager.default.fileExists(atPath: locations.resetMarker.path) {
+            logger.notice("finishing a full reset that was stopped part-way", metadata: ["folder": "\(locations.data.path)"])
+            try resetBlocking(locations, secureStorage: secureStorage, keychainService: keychainService)
+        }
         let database = try AppDatabase.openBlocking(
             at: locations.appDatabase, appMigrations: appMigrations, dataMigrations: dataMigrations)
         let secure =
@@ -448,6 +457,15 @@ public final class CofferContainer: Sendable {
         // owner's permissions come back first (on the store and caches folders themselves too,
         // as on a fresh install; other files in them are not touched).
         restoreOwnerPermissions(locations.data.path)
+        // Written (durably) before anything goes, removed last: a reset killed part-way (the
+        // secure items gone, the database not yet) is finished by the next open instead of
+        // leaving half a store, such as settings kept and the login token gone, or a wallet
+        // whose key was removed.
+        if FileManager.default.fileExists(atPath: locations.data.path) {
+            do { try DurableFile.write(Data(), to: locations.resetMarker) } catch {
+                throw .storage("cannot start the reset: \(error.message)", cause: error.storageCause)
+            }
+        }
         restoreOwnerPermissions(locations.caches.path)
         for url in locations.resetItems { OwnerOnlyFiles.restoreOwnerAccess(url.path) }
         let secure =
@@ -462,12 +480,15 @@ public final class CofferContainer: Sendable {
         do { try secure.deleteAllBlocking() } catch {
             if FileManager.default.fileExists(atPath: locations.secureFolder.path) == false { failures.append("\(error)") }
         }
+        TestPause.at("reset-secure-removed")  // debug builds only: lets tests kill a reset part-way
         for url in locations.resetItems {
             do { try DurableFile.remove(url) } catch { failures.append(error.message) }
         }
         if let left = try? FileManager.default.contentsOfDirectory(atPath: locations.caches.path), left.isEmpty {
             try? FileManager.default.removeItem(at: locations.caches)
         }
+        // Every item was tried: a failure is reported, not tried again at each open.
+        do { try DurableFile.remove(locations.resetMarker) } catch { failures.append(error.message) }
         DurableFile.syncFolder(locations.data)
         guard failures.isEmpty else { throw .storage(failures.joined(separator: "; ")) }
         logger.notice("full reset done", metadata: ["folder": "\(locations.data.path)"])

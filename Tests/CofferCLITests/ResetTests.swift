@@ -37,6 +37,29 @@ struct ResetTests {
         #expect(try await CLI.wallet(["create"], store: store).status == 0, "\(label)")
     }
 
+    @Test("a reset killed after the secure items went and before the databases did is finished by the next open: a fresh install, not half a store")
+    func killedResetFinishedAtNextOpen() async throws {
+        let store = TemporaryFolders.path("coffer-reset-kill")
+        #expect(try await CLI.run(["sdk", "init"], store: store).status == 0)
+        #expect(try await CLI.run(["settings", "set", "tilesPerRow", "5"], store: store).status == 0)
+        let child = try CLI.start(
+            ["reset", "--yes"], store: store, env: ["COFFER_TEST_PAUSE_AT": "reset-secure-removed", "COFFER_TEST_PAUSE_MS": "600000"])
+        defer { child.kill() }
+        let items = store.appendingPathComponent("secure/items").path
+        let secureGone = { @Sendable in (try? FileManager.default.contentsOfDirectory(atPath: items))?.isEmpty ?? true }
+        try await eventually("the reset paused with the secure items removed") { secureGone() || !child.isRunning }
+        // Killed mid-reset: the secure items are gone, the app database and the wallet are not.
+        #expect(child.isRunning, "the reset ended before it was killed")
+        #expect(FileManager.default.fileExists(atPath: store.appendingPathComponent("app.sqlite").path))
+        #expect(FileManager.default.fileExists(atPath: store.appendingPathComponent("wallet.sqlite").path))
+        #expect(try await child.killAndWait().wasSignalled)
+        let sdk = try await CLI.run(["sdk", "init"], store: store)
+        #expect(sdk.status == 0, "\(sdk.stderr)")
+        let settings = try await CLI.run(["settings", "get", "tilesPerRow"], store: store)
+        #expect(settings.status == 0 && settings.stdout.contains(#""set":false"#), "\(settings.stdout) \(settings.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent(".coffer-reset-pending").path))
+    }
+
     @Test("a store written by a newer app version is reset")
     func newerVersion() async throws {
         let store = try await fullStore()
