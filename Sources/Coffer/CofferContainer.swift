@@ -480,7 +480,7 @@ public final class CofferContainer: Sendable {
         do { try secure.deleteAllBlocking() } catch {
             if FileManager.default.fileExists(atPath: locations.secureFolder.path) == false { failures.append("\(error)") }
         }
-        TestPause.at("reset-secure-removed")  // debug builds only: lets tests kill a reset part-way
+        TestPause.at("reset-secure-removed") // debug builds only: lets tests kill a reset part-way
         for url in locations.resetItems {
             do { try DurableFile.remove(url) } catch { failures.append(error.message) }
         }

@@ -37,7 +37,9 @@ struct ResetTests {
         #expect(try await CLI.wallet(["create"], store: store).status == 0, "\(label)")
     }
 
-    @Test("a reset killed after the secure items went and before the databases did is finished by the next open: a fresh install, not half a store")
+    @Test(
+        "a reset killed after the secure items went and before the databases did is finished by the next open: a fresh install, not half a store"
+    )
     func killedResetFinishedAtNextOpen() async throws {
         let store = TemporaryFolders.path("coffer-reset-kill")
         #expect(try await CLI.run(["sdk", "init"], store: store).status == 0)
