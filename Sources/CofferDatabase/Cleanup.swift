@@ -7,6 +7,12 @@ import CofferSync
 import Foundation
 import GRDB
 
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#endif
+
 /// Which local assets a cleanup may remove (the seed's `cleanup…` settings).
 public struct CleanupOptions: Sendable, Equatable {
     /// Keep favourites.
@@ -78,21 +84,57 @@ public struct DirectoryMediaLibrary: LocalMediaLibrary {
     /// A library rooted at `root`.
     public init(root: URL) { self.root = root }
 
-    /// Deletes the files that exist; ids that would leave the folder are refused (not deleted).
+    /// Deletes the regular files the ids name inside the folder and returns the ids it deleted.
+    /// An id is refused (not deleted, not returned) when it is empty, absolute, has an empty,
+    /// `.` or `..` part, names something that is not a regular file (a folder, a link, a device),
+    /// or passes through a symbolic link on its way: each part below ``root`` is opened without
+    /// following links, so nothing outside the folder and no folder tree is ever removed. The
+    /// folder itself may be a link.
     public func delete(localIds: [String]) async throws -> Set<String> {
         var deleted: Set<String> = []
         for id in localIds {
-            let parts = id.split(separator: "/", omittingEmptySubsequences: false)
-            guard !id.isEmpty, !id.hasPrefix("/"), !parts.contains(".."), !parts.contains("") else { continue }
-            let url = root.appendingPathComponent(id)
-            do {
-                try FileManager.default.removeItem(at: url)
-                deleted.insert(id)
-            } catch {
-                continue
+            let gone = withEntry(id) { entry -> Bool in
+                guard case .file(let parent, let name) = entry else { return false }
+                // Flags 0: unlinkat never removes a folder; a link swapped in for the file since
+                // the look would itself be removed, never what it points to.
+                return unlinkat(parent, name, 0) == 0
             }
+            if gone { deleted.insert(id) }
         }
         return deleted
+    }
+
+    /// What an id leads to inside the folder, looked at without following symbolic links.
+    enum Entry {
+        /// A regular file: `name` in the open folder `parent` (valid only inside the call).
+        case file(parent: Int32, name: String)
+        /// Nothing at that path (a part of it does not exist) inside a folder that opened.
+        case absent
+        /// A refused id, a link, a folder or other non-file, or a folder that would not open.
+        case refused
+    }
+
+    /// Calls `body` with what `id` leads to, walking down from ``root`` one part at a time
+    /// (`O_NOFOLLOW`), so a symbolic link anywhere below the folder is refused.
+    func withEntry<T>(_ id: String, _ body: (Entry) -> T) -> T {
+        let parts = id.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard let last = parts.last, !id.hasPrefix("/"), !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else {
+            return body(.refused)
+        }
+        var folder = open(root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard folder >= 0 else { return body(.refused) }
+        for part in parts.dropLast() {
+            let next = openat(folder, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            let failure = errno
+            close(folder)
+            guard next >= 0 else { return body(failure == ENOENT ? .absent : .refused) }
+            folder = next
+        }
+        defer { close(folder) }
+        var info = stat()
+        guard fstatat(folder, last, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return body(errno == ENOENT ? .absent : .refused) }
+        guard info.st_mode & mode_t(S_IFMT) == mode_t(S_IFREG) else { return body(.refused) }
+        return body(.file(parent: folder, name: last))
     }
 }
 

@@ -329,6 +329,34 @@ struct CleanupTests {
         #expect(deleted.isEmpty)
         #expect(FileManager.default.fileExists(atPath: outside.path))
     }
+
+    @Test("the directory library deletes nothing through a symbolic link to a folder outside it")
+    func directoryLibraryRefusesLinkedFolders() async throws {
+        let root = containerFolder()
+        let outside = containerFolder()
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: outside.appendingPathComponent("photos"), withIntermediateDirectories: true)
+        try Data([1]).write(to: outside.appendingPathComponent("precious.txt"))
+        try Data([2]).write(to: outside.appendingPathComponent("photos/a.jpg"))
+        try FileManager.default.createSymbolicLink(at: root.appendingPathComponent("ext"), withDestinationURL: outside)
+        let deleted = try await DirectoryMediaLibrary(root: root).delete(localIds: ["ext/precious.txt", "ext/photos", "ext/photos/a.jpg"])
+        #expect(deleted.isEmpty)
+        #expect(FileManager.default.fileExists(atPath: outside.appendingPathComponent("precious.txt").path))
+        #expect(FileManager.default.fileExists(atPath: outside.appendingPathComponent("photos/a.jpg").path))
+    }
+
+    @Test("the directory library deletes a file in a subfolder but never a folder")
+    func directoryLibraryRefusesFolders() async throws {
+        let root = containerFolder()
+        let album = root.appendingPathComponent("album")
+        try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
+        try Data([1]).write(to: album.appendingPathComponent("a.jpg"))
+        try Data([2]).write(to: album.appendingPathComponent("b.jpg"))
+        let deleted = try await DirectoryMediaLibrary(root: root).delete(localIds: ["album", "album/b.jpg"])
+        #expect(deleted == ["album/b.jpg"])
+        #expect(FileManager.default.fileExists(atPath: album.appendingPathComponent("a.jpg").path))
+        #expect(!FileManager.default.fileExists(atPath: album.appendingPathComponent("b.jpg").path))
+    }
 }
 
 @Suite("Container: one Keychain space per store")
