@@ -19,6 +19,9 @@ public enum DatabaseStoreError: Error, Equatable, Sendable, CustomStringConverti
     case newerVersion(String)
     /// The integrity or foreign-key check after migrating failed.
     case integrityFailed(String)
+    /// A row holds a value Coffer cannot read (the message names the table, the row, the column,
+    /// the value and what to do); the call changed nothing.
+    case unreadableRow(String)
     /// An argument was rejected.
     case invalidInput(String)
     /// SQLite or the file system failed.
@@ -36,6 +39,7 @@ public enum DatabaseStoreError: Error, Equatable, Sendable, CustomStringConverti
         case .uniqueViolation(let key, let table): return "another \(table) row already has this \(key) (unique key \(key))"
         case .newerVersion(let m): return "the database was written by a newer app version and was left untouched: \(m)"
         case .integrityFailed(let m): return "the database failed its integrity check after migrating: \(m)"
+        case .unreadableRow(let m): return "unreadable row: \(m)"
         case .invalidInput(let m): return "invalid input: \(m)"
         case .storage(let m, _): return "database storage: \(m)"
         }

@@ -149,7 +149,9 @@ public struct AssetCleanup: Sendable {
     /// copy (not trashed, owned by the logged-in user when one is set), created on or before the
     /// cutoff, minus favourites, the kept media type and assets in kept albums. Blocks the calling
     /// thread while SQLite reads: from async code, `await` ``candidates(_:now:ownerId:)-3mq02``.
-    /// - Throws: ``DatabaseStoreError/invalidInput(_:)`` when no cutoff is chosen (negative).
+    /// - Throws: ``DatabaseStoreError/invalidInput(_:)`` when no cutoff is chosen (negative);
+    ///   ``DatabaseStoreError/unreadableRow(_:)`` naming a chosen row whose values cannot be read
+    ///   (a creation date outside the years 0001–9999, say).
     public func candidatesBlocking(_ options: CleanupOptions, now: Date = Date(), ownerId: String? = nil) throws -> [CleanupCandidate] {
         guard options.cutoffDaysAgo >= 0 else {
             throw DatabaseStoreError.invalidInput(
@@ -186,13 +188,29 @@ public struct AssetCleanup: Sendable {
         let queryArguments = arguments
         do {
             return try pool.read { db in
-                try Row.fetchAll(db, sql: query, arguments: queryArguments).map { row in
-                    CleanupCandidate(
-                        assetId: row["id"], localId: row["localId"], remoteId: row["remoteId"],
-                        fileName: row["fileName"], bytes: row["bytes"], fileCreatedAt: row["fileCreatedAt"])
-                }
+                try Row.fetchAll(db, sql: query, arguments: queryArguments).map(Self.candidate(from:))
             }
         } catch { throw DatabaseStoreError.from(error) }
+    }
+
+    /// A candidate from its row, every value checked (a subscript that cannot decode a value
+    /// stops the process): a row written by another tool, or by an older `db put-asset` that
+    /// took any finite time, may hold a date Coffer cannot read.
+    static func candidate(from row: Row) throws -> CleanupCandidate {
+        let id: Int64 = row["id"] // the INTEGER PRIMARY KEY: always an integer
+        func value<Value: DatabaseValueConvertible>(_ column: String, _ type: Value.Type) throws -> Value {
+            let stored: DatabaseValue = row[column]
+            if let value = Value.fromDatabaseValue(stored) { return value }
+            let remote = String.fromDatabaseValue(row["remoteId"]).map { " (remote id \($0))" } ?? ""
+            throw DatabaseStoreError.unreadableRow(
+                "assets row \(id)\(remote) has \(column) \(stored.description), which is not a \(Value.self) Coffer can read; "
+                    + "nothing was deleted: set the asset again (put, or coffer db put-asset, with a date in the years "
+                    + "0001 to 9999) or remove the row, then run the cleanup again")
+        }
+        return CleanupCandidate(
+            assetId: id, localId: try value("localId", String.self), remoteId: try value("remoteId", String.self),
+            fileName: try value("fileName", String.self), bytes: try value("bytes", Int64.self),
+            fileCreatedAt: try value("fileCreatedAt", Date.self))
     }
 
     /// ``candidatesBlocking(_:now:ownerId:)`` off the caller's executor.

@@ -364,7 +364,7 @@ extension ExitCodes {
         switch error {
         case .uniqueViolation: return 3
         case .invalidInput: return 2
-        case .newerVersion, .integrityFailed: return 5
+        case .newerVersion, .integrityFailed, .unreadableRow: return 5
         case .storage, .closed: return 6
         }
     }

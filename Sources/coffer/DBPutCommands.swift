@@ -18,7 +18,9 @@ extension DBCommand {
         // `.unconditional`: a time before 1970 (`--created-at -86400`) is a value, not an option.
         @Option(
             parsing: .unconditional,
-            help: ArgumentHelp("Creation time, seconds since 1970, any finite number (default: now).", valueName: "seconds"))
+            help: ArgumentHelp(
+                "Creation time, seconds since 1970, at least -62135596800 (0001-01-01) and less than 253402300800 (10000-01-01) (default: now).",
+                valueName: "seconds"))
         var createdAt: Double?
         @Flag(
             name: .customLong("replace-identity"),
@@ -28,9 +30,20 @@ extension DBCommand {
         var replaceIdentity = false
         @OptionGroup var storeOptions: StoreOptions
 
+        /// 0001-01-01 00:00:00 UTC, the earliest date the app database's date format holds.
+        static let earliestCreatedAt: Double = -62_135_596_800
+        /// 10000-01-01 00:00:00 UTC, the first date it cannot hold (five digits of year).
+        static let createdAtLimit: Double = 253_402_300_800
+
         func validate() throws {
-            if let createdAt, !createdAt.isFinite {
-                throw ValidationError("--created-at must be a finite number of seconds, got \(createdAt)")
+            // The app database stores dates as "yyyy-MM-dd HH:mm:ss.SSS", rounded to the
+            // millisecond: years 0001 to 9999 only (253402300799.9999 would be stored as 10000).
+            if let createdAt, !(Self.earliestCreatedAt..<Self.createdAtLimit).contains((createdAt * 1000).rounded() / 1000) {
+                throw ValidationError(
+                    "--created-at must be a finite number of seconds since 1970, at least \(Int64(Self.earliestCreatedAt)) (0001-01-01) "
+                        + "and less than \(Int64(Self.createdAtLimit)) (10000-01-01) once rounded to the millisecond: "
+                        + "the years 0001 to 9999 the app database holds; "
+                        + "got \(createdAt)")
             }
         }
 

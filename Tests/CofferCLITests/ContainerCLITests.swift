@@ -106,6 +106,41 @@ struct ContainerCLITests {
         #expect(try reopened.context.assets.findByRemoteIdBlocking("r2")?.localId == "l2.jpg")
     }
 
+    @Test("db put-asset refuses a creation time outside the years 0001 to 9999, naming the range")
+    func putAssetDateRange() async throws {
+        let store = emptyStore()
+        for (n, value) in ["253402300800", "253402300799.9999", "1e15", "-1e12", "-62135596801"].enumerated() {
+            let r = try await CLI.run(
+                ["db", "put-asset", "r\(n)", "o", "c\(n)", "--local-id", "l\(n)", "--created-at=\(value)"], store: store)
+            #expect(r.status == 2, "\(value): \(r.stderr)")
+            #expect(r.stderr.contains("at least -62135596800 (0001-01-01) and less than 253402300800 (10000-01-01)"), "\(r.stderr)")
+        }
+        for (n, value) in ["-62135596800", "253402300799"].enumerated() {
+            let r = try await CLI.run(
+                ["db", "put-asset", "ok\(n)", "o", "ok\(n)", "--local-id", "ok\(n)", "--created-at=\(value)"], store: store)
+            #expect(r.status == 0, "\(value): \(r.stderr)")
+        }
+        let dry = try await CLI.run(["cleanup", "--dry-run", "--cutoff-days", "0"], store: store)
+        #expect(dry.status == 0, "\(dry.stderr)")
+        #expect(try jsonObject(dry.stdout)["count"] as? Int == 1) // 0001-01-01; 9999 is not yet old enough
+    }
+
+    @Test("cleanup names an asset row whose creation date it cannot read (exit 5) instead of stopping the process")
+    func cleanupUnreadableDate() async throws {
+        let store = emptyStore()
+        let app = try AppDatabase.openBlocking(at: store.appendingPathComponent("app.sqlite"))
+        // Stored as "10000-01-01 00:00:00.000", which no date decoder reads back.
+        try app.context.assets.putBlocking(
+            Asset(
+                remoteId: "RF", localId: "LF", ownerId: "o", checksum: "cF", fileName: "f",
+                fileCreatedAt: Date(timeIntervalSince1970: 253_402_300_800)))
+        try app.close()
+        let dry = try await CLI.run(["cleanup", "--dry-run", "--cutoff-days", "0"], store: store)
+        #expect(dry.status == 5, "\(dry.stderr)")
+        #expect(dry.stderr.contains("assets row 1 (remote id RF) has fileCreatedAt"), "\(dry.stderr)")
+        #expect(dry.stderr.contains("10000-01-01"), "\(dry.stderr)")
+    }
+
     @Test("reset needs --yes; with it the store is a fresh install")
     func reset() async throws {
         let store = emptyStore()
