@@ -62,9 +62,13 @@ public struct CleanupCandidate: Sendable, Hashable, Codable {
 public struct CleanupResult: Sendable, Equatable {
     /// The assets whose device copies are gone (dry run: would go).
     public var removed: [CleanupCandidate]
-    /// Candidates the media library did not delete (the user declined, or the file was gone);
+    /// Candidates the media library did not delete (the user declined, or it refused the id);
     /// their records are unchanged.
     public var notDeleted: [CleanupCandidate]
+    /// Candidates whose local copy the library found already gone (``LocalMediaLibrary/missing(localIds:)``:
+    /// an earlier cleanup stopped between deleting and updating the records, or the user deleted
+    /// it); their records forgot the local copy. Not counted in ``removed`` or ``bytes``.
+    public var alreadyGone: [CleanupCandidate] = []
     /// Bytes freed (dry run: would be freed).
     public var bytes: Int64 { removed.reduce(0) { $0 + $1.bytes } }
 }
@@ -74,6 +78,17 @@ public struct CleanupResult: Sendable, Equatable {
 public protocol LocalMediaLibrary: Sendable {
     /// Deletes the local assets and returns the ids it actually deleted.
     func delete(localIds: [String]) async throws -> Set<String>
+
+    /// The ids among `localIds` whose local asset the library knows for sure no longer exists: a
+    /// cleanup forgets their local copies without deleting anything, which repairs the records
+    /// of a cleanup that was stopped after deleting and before updating them. Return only what
+    /// is certainly gone (never an id of a library that could not be read). The default: none.
+    func missing(localIds: [String]) async throws -> Set<String>
+}
+
+extension LocalMediaLibrary {
+    /// No id is known to be gone: every candidate is asked to ``delete(localIds:)``.
+    public func missing(localIds: [String]) async throws -> Set<String> { [] }
 }
 
 /// Local media as files in one folder, the local id being the path inside it.
@@ -102,6 +117,21 @@ public struct DirectoryMediaLibrary: LocalMediaLibrary {
             if gone { deleted.insert(id) }
         }
         return deleted
+    }
+
+    /// The ids whose path, inside a folder that exists and can be read, leads to nothing: the
+    /// file (or a folder on its way) does not exist. An id that is refused, that leads to
+    /// something (a file, a folder, a link), that passes through a link, or that leads into a
+    /// folder that cannot be read is not missing; nor is any id when the folder itself is absent
+    /// or unreadable (an unmounted disk).
+    public func missing(localIds: [String]) async throws -> Set<String> {
+        Set(
+            localIds.filter { id in
+                withEntry(id) { entry in
+                    if case .absent = entry { return true }
+                    return false
+                }
+            })
     }
 
     /// What an id leads to inside the folder, looked at without following symbolic links.
@@ -226,21 +256,29 @@ public struct AssetCleanup: Sendable {
         try candidatesBlocking(options, now: now, ownerId: ownerId)
     }
 
-    /// Runs a cleanup: asks `library` to delete the candidates' local copies, then, in one
+    /// Runs a cleanup: asks `library` which candidates' local copies are already gone
+    /// (``LocalMediaLibrary/missing(localIds:)``) and to delete the others, then, in one
     /// transaction, forgets the local copy (local id, file size, device hash rows) of exactly the
-    /// assets it deleted. With `dryRun` nothing is deleted and `removed` lists the candidates.
+    /// assets it deleted or found gone. A cleanup stopped between the deletion and that
+    /// transaction (a killed process) leaves records that still claim the deleted copies; the
+    /// next run finds them gone and forgets them (``CleanupResult/alreadyGone``). With `dryRun`
+    /// nothing is asked or deleted and `removed` lists the candidates.
     public func run(
         _ options: CleanupOptions, library: any LocalMediaLibrary, dryRun: Bool = false,
         now: Date = Date(), ownerId: String? = nil
     ) async throws -> CleanupResult {
         let chosen = try await candidates(options, now: now, ownerId: ownerId)
         if dryRun || chosen.isEmpty { return CleanupResult(removed: chosen, notDeleted: []) }
-        let deleted = try await library.delete(localIds: chosen.map(\.localId))
-        let removed = chosen.filter { deleted.contains($0.localId) }
-        let kept = chosen.filter { !deleted.contains($0.localId) }
+        let gone = try await library.missing(localIds: chosen.map(\.localId))
+        let present = chosen.filter { !gone.contains($0.localId) }
+        let deleted = present.isEmpty ? [] : try await library.delete(localIds: present.map(\.localId))
+        TestPause.at("cleanup-deleted") // debug builds only: lets tests kill between the deletion and the records
+        let removed = present.filter { deleted.contains($0.localId) }
+        let kept = present.filter { !deleted.contains($0.localId) }
+        let alreadyGone = chosen.filter { gone.contains($0.localId) }
         do {
             try await pool.write { db in
-                for candidate in removed {
+                for candidate in removed + alreadyGone {
                     try db.execute(
                         sql: "UPDATE assets SET localId = NULL, fileSize = NULL WHERE id = ? AND localId = ?",
                         arguments: [candidate.assetId, candidate.localId])
@@ -249,6 +287,6 @@ public struct AssetCleanup: Sendable {
                 }
             }
         } catch { throw DatabaseStoreError.from(error) }
-        return CleanupResult(removed: removed, notDeleted: kept)
+        return CleanupResult(removed: removed, notDeleted: kept, alreadyGone: alreadyGone)
     }
 }

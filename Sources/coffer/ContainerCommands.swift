@@ -127,8 +127,10 @@ struct CleanupCommand: AsyncParsableCommand {
         discussion: """
             Options default to the settings (cleanupCutoffDaysAgo, cleanupKeepFavorites, cleanupKeepMediaType, \
             cleanupKeepAlbumIds). Local files live in --media-dir (the local id is the path inside it); only \
-            assets whose file was actually deleted lose their local copy in the records. Prints \
-            {"dryRun", "count", "bytes", "assets": [{"remoteId", "localId", "fileName", "bytes"}], "notDeleted": [...]}.
+            assets whose file was actually deleted, or is no longer there (alreadyGone: say, an earlier cleanup \
+            was stopped before it updated the records), lose their local copy in the records. Prints \
+            {"dryRun", "count", "bytes", "assets": [{"remoteId", "localId", "fileName", "bytes"}], "notDeleted": [...], \
+            "alreadyGone": [...]}.
             """)
 
     @Flag(help: "List what would be removed, with bytes; delete nothing.") var dryRun = false
@@ -173,7 +175,7 @@ struct CleanupCommand: AsyncParsableCommand {
             JSONValue.object([
                 ("dryRun", .bool(dryRun)), ("count", .number(String(result.removed.count))),
                 ("bytes", .number(String(result.bytes))), ("assets", list(result.removed)),
-                ("notDeleted", list(result.notDeleted)),
+                ("notDeleted", list(result.notDeleted)), ("alreadyGone", list(result.alreadyGone)),
             ]).jsonText)
     }
 }

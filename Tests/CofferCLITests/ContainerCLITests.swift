@@ -87,6 +87,8 @@ struct ContainerCLITests {
         let media = store.appendingPathComponent("media")
         try FileManager.default.createDirectory(at: media, withIntermediateDirectories: true)
         try Data(count: 10).write(to: media.appendingPathComponent("l1.jpg"))
+        // A folder in l2.jpg's place: refused, so not deleted.
+        try FileManager.default.createDirectory(at: media.appendingPathComponent("l2.jpg"), withIntermediateDirectories: true)
         let app = try AppDatabase.openBlocking(at: store.appendingPathComponent("app.sqlite"))
         for n in 1...2 {
             try app.context.assets.putBlocking(
@@ -139,6 +141,43 @@ struct ContainerCLITests {
         #expect(dry.status == 5, "\(dry.stderr)")
         #expect(dry.stderr.contains("assets row 1 (remote id RF) has fileCreatedAt"), "\(dry.stderr)")
         #expect(dry.stderr.contains("10000-01-01"), "\(dry.stderr)")
+    }
+
+    @Test("a cleanup killed after deleting the files leaves records the next run repairs")
+    func cleanupKilledMidway() async throws {
+        let store = emptyStore()
+        let media = store.appendingPathComponent("media")
+        try FileManager.default.createDirectory(at: media, withIntermediateDirectories: true)
+        let app = try AppDatabase.openBlocking(at: store.appendingPathComponent("app.sqlite"))
+        for n in 1...3 {
+            try Data(count: 10).write(to: media.appendingPathComponent("l\(n).jpg"))
+            try app.context.assets.putBlocking(
+                Asset(
+                    remoteId: "r\(n)", localId: "l\(n).jpg", ownerId: "u", checksum: "c\(n)", fileName: "f",
+                    fileCreatedAt: Date().addingTimeInterval(-40 * 86_400), fileSize: 10))
+        }
+        try app.close()
+        let arguments = ["cleanup", "--cutoff-days", "30", "--media-dir", media.path]
+        let child = try CLI.start(
+            arguments, store: store, env: ["COFFER_TEST_PAUSE_AT": "cleanup-deleted", "COFFER_TEST_PAUSE_MS": "120000"])
+        try await child.waitForStderr(containing: "test-pause: cleanup-deleted")
+        let killed = try await child.killAndWait()
+        #expect(killed.wasSignalled)
+        func localIds() throws -> [String?] {
+            let db = try AppDatabase.openBlocking(at: store.appendingPathComponent("app.sqlite"))
+            defer { try? db.close() }
+            return try (1...3).map { try db.context.assets.findByRemoteIdBlocking("r\($0)")?.localId }
+        }
+        // Killed midway: the files are gone, the records still claim them.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: media.path).isEmpty)
+        #expect(try localIds() == ["l1.jpg", "l2.jpg", "l3.jpg"])
+        let next = try await CLI.run(arguments, store: store)
+        #expect(next.status == 0, "\(next.stderr)")
+        let result = try jsonObject(next.stdout)
+        #expect((result["alreadyGone"] as? [Any])?.count == 3)
+        #expect((result["notDeleted"] as? [Any])?.count == 0)
+        #expect(result["count"] as? Int == 0)
+        #expect(try localIds() == [nil, nil, nil])
     }
 
     @Test("reset needs --yes; with it the store is a fresh install")

@@ -292,14 +292,44 @@ struct CleanupTests {
         defer { c.close() }
         let media = containerFolder()
         try backedUp(c, media, 1, days: 40)
-        try backedUp(c, media, 2, days: 40, withFile: false) // the library cannot delete it
+        try backedUp(c, media, 2, days: 40, withFile: false)
+        // A folder where the file should be: the library refuses to delete it.
+        try FileManager.default.createDirectory(at: media.appendingPathComponent("l2.jpg"), withIntermediateDirectories: true)
         let result = try await c.freeUpSpace(CleanupOptions(cutoffDaysAgo: 30), library: DirectoryMediaLibrary(root: media), now: now)
         #expect(result.removed.map(\.remoteId) == ["r1"])
         #expect(result.notDeleted.map(\.remoteId) == ["r2"])
+        #expect(result.alreadyGone.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: media.appendingPathComponent("l1.jpg").path))
         await #expect(try c.context.assets.findByRemoteId("r1")?.localId == nil)
         await #expect(try c.context.assets.findByRemoteId("r2")?.localId == "l2.jpg")
         await #expect(try c.context.assets.count() == 2)
+    }
+
+    @Test("a candidate whose file is already gone from the media folder is forgotten, as alreadyGone")
+    func alreadyGone() async throws {
+        let c = try await CofferContainer.open(CofferLocations(store: containerFolder()))
+        defer { c.close() }
+        let media = containerFolder()
+        try backedUp(c, media, 1, days: 40)
+        try backedUp(c, media, 2, days: 40, withFile: false) // deleted by a cleanup that was stopped before the records
+        let result = try await c.freeUpSpace(CleanupOptions(cutoffDaysAgo: 30), library: DirectoryMediaLibrary(root: media), now: now)
+        #expect(result.removed.map(\.remoteId) == ["r1"])
+        #expect(result.alreadyGone.map(\.remoteId) == ["r2"])
+        #expect(result.notDeleted.isEmpty)
+        #expect(result.bytes == 1_000)
+        await #expect(try c.context.assets.findByRemoteId("r2")?.localId == nil)
+    }
+
+    @Test("a media folder that does not exist forgets no local copy")
+    func missingMediaFolder() async throws {
+        let c = try await CofferContainer.open(CofferLocations(store: containerFolder()))
+        defer { c.close() }
+        let media = containerFolder() // never created
+        try backedUp(c, media, 1, days: 40, withFile: false)
+        let result = try await c.freeUpSpace(CleanupOptions(cutoffDaysAgo: 30), library: DirectoryMediaLibrary(root: media), now: now)
+        #expect(result.notDeleted.map(\.remoteId) == ["r1"])
+        #expect(result.alreadyGone.isEmpty)
+        await #expect(try c.context.assets.findByRemoteId("r1")?.localId == "l1.jpg")
     }
 
     @Test("only the logged-in user's assets are chosen when a user is set")
