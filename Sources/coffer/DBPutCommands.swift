@@ -51,6 +51,9 @@ extension DBCommand {
             guard !remoteId.isEmpty, !ownerId.isEmpty, !checksum.isEmpty else {
                 throw WalletError.invalidInput("remote id, owner id and checksum must not be empty")
             }
+            if localId?.isEmpty == true {
+                throw WalletError.invalidInput("--local-id must not be empty: give the device's id of the asset, or leave --local-id out")
+            }
             let created = createdAt.map { Date(timeIntervalSince1970: $0) } ?? Date()
             let asset = Asset(
                 remoteId: remoteId, localId: localId, ownerId: ownerId, checksum: checksum, fileName: remoteId, fileCreatedAt: created)

@@ -180,6 +180,16 @@ struct ContainerCLITests {
         #expect(try localIds() == [nil, nil, nil])
     }
 
+    @Test("db put-asset refuses an empty --local-id, exit 2 naming it")
+    func putAssetEmptyLocalId() async throws {
+        let store = emptyStore()
+        for n in 1...2 {
+            let r = try await CLI.run(["db", "put-asset", "r\(n)", "o", "c\(n)", "--local-id", ""], store: store)
+            #expect(r.status == 2, "\(r.stderr)")
+            #expect(r.stderr.hasPrefix("error: invalid input: --local-id must not be empty"), "\(r.stderr)")
+        }
+    }
+
     @Test("reset needs --yes; with it the store is a fresh install")
     func reset() async throws {
         let store = emptyStore()
