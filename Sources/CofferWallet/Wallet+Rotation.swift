@@ -103,16 +103,6 @@ extension Wallet {
         )
     }
 
-    /// A record's expiry column: `.some(nil)` for none, `.some(seconds)` for an integer, nil
-    /// for any other value (an edited file), which the caller reports as damage.
-    static func expiryColumn(_ value: DatabaseValue) -> Int64?? {
-        switch value.storage {
-        case .null: return .some(nil)
-        case .int64(let seconds): return .some(seconds)
-        default: return nil
-        }
-    }
-
     /// Stores the key check of `keys` (see ``checkKeys(_:_:)``), in the caller's transaction.
     static func recordKeyCheck(_ db: Database, _ keys: WalletKeys) throws {
         try db.execute(
@@ -151,12 +141,11 @@ extension Wallet {
             guard let last = rows.last else { break }
             after = last[0]
             for row in rows {
-                let rowid: Int64 = row[0]
-                guard let typeColumn = Int64.fromDatabaseValue(row[1]), let idBlind = Data.fromDatabaseValue(row[2]),
-                    let sealed = Data.fromDatabaseValue(row[3]), let expiry = Self.expiryColumn(row[4])
-                else {
-                    throw WalletError.corrupted("row \(rowid) has columns of the wrong kind; run the wallet check")
+                // The same reading of a row as every other walk over the records (SQLiteRows).
+                guard let item = SQLiteRows.walked(row) else {
+                    throw WalletError.corrupted("row \(row[0] as DatabaseValue) has columns of the wrong kind; run the wallet check")
                 }
+                let (rowid, typeColumn, idBlind, sealed, expiry) = (item.rowid, item.type, item.name, item.sealed, item.expiry)
                 let rowDigest = old.rowDigestV4(rowid: rowid, type: typeColumn, expiry: expiry, idBlind: idBlind, sealed: sealed)
                 for i in 0..<DigestState.accumulatorCount { oldAccumulator[i] ^= rowDigest[i] }
                 // A reserved secret's value is carried as bytes in guarded memory, never a `String`.

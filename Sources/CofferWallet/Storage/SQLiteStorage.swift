@@ -314,8 +314,9 @@ struct SQLiteRows: WalletStorageTransaction {
     // MARK: Maintenance
 
     /// The item of a row read by ``items(after:limit:)`` or ``item(rowid:)``, or nil when a
-    /// column is not of the kind the wallet writes (a row changed from outside).
-    private static func walked(_ row: Row) -> StoredItem? {
+    /// column is not of the kind the wallet writes (a row changed from outside). Columns: id,
+    /// type, name, value, expiry (also the key rotation's walk).
+    static func walked(_ row: Row) -> StoredItem? {
         guard let rowid = Int64.fromDatabaseValue(row[0]), let type = Int64.fromDatabaseValue(row[1]),
             let name = Data.fromDatabaseValue(row[2]), let sealed = Data.fromDatabaseValue(row[3])
         else { return nil }
