@@ -269,13 +269,21 @@ public final class AppDatabase: Sendable {
         do {
             var poolConfiguration = configuration()
             if let profile { poolConfiguration.prepareDatabase { profile.install(on: $0) } }
-            pool = try DatabasePool(path: url.path, configuration: poolConfiguration)
+            let makePool = { try DatabasePool(path: url.path, configuration: poolConfiguration) }
+            if SQLiteFootprint.isInWALMode(atPath: url.path) {
+                pool = try makePool()
+            } else {
+                // The pool's first connection switches a new file to WAL. SQLite does not wait
+                // for the lock that switch needs, so two processes switching at once failed with
+                // "database is locked": they switch one at a time, under the migration lock.
+                pool = try ProcessLock.withLock(at: migrationLockPath(url), removeWhenDone: true, failure: { $0 as any Error }, makePool)
+            }
             // DatabasePool puts its writer in WAL with synchronous = NORMAL after
             // prepareDatabase; a commit must reach the disk before it returns.
             let schemaCurrent = try pool.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA synchronous = FULL")
                 try SQLiteFootprint.limitWAL(db)
-                return try migrator.hasCompletedMigrations(db)
+                return try schemaIsCurrent(db, migrator: migrator)
             }
             if !schemaCurrent || lastMigration != nil {
                 TestPause.at("app-database-migrating")
@@ -323,6 +331,18 @@ public final class AppDatabase: Sendable {
         self.settings = settings
         self.context = StorageContext(pool: pool)
         self.isFreshInstall = isFreshInstall
+    }
+
+    /// Whether every schema step is applied, read without the migration lock. GRDB's own
+    /// `hasCompletedMigrations` reads `grdb_migrations` and, when that fails, looks whether the
+    /// table exists: another process committing the table's creation between the two made it throw
+    /// "no such table" (three `sdk init`s on a new store, one failed). The table is looked for
+    /// first here; once it exists it stays, so the read that follows cannot miss it.
+    static func schemaIsCurrent(_ db: Database, migrator: DatabaseMigrator) throws -> Bool {
+        let exists = try Bool.fetchOne(
+            db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'grdb_migrations')")
+        guard exists == true else { return false }
+        return try migrator.hasCompletedMigrations(db)
     }
 
     /// The lock file schema migrations hold (`.NAME.lock` beside the database; present only while
@@ -506,6 +526,7 @@ public final class AppDatabase: Sendable {
         try pool.close()
         // GRDB closes its read-only readers last, and they cannot remove the WAL.
         SQLiteFootprint.removeWAL(atPath: pool.path)
+    }
     }
 
     /// Gives every free page back to the file system and truncates the WAL. Blocks the calling

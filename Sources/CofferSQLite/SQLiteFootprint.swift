@@ -113,6 +113,20 @@ package enum SQLiteFootprint {
         if header.withUnsafeBytes({ write(fd, $0.baseAddress!, $0.count) }) != 32 { _ = ftruncate(fd, 0) }
     }
 
+    /// Whether the database file at `path` says it is in WAL mode (header bytes 18 and 19 are 2).
+    /// False for a missing, empty or short file (one another process has only begun to make) and
+    /// for anything but a regular file (read without following a link and without blocking).
+    package static func isInWALMode(atPath path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
+        var header = [UInt8](repeating: 0, count: 20)
+        let read = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, 20, 0) }
+        return read == 20 && header[18] == 2 && header[19] == 2
+    }
+
     /// Bytes of the database file and its WAL.
     package static func bytesOnDisk(_ path: String) -> Int {
         [path, path + "-wal"].reduce(0) { total, p in

@@ -2,6 +2,7 @@ import CofferSettings
 import CofferTestSupport
 import Foundation
 import GRDB
+import Synchronization
 import Testing
 
 @testable import CofferDatabase
@@ -282,6 +283,24 @@ struct FreshInstallRaceTests {
         #expect(try AppDatabase.runLadder(first.pool, AppDatabase.dataMigrations, freshInstall: true).recordedFirst == false)
         let version = try first.pool.read { db in try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version'") }
         #expect(version == AppDatabase.dataMigrations.map(\.version).max())
+    }
+
+    @Test("opens of one new store from four threads at once all succeed, round after round")
+    func concurrentFirstOpens() throws {
+        // Each round: four openers (separate pools, as separate processes have) find no file and
+        // race to make the schema. One that read `grdb_migrations` just before another committed
+        // it failed with "no such table: grdb_migrations" (seen in CI as `sdk init` exit 6).
+        for round in 0..<150 {
+            let url = TemporaryFolders.path("coffer-race").appendingPathComponent("app.sqlite")
+            let failures = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 4) { _ in
+                do { try AppDatabase.openBlocking(at: url).close() } catch {
+                    failures.withLock { $0.append("round \(round): \(error)") }
+                }
+            }
+            #expect(failures.withLock { $0 }.isEmpty)
+            if !failures.withLock({ $0 }).isEmpty { break }
+        }
     }
 
     @Test("a store opened again is not a fresh install")
