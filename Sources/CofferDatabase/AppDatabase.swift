@@ -520,13 +520,22 @@ public final class AppDatabase: Sendable {
     /// Closes the pool and ends every settings stream and collection observation it serves (each
     /// ends by throwing its store's `closed`); later calls throw ``DatabaseStoreError/closed``
     /// (settings writes: `SettingsError.closed`). Calling it again does nothing.
+    ///
+    /// Settings values that `Settings.set` left pending are committed first. When that commit
+    /// fails (a full disk), the close still completes and then throws
+    /// ``DatabaseStoreError/storage(_:cause:)`` naming the settings that were not saved: memory
+    /// had them, the disk does not.
     public func close() throws {
         context.observations.closeAll()
+        var unsaved: SettingsError?
+        do { try settings.flushBlocking() } catch { unsaved = error }
         settings.close()
         try pool.close()
         // GRDB closes its read-only readers last, and they cannot remove the WAL.
         SQLiteFootprint.removeWAL(atPath: pool.path)
-    }
+        if let unsaved, case .storage(let message, let cause) = unsaved {
+            throw DatabaseStoreError.storage(message, cause: cause)
+        }
     }
 
     /// Gives every free page back to the file system and truncates the WAL. Blocks the calling

@@ -185,7 +185,10 @@ extension SettingsHub {
                     }
                     pending.committed(batch)
                 } catch {
-                    let failure = SettingsError.storage("a deferred settings commit failed: \(error)")
+                    let names = batch.keys.sorted().map { "\"\($0)\"" }.joined(separator: ", ")
+                    let failure = SettingsError.storage(
+                        "a deferred commit of the settings \(names) failed, so they were not saved (memory holds the stored values again; set them again once the disk has room): \(error)",
+                        cause: StorageCause(error))
                     pending.failed(batch, failure)
                     // Memory goes back to what the disk holds for those names.
                     for target in instances() { target.reload(names: Set(batch.keys)) }

@@ -41,8 +41,14 @@ struct StoreOptions: ParsableArguments {
     /// Opens the app database (STORE/app.sqlite), runs `body` with it and closes it.
     func withAppDatabase<T>(_ body: (AppDatabase) async throws -> T) async throws -> T {
         let app = try await AppDatabase.open(at: StoreLocation.appDatabaseFile(in: storeDirectory))
-        defer { try? app.close() }
-        return try await body(app)
+        let result: T
+        do { result = try await body(app) } catch {
+            try? app.close()
+            throw error
+        }
+        // The close commits what `Settings.set` left pending; its failure is the command's.
+        try app.close()
+        return result
     }
 
     /// Opens the app container (database, settings, media cache, secure items), runs `body` with it and closes it.

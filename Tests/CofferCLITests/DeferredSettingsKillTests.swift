@@ -35,4 +35,26 @@ struct DeferredSettingsKillTests {
         let read = try await CLI.run(["settings", "get", "tilesPerRow"], store: store)
         #expect(read.status == 0 && read.stdout.contains("7"), "\(read.stdout) \(read.stderr)")
     }
+
+    @Test("a deferred commit that fails (a full disk) is the command's error: exit 6 naming the setting, not exit 0")
+    func failedCommitReported() async throws {
+        let store = TemporaryFolders.path("coffer-set-full")
+        #expect(try await CLI.run(["settings", "set", "tilesPerRow", "3"], store: store).status == 0)
+        // The file-size limit (in 512-byte blocks, with SIGXFSZ ignored so a write past it fails
+        // with EFBIG) leaves room for the 32 KiB -shm but not for the WAL frames of a 60 kB value.
+        let value = String(repeating: "x", count: 60_000)
+        let result = try await runProcess(
+            URL(fileURLWithPath: "/bin/sh"),
+            [
+                "-c", #"trap "" XFSZ; ulimit -f 64; exec "$0" "$@""#, CLI.binary.path, "--store", store.path,
+                "settings", "set", "--kind", "string", "note", value, "--deferred",
+            ])
+        #expect(result.status == 6, "\(result.status) \(result.stdout.prefix(80)) \(result.stderr)")
+        #expect(result.stderr.contains("\"note\"") && result.stderr.contains("not saved"), "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+        // Nothing was lost that had been committed, and the store opens as before.
+        let read = try await CLI.run(["settings", "get", "tilesPerRow"], store: store)
+        #expect(read.status == 0 && read.stdout.contains("3"), "\(read.stderr)")
+        #expect(try await CLI.run(["settings", "get", "note"], store: store).status == 1)
+    }
 }
