@@ -178,7 +178,25 @@ public final class AppDatabase: Sendable {
             // Server user ids are compared case-insensitively; store them one way. SQLite's lower()
             // lower-cases ASCII letters only: the same rule as OwnerId.normalized, which every
             // write and query since uses.
-            try db.execute(sql: "UPDATE assets SET ownerId = lower(ownerId) WHERE ownerId <> lower(ownerId)")
+            // Assets are unique by (owner id, checksum): of assets whose owner ids differ only in
+            // case and that share a checksum, one takes the lower-cased id (one that has it
+            // already, else the most recently updated, else the later inserted); the others keep
+            // theirs. Lower-casing them all failed the step for good, and every open with it.
+            try db.execute(
+                sql: """
+                    UPDATE assets SET ownerId = lower(ownerId)
+                    WHERE ownerId <> lower(ownerId) AND NOT EXISTS (
+                        SELECT 1 FROM assets o
+                        WHERE o.checksum = assets.checksum AND lower(o.ownerId) = lower(assets.ownerId) AND o.id <> assets.id
+                            AND (o.ownerId = lower(o.ownerId) OR o.updatedAt > assets.updatedAt
+                                OR (o.updatedAt = assets.updatedAt AND o.id > assets.id)))
+                    """)
+            let kept = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM assets WHERE ownerId <> lower(ownerId)") ?? 0
+            if kept > 0 {
+                Logger(label: "coffer.database").warning(
+                    "data migration 2: \(kept) assets keep an owner id that is not lower-cased: another asset of the same owner has their checksum"
+                )
+            }
             try db.execute(sql: "UPDATE albums SET ownerId = lower(ownerId) WHERE ownerId <> lower(ownerId)")
         },
         DataMigration(version: 3, name: "album-date-range") { db in

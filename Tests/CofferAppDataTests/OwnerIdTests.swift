@@ -90,4 +90,38 @@ struct OwnerIdTests {
         try app.context.assets.putBlocking(asset(2, owner: "OWNER-x"))
         #expect(Set(try app.context.assets.allForOwnerBlocking("owner-X").compactMap(\.remoteId)) == ["old", "r2"])
     }
+
+    @Test("migration 2 completes when owner ids that differ only in case share a checksum: one row per group takes the lower-cased id")
+    func migrationCaseCollision() throws {
+        let url = appFolder().appendingPathComponent("app.sqlite")
+        let old = try AppDatabase.openBlocking(at: url, schemaUpTo: "app-v2")
+        let rows: [(remote: String, owner: String, checksum: String, updated: String)] = [
+            ("a", "Owner-X", "c1", "2020-01-01 00:00:00.000"), // older: keeps its id
+            ("b", "OWNER-X", "c1", "2021-01-01 00:00:00.000"), // most recently updated: lower-cased
+            ("c", "owner-z", "c3", "2020-01-01 00:00:00.000"), // already lower-cased: stays
+            ("d", "Owner-Z", "c3", "2022-01-01 00:00:00.000"), // keeps its id (c has the lower one)
+            ("e", "Owner-Y", "c2", "2020-01-01 00:00:00.000"), // no collision: lower-cased
+        ]
+        try old.pool.write { db in
+            for row in rows {
+                try db.execute(
+                    sql: """
+                        INSERT INTO assets(remoteId, localId, ownerId, checksum, fileName, type, fileCreatedAt, fileModifiedAt, updatedAt)
+                        VALUES (?, NULL, ?, ?, 'f.jpg', 'image', '2020-01-01 00:00:00.000', '2020-01-01 00:00:00.000', ?)
+                        """, arguments: [row.remote, row.owner, row.checksum, row.updated])
+            }
+        }
+        try old.close()
+        let app = try AppDatabase.openBlocking(at: url)
+        defer { try? app.close() }
+        let owners = try app.pool.read { db in
+            try Dictionary(
+                uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT remoteId, ownerId FROM assets").map {
+                    ($0[0] as String, $0[1] as String)
+                })
+        }
+        #expect(owners == ["a": "Owner-X", "b": "owner-x", "c": "owner-z", "d": "Owner-Z", "e": "owner-y"])
+        let version = try app.pool.read { db in try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version'") }
+        #expect(version == AppDatabase.dataMigrations.map(\.version).max())
+    }
 }
