@@ -176,9 +176,17 @@ extension MediaCache {
         let anchor = folder.appendingPathComponent(Self.anchorName)
         let fm = FileManager.default
         // No anchor, or one written under another key (or by a release that wrote plaintext).
-        let fresh = !anchorMatches(anchor.path)
+        let fresh = Self.isLink(anchor.path) || !anchorMatches(anchor.path)
         for kind in MediaKind.allCases {
             let dir = kindFolder(kind)
+            // A kind folder is the cache's own: a symbolic link there (to a folder elsewhere,
+            // whose files the index would delete and whose mode it would change) is removed, never
+            // followed, and a real folder made in its place.
+            if Self.isLink(dir.path), unlink(dir.path) != 0, errno != ENOENT {
+                throw .storage(
+                    "cannot prepare \(folder.path): cannot remove the link \(dir.path): \(Self.errnoText())",
+                    cause: StorageCause(errno: errno))
+            }
             // Without our anchor, whatever is left is not ours to trust (nor readable): start empty.
             if fresh, fm.fileExists(atPath: dir.path) {
                 do { try fm.removeItem(at: dir) } catch {
@@ -193,7 +201,9 @@ extension MediaCache {
             Self.protectFolder(owned)
         }
         if fresh {
-            let fd = open(anchor.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            // Never written through a link: the anchor is the cache's own file.
+            if Self.isLink(anchor.path) { unlink(anchor.path) }
+            let fd = open(anchor.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0o600)
             guard fd >= 0 else {
                 throw .storage(
                     "cannot prepare \(folder.path): cannot create \(anchor.path): \(Self.errnoText())", cause: StorageCause(errno: errno))
@@ -214,10 +224,12 @@ extension MediaCache {
     func isPrepared() -> Bool {
         let anchor = folder.appendingPathComponent(Self.anchorName).path
         var info = stat()
-        guard stat(anchor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, anchorMatches(anchor) else { return false }
+        // lstat: a symbolic link at the anchor or at a kind folder is not prepared (prepareFolder
+        // replaces it).
+        guard lstat(anchor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, anchorMatches(anchor) else { return false }
         for kind in MediaKind.allCases {
             var dir = stat()
-            guard stat(kindFolder(kind).path, &dir) == 0, (dir.st_mode & S_IFMT) == S_IFDIR else { return false }
+            guard lstat(kindFolder(kind).path, &dir) == 0, (dir.st_mode & S_IFMT) == S_IFDIR else { return false }
         }
         for owned in [folder] + MediaKind.allCases.map(kindFolder) { Self.restrictToOwner(owned.path) }
         Self.restrictToOwner(anchor, mode: info.st_mode)
@@ -245,6 +257,12 @@ extension MediaCache {
     }
 
     static func errnoText() -> String { String(cString: strerror(errno)) }
+
+    /// Whether `path` is a symbolic link (dangling or not).
+    static func isLink(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK
+    }
 
     /// Indexes the files on disk, oldest access first (so recency survives a restart). Only names
     /// and file times are read; contents are checked when an entry is read.

@@ -366,3 +366,49 @@ struct MediaCacheUncachableTests {
         await #expect(cache.data(for: .preview("big")) == nil)
     }
 }
+
+@Suite("Media cache: links in its folder")
+struct MediaCacheLinkTests {
+    /// A folder outside the cache holding a stranger's file, mode 0755.
+    func outside() throws -> URL {
+        let dir = TemporaryFolders.path("coffer-outside")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try Data("not the cache's".utf8).write(to: dir.appendingPathComponent("stranger.txt"))
+        chmod(dir.path, 0o755)
+        return dir
+    }
+
+    @Test("a symbolic link at a kind folder is replaced by a real folder: the target's files and mode are untouched")
+    func linkedKindFolderReplaced() throws {
+        let folder = cacheFolder()
+        do { _ = try MediaCache(folder: folder) }
+        let target = try outside()
+        let kind = folder.appendingPathComponent(MediaKind.thumbnail.rawValue)
+        try FileManager.default.removeItem(at: kind)
+        try FileManager.default.createSymbolicLink(at: kind, withDestinationURL: target)
+        let cache = try MediaCache(folder: folder)
+        try cache.storeBlocking(bytes(9), for: .thumbnail("t1"))
+        _ = cache.statisticsBlocking()
+        #expect(FileManager.default.fileExists(atPath: target.appendingPathComponent("stranger.txt").path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: target.path) == ["stranger.txt"])
+        #expect((try FileManager.default.attributesOfItem(atPath: target.path)[.posixPermissions] as? Int) == 0o755)
+        let kindType = try FileManager.default.attributesOfItem(atPath: kind.path)[.type] as? FileAttributeType
+        #expect(kindType == .typeDirectory)
+        #expect(cache.dataBlocking(for: .thumbnail("t1")) == bytes(9))
+    }
+
+    @Test("a symbolic link at the anchor is removed, never written through")
+    func linkedAnchorNotWritten() throws {
+        let folder = cacheFolder()
+        do { _ = try MediaCache(folder: folder) }
+        let target = try outside().appendingPathComponent("stranger.txt")
+        let anchorURL = folder.appendingPathComponent(".coffer-cache-anchor")
+        #expect(FileManager.default.fileExists(atPath: anchorURL.path), "the cache's anchor has another name")
+        try FileManager.default.removeItem(at: anchorURL)
+        try FileManager.default.createSymbolicLink(at: anchorURL, withDestinationURL: target)
+        _ = try MediaCache(folder: folder)
+        #expect(try Data(contentsOf: target) == Data("not the cache's".utf8))
+        let anchorType = try FileManager.default.attributesOfItem(atPath: anchorURL.path)[.type] as? FileAttributeType
+        #expect(anchorType == .typeRegular)
+    }
+}
