@@ -186,10 +186,10 @@ package enum DurableFile {
         do { try OwnerOnlyFiles.prepareDatabase(url) } catch { throw FileOperationError(error.message, cause: StorageCause(error)) }
     }
 
-    /// Refuses a symbolic link (dangling or not) at a database's path or its `-wal`, `-shm` or
-    /// `-journal` path (see ``OwnerOnlyFiles/refuseSymbolicLinks(_:)``).
-    package static func refuseSymbolicLinks(_ url: URL) throws(FileOperationError) {
-        do { try OwnerOnlyFiles.refuseSymbolicLinks(url) } catch { throw FileOperationError(error.message, cause: StorageCause(error)) }
+    /// Refuses anything but a regular file (a symbolic link, a FIFO, a folder) at a database's path
+    /// or its `-wal`, `-shm` or `-journal` path (see ``OwnerOnlyFiles/refuseNonRegularFiles(_:)``).
+    package static func refuseNonRegularFiles(_ url: URL) throws(FileOperationError) {
+        do { try OwnerOnlyFiles.refuseNonRegularFiles(url) } catch { throw FileOperationError(error.message, cause: StorageCause(error)) }
     }
 
     /// Flushes a folder's entries (renames and unlinks in it) to disk.

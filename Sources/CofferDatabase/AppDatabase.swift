@@ -268,7 +268,7 @@ public final class AppDatabase: Sendable {
     ) throws -> AppDatabase {
         let migrator = migrator(appMigrations: appMigrations)
         let target = dataMigrations.map(\.version).max() ?? 0
-        do { try OwnerOnlyFiles.refuseSymbolicLinks(url) } catch {
+        do { try OwnerOnlyFiles.refuseNonRegularFiles(url) } catch {
             throw DatabaseStoreError.storage(error.message, cause: StorageCause(error))
         }
         let existed = FileManager.default.fileExists(atPath: url.path)

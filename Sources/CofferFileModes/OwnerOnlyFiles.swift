@@ -84,7 +84,7 @@ package enum OwnerOnlyFiles {
     /// mode 0600 when it is missing (SQLite then gives its `-wal`, `-shm` and `-journal` files
     /// the same mode), and restricts an existing file and those companions to their owner.
     package static func prepareDatabase(_ url: URL) throws(FileModeError) {
-        try refuseSymbolicLinks(url)
+        try refuseNonRegularFiles(url)
         let fd = open(url.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
         if fd >= 0 {
             defer { close(fd) }
@@ -99,17 +99,32 @@ package enum OwnerOnlyFiles {
         }
     }
 
-    /// Refuses a symbolic link — dangling or not — at an SQLite database's path or at the path of
-    /// its `-wal`, `-shm` or `-journal` file: SQLite would follow it and write the database, or
-    /// its companions (with the umask's mode), wherever it points.
-    package static func refuseSymbolicLinks(_ url: URL) throws(FileModeError) {
+    /// Refuses anything but a regular file at an SQLite database's path or at the path of its
+    /// `-wal`, `-shm` or `-journal` file. A symbolic link (dangling or not): SQLite would follow it
+    /// and write the database, or its companions (with the umask's mode), wherever it points. A
+    /// FIFO: opening it waits for a writer, so the open never returned. A folder, a socket or a
+    /// device: SQLite fails on it with a message that does not name it.
+    package static func refuseNonRegularFiles(_ url: URL) throws(FileModeError) {
         for suffix in ["", "-wal", "-shm", "-journal"] {
             let path = url.path + suffix
             var info = stat()
             guard lstat(path, &info) == 0 else { continue }
-            if info.st_mode & mode_t(S_IFMT) == mode_t(S_IFLNK) {
+            let type = info.st_mode & mode_t(S_IFMT)
+            if type == mode_t(S_IFLNK) {
                 throw FileModeError(
                     "\(path) is a symbolic link; Coffer opens a database only at its own path, never through a link. Move the file itself there, or remove the link"
+                )
+            }
+            guard type == mode_t(S_IFREG) else {
+                let kind =
+                    switch type {
+                    case mode_t(S_IFDIR): "a folder"
+                    case mode_t(S_IFIFO): "a FIFO"
+                    case mode_t(S_IFSOCK): "a socket"
+                    default: "a device"
+                    }
+                throw FileModeError(
+                    "\(path) is not a regular file (it is \(kind)); Coffer keeps a database only in a regular file. Move it away, or give another store folder"
                 )
             }
         }

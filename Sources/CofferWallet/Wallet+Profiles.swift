@@ -56,7 +56,7 @@ extension Wallet {
                 from: backupURL, passphrase: passphrase, into: walletURL, key: key, configuration: configuration, progress: progress)
         }
         let path = walletURL.path
-        do { try DurableFile.refuseSymbolicLinks(walletURL) } catch {
+        do { try DurableFile.refuseNonRegularFiles(walletURL) } catch {
             throw WalletError.storage(error.message, cause: StorageCause(error))
         }
         let backup = try openBackup(backupURL, passphrase: passphrase)

@@ -87,7 +87,7 @@ extension Wallet {
     public static func createProvisioned(at url: URL, key: WalletKey, configuration: Configuration = Configuration()) async throws
         -> Wallet
     {
-        do { try DurableFile.refuseSymbolicLinks(url) } catch { throw WalletError.storage(error.message, cause: StorageCause(error)) }
+        do { try DurableFile.refuseNonRegularFiles(url) } catch { throw WalletError.storage(error.message, cause: StorageCause(error)) }
         if FileManager.default.fileExists(atPath: url.path) { throw WalletError.walletExists(path: url.path) }
         let lock = try await creationLock(for: url)
         defer { lock.release() }

@@ -157,7 +157,7 @@ public final class Wallet: Sendable {
         try ProfileCatalogue.validate(profile)
         if profile == ProfileCatalogue.defaultName { return try await create(at: url, key: key, configuration: configuration) }
         let path = url.path
-        do { try DurableFile.refuseSymbolicLinks(url) } catch { throw WalletError.storage(error.message) }
+        do { try DurableFile.refuseNonRegularFiles(url) } catch { throw WalletError.storage(error.message) }
         let (storeKey, kdf) = try makeStoreKey(key, parameters: configuration.passphraseParameters)
         let lock = try await creationLock(for: url)
         defer { lock.release() }
@@ -247,7 +247,7 @@ public final class Wallet: Sendable {
         at url: URL, key: WalletKey, configuration: Configuration, schemaUpTo: String?, locking: Bool = true
     ) async throws -> Wallet {
         let path = url.path
-        do { try DurableFile.refuseSymbolicLinks(url) } catch { throw WalletError.storage(error.message, cause: StorageCause(error)) }
+        do { try DurableFile.refuseNonRegularFiles(url) } catch { throw WalletError.storage(error.message, cause: StorageCause(error)) }
         // Whatever is at the path — a wallet, an empty file, another database — stays as it is,
         // but for a store without a default profile, which gets it (see canTakeDefaultProfile).
         func refuseExisting() throws {
@@ -347,7 +347,7 @@ public final class Wallet: Sendable {
     /// ``open(at:key:profile:configuration:)``'s work.
     private static func open(at url: URL, key: WalletKey, configuration: Configuration, profile: String) async throws -> Wallet {
         let path = url.path
-        do { try DurableFile.refuseSymbolicLinks(url) } catch { throw WalletError.storage(error.message, cause: StorageCause(error)) }
+        do { try DurableFile.refuseNonRegularFiles(url) } catch { throw WalletError.storage(error.message, cause: StorageCause(error)) }
         // What a restore killed part-way left, also when that left no wallet (see the function).
         sweepInterruptedRestore(of: url)
         guard FileManager.default.fileExists(atPath: path) else { throw WalletError.walletMissing(path: path) }

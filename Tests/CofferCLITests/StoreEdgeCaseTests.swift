@@ -112,6 +112,30 @@ struct StoreEdgeCaseTests {
         #expect(r.status == 6 && r.stderr.contains(folder), "\(r.status) \(r.stderr)")
     }
 
+    @Test("a FIFO or a folder at a database's path is refused at once (exit 6, naming it); a FIFO made the open wait forever")
+    func databaseSpecialFiles() async throws {
+        let store = try await CLI.newStore()
+        #expect(try await CLI.run(["settings", "set", "tilesPerRow", "3"], store: store).status == 0)
+        let app = store.appendingPathComponent("app.sqlite")
+        let wallet = store.appendingPathComponent("wallet.sqlite")
+        try FileManager.default.moveItem(at: app, to: store.appendingPathComponent("app.saved"))
+        try FileManager.default.moveItem(at: wallet, to: store.appendingPathComponent("wallet.saved"))
+        #expect(mkfifo(app.path, 0o600) == 0 && mkfifo(wallet.path, 0o600) == 0)
+        // Bounded: without the check these runs never end.
+        let settings = try await runCoffer(["--store", store.path, "settings", "get", "tilesPerRow"], within: .seconds(60))
+        #expect(settings.status == 6 && settings.stderr.contains("app.sqlite is not a regular file (it is a FIFO)"), "\(settings.stderr)")
+        let count = try await runCoffer(
+            ["--store", store.path, "--raw-key-env", "COFFER_TEST_KEY", "wallet", "count", "t"], environment: ["COFFER_TEST_KEY": CLI.key],
+            within: .seconds(60))
+        #expect(count.status == 6 && count.stderr.contains("wallet.sqlite is not a regular file (it is a FIFO)"), "\(count.stderr)")
+        // A folder where the WAL goes.
+        try FileManager.default.removeItem(at: app)
+        try FileManager.default.moveItem(at: store.appendingPathComponent("app.saved"), to: app)
+        try FileManager.default.createDirectory(at: store.appendingPathComponent("app.sqlite-wal"), withIntermediateDirectories: false)
+        let folder = try await CLI.run(["settings", "get", "tilesPerRow"], store: store)
+        #expect(folder.status == 6 && folder.stderr.contains("app.sqlite-wal is not a regular file (it is a folder)"), "\(folder.stderr)")
+    }
+
     @Test("symbolic links at app.sqlite and wallet.sqlite, dangling or not, are refused and nothing is written through them")
     func databaseSymlinks() async throws {
         for dangling in [true, false] {
