@@ -64,7 +64,7 @@ extension Wallet {
         let (storeKey, kdf) = try makeStoreKey(key, parameters: configuration.passphraseParameters)
         let lock = try await creationLock(for: walletURL)
         defer { lock.release() }
-        let madeFile = !FileManager.default.fileExists(atPath: path)
+        let madeFile = !walletFileExists(path)
         if madeFile {
             removeWalletFiles(at: restoringURL(for: walletURL))
         } else {

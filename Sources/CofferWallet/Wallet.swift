@@ -161,7 +161,7 @@ public final class Wallet: Sendable {
         let (storeKey, kdf) = try makeStoreKey(key, parameters: configuration.passphraseParameters)
         let lock = try await creationLock(for: url)
         defer { lock.release() }
-        if FileManager.default.fileExists(atPath: path) {
+        if walletFileExists(path) {
             try checkIsWallet(path: path)
         } else {
             removeWalletFiles(at: restoringURL(for: url))
@@ -204,7 +204,7 @@ public final class Wallet: Sendable {
     ///   ``WalletError/corrupted(_:)`` when the file is not one.
     public static func profiles(at url: URL) async throws -> [String] {
         let path = url.path
-        guard FileManager.default.fileExists(atPath: path) else { throw WalletError.walletMissing(path: path) }
+        guard walletFileExists(path) else { throw WalletError.walletMissing(path: path) }
         try checkIsWallet(path: path)
         let opened = try openPool(path: path)
         defer { closePool(opened) }
@@ -227,7 +227,7 @@ public final class Wallet: Sendable {
                 "the default profile cannot be removed (it holds the store's record of applied migrations); delete the store file to remove the store"
             )
         }
-        guard FileManager.default.fileExists(atPath: path) else { throw WalletError.walletMissing(path: path) }
+        guard walletFileExists(path) else { throw WalletError.walletMissing(path: path) }
         try checkIsWallet(path: path)
         let opened = try openPool(path: path)
         defer { closePool(opened) }
@@ -251,7 +251,7 @@ public final class Wallet: Sendable {
         // Whatever is at the path — a wallet, an empty file, another database — stays as it is,
         // but for a store without a default profile, which gets it (see canTakeDefaultProfile).
         func refuseExisting() throws {
-            if FileManager.default.fileExists(atPath: path), !canTakeDefaultProfile(path: path) {
+            if walletFileExists(path), !canTakeDefaultProfile(path: path) {
                 throw WalletError.walletExists(path: path)
             }
         }
@@ -350,7 +350,7 @@ public final class Wallet: Sendable {
         do { try DurableFile.refuseNonRegularFiles(url) } catch { throw WalletError.storage(error.message, cause: StorageCause(error)) }
         // What a restore killed part-way left, also when that left no wallet (see the function).
         sweepInterruptedRestore(of: url)
-        guard FileManager.default.fileExists(atPath: path) else { throw WalletError.walletMissing(path: path) }
+        guard walletFileExists(path) else { throw WalletError.walletMissing(path: path) }
         if case .raw(let data) = key, data.count != 32 {
             throw WalletError.invalidInput("a raw key must be 32 bytes, got \(data.count)")
         }
@@ -498,6 +498,21 @@ public final class Wallet: Sendable {
     /// does not start with SQLite's header (empty, truncated, garbage) or an SQLite database not
     /// in WAL mode. The file is left exactly as it was. (A WAL-mode database without the
     /// wallet's table is refused after opening, as `corrupted` too.)
+    /// Whether there is a wallet file at `path` to open or to keep. False when there is none, and
+    /// for an empty regular file (0 bytes) without WAL frames: what a create killed before its
+    /// first write leaves (it makes the file, owner-only, before SQLite writes a page). SQLite
+    /// reads such a file as a database without tables: a create makes the wallet in it, and an
+    /// open finds no wallet there (``WalletError/walletMissing(path:)``), where it said "not a
+    /// Coffer wallet" and a create said "a wallet already exists".
+    static func walletFileExists(_ path: String) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return false }
+        guard info.st_size == 0, info.st_mode & S_IFMT == S_IFREG else { return true }
+        var wal = stat()
+        // A WAL of 32 bytes or less holds no frames (see SQLiteFootprint.placeWALPlaceholder).
+        return lstat(path + "-wal", &wal) == 0 && wal.st_size > 32
+    }
+
     static func checkIsWallet(path: String) throws(WalletError) {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw .storage("cannot read the wallet file at \(path)", cause: StorageCause(errno: errno))
@@ -674,6 +689,7 @@ public final class Wallet: Sendable {
         do { try DurableFile.prepareOwnerOnlyDatabase(URL(fileURLWithPath: path)) } catch {
             throw WalletError.storage(error.message, cause: StorageCause(error))
         }
+        TestPause.at("wallet-file-made") // debug builds only: lets tests kill a create whose file is still empty
         do {
             var poolConfiguration = Schema.configuration(label: "coffer.wallet")
             if let profile { poolConfiguration.prepareDatabase { profile.install(on: $0) } }
