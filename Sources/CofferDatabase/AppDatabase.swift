@@ -219,6 +219,11 @@ public final class AppDatabase: Sendable {
                     UPDATE coffer_settings SET value = 'Default' WHERE name = 'primaryColor' AND kind = 'string' AND value = 'default';
                     """)
         },
+        DataMigration(version: 5, name: "settings-names-nfc") { db in
+            // Settings names are stored in Unicode form C: two spellings of one name were two
+            // rows, and whichever loaded last won at the next launch.
+            _ = try Settings.normalizeStoredNames(db)
+        },
     ]
 
     /// Configuration: WAL, `synchronous=FULL` (a write returns after it is on disk), foreign keys.

@@ -396,8 +396,45 @@ public final class Settings: Sendable {
         }
     }
 
-    /// Writes (or, for nil, deletes) one setting in `db`'s transaction.
+    /// `name` as it is stored: in Unicode normalization form C. Swift compares strings by canonical
+    /// equivalence (memory holds one "café" whichever way it was written) but SQLite compares
+    /// bytes, so two spellings made two rows, and a write of one was undone at the next launch
+    /// by the other. ASCII (every catalogue name) is already in form C.
+    package static func storedName(_ name: String) -> String {
+        name.utf8.allSatisfy { $0 < 0x80 } ? name : name.precomposedStringWithCanonicalMapping
+    }
+
+    /// Renames settings rows whose name is not in form C (written before names were normalized):
+    /// of the rows that spell one name, the most recently updated keeps its value under the
+    /// name's form C and the others are deleted. Returns how many rows changed.
+    package static func normalizeStoredNames(_ db: Database) throws -> Int {
+        // A name that is not text (it cannot be a setting's) is left alone.
+        let rows = try Row.fetchAll(db, sql: "SELECT name, updated_at FROM coffer_settings WHERE typeof(name) = 'text'")
+        let byName = Dictionary(grouping: rows.map { (name: $0[0] as String, updated: $0[1] as Int64? ?? 0) }) {
+            storedName($0.name)
+        }
+        var changed = 0
+        for (normalized, spellings) in byName {
+            let isNormalized = { (name: String) in name.utf8.elementsEqual(normalized.utf8) }
+            guard spellings.contains(where: { !isNormalized($0.name) }) else { continue }
+            // The newest wins; on a tie the one already in form C.
+            let ranked = spellings.sorted { ($0.updated, isNormalized($0.name) ? 1 : 0) > ($1.updated, isNormalized($1.name) ? 1 : 0) }
+            for loser in ranked.dropFirst() {
+                try db.execute(sql: "DELETE FROM coffer_settings WHERE name = ?", arguments: [loser.name])
+                changed += 1
+            }
+            if !isNormalized(ranked[0].name) {
+                try db.execute(sql: "UPDATE coffer_settings SET name = ? WHERE name = ?", arguments: [normalized, ranked[0].name])
+                changed += 1
+            }
+        }
+        return changed
+    }
+
+    /// Writes (or, for nil, deletes) one setting in `db`'s transaction, under its name's form C
+    /// (see ``storedName(_:)``).
     static func commit(_ db: Database, _ name: String, _ stored: StoredSetting?) throws {
+        let name = storedName(name)
         if let stored {
             try db.cachedStatement(
                 sql: """

@@ -139,7 +139,7 @@ struct MigrationTests {
     func migratesV1() throws {
         let url = try v1File()
         let app = try AppDatabase.openBlocking(at: url)
-        #expect(app.settings.get(SettingsCatalog.version) == 4)
+        #expect(app.settings.get(SettingsCatalog.version) == 5)
         #expect(app.settings.rawValue("accessToken") == nil)
         #expect(try app.context.assets.allForOwnerBlocking("owner-a").count == 100)
         let album = try app.context.albums.findByRemoteIdBlocking("al")
@@ -156,7 +156,7 @@ struct MigrationTests {
         try queue.write { db in try db.execute(sql: "UPDATE coffer_settings SET value = 0 WHERE name = 'version'") }
         try queue.close()
         let app = try AppDatabase.openBlocking(at: url)
-        #expect(app.settings.get(SettingsCatalog.version) == 4)
+        #expect(app.settings.get(SettingsCatalog.version) == 5)
         #expect(try app.context.assets.countBlocking() == 200)
     }
 
@@ -179,7 +179,7 @@ struct MigrationTests {
         let queue = try DatabaseQueue(path: url.path)
         try queue.write { db in try db.execute(sql: "UPDATE coffer_settings SET value = 42 WHERE name = 'version'") }
         try queue.close()
-        #expect(throws: DatabaseStoreError.newerVersion("data version 42, this app knows up to 4")) {
+        #expect(throws: DatabaseStoreError.newerVersion("data version 42, this app knows up to 5")) {
             _ = try AppDatabase.openBlocking(at: url)
         }
     }
@@ -210,7 +210,7 @@ struct MigrationTests {
     @Test("a fresh install records the newest data version without running the steps")
     func freshInstall() throws {
         let app = try openApp()
-        #expect(app.settings.get(SettingsCatalog.version) == 4)
+        #expect(app.settings.get(SettingsCatalog.version) == 5)
     }
 }
 
@@ -252,7 +252,7 @@ struct FixtureTests {
         let copy = appFolder().appendingPathComponent("app.sqlite")
         try FileManager.default.copyItem(at: Self.fixture, to: copy)
         let app = try AppDatabase.openBlocking(at: copy)
-        #expect(app.settings.get(SettingsCatalog.version) == 4)
+        #expect(app.settings.get(SettingsCatalog.version) == 5)
         #expect(app.settings.get(SettingsCatalog.tilesPerRow) == 5)
         #expect(app.settings.rawValue("accessToken") == nil)
         #expect(try app.context.assets.allForOwnerBlocking("owner-a").count == 20)

@@ -98,7 +98,7 @@ struct SeedCompletenessTests {
         }
         try old.close()
         let app = try AppDatabase.openBlocking(at: url)
-        #expect(app.settings.get(SettingsCatalog.version) == 4)
+        #expect(app.settings.get(SettingsCatalog.version) == 5)
         #expect(app.settings.get(SettingsCatalog.backupFailedSince) == Date(timeIntervalSince1970: 1_700_000_000))
         #expect(app.settings.rawValue("primaryColor")?.value == "Default".databaseValue)
     }

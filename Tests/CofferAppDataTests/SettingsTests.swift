@@ -100,3 +100,67 @@ struct SettingsTests {
         #expect(SettingsCatalog.all.count == 33)
     }
 }
+
+@Suite("Settings names in Unicode form C")
+struct SettingsNameNormalizationTests {
+    static let composed = "caf\u{E9}" // é as one scalar (form C)
+    static let decomposed = "cafe\u{301}" // e and a combining acute accent (form D)
+
+    func storedRows(_ app: AppDatabase) throws -> [[UInt8]] {
+        try app.pool.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM coffer_settings WHERE name <> 'version'").map { Array($0.utf8) }
+        }
+    }
+
+    @Test("two spellings of one name are one row, stored in form C; the last write wins after a reopen")
+    func oneRowPerName() throws {
+        let folder = appFolder()
+        do {
+            let app = try openApp(folder)
+            defer { try? app.close() }
+            try app.settings.putBlocking(StoreKey(Self.composed, default: 0), 1)
+            try app.settings.putBlocking(StoreKey(Self.decomposed, default: 0), 2)
+            try app.settings.putBlocking(StoreKey(Self.composed, default: 0), 3)
+            #expect(try storedRows(app) == [Array(Self.composed.utf8)])
+        }
+        let reopened = try openApp(folder)
+        defer { try? reopened.close() }
+        #expect(reopened.settings.get(StoreKey(Self.decomposed, default: 0)) == 3)
+    }
+
+    @Test("deleting by either spelling removes the value")
+    func deleteEitherSpelling() throws {
+        let folder = appFolder()
+        let app = try openApp(folder)
+        try app.settings.putBlocking(StoreKey(Self.composed, default: 0), 1)
+        try app.settings.deleteRaw(Self.decomposed)
+        #expect(try storedRows(app).isEmpty)
+        try app.close()
+        let reopened = try openApp(folder)
+        defer { try? reopened.close() }
+        #expect(reopened.settings.tryGet(StoreKey(Self.composed, default: 0)) == nil)
+    }
+
+    @Test("data migration 5 keeps the newest of a name's legacy spellings, under form C")
+    func migrationKeepsNewest() throws {
+        let folder = appFolder()
+        let url = folder.appendingPathComponent("app.sqlite")
+        do {
+            let app = try openApp(folder)
+            // As an older release wrote them: each spelling its own row; the decomposed one newer.
+            try app.pool.write { db in
+                try db.execute(
+                    sql: """
+                        INSERT INTO coffer_settings(name, kind, value, updated_at) VALUES (?, 'int', 1, 1000), (?, 'int', 2, 2000);
+                        UPDATE coffer_settings SET value = 4 WHERE name = 'version'
+                        """, arguments: [Self.composed, Self.decomposed])
+            }
+            try app.close()
+        }
+        let app = try AppDatabase.openBlocking(at: url)
+        defer { try? app.close() }
+        #expect(try storedRows(app) == [Array(Self.composed.utf8)])
+        #expect(app.settings.get(StoreKey(Self.composed, default: 0)) == 2)
+        #expect(try app.pool.read { db in try Int.fetchOne(db, sql: "SELECT value FROM coffer_settings WHERE name = 'version'") } == 5)
+    }
+}
