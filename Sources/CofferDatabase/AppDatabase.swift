@@ -185,11 +185,13 @@ public final class AppDatabase: Sendable {
             try db.execute(
                 sql: """
                     UPDATE assets SET ownerId = lower(ownerId)
-                    WHERE ownerId <> lower(ownerId) AND NOT EXISTS (
-                        SELECT 1 FROM assets o
-                        WHERE o.checksum = assets.checksum AND lower(o.ownerId) = lower(assets.ownerId) AND o.id <> assets.id
-                            AND (o.ownerId = lower(o.ownerId) OR o.updatedAt > assets.updatedAt
-                                OR (o.updatedAt = assets.updatedAt AND o.id > assets.id)))
+                    WHERE id IN (
+                        SELECT id FROM (
+                            SELECT id, ownerId, row_number() OVER (
+                                PARTITION BY lower(ownerId), checksum
+                                ORDER BY ownerId = lower(ownerId) DESC, updatedAt DESC, id DESC) AS rank
+                            FROM assets)
+                        WHERE rank = 1 AND ownerId <> lower(ownerId))
                     """)
             let kept = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM assets WHERE ownerId <> lower(ownerId)") ?? 0
             if kept > 0 {

@@ -394,7 +394,7 @@ struct AppDataCLITests {
         }
         #expect(killedWhileRunning > 0, "no run was still migrating when killed")
         let app = try AppDatabase.openBlocking(at: url)
-        #expect(app.settings.get(SettingsCatalog.version) == 4)
+        #expect(app.settings.get(SettingsCatalog.version) == 5)
         #expect(try app.context.assets.countBlocking() == rows)
         #expect(try app.context.assets.allForOwnerBlocking("owner-7").count == rows / 100)
         // Every stored owner id is lower-cased (queries normalise their argument, so read the rows).
