@@ -273,8 +273,10 @@ extension MediaCache {
             for name in (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [] {
                 let path = dir.appendingPathComponent(name).path
                 var info = stat()
-                guard let key = DiskKey(kind, fileName: name), stat(path, &info) == 0, info.st_size >= Self.minimumFileSize,
-                    let deadline = Self.readDeadline(path, kind: kind)
+                // lstat: an entry is a regular file; a link (to a file elsewhere, whose mode the
+                // restriction below would change) is a stranger, removed without being followed.
+                guard let key = DiskKey(kind, fileName: name), lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+                    info.st_size >= Self.minimumFileSize, let deadline = Self.readDeadline(path, kind: kind)
                 else {
                     unlink(path) // a temporary file of an interrupted write, or a stranger
                     continue
@@ -334,7 +336,7 @@ extension MediaCache {
     /// The deadline in a sealed file's header of `kind`; nil when the header is not one (a
     /// foreign file, or one of an earlier format).
     static func readDeadline(_ path: String, kind: MediaKind) -> UInt64? {
-        let fd = open(path, O_RDONLY)
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { closeDescriptor(fd) }
         var header = [UInt8](repeating: 0, count: headerSize)
@@ -350,11 +352,11 @@ extension MediaCache {
     }
 
     func readFile(_ key: MediaKey, _ diskKey: DiskKey) -> ReadResult {
-        let fd = open(fileURL(diskKey).path, O_RDONLY)
+        let fd = open(fileURL(diskKey).path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else { return errno == ENOENT ? .missing : .damaged }
         defer { closeDescriptor(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0, Int(info.st_size) >= Self.minimumFileSize else { return .damaged }
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int(info.st_size) >= Self.minimumFileSize else { return .damaged }
         var prefix = [UInt8](repeating: 0, count: Self.boxPrefix)
         guard Self.readFully(fd, &prefix, offset: 0), let deadline = Self.deadline(prefix, kind: key.kind) else { return .damaged }
         if deadline != 0, deadline <= nowMillis() { return .expired }

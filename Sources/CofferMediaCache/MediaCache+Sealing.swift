@@ -185,7 +185,7 @@ extension MediaCache {
     /// Whether the anchor file at `path` was written for this cache's key (any sealed cache's,
     /// when the key is ephemeral).
     func anchorMatches(_ path: String) -> Bool {
-        let fd = open(path, O_RDONLY)
+        let fd = open(path, O_RDONLY | O_NOFOLLOW)
         guard fd >= 0 else { return false }
         defer { closeDescriptor(fd) }
         var buffer = [UInt8](repeating: 0, count: 128)

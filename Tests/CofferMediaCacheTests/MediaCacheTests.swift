@@ -397,6 +397,29 @@ struct MediaCacheLinkTests {
         #expect(cache.dataBlocking(for: .thumbnail("t1")) == bytes(9))
     }
 
+    @Test("a symbolic link in place of an entry is removed when the index is built: its target keeps its mode and bytes")
+    func linkedEntryRemoved() throws {
+        let folder = cacheFolder()
+        do {
+            let cache = try MediaCache(folder: folder)
+            try cache.storeBlocking(bytes(5), for: .preview("p1"))
+        }
+        let entry = try #require(files(folder, .preview).first, "no entry written")
+        // A copy of the entry elsewhere, readable by others, then a link to it in the entry's place.
+        let target = try outside().appendingPathComponent("copy")
+        try FileManager.default.copyItem(at: entry, to: target)
+        #expect(chmod(target.path, 0o644) == 0)
+        let original = try Data(contentsOf: target)
+        try FileManager.default.removeItem(at: entry)
+        try FileManager.default.createSymbolicLink(at: entry, withDestinationURL: target)
+        let cache = try MediaCache(folder: folder)
+        #expect(cache.statisticsBlocking().kinds[.preview]?.diskEntries == 0)
+        #expect(cache.dataBlocking(for: .preview("p1")) == nil)
+        #expect((try FileManager.default.attributesOfItem(atPath: target.path)[.posixPermissions] as? Int) == 0o644)
+        #expect(try Data(contentsOf: target) == original)
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: entry.path)) == nil)
+    }
+
     @Test("a symbolic link at the anchor is removed, never written through")
     func linkedAnchorNotWritten() throws {
         let folder = cacheFolder()
