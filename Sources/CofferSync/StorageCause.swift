@@ -71,6 +71,10 @@ public struct StorageCause: Sendable, Hashable, CustomStringConvertible {
         posix == .EACCES || posix == .EPERM || posix == .EROFS || [3, 8, 23].contains(sqlitePrimaryCode ?? 0)
     }
 
+    /// The file is damaged or is not a database: `SQLITE_CORRUPT`, `SQLITE_NOTADB`. Nothing to
+    /// retry: restore a backup, or remove the file to start over.
+    public var isDamaged: Bool { [11, 26].contains(sqlitePrimaryCode ?? 0) }
+
     /// Something on the path is missing: `ENOENT`, `ENOTDIR`.
     public var isNotFound: Bool { posix == .ENOENT || posix == .ENOTDIR }
 

@@ -327,7 +327,7 @@ struct CofferCommand: AsyncParsableCommand {
         } catch let error as SettingsCLIError {
             fail(error.description, code: error.exitCode)
         } catch let error as SettingsError {
-            if case .storage = error { fail(error.description, code: 6) }
+            if case .storage(_, let cause) = error { fail(error.description, code: cause?.isDamaged == true ? 5 : 6) }
             if error == .closed { fail(error.description, code: 6) }
             fail(error.description, code: 2)
         } catch {
@@ -371,7 +371,9 @@ extension ExitCodes {
         case .uniqueViolation: return 3
         case .invalidInput: return 2
         case .newerVersion, .integrityFailed, .unreadableRow: return 5
-        case .storage, .closed: return 6
+        // A damaged file, or one that is not a database, is corrupted, as a wallet's is.
+        case .storage(_, let cause): return cause?.isDamaged == true ? 5 : 6
+        case .closed: return 6
         }
     }
 

@@ -112,6 +112,22 @@ struct StoreEdgeCaseTests {
         #expect(r.status == 6 && r.stderr.contains(folder), "\(r.status) \(r.stderr)")
     }
 
+    @Test("an app.sqlite that is not a database, or whose pages are damaged, is exit 5 (corrupted), not 6")
+    func damagedAppDatabase() async throws {
+        let noise = try await CLI.newStore()
+        try Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7919 &+ 13) }).write(to: noise.appendingPathComponent("app.sqlite"))
+        let notADatabase = try await CLI.run(["settings", "list"], store: noise)
+        #expect(notADatabase.status == 5 && notADatabase.stderr.contains("not a database"), "\(notADatabase.status) \(notADatabase.stderr)")
+        let damaged = try await CLI.newStore()
+        #expect(try await CLI.run(["settings", "set", "tilesPerRow", "3"], store: damaged).status == 0)
+        let file = try FileHandle(forWritingTo: damaged.appendingPathComponent("app.sqlite"))
+        try file.seek(toOffset: 4096 * 2)
+        try file.write(contentsOf: Data(repeating: 0xFF, count: 4096 * 3))
+        try file.close()
+        let malformed = try await CLI.run(["settings", "list"], store: damaged)
+        #expect(malformed.status == 5 && malformed.stderr.contains("malformed"), "\(malformed.status) \(malformed.stderr)")
+    }
+
     @Test("a FIFO or a folder at a database's path is refused at once (exit 6, naming it); a FIFO made the open wait forever")
     func databaseSpecialFiles() async throws {
         let store = try await CLI.newStore()
