@@ -88,7 +88,7 @@ public struct CofferLocations: Sendable, Equatable {
     /// `data` or `caches` (which may be shared folders).
     /// The file a full reset writes before it removes anything and removes last: while it is
     /// there a reset was stopped part-way (a kill, a crash), and the next open finishes it.
-    var resetMarker: URL { data.appendingPathComponent(".coffer-reset-pending") }
+    package var resetMarker: URL { data.appendingPathComponent(".coffer-reset-pending") }
 
     var resetItems: [URL] {
         let names = ["app.sqlite", "wallet.sqlite", ".wallet.sqlite.restoring"]
@@ -249,7 +249,7 @@ public final class CofferContainer: Sendable {
     static func clearEarlierInstall(_ secure: any SecureStorage, locations: CofferLocations) throws {
         let lockPath = locations.data.appendingPathComponent(".sdk.lock").path
         let clear = { () throws(any Error) in
-            guard FileManager.default.fileExists(atPath: locations.wallet.path) else { return try secure.deleteAllBlocking() }
+            guard Wallet.walletFileExists(locations.wallet.path) else { return try secure.deleteAllBlocking() }
             for name in try secure.namesBlocking() where name != CofferSDK.walletKeyItem { try secure.deleteBlocking(name) }
         }
         let failure = { (e: ProcessLockError) -> any Error in ContainerError.storage(e.message, cause: StorageCause(e)) }
@@ -337,7 +337,7 @@ public final class CofferContainer: Sendable {
     public func openWallet(_ key: WalletKey, createIfMissing: Bool = true) async throws -> Wallet {
         try checkOpen()
         try Task.checkCancellation()
-        let exists = FileManager.default.fileExists(atPath: locations.wallet.path)
+        let exists = Wallet.walletFileExists(locations.wallet.path)
         let wallet =
             exists || !createIfMissing
             ? try await Wallet.open(at: locations.wallet, key: key)
@@ -383,7 +383,10 @@ public final class CofferContainer: Sendable {
 
     /// Closes the wallets it opened, the media cache and the app database, ending every settings
     /// stream and collection observation they serve; later calls throw their module's `closed`
-    /// error. Idempotent. Blocks the calling thread briefly while the files close.
+    /// error. Idempotent. Blocks the calling thread briefly while the files close. Settings values
+    /// that `Settings.set` left pending are committed first; a commit that fails (a full disk) is
+    /// logged naming the settings that were not saved. To handle it instead, `await`
+    /// `settings.flush()` before closing: it throws that error.
     public func close() {
         let (opened, tasks, observer, wasClosed) = state.withLock {
             (state) -> ([Wallet], [Task<Void, Never>], Handoff<any NSObjectProtocol>?, Bool) in
@@ -395,7 +398,7 @@ public final class CofferContainer: Sendable {
         tasks.forEach { $0.cancel() }
         for wallet in opened { try? wallet.close() }
         cache.close()
-        try? database.close()
+        do { try database.close() } catch { Self.logger.error("closing the app database: \(error)") }
     }
 
     /// ``resetBlocking()`` off the caller's executor.

@@ -103,7 +103,7 @@ extension CofferContainer {
         }
         defer { held.release() }
         let walletURL = locations.wallet
-        let walletExists = FileManager.default.fileExists(atPath: walletURL.path)
+        let walletExists = Wallet.walletFileExists(walletURL.path)
         var stored = try await sdkKeyStore.load(CofferSDK.walletKeyItem)
         if let data = stored, data.count != 32 {
             throw SecureStorageError.corrupted(

@@ -336,16 +336,23 @@ public final class AppDatabase: Sendable {
         var recordedFirst = !existed
         if lastMigration == nil {
             var dataMigrated = false
-            if !dataMigrations.isEmpty {
-                let ladder = try runLadder(pool, dataMigrations, freshInstall: !existed)
-                recordedFirst = ladder.recordedFirst
-                dataMigrated = ladder.ranSteps
+            do {
+                if !dataMigrations.isEmpty {
+                    let ladder = try runLadder(pool, dataMigrations, freshInstall: !existed)
+                    recordedFirst = ladder.recordedFirst
+                    dataMigrated = ladder.ranSteps
+                }
+                // The seed's last migration step: verify the data. Only after a migration rewrote
+                // the file: both checks read every page (74 ms at 100,000 assets, measured by
+                // `coffer bench launch`), which a launch with nothing to migrate does not pay.
+                // ``checkIntegrity()`` runs them on demand (e.g. in the background).
+                if schemaMigrated || dataMigrated { try check(pool) }
+            } catch let error as DatabaseStoreError {
+                throw error
+            } catch {
+                // SQLite's own error (the file removed meanwhile by a reset in another process).
+                throw DatabaseStoreError.storage("opening \(url.path) failed: \(error)", cause: StorageCause(error))
             }
-            // The seed's last migration step: verify the data. Only after a migration rewrote
-            // the file: both checks read every page (74 ms at 100,000 assets, measured by
-            // `coffer bench launch`), which a launch with nothing to migrate does not pay.
-            // ``checkIntegrity()`` runs them on demand (e.g. in the background).
-            if schemaMigrated || dataMigrated { try check(pool) }
         }
         let settings = try Settings(database: pool)
         return AppDatabase(pool: pool, settings: settings, isFreshInstall: !existed && recordedFirst)

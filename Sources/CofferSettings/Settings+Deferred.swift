@@ -162,7 +162,8 @@ extension Settings {
         let hub = self.hub
         let delay = deferredDelay.withLock { $0 }
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .nanoseconds(Int(delay))) {
-            do { try hub.flushPending() } catch {
+            // A failure is logged and kept for the next flush() or close(), which throw it.
+            do { try hub.flushPending(reporting: false) } catch {
                 Logger(label: "coffer.settings").error("a deferred settings commit failed: \(error)")
             }
         }
@@ -171,8 +172,10 @@ extension Settings {
 
 extension SettingsHub {
     /// Commits the pending writes (one transaction per connection, usually one), under the write
-    /// lock so they order with durable writes and re-reads.
-    func flushPending() throws(SettingsError) {
+    /// lock so they order with durable writes and re-reads. `reporting`: throw the failure of this
+    /// or an earlier deferred commit (and forget it); the worker thread passes false, so the
+    /// failure it logs stays for the next ``Settings/flush()`` or close to throw.
+    func flushPending(reporting: Bool = true) throws(SettingsError) {
         try withWriteLock { () throws(SettingsError) in
             let batch = pending.snapshot()
             if !batch.isEmpty {
@@ -190,11 +193,12 @@ extension SettingsHub {
                         "a deferred commit of the settings \(names) failed, so they were not saved (memory holds the stored values again; set them again once the disk has room): \(error)",
                         cause: StorageCause(error))
                     pending.failed(batch, failure)
+                    if !reporting { Logger(label: "coffer.settings").error("\(failure)") }
                     // Memory goes back to what the disk holds for those names.
                     for target in instances() { target.reload(names: Set(batch.keys)) }
                 }
             }
-            if let failure = pending.takeFailure() { throw failure }
+            if reporting, let failure = pending.takeFailure() { throw failure }
         }
     }
 }

@@ -214,11 +214,11 @@ extension Wallet {
         // (the next restore removes what it left and starts again). One restore or create of the
         // target at a time, in any process: the others wait for the wallet lock and then find
         // the wallet there (or, when this one failed, go ahead themselves).
-        if FileManager.default.fileExists(atPath: walletURL.path) { throw WalletError.walletExists(path: walletURL.path) }
+        if walletFileExists(walletURL.path) { throw WalletError.walletExists(path: walletURL.path) }
         TestPause.at("restore-starting")
         let lock = try await creationLock(for: walletURL)
         defer { lock.release() }
-        if FileManager.default.fileExists(atPath: walletURL.path) { throw WalletError.walletExists(path: walletURL.path) }
+        if walletFileExists(walletURL.path) { throw WalletError.walletExists(path: walletURL.path) }
         let temporary = restoringURL(for: walletURL)
         removeWalletFiles(at: temporary)
         do {
@@ -394,6 +394,9 @@ extension Wallet {
             throw WalletError.storage(
                 "cannot flush the restored wallet at \(temporary.path): \(error.localizedDescription)", cause: StorageCause(error))
         }
+        // An empty file that a killed create left at the target is no wallet (see
+        // walletFileExists): it goes first. (Every caller holds the wallet's creation lock.)
+        if FileManager.default.fileExists(atPath: target.path), !walletFileExists(target.path) { removeWalletFiles(at: target) }
         // link(2) makes the second name only if none is there (a rename would replace a wallet
         // made meanwhile); the temporary name is removed after.
         if link(temporary.path, target.path) != 0 {

@@ -88,10 +88,10 @@ extension Wallet {
         -> Wallet
     {
         do { try DurableFile.refuseNonRegularFiles(url) } catch { throw WalletError.storage(error.message, cause: StorageCause(error)) }
-        if FileManager.default.fileExists(atPath: url.path) { throw WalletError.walletExists(path: url.path) }
+        if walletFileExists(url.path) { throw WalletError.walletExists(path: url.path) }
         let lock = try await creationLock(for: url)
         defer { lock.release() }
-        if FileManager.default.fileExists(atPath: url.path) { throw WalletError.walletExists(path: url.path) }
+        if walletFileExists(url.path) { throw WalletError.walletExists(path: url.path) }
         let temporary = restoringURL(for: url)
         removeWalletFiles(at: temporary)
         do {

@@ -494,17 +494,13 @@ public final class Wallet: Sendable {
         let sealedKeys: Data
     }
 
-    /// Refuses, before anything could write to it, a file that is not a Coffer wallet: one that
-    /// does not start with SQLite's header (empty, truncated, garbage) or an SQLite database not
-    /// in WAL mode. The file is left exactly as it was. (A WAL-mode database without the
-    /// wallet's table is refused after opening, as `corrupted` too.)
     /// Whether there is a wallet file at `path` to open or to keep. False when there is none, and
     /// for an empty regular file (0 bytes) without WAL frames: what a create killed before its
     /// first write leaves (it makes the file, owner-only, before SQLite writes a page). SQLite
     /// reads such a file as a database without tables: a create makes the wallet in it, and an
     /// open finds no wallet there (``WalletError/walletMissing(path:)``), where it said "not a
     /// Coffer wallet" and a create said "a wallet already exists".
-    static func walletFileExists(_ path: String) -> Bool {
+    package static func walletFileExists(_ path: String) -> Bool {
         var info = stat()
         guard lstat(path, &info) == 0 else { return false }
         guard info.st_size == 0, info.st_mode & S_IFMT == S_IFREG else { return true }
@@ -513,6 +509,10 @@ public final class Wallet: Sendable {
         return lstat(path + "-wal", &wal) == 0 && wal.st_size > 32
     }
 
+    /// Refuses, before anything could write to it, a file that is not a Coffer wallet: one that
+    /// does not start with SQLite's header (empty, truncated, garbage) or an SQLite database not
+    /// in WAL mode. The file is left exactly as it was. (A WAL-mode database without the
+    /// wallet's table is refused after opening, as `corrupted` too.)
     static func checkIsWallet(path: String) throws(WalletError) {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw .storage("cannot read the wallet file at \(path)", cause: StorageCause(errno: errno))

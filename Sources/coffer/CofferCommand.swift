@@ -38,6 +38,28 @@ struct StoreOptions: ParsableArguments {
         return .platformDefault()
     }
 
+    /// The store options of a parsed command: its own group, or one inside a group it declares
+    /// (`WalletOptions`); nil for a command that works on no store.
+    static func find(in command: Any, depth: Int = 0) -> StoreOptions? {
+        if let options = command as? StoreOptions { return options }
+        guard depth < 4 else { return nil }
+        for child in Mirror(reflecting: command).children {
+            if let found = find(in: child.value, depth: depth + 1) { return found }
+        }
+        return nil
+    }
+
+    /// Finishes a full reset that was stopped part-way (its marker is in the store), as the app
+    /// container's open does, before the command reads anything: settings, collections and the
+    /// wallet of a half-reset store were read and written (exit 0), and the next command that
+    /// opened the container then finished the reset and removed what they had written.
+    func finishStoppedReset() throws {
+        let locations = self.locations
+        guard FileManager.default.fileExists(atPath: locations.resetMarker.path) else { return }
+        StandardError.write("coffer: finishing a full reset of \(locations.data.path) that was stopped part-way\n")
+        try CofferContainer.resetBlocking(locations)
+    }
+
     /// Opens the app database (STORE/app.sqlite), runs `body` with it and closes it.
     func withAppDatabase<T>(_ body: (AppDatabase) async throws -> T) async throws -> T {
         let app = try await AppDatabase.open(at: StoreLocation.appDatabaseFile(in: storeDirectory))
@@ -306,6 +328,7 @@ struct CofferCommand: AsyncParsableCommand {
         if let message = CLIInput.invalidArgument() { fail(message, code: 2) }
         do {
             var command = try parseAsRoot()
+            try StoreOptions.find(in: command)?.finishStoppedReset()
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -331,6 +354,11 @@ struct CofferCommand: AsyncParsableCommand {
             if error == .closed { fail(error.description, code: 6) }
             fail(error.description, code: 2)
         } catch {
+            // A storage error that reached here unwrapped (SQLite's or the system's: a store
+            // removed by a reset running meanwhile) is a storage failure, not a usage error.
+            if !(error is ExitCode), let cause = StorageCause(error) {
+                fail("storage: \(error); retry the command", code: cause.isDamaged ? 5 : 6)
+            }
             let code = exitCode(for: error)
             if code == .success { exit(withError: error) } // --help, --version
             if error is ExitCode { exit(withError: error) }

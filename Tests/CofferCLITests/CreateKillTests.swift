@@ -45,4 +45,14 @@ struct CreateKillTests {
         let profiles = try await CLI.run(["wallet", "profiles"], store: store)
         #expect(profiles.status == 0 && profiles.stdout.contains("bob"), "\(profiles.stderr)")
     }
+
+    @Test("after such a kill, sdk init makes the SDK's wallet in place of the empty file (it said the key was lost and advised a reset)")
+    func sdkInitAfterKilledCreate() async throws {
+        let store = try await killedCreate(profile: nil)
+        let first = try await CLI.run(["sdk", "init"], store: store)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains(#""created":true"#), "\(first.stdout)")
+        let again = try await CLI.run(["sdk", "init"], store: store)
+        #expect(again.status == 0 && again.stdout.contains(#""created":false"#), "\(again.stdout) \(again.stderr)")
+    }
 }

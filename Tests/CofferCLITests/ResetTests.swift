@@ -62,6 +62,49 @@ struct ResetTests {
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent(".coffer-reset-pending").path))
     }
 
+    @Test("after a killed reset, the next settings or wallet command finishes it first: what it and later commands write stays")
+    func killedResetFinishedBeforeSettings() async throws {
+        let store = TemporaryFolders.path("coffer-reset-kill-settings")
+        #expect(try await CLI.run(["secure", "set", "accessToken", "--value-env", "V"], store: store, env: ["V": "t0"]).status == 0)
+        #expect(try await CLI.run(["settings", "set", "tilesPerRow", "5"], store: store).status == 0)
+        let child = try CLI.start(
+            ["reset", "--yes"], store: store, env: ["COFFER_TEST_PAUSE_AT": "reset-secure-removed", "COFFER_TEST_PAUSE_MS": "600000"])
+        defer { child.kill() }
+        try await child.waitForStderr(containing: "test-pause: reset-secure-removed")
+        // Killed mid-reset: the marker is there and the app database not yet removed.
+        #expect(FileManager.default.fileExists(atPath: store.appendingPathComponent(".coffer-reset-pending").path))
+        #expect(FileManager.default.fileExists(atPath: store.appendingPathComponent("app.sqlite").path))
+        #expect(try await child.killAndWait().wasSignalled)
+        // A settings command (it opens no container) sees the fresh install, not the half-reset store.
+        let old = try await CLI.run(["settings", "get", "tilesPerRow"], store: store)
+        #expect(old.status == 0 && old.stdout.contains(#""set":false"#), "\(old.stdout) \(old.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent(".coffer-reset-pending").path))
+        #expect(try await CLI.run(["settings", "set", "tilesPerRow", "6"], store: store).status == 0)
+        #expect(try await CLI.wallet(["create"], store: store).status == 0)
+        #expect(try await CLI.wallet(["add", "t", "r1", "v"], store: store).status == 0)
+        // A command that opens the container keeps them: the reset is not finished a second time.
+        #expect(try await CLI.run(["secure", "list"], store: store).status == 0)
+        let kept = try await CLI.run(["settings", "get", "tilesPerRow"], store: store)
+        #expect(kept.status == 0 && kept.stdout.contains(#""value":6"#), "\(kept.stdout) \(kept.stderr)")
+        #expect(try await CLI.wallet(["get", "t", "r1"], store: store).status == 0)
+    }
+
+    @Test("a reset that removes the store while another command opens it: that command fails as storage (exit 6), never as input (2)")
+    func resetDuringOpen() async throws {
+        let store = TemporaryFolders.path("coffer-reset-race")
+        let child = try CLI.start(
+            ["db", "put-asset", "r1", "o", "c1"], store: store,
+            env: ["COFFER_TEST_PAUSE_AT": "app-database-migrating", "COFFER_TEST_PAUSE_MS": "3000"])
+        defer { child.kill() }
+        try await child.waitForStderr(containing: "test-pause: app-database-migrating")
+        // The command has made app.sqlite and waits before migrating it; the reset removes it.
+        #expect(child.isRunning)
+        #expect(try await CLI.run(["reset", "--yes"], store: store).status == 0)
+        let result = try await child.wait()
+        #expect(result.status == 6, "\(result.status) \(result.stderr)")
+        #expect(result.stderr.contains("app.sqlite"), "\(result.stderr)")
+    }
+
     @Test("a store written by a newer app version is reset")
     func newerVersion() async throws {
         let store = try await fullStore()
