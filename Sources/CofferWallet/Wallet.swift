@@ -157,7 +157,7 @@ public final class Wallet: Sendable {
         try ProfileCatalogue.validate(profile)
         if profile == ProfileCatalogue.defaultName { return try await create(at: url, key: key, configuration: configuration) }
         let path = url.path
-        do { try DurableFile.refuseNonRegularFiles(url) } catch { throw WalletError.storage(error.message) }
+        do { try DurableFile.refuseNonRegularFiles(url) } catch { throw WalletError.storage(error.message, cause: StorageCause(error)) }
         let (storeKey, kdf) = try makeStoreKey(key, parameters: configuration.passphraseParameters)
         let lock = try await creationLock(for: url)
         defer { lock.release() }
@@ -248,8 +248,9 @@ public final class Wallet: Sendable {
     ) async throws -> Wallet {
         let path = url.path
         do { try DurableFile.refuseNonRegularFiles(url) } catch { throw WalletError.storage(error.message, cause: StorageCause(error)) }
-        // Whatever is at the path — a wallet, an empty file, another database — stays as it is,
-        // but for a store without a default profile, which gets it (see canTakeDefaultProfile).
+        // Whatever is at the path — a wallet, garbage, another database — stays as it is, but for
+        // a store without a default profile, which gets it (see canTakeDefaultProfile), and an
+        // empty file a killed create left, which is no wallet (see walletFileExists).
         func refuseExisting() throws {
             if walletFileExists(path), !canTakeDefaultProfile(path: path) {
                 throw WalletError.walletExists(path: path)

@@ -92,14 +92,17 @@ struct ResetTests {
     @Test("a reset that removes the store while another command opens it: that command fails as storage (exit 6), never as input (2)")
     func resetDuringOpen() async throws {
         let store = TemporaryFolders.path("coffer-reset-race")
+        let gate = TemporaryFolders.path("coffer-reset-race-go")
         let child = try CLI.start(
             ["db", "put-asset", "r1", "o", "c1"], store: store,
-            env: ["COFFER_TEST_PAUSE_AT": "app-database-migrating", "COFFER_TEST_PAUSE_MS": "3000"])
+            env: ["COFFER_TEST_PAUSE_AT": "app-database-migrating", "COFFER_TEST_PAUSE_FILE": gate.path])
         defer { child.kill() }
         try await child.waitForStderr(containing: "test-pause: app-database-migrating")
-        // The command has made app.sqlite and waits before migrating it; the reset removes it.
+        // The command has made app.sqlite and waits (until the gate file exists) before migrating
+        // it; the reset removes it.
         #expect(child.isRunning)
         #expect(try await CLI.run(["reset", "--yes"], store: store).status == 0)
+        _ = FileManager.default.createFile(atPath: gate.path, contents: nil)
         let result = try await child.wait()
         #expect(result.status == 6, "\(result.status) \(result.stderr)")
         #expect(result.stderr.contains("app.sqlite"), "\(result.stderr)")

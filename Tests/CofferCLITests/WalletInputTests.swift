@@ -122,7 +122,8 @@ struct WalletInputTests {
             ])
         #expect(made.status == 0, "\(made.stderr)")
         let contents: [(String, Data)] = [
-            ("empty", Data()), ("one byte", Data([0])), ("garbage", Data(repeating: 0x41, count: 5000)),
+            // (An empty file is what a killed create leaves: no wallet, see CreateKillTests.)
+            ("one byte", Data([0])), ("garbage", Data(repeating: 0x41, count: 5000)),
             ("another SQLite database", try Data(contentsOf: sqlite)),
         ]
         for (label, bytes) in contents {
