@@ -212,6 +212,9 @@ public final class CofferContainer: Sendable {
         }
         limits.entries = cacheEntries(database.settings)
         let cache: MediaCache
+        for path in removeLinks(at: locations.ownCacheFolders) {
+            logger.warning("removed a symbolic link where the media cache's folder goes (never followed)", metadata: ["path": "\(path)"])
+        }
         do { cache = try MediaCache(folder: locations.mediaCacheFolder, limits: limits, keyStorage: cacheKeyStorage) } catch {
             try? database.close()
             throw error
@@ -469,6 +472,17 @@ public final class CofferContainer: Sendable {
                 throw .storage("cannot start the reset: \(error.message)", cause: error.storageCause)
             }
         }
+        // A symbolic link at one of the store's own folders goes as a link: emptying or removing
+        // the folder through it deleted files elsewhere.
+        let ownFolders =
+            locations.ownCacheFolders + [
+                locations.secureFolder, locations.deniableFolder, locations.mediaCacheKeyFolder,
+                locations.data.appendingPathComponent("deniable-dev-service", isDirectory: true),
+                locations.data.appendingPathComponent("demo", isDirectory: true),
+            ]
+        for path in removeLinks(at: ownFolders) {
+            logger.notice("reset removed a symbolic link without following it", metadata: ["path": "\(path)"])
+        }
         restoreOwnerPermissions(locations.caches.path)
         for url in locations.resetItems { OwnerOnlyFiles.restoreOwnerAccess(url.path) }
         let secure =
@@ -495,6 +509,31 @@ public final class CofferContainer: Sendable {
         DurableFile.syncFolder(locations.data)
         guard failures.isEmpty else { throw .storage(failures.joined(separator: "; ")) }
         logger.notice("full reset done", metadata: ["folder": "\(locations.data.path)"])
+    }
+}
+
+/// Removes a symbolic link (dangling or not) at each of `folders` — the link itself, never what it
+/// points to — and returns the paths it removed. The folders are the store's own (the caches
+/// folder when it is inside the store, the media cache's folder, and for a reset the secure,
+/// deniable, demo and media-cache-key folders): followed, a link there made a reset delete
+/// files elsewhere, and the media cache write its files into (and re-mode) a folder elsewhere.
+func removeLinks(at folders: [URL]) -> [String] {
+    var removed: [String] = []
+    for folder in folders {
+        var info = stat()
+        guard lstat(folder.path, &info) == 0, info.st_mode & mode_t(S_IFMT) == mode_t(S_IFLNK) else { continue }
+        if unlink(folder.path) == 0 { removed.append(folder.path) }
+    }
+    return removed
+}
+
+extension CofferLocations {
+    /// The caches folder when it is inside the store (`--store DIR`: DIR/caches), then the media
+    /// cache's folder: the folders the container's open never follows a link at.
+    var ownCacheFolders: [URL] {
+        let store = data.standardizedFileURL.path
+        let inside = caches.standardizedFileURL.path.hasPrefix(store.hasSuffix("/") ? store : store + "/")
+        return (inside ? [caches] : []) + [mediaCacheFolder]
     }
 }
 

@@ -149,10 +149,21 @@ struct CleanupCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let cutoffDays, cutoffDays < 0 { throw ValidationError("--cutoff-days must be at least 0, got \(cutoffDays)") }
+        // An empty path would mean the current folder: its files would be deleted as local copies.
+        if let mediaDir, mediaDir.isEmpty {
+            throw ValidationError("--media-dir needs a folder; an empty path is refused (it would mean the current folder)")
+        }
     }
 
     func run() async throws {
         if !dryRun, mediaDir == nil { throw WalletError.invalidInput("give --media-dir (where the local files are) or --dry-run") }
+        if !dryRun, let mediaDir {
+            // Anything but a folder would make every candidate "not deleted" (or, once gone, forgotten).
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: mediaDir, isDirectory: &isFolder), isFolder.boolValue else {
+                throw WalletError.invalidInput("--media-dir \(mediaDir) is not a folder; give the folder of the device's local media files")
+            }
+        }
         let library = DirectoryMediaLibrary(root: URL(fileURLWithPath: mediaDir ?? "/nonexistent", isDirectory: true))
         let result = try await storeOptions.withContainer { container in
             var options = CleanupOptions(settings: container.settings)

@@ -203,4 +203,27 @@ struct ContainerCLITests {
         let theme = try jsonObject(try await CLI.run(["settings", "get", "themeMode"], store: store).stdout)
         #expect(theme["set"] as? Bool == false)
     }
+
+    @Test("cleanup refuses an empty --media-dir (the current folder: its files were deleted) and one that is not a folder")
+    func cleanupMediaDirRefused() async throws {
+        let store = TemporaryFolders.path("coffer-cleanup-dir")
+        let cwd = TemporaryFolders.make("coffer-cleanup-cwd")
+        try Data("mine".utf8).write(to: cwd.appendingPathComponent("report.txt"))
+        #expect(
+            try await CLI.run(["db", "put-asset", "r1", "o", "c1", "--local-id", "report.txt", "--created-at", "0"], store: store).status
+                == 0)
+        let empty = try await runCoffer(
+            ["--store", store.path, "cleanup", "--cutoff-days", "0", "--media-dir", ""], currentDirectory: cwd)
+        #expect(empty.status == 2 && empty.stderr.contains("--media-dir"), "\(empty.status) \(empty.stderr)")
+        #expect(FileManager.default.fileExists(atPath: cwd.appendingPathComponent("report.txt").path))
+        let missing = try await CLI.run(
+            ["cleanup", "--cutoff-days", "0", "--media-dir", cwd.appendingPathComponent("nope").path], store: store)
+        #expect(missing.status == 2 && missing.stderr.contains("is not a folder"), "\(missing.status) \(missing.stderr)")
+        let file = try await CLI.run(
+            ["cleanup", "--cutoff-days", "0", "--media-dir", cwd.appendingPathComponent("report.txt").path], store: store)
+        #expect(file.status == 2, "\(file.stderr)")
+        // The record still claims its local copy: nothing was forgotten.
+        let dry = try await CLI.run(["cleanup", "--cutoff-days", "0", "--dry-run"], store: store)
+        #expect(dry.status == 0 && dry.stdout.contains("r1"), "\(dry.stdout) \(dry.stderr)")
+    }
 }

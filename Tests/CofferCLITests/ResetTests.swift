@@ -108,6 +108,46 @@ struct ResetTests {
         #expect(result.stderr.contains("app.sqlite"), "\(result.stderr)")
     }
 
+    /// A folder outside the store holding `name`/`file` (a stranger's file), mode 0755.
+    func outsideFolder(_ label: String, holding name: String) throws -> URL {
+        let outside = TemporaryFolders.path("coffer-outside-\(label)")
+        try FileManager.default.createDirectory(at: outside.appendingPathComponent(name), withIntermediateDirectories: true)
+        try Data("keep".utf8).write(to: outside.appendingPathComponent(name).appendingPathComponent("user-file"))
+        #expect(chmod(outside.path, 0o755) == 0)
+        return outside
+    }
+
+    @Test(
+        "a symbolic link at the store's caches, secure or media-cache-key folder is removed by a reset, never followed",
+        arguments: [("caches", "media"), ("secure", "items"), ("media-cache-key", "items")])
+    func resetLeavesLinkedFoldersAlone(link: String, inside: String) async throws {
+        let store = TemporaryFolders.path("coffer-reset-links")
+        try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+        let outside = try outsideFolder(link, holding: inside)
+        try FileManager.default.createSymbolicLink(at: store.appendingPathComponent(link), withDestinationURL: outside)
+        let reset = try await CLI.run(["reset", "--yes"], store: store)
+        #expect(reset.status == 0, "\(reset.stderr)")
+        #expect(FileManager.default.fileExists(atPath: outside.appendingPathComponent(inside).appendingPathComponent("user-file").path))
+        #expect((try FileManager.default.attributesOfItem(atPath: outside.path)[.posixPermissions] as? Int) == 0o755)
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: store.appendingPathComponent(link).path)) == nil)
+    }
+
+    @Test(
+        "the media cache never writes through a symbolic link at the store's caches or caches/media folder",
+        arguments: ["caches", "caches/media"])
+    func cacheLeavesLinkedFoldersAlone(link: String) async throws {
+        let store = TemporaryFolders.path("coffer-cache-links")
+        try FileManager.default.createDirectory(
+            at: store.appendingPathComponent(link).deletingLastPathComponent(), withIntermediateDirectories: true)
+        let outside = try outsideFolder("cache", holding: "thumbnail")
+        try FileManager.default.createSymbolicLink(at: store.appendingPathComponent(link), withDestinationURL: outside)
+        let stats = try await CLI.run(["cache", "stats"], store: store)
+        #expect(stats.status == 0, "\(stats.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path) == ["thumbnail"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.appendingPathComponent("thumbnail").path) == ["user-file"])
+        #expect((try FileManager.default.attributesOfItem(atPath: outside.path)[.posixPermissions] as? Int) == 0o755)
+    }
+
     @Test("a store written by a newer app version is reset")
     func newerVersion() async throws {
         let store = try await fullStore()
