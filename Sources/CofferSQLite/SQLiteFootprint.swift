@@ -121,7 +121,7 @@ package enum SQLiteFootprint {
         guard fd >= 0 else { return false }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
+        guard fstat(fd, &info) == 0, info.st_mode & mode_t(S_IFMT) == mode_t(S_IFREG) else { return false }
         var header = [UInt8](repeating: 0, count: 20)
         let read = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, 20, 0) }
         return read == 20 && header[18] == 2 && header[19] == 2

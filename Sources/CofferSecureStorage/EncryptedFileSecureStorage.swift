@@ -119,6 +119,9 @@ public final class EncryptedFileSecureStorage: SecureStorage, Sendable {
     ///   (the key file does not match them); ``SecureStorageError/keyLost(_:)``.
     public func namesBlocking() throws(SecureStorageError) -> [String] {
         let (found, damaged) = try inventory()
+        // An item that could not be read (not a regular file, no permission) says nothing about
+        // the key: that is the error, not "the key does not match".
+        if found.isEmpty, let unreadable = damaged.first(where: { $0.unreadable != nil })?.unreadable { throw unreadable }
         if found.isEmpty, let first = damaged.first {
             throw .corrupted(
                 "none of the \(damaged.count) secure items opens under \(keyFile.url.path) (\(first.reason)); the key does not match them — restore the key file, or start over with a reset"
@@ -129,21 +132,28 @@ public final class EncryptedFileSecureStorage: SecureStorage, Sendable {
 
     /// The item files that fail their check, with the reason (their names are sealed inside them).
     public func damagedItemsBlocking() throws(SecureStorageError) -> [(file: String, reason: String)] {
-        try inventory().damaged
+        try inventory().damaged.map { ($0.file, $0.reason) }
     }
 
-    private func inventory() throws(SecureStorageError) -> (names: [String], damaged: [(file: String, reason: String)]) {
-        return try state.withLock { (state) throws(SecureStorageError) -> (names: [String], damaged: [(file: String, reason: String)]) in
+    /// An item file that failed: why, and the storage error when it could not even be read.
+    private typealias Failed = (file: String, reason: String, unreadable: SecureStorageError?)
+
+    private func inventory() throws(SecureStorageError) -> (names: [String], damaged: [Failed]) {
+        return try state.withLock { (state) throws(SecureStorageError) -> (names: [String], damaged: [Failed]) in
             sweepOnce(&state)
             guard try keyExists(state) else { return ([], []) }
             let (_, itemKey) = try loadKeys(create: false, &state)
             var found: [String] = []
-            var damaged: [(file: String, reason: String)] = []
+            var damaged: [Failed] = []
             for file in try itemFiles() {
                 do throws(SecureStorageError) {
                     if let item = try open(file, itemKey) { found.append(item.name) }
                 } catch {
-                    damaged.append((file, error.description))
+                    if case .storage = error {
+                        damaged.append((file, error.description, error))
+                    } else {
+                        damaged.append((file, error.description, nil))
+                    }
                 }
             }
             return (found.sorted(), damaged)

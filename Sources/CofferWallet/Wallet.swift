@@ -504,7 +504,7 @@ public final class Wallet: Sendable {
     package static func walletFileExists(_ path: String) -> Bool {
         var info = stat()
         guard lstat(path, &info) == 0 else { return false }
-        guard info.st_size == 0, info.st_mode & S_IFMT == S_IFREG else { return true }
+        guard info.st_size == 0, info.st_mode & mode_t(S_IFMT) == mode_t(S_IFREG) else { return true }
         var wal = stat()
         // A WAL of 32 bytes or less holds no frames (see SQLiteFootprint.placeWALPlaceholder).
         return lstat(path + "-wal", &wal) == 0 && wal.st_size > 32

@@ -112,6 +112,26 @@ struct StoreEdgeCaseTests {
         #expect(r.status == 6 && r.stderr.contains(folder), "\(r.status) \(r.stderr)")
     }
 
+    @Test("a FIFO or folder in place of a secure item is a storage error naming it (exit 6), not a key that does not match (5)")
+    func secureItemNotAFile() async throws {
+        for kind in ["FIFO", "folder"] {
+            let store = TemporaryFolders.path("coffer-secure-fifo")
+            #expect(try await CLI.run(["secure", "set", "accessToken", "--value-env", "V"], store: store, env: ["V": "t0"]).status == 0)
+            let items = store.appendingPathComponent("secure/items")
+            let file = try #require(try FileManager.default.contentsOfDirectory(atPath: items.path).first { !$0.hasPrefix(".") })
+            let item = items.appendingPathComponent(file)
+            try FileManager.default.removeItem(at: item)
+            if kind == "FIFO" {
+                #expect(mkfifo(item.path, 0o600) == 0)
+            } else {
+                try FileManager.default.createDirectory(at: item, withIntermediateDirectories: false)
+            }
+            let list = try await CLI.run(["secure", "list"], store: store)
+            #expect(list.status == 6 && list.stderr.contains("is not a regular file"), "\(kind): \(list.status) \(list.stderr)")
+            #expect(!list.stderr.contains("reset"), "\(kind): \(list.stderr)")
+        }
+    }
+
     @Test("an app.sqlite that is not a database, or whose pages are damaged, is exit 5 (corrupted), not 6")
     func damagedAppDatabase() async throws {
         let noise = try await CLI.newStore()
