@@ -167,14 +167,9 @@ package enum DurableFile {
         // (reading one failed with "permission", or Foundation's bare error number).
         var info = stat()
         if stat(url.path, &info) == 0, info.st_mode & mode_t(S_IFMT) != mode_t(S_IFREG) {
-            let kind =
-                switch info.st_mode & mode_t(S_IFMT) {
-                case mode_t(S_IFDIR): "a folder"
-                case mode_t(S_IFIFO): "a FIFO"
-                case mode_t(S_IFSOCK): "a socket"
-                default: "a device"
-                }
-            throw FileOperationError("cannot read \(url.path): it is not a regular file (it is \(kind)); move it away")
+            throw FileOperationError(
+                "cannot read \(url.path): it is not a regular file (it is \(OwnerOnlyFiles.describe(info.st_mode))); move it away"
+            )
         }
         do { return try Data(contentsOf: url) } catch {
             throw FileOperationError("cannot read \(url.path): \(error.localizedDescription)", cause: StorageCause(error))

@@ -116,17 +116,23 @@ package enum OwnerOnlyFiles {
                 )
             }
             guard type == mode_t(S_IFREG) else {
-                let kind =
-                    switch type {
-                    case mode_t(S_IFDIR): "a folder"
-                    case mode_t(S_IFIFO): "a FIFO"
-                    case mode_t(S_IFSOCK): "a socket"
-                    default: "a device"
-                    }
                 throw FileModeError(
-                    "\(path) is not a regular file (it is \(kind)); Coffer keeps a database only in a regular file. Move it away, or give another store folder"
+                    "\(path) is not a regular file (it is \(describe(type))); Coffer keeps a database only in a regular file. Move it away, or give another store folder"
                 )
             }
+        }
+    }
+
+    /// Names a file type (the `S_IFMT` bits of a `st_mode`) for an error message: "a folder",
+    /// "a FIFO", "a socket", "a symbolic link", "a regular file", or "a device" for the rest.
+    package static func describe(_ mode: mode_t) -> String {
+        switch mode & mode_t(S_IFMT) {
+        case mode_t(S_IFREG): "a regular file"
+        case mode_t(S_IFDIR): "a folder"
+        case mode_t(S_IFIFO): "a FIFO"
+        case mode_t(S_IFSOCK): "a socket"
+        case mode_t(S_IFLNK): "a symbolic link"
+        default: "a device"
         }
     }
 
