@@ -48,7 +48,20 @@ package enum SQLiteFootprint {
     package static func convertToIncremental(_ db: Database) throws {
         guard try !isIncremental(db) else { return }
         try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
-        try db.execute(sql: "VACUUM")
+        try withTempStoreOnDisk(db) { try db.execute(sql: "VACUUM") }
+    }
+
+    /// Runs `body` with the connection's temporary store on disk (`temp_store = FILE`), then
+    /// puts back the setting it had. For statements that change most of a file: `VACUUM` builds
+    /// its copy in a temporary database, and a statement that rewrites a whole table keeps the
+    /// old content of every page it changes in its statement journal; with `temp_store =
+    /// MEMORY` (the wallet's writer) SQLite would hold either in memory. Outside any transaction.
+    package static func withTempStoreOnDisk<T>(_ db: Database, _ body: () throws -> T) throws -> T {
+        let setting = try Int.fetchOne(db, sql: "PRAGMA temp_store") ?? 0
+        guard setting == 2 else { return try body() }
+        try db.execute(sql: "PRAGMA temp_store = FILE")
+        defer { try? db.execute(sql: "PRAGMA temp_store = MEMORY") }
+        return try body()
     }
 
     /// Gives free pages back when there are more than ``freePagesToReclaim`` (best effort;

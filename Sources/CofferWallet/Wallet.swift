@@ -374,7 +374,13 @@ public final class Wallet: Sendable {
             if state.upgrade != nil || !state.incremental {
                 let lock = try await creationLock(for: url)
                 defer { lock.release() }
-                if let upgrade = state.upgrade { try Schema.migrator(upgrade: upgrade).migrate(pool) }
+                if let upgrade = state.upgrade {
+                    // Its steps rewrite whole tables (see SQLiteFootprint.withTempStoreOnDisk).
+                    // When it fails, the open fails and closes the pool: nothing to put back.
+                    try await pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA temp_store = FILE") }
+                    try Schema.migrator(upgrade: upgrade).migrate(pool)
+                    try await pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA temp_store = MEMORY") }
+                }
                 try await pool.writeWithoutTransaction { db in
                     if try !SQLiteFootprint.isIncremental(db) { try SQLiteFootprint.convertToIncremental(db) }
                 }

@@ -79,6 +79,40 @@ struct FootprintTests {
         #expect(try await reopened.checkIntegrity().isClean)
     }
 
+    static func tempStore(_ w: Wallet) async throws -> Int? {
+        try await w.pool.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA temp_store") }
+    }
+
+    @Test("the writer keeps its statement journals in memory, not in a temporary file outside the store")
+    func statementJournalsInMemory() async throws {
+        let (w, _) = try await TestWallets.make()
+        defer { try? w.close() }
+        // 2 is MEMORY; SQLite's default (0) put them in the system's temporary folder.
+        #expect(try await Self.tempStore(w) == 2)
+    }
+
+    @Test("converting an older file runs its VACUUM with the temporary store on disk and puts the writer's setting back")
+    func vacuumPutsTempStoreBack() async throws {
+        let (w, url) = try await TestWallets.make()
+        try await w.add(type: "t", id: "a", value: "v")
+        try w.close()
+        let queue = try TestWallets.attackerQueue(url)
+        try await queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA auto_vacuum = NONE")
+            try db.execute(sql: "VACUUM")
+        }
+        try queue.close()
+        let reopened = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
+        defer { try? reopened.close() }
+        #expect(try await reopened.pool.read { try SQLiteFootprint.isIncremental($0) })
+        #expect(try await Self.tempStore(reopened) == 2)
+        try await reopened.pool.writeWithoutTransaction { db in
+            let inside = try SQLiteFootprint.withTempStoreOnDisk(db) { try Int.fetchOne(db, sql: "PRAGMA temp_store") }
+            #expect(inside == 1)
+        }
+        #expect(try await Self.tempStore(reopened) == 2)
+    }
+
     @Test("after removing 90% of the records, large deletes give space back and compact returns the rest")
     func spaceComesBack() async throws {
         let (w, url) = try await TestWallets.make()
