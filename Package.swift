@@ -154,6 +154,7 @@ let package = Package(
                 "CofferBench",
                 "CofferCLISupport",
                 "CofferDevelopment",
+                "CofferFileModes",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -3,13 +3,55 @@
 import ArgumentParser
 import Coffer
 import CofferCLISupport
+import CofferFileModes
 import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 extension MediaKind: ExpressibleByArgument {}
 extension KeepMediaType: ExpressibleByArgument {}
 extension SecureAccessibility: ExpressibleByArgument {}
 
 enum ContainerCLI {
+    /// The bytes of `cache put`'s FILE: a regular file, or a pipe (`/dev/stdin` fed by a pipe, a
+    /// shell's process substitution), at most `limit` bytes (the disk layer's default limit: a
+    /// larger entry could not be stored). A folder, a device or a socket is refused by name; a
+    /// file over the limit is refused before it is read, a pipe once it has delivered more.
+    static func readImage(_ file: String, limit: Int) throws -> Data {
+        func failure(_ what: String) -> WalletError { .invalidInput("cannot read \(file): \(what)") }
+        var info = stat()
+        guard stat(file, &info) == 0 else { throw failure(String(cString: strerror(errno))) }
+        let type = info.st_mode & mode_t(S_IFMT)
+        switch type {
+        case mode_t(S_IFREG):
+            guard Int(info.st_size) <= limit else {
+                throw failure("it is \(info.st_size) bytes, more than the cache's limit of \(limit) bytes")
+            }
+        case mode_t(S_IFIFO): break
+        default:
+            throw failure("it is \(OwnerOnlyFiles.describe(info.st_mode)), not an image file or a pipe")
+        }
+        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw failure(String(cString: strerror(errno))) }
+        defer { close(fd) }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw failure(String(cString: strerror(errno)))
+            }
+            if count == 0 { return data }
+            data.append(contentsOf: buffer[0..<count])
+            guard data.count <= limit else { throw failure("it gave more than the cache's limit of \(limit) bytes") }
+        }
+    }
+
     /// The SDK wallet's key is never printed, replaced or removed by hand (a reset removes it).
     static func refuseSDKKey(_ name: String) throws {
         if name == CofferSDK.walletKeyItem {
@@ -91,10 +133,7 @@ struct CacheCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let data: Data
-            do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
-                throw WalletError.invalidInput("cannot read \(file): \(error.localizedDescription)")
-            }
+            let data = try ContainerCLI.readImage(file, limit: MediaCacheLimits.default.diskBytes)
             let key = MediaKey(kind, id)
             try await storeOptions.withContainer { try await $0.cache.store(data, for: key, ttl: ttl) }
             print(

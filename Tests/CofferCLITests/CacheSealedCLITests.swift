@@ -41,6 +41,30 @@ struct CacheSealedCLITests {
         #expect(previews["entries"] as? Int == 1)
     }
 
+    @Test("cache put of a folder or a device is an input error naming it; a pipe's bytes are stored")
+    func putInputKinds() async throws {
+        let store = emptyStore()
+        let folder = store.deletingLastPathComponent().appendingPathComponent("dir-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let onFolder = try await CLI.run(["cache", "put", "thumbnail", "a", folder.path], store: store)
+        #expect(onFolder.status == 2)
+        #expect(onFolder.stderr.contains("it is a folder"), "\(onFolder.stderr)")
+        let onDevice = try await CLI.run(["cache", "put", "thumbnail", "a", "/dev/null"], store: store)
+        #expect(onDevice.status == 2)
+        #expect(onDevice.stderr.contains("it is a device"), "\(onDevice.stderr)")
+        let fifo = store.deletingLastPathComponent().appendingPathComponent("fifo-\(UUID().uuidString)")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        // The writer's open waits for the command to open the pipe for reading.
+        DispatchQueue.global().async {
+            guard let handle = FileHandle(forWritingAtPath: fifo.path) else { return }
+            handle.write(Data(repeating: 9, count: 70_000))
+            try? handle.close()
+        }
+        let onPipe = try await CLI.run(["cache", "put", "thumbnail", "p", fifo.path], store: store)
+        #expect(onPipe.status == 0, "\(onPipe.stderr)")
+        #expect(onPipe.stdout == #"{"stored":{"kind":"thumbnail","id":"p","bytes":70000}}"# + "\n")
+    }
+
     @Test("cache put --ttl that is not a positive number is an input error")
     func badTTL() async throws {
         let store = emptyStore()
