@@ -59,10 +59,9 @@ struct FootprintTests {
         #expect(Self.size(url.path)! > 4 * SQLiteFootprint.walLimitBytes / 2)
     }
 
-    @Test("a new wallet gives free pages back incrementally; an older file is converted once on open")
-    func incrementalVacuum() async throws {
-        let (w, url) = try await TestWallets.make()
-        #expect(try await w.pool.read { try SQLiteFootprint.isIncremental($0) })
+    /// A wallet holding one record ("t"/"a" = "v") in a file made before free pages could be
+    /// given back (`auto_vacuum = NONE`), as an older version left it; closed.
+    static func olderFile(_ w: Wallet, _ url: URL) async throws {
         try await w.add(type: "t", id: "a", value: "v")
         try w.close()
         let queue = try TestWallets.attackerQueue(url)
@@ -72,6 +71,13 @@ struct FootprintTests {
             #expect(try !SQLiteFootprint.isIncremental(db))
         }
         try queue.close()
+    }
+
+    @Test("a new wallet gives free pages back incrementally; an older file is converted once on open")
+    func incrementalVacuum() async throws {
+        let (w, url) = try await TestWallets.make()
+        #expect(try await w.pool.read { try SQLiteFootprint.isIncremental($0) })
+        try await Self.olderFile(w, url)
         let reopened = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
         defer { try? reopened.close() }
         #expect(try await reopened.pool.read { try SQLiteFootprint.isIncremental($0) })
@@ -94,14 +100,7 @@ struct FootprintTests {
     @Test("converting an older file runs its VACUUM with the temporary store on disk and puts the writer's setting back")
     func vacuumPutsTempStoreBack() async throws {
         let (w, url) = try await TestWallets.make()
-        try await w.add(type: "t", id: "a", value: "v")
-        try w.close()
-        let queue = try TestWallets.attackerQueue(url)
-        try await queue.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA auto_vacuum = NONE")
-            try db.execute(sql: "VACUUM")
-        }
-        try queue.close()
+        try await Self.olderFile(w, url)
         let reopened = try await Wallet.open(at: url, key: .raw(TestWallets.rawKey))
         defer { try? reopened.close() }
         #expect(try await reopened.pool.read { try SQLiteFootprint.isIncremental($0) })
