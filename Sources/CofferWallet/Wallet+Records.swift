@@ -103,16 +103,20 @@ extension Wallet {
             try await pool.writeWithoutTransaction { db -> Int in
                 try Self.beginBulk(db, cacheKiB: Self.importCacheKiB)
                 defer { Self.endBulk(db, cacheKiB: Schema.writerCacheKiB) }
-                var removed = 0
-                try db.inTransaction {
-                    try Self.checkKeys(db, keys)
-                    removed = try WalletTransaction(store: RecordStore(db: db, keys: keys)).removeAll(type: type, matching: query)
-                    return .commit
+                // The deletions run in a savepoint, which keeps the old content of every page they
+                // change until it ends: with the temporary store on disk, not in memory.
+                return try SQLiteFootprint.withTempStoreOnDisk(db) {
+                    var removed = 0
+                    try db.inTransaction {
+                        try Self.checkKeys(db, keys)
+                        removed = try WalletTransaction(store: RecordStore(db: db, keys: keys)).removeAll(type: type, matching: query)
+                        return .commit
+                    }
+                    // Give the space back now, while the cache is still small.
+                    SQLiteFootprint.reclaimFreePages(db)
+                    SQLiteFootprint.checkpointAndTrim(db)
+                    return removed
                 }
-                // Give the space back now, while the cache is still small.
-                SQLiteFootprint.reclaimFreePages(db)
-                SQLiteFootprint.checkpointAndTrim(db)
-                return removed
             }
         }
     }
@@ -441,7 +445,10 @@ public final class WalletTransaction {
         try store.deleteTags(type: type, id: id, names: names)
     }
 
-    /// Deletes every matching record; returns the count.
+    /// Deletes every matching record; returns the count. It runs in a savepoint (a failure part
+    /// way removes none), which keeps the old content of every page it changes in memory until it
+    /// returns: about the size of the records it removes. To remove most of a large wallet, call
+    /// ``Wallet/removeAll(type:matching:)`` outside a transaction, which keeps them on disk.
     @discardableResult
     public func removeAll(type: String, matching query: WalletQuery = .all) throws -> Int {
         try savepoint { try removeAllMatching(type: type, query: query) }

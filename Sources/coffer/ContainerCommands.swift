@@ -23,21 +23,28 @@ enum ContainerCLI {
     /// file over the limit is refused before it is read, a pipe once it has delivered more.
     static func readImage(_ file: String, limit: Int) throws -> Data {
         func failure(_ what: String) -> WalletError { .invalidInput("cannot read \(file): \(what)") }
+        func check(_ info: stat) throws {
+            switch info.st_mode & mode_t(S_IFMT) {
+            case mode_t(S_IFREG):
+                guard info.st_size <= off_t(limit) else {
+                    throw failure("it is \(info.st_size) bytes, more than the cache's limit of \(limit) bytes")
+                }
+            case mode_t(S_IFIFO): break
+            default:
+                throw failure("it is \(OwnerOnlyFiles.describe(info.st_mode)), not an image file or a pipe")
+            }
+        }
+        // Checked before opening (opening a device or socket could wait or fail unclearly), and
+        // again on what was opened, in case the path was replaced in between.
         var info = stat()
         guard stat(file, &info) == 0 else { throw failure(String(cString: strerror(errno))) }
-        let type = info.st_mode & mode_t(S_IFMT)
-        switch type {
-        case mode_t(S_IFREG):
-            guard Int(info.st_size) <= limit else {
-                throw failure("it is \(info.st_size) bytes, more than the cache's limit of \(limit) bytes")
-            }
-        case mode_t(S_IFIFO): break
-        default:
-            throw failure("it is \(OwnerOnlyFiles.describe(info.st_mode)), not an image file or a pipe")
-        }
-        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        try check(info)
+        var fd: Int32
+        repeat { fd = open(file, O_RDONLY | O_CLOEXEC) } while fd < 0 && errno == EINTR
         guard fd >= 0 else { throw failure(String(cString: strerror(errno))) }
         defer { close(fd) }
+        guard fstat(fd, &info) == 0 else { throw failure(String(cString: strerror(errno))) }
+        try check(info)
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {

@@ -112,6 +112,16 @@ struct FootprintTests {
         #expect(try await Self.tempStore(reopened) == 2)
     }
 
+    @Test("removeAll, which deletes in a savepoint, runs with the temporary store on disk and puts the writer's setting back")
+    func removeAllPutsTempStoreBack() async throws {
+        let (w, _) = try await TestWallets.make()
+        defer { try? w.close() }
+        try await Self.fill(w, 300)
+        #expect(try await w.removeAll(type: "t") == 300)
+        #expect(try await Self.tempStore(w) == 2)
+        #expect(try await w.fetchAll(type: "t").isEmpty)
+    }
+
     @Test("after removing 90% of the records, large deletes give space back and compact returns the rest")
     func spaceComesBack() async throws {
         let (w, url) = try await TestWallets.make()

@@ -270,15 +270,17 @@ enum Schema {
             // its page, so old key material does not stay in the file's free space. FAST zeroes
             // within the pages a write touches anyway (no extra I/O: ON cost batched writes about
             // 10 % in `coffer bench wallet`); pages moved to the freelist keep their old bytes.
-            // temp_store: SQLite keeps a statement journal (the pages a statement changes, as
-            // they were before it) for every write whose statement has a trigger, which every
-            // record write has (the version digest's). With temporary files on disk it moves that
-            // journal into a file in the system's temporary folder once it passes 64 KiB, and
-            // from then on every statement of the transaction writes its pages there: at
-            // N = 100,000 a batched insert made 620,000 `pwrite`s to it, about half the writer's
-            // time. Each of the wallet's record statements changes a few pages, and the journal
-            // is emptied when it ends, so in memory it stays small; the statements that rewrite
-            // whole tables (migrations, VACUUM) run with the temporary store on disk instead
+            // temp_store: inside a transaction, SQLite keeps a statement journal (the pages a
+            // statement changes, as they were before it) for a statement that has a trigger and
+            // may fail part way, as every write of the items table does (the version digest's
+            // trigger). With temporary files on disk it moves that journal into a file in the
+            // system's temporary folder once it passes 64 KiB, and from then on every statement
+            // of the transaction writes its pages there: at N = 100,000 a batched insert made
+            // 620,000 `pwrite`s to it, about half the writer's time. Each of the wallet's record
+            // statements changes a few pages, and the journal is emptied when the statement
+            // ends (or, in a savepoint, when that ends), so in memory it stays small. What
+            // changes much of the file in one statement or savepoint (migrations, VACUUM,
+            // `Wallet.removeAll`) runs with the temporary store on disk instead
             // (``SQLiteFootprint/withTempStoreOnDisk(_:_:)``).
             try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA cache_size = -\(Schema.writerCacheKiB)")
             try db.execute(sql: "PRAGMA secure_delete = FAST; PRAGMA temp_store = MEMORY")
