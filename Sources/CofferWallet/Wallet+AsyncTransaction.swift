@@ -94,10 +94,9 @@ public struct AsyncWalletTransaction: Sendable {
         try await mailbox.perform { try $0.deleteTags(type: type, id: id, names: names) }
     }
 
-    /// Deletes every matching record; returns the count. As with
-    /// ``WalletTransaction/removeAll(type:matching:)``, the old content of the pages it changes
-    /// stays in memory until it returns (to remove most of a large wallet, call
-    /// ``Wallet/removeAll(type:matching:)`` outside a transaction).
+    /// Deletes every matching record; returns the count (see
+    /// ``WalletTransaction/removeAll(type:matching:)``: a failure part way leaves the records
+    /// removed before it removed in this transaction).
     @discardableResult
     public func removeAll(type: String, matching query: WalletQuery = .all) async throws -> Int {
         try await mailbox.perform { try $0.removeAll(type: type, matching: query) }

@@ -112,7 +112,7 @@ struct FootprintTests {
         #expect(try await Self.tempStore(reopened) == 2)
     }
 
-    @Test("removeAll, which deletes in a savepoint, runs with the temporary store on disk and puts the writer's setting back")
+    @Test("removeAll leaves the writer's statement journals in memory and removes every match")
     func removeAllPutsTempStoreBack() async throws {
         let (w, _) = try await TestWallets.make()
         defer { try? w.close() }

@@ -278,10 +278,10 @@ enum Schema {
             // of the transaction writes its pages there: at N = 100,000 a batched insert made
             // 620,000 `pwrite`s to it, about half the writer's time. Each of the wallet's record
             // statements changes a few pages, and the journal is emptied when the statement
-            // ends (or, in a savepoint, when that ends), so in memory it stays small. What
-            // changes much of the file in one statement or savepoint (migrations, VACUUM,
-            // `Wallet.removeAll`) runs with the temporary store on disk instead
-            // (``SQLiteFootprint/withTempStoreOnDisk(_:_:)``).
+            // ends, so in memory it stays small. An open savepoint would keep it until the
+            // savepoint ends, so the wallet's writes use none (see WalletTransaction.removeAll).
+            // What changes much of the file in one statement (migrations, VACUUM) runs with the
+            // temporary store on disk instead (``SQLiteFootprint/withTempStoreOnDisk(_:_:)``).
             try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA cache_size = -\(Schema.writerCacheKiB)")
             try db.execute(sql: "PRAGMA secure_delete = FAST; PRAGMA temp_store = MEMORY")
             try SQLiteFootprint.limitWAL(db)
