@@ -162,11 +162,12 @@ package enum DurableFile {
 
     /// Reads a whole file; nil when it does not exist.
     package static func read(_ url: URL) throws(FileOperationError) -> Data? {
-        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
-        // A FIFO, folder, socket or device where a file of Coffer's belongs is named as such
-        // (reading one failed with "permission", or Foundation's bare error number).
+        // One stat answers both "is it there" (as FileManager.fileExists would) and "is it a
+        // regular file": a FIFO, folder, socket or device where a file of Coffer's belongs is
+        // named as such (reading one failed with "permission", or Foundation's bare error number).
         var info = stat()
-        if stat(url.path, &info) == 0, info.st_mode & mode_t(S_IFMT) != mode_t(S_IFREG) {
+        guard stat(url.path, &info) == 0 else { return nil }
+        if info.st_mode & mode_t(S_IFMT) != mode_t(S_IFREG) {
             throw FileOperationError(
                 "cannot read \(url.path): it is not a regular file (it is \(OwnerOnlyFiles.describe(info.st_mode))); move it away"
             )

@@ -149,11 +149,8 @@ public final class EncryptedFileSecureStorage: SecureStorage, Sendable {
                 do throws(SecureStorageError) {
                     if let item = try open(file, itemKey) { found.append(item.name) }
                 } catch {
-                    if case .storage = error {
-                        damaged.append((file, error.description, error))
-                    } else {
-                        damaged.append((file, error.description, nil))
-                    }
+                    let unreadable: SecureStorageError? = if case .storage = error { error } else { nil }
+                    damaged.append((file, error.description, unreadable))
                 }
             }
             return (found.sorted(), damaged)
