@@ -57,8 +57,10 @@ enum AppDataCLI {
         case "string", "enum":
             return value.databaseValue
         case "json":
-            guard (try? JSONSerialization.jsonObject(with: Data(value.utf8), options: [.fragmentsAllowed])) != nil else {
-                throw SettingsCLIError.refused("\(name) holds JSON; the value does not parse")
+            // The parser `get` prints with, so that what `set` accepts prints back as JSON (not as
+            // a string: it refuses nesting deeper than 256, where Foundation's went to 512).
+            do throws(JSONParseError) { _ = try JSONValue.parse(value) } catch {
+                throw SettingsCLIError.refused("\(name) holds JSON; the value does not parse (\(error.message))")
             }
             return value.databaseValue
         default:

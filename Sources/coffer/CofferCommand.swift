@@ -238,31 +238,46 @@ enum CLIKeys {
 
 /// Text inputs: files, standard input and arguments, all checked to be valid UTF-8.
 enum CLIInput {
-    /// The whole text of `path` (`-`: standard input).
-    static func text(path: String, what: String) throws -> String {
-        let data: Data
-        if path == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
-        } else {
-            guard let contents = FileManager.default.contents(atPath: path) else {
-                throw WalletError.invalidInput("\(what): cannot read \(path)")
-            }
-            data = contents
-        }
+    /// The most bytes a text input other than a value is read to (a query, tags, a key file):
+    /// 64 MiB, far above any real one, so that `/dev/zero` or a wrong file ends in an error.
+    static let maxTextBytes = 64 << 20
+
+    /// The whole text of `path` (`-`: standard input), at most `limit` bytes: a regular file or a
+    /// pipe at a path (a folder, a device or a socket is refused by name), anything on standard
+    /// input.
+    static func text(path: String, what: String, limit: Int = maxTextBytes, limitName: String = "the limit for a text input") throws
+        -> String
+    {
+        let reader = BoundedInput(limit: limit, limitName: limitName, fileKind: "a text file")
+        let data =
+            path == "-"
+            ? try reader.bytesOfStandardInput(prefix: "\(what): ") : try reader.bytes(atPath: path, prefix: "\(what): ")
         guard let text = String(validUTF8: data) else {
             throw WalletError.invalidInput("\(what): \(path == "-" ? "standard input" : path) is not valid UTF-8")
         }
         return text
     }
 
-    /// Exactly one of an argument and a file option: the text.
-    static func one(argument: String?, file: String?, argumentName: String, fileOption: String) throws -> String {
+    /// Exactly one of an argument and a file option: the text (a file read to at most `limit`
+    /// bytes, see ``text(path:what:limit:limitName:)``).
+    static func one(
+        argument: String?, file: String?, argumentName: String, fileOption: String, limit: Int = maxTextBytes,
+        limitName: String = "the limit for a text input"
+    ) throws -> String {
         switch (argument, file) {
         case (let a?, nil): return a
-        case (nil, let f?): return try text(path: f, what: fileOption)
+        case (nil, let f?): return try text(path: f, what: fileOption, limit: limit, limitName: limitName)
         case (nil, nil): throw WalletError.invalidInput("give \(argumentName) or \(fileOption) FILE|-")
         case (.some, .some): throw WalletError.invalidInput("give \(argumentName) or \(fileOption), not both")
         }
+    }
+
+    /// A record's value: the argument, or `--value-file` read to at most the largest value
+    /// (``WalletLimits/maxValueBytes``).
+    static func value(argument: String?, file: String?) throws -> String {
+        try one(
+            argument: argument, file: file, argumentName: "a value", fileOption: "--value-file", limit: WalletLimits.maxValueBytes,
+            limitName: "the largest value")
     }
 
     /// Checks, while parsing (so that a usage error prints the command's usage), that at most one of

@@ -3,14 +3,7 @@
 import ArgumentParser
 import Coffer
 import CofferCLISupport
-import CofferFileModes
 import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 extension MediaKind: ExpressibleByArgument {}
 extension KeepMediaType: ExpressibleByArgument {}
@@ -22,41 +15,7 @@ enum ContainerCLI {
     /// larger entry could not be stored). A folder, a device or a socket is refused by name; a
     /// file over the limit is refused before it is read, a pipe once it has delivered more.
     static func readImage(_ file: String, limit: Int) throws -> Data {
-        func failure(_ what: String) -> WalletError { .invalidInput("cannot read \(file): \(what)") }
-        func check(_ info: stat) throws {
-            switch info.st_mode & mode_t(S_IFMT) {
-            case mode_t(S_IFREG):
-                guard info.st_size <= off_t(limit) else {
-                    throw failure("it is \(info.st_size) bytes, more than the cache's limit of \(limit) bytes")
-                }
-            case mode_t(S_IFIFO): break
-            default:
-                throw failure("it is \(OwnerOnlyFiles.describe(info.st_mode)), not an image file or a pipe")
-            }
-        }
-        // Checked before opening (opening a device or socket could wait or fail unclearly), and
-        // again on what was opened, in case the path was replaced in between.
-        var info = stat()
-        guard stat(file, &info) == 0 else { throw failure(String(cString: strerror(errno))) }
-        try check(info)
-        var fd: Int32
-        repeat { fd = open(file, O_RDONLY | O_CLOEXEC) } while fd < 0 && errno == EINTR
-        guard fd >= 0 else { throw failure(String(cString: strerror(errno))) }
-        defer { close(fd) }
-        guard fstat(fd, &info) == 0 else { throw failure(String(cString: strerror(errno))) }
-        try check(info)
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw failure(String(cString: strerror(errno)))
-            }
-            if count == 0 { return data }
-            data.append(contentsOf: buffer[0..<count])
-            guard data.count <= limit else { throw failure("it gave more than the cache's limit of \(limit) bytes") }
-        }
+        try BoundedInput(limit: limit, limitName: "the cache's limit", fileKind: "an image file").bytes(atPath: file)
     }
 
     /// The SDK wallet's key is never printed, replaced or removed by hand (a reset removes it).
@@ -301,7 +260,8 @@ struct SecureCommand: AsyncParsableCommand {
                 }
                 value = Data(text.utf8)
             } else {
-                value = FileHandle.standardInput.readDataToEndOfFile()
+                value = try BoundedInput(limit: CLIInput.maxTextBytes, limitName: "the limit for a secure item", fileKind: "a file")
+                    .bytesOfStandardInput(prefix: "secure set: ")
             }
             guard !value.isEmpty else { throw WalletError.invalidInput("the value of \(name) is empty") }
             try await storeOptions.withContainer { try await $0.secure.save(value, for: name, accessibility: accessibility) }

@@ -99,7 +99,7 @@ struct WalletCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let value = try CLIInput.one(argument: value, file: valueFile, argumentName: "a value", fileOption: "--value-file")
+            let value = try CLIInput.value(argument: value, file: valueFile)
             let tagsText: String? =
                 tags != nil || tagsFile != nil
                 ? try CLIInput.one(argument: tags, file: tagsFile, argumentName: "--tags", fileOption: "--tags-file") : nil
@@ -143,7 +143,7 @@ struct WalletCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let value = try CLIInput.one(argument: value, file: valueFile, argumentName: "a value", fileOption: "--value-file")
+            let value = try CLIInput.value(argument: value, file: valueFile)
             try await walletOptions.withRecords { try await $0.update(type: type, id: id, value: value) }
             print(JSONValue.object([("updated", WalletCommand.record(type, id))]).jsonText)
         }

@@ -35,6 +35,20 @@ struct SettingsCLITests {
         #expect(try await CLI.run(["settings", "set", "currentUser", user], store: store).status == 0)
     }
 
+    @Test("a json setting nested deeper than get can print is refused at set, naming the depth; 256 levels print back as JSON")
+    func jsonDepth() async throws {
+        let store = try await store()
+        let deep = String(repeating: "[", count: 300) + String(repeating: "]", count: 300)
+        let refused = try await CLI.run(["settings", "set", "deepValue", deep, "--kind", "json"], store: store)
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("nesting deeper than 256"), "\(refused.stderr)")
+        #expect(try await CLI.run(["settings", "get", "deepValue"], store: store).status == 1)
+        let deepest = String(repeating: "[", count: 256) + String(repeating: "]", count: 256)
+        #expect(try await CLI.run(["settings", "set", "deepValue", deepest, "--kind", "json"], store: store).status == 0)
+        let printed = try object(try await CLI.run(["settings", "get", "deepValue"], store: store).stdout)
+        #expect(printed["value"] is [Any], "\(printed)")
+    }
+
     @Test("a catalogue key refuses another --kind")
     func declaredKind() async throws {
         let store = try await store()

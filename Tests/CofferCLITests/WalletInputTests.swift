@@ -111,6 +111,42 @@ struct WalletInputTests {
         #expect(try await CLI.wallet(["search", "t", "{}"], store: store).stdout.contains(#""records":[]"#))
     }
 
+    @Test("--value-file, --tags-file and --query-file naming a device or a folder are refused by name, and nothing is added")
+    func inputFileKinds() async throws {
+        let store = try await CLI.newStore()
+        let folder = TemporaryFolders.path("coffer-input-folder")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let tags = try temporaryFile(Data("{}".utf8))
+        for (arguments, kind) in [
+            (["add", "t", "a", "--value-file", "/dev/null"], "a device"),
+            (["add", "t", "a", "--value-file", folder.path], "a folder"),
+            (["add", "t", "a", "v", "--tags-file", "/dev/zero"], "a device"),
+            (["count", "t", "--query-file", "/dev/zero"], "a device"),
+            (["add", "t", "a", "--value-file", tags.path, "--tags-file", folder.path], "a folder"),
+        ] {
+            let r = try await CLI.wallet(arguments, store: store)
+            #expect(r.status == 2, "\(arguments): \(r.stderr)")
+            #expect(r.stderr.contains("it is \(kind), not a text file or a pipe"), "\(arguments): \(r.stderr)")
+        }
+        #expect(try await CLI.wallet(["count", "t"], store: store).stdout == #"{"count":0}"# + "\n")
+    }
+
+    @Test("a value file or standard input larger than the largest value is refused naming the limit, before or while reading")
+    func valueInputOverLimit() async throws {
+        let store = try await CLI.newStore()
+        let big = Data(repeating: 0x61, count: (16 << 20) + 1)
+        let file = try temporaryFile(big)
+        let fromFile = try await CLI.wallet(["add", "t", "a", "--value-file", file.path], store: store)
+        #expect(fromFile.status == 2)
+        #expect(fromFile.stderr.contains("it is 16777217 bytes, more than the largest value of 16777216 bytes"), "\(fromFile.stderr)")
+        let fromPipe = try await CLI.wallet(["add", "t", "a", "--value-file", "-"], store: store, stdin: big + big)
+        #expect(fromPipe.status == 2)
+        #expect(
+            fromPipe.stderr.contains("cannot read standard input: it gave more than the largest value of 16777216 bytes"),
+            "\(fromPipe.stderr)")
+        #expect(try await CLI.wallet(["count", "t"], store: store).stdout == #"{"count":0}"# + "\n")
+    }
+
     @Test("create refuses any existing file; a file that is not a wallet is corrupted and left as it was")
     func nothingOverwritten() async throws {
         let sqlite = TemporaryFolders.path("other").appendingPathExtension("sqlite")
