@@ -230,6 +230,30 @@ struct AskarImportTests {
         #expect(ForeignStores.output(ok)["imported"] as? Int == (entry["records"] as! [Any]).count)
     }
 
+    @Test("an items row whose kind is text or 3 is exit 5 naming the row and what its kind is, not the 0 SQLite reads from text")
+    func kindNamed() async throws {
+        let dir = ForeignStores.folder()
+        guard try await ForeignStores.make(["askar", dir.path]) else { return }
+        let entry = (try ForeignStores.json(dir.appendingPathComponent("askar.json"))["stores"] as! [[String: Any]])[0]
+        let source = dir.appendingPathComponent("askar-raw.db")
+        for (kind, said) in [("'x'", "its kind is text,"), ("3", "its kind is 3,")] {
+            let copy = dir.appendingPathComponent("kind-\(UUID().uuidString).db")
+            try FileManager.default.copyItem(at: source, to: copy)
+            let db = try DatabaseQueue(path: copy.path)
+            let row = try await db.write { db -> Int64 in
+                let id = try Int64.fetchOne(db, sql: "SELECT id FROM items WHERE profile_id = 1 ORDER BY id LIMIT 1")!
+                try db.execute(sql: "UPDATE items SET kind = \(kind) WHERE id = ?", arguments: [id])
+                return id
+            }
+            try db.close()
+            let store = try await CLI.newStore()
+            let r = try await ForeignStores.importAskar(copy, key: entry["key"] as! String, store: store)
+            #expect(r.status == 5, "\(r.stderr)")
+            #expect(r.stderr.contains("items row \(row): \(said) neither 1 (key) nor 2 (record)"), "\(r.stderr)")
+            #expect(try ForeignStores.itemRows(store) == 0)
+        }
+    }
+
     @Test("wrong key 4, duplicate 3 (named), damaged row 5 (named), not an Askar store 2: nothing imported, source untouched")
     func errorsImportNothing() async throws {
         let dir = ForeignStores.folder()

@@ -255,13 +255,22 @@ struct AskarStoreSource: ForeignSource {
         }
         let at = "\(label), items row \(rowid)"
         func damaged(_ what: String) -> WalletError { .corrupted("\(at): \(what) (nothing was imported)") }
-        let kind: Int64? = row[1]
+        // Read by storage class: SQLite would give 0 for a text kind, and the message would say 0.
+        let kind: Int64?
+        let kindText: String
+        switch (row[1] as DatabaseValue).storage {
+        case .null: (kind, kindText) = (nil, "NULL")
+        case .int64(let number): (kind, kindText) = (number, String(number))
+        case .double(let number): (kind, kindText) = (-1, "the real number \(number)")
+        case .string: (kind, kindText) = (-1, "text")
+        case .blob: (kind, kindText) = (-1, "a blob")
+        }
         let categoryField = ForeignDatabase.field(row, 2, limit: limits.type)
         let nameField = ForeignDatabase.field(row, 4, limit: limits.id)
         let valueField = ForeignDatabase.field(row, 6, limit: limits.value)
         guard let kind else { throw damaged("a column is NULL") }
         for case .null in [categoryField, nameField, valueField] { throw damaged("a column is NULL") }
-        guard kind == 1 || kind == 2 else { throw damaged("its kind is \(kind), neither 1 (key) nor 2 (record)") }
+        guard kind == 1 || kind == 2 else { throw damaged("its kind is \(kindText), neither 1 (key) nor 2 (record)") }
         for case .tooLong in [categoryField, nameField] {
             throw WalletError.invalidInput("\(at): its category or name is longer than Coffer allows (nothing was imported)")
         }
