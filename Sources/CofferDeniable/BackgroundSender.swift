@@ -94,7 +94,7 @@ struct BackgroundSchedule: Codable, Equatable {
     mutating func schedule(now: Date, extra: TimeInterval, delay: TimeInterval, minInterval: TimeInterval) {
         var at = now.addingTimeInterval(extra + delay)
         if failed == 0, let last = lastRun, now >= last { at = max(at, last.addingTimeInterval(minInterval)) }
-        nextRunAfter = Int64(at.timeIntervalSince1970.rounded(.up))
+        nextRunAfter = Int64(saturating: at.timeIntervalSince1970, rounding: .up)
         pending = 1
     }
 }

@@ -96,7 +96,7 @@ public struct SignedPublicKey: Sendable, Hashable, Codable {
     }
 
     /// Whether it is still valid at `now` (valid through its last second).
-    public func isValid(at now: Date) -> Bool { Int64(now.timeIntervalSince1970.rounded(.down)) <= notValidAfterSeconds }
+    public func isValid(at now: Date) -> Bool { Int64(saturating: now.timeIntervalSince1970, rounding: .down) <= notValidAfterSeconds }
 
     enum CodingKeys: String, CodingKey {
         case key, certificate

@@ -49,8 +49,10 @@ public struct MailboxMessage: Sendable, Hashable, Identifiable {
     }
 }
 
-/// Milliseconds since 1970, rounded.
-func unixMillis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+/// Milliseconds since 1970, rounded (held at the ends of Int64 for a date beyond them).
+func unixMillis(_ date: Date) -> Int64 {
+    Int64(saturating: date.timeIntervalSince1970 * 1000, rounding: .toNearestOrAwayFromZero)
+}
 
 /// The secrets and messages kept inside the vault while a session is unlocked.
 struct VaultContents: Sendable {

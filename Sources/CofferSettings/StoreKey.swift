@@ -1,5 +1,6 @@
 // Typed settings keys: declared once with a stable name, a type and a default.
 
+import CofferSync
 import Foundation
 import GRDB
 
@@ -88,7 +89,8 @@ extension StoreKey where Value == Date {
         self.init(
             name, default: defaultValue,
             codec: SettingCodec(
-                kind: "date", encode: { Int64(($0.timeIntervalSince1970 * 1000).rounded()).databaseValue },
+                kind: "date",
+                encode: { Int64(saturating: $0.timeIntervalSince1970 * 1000, rounding: .toNearestOrAwayFromZero).databaseValue },
                 decode: { Int64.fromDatabaseValue($0).map { Date(timeIntervalSince1970: Double($0) / 1000) } }))
     }
 }
@@ -99,7 +101,10 @@ extension StoreKey where Value == Date? {
         self.init(
             name, default: nil,
             codec: SettingCodec(
-                kind: "date", encode: { $0.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()).databaseValue } ?? .null },
+                kind: "date",
+                encode: {
+                    $0.map { Int64(saturating: $0.timeIntervalSince1970 * 1000, rounding: .toNearestOrAwayFromZero).databaseValue } ?? .null
+                },
                 decode: { stored in
                     if stored.isNull { return .some(nil) }
                     return Int64.fromDatabaseValue(stored).map { Date(timeIntervalSince1970: Double($0) / 1000) }

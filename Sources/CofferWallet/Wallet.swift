@@ -753,7 +753,8 @@ public final class Wallet: Sendable {
                 // GRDB's answer to any use of a closed pool.
                 return .closed
             default:
-                return .storage("SQLite error \(e.resultCode)", cause: cause)
+                // SQLite's own message says which limit or statement (bound values never appear in it).
+                return .storage("SQLite error \(e.resultCode)\(e.message.map { ": \($0)" } ?? "")", cause: cause)
             }
         }
         if let e = error as? CryptoError { return .storage("\(e)") }

@@ -54,6 +54,22 @@ struct SettingsTests {
         #expect(app.settings.get(SettingsCatalog.currentUser) == user)
     }
 
+    @Test("a date beyond what milliseconds in an Int64 hold is stored as the farthest one, not a trap")
+    func farDates() throws {
+        let folder = appFolder()
+        let key = StoreKey("when", default: Date(timeIntervalSince1970: 0))
+        let past = StoreKey(optionalDate: "past")
+        do {
+            let app = try openApp(folder)
+            try app.settings.putBlocking(key, Date(timeIntervalSince1970: 1e300))
+            try app.settings.putBlocking(past, Date(timeIntervalSince1970: -1e300))
+            try app.close()
+        }
+        let app = try openApp(folder)
+        #expect(app.settings.get(key) == Date(timeIntervalSince1970: Double(Int64.max) / 1000))
+        #expect(app.settings.get(past) == Date(timeIntervalSince1970: Double(Int64.min) / 1000))
+    }
+
     @Test("a value stored under another type is reported and the default returned")
     func typeMismatch() throws {
         let app = try openApp()

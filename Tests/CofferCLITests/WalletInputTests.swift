@@ -147,6 +147,15 @@ struct WalletInputTests {
         #expect(try await CLI.wallet(["count", "t"], store: store).stdout == #"{"count":0}"# + "\n")
     }
 
+    @Test("an import line whose expiresAt is the largest Int64 imports the record (it used to stop the process)")
+    func importFarExpiry() async throws {
+        let store = try await CLI.newStore()
+        let lines = try temporaryFile(Data(#"{"type":"t","id":"far","value":"x","expiresAt":9223372036854775807}"#.utf8 + [0x0A]))
+        let imported = try await CLI.wallet(["import", lines.path], store: store)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(try await CLI.wallet(["get", "t", "far"], store: store).stdout.contains(#""value":"x""#))
+    }
+
     @Test("create refuses any existing file; a file that is not a wallet is corrupted and left as it was")
     func nothingOverwritten() async throws {
         let sqlite = TemporaryFolders.path("other").appendingPathExtension("sqlite")

@@ -84,6 +84,37 @@ struct BigQueryTests {
         let negated = try await ids(w, json(["$not": ["$exist": absent]]))
         #expect(negated == Self.expected { _ in true })
     }
+    @Test("a flat AND of 65 to 200 tag equalities finds the record that has them all, and only it")
+    func manyEqualities() async throws {
+        let (w, _) = try await TestWallets.make()
+        defer { try? w.close() }
+        var tags = WalletTags()
+        for i in 0..<200 { tags["k\(i)"] = .string("v\(i)") }
+        try await w.add(type: "t", id: "all", value: "x", tags: tags)
+        tags["k150"] = .string("other")
+        try await w.add(type: "t", id: "one-differs", value: "x", tags: tags)
+        for count in [65, 100, 200] {
+            let query = json(Dictionary(uniqueKeysWithValues: (0..<count).map { ("k\($0)", "v\($0)") }))
+            #expect(try await ids(w, query) == (count > 150 ? ["all"] : ["all", "one-differs"]), "\(count) equalities")
+        }
+    }
+
+    @Test("$or and $not alternating 13 to 83 levels deep match what the tree means, never a storage error")
+    func deepAlternation() async throws {
+        let w = try await Self.filled()
+        defer { try? w.close() }
+        for depth in [13, 17, 30, 83] {
+            // e = v0, then at each level "e = v<i> or not (the level below)".
+            var query: Any = ["e": "v0"]
+            for i in 1..<depth { query = ["$or": [["e": "v\(i)"], ["$not": query]]] }
+            let expected = Self.expected { record in
+                var holds = record == 0
+                for i in 1..<depth { holds = record == i || !holds }
+                return holds
+            }
+            #expect(try await ids(w, json(query)) == expected, "depth \(depth)")
+        }
+    }
 }
 
 @Suite("Regular expressions in queries")
@@ -123,4 +154,5 @@ struct RegexQueryTests {
         let message = Self.refusal(parts[0])
         #expect(message.hasPrefix("invalid query") && message.lowercased().contains(parts[1]), "\(parts[0]): \(message)")
     }
+
 }

@@ -27,6 +27,16 @@ struct RecordTests {
         #expect(r == WalletRecord(id: "1", type: "cred"))
     }
 
+    @Test("an expiry beyond what milliseconds in an Int64 hold is kept as the farthest: the record reads, no trap")
+    func farExpiry() async throws {
+        let (w, _) = try await TestWallets.make()
+        defer { try? w.close() }
+        try await w.add(type: "cred", id: "far", value: "v", expiresAt: Date(timeIntervalSince1970: 1e300))
+        try await w.add(type: "cred", id: "past", value: "v", expiresAt: Date(timeIntervalSince1970: -1e300))
+        #expect(try await w.get(type: "cred", id: "far").value == "v")
+        #expect(try await w.fetch(type: "cred", id: "past") == nil)
+    }
+
     @Test("unknown get options are an invalid input")
     func badOptions() {
         #expect(throws: WalletError.self) { try RecordOptions(json: #"{"retrieveEverything": true}"#) }

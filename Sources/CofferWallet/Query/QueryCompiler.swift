@@ -77,12 +77,36 @@ enum QueryCompiler {
     /// Conditions (tag tests, after `$in` lists and `$exist` names collapse to one each) above
     /// which a query is checked in memory over the type's records instead of in SQL.
     static let maxSQLConditions = 1_000
+    /// Parentheses nested in a query's SQL above which it is checked in memory as well (see
+    /// ``parenthesisDepth(_:)``). SQLite refused 34 and more here (the statements around the
+    /// query's SQL add their own); 24 leaves room for them.
+    static let maxSQLNesting = 24
+
+    /// The deepest nesting of parentheses in `sql` (the compiler's SQL holds none in strings: every
+    /// value is a bound parameter).
+    static func parenthesisDepth(_ sql: String) -> Int {
+        var depth = 0
+        var deepest = 0
+        for byte in sql.utf8 {
+            if byte == UInt8(ascii: "(") {
+                depth += 1
+                deepest = max(deepest, depth)
+            } else if byte == UInt8(ascii: ")") {
+                depth -= 1
+            }
+        }
+        return deepest
+    }
     /// `$in` operands and `$exist` names above which the list is bound as one JSON array
     /// (`json_each`) instead of one SQL parameter each.
     static let boundListThreshold = 16
     /// Top-level tag equalities considered as the walk's driver (each costs a 64-entry index
     /// sample per walk); further ones are only joined.
     static let maxDriverChoices = 4
+    /// Top-level tag equalities joined besides the driver; further ones are checked by the
+    /// predicate (one `EXISTS` each). SQLite joins at most 64 tables in one statement, and a flat
+    /// AND of 65 equalities failed with "SQL logic error" when each was a join.
+    static let maxJoins = 16
 
     static func compile(
         type: String, query: WalletQuery, keys: WalletKeys, allowReserved: Bool = false, dialect: SQLDialect = .sqlite
@@ -104,7 +128,7 @@ enum QueryCompiler {
             var joins = [String]()
             var joinArguments = [DatabaseValue]()
             for (i, c) in conjuncts.enumerated() where i != at {
-                if let (n, v) = context.equalityDriver(c) {
+                if joins.count < maxJoins, let (n, v) = context.equalityDriver(c) {
                     let alias = "e\(joins.count)"
                     let scope = dialect.scope(alias, keys.tables)
                     let equal = dialect.valueEquals("\(alias).value", v)
@@ -150,6 +174,14 @@ enum QueryCompiler {
                 plans: [.init(driver: .type, predicate: dialect.yes, requiresSingleValued: nil)], dialect: dialect)
         }
         let full = typeContext.sql(root, positive: true)
+        // SQLite's parser holds at most 100 symbols on its stack, and each level of parentheses
+        // takes a few: a tree that alternated `$or` and `$not` 17 levels deep (34 parentheses)
+        // failed to prepare, a storage error. Such a tree is answered as above.
+        if Self.parenthesisDepth(full.sql) > maxSQLNesting {
+            return CompiledSearch(
+                type: type, typeBlind: tb, keys: keys, root: root, exact: false,
+                plans: [.init(driver: .type, predicate: dialect.yes, requiresSingleValued: nil)], dialect: dialect)
+        }
         plans.append(.init(driver: .type, predicate: full, requiresSingleValued: nil))
         // Inexact leaves widen the SQL the same way in every plan; the full tree decides.
         return CompiledSearch(

@@ -2,6 +2,7 @@
 // seam; every row it reads or writes goes through the backend's transaction (`SQLiteRows`).
 
 import CofferCrypto
+import CofferSync
 import Foundation
 
 /// Checks every argument before anything is written.
@@ -39,8 +40,9 @@ enum Validate {
     }
 }
 
-/// Milliseconds since 1970 for the expiry column.
-func unixMillis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
+/// Milliseconds since 1970 for the expiry column (held at `Int64.max` for a date past it: an
+/// import's `expiresAt` of 2^63 − 1 ms round-trips through `Date` to there).
+func unixMillis(_ date: Date) -> Int64 { Int64(saturating: date.timeIntervalSince1970 * 1000, rounding: .down) }
 
 /// Record reads and writes inside the caller's transaction.
 struct RecordStore {
