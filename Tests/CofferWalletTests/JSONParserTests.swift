@@ -295,6 +295,20 @@ struct JSONDocumentTests {
         #expect(throws: JSONParseError.self) { try JSONValue.parse("\u{FEFF}") }
     }
 
+    @Test("an unexpected character is named whole, with its code point; a byte order mark by name")
+    func unexpectedCharacterNamed() {
+        func message(_ text: String) -> String {
+            do throws(JSONParseError) {
+                _ = try JSONValue.parse(text)
+                return "parsed"
+            } catch { return error.message }
+        }
+        #expect(message("\u{FEFF}{}").contains("UTF-8 byte-order mark (EF BB BF)"), "\(message("\u{FEFF}{}"))")
+        #expect(message("é").hasSuffix("unexpected character 'é' (U+00E9)"), "\(message("é"))")
+        #expect(message("[1, 😀]").hasSuffix("unexpected character '😀' (U+1F600)"), "\(message("[1, 😀]"))")
+        #expect(message("\u{1}").hasSuffix("unexpected character (U+0001)"), "\(message("\u{1}"))")
+    }
+
     @Test("a byte order mark inside a string is kept as a character")
     func byteOrderMarkInString() throws {
         #expect(scalars(try parsedString("\"\u{FEFF}x\"")) == [0xFEFF, 0x78])

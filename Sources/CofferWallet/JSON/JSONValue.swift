@@ -1,6 +1,7 @@
 // A small exact JSON reader and writer: keeps numbers as written, lets the last duplicate key
 // win, and tells booleans from numbers — things WQL and the tag rules depend on.
 
+import CofferSync
 import Foundation
 
 /// A parsed JSON document.
@@ -168,8 +169,33 @@ private struct JSONParser {
             try literal("null")
             return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
-        default: throw fail("unexpected character '\(Character(Unicode.Scalar(bytes[index])))'")
+        default: throw fail("unexpected \(characterHere())")
         }
+    }
+
+    /// The character at `index` for a message: a byte-order mark by name (editors on Windows put
+    /// one first), else the whole UTF-8 character with its code point (a lone byte showed as
+    /// the Latin-1 character of its value: 'Ã' for the first byte of 'é').
+    func characterHere() -> String {
+        let rest = bytes[index...]
+        if rest.starts(with: [0xEF, 0xBB, 0xBF]) { return "UTF-8 byte-order mark (EF BB BF); save the text without it" }
+        let length: Int
+        switch bytes[index] {
+        case 0..<0x80: length = 1
+        case 0xC0..<0xE0: length = 2
+        case 0xE0..<0xF0: length = 3
+        case 0xF0..<0xF8: length = 4
+        default: length = 0
+        }
+        if length > 0, let text = String(validUTF8: rest.prefix(length)), text.utf8.count == length,
+            let scalar = text.unicodeScalars.first
+        {
+            let hex = String(scalar.value, radix: 16, uppercase: true)
+            let code = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+            let shown = scalar.properties.generalCategory == .control ? "" : "'\(text)' "
+            return "character \(shown)(\(code))"
+        }
+        return "byte 0x\(String(bytes[index], radix: 16, uppercase: true)) (not UTF-8)"
     }
 
     mutating func literal(_ word: String) throws(JSONParseError) {
