@@ -97,6 +97,30 @@ package enum OwnerOnlyFiles {
         for suffix in ["", "-wal", "-shm", "-journal"] {
             try restrictToOwner(url.path + suffix)
         }
+        try restoreCompanionWrite(url)
+    }
+
+    /// Gives the owner write permission back on the `-wal` and `-shm` of a database file the owner
+    /// can write. SQLite makes those files with the database's mode: a read of a database its
+    /// owner had set to 0400 left a 0400 `-shm`, and once the owner made the database writable
+    /// again every open still failed ("attempt to write a readonly database") until the `-shm` was
+    /// removed by hand. Files of another user, and companions of a read-only database, are left
+    /// as they are.
+    static func restoreCompanionWrite(_ url: URL) throws(FileModeError) {
+        var database = stat()
+        guard stat(url.path, &database) == 0, database.st_mode & S_IWUSR != 0 else { return }
+        for suffix in ["-wal", "-shm"] {
+            let path = url.path + suffix
+            var info = stat()
+            guard lstat(path, &info) == 0, info.st_mode & mode_t(S_IFMT) == mode_t(S_IFREG), info.st_uid == geteuid(),
+                info.st_mode & S_IWUSR == 0
+            else { continue }
+            guard chmod(path, (info.st_mode & 0o700) | 0o600) == 0 else {
+                throw FileModeError(
+                    "\(path) is read-only (mode \(String(info.st_mode & 0o777, radix: 8))) and cannot be made writable: \(errnoText())",
+                    cause: StorageCause(errno: errno))
+            }
+        }
     }
 
     /// Refuses anything but a regular file at an SQLite database's path or at the path of its

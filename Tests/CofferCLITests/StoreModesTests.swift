@@ -134,6 +134,45 @@ struct StoreModesTests {
         #expect(found == ["600", "600"])
     }
 
+    @Test("after a read of a read-only database left its -shm 0400, writes work once the owner makes the database writable")
+    func readOnlyCompanionsRecover() async throws {
+        // Permissions bind any user but root: as root, the commands run as nobody (65534).
+        let asRoot = geteuid() == 0
+        let setpriv = "/usr/bin/setpriv"
+        try #require(!asRoot || FileManager.default.isExecutableFile(atPath: setpriv), "running as root needs \(setpriv) (util-linux)")
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-readonly-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: base) }
+        #expect(chmod(base.path, 0o755) == 0)
+        let binary = base.appendingPathComponent("coffer")
+        try FileManager.default.copyItem(at: CLI.binary, to: binary)
+        if asRoot { #expect(chown(base.path, 65534, 65534) == 0) }
+        let store = base.appendingPathComponent("store")
+        let key = Data(repeating: 9, count: 32).base64EncodedString()
+        func run(_ arguments: [String]) async throws -> ProcessResult {
+            let command = [binary.path, "--store", store.path] + arguments
+            return asRoot
+                ? try await runProcess(
+                    URL(fileURLWithPath: setpriv), ["--reuid=65534", "--regid=65534", "--clear-groups"] + command, environment: ["K": key])
+                : try await runProcess(binary, Array(command.dropFirst()), environment: ["K": key])
+        }
+        #expect(try await run(["settings", "set", "a", "b", "--kind", "string"]).status == 0)
+        #expect(try await run(["wallet", "create", "--raw-key-env", "K"]).status == 0)
+        for name in ["app.sqlite", "wallet.sqlite"] { #expect(chmod(store.appendingPathComponent(name).path, 0o400) == 0) }
+        // Reads of the read-only databases: each leaves a -shm with the database's mode 0400.
+        _ = try await run(["settings", "get", "a"])
+        #expect(try await run(["wallet", "get", "t", "x", "--raw-key-env", "K"]).status == 1)
+        for name in ["app.sqlite", "wallet.sqlite"] {
+            #expect(octal(permissions(store.appendingPathComponent(name + "-shm").path)) == "400", "\(name)-shm")
+            #expect(chmod(store.appendingPathComponent(name).path, 0o600) == 0)
+        }
+        let set = try await run(["settings", "set", "a", "c", "--kind", "string"])
+        #expect(set.status == 0, "\(set.stderr)")
+        let added = try await run(["wallet", "add", "t", "x", "v", "--raw-key-env", "K"])
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(try await run(["settings", "get", "a"]).stdout.contains(#""value":"c""#))
+    }
+
     @Test("an existing app.sqlite with mode 0644 is 0600 after the next open")
     func existingAppDatabaseRestricted() throws {
         let url = emptyStore().appendingPathComponent("app.sqlite")
