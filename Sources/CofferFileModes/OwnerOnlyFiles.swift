@@ -82,7 +82,9 @@ package enum OwnerOnlyFiles {
 
     /// Makes an SQLite database file owner-only before SQLite opens it: creates `url` empty with
     /// mode 0600 when it is missing (SQLite then gives its `-wal`, `-shm` and `-journal` files
-    /// the same mode), and restricts an existing file and those companions to their owner.
+    /// the same mode), restricts an existing file and those companions to their owner, and gives
+    /// the owner write permission back on a `-wal` or `-shm` left read-only
+    /// (``restoreCompanionWrite(_:)``).
     package static func prepareDatabase(_ url: URL) throws(FileModeError) {
         try refuseNonRegularFiles(url)
         let fd = open(url.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
@@ -111,11 +113,16 @@ package enum OwnerOnlyFiles {
         guard stat(url.path, &database) == 0, database.st_mode & S_IWUSR != 0 else { return }
         for suffix in ["-wal", "-shm"] {
             let path = url.path + suffix
+            // Opened without following a link, and checked and changed through the descriptor: a
+            // link put there in between is never followed.
+            let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
             var info = stat()
-            guard lstat(path, &info) == 0, info.st_mode & mode_t(S_IFMT) == mode_t(S_IFREG), info.st_uid == geteuid(),
+            guard fstat(fd, &info) == 0, info.st_mode & mode_t(S_IFMT) == mode_t(S_IFREG), info.st_uid == geteuid(),
                 info.st_mode & S_IWUSR == 0
             else { continue }
-            guard chmod(path, (info.st_mode & 0o700) | 0o600) == 0 else {
+            guard fchmod(fd, (info.st_mode & 0o700) | 0o600) == 0 else {
                 throw FileModeError(
                     "\(path) is read-only (mode \(String(info.st_mode & 0o777, radix: 8))) and cannot be made writable: \(errnoText())",
                     cause: StorageCause(errno: errno))

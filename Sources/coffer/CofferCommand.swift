@@ -238,8 +238,9 @@ enum CLIKeys {
 
 /// Text inputs: files, standard input and arguments, all checked to be valid UTF-8.
 enum CLIInput {
-    /// The most bytes a text input other than a value is read to (a query, tags, a key file):
-    /// 64 MiB, far above any real one, so that `/dev/zero` or a wrong file ends in an error.
+    /// The most bytes an input other than a value is read to (a query, tags, a key file, and
+    /// `secure set`'s standard input): 64 MiB, far above any real one, so that `/dev/zero` or a
+    /// wrong file ends in an error.
     static let maxTextBytes = 64 << 20
 
     /// The whole text of `path` (`-`: standard input), at most `limit` bytes: a regular file or a

@@ -84,6 +84,7 @@ struct BigQueryTests {
         let negated = try await ids(w, json(["$not": ["$exist": absent]]))
         #expect(negated == Self.expected { _ in true })
     }
+
     @Test("a flat AND of 65 to 200 tag equalities finds the record that has them all, and only it")
     func manyEqualities() async throws {
         let (w, _) = try await TestWallets.make()
@@ -96,6 +97,31 @@ struct BigQueryTests {
         for count in [65, 100, 200] {
             let query = json(Dictionary(uniqueKeysWithValues: (0..<count).map { ("k\($0)", "v\($0)") }))
             #expect(try await ids(w, query) == (count > 150 ? ["all"] : ["all", "one-differs"]), "\(count) equalities")
+        }
+    }
+
+    @Test("$like and 20-name $exist leaves under $and and $or alternating 2 to 30 levels deep: never a storage error, the tree's meaning")
+    func deepMixedLeaves() async throws {
+        let w = try await Self.filled()
+        defer { try? w.close() }
+        // Both leaf kinds were the first that SQLite's parser refused (from 26 parentheses).
+        let names = (0..<20).map { "n\($0)" }
+        for depth in 2...30 {
+            var query: Any = ["~s": ["$like": "s1%"]]
+            for i in 1..<depth {
+                let leaf: Any = i % 3 == 0 ? ["$not": ["$exist": names]] : ["~s": ["$like": "s1%"]]
+                query = [i % 2 == 1 ? "$and" : "$or": [leaf, query]]
+            }
+            let expected = Self.expected { record in
+                let like = String(record).hasPrefix("1")
+                var holds = like
+                for i in 1..<depth {
+                    let leaf = i % 3 == 0 ? true : like // no record has the n… tags
+                    holds = i % 2 == 1 ? leaf && holds : leaf || holds
+                }
+                return holds
+            }
+            #expect(try await ids(w, json(query)) == expected, "depth \(depth)")
         }
     }
 

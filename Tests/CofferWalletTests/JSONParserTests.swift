@@ -307,6 +307,9 @@ struct JSONDocumentTests {
         #expect(message("é").hasSuffix("unexpected character 'é' (U+00E9)"), "\(message("é"))")
         #expect(message("[1, 😀]").hasSuffix("unexpected character '😀' (U+1F600)"), "\(message("[1, 😀]"))")
         #expect(message("\u{1}").hasSuffix("unexpected character (U+0001)"), "\(message("\u{1}"))")
+        #expect(message("[1, \u{FEFF}2]").hasSuffix("unexpected character (U+FEFF)"), "\(message("[1, \u{FEFF}2]"))")
+        #expect(message("\u{202E}").hasSuffix("unexpected character (U+202E)"), "\(message("\u{202E}"))")
+        #expect(message(#""a\é""#).hasSuffix("a backslash before the character 'é' (U+00E9)"), "\(message(#""a\é""#))")
     }
 
     @Test("a byte order mark inside a string is kept as a character")

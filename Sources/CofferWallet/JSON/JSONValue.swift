@@ -178,7 +178,7 @@ private struct JSONParser {
     /// the Latin-1 character of its value: 'Ã' for the first byte of 'é').
     func characterHere() -> String {
         let rest = bytes[index...]
-        if rest.starts(with: [0xEF, 0xBB, 0xBF]) { return "UTF-8 byte-order mark (EF BB BF); save the text without it" }
+        if index == 0, rest.starts(with: [0xEF, 0xBB, 0xBF]) { return "UTF-8 byte-order mark (EF BB BF); save the text without it" }
         let length: Int
         switch bytes[index] {
         case 0..<0x80: length = 1
@@ -192,7 +192,14 @@ private struct JSONParser {
         {
             let hex = String(scalar.value, radix: 16, uppercase: true)
             let code = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
-            let shown = scalar.properties.generalCategory == .control ? "" : "'\(text)' "
+            // Only characters that print as themselves are shown (no control, format, separator
+            // or private-use character reaches a terminal from a message).
+            let shown: String
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .privateUse, .surrogate, .unassigned, .spaceSeparator:
+                shown = ""
+            default: shown = "'\(text)' "
+            }
             return "character \(shown)(\(code))"
         }
         return "byte 0x\(String(bytes[index], radix: 16, uppercase: true)) (not UTF-8)"
@@ -271,7 +278,9 @@ private struct JSONParser {
                         throw fail("unpaired surrogate in \\u escape")
                     }
                     out.append(contentsOf: Array(String(Character(Unicode.Scalar(scalar)!)).utf8))
-                default: throw fail("invalid escape '\\\(Character(Unicode.Scalar(e)))'")
+                default:
+                    index -= 1
+                    throw fail("invalid escape: a backslash before the \(characterHere())")
                 }
             default:
                 if b < 0x20 { throw fail("control character in string") }

@@ -77,13 +77,17 @@ enum QueryCompiler {
     /// Conditions (tag tests, after `$in` lists and `$exist` names collapse to one each) above
     /// which a query is checked in memory over the type's records instead of in SQL.
     static let maxSQLConditions = 1_000
-    /// Parentheses nested in a query's SQL above which it is checked in memory as well (see
-    /// ``parenthesisDepth(_:)``). SQLite refused 34 and more here (the statements around the
-    /// query's SQL add their own); 24 leaves room for them.
-    static let maxSQLNesting = 24
+    /// Parentheses nested in a query's SQLite SQL above which it is checked in memory as well
+    /// (see ``parenthesisDepth(_:)``). With the system's SQLite here (3.40, a parser stack of 100
+    /// symbols), nesting of every leaf kind and combinator was refused from 26 to 34 levels
+    /// (`$like` and `$exist` leaves under alternating `$and`/`$or` first, `$or`/`$not` pairs last);
+    /// 16 leaves room for what the statements around it add. PostgreSQL's parser has no such
+    /// limit, so the check is SQLite's only.
+    static let maxSQLNesting = 16
 
-    /// The deepest nesting of parentheses in `sql` (the compiler's SQL holds none in strings: every
-    /// value is a bound parameter).
+    /// The deepest nesting of parentheses in `sql`. The compiler's SQL puts every value in a bound
+    /// parameter; the only string literals in it are PostgreSQL's constant names ('UTF8', 'hex'),
+    /// which hold no parentheses.
     static func parenthesisDepth(_ sql: String) -> Int {
         var depth = 0
         var deepest = 0
@@ -97,11 +101,12 @@ enum QueryCompiler {
         }
         return deepest
     }
+
     /// `$in` operands and `$exist` names above which the list is bound as one JSON array
     /// (`json_each`) instead of one SQL parameter each.
     static let boundListThreshold = 16
     /// Top-level tag equalities considered as the walk's driver (each costs a 64-entry index
-    /// sample per walk); further ones are only joined.
+    /// sample per walk); further ones are joined (up to ``maxJoins``) or left to the predicate.
     static let maxDriverChoices = 4
     /// Top-level tag equalities joined besides the driver; further ones are checked by the
     /// predicate (one `EXISTS` each). SQLite joins at most 64 tables in one statement, and a flat
@@ -176,8 +181,9 @@ enum QueryCompiler {
         let full = typeContext.sql(root, positive: true)
         // SQLite's parser holds at most 100 symbols on its stack, and each level of parentheses
         // takes a few: a tree that alternated `$or` and `$not` 17 levels deep (34 parentheses)
-        // failed to prepare, a storage error. Such a tree is answered as above.
-        if Self.parenthesisDepth(full.sql) > maxSQLNesting {
+        // failed to prepare, a storage error. Such a tree is answered as above. (The tag-driven
+        // plans are dropped with it: the walk reads the whole type.)
+        if dialect == .sqlite, Self.parenthesisDepth(full.sql) > maxSQLNesting {
             return CompiledSearch(
                 type: type, typeBlind: tb, keys: keys, root: root, exact: false,
                 plans: [.init(driver: .type, predicate: dialect.yes, requiresSingleValued: nil)], dialect: dialect)
