@@ -113,16 +113,14 @@ package enum OwnerOnlyFiles {
         guard stat(url.path, &database) == 0, database.st_mode & S_IWUSR != 0 else { return }
         for suffix in ["-wal", "-shm"] {
             let path = url.path + suffix
-            // Opened without following a link, and checked and changed through the descriptor: a
-            // link put there in between is never followed.
-            let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-            guard fd >= 0 else { continue }
-            defer { close(fd) }
             var info = stat()
-            guard fstat(fd, &info) == 0, info.st_mode & mode_t(S_IFMT) == mode_t(S_IFREG), info.st_uid == geteuid(),
+            guard lstat(path, &info) == 0, info.st_mode & mode_t(S_IFMT) == mode_t(S_IFREG), info.st_uid == geteuid(),
                 info.st_mode & S_IWUSR == 0
             else { continue }
-            guard fchmod(fd, (info.st_mode & 0o700) | 0o600) == 0 else {
+            // Changed by path without following a link, and never opened: closing a descriptor of
+            // this process on the file would drop the POSIX locks SQLite's connections in this
+            // process hold on it.
+            guard fchmodat(AT_FDCWD, path, (info.st_mode & 0o700) | 0o600, AT_SYMLINK_NOFOLLOW) == 0 else {
                 throw FileModeError(
                     "\(path) is read-only (mode \(String(info.st_mode & 0o777, radix: 8))) and cannot be made writable: \(errnoText())",
                     cause: StorageCause(errno: errno))
