@@ -170,13 +170,17 @@ enum QueryCompiler {
                     predicate: context.sql(WQLNode.and(rest).simplified, positive: true), requiresSingleValued: name))
         }
         var typeContext = context
+        // Every record of the type, decrypted and checked against the whole tree.
+        func decidedInMemory() -> CompiledSearch {
+            CompiledSearch(
+                type: type, typeBlind: tb, keys: keys, root: root, exact: false,
+                plans: [.init(driver: .type, predicate: dialect.yes, requiresSingleValued: nil)], dialect: dialect)
+        }
         // A query of more conditions than SQL should plan (each is a correlated subquery) is
         // answered by decrypting every record of the type and checking the whole tree: the same
         // results, at the cost of a full walk. `$in` lists and `$exist` names count as one.
         if root.conditionCount > maxSQLConditions {
-            return CompiledSearch(
-                type: type, typeBlind: tb, keys: keys, root: root, exact: false,
-                plans: [.init(driver: .type, predicate: dialect.yes, requiresSingleValued: nil)], dialect: dialect)
+            return decidedInMemory()
         }
         let full = typeContext.sql(root, positive: true)
         // SQLite's parser holds at most 100 symbols on its stack, and each level of parentheses
@@ -184,9 +188,7 @@ enum QueryCompiler {
         // failed to prepare, a storage error. Such a tree is answered as above. (The tag-driven
         // plans are dropped with it: the walk reads the whole type.)
         if dialect == .sqlite, Self.parenthesisDepth(full.sql) > maxSQLNesting {
-            return CompiledSearch(
-                type: type, typeBlind: tb, keys: keys, root: root, exact: false,
-                plans: [.init(driver: .type, predicate: dialect.yes, requiresSingleValued: nil)], dialect: dialect)
+            return decidedInMemory()
         }
         plans.append(.init(driver: .type, predicate: full, requiresSingleValued: nil))
         // Inexact leaves widen the SQL the same way in every plan; the full tree decides.
